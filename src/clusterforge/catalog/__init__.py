@@ -1,0 +1,125 @@
+"""The hardware catalog: GPUs, nodes, CPUs, NICs, switches, link media, storage, facility items.
+
+Facts live in TOML files under ``data/`` (documented in ``README.md``), each row with its
+source. :func:`load_catalog` reads them once; lookups raise :class:`CatalogError` with
+close-match suggestions.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from clusterforge.catalog.models import (
+    Cpu,
+    FacilityItem,
+    Gpu,
+    Medium,
+    ModelArch,
+    Nic,
+    Node,
+    PortMode,
+    StorageBlock,
+    Switch,
+)
+from clusterforge.errors import CatalogError, did_you_mean
+
+__all__ = [
+    "Catalog",
+    "Cpu",
+    "FacilityItem",
+    "Gpu",
+    "Medium",
+    "ModelArch",
+    "Nic",
+    "Node",
+    "PortMode",
+    "StorageBlock",
+    "Switch",
+    "Table",
+    "load_catalog",
+]
+
+RowT = TypeVar("RowT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Table(Generic[RowT]):
+    """Rows of one catalog file, by id."""
+
+    kind: str
+    rows: dict[str, RowT]
+
+    def __getitem__(self, row_id: str) -> RowT:
+        try:
+            return self.rows[row_id]
+        except KeyError:
+            hint = did_you_mean(row_id, self.rows)
+            known = ", ".join(sorted(self.rows))
+            raise CatalogError(
+                f"unknown {self.kind} {row_id!r}{hint}; known {self.kind}s: {known}"
+            ) from None
+
+    def __contains__(self, row_id: object) -> bool:
+        return row_id in self.rows
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.rows.values())
+
+    def ids(self) -> list[str]:
+        return sorted(self.rows)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    gpus: Table[Gpu]
+    nodes: Table[Node]
+    cpus: Table[Cpu]
+    nics: Table[Nic]
+    switches: Table[Switch]
+    media: Table[Medium]
+    storage: Table[StorageBlock]
+    facility: Table[FacilityItem]
+    models: Table[ModelArch]
+
+
+def _load_table(filename: str, key: str, model: type[RowT]) -> Table[RowT]:
+    text = resources.files("clusterforge.catalog").joinpath("data", filename).read_text("utf-8")
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"catalog file {filename} is not valid TOML: {exc}") from None
+    rows: dict[str, RowT] = {}
+    for index, entry in enumerate(raw.get(key, [])):
+        try:
+            row = model.model_validate(entry)
+        except ValidationError as exc:
+            raise CatalogError(f"catalog file {filename}, [[{key}]] #{index + 1}: {exc}") from None
+        rows[row.id] = row  # type: ignore[attr-defined]
+    return Table(kind=key, rows=rows)
+
+
+@cache
+def load_catalog() -> Catalog:
+    """Load and cross-check the packaged catalog (cached: it is immutable)."""
+    catalog = Catalog(
+        gpus=_load_table("gpus.toml", "gpu", Gpu),
+        nodes=_load_table("nodes.toml", "node", Node),
+        cpus=_load_table("cpus.toml", "cpu", Cpu),
+        nics=_load_table("nics.toml", "nic", Nic),
+        switches=_load_table("switches.toml", "switch", Switch),
+        media=_load_table("media.toml", "medium", Medium),
+        storage=_load_table("storage.toml", "storage", StorageBlock),
+        facility=_load_table("facility.toml", "item", FacilityItem),
+        models=_load_table("models.toml", "model", ModelArch),
+    )
+    for node in catalog.nodes:
+        catalog.gpus[node.gpu]
+        catalog.cpus[node.cpu]
+        catalog.nics[node.compute_nic]
+    return catalog

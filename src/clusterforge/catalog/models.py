@@ -1,0 +1,167 @@
+"""Typed rows of the hardware catalog. Units are in the field names; every row has a source."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Cpu",
+    "FacilityItem",
+    "Gpu",
+    "Medium",
+    "Nic",
+    "Node",
+    "PortMode",
+    "StorageBlock",
+    "Switch",
+]
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str
+    name: str
+    source: str = Field(description="Where the figures come from, with a confidence tag")
+
+
+class Gpu(_Row):
+    vendor: Literal["nvidia", "amd"]
+    nvml_names: list[str] = Field(description="Names NVML reports for this GPU")
+    hbm_gib: float
+    hbm_gbyte: float
+    hbm_tbyte_per_s: float
+    tdp_w: float
+    bf16_dense_tflops: float
+    fp8_dense_tflops: float
+    scaleup: str
+    scaleup_gbyte_per_s: float = Field(description="Bidirectional scale-up bandwidth per GPU")
+    nvlink_domain_max: int
+    form_factor: str
+    datacenter: bool
+    ecc: bool
+    price_usd: float
+    price_date: str
+
+
+class Cpu(_Row):
+    num_cores: int
+    tdp_w: float
+
+
+class Nic(_Row):
+    port_gbit_per_s: float
+    num_ports: int
+    fabrics: list[Literal["infiniband", "ethernet"]]
+    power_w: float
+    price_usd: float
+
+
+class Node(_Row):
+    gpu: str
+    num_gpus: int
+    u_height: int
+    max_kw: float
+    typical_kw: float
+    num_psus: int
+    psu_kw: float
+    psus_required: int = Field(description="PSUs needed to carry max load (N of N+M)")
+    cpu: str
+    num_cpus: int
+    memory_gib: int
+    compute_nic: str
+    num_compute_nics: int
+    compute_nic_twin_cages: int = Field(
+        description="Twin-port OSFP cages carrying the compute NIC ports (0 = one module per NIC)"
+    )
+    num_storage_ports: int
+    storage_port_gbit_per_s: float
+    num_inband_ports: int
+    inband_port_gbit_per_s: float
+    nvlink_domain_gpus: int
+    rack_scale_nodes: int = Field(0, description="Nodes in a fixed rack-scale system (NVL72: 18)")
+    rack_overhead_kw: float = Field(0.0, description="Rack-scale overhead: switch trays, shelves")
+    rack_overhead_u: int = 0
+    cooling: Literal["air", "liquid"]
+    weight_kg: float
+    price_usd: float
+    price_date: str
+
+
+class PortMode(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    port_gbit_per_s: float
+    num_ports: int
+    ports_per_cage: int
+
+
+class Switch(_Row):
+    fabric: Literal["infiniband", "ethernet"]
+    u_height: int
+    typical_w: float
+    max_w: float
+    weight_kg: float
+    price_usd: float
+    price_date: str
+    port_modes: list[PortMode]
+    uplink_ports: int = 0
+    uplink_gbit_per_s: float = 0.0
+
+    def radix_at(self, port_gbit_per_s: float) -> int | None:
+        """Number of ports at the given speed, or None when the switch cannot run it."""
+        mode = self.mode_at(port_gbit_per_s)
+        return mode.num_ports if mode else None
+
+    def mode_at(self, port_gbit_per_s: float) -> PortMode | None:
+        for mode in self.port_modes:
+            if mode.port_gbit_per_s == port_gbit_per_s:
+                return mode
+        return None
+
+
+class Medium(_Row):
+    netbox_type: str
+    max_reach_m: float
+    optical: bool
+    power_w_per_end: float
+    price_usd_per_end: float
+    cable_price_usd: float
+
+
+class StorageBlock(_Row):
+    u_height: int
+    usable_tbyte: float
+    read_gbyte_per_s: float
+    write_gbyte_per_s: float
+    power_kw: float
+    num_ports: int
+    port_gbit_per_s: float
+    price_usd: float
+    price_date: str
+
+
+class FacilityItem(_Row):
+    price_usd: float
+    u_height: int
+    power_kw: float = 0.0
+
+
+class ModelArch(BaseModel):
+    """A transformer architecture (dense or MoE). Published presets live in data/models.toml."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str = "custom"
+    name: str = "custom model"
+    num_layers: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    num_heads: int = Field(gt=0)
+    num_kv_heads: int | None = Field(None, description="GQA key/value heads; None = num_heads")
+    ffn_hidden_size: int | None = Field(None, description="None = 4 x hidden (non-gated)")
+    gated_mlp: bool = Field(False, description="SwiGLU-style MLP with three matrices")
+    vocab_size: int = Field(gt=0)
+    seq_length: int = Field(2048, gt=0)
+    num_experts: int = Field(1, ge=1, description="MoE experts per MoE layer (1 = dense)")
+    top_k: int = Field(1, ge=1, description="Experts each token is routed to")
+    tied_embeddings: bool = False
+    source: str = "user-provided"
