@@ -1,0 +1,394 @@
+"""Compute-fabric sizing: leaves, spines, cores or dragonfly routers, from first principles.
+
+Every topology is reduced to one :class:`Connectivity`: which leaf each node NIC plugs into and
+an edge list of switch-to-switch bundles.  The simulator and the generators read that, never
+the topology name, so a new topology only has to produce a Connectivity.
+
+Switch ids are global: leaves ``[0, L)``, spines ``[L, L+S)``, cores ``[L+S, L+S+C)``; dragonfly
+routers are leaves.  Formulas (design.md §2):
+
+* leaf ports: radix R at the NIC speed, ``d`` down and ``u`` up, oversubscription ``r = d/u``,
+  so ``d = R·r/(r+1)`` (folded Clos);
+* 2-tier: each leaf sends the same number of links to every spine ("equal links from each leaf
+  to each spine"), so the spine count S divides ``u`` and ``S·R ≥ L·u``; feasible while
+  ``L ≤ R``.  This reproduces NVIDIA's DGX H100 SuperPOD table (1-4 SUs: 4, 8, 16, 16 spines);
+* 3-tier: pods of ``R/2`` leaves and ``u`` spines (each spine R/2 down, R/2 up), spine j of every
+  pod joins core group j; a full k-ary fat tree (Al-Fares 2008) has k³/4 hosts, 5k²/4 switches;
+* dragonfly (Kim et al. 2008): router radix ``k = p + a + h − 1``, balanced ``a = 2p = 2h``,
+  at most ``a·h + 1`` groups, ``N = a·p·(a·h+1)`` terminals.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from clusterforge.catalog import Switch
+from clusterforge.errors import CapacityError
+
+__all__ = [
+    "Connectivity",
+    "FabricShape",
+    "size_fabric",
+    "smallest_divisor_at_least",
+]
+
+
+@dataclass(frozen=True)
+class Connectivity:
+    """The switch graph of one fabric, as counts and arrays (no object per link).
+
+    ``node_slot`` shifts node indices when slots are reserved (UFM takes SU 0's slot 0).
+    """
+
+    kind: str  # "clos" | "dragonfly" | "single-switch" | "rail-only"
+    num_nodes: int
+    nics_per_node: int
+    rail_optimized: bool
+    num_leaves: int
+    num_spines: int = 0
+    num_cores: int = 0
+    nodes_per_leaf_group: int = 1  # nodes sharing one set of leaves (SU size, ToR size, rail size)
+    leaves_per_group: int = 1  # leaves serving one node group (rails per SU; 1 for ToR)
+    reserved_slots: int = 0
+    # Clos upper tiers
+    leaves_per_pod: int = 0
+    spines_per_pod: int = 0
+    links_leaf_spine: int = 0  # parallel links between a leaf and each spine of its pod
+    cores_per_group: int = 0
+    links_spine_core: int = 0
+    # rail-only: each rail is its own Clos; leaves of rail r are [r*leaves_per_rail, ...)
+    leaves_per_rail: int = 0
+    spines_per_rail: int = 0
+    # dragonfly
+    routers_per_group: int = 0
+    terminals_per_router: int = 0
+    global_links_per_router: int = 0
+    num_groups: int = 0
+    links_per_group_pair: int = 0
+    # link aggregation (single-switch 'design A'): NICs of a node bonded into one LAG
+    link_aggregation: bool = False
+    switch_names: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def num_switches(self) -> int:
+        return self.num_leaves + self.num_spines + self.num_cores
+
+    def leaf_of(self, node: np.ndarray, nic: np.ndarray) -> np.ndarray:
+        """Leaf id of each (node, nic) pair; vectorized over numpy arrays."""
+        slot = np.asarray(node) + self.reserved_slots
+        nic = np.asarray(nic)
+        if self.kind == "single-switch":
+            return np.zeros_like(slot)
+        if self.kind == "dragonfly":
+            return (slot * self.nics_per_node + nic) // self.terminals_per_router
+        if self.kind == "rail-only":
+            return nic * self.leaves_per_rail + slot // self.nodes_per_leaf_group
+        group = slot // self.nodes_per_leaf_group
+        if self.rail_optimized:
+            return group * self.leaves_per_group + nic
+        return group
+
+    def node_links(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(node, nic, leaf) for every node NIC port."""
+        node, nic = np.divmod(np.arange(self.num_nodes * self.nics_per_node), self.nics_per_node)
+        return node, nic, self.leaf_of(node, nic)
+
+    def switch_links(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(switch_a, switch_b, num_links, tier) bundles; tier 0 = leaf-spine, 1 = spine-core,
+        2 = dragonfly local, 3 = dragonfly global."""
+        if self.kind == "dragonfly":
+            return _dragonfly_links(self)
+        if self.kind == "rail-only":
+            return _rail_only_links(self)
+        if self.num_spines == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty, empty
+        return _clos_links(self)
+
+
+def _clos_links(c: Connectivity) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    leaf = np.repeat(np.arange(c.num_leaves), c.spines_per_pod)
+    pod = leaf // c.leaves_per_pod
+    spine = c.num_leaves + pod * c.spines_per_pod + np.tile(np.arange(c.spines_per_pod), c.num_leaves)
+    a, b = [leaf], [spine]
+    n = [np.full(leaf.size, c.links_leaf_spine)]
+    t = [np.zeros(leaf.size, dtype=np.int64)]
+    if c.num_cores:
+        sp = np.repeat(np.arange(c.num_spines), c.cores_per_group)
+        group = sp % c.spines_per_pod
+        core_local = np.tile(np.arange(c.cores_per_group), c.num_spines)
+        core = c.num_leaves + c.num_spines + group * c.cores_per_group + core_local
+        a.append(c.num_leaves + sp)
+        b.append(core)
+        n.append(np.full(sp.size, c.links_spine_core))
+        t.append(np.ones(sp.size, dtype=np.int64))
+    return np.concatenate(a), np.concatenate(b), np.concatenate(n), np.concatenate(t)
+
+
+def _rail_only_links(c: Connectivity) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    if c.spines_per_rail == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    leaf = np.repeat(np.arange(c.num_leaves), c.spines_per_rail)
+    rail = leaf // c.leaves_per_rail
+    spine = c.num_leaves + rail * c.spines_per_rail + np.tile(np.arange(c.spines_per_rail), c.num_leaves)
+    return leaf, spine, np.full(leaf.size, c.links_leaf_spine), np.zeros(leaf.size, dtype=np.int64)
+
+
+def _dragonfly_links(c: Connectivity) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    a_, g = c.routers_per_group, c.num_groups
+    i, j = np.triu_indices(a_, k=1)
+    base = (np.arange(g) * a_)[:, None]
+    la, lb = (base + i).ravel(), (base + j).ravel()
+    gi, gj = np.triu_indices(g, k=1)
+    # Each group has a·h global ports ("slots"); its link number k to peer q (peers numbered
+    # without itself) takes slot q·m + k, and slot s sits on router s // h.  With fewer than
+    # a·h + 1 groups every pair gets m = ⌊a·h / (g−1)⌋ parallel links, spread over routers.
+    m, h = max(c.links_per_group_pair, 1), c.global_links_per_router
+    k = np.arange(m)
+    slot_a = ((gj - 1)[:, None] * m + k).ravel()
+    slot_b = (gi[:, None] * m + k).ravel()
+    ra = np.repeat(gi, m) * a_ + slot_a // h
+    rb = np.repeat(gj, m) * a_ + slot_b // h
+    pairs, counts = np.unique(np.stack([ra, rb]), axis=1, return_counts=True)
+    ra, rb = pairs[0], pairs[1]
+    a = np.concatenate([la, ra])
+    b = np.concatenate([lb, rb])
+    n = np.concatenate([np.ones(la.size, dtype=np.int64), counts])
+    t = np.concatenate([np.full(la.size, 2), np.full(ra.size, 3)])
+    return a, b, n, t
+
+
+@dataclass(frozen=True)
+class FabricShape:
+    """Sizing result of one fabric: the connectivity plus the port arithmetic behind it."""
+
+    connectivity: Connectivity
+    tiers: int
+    radix: int
+    leaf_down_ports: int
+    leaf_up_ports: int
+    oversubscription: float
+    notes: tuple[str, ...] = ()
+
+
+def smallest_divisor_at_least(n: int, lower: float) -> int:
+    """Smallest divisor of ``n`` that is ≥ ``lower`` (n itself if none smaller)."""
+    for d in range(max(1, math.ceil(lower)), n + 1):
+        if n % d == 0:
+            return d
+    return n
+
+
+def _leaf_ports(radix: int, oversubscription: float) -> tuple[int, int]:
+    """(down, up) ports of a leaf for oversubscription r: d = R·r/(r+1) (design.md §2.2)."""
+    down = int(radix * oversubscription / (oversubscription + 1))
+    return down, radix - down
+
+
+def _two_tier_spines(num_leaves: int, up: int, radix: int) -> int | None:
+    """Spines for a 2-tier Clos with equal links leaf→spine, or None if 2 tiers cannot do it."""
+    if num_leaves > radix or up == 0:
+        return None
+    return smallest_divisor_at_least(up, num_leaves * up / radix)
+
+
+def _clos(
+    *,
+    num_nodes: int,
+    nics: int,
+    radix: int,
+    down: int,
+    up: int,
+    nodes_per_group: int,
+    leaves_per_group: int,
+    rail_optimized: bool,
+    tiers: int | None,
+    reserved_slots: int,
+    oversubscription: float,
+) -> FabricShape:
+    num_groups = math.ceil((num_nodes + reserved_slots) / nodes_per_group)
+    num_leaves = num_groups * leaves_per_group
+    common = dict(
+        num_nodes=num_nodes,
+        nics_per_node=nics,
+        rail_optimized=rail_optimized,
+        num_leaves=num_leaves,
+        nodes_per_leaf_group=nodes_per_group,
+        leaves_per_group=leaves_per_group,
+        reserved_slots=reserved_slots,
+    )
+    spines = _two_tier_spines(num_leaves, up, radix) if tiers in (None, 2) else None
+    if num_leaves == 1 and tiers in (None, 1):
+        conn = Connectivity(kind="clos", **common)  # type: ignore[arg-type]
+        return FabricShape(conn, 1, radix, down, up, oversubscription)
+    if spines is not None:
+        conn = Connectivity(
+            kind="clos", num_spines=spines, leaves_per_pod=num_leaves, spines_per_pod=spines,
+            links_leaf_spine=up // spines, **common,  # type: ignore[arg-type]
+        )
+        return FabricShape(conn, 2, radix, down, up, oversubscription)
+    if tiers == 2:
+        raise CapacityError(
+            f"network.tiers: 2 tiers reach at most {radix} leaves of radix {radix}, this design "
+            f"needs {num_leaves}; set tiers: 3, a larger-radix switch, or fewer GPUs"
+        )
+    return _three_tier(common, num_leaves, radix, down, up, oversubscription, leaves_per_group)
+
+
+def _three_tier(
+    common: dict[str, object],
+    num_leaves: int,
+    radix: int,
+    down: int,
+    up: int,
+    oversubscription: float,
+    leaves_per_group: int,
+) -> FabricShape:
+    half = radix // 2
+    # A pod holds whole leaf groups (SUs) and at most R/2 leaves: each spine has R/2 down ports.
+    groups_per_pod = max(1, half // leaves_per_group)
+    leaves_per_pod = groups_per_pod * leaves_per_group
+    num_pods = math.ceil(num_leaves / leaves_per_pod)
+    spines_per_pod = smallest_divisor_at_least(up, up * leaves_per_pod / half)
+    links_leaf_spine = up // spines_per_pod
+    num_spines = num_pods * spines_per_pod
+    spine_up = leaves_per_pod * links_leaf_spine  # as many up as down: non-blocking spine tier
+    cores_per_group = smallest_divisor_at_least(spine_up, num_pods * spine_up / radix)
+    if num_pods * spine_up / cores_per_group > radix:
+        raise CapacityError(
+            f"network: {num_leaves} leaves exceed what a 3-tier fabric of radix-{radix} switches "
+            f"can join (at most {radix**3 // 4} endpoints); use a larger-radix switch, "
+            "oversubscription, or topology: dragonfly"
+        )
+    conn = Connectivity(
+        kind="clos", num_spines=num_spines,
+        num_cores=spines_per_pod * cores_per_group, leaves_per_pod=leaves_per_pod,
+        spines_per_pod=spines_per_pod, links_leaf_spine=links_leaf_spine,
+        cores_per_group=cores_per_group, links_spine_core=spine_up // cores_per_group,
+        **common,  # type: ignore[arg-type]
+    )
+    conn = _trim_last_pod(conn, num_leaves)
+    return FabricShape(conn, 3, radix, down, up, oversubscription)
+
+
+def _trim_last_pod(conn: Connectivity, num_leaves: int) -> Connectivity:
+    """Leaves are counted exactly; a partial last pod still gets its full spine set (cabled
+    for growth, as NVIDIA's RA advises for SUs)."""
+    return conn if conn.num_leaves == num_leaves else conn
+
+
+def size_fabric(
+    *,
+    topology: str,
+    num_nodes: int,
+    nics_per_node: int,
+    switch: Switch,
+    nic_gbit_per_s: float,
+    oversubscription: float,
+    tiers: int | None,
+    reserve_ufm_port: bool = False,
+    link_aggregation: bool = False,
+    dragonfly_routers_per_group: int | None = None,
+) -> FabricShape:
+    """Size the compute fabric of ``num_nodes`` nodes with ``nics_per_node`` NICs each."""
+    radix = switch.radix_at(nic_gbit_per_s)
+    if radix is None:
+        speeds = ", ".join(f"{m.port_gbit_per_s:g}" for m in switch.port_modes)
+        raise CapacityError(
+            f"network.nic_gbit_per_s: switch {switch.id!r} has no {nic_gbit_per_s:g} Gb/s ports "
+            f"(it offers {speeds} Gb/s); change the NIC speed or network.switch"
+        )
+    down, up = _leaf_ports(radix, oversubscription)
+    if topology == "single-switch":
+        return _single_switch(num_nodes, nics_per_node, radix, switch, link_aggregation)
+    if topology == "dragonfly":
+        return _dragonfly(num_nodes, nics_per_node, radix, dragonfly_routers_per_group)
+    if topology == "rail-only":
+        return _rail_only(num_nodes, nics_per_node, radix, down, up, oversubscription)
+    rail = topology == "rail-optimized"
+    nodes_per_group = down if rail else down // nics_per_node
+    if nodes_per_group < 1:
+        raise CapacityError(
+            f"network.nics_per_node: {nics_per_node} NICs do not fit the {down} down ports of a "
+            f"{switch.id} leaf; use topology: rail-optimized or fewer NICs per node"
+        )
+    if topology == "fat-tree" and tiers is None:
+        tiers = 3
+    return _clos(
+        num_nodes=num_nodes, nics=nics_per_node, radix=radix, down=down, up=up,
+        nodes_per_group=nodes_per_group, leaves_per_group=nics_per_node if rail else 1,
+        rail_optimized=rail, tiers=tiers, reserved_slots=1 if reserve_ufm_port and rail else 0,
+        oversubscription=oversubscription,
+    )
+
+
+def _single_switch(
+    num_nodes: int, nics: int, radix: int, switch: Switch, link_aggregation: bool
+) -> FabricShape:
+    ports = num_nodes * nics
+    if ports > radix:
+        raise CapacityError(
+            f"network.topology: single-switch needs {ports} ports but {switch.id} has {radix} at "
+            "this speed; use leaf-spine or rail-optimized, or a larger (chassis) switch"
+        )
+    conn = Connectivity(
+        kind="single-switch", num_nodes=num_nodes, nics_per_node=nics, rail_optimized=False,
+        num_leaves=1, nodes_per_leaf_group=num_nodes, link_aggregation=link_aggregation,
+    )
+    return FabricShape(conn, 1, radix, ports, 0, 1.0)
+
+
+def _rail_only(
+    num_nodes: int, nics: int, radix: int, down: int, up: int, oversubscription: float
+) -> FabricShape:
+    """Rail-only (Wang et al., arXiv 2307.12169): one Clos per rail, no spine across rails."""
+    leaves_per_rail = math.ceil(num_nodes / (radix if num_nodes <= radix else down))
+    spines = 0
+    nodes_per_leaf = num_nodes if leaves_per_rail == 1 else down
+    if leaves_per_rail > 1:
+        spines = _two_tier_spines(leaves_per_rail, up, radix) or 0
+        if spines == 0:
+            raise CapacityError(
+                f"network.topology: rail-only with 2-tier rails reaches {radix * radix // 2} nodes "
+                f"per rail at radix {radix}; this design has {num_nodes}"
+            )
+    conn = Connectivity(
+        kind="rail-only", num_nodes=num_nodes, nics_per_node=nics, rail_optimized=True,
+        num_leaves=leaves_per_rail * nics, num_spines=spines * nics,
+        nodes_per_leaf_group=nodes_per_leaf, leaves_per_rail=leaves_per_rail,
+        spines_per_rail=spines, links_leaf_spine=(up // spines) if spines else 0,
+    )
+    tiers = 2 if spines else 1
+    return FabricShape(conn, tiers, radix, nodes_per_leaf, up if spines else 0, oversubscription)
+
+
+def _dragonfly(
+    num_nodes: int, nics: int, radix: int, routers_per_group: int | None
+) -> FabricShape:
+    """Balanced dragonfly a = 2p = 2h with k = p + a + h − 1 ≤ R (Kim et al. 2008)."""
+    p = (radix + 1) // 4
+    a = routers_per_group or 2 * p
+    h = p
+    if p + a + h - 1 > radix:
+        raise CapacityError(
+            f"network.dragonfly_routers_per_group: {a} routers per group need radix "
+            f"{p + a + h - 1} > {radix}; use at most {radix - 2 * p + 1}"
+        )
+    endpoints = num_nodes * nics
+    groups = max(1, math.ceil(endpoints / (a * p)))
+    if groups > a * h + 1:
+        raise CapacityError(
+            f"network.topology: a dragonfly of radix {radix} reaches {a * p * (a * h + 1)} "
+            f"endpoints; this design has {endpoints}"
+        )
+    per_pair = (a * h) // (groups - 1) if groups > 1 else 0
+    conn = Connectivity(
+        kind="dragonfly", num_nodes=num_nodes, nics_per_node=nics, rail_optimized=False,
+        num_leaves=groups * a, routers_per_group=a, terminals_per_router=p,
+        global_links_per_router=h, num_groups=groups, links_per_group_pair=per_pair,
+    )
+    return FabricShape(conn, 2, radix, p, a - 1 + h, 1.0)

@@ -1,0 +1,272 @@
+"""The NVML adapter: a small interface, a watchdog that never hangs, and a recorded replay.
+
+:class:`NvmlApi` is the interface the checks need from NVML: a handful of node values and one
+value per (GPU, field).  Two implementations exist: :class:`RecordedNvml` replays a JSON
+fixture (tests, demos), and ``clusterforge.ops.nvml_pynvml.PynvmlApi`` calls the real library.
+
+:func:`collect_gpu_snapshot` reads every field of every GPU in a worker thread.  Each call has
+a budget (``per_call_s``) and the whole collection has one too (``budget_s``); a call that
+does not return in time is reported as hung and the readings taken so far are kept.  The
+worker is a daemon thread: a hung NVML call (a GPU that fell off the bus can block the driver)
+cannot keep the process alive, and Slurm's 60 s HealthCheckProgram kill (slurm.conf(5),
+operations.md §7) is never reached.  "Not supported" becomes ``None``, never an exception
+(operations.md §19: "missing data must not count as failure").
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Protocol
+
+from clusterforge.errors import CheckError
+from clusterforge.ops.readings import GpuReading, GpuSnapshot, XidEvent
+
+__all__ = [
+    "GPU_FIELDS",
+    "NvmlApi",
+    "NvmlCallError",
+    "NvmlNotSupported",
+    "RecordedNvml",
+    "collect_gpu_snapshot",
+]
+
+# Every GpuReading field the adapter is asked for, in reading order.
+GPU_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(GpuReading) if f.name not in ("index", "errors")
+)
+
+
+class NvmlNotSupported(Exception):
+    """The GPU or driver does not provide this value (NVML_ERROR_NOT_SUPPORTED and kin)."""
+
+
+class NvmlCallError(Exception):
+    """An NVML call failed (e.g. NVML_ERROR_GPU_IS_LOST); the message says how."""
+
+
+class NvmlApi(Protocol):
+    """What the checks need from NVML.  Methods raise the two exceptions above."""
+
+    def init(self) -> None: ...
+    def shutdown(self) -> None: ...
+    def driver_version(self) -> str: ...
+    def cuda_driver_version(self) -> str: ...
+    def device_count(self) -> int: ...
+    def gpu_field(self, index: int, name: str) -> Any: ...
+    def xid_events(self, listen_s: float) -> list[XidEvent]: ...
+
+
+@dataclass
+class _Progress:
+    """Shared between the worker and the watchdog; guarded by ``lock``."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    call: str | None = None
+    call_started_s: float = 0.0
+    node: dict[str, Any] = field(default_factory=dict)
+    gpus: dict[int, dict[str, Any]] = field(default_factory=dict)
+    gpu_errors: dict[int, dict[str, str]] = field(default_factory=dict)
+    xids: list[XidEvent] = field(default_factory=list)
+    error: str | None = None
+
+    def start(self, call: str) -> None:
+        with self.lock:
+            self.call, self.call_started_s = call, time.monotonic()
+
+    def done(self) -> None:
+        with self.lock:
+            self.call = None
+
+
+def _node_value(api: NvmlApi, progress: _Progress, key: str, call: str) -> None:
+    progress.start(call)
+    try:
+        value = getattr(api, key)()
+    except NvmlNotSupported:
+        value = None
+    except NvmlCallError as exc:
+        value = None
+        progress.node.setdefault("errors", {})[key] = str(exc)
+    progress.done()
+    progress.node[key] = value
+
+
+def _gpu_values(api: NvmlApi, progress: _Progress, index: int) -> None:
+    values = progress.gpus.setdefault(index, {})
+    errors = progress.gpu_errors.setdefault(index, {})
+    for name in GPU_FIELDS:
+        progress.start(f"{name} of GPU {index}")
+        try:
+            values[name] = api.gpu_field(index, name)
+        except NvmlNotSupported:
+            values[name] = None
+        except NvmlCallError as exc:
+            values[name] = None
+            errors[name] = str(exc)
+        progress.done()
+
+
+def _worker(api: NvmlApi, progress: _Progress, listen_s: float) -> None:
+    try:
+        progress.start("nvmlInit")
+        api.init()
+        progress.done()
+    except (NvmlCallError, NvmlNotSupported, CheckError) as exc:
+        progress.error = f"NVML is not usable on this node: {exc}"
+        progress.done()
+        return
+    try:
+        _node_value(api, progress, "driver_version", "driver version")
+        _node_value(api, progress, "cuda_driver_version", "CUDA driver version")
+        _node_value(api, progress, "device_count", "device count")
+        for index in range(progress.node.get("device_count") or 0):
+            _gpu_values(api, progress, index)
+        progress.start("XID event wait")
+        try:
+            progress.xids.extend(api.xid_events(listen_s))
+        except (NvmlNotSupported, NvmlCallError):
+            pass
+        progress.done()
+    finally:
+        api.shutdown()
+
+
+def _watch(thread: threading.Thread, progress: _Progress, per_call_s: float, budget_s: float) -> str | None:
+    """Wait for the worker; return why we stopped waiting, or None when it finished."""
+    deadline = time.monotonic() + budget_s
+    while thread.is_alive():
+        thread.join(timeout=0.02)
+        now = time.monotonic()
+        with progress.lock:
+            call, started = progress.call, progress.call_started_s
+        if call is not None and now - started > per_call_s:
+            return f"NVML call '{call}' did not return within {per_call_s:g} s (hung)"
+        if now > deadline:
+            return f"NVML readings did not finish within the budget of {budget_s:g} s"
+    return None
+
+
+def _snapshot(progress: _Progress, error: str | None) -> GpuSnapshot:
+    with progress.lock:
+        gpus = tuple(
+            GpuReading(
+                index=i,
+                errors=dict(progress.gpu_errors.get(i, {})),
+                **{k: _freeze(v) for k, v in values.items()},
+            )
+            for i, values in sorted(progress.gpus.items())
+        )
+        node = dict(progress.node)
+        xids = tuple(progress.xids)
+    return GpuSnapshot(
+        driver_version=node.get("driver_version"),
+        cuda_driver_version=node.get("cuda_driver_version"),
+        num_gpus_reported=node.get("device_count"),
+        gpus=gpus,
+        xid_events=xids,
+        error=error or progress.error,
+    )
+
+
+def _freeze(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def collect_gpu_snapshot(
+    api: NvmlApi, budget_s: float = 30.0, per_call_s: float = 5.0, listen_s: float = 0.2
+) -> GpuSnapshot:
+    """Read every GPU through ``api``; a hung call or an exhausted budget is reported, not waited on."""
+    progress = _Progress()
+    thread = threading.Thread(
+        target=_worker, args=(api, progress, listen_s), name="clusterforge-nvml", daemon=True
+    )
+    thread.start()
+    return _snapshot(progress, _watch(thread, progress, per_call_s, budget_s))
+
+
+# --- recorded readings ------------------------------------------------------------------
+
+NOT_SUPPORTED = "NOT_SUPPORTED"
+GPU_IS_LOST = "GPU_IS_LOST"
+HANG = "HANG"
+
+
+def _load_fixture(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckError(f"NVML fixture {str(path)!r} does not exist") from None
+    except json.JSONDecodeError as exc:
+        raise CheckError(f"NVML fixture {str(path)!r} is not valid JSON: {exc}") from None
+    if "base" not in data:
+        return dict(data)
+    base = _load_fixture(path.parent / data["base"])
+    gpus = [dict(g) for g in base.get("gpus", [])]
+    for index, patch in data.get("gpu_patches", {}).items():
+        gpus[int(index)].update(patch)
+    removed = set(data.get("remove_gpus", []))
+    base["gpus"] = [g for i, g in enumerate(gpus) if i not in removed]
+    base.update({k: v for k, v in data.items() if k not in ("base", "gpu_patches", "remove_gpus")})
+    return base
+
+
+class RecordedNvml:
+    """Replays a JSON fixture as if it were NVML.
+
+    Format: ``driver_version``, ``cuda_driver_version``, ``gpus`` (list of GpuReading field
+    values; a missing key is "not supported"), ``xid_events`` (``{"gpu_index", "xid"}``) and
+    ``init_error``.  A value may be ``"NOT_SUPPORTED"``, ``"GPU_IS_LOST"`` or ``"HANG"`` (the
+    call blocks until :meth:`release`).  A fixture with ``base`` names another fixture in the
+    same folder and applies ``gpu_patches`` (by GPU index) and ``remove_gpus`` on top of it.
+    """
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self._released = threading.Event()
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> RecordedNvml:
+        return cls(_load_fixture(Path(path)))
+
+    def release(self) -> None:
+        """Let every hanging call return (tests call this at teardown)."""
+        self._released.set()
+
+    def _value(self, value: Any) -> Any:
+        if value == NOT_SUPPORTED:
+            raise NvmlNotSupported("not supported")
+        if value == GPU_IS_LOST:
+            raise NvmlCallError("GPU is lost (NVML_ERROR_GPU_IS_LOST)")
+        if value == HANG:
+            self._released.wait(timeout=3600.0)
+            raise NvmlCallError("call released after hanging")
+        return value
+
+    def init(self) -> None:
+        if self.data.get("init_error"):
+            raise NvmlCallError(str(self.data["init_error"]))
+
+    def shutdown(self) -> None:
+        return None
+
+    def driver_version(self) -> str:
+        return str(self._value(self.data.get("driver_version", NOT_SUPPORTED)))
+
+    def cuda_driver_version(self) -> str:
+        return str(self._value(self.data.get("cuda_driver_version", NOT_SUPPORTED)))
+
+    def device_count(self) -> int:
+        return int(self._value(self.data.get("device_count", len(self.data.get("gpus", [])))))
+
+    def gpu_field(self, index: int, name: str) -> Any:
+        return self._value(self.data["gpus"][index].get(name, NOT_SUPPORTED))
+
+    def xid_events(self, listen_s: float) -> list[XidEvent]:
+        return [
+            XidEvent(xid=int(e["xid"]), gpu_index=e.get("gpu_index"), source="nvml")
+            for e in self.data.get("xid_events", [])
+        ]
