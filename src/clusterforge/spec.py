@@ -51,7 +51,10 @@ class NetworkSpec(_Section):
         None, ge=1, le=3, description="Switch tiers (leaf-spine: 2 or 3; None = smallest that fits)"
     )
     oversubscription: float = Field(
-        1.0, ge=1.0, le=16.0, description="Leaf downlink:uplink bandwidth ratio (1.0 = non-blocking)"
+        1.0,
+        ge=1.0,
+        le=16.0,
+        description="Leaf downlink:uplink bandwidth ratio (1.0 = non-blocking)",
     )
     nics_per_node: int | None = Field(
         None, ge=1, description="Compute NICs per node (None = the node model's count)"
@@ -86,7 +89,9 @@ class FacilitySpec(_Section):
     voltage_v: float = Field(415.0, gt=0, description="Line-to-line feed voltage, V")
     phases: Literal[1, 3] = Field(3, description="Feed phases")
     breaker_a: float | None = Field(
-        None, gt=0, description="Breaker rating per feed, A (None = smallest standard size that fits)"
+        None,
+        gt=0,
+        description="Breaker rating per feed, A (None = smallest standard size that fits)",
     )
     continuous_load_factor: float = Field(
         0.8, gt=0, le=1.0, description="Usable share of the breaker for continuous load (NEC 80 %)"
@@ -94,7 +99,7 @@ class FacilitySpec(_Section):
     power_factor: float = Field(0.95, gt=0, le=1.0, description="PSU power factor")
     feeds_per_rack: Literal[1, 2] = Field(2, description="1 = single feed, 2 = A+B feeds")
     cooling_available: list[Cooling] = Field(
-        default_factory=lambda: ["air", "rear-door", "direct-to-chip"],
+        default_factory=lambda: list[Cooling](["air", "rear-door", "direct-to-chip"]),
         description="Cooling methods the facility can provide",
     )
     pue: float = Field(1.4, ge=1.0, le=3.0, description="Power usage effectiveness")
@@ -167,7 +172,9 @@ class EconomicsSpec(_Section):
         2.35, gt=0, description="Rental price to compare against, $/GPU-h (1-year market, Mar 2026)"
     )
     utilization: float = Field(0.9, gt=0, le=1.0, description="Expected busy share of GPU-hours")
-    num_staff: float = Field(2.0, ge=0, description="Operations engineers (the brief: 2 SREs minimum)")
+    num_staff: float = Field(
+        2.0, ge=0, description="Operations engineers (the brief: 2 SREs minimum)"
+    )
     staff_usd_per_year: float = Field(250000.0, ge=0, description="Loaded cost per engineer, $/yr")
     maintenance_fraction_per_year: float = Field(
         0.03, ge=0, le=0.5, description="Hardware support contracts, share of capex per year"
@@ -278,7 +285,9 @@ def _known_fields(loc: tuple[Any, ...]) -> list[str]:
 def parse_spec(data: Any, source: str = "spec", catalog: Catalog | None = None) -> ClusterSpec:
     """Validate a parsed YAML mapping into a :class:`ClusterSpec` (ids and divisibility too)."""
     if not isinstance(data, dict):
-        raise SpecError(f"{source}: the spec must be a YAML mapping of fields, got {type(data).__name__}")
+        raise SpecError(
+            f"{source}: the spec must be a YAML mapping of fields, got {type(data).__name__}"
+        )
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as exc:

@@ -8,6 +8,7 @@ close-match suggestions.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -68,7 +69,7 @@ class Table(Generic[RowT]):
     def __contains__(self, row_id: object) -> bool:
         return row_id in self.rows
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[RowT]:
         return iter(self.rows.values())
 
     def ids(self) -> list[str]:

@@ -20,10 +20,16 @@ __all__ = ["cli", "main"]
 
 # command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "plan": ("clusterforge.cli.plan", "Design a cluster from a spec: fabric, racks, power, BOM, TCO."),
+    "plan": (
+        "clusterforge.cli.plan",
+        "Design a cluster from a spec: fabric, racks, power, BOM, TCO.",
+    ),
     "simulate": ("clusterforge.cli.simulate", "Simulate collectives on the designed fabric."),
     "predict": ("clusterforge.cli.predict", "Predict training step time, MFU and memory."),
-    "generate": ("clusterforge.cli.generate", "Write Slurm, Kubernetes, monitoring, inventory files."),
+    "generate": (
+        "clusterforge.cli.generate",
+        "Write Slurm, Kubernetes, monitoring, inventory files.",
+    ),
     "check": ("clusterforge.cli.check", "Run node health checks; optionally drain/cordon."),
     "exporter": ("clusterforge.cli.exporter", "Serve health-check metrics for Prometheus."),
 }

@@ -21,6 +21,7 @@ routers are leaves.  Formulas (design.md §2):
 from __future__ import annotations
 
 import math
+from typing import Any
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,6 +92,25 @@ class Connectivity:
             return group * self.leaves_per_group + nic
         return group
 
+    def switch_name(self, switch_id: int) -> str:
+        """Stable host name of a switch: leaf-0001, spine-0001, core-0001 (router-0001 for a
+        dragonfly)."""
+        if switch_id < self.num_leaves:
+            prefix = "router" if self.kind == "dragonfly" else "leaf"
+            return f"{prefix}-{switch_id + 1:04d}"
+        if switch_id < self.num_leaves + self.num_spines:
+            return f"spine-{switch_id - self.num_leaves + 1:04d}"
+        return f"core-{switch_id - self.num_leaves - self.num_spines + 1:04d}"
+
+    def group_of(self, node: np.ndarray) -> np.ndarray:
+        """Node group of each node: scalable unit (rail-optimized), ToR leaf (leaf-spine),
+        dragonfly group; vectorized."""
+        slot = np.asarray(node) + self.reserved_slots
+        if self.kind == "dragonfly":
+            per_group = self.routers_per_group * self.terminals_per_router
+            return (slot * self.nics_per_node) // per_group
+        return slot // max(1, self.nodes_per_leaf_group)
+
     def node_links(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(node, nic, leaf) for every node NIC port."""
         node, nic = np.divmod(np.arange(self.num_nodes * self.nics_per_node), self.nics_per_node)
@@ -112,7 +132,9 @@ class Connectivity:
 def _clos_links(c: Connectivity) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     leaf = np.repeat(np.arange(c.num_leaves), c.spines_per_pod)
     pod = leaf // c.leaves_per_pod
-    spine = c.num_leaves + pod * c.spines_per_pod + np.tile(np.arange(c.spines_per_pod), c.num_leaves)
+    spine = (
+        c.num_leaves + pod * c.spines_per_pod + np.tile(np.arange(c.spines_per_pod), c.num_leaves)
+    )
     a, b = [leaf], [spine]
     n = [np.full(leaf.size, c.links_leaf_spine)]
     t = [np.zeros(leaf.size, dtype=np.int64)]
@@ -134,7 +156,11 @@ def _rail_only_links(c: Connectivity) -> tuple[np.ndarray, np.ndarray, np.ndarra
         return empty, empty, empty, empty
     leaf = np.repeat(np.arange(c.num_leaves), c.spines_per_rail)
     rail = leaf // c.leaves_per_rail
-    spine = c.num_leaves + rail * c.spines_per_rail + np.tile(np.arange(c.spines_per_rail), c.num_leaves)
+    spine = (
+        c.num_leaves
+        + rail * c.spines_per_rail
+        + np.tile(np.arange(c.spines_per_rail), c.num_leaves)
+    )
     return leaf, spine, np.full(leaf.size, c.links_leaf_spine), np.zeros(leaf.size, dtype=np.int64)
 
 
@@ -212,7 +238,7 @@ def _clos(
 ) -> FabricShape:
     num_groups = math.ceil((num_nodes + reserved_slots) / nodes_per_group)
     num_leaves = num_groups * leaves_per_group
-    common = dict(
+    common: dict[str, Any] = dict(
         num_nodes=num_nodes,
         nics_per_node=nics,
         rail_optimized=rail_optimized,
@@ -223,12 +249,16 @@ def _clos(
     )
     spines = _two_tier_spines(num_leaves, up, radix) if tiers in (None, 2) else None
     if num_leaves == 1 and tiers in (None, 1):
-        conn = Connectivity(kind="clos", **common)  # type: ignore[arg-type]
+        conn = Connectivity(kind="clos", **common)
         return FabricShape(conn, 1, radix, down, up, oversubscription)
     if spines is not None:
         conn = Connectivity(
-            kind="clos", num_spines=spines, leaves_per_pod=num_leaves, spines_per_pod=spines,
-            links_leaf_spine=up // spines, **common,  # type: ignore[arg-type]
+            kind="clos",
+            num_spines=spines,
+            leaves_per_pod=num_leaves,
+            spines_per_pod=spines,
+            links_leaf_spine=up // spines,
+            **common,
         )
         return FabricShape(conn, 2, radix, down, up, oversubscription)
     if tiers == 2:
@@ -240,7 +270,7 @@ def _clos(
 
 
 def _three_tier(
-    common: dict[str, object],
+    common: dict[str, Any],
     num_leaves: int,
     radix: int,
     down: int,
@@ -265,20 +295,17 @@ def _three_tier(
             "oversubscription, or topology: dragonfly"
         )
     conn = Connectivity(
-        kind="clos", num_spines=num_spines,
-        num_cores=spines_per_pod * cores_per_group, leaves_per_pod=leaves_per_pod,
-        spines_per_pod=spines_per_pod, links_leaf_spine=links_leaf_spine,
-        cores_per_group=cores_per_group, links_spine_core=spine_up // cores_per_group,
-        **common,  # type: ignore[arg-type]
+        kind="clos",
+        num_spines=num_spines,
+        num_cores=spines_per_pod * cores_per_group,
+        leaves_per_pod=leaves_per_pod,
+        spines_per_pod=spines_per_pod,
+        links_leaf_spine=links_leaf_spine,
+        cores_per_group=cores_per_group,
+        links_spine_core=spine_up // cores_per_group,
+        **common,
     )
-    conn = _trim_last_pod(conn, num_leaves)
     return FabricShape(conn, 3, radix, down, up, oversubscription)
-
-
-def _trim_last_pod(conn: Connectivity, num_leaves: int) -> Connectivity:
-    """Leaves are counted exactly; a partial last pod still gets its full spine set (cabled
-    for growth, as NVIDIA's RA advises for SUs)."""
-    return conn if conn.num_leaves == num_leaves else conn
 
 
 def size_fabric(
@@ -319,9 +346,16 @@ def size_fabric(
     if topology == "fat-tree" and tiers is None:
         tiers = 3
     return _clos(
-        num_nodes=num_nodes, nics=nics_per_node, radix=radix, down=down, up=up,
-        nodes_per_group=nodes_per_group, leaves_per_group=nics_per_node if rail else 1,
-        rail_optimized=rail, tiers=tiers, reserved_slots=1 if reserve_ufm_port and rail else 0,
+        num_nodes=num_nodes,
+        nics=nics_per_node,
+        radix=radix,
+        down=down,
+        up=up,
+        nodes_per_group=nodes_per_group,
+        leaves_per_group=nics_per_node if rail else 1,
+        rail_optimized=rail,
+        tiers=tiers,
+        reserved_slots=1 if reserve_ufm_port and rail else 0,
         oversubscription=oversubscription,
     )
 
@@ -336,8 +370,13 @@ def _single_switch(
             "this speed; use leaf-spine or rail-optimized, or a larger (chassis) switch"
         )
     conn = Connectivity(
-        kind="single-switch", num_nodes=num_nodes, nics_per_node=nics, rail_optimized=False,
-        num_leaves=1, nodes_per_leaf_group=num_nodes, link_aggregation=link_aggregation,
+        kind="single-switch",
+        num_nodes=num_nodes,
+        nics_per_node=nics,
+        rail_optimized=False,
+        num_leaves=1,
+        nodes_per_leaf_group=num_nodes,
+        link_aggregation=link_aggregation,
     )
     return FabricShape(conn, 1, radix, ports, 0, 1.0)
 
@@ -357,18 +396,22 @@ def _rail_only(
                 f"per rail at radix {radix}; this design has {num_nodes}"
             )
     conn = Connectivity(
-        kind="rail-only", num_nodes=num_nodes, nics_per_node=nics, rail_optimized=True,
-        num_leaves=leaves_per_rail * nics, num_spines=spines * nics,
-        nodes_per_leaf_group=nodes_per_leaf, leaves_per_rail=leaves_per_rail,
-        spines_per_rail=spines, links_leaf_spine=(up // spines) if spines else 0,
+        kind="rail-only",
+        num_nodes=num_nodes,
+        nics_per_node=nics,
+        rail_optimized=True,
+        num_leaves=leaves_per_rail * nics,
+        num_spines=spines * nics,
+        nodes_per_leaf_group=nodes_per_leaf,
+        leaves_per_rail=leaves_per_rail,
+        spines_per_rail=spines,
+        links_leaf_spine=(up // spines) if spines else 0,
     )
     tiers = 2 if spines else 1
     return FabricShape(conn, tiers, radix, nodes_per_leaf, up if spines else 0, oversubscription)
 
 
-def _dragonfly(
-    num_nodes: int, nics: int, radix: int, routers_per_group: int | None
-) -> FabricShape:
+def _dragonfly(num_nodes: int, nics: int, radix: int, routers_per_group: int | None) -> FabricShape:
     """Balanced dragonfly a = 2p = 2h with k = p + a + h − 1 ≤ R (Kim et al. 2008)."""
     p = (radix + 1) // 4
     a = routers_per_group or 2 * p
@@ -387,8 +430,15 @@ def _dragonfly(
         )
     per_pair = (a * h) // (groups - 1) if groups > 1 else 0
     conn = Connectivity(
-        kind="dragonfly", num_nodes=num_nodes, nics_per_node=nics, rail_optimized=False,
-        num_leaves=groups * a, routers_per_group=a, terminals_per_router=p,
-        global_links_per_router=h, num_groups=groups, links_per_group_pair=per_pair,
+        kind="dragonfly",
+        num_nodes=num_nodes,
+        nics_per_node=nics,
+        rail_optimized=False,
+        num_leaves=groups * a,
+        routers_per_group=a,
+        terminals_per_router=p,
+        global_links_per_router=h,
+        num_groups=groups,
+        links_per_group_pair=per_pair,
     )
     return FabricShape(conn, 2, radix, p, a - 1 + h, 1.0)

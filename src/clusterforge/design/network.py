@@ -74,7 +74,9 @@ class SupportFabric(BaseModel):
         return self.num_leaves + self.num_spines
 
 
-def design_compute_fabric(spec: ClusterSpec, compute: ComputeDesign, catalog: Catalog) -> FabricDesign:
+def design_compute_fabric(
+    spec: ClusterSpec, compute: ComputeDesign, catalog: Catalog
+) -> FabricDesign:
     """Size the compute fabric for every node (spares are cabled too)."""
     net = spec.network
     switch = catalog.switches[net.switch or DEFAULT_SWITCH[net.fabric]]
@@ -188,15 +190,25 @@ def _two_tier(name: str, switch: Switch, speed: float, ports: int) -> SupportFab
         radix = max(m.num_ports for m in switch.port_modes)
     if ports <= radix:
         return SupportFabric(
-            name=name, switch=switch, port_gbit_per_s=speed, num_endpoint_ports=ports,
-            num_leaves=1 if ports else 0, num_spines=0, num_uplinks=0,
+            name=name,
+            switch=switch,
+            port_gbit_per_s=speed,
+            num_endpoint_ports=ports,
+            num_leaves=1 if ports else 0,
+            num_spines=0,
+            num_uplinks=0,
         )
     half = radix // 2
     leaves = math.ceil(ports / half)
     spines = max(1, math.ceil(leaves * half / radix))
     return SupportFabric(
-        name=name, switch=switch, port_gbit_per_s=speed, num_endpoint_ports=ports,
-        num_leaves=leaves, num_spines=spines, num_uplinks=leaves * half,
+        name=name,
+        switch=switch,
+        port_gbit_per_s=speed,
+        num_endpoint_ports=ports,
+        num_leaves=leaves,
+        num_spines=spines,
+        num_uplinks=leaves * half,
     )
 
 
@@ -205,8 +217,13 @@ def _oob(switch: Switch, ports: int) -> SupportFabric:
     radix = switch.radix_at(1) or 48
     leaves = math.ceil(ports / radix)
     return SupportFabric(
-        name="out-of-band", switch=switch, port_gbit_per_s=1, num_endpoint_ports=ports,
-        num_leaves=leaves, num_spines=0, num_uplinks=leaves * max(1, switch.uplink_ports // 2),
+        name="out-of-band",
+        switch=switch,
+        port_gbit_per_s=1,
+        num_endpoint_ports=ports,
+        num_leaves=leaves,
+        num_spines=0,
+        num_uplinks=leaves * max(1, switch.uplink_ports // 2),
     )
 
 
@@ -225,7 +242,10 @@ def design_support_fabrics(
     if spec.network.storage_fabric and node.num_storage_ports:
         switch = catalog.switches[DEFAULT_SWITCH[spec.network.fabric]]
         speed = node.storage_port_gbit_per_s
-        ports = compute.num_nodes * node.num_storage_ports + storage.num_blocks * storage.block.num_ports
+        ports = (
+            compute.num_nodes * node.num_storage_ports
+            + storage.num_blocks * storage.block.num_ports
+        )
         fabrics.append(_two_tier("storage", switch, speed, ports))
     inband = catalog.switches["sn4600c"]
     inband_ports = compute.num_nodes * node.num_inband_ports + num_mgmt_servers * 2

@@ -2,40 +2,142 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import math
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from clusterforge.catalog import Catalog, load_catalog
+from clusterforge.design.cabling import LinkClass, design_cabling
 from clusterforge.design.compute import ComputeDesign, size_compute
+from clusterforge.design.cost import (
+    BomLine,
+    CostDesign,
+    PowerSummary,
+    bill_of_materials,
+    cost_design,
+    power_summary,
+)
+from clusterforge.design.layout import Density, Layout, Rack, choose_density, lay_out
 from clusterforge.design.network import (
     FabricDesign,
     SupportFabric,
     design_compute_fabric,
     design_support_fabrics,
 )
+from clusterforge.design.rules import Finding, evaluate
 from clusterforge.design.storage import StorageDesign, size_storage
 from clusterforge.spec import ClusterSpec
 
-__all__ = ["Design", "plan"]
+__all__ = ["Design", "break_even_gpus", "plan"]
+
+BREAK_EVEN_MAX_GPUS = 65536
 
 
 class Design(BaseModel):
     """A complete cluster design. Every number carries its unit in its field name."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
     spec: ClusterSpec
     compute: ComputeDesign
     storage: StorageDesign
     fabric: FabricDesign
     support_fabrics: list[SupportFabric]
+    layout_density: Density
+    racks: list[Rack]
+    cabling: list[LinkClass]
+    power: PowerSummary
+    bom: list[BomLine]
+    cost: CostDesign
+    findings: list[Finding] = Field(default_factory=list)
+    layout: Layout = Field(exclude=True, repr=False)
+
+    @property
+    def num_mgmt_servers(self) -> int:
+        return mgmt_servers(self.spec)
 
 
-def plan(spec: ClusterSpec, catalog: Catalog | None = None) -> Design:
-    """Design the cluster described by ``spec``."""
+def mgmt_servers(spec: ClusterSpec) -> int:
+    """Head nodes: 2 scheduler controllers (HA) + 1 monitoring, + 2 UFM for InfiniBand."""
+    return 3 + (2 if spec.network.fabric == "infiniband" else 0)
+
+
+def plan(spec: ClusterSpec, catalog: Catalog | None = None, *, break_even: bool = True) -> Design:
+    """Design the cluster described by ``spec`` (pure: no I/O)."""
     catalog = catalog or load_catalog()
     compute = size_compute(spec, catalog)
     storage = size_storage(spec, catalog, compute.num_training_gpus)
     fabric = design_compute_fabric(spec, compute, catalog)
-    support = design_support_fabrics(spec, compute, fabric, storage, catalog, 0, 2)
-    return Design(
-        spec=spec, compute=compute, storage=storage, fabric=fabric, support_fabrics=support
+    density = choose_density(spec, compute)
+    mgmt = mgmt_servers(spec)
+    rack_estimate = (
+        math.ceil(compute.num_nodes / density.nodes_per_rack) + fabric.num_switches // 10 + 2
     )
+    support = design_support_fabrics(spec, compute, fabric, storage, catalog, rack_estimate, mgmt)
+    layout = lay_out(spec, compute, fabric, support, storage, catalog, density, mgmt)
+    cabling = design_cabling(compute, fabric, support, storage, layout, catalog)
+    bom = bill_of_materials(spec, compute, fabric, support, storage, layout, cabling, catalog, mgmt)
+    power = power_summary(spec, compute, fabric, support, storage, layout, cabling, catalog, mgmt)
+    cost = cost_design(spec, compute, bom, power)
+    if break_even and not cost.build_wins:
+        cost = cost.model_copy(update={"break_even_gpus": break_even_gpus(spec, catalog)})
+    design = Design(
+        spec=spec,
+        compute=compute,
+        storage=storage,
+        fabric=fabric,
+        support_fabrics=support,
+        layout_density=density,
+        racks=layout.racks,
+        cabling=cabling,
+        power=power,
+        bom=bom,
+        cost=cost,
+        layout=layout,
+    )
+    return design.model_copy(update={"findings": evaluate(design)})
+
+
+def _build_wins_at(spec: ClusterSpec, catalog: Catalog, num_gpus: int) -> bool:
+    """Does building beat renting for the same spec at ``num_gpus``?  The workload is reduced
+    to data parallelism so any node multiple is a valid size."""
+    workload = spec.workload.model_copy(
+        update={
+            "tensor_parallel": 1,
+            "pipeline_parallel": 1,
+            "context_parallel": 1,
+            "expert_parallel": 1,
+            "data_parallel": None,
+            "global_batch": num_gpus,
+            "micro_batch": 1,
+        }
+    )
+    sized = spec.model_copy(update={"num_gpus": num_gpus, "workload": workload})
+    return plan(sized, catalog, break_even=False).cost.build_wins
+
+
+def break_even_gpus(spec: ClusterSpec, catalog: Catalog | None = None) -> int | None:
+    """Smallest GPU count (whole nodes) at which building beats renting, all else equal.
+
+    Doubles the size until building wins, then bisects in whole nodes; None if it never
+    wins below 65,536 GPUs.
+    """
+    catalog = catalog or load_catalog()
+    step = catalog.nodes[spec.node or ""].num_gpus if spec.node else 8
+    if spec.node is None:
+        from clusterforge.spec import resolve_node_id
+
+        step = catalog.nodes[resolve_node_id(spec)].num_gpus
+    low, high = 0, step
+    while not _build_wins_at(spec, catalog, high):
+        low, high = high, high * 2
+        if high > BREAK_EVEN_MAX_GPUS:
+            return None
+    while high - low > step:
+        mid = (low + high) // 2 // step * step
+        if mid in (low, high):
+            break
+        if _build_wins_at(spec, catalog, mid):
+            high = mid
+        else:
+            low = mid
+    return high

@@ -17,7 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from clusterforge.catalog import Catalog, ModelArch, StorageBlock
 from clusterforge.spec import ClusterSpec
 
-__all__ = ["CHECKPOINT_BYTES_PER_PARAM", "StorageDesign", "model_arch", "model_params", "size_storage"]
+__all__ = [
+    "CHECKPOINT_BYTES_PER_PARAM",
+    "StorageDesign",
+    "model_arch",
+    "model_params",
+    "size_storage",
+]
 
 CHECKPOINT_BYTES_PER_PARAM = 14.0  # 2 (bf16 weights) + 4 (fp32 master) + 8 (Adam m, v)
 CAPACITY_HEADROOM = 1.2
@@ -36,7 +42,9 @@ class StorageDesign(BaseModel):
     capacity_tbyte: float
     read_gbyte_per_s: float
     write_gbyte_per_s: float
-    checkpoint_write_s: float = Field(description="Time to write one checkpoint at full write bandwidth")
+    checkpoint_write_s: float = Field(
+        description="Time to write one checkpoint at full write bandwidth"
+    )
     sized_by: str = Field(description="Which requirement set the number of blocks")
 
 

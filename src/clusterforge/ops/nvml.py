@@ -81,6 +81,13 @@ class _Progress:
         with self.lock:
             self.call = None
 
+    def put(self, index: int, name: str, value: Any, error: str | None) -> None:
+        with self.lock:
+            self.call = None
+            self.gpus.setdefault(index, {})[name] = value
+            if error is not None:
+                self.gpu_errors.setdefault(index, {})[name] = error
+
 
 def _node_value(api: NvmlApi, progress: _Progress, key: str, call: str) -> None:
     progress.start(call)
@@ -96,18 +103,16 @@ def _node_value(api: NvmlApi, progress: _Progress, key: str, call: str) -> None:
 
 
 def _gpu_values(api: NvmlApi, progress: _Progress, index: int) -> None:
-    values = progress.gpus.setdefault(index, {})
-    errors = progress.gpu_errors.setdefault(index, {})
     for name in GPU_FIELDS:
         progress.start(f"{name} of GPU {index}")
+        value, error = None, None
         try:
-            values[name] = api.gpu_field(index, name)
+            value = api.gpu_field(index, name)
         except NvmlNotSupported:
-            values[name] = None
+            pass
         except NvmlCallError as exc:
-            values[name] = None
-            errors[name] = str(exc)
-        progress.done()
+            error = str(exc)
+        progress.put(index, name, value, error)
 
 
 def _worker(api: NvmlApi, progress: _Progress, listen_s: float) -> None:
@@ -156,9 +161,9 @@ def _snapshot(progress: _Progress, error: str | None) -> GpuSnapshot:
             GpuReading(
                 index=i,
                 errors=dict(progress.gpu_errors.get(i, {})),
-                **{k: _freeze(v) for k, v in values.items()},
+                **{k: _freeze(v) for k, v in dict(values).items()},
             )
-            for i, values in sorted(progress.gpus.items())
+            for i, values in sorted(dict(progress.gpus).items())
         )
         node = dict(progress.node)
         xids = tuple(progress.xids)

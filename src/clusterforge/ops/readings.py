@@ -22,6 +22,7 @@ __all__ = [
     "NodeReading",
     "XidEvent",
     "node_reading_from_dict",
+    "normalize_pci_bus_id",
     "to_jsonable",
 ]
 
@@ -146,6 +147,16 @@ class NodeReading:
     host: HostReading = HostReading()
     kernel_xids: tuple[XidEvent, ...] = ()
     errors: dict[str, str] = field(default_factory=dict)
+
+
+def normalize_pci_bus_id(bus_id: str | bytes) -> str:
+    """'00000000:18:00.0' (NVML) or '0000:18:00' (kernel XID line) -> '0000:18:00'."""
+    text = bus_id.decode() if isinstance(bus_id, bytes) else bus_id
+    parts = text.strip().lower().split(":")
+    if len(parts) < 3:
+        return text.strip().lower()
+    domain, bus, device = parts[-3], parts[-2], parts[-1].split(".")[0]
+    return f"{int(domain, 16):04x}:{int(bus, 16):02x}:{int(device, 16):02x}"
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -1,0 +1,93 @@
+"""The result vocabulary of every check, and the thresholds they use.
+
+A check result has an id (``gpu.ecc``), a severity, a status (pass / warn / fail / unknown,
+the vocabulary of operations.md §21.2 less SKIP: a check with no expectation is not emitted),
+the observed and expected values as short text, and a remedy for the operator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "STATUS_ORDER",
+    "CheckResult",
+    "Severity",
+    "Status",
+    "Thresholds",
+    "result",
+    "worst",
+]
+
+Status = Literal["pass", "warn", "fail", "unknown"]
+Severity = Literal["critical", "warning", "info"]
+
+# Worst first when aggregating: a failure outranks "could not read", which outranks a warning.
+STATUS_ORDER: dict[str, int] = {"pass": 0, "warn": 1, "unknown": 2, "fail": 3}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One verdict about one subject (a GPU, a NIC port, a mount, or the node)."""
+
+    check: str
+    status: Status
+    severity: Severity
+    subject: str
+    observed: str
+    expected: str
+    remedy: str = ""
+    gpu: int | None = None
+    nic: str | None = None
+
+
+def result(
+    check: str,
+    status: Status,
+    severity: Severity,
+    subject: str,
+    observed: str,
+    expected: str,
+    remedy: str = "",
+    gpu: int | None = None,
+    nic: str | None = None,
+) -> CheckResult:
+    """Build a CheckResult; the remedy is dropped on a pass so reports stay short."""
+    return CheckResult(
+        check=check,
+        status=status,
+        severity=severity,
+        subject=subject,
+        observed=observed,
+        expected=expected,
+        remedy="" if status == "pass" else remedy,
+        gpu=gpu,
+        nic=nic,
+    )
+
+
+def worst(statuses: list[Status] | tuple[Status, ...]) -> Status:
+    """The worst status of several (pass when there are none)."""
+    return max(statuses, key=STATUS_ORDER.__getitem__, default="pass")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Limits the checks compare against; each default names its source."""
+
+    # DCGM health watch limits (common/DcgmGPUHardwareLimits.h, operations.md §1.2).
+    max_retired_pages: int = 63  # DCGM_LIMIT_MAX_RETIRED_PAGES
+    max_uncorrectable_remapped_rows: int = 512  # DCGM_LIMIT_MAX_ROW_REMAP_UNCORRECTABLE
+    max_nvlink_crc_per_s: float = 100.0  # DCGM_LIMIT_MAX_NVLINK_CRC_ERROR
+    # The issue's rule (clusterforge issue 6): a NIC drop rate over 0.1 % is a failure.
+    max_drop_ratio: float = 0.001
+    # Site defaults, not published figures: change them per site.
+    max_pause_ratio: float = 0.01  # pause frames per received packet before a warning
+    temperature_margin_c: float = 5.0  # warn this close to the slowdown threshold
+    power_cap_ratio: float = 0.95  # enforced limit below 95 % of the design TDP: capped
+    power_over_limit_ratio: float = 1.05  # draw above the limit by more than 5 %
+    min_memory_ratio: float = 0.9  # MemTotal below 90 % of installed: a DIMM is missing
+    min_available_memory_ratio: float = 0.05
+    # Kernel-log XIDs count for 2 h, as Azure NHC's check_gpu_xid (operations.md §8).
+    xid_window_s: float = 7200.0

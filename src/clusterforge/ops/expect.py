@@ -1,0 +1,81 @@
+"""What a healthy node should look like: from the design spec through the catalog, plus overrides.
+
+Every field may be ``None`` (= no expectation); a check with nothing to compare against is
+simply not run, so ``clusterforge check`` without ``--expect`` still checks errors, links and
+counters but not the GPU model or count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from clusterforge.catalog import Catalog, load_catalog
+from clusterforge.errors import SpecError
+from clusterforge.spec import ClusterSpec, resolve_node_id
+
+__all__ = ["NVLINKS_PER_GPU", "NodeExpectation", "expectation_from_spec", "with_overrides"]
+
+# NVLink links per GPU by generation (catalog Gpu.scaleup).  NVLink 4 (H100/H200): 18 links
+# (stas00/ml-engineering network/README.md, operations.md §17); NVLink 3 (A100): 12 links
+# [unverified: NVIDIA A100 datasheet, from memory].  NVLink 5 (B200): 18 links [unverified].
+NVLINKS_PER_GPU = {"nvlink3": 12, "nvlink4": 18, "nvlink5": 18}
+
+
+@dataclass(frozen=True)
+class NodeExpectation:
+    """The design's view of one node.  Units in names; None = do not check."""
+
+    num_gpus: int | None = None
+    gpu_id: str | None = None
+    gpu_nvml_names: tuple[str, ...] | None = None
+    gpu_tdp_w: float | None = None
+    num_nvlinks_per_gpu: int | None = None
+    nvswitch: bool | None = None
+    num_compute_nics: int | None = None
+    nic_gbit_per_s: float | None = None
+    fabric: Literal["infiniband", "roce"] | None = None
+    num_cpus: int | None = None
+    memory_gib: float | None = None
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None
+    mounts: tuple[str, ...] = ()
+    min_free_gib: float = 10.0
+
+
+def expectation_from_spec(spec: ClusterSpec, catalog: Catalog | None = None) -> NodeExpectation:
+    """The node the spec designs: GPU model and count, NICs and their speed, fabric, memory."""
+    catalog = catalog or load_catalog()
+    node = catalog.nodes[resolve_node_id(spec)]
+    gpu = catalog.gpus[node.gpu]
+    nic = catalog.nics[node.compute_nic]
+    return NodeExpectation(
+        num_gpus=spec.gpus_per_node or node.num_gpus,
+        gpu_id=gpu.id,
+        gpu_nvml_names=tuple(gpu.nvml_names),
+        gpu_tdp_w=gpu.tdp_w,
+        num_nvlinks_per_gpu=NVLINKS_PER_GPU.get(gpu.scaleup),
+        # An NVLink domain larger than one GPU on an SXM board is built from NVSwitches
+        # (HGX/DGX); those systems need the fabric manager.
+        nvswitch=node.nvlink_domain_gpus > 1 and gpu.form_factor == "sxm",
+        num_compute_nics=spec.network.nics_per_node or node.num_compute_nics,
+        nic_gbit_per_s=spec.network.nic_gbit_per_s or nic.port_gbit_per_s,
+        fabric=spec.network.fabric,
+        num_cpus=node.num_cpus,
+        memory_gib=float(node.memory_gib),
+    )
+
+
+def with_overrides(expect: NodeExpectation, catalog: Catalog | None = None, **overrides: Any) -> NodeExpectation:
+    """Apply CLI overrides (None values are ignored); ``gpu_id`` also sets names and TDP."""
+    values = {k: v for k, v in overrides.items() if v is not None and v != ()}
+    unknown = set(values) - {f.name for f in dataclasses.fields(NodeExpectation)}
+    if unknown:
+        raise SpecError(f"unknown expectation field(s): {', '.join(sorted(unknown))}")
+    if "gpu_id" in values:
+        gpu = (catalog or load_catalog()).gpus[values["gpu_id"]]
+        values.setdefault("gpu_nvml_names", tuple(gpu.nvml_names))
+        values.setdefault("gpu_tdp_w", gpu.tdp_w)
+        values.setdefault("num_nvlinks_per_gpu", NVLINKS_PER_GPU.get(gpu.scaleup))
+    return dataclasses.replace(expect, **values)

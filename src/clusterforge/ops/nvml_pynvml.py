@@ -1,0 +1,223 @@
+"""The real NVML behind :class:`~clusterforge.ops.nvml.NvmlApi`, through ``pynvml``.
+
+``pynvml`` is the module of the PyPI package ``nvidia-ml-py`` (the package named ``pynvml``
+is deprecated, operations.md §19) and is imported lazily, with an install hint.  Function
+and constant names below are those of nvidia-ml-py 13.615.71 (operations.md §19).  Every
+NVML error code that means "this GPU or driver does not have it" becomes
+:class:`NvmlNotSupported`; "GPU is lost" and the rest become :class:`NvmlCallError`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from clusterforge.errors import AdapterError
+from clusterforge.ops.nvml import NvmlCallError, NvmlNotSupported
+from clusterforge.ops.readings import XidEvent, normalize_pci_bus_id
+
+__all__ = ["PynvmlApi", "import_pynvml"]
+
+# NVML return codes that mean "absent here" rather than "broken" (pynvml.py constants):
+# NOT_SUPPORTED 3, INVALID_ARGUMENT 2 (e.g. an NVLink index past the GPU's links),
+# FUNCTION_NOT_FOUND 13 (a driver older than the binding), NOT_FOUND 6.
+_ABSENT_CODES = {2, 3, 6, 13}
+
+
+def import_pynvml() -> ModuleType:
+    """Import pynvml or raise an AdapterError that says how to install it."""
+    try:
+        import pynvml
+    except ImportError:
+        raise AdapterError(
+            "the NVML checks need the 'nvidia-ml-py' package; "
+            "install it with: pip install 'clusterforge[nvml]'"
+        ) from None
+    return pynvml
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class PynvmlApi:
+    """NvmlApi over the real library."""
+
+    def __init__(self, pynvml: ModuleType | None = None) -> None:
+        self.nv = pynvml or import_pynvml()
+        self._handles: dict[int, Any] = {}
+        self._getters: dict[str, Callable[[Any], Any]] = self._build_getters()
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except self.nv.NVMLError as exc:
+            code = getattr(exc, "value", None)
+            if code in _ABSENT_CODES:
+                raise NvmlNotSupported(str(exc)) from None
+            raise NvmlCallError(f"{getattr(fn, '__name__', 'NVML')}: {exc}") from None
+        except AttributeError as exc:  # a binding older than the function
+            raise NvmlNotSupported(str(exc)) from None
+
+    def init(self) -> None:
+        self._call(self.nv.nvmlInit)
+
+    def shutdown(self) -> None:
+        try:
+            self.nv.nvmlShutdown()
+        except self.nv.NVMLError:
+            pass
+
+    def driver_version(self) -> str:
+        return _text(self._call(self.nv.nvmlSystemGetDriverVersion))
+
+    def cuda_driver_version(self) -> str:
+        version = int(self._call(self.nv.nvmlSystemGetCudaDriverVersion))
+        return f"{version // 1000}.{(version % 1000) // 10}"  # 12040 -> "12.4" (NVML docs)
+
+    def device_count(self) -> int:
+        return int(self._call(self.nv.nvmlDeviceGetCount))
+
+    def _handle(self, index: int) -> Any:
+        if index not in self._handles:
+            self._handles[index] = self._call(self.nv.nvmlDeviceGetHandleByIndex, index)
+        return self._handles[index]
+
+    def gpu_field(self, index: int, name: str) -> Any:
+        getter = self._getters.get(name)
+        if getter is None:
+            raise NvmlNotSupported(f"no reader for {name}")
+        return getter(self._handle(index))
+
+    # --- one getter per GpuReading field --------------------------------------------------
+
+    def _build_getters(self) -> dict[str, Callable[[Any], Any]]:
+        nv = self.nv
+        c = self._call
+        unc, cor = nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_MEMORY_ERROR_TYPE_CORRECTED
+        vol, agg = nv.NVML_VOLATILE_ECC, nv.NVML_AGGREGATE_ECC
+        return {
+            "name": lambda h: _text(c(nv.nvmlDeviceGetName, h)),
+            "uuid": lambda h: _text(c(nv.nvmlDeviceGetUUID, h)),
+            "pci_bus_id": lambda h: normalize_pci_bus_id(c(nv.nvmlDeviceGetPciInfo, h).busId),
+            "numa_node": lambda h: int(c(nv.nvmlDeviceGetNumaNodeId, h)),
+            "ecc_dbe_volatile": lambda h: int(c(nv.nvmlDeviceGetTotalEccErrors, h, unc, vol)),
+            "ecc_dbe_aggregate": lambda h: int(c(nv.nvmlDeviceGetTotalEccErrors, h, unc, agg)),
+            "ecc_sbe_volatile": lambda h: int(c(nv.nvmlDeviceGetTotalEccErrors, h, cor, vol)),
+            "retired_pages_sbe": lambda h: len(
+                c(nv.nvmlDeviceGetRetiredPages, h, nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
+            ),
+            "retired_pages_dbe": lambda h: len(
+                c(nv.nvmlDeviceGetRetiredPages, h, nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+            ),
+            "retired_pages_pending": lambda h: (
+                c(nv.nvmlDeviceGetRetiredPagesPendingStatus, h) == nv.NVML_FEATURE_ENABLED
+            ),
+            # nvmlDeviceGetRemappedRows -> (corrected, uncorrected, isPending, failureOccurred)
+            "remapped_rows_correctable": lambda h: int(c(nv.nvmlDeviceGetRemappedRows, h)[0]),
+            "remapped_rows_uncorrectable": lambda h: int(c(nv.nvmlDeviceGetRemappedRows, h)[1]),
+            "remapped_rows_pending": lambda h: bool(c(nv.nvmlDeviceGetRemappedRows, h)[2]),
+            "remapped_rows_failure": lambda h: bool(c(nv.nvmlDeviceGetRemappedRows, h)[3]),
+            "temperature_c": lambda h: float(c(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)),
+            "temperature_slowdown_c": lambda h: float(
+                c(nv.nvmlDeviceGetTemperatureThreshold, h, nv.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN)
+            ),
+            "clock_event_reasons": self._clock_event_reasons,
+            "power_w": lambda h: c(nv.nvmlDeviceGetPowerUsage, h) / 1000.0,  # mW -> W
+            "power_limit_w": lambda h: c(nv.nvmlDeviceGetEnforcedPowerLimit, h) / 1000.0,
+            "pcie_gen": lambda h: int(c(nv.nvmlDeviceGetCurrPcieLinkGeneration, h)),
+            "pcie_gen_max": lambda h: int(c(nv.nvmlDeviceGetMaxPcieLinkGeneration, h)),
+            "pcie_width": lambda h: int(c(nv.nvmlDeviceGetCurrPcieLinkWidth, h)),
+            "pcie_width_max": lambda h: int(c(nv.nvmlDeviceGetMaxPcieLinkWidth, h)),
+            "nvlink_active": self._nvlink_active,
+            "nvlink_replay_errors": lambda h: self._nvlink_errors(h, nv.NVML_NVLINK_ERROR_DL_REPLAY),
+            "nvlink_recovery_errors": lambda h: self._nvlink_errors(h, nv.NVML_NVLINK_ERROR_DL_RECOVERY),
+            "nvlink_crc_errors": lambda h: self._nvlink_errors(h, nv.NVML_NVLINK_ERROR_DL_CRC_FLIT),
+            "fabric_state": lambda h: self._fabric_info(h)[0],
+            "fabric_status": lambda h: self._fabric_info(h)[1],
+            "recovery_action": self._recovery_action,
+        }
+
+    def _clock_event_reasons(self, handle: Any) -> int:
+        fn = getattr(self.nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        if fn is None:  # bindings before the rename
+            fn = self.nv.nvmlDeviceGetCurrentClocksThrottleReasons
+        return int(self._call(fn, handle))
+
+    def _links(self, handle: Any) -> list[tuple[int, bool]]:
+        """(link, active) for every link index the GPU answers for."""
+        links = []
+        for link in range(int(getattr(self.nv, "NVML_NVLINK_MAX_LINKS", 18))):
+            try:
+                state = self._call(self.nv.nvmlDeviceGetNvLinkState, handle, link)
+            except NvmlNotSupported:
+                continue
+            links.append((link, state == self.nv.NVML_FEATURE_ENABLED))
+        return links
+
+    def _nvlink_active(self, handle: Any) -> list[bool]:
+        links = self._links(handle)
+        if not links:
+            raise NvmlNotSupported("no NVLink on this GPU")
+        return [active for _, active in links]
+
+    def _nvlink_errors(self, handle: Any, counter: int) -> int:
+        values = []
+        for link, active in self._links(handle):
+            if not active:
+                continue
+            try:
+                values.append(int(self._call(self.nv.nvmlDeviceGetNvLinkErrorCounter, handle, link, counter)))
+            except NvmlNotSupported:
+                continue
+        if not values:
+            raise NvmlNotSupported("NVLink error counters not available")
+        return sum(values)
+
+    def _fabric_info(self, handle: Any) -> tuple[int, int]:
+        info = self.nv.c_nvmlGpuFabricInfo_t()
+        self._call(self.nv.nvmlDeviceGetGpuFabricInfo, handle, ctypes.byref(info))
+        return int(info.state), int(info.status)
+
+    def _recovery_action(self, handle: Any) -> int:
+        field_id = getattr(self.nv, "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION", None)
+        if field_id is None:
+            raise NvmlNotSupported("binding has no NVML_FI_DEV_GET_GPU_RECOVERY_ACTION")
+        value = self._call(self.nv.nvmlDeviceGetFieldValues, handle, [field_id])[0]
+        if value.nvmlReturn != 0:
+            raise NvmlNotSupported(f"recovery action field returned {value.nvmlReturn}")
+        return int(value.value.uiVal)
+
+    # --- XID events -----------------------------------------------------------------------
+
+    def xid_events(self, listen_s: float) -> list[XidEvent]:
+        """XIDs that arrive while we listen (earlier ones are only in the kernel log)."""
+        nv = self.nv
+        event_set = self._call(nv.nvmlEventSetCreate)
+        uuids: dict[str, int] = {}
+        try:
+            for index in range(self.device_count()):
+                handle = self._handle(index)
+                uuids[_text(self._call(nv.nvmlDeviceGetUUID, handle))] = index
+                try:
+                    self._call(nv.nvmlDeviceRegisterEvents, handle, nv.nvmlEventTypeXidCriticalError, event_set)
+                except NvmlNotSupported:
+                    continue
+            return self._wait_events(event_set, uuids, listen_s)
+        finally:
+            self._call(nv.nvmlEventSetFree, event_set)
+
+    def _wait_events(self, event_set: Any, uuids: dict[str, int], listen_s: float) -> list[XidEvent]:
+        events: list[XidEvent] = []
+        deadline = time.monotonic() + listen_s
+        while (left_s := deadline - time.monotonic()) > 0:
+            try:
+                data = self.nv.nvmlEventSetWait_v2(event_set, max(1, int(left_s * 1000)))
+            except self.nv.NVMLError:  # NVML_ERROR_TIMEOUT: nothing arrived
+                break
+            uuid = _text(self._call(self.nv.nvmlDeviceGetUUID, data.device))
+            events.append(XidEvent(xid=int(data.eventData), gpu_index=uuids.get(uuid), source="nvml"))
+        return events

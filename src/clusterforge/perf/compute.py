@@ -1,0 +1,274 @@
+"""Compute time of one transformer layer on one GPU: GEMMs, attention, memory-bound ops.
+
+The model is Calculon's (Isaev et al. SC'23, §III: per-operation time from FLOPs and bytes
+with size-dependent efficiency), simplified to a roofline per operation:
+
+    t_op = max(FLOPs / (eta_gemm x MAMF), bytes / (eta_hbm x HBM)) + t_kernel
+
+where MAMF is the measured achievable matmul throughput of the GPU (performance.md §4), not
+the datasheet peak. Flash attention runs at its own efficiency; element-wise operations
+(norms, activations, residual adds, dropout, rotary, softmax) are pure HBM traffic. All
+constants live in ``data/efficiency.toml`` with their sources.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+from clusterforge.catalog import Gpu, ModelArch
+from clusterforge.perf.flops import ffn_size, kv_heads
+from clusterforge.perf.parallel import ParallelPlan
+
+__all__ = [
+    "GpuPerf",
+    "LayerTimes",
+    "PerfConstants",
+    "Stack",
+    "gemm_time_s",
+    "gpu_perf",
+    "layer_times",
+    "load_constants",
+    "logits_times",
+    "memory_time_s",
+]
+
+BF16_BYTES = 2
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Software-stack assumptions that change the physics of a step (stated in outputs).
+
+    ``megatron_core`` (default) is Megatron-Core/Transformer Engine as of 2024: flash
+    attention, no dropout, TP communication overlapped with GEMMs (``--tp-comm-overlap``),
+    DP gradient reduce-scatter / parameter all-gather overlapped (``--overlap-grad-reduce
+    --overlap-param-gather``), pipeline sends overlapped, gradients reduced in FP32.
+    ``megatron_2021`` is Megatron-LM of Narayanan et al. 2021: explicit attention with a fused
+    softmax, dropout 0.1, no TP/DP overlap, FP16 gradients all-reduced after the backward.
+    """
+
+    name: str = "megatron-core"
+    attention: Literal["flash", "unfused"] = "flash"
+    dropout: bool = False
+    tp_overlap: bool = True
+    dp_overlap: bool = True
+    pp_overlap: bool = True
+    grad_reduce_bytes: int = 4
+
+    @classmethod
+    def megatron_core(cls) -> Stack:
+        return cls()
+
+    @classmethod
+    def megatron_2021(cls) -> Stack:
+        return cls(
+            name="megatron-2021",
+            attention="unfused",
+            dropout=True,
+            tp_overlap=False,
+            dp_overlap=False,
+            pp_overlap=False,
+            grad_reduce_bytes=2,
+        )
+
+
+@dataclass(frozen=True)
+class PerfConstants:
+    """The model's global constants (see ``data/efficiency.toml`` for sources)."""
+
+    default_mamf_fraction: float
+    gemm_efficiency_of_mamf: float
+    flash_attention_efficiency_of_mamf: float
+    flash_attention_backward_ratio: float
+    hbm_efficiency: float
+    kernel_overhead_s: float
+    tp_overlap_exposed_fraction: float
+    optimizer_bytes_per_param: float
+    mamf_tflops: dict[tuple[str, str], float]
+
+
+@cache
+def load_constants() -> PerfConstants:
+    """Read ``data/efficiency.toml`` once."""
+    text = resources.files("clusterforge.perf").joinpath("data", "efficiency.toml").read_text()
+    raw = tomllib.loads(text)
+    mamf: dict[tuple[str, str], float] = {}
+    for row in raw["mamf"]:
+        mamf[(row["gpu"], "bf16")] = float(row["bf16_tflops"])
+        if row["fp8_tflops"] > 0:
+            mamf[(row["gpu"], "fp8")] = float(row["fp8_tflops"])
+    return PerfConstants(mamf_tflops=mamf, **raw["constants"])
+
+
+@dataclass(frozen=True)
+class GpuPerf:
+    """What the compute model needs of one GPU at one matmul precision."""
+
+    gpu_id: str
+    peak_bf16_tflops: float
+    matmul_tflops: float
+    hbm_gbyte_per_s: float
+    hbm_gib: float
+
+
+def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -> GpuPerf:
+    """MAMF ceiling for ``precision`` (fp16 = bf16; missing FP8 rows use the BF16 fraction)."""
+    c = constants or load_constants()
+    bf16 = c.mamf_tflops.get((gpu.id, "bf16"), gpu.bf16_dense_tflops * c.default_mamf_fraction)
+    matmul = bf16
+    if precision == "fp8" and gpu.fp8_dense_tflops > 0:
+        fraction = bf16 / gpu.bf16_dense_tflops
+        matmul = c.mamf_tflops.get((gpu.id, "fp8"), gpu.fp8_dense_tflops * fraction)
+    return GpuPerf(
+        gpu_id=gpu.id,
+        peak_bf16_tflops=gpu.bf16_dense_tflops,
+        matmul_tflops=matmul,
+        hbm_gbyte_per_s=gpu.hbm_tbyte_per_s * 1000.0,
+        hbm_gib=gpu.hbm_gib,
+    )
+
+
+def memory_time_s(num_bytes: float, perf: GpuPerf, num_kernels: int = 1) -> float:
+    """Streaming time of ``num_bytes`` through HBM at ``hbm_efficiency`` of the datasheet."""
+    c = load_constants()
+    bandwidth = perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency
+    return num_bytes / bandwidth + num_kernels * c.kernel_overhead_s
+
+
+def gemm_time_s(m: float, n: float, k: float, perf: GpuPerf, batch: float = 1.0) -> float:
+    """Roofline time of ``batch`` GEMMs ``(m x k) @ (k x n)`` in BF16 storage (one kernel)."""
+    c = load_constants()
+    flops = 2.0 * m * n * k * batch
+    num_bytes = BF16_BYTES * (m * k + k * n + m * n) * batch
+    compute_s = flops / (perf.matmul_tflops * 1e12 * c.gemm_efficiency_of_mamf)
+    memory_s = num_bytes / (perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency)
+    return max(compute_s, memory_s) + c.kernel_overhead_s
+
+
+@dataclass(frozen=True)
+class LayerTimes:
+    """Seconds for one layer and one micro-batch on one GPU, excluding communication."""
+
+    forward_s: float
+    backward_s: float
+    recompute_s: float
+    gemm_forward_s: float
+    attention_forward_s: float
+    attention_backward_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.forward_s + self.backward_s + self.recompute_s
+
+
+def _tokens(plan: ParallelPlan) -> float:
+    """Tokens one GPU processes per micro-batch (CP splits the sequence)."""
+    return plan.micro_batch * plan.seq_length / plan.cp
+
+
+def _weight_gemms_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float:
+    """Forward time of the weight GEMMs of one layer (Megatron column/row TP split)."""
+    t, h, f = plan.tp, arch.hidden_size, ffn_size(arch)
+    tokens = _tokens(plan)
+    kv_dim = h * kv_heads(arch) // arch.num_heads
+    qkv = gemm_time_s(tokens, (h + 2 * kv_dim) / t, h, perf)
+    proj = gemm_time_s(tokens, h, h / t, perf)
+    up_cols = (2 if arch.gated_mlp else 1) * f / t
+    if arch.num_experts > 1:
+        local_experts = arch.num_experts / plan.ep
+        routed = tokens * arch.top_k * plan.ep / arch.num_experts  # tokens per local expert
+        up = gemm_time_s(routed, up_cols, h, perf, batch=local_experts)
+        down = gemm_time_s(routed, h, f / t, perf, batch=local_experts)
+        router = gemm_time_s(tokens, arch.num_experts, h, perf)
+        return qkv + proj + up + down + router
+    return qkv + proj + gemm_time_s(tokens, up_cols, h, perf) + gemm_time_s(tokens, h, f / t, perf)
+
+
+def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> float:
+    """Forward time of the attention core (Q K^T, softmax, P V) for one layer."""
+    c = load_constants()
+    heads = arch.num_heads / plan.tp
+    head_dim = arch.hidden_size / arch.num_heads
+    queries, keys = _tokens(plan) / plan.micro_batch, plan.seq_length
+    if stack.attention == "flash":
+        # Causal flash attention skips the masked half of the score blocks.
+        flops = 4.0 * plan.micro_batch * heads * head_dim * queries * keys * 0.5
+        rate = perf.matmul_tflops * 1e12 * c.flash_attention_efficiency_of_mamf
+        return flops / rate + c.kernel_overhead_s
+    batch = plan.micro_batch * heads
+    scores = gemm_time_s(queries, keys, head_dim, perf, batch=batch)
+    context = gemm_time_s(queries, head_dim, keys, perf, batch=batch)
+    # Fused scale-mask-softmax: read + write 2 B; dropout: read 2, write 2, mask 1 (per score).
+    per_score = 4 + (5 if stack.dropout else 0)
+    softmax = memory_time_s(batch * queries * keys * per_score, perf, num_kernels=2)
+    return scores + context + softmax
+
+
+def _attention_backward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> float:
+    """Backward of the attention core: 2.5x forward for flash (recomputes S), else 2x GEMMs."""
+    c = load_constants()
+    forward = _attention_forward_s(arch, plan, perf, stack)
+    if stack.attention == "flash":
+        return forward * c.flash_attention_backward_ratio
+    # Two GEMMs per forward GEMM; softmax/dropout backward moves ~5 + 6 bytes per score vs 9.
+    return 2.0 * forward
+
+
+def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
+    """HBM bytes of the element-wise ops of one layer's forward on one GPU.
+
+    Per token (BF16): 2 norms read+write ``4h`` each; 2 residual adds read 2 tensors and write
+    one (``6h`` each), plus a 1-byte dropout mask and its write (``3h``) when dropout is on;
+    the MLP activation reads its input(s) and writes its output (``4f`` plain, ``6f`` gated);
+    rotary embeddings read and write Q and K. Norms and residuals are replicated on every TP
+    rank unless sequence parallelism splits them (Korthikanti et al. 2022 §4.2.2).
+    """
+    h, f = arch.hidden_size, ffn_size(arch)
+    kv_dim = h * kv_heads(arch) / arch.num_heads
+    replicated = 8 * h + 12 * h + (6 * h if stack.dropout else 0)
+    experts = arch.top_k if arch.num_experts > 1 else 1
+    activation = (6 if arch.gated_mlp else 4) * f * experts
+    permute = 8 * h * arch.top_k if arch.num_experts > 1 else 0  # token dispatch/combine copies
+    rotary = 0 if stack.attention == "unfused" else 4 * (h + kv_dim)
+    split = activation + rotary
+    per_token = (replicated + permute) / (plan.tp if plan.sequence_parallel else 1) + split / plan.tp
+    return per_token * _tokens(plan)
+
+
+ELEMENTWISE_KERNELS_PER_LAYER = 8
+ELEMENTWISE_BACKWARD_RATIO = 2.0  # read saved input + incoming grad, write grad
+
+
+def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> LayerTimes:
+    """Forward, backward and recomputation time of one layer for one micro-batch."""
+    gemm = _weight_gemms_s(arch, plan, perf)
+    attention_fwd = _attention_forward_s(arch, plan, perf, stack)
+    attention_bwd = _attention_backward_s(arch, plan, perf, stack)
+    elementwise = memory_time_s(
+        _elementwise_bytes(arch, plan, stack), perf, num_kernels=ELEMENTWISE_KERNELS_PER_LAYER
+    )
+    forward = gemm + attention_fwd + elementwise
+    backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise
+    recompute = 0.0
+    if plan.recompute == "full":
+        recompute = forward
+    elif plan.recompute == "selective" and stack.attention == "unfused":
+        recompute = attention_fwd
+    return LayerTimes(forward, backward, recompute, gemm, attention_fwd, attention_bwd)
+
+
+def logits_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> tuple[float, float]:
+    """Forward and backward time of the output layer and the cross-entropy (last stage).
+
+    The logits GEMM is split over TP (vocab-parallel); the cross-entropy reads and writes
+    FP32 logits (~16 bytes per logit over forward and backward).
+    """
+    tokens = _tokens(plan)
+    vocab = arch.vocab_size / plan.tp
+    gemm = gemm_time_s(tokens, vocab, arch.hidden_size, perf)
+    loss = memory_time_s(16.0 * tokens * vocab, perf, num_kernels=4)
+    return gemm + loss / 2, 2.0 * gemm + loss / 2

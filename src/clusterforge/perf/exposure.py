@@ -1,0 +1,170 @@
+"""Communication of a training step and how much of it is exposed (not hidden by compute).
+
+Per micro-batch and layer (critical path of every stage):
+
+* TP (Megatron, Shoeybi et al. 2019 §3): 2 all-reduces of the ``b s h`` activation in the
+  forward and 2 in the backward (+2 when the forward is recomputed); with sequence
+  parallelism each all-reduce becomes an all-gather + reduce-scatter of the same total size
+  (Korthikanti et al. 2022 §4.2.2) and the backward re-gathers the input for the weight
+  gradient (Calculon's ``seq_par_ag_redo``). Overlapped with the GEMMs (``Stack.tp_overlap``,
+  NVLink domain only) all but ``tp_overlap_exposed_fraction`` is hidden, as long as the
+  GEMMs are longer than the collectives.
+* CP (ring attention, Liu et al. 2023; Megatron-Core context parallelism): all-gather of
+  K, V in the forward; all-gather + reduce-scatter of K, V and their gradients in the
+  backward; overlapped with the attention compute of the same layer.
+* EP (GShard, Lepikhin et al. 2020): all-to-all dispatch and combine of ``top_k`` token
+  copies, forward and backward; not overlapped (exposed).
+
+Per step:
+
+* PP (Narayanan et al. 2021 §4.1): a ``b s h / t`` send per micro-batch, chunk and direction
+  (scatter-gather / SP split over TP). With overlapped sends only the fill and drain hops
+  ``2 (p - 1)`` are exposed; without, every send is.
+* DP: gradient all-reduce (ZeRO-0) or reduce-scatter + parameter all-gather (ZeRO-1/2,
+  Megatron distributed optimizer); with overlap the reduce hides behind the backward of the
+  last micro-batch and the gather behind the forward of the first. ZeRO-3/FSDP gathers the
+  weights for forward and backward and reduce-scatters the gradients of every micro-batch,
+  hidden behind that micro-batch's compute when it is long enough.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from clusterforge.catalog import ModelArch
+from clusterforge.perf.comm import CommModel
+from clusterforge.perf.compute import LayerTimes, Stack, load_constants
+from clusterforge.perf.parallel import ParallelPlan, rank_groups
+
+__all__ = ["LayerComm", "dp_exposed_s", "layer_comm", "pp_exposed_s"]
+
+ACT_BYTES = 2  # BF16 activations on the wire
+
+
+def _spans_nodes(groups: np.ndarray, gpus_per_node: int) -> bool:
+    nodes = groups // gpus_per_node
+    return bool(np.any(nodes.min(axis=1) != nodes.max(axis=1)))
+
+
+@dataclass(frozen=True)
+class LayerComm:
+    """Exposed communication seconds per layer and micro-batch on one GPU."""
+
+    tp_s: float
+    cp_s: float
+    ep_s: float
+
+
+def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel) -> float:
+    """All TP collectives of one layer and micro-batch, seconds (not yet overlapped)."""
+    if plan.tp == 1:
+        return 0.0
+    groups = rank_groups(plan, "tp")
+    size = plan.micro_batch * plan.seq_length / plan.cp * arch.hidden_size * ACT_BYTES
+    recompute = plan.recompute == "full"
+    if plan.sequence_parallel:
+        gather = comm.collective_time_s("all_gather", size, groups)
+        scatter = comm.collective_time_s("reduce_scatter", size, groups)
+        forward = 2 * (gather + scatter)
+        backward = 2 * (gather + scatter) + 2 * gather
+        return forward * (2 if recompute else 1) + backward
+    reduce = comm.collective_time_s("all_reduce", size, groups)
+    return reduce * (2 + 2 + (2 if recompute else 0))
+
+
+def _tp_exposed_s(
+    raw_s: float, times: LayerTimes, plan: ParallelPlan, stack: Stack, intra_node: bool
+) -> float:
+    if not (stack.tp_overlap and intra_node):
+        return raw_s
+    gemm_passes = 3 + (1 if plan.recompute == "full" else 0)
+    gemm_s = times.gemm_forward_s * gemm_passes
+    fraction = load_constants().tp_overlap_exposed_fraction
+    return max(raw_s - gemm_s, fraction * raw_s)
+
+
+def _cp_exposed_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, times: LayerTimes) -> float:
+    if plan.cp == 1:
+        return 0.0
+    groups = rank_groups(plan, "cp")
+    kv_dim = arch.hidden_size * (arch.num_kv_heads or arch.num_heads) / arch.num_heads
+    size = plan.micro_batch * plan.seq_length * 2 * kv_dim * ACT_BYTES / plan.tp
+    gather = comm.collective_time_s("all_gather", size, groups)
+    scatter = comm.collective_time_s("reduce_scatter", size, groups)
+    forward = max(0.0, gather - times.attention_forward_s)
+    backward = max(0.0, gather + scatter - times.attention_backward_s)
+    return forward * (2 if plan.recompute == "full" else 1) + backward
+
+
+def _ep_exposed_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel) -> float:
+    if arch.num_experts == 1 or plan.ep == 1:
+        return 0.0
+    groups = rank_groups(plan, "ep")
+    tokens = plan.micro_batch * plan.seq_length / plan.cp
+    size = tokens * arch.top_k * arch.hidden_size * ACT_BYTES / plan.tp
+    one = comm.collective_time_s("all_to_all", size, groups)
+    return one * (4 + (2 if plan.recompute == "full" else 0))
+
+
+def layer_comm(
+    arch: ModelArch,
+    plan: ParallelPlan,
+    times: LayerTimes,
+    comm: CommModel,
+    stack: Stack,
+    gpus_per_node: int,
+) -> LayerComm:
+    """Exposed TP, CP and EP seconds per layer and micro-batch."""
+    tp_raw = _tp_raw_s(plan, arch, comm)
+    intra = plan.tp == 1 or not _spans_nodes(rank_groups(plan, "tp"), gpus_per_node)
+    return LayerComm(
+        tp_s=_tp_exposed_s(tp_raw, times, plan, stack, intra),
+        cp_s=_cp_exposed_s(plan, arch, comm, times),
+        ep_s=_ep_exposed_s(plan, arch, comm),
+    )
+
+
+def pp_exposed_s(
+    plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack, num_micro: int
+) -> float:
+    """Exposed pipeline send/receive seconds per step."""
+    if plan.pp == 1:
+        return 0.0
+    size = plan.micro_batch * plan.seq_length / plan.cp * arch.hidden_size * ACT_BYTES / plan.tp
+    one = comm.collective_time_s("sendrecv", size, rank_groups(plan, "pp"))
+    fill_drain = 2 * (plan.pp - 1) * one
+    if stack.pp_overlap:
+        return fill_drain
+    return fill_drain + 2 * plan.vpp * num_micro * one
+
+
+def dp_exposed_s(
+    plan: ParallelPlan,
+    params: float,
+    comm: CommModel,
+    stack: Stack,
+    forward_mb_s: float,
+    backward_mb_s: float,
+    num_micro: int,
+) -> float:
+    """Exposed data-parallel seconds per step for a stage holding ``params`` per GPU."""
+    if plan.dp * plan.cp == 1:
+        return 0.0
+    groups = rank_groups(plan, "dpcp")  # gradients are reduced over DP x CP (Megatron-Core)
+    grads = params * stack.grad_reduce_bytes
+    weights = params * ACT_BYTES
+    if plan.zero_stage == 3:
+        gathers = 2 * comm.collective_time_s("all_gather", weights, groups)
+        per_micro = gathers + comm.collective_time_s("reduce_scatter", grads, groups)
+        return num_micro * max(0.0, per_micro - (forward_mb_s + backward_mb_s))
+    if plan.zero_stage == 0:
+        reduce = comm.collective_time_s("all_reduce", grads, groups)
+        gather = 0.0
+    else:
+        reduce = comm.collective_time_s("reduce_scatter", grads, groups)
+        gather = comm.collective_time_s("all_gather", weights, groups)
+    if not stack.dp_overlap:
+        return reduce + gather
+    return max(0.0, reduce - backward_mb_s) + max(0.0, gather - forward_mb_s)

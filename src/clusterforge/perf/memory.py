@@ -1,0 +1,151 @@
+"""Memory per GPU: weights, gradients, optimizer states, activations, runtime reserve.
+
+Model states follow Rajbhandari et al. 2020 (ZeRO, §3 and Fig. 1): mixed-precision Adam keeps
+2 bytes of BF16/FP16 weights, gradients (4 bytes here: Megatron accumulates them in FP32
+``main_grad``) and 12 bytes of FP32 master weights, momentum and variance per parameter.
+ZeRO-1 shards the 12 optimizer bytes over DP, ZeRO-2 also the gradients, ZeRO-3 (FSDP full
+shard) also the weights.
+
+Activations per layer follow Korthikanti et al. 2022 (§4, eqs. 1-5), generalised to GQA,
+gated MLPs and MoE term by term; the attention score terms ``5 a s^2 b`` disappear with
+flash attention or selective recomputation; full recomputation keeps only each layer's input
+``2 s b h``. The first pipeline stage holds the most micro-batches in flight: ``p`` for 1F1B,
+times ``1 + (p - 1)/(p v)`` for the interleaved schedule (Korthikanti et al. 2022 §4.2.3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusterforge.catalog import ModelArch
+from clusterforge.perf.compute import Stack
+from clusterforge.perf.flops import ffn_size, kv_heads
+from clusterforge.perf.parallel import ParallelPlan, num_micro_batches
+
+__all__ = [
+    "RUNTIME_RESERVE_GIB",
+    "MemoryBreakdown",
+    "activation_bytes_per_layer",
+    "memory_per_gpu",
+    "stage_params",
+]
+
+GIB = 1024**3
+# CUDA context, cuBLAS/NCCL workspaces and allocator fragmentation. [U] ~3-5 GiB is what
+# PyTorch training jobs show above their tensors on 80 GB GPUs; 4 GiB taken.
+RUNTIME_RESERVE_GIB = 4.0
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Peak memory on the most loaded GPU (the first pipeline stage), GiB."""
+
+    weights_gib: float
+    gradients_gib: float
+    optimizer_gib: float
+    activations_gib: float
+    reserve_gib: float
+
+    @property
+    def total_gib(self) -> float:
+        return (
+            self.weights_gib
+            + self.gradients_gib
+            + self.optimizer_gib
+            + self.activations_gib
+            + self.reserve_gib
+        )
+
+
+def _layer_params(arch: ModelArch) -> tuple[float, float]:
+    """(dense, expert) parameters of one layer."""
+    h = arch.hidden_size
+    kv_dim = h * kv_heads(arch) // arch.num_heads
+    dense = h * (h + 2 * kv_dim) + h * h + 2 * h
+    mlp = (3 if arch.gated_mlp else 2) * h * ffn_size(arch)
+    if arch.num_experts > 1:
+        return dense + h * arch.num_experts, mlp * arch.num_experts
+    return dense + mlp, 0.0
+
+
+def stage_params(arch: ModelArch, plan: ParallelPlan, layers: int, first: bool) -> float:
+    """Parameters held by one GPU of a stage: layers / TP (experts / EP) + embedding on stage 0."""
+    dense, expert = _layer_params(arch)
+    per_gpu = layers * (dense / plan.tp + expert / (plan.tp * plan.ep))
+    if first or plan.pp == 1:
+        per_gpu += arch.vocab_size * arch.hidden_size / plan.tp
+    if plan.pp == 1 and not arch.tied_embeddings:
+        per_gpu += arch.vocab_size * arch.hidden_size / plan.tp
+    return per_gpu
+
+
+def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
+    """Stored activation bytes of one layer for one micro-batch on one GPU (Korthikanti eqs.).
+
+    ``s b h (34 + 5 a s / h)`` for MHA, 4h MLP, no parallelism; terms split by TP are divided
+    by ``t``; the ``10 s b h`` of norms, residual inputs and dropout masks also with SP.
+    """
+    h, f = arch.hidden_size, ffn_size(arch)
+    sbh = plan.micro_batch * plan.seq_length / plan.cp * h
+    if plan.recompute == "full":
+        return 2.0 * sbh / (plan.tp if plan.sequence_parallel else 1)
+    kv_ratio = kv_heads(arch) / arch.num_heads
+    experts = arch.top_k if arch.num_experts > 1 else 1
+    masks = 2.0 if stack.dropout else 0.0
+    # Q, K, V (GQA-scaled), projection input; MLP internals (x top-k experts).
+    split = 2 + 4 * kv_ratio + 2 + (8 if arch.gated_mlp else 4) * f / h * experts
+    # Norm inputs (2 x 2), QKV input, MLP input, dropout masks: replicated unless SP.
+    replicated = 4 + 2 + 2 + masks
+    per_gpu = sbh * (split / plan.tp + replicated / (plan.tp if plan.sequence_parallel else 1))
+    if stack.attention == "unfused" and plan.recompute == "none":
+        heads = arch.num_heads / plan.tp
+        scores = plan.micro_batch * heads * (plan.seq_length / plan.cp) * plan.seq_length
+        per_gpu += scores * (5.0 if stack.dropout else 4.0)
+    return per_gpu
+
+
+def _in_flight(plan: ParallelPlan) -> float:
+    """Micro-batches whose activations the first stage holds at peak (Korthikanti §4.2.3)."""
+    if plan.pp == 1:
+        return 1.0
+    m = num_micro_batches(plan)
+    in_flight = min(plan.pp, m)
+    if plan.vpp > 1:
+        in_flight *= 1 + (plan.pp - 1) / (plan.pp * plan.vpp)
+    return float(in_flight)
+
+
+def _model_state_bytes(params: float, plan: ParallelPlan) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero_stage``."""
+    dp = plan.dp * plan.cp  # Megatron shards the distributed optimizer over DP x CP
+    weights = 2.0 * params / (dp if plan.zero_stage >= 3 else 1)
+    grads = 4.0 * params / (dp if plan.zero_stage >= 2 else 1)
+    if plan.precision == "fp8":
+        weights += 1.0 * params / (dp if plan.zero_stage >= 3 else 1)  # FP8 weight copy
+    optimizer = 12.0 * params / (dp if plan.zero_stage >= 1 else 1)
+    return weights, grads, optimizer
+
+
+def memory_per_gpu(
+    arch: ModelArch, plan: ParallelPlan, stages: tuple[int, ...], stack: Stack
+) -> MemoryBreakdown:
+    """Peak memory of the first pipeline stage's GPUs (most activations in flight)."""
+    params = stage_params(arch, plan, stages[0], first=True)
+    weights, grads, optimizer = _model_state_bytes(params, plan)
+    per_layer = activation_bytes_per_layer(arch, plan, stack)
+    activations = per_layer * stages[0] * _in_flight(plan)
+    # Embedding output kept for the first layer (+ full-recompute working set of one layer).
+    tokens = plan.micro_batch * plan.seq_length / plan.cp
+    activations += 2.0 * tokens * arch.hidden_size / plan.tp * _in_flight(plan)
+    if plan.recompute == "full":
+        full = plan.with_(recompute="none")
+        activations += activation_bytes_per_layer(arch, full, stack)
+    if plan.pp == 1:
+        activations += 4.0 * tokens * arch.vocab_size / plan.tp  # FP32 logits for the loss
+    return MemoryBreakdown(
+        weights_gib=weights / GIB,
+        gradients_gib=grads / GIB,
+        optimizer_gib=optimizer / GIB,
+        activations_gib=activations / GIB,
+        reserve_gib=RUNTIME_RESERVE_GIB,
+    )

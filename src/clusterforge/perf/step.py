@@ -1,0 +1,213 @@
+"""Step-time assembly: compute, exposed communication, pipeline bubble, optimizer.
+
+For every pipeline stage the time of one micro-batch is its layers' forward + backward
+(+ recomputation) plus the exposed TP/CP/EP communication of those layers, plus the
+embedding on the first stage and the logits/loss on the last. The pipeline runs at the pace
+of its slowest stage ``t_max`` (1F1B, Narayanan et al. 2021 §2.2):
+
+    t_pipeline = m t_max + (p - 1)/v t_max      bubble fraction (p - 1)/(v m)
+
+then the step adds what is not hidden: data-parallel gradient/parameter traffic, the
+fill/drain pipeline sends, the optimizer (a memory-bound Adam over the locally owned
+parameters) and "other" (gradient-norm and clipping pass, zeroing of gradient buffers).
+Overlap assumptions are those of the :class:`~clusterforge.perf.compute.Stack`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusterforge.catalog import Gpu, ModelArch
+from clusterforge.perf.comm import CommModel
+from clusterforge.perf.compute import (
+    LayerTimes,
+    Stack,
+    gpu_perf,
+    layer_times,
+    load_constants,
+    logits_times,
+    memory_time_s,
+)
+from clusterforge.perf.exposure import LayerComm, dp_exposed_s, layer_comm, pp_exposed_s
+from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_step
+from clusterforge.perf.memory import MemoryBreakdown, memory_per_gpu, stage_params
+from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, validate_plan
+
+__all__ = ["FLOP_CONVENTION", "Breakdown", "StepPrediction", "predict_step"]
+
+FLOP_CONVENTION = (
+    "MFU: model FLOPs (fwd+bwd = 3x fwd, full s^2 attention, no recomputation; Korthikanti "
+    "et al. 2022) / (BF16 dense peak x GPUs); HFU adds recomputed FLOPs (Narayanan et al. "
+    "2021 eq. 3 with full recomputation)"
+)
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Where the step time goes, seconds (they add up to the step time)."""
+
+    compute_s: float
+    tp_comm_s: float
+    pp_comm_s: float
+    dp_comm_s: float
+    cp_comm_s: float
+    ep_comm_s: float
+    bubble_s: float
+    optimizer_s: float
+    other_s: float
+
+    @property
+    def total_s(self) -> float:
+        return sum(vars(self).values())
+
+    def largest_overhead(self) -> str:
+        """The biggest non-compute line, e.g. ``"dp_comm_s"``: what to fix first."""
+        items = {k: v for k, v in vars(self).items() if k != "compute_s"}
+        return max(items, key=lambda k: items[k])
+
+
+@dataclass(frozen=True)
+class StepPrediction:
+    """One plan's predicted step on one cluster."""
+
+    plan: ParallelPlan
+    model_id: str
+    gpu_id: str
+    stack: str
+    step_time_s: float
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    model_tflops_per_gpu: float
+    hardware_tflops_per_gpu: float
+    mfu: float
+    hfu: float
+    memory: MemoryBreakdown
+    fits: bool
+    breakdown: Breakdown
+    stage_layers: tuple[int, ...]
+
+    @property
+    def memory_per_gpu_gib(self) -> float:
+        return self.memory.total_gib
+
+
+@dataclass(frozen=True)
+class _Stage:
+    compute_s: float
+    tp_s: float
+    cp_s: float
+    ep_s: float
+    forward_s: float
+    backward_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.compute_s + self.tp_s + self.cp_s + self.ep_s
+
+
+def _embedding_s(arch: ModelArch, plan: ParallelPlan, perf_hbm: float) -> float:
+    """Embedding lookup (write) and its gradient scatter (read + write), memory-bound."""
+    tokens = plan.micro_batch * plan.seq_length / plan.cp
+    return 3 * 2.0 * tokens * arch.hidden_size / perf_hbm
+
+
+def _stage(
+    index: int,
+    layers: int,
+    plan: ParallelPlan,
+    times: LayerTimes,
+    comm: LayerComm,
+    ends: tuple[float, float, float],
+) -> _Stage:
+    """Per-micro-batch seconds of pipeline stage ``index`` holding ``layers`` layers."""
+    embed_s, logits_f, logits_b = ends
+    forward = layers * times.forward_s
+    backward = layers * (times.backward_s + times.recompute_s)
+    if index == 0:
+        forward += embed_s / 3
+        backward += 2 * embed_s / 3
+    if index == plan.pp - 1:
+        forward += logits_f
+        backward += logits_b
+    return _Stage(
+        compute_s=forward + backward,
+        tp_s=layers * comm.tp_s,
+        cp_s=layers * comm.cp_s,
+        ep_s=layers * comm.ep_s,
+        forward_s=forward,
+        backward_s=backward,
+    )
+
+
+def predict_step(
+    arch: ModelArch,
+    plan: ParallelPlan,
+    gpu: Gpu,
+    comm: CommModel,
+    gpus_per_node: int,
+    stack: Stack | None = None,
+) -> StepPrediction:
+    """Predict the step time, MFU/HFU and memory of ``plan`` (raises PlanError if invalid)."""
+    stack = stack or Stack.megatron_core()
+    stages = validate_plan(arch, plan, plan.num_gpus)
+    perf = gpu_perf(gpu, plan.precision)
+    times = layer_times(arch, plan, perf, stack)
+    per_layer_comm = layer_comm(arch, plan, times, comm, stack, gpus_per_node)
+    hbm = perf.hbm_gbyte_per_s * 1e9 * load_constants().hbm_efficiency
+    ends = (_embedding_s(arch, plan, hbm), *logits_times(arch, plan, perf))
+    per_stage = [_stage(i, n, plan, times, per_layer_comm, ends) for i, n in enumerate(stages)]
+    slowest = max(per_stage, key=lambda s: s.total_s)
+    m = num_micro_batches(plan)
+
+    params = stage_params(arch, plan, stages[0], first=True)
+    first = per_stage[0]
+    dp_s = dp_exposed_s(plan, params, comm, stack, first.forward_s, first.backward_s, m)
+    owned = params / (plan.dp * plan.cp if plan.zero_stage >= 1 else 1)
+    c = load_constants()
+    optimizer_s = memory_time_s(owned * c.optimizer_bytes_per_param, perf, num_kernels=4)
+    other_s = memory_time_s(params * 4 * 2, perf, num_kernels=4)  # grad-norm read, zeroing
+    breakdown = Breakdown(
+        compute_s=m * slowest.compute_s,
+        tp_comm_s=m * slowest.tp_s,
+        pp_comm_s=pp_exposed_s(plan, arch, comm, stack, m),
+        dp_comm_s=dp_s,
+        cp_comm_s=m * slowest.cp_s,
+        ep_comm_s=m * slowest.ep_s,
+        bubble_s=(plan.pp - 1) / plan.vpp * slowest.total_s,
+        optimizer_s=optimizer_s,
+        other_s=other_s,
+    )
+    return _assemble(arch, plan, gpu, stack, stages, breakdown)
+
+
+def _assemble(
+    arch: ModelArch,
+    plan: ParallelPlan,
+    gpu: Gpu,
+    stack: Stack,
+    stages: tuple[int, ...],
+    breakdown: Breakdown,
+) -> StepPrediction:
+    step_s = breakdown.total_s
+    tokens = plan.global_batch * plan.seq_length
+    model = model_flops_per_step(arch, plan.global_batch, plan.seq_length)
+    hardware = hardware_flops_per_step(arch, plan.global_batch, plan.seq_length, plan.recompute)
+    peak = gpu.bf16_dense_tflops * 1e12 * plan.num_gpus
+    memory = memory_per_gpu(arch, plan, stages, stack)
+    return StepPrediction(
+        plan=plan,
+        model_id=arch.id,
+        gpu_id=gpu.id,
+        stack=stack.name,
+        step_time_s=step_s,
+        tokens_per_s=tokens / step_s,
+        tokens_per_s_per_gpu=tokens / step_s / plan.num_gpus,
+        model_tflops_per_gpu=model / step_s / plan.num_gpus / 1e12,
+        hardware_tflops_per_gpu=hardware / step_s / plan.num_gpus / 1e12,
+        mfu=model / step_s / peak,
+        hfu=hardware / step_s / peak,
+        memory=memory,
+        fits=memory.total_gib <= gpu.hbm_gib,
+        breakdown=breakdown,
+        stage_layers=stages,
+    )

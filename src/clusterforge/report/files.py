@@ -1,0 +1,185 @@
+"""Write a design to files: design.json, bom.csv, racks.csv, cabling.csv, findings.md.
+
+Files are written into a temporary sibling folder and moved into place only when all of them
+are complete, so a failure never leaves a half-written output folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from clusterforge.design import Design
+from clusterforge.errors import ClusterforgeError
+
+__all__ = ["design_files", "render_findings_md", "write_atomically", "write_design"]
+
+
+def _csv(header: list[str], rows: list[list[object]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def bom_csv(design: Design) -> str:
+    rows: list[list[object]] = [
+        [
+            b.category,
+            b.item,
+            b.description,
+            f"{b.quantity:g}",
+            f"{b.unit_usd:.2f}",
+            f"{b.extended_usd:.2f}",
+            b.source,
+        ]
+        for b in design.bom
+    ]
+    total = sum(b.extended_usd for b in design.bom)
+    rows.append(["total", "", "", "", "", f"{total:.2f}", ""])
+    return _csv(
+        ["category", "item", "description", "quantity", "unit_usd", "extended_usd", "source"], rows
+    )
+
+
+def racks_csv(design: Design) -> str:
+    rows: list[list[object]] = []
+    for rack in design.racks:
+        for dev in rack.devices:
+            rows.append(
+                [
+                    rack.name,
+                    rack.role,
+                    rack.row,
+                    rack.position,
+                    dev.u_position,
+                    dev.u_height,
+                    dev.name,
+                    dev.kind,
+                    dev.model,
+                    dev.role,
+                    f"{dev.max_kw:.2f}",
+                    f"{rack.max_kw:.2f}",
+                    rack.cooling.method,
+                ]
+            )
+    header = [
+        "rack",
+        "rack_role",
+        "row",
+        "position",
+        "u_position",
+        "u_height",
+        "device",
+        "kind",
+        "model",
+        "device_role",
+        "device_max_kw",
+        "rack_max_kw",
+        "cooling",
+    ]
+    return _csv(header, rows)
+
+
+def cabling_csv(design: Design) -> str:
+    rows: list[list[object]] = []
+    for c in design.cabling:
+        for m in c.media:
+            rows.append(
+                [
+                    c.fabric,
+                    c.name,
+                    c.endpoint_a,
+                    c.endpoint_b,
+                    m.num_links,
+                    f"{c.gbit_per_s:g}",
+                    m.medium,
+                    m.netbox_type,
+                    m.num_transceivers,
+                    f"{c.length_m_median:.1f}",
+                    f"{c.length_m_max:.1f}",
+                    f"{m.optics_power_w:.1f}",
+                    f"{m.cost_usd:.2f}",
+                ]
+            )
+    header = [
+        "fabric",
+        "link_class",
+        "endpoint_a",
+        "endpoint_b",
+        "num_links",
+        "gbit_per_s",
+        "medium",
+        "netbox_cable_type",
+        "num_transceivers",
+        "length_m_median",
+        "length_m_max",
+        "optics_power_w",
+        "cost_usd",
+    ]
+    return _csv(header, rows)
+
+
+def render_findings_md(design: Design) -> str:
+    lines = [f"# Findings for {design.spec.name}", ""]
+    if not design.findings:
+        lines.append("No findings: every rule passed.")
+    for f in design.findings:
+        lines += [f"## [{f.severity}] {f.id}", "", f.message + ".", "", f"**Fix:** {f.fix}.", ""]
+        lines += [f"- `{k}` = {v}" for k, v in f.numbers.items()]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def design_json(design: Design) -> str:
+    return json.dumps(design.model_dump(mode="json"), indent=2) + "\n"
+
+
+def design_files(design: Design) -> dict[str, Callable[[Design], str]]:
+    return {
+        "design.json": design_json,
+        "bom.csv": bom_csv,
+        "racks.csv": racks_csv,
+        "cabling.csv": cabling_csv,
+        "findings.md": render_findings_md,
+    }
+
+
+def write_atomically(out_dir: Path, files: dict[str, str]) -> list[Path]:
+    """Write ``files`` (relative path -> text) under ``out_dir``, all or nothing."""
+    out_dir = Path(out_dir)
+    parent = out_dir.resolve().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".clusterforge-", dir=parent))
+    except OSError as exc:
+        raise ClusterforgeError(
+            f"-o/--output: cannot write under {str(parent)!r}: {exc.strerror}"
+        ) from None
+    try:
+        for rel, text in files.items():
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = []
+        for rel in files:
+            target = out_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / rel, target)
+            written.append(target)
+        return written
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_design(design: Design, out_dir: Path) -> list[Path]:
+    texts = {name: render(design) for name, render in design_files(design).items()}
+    return write_atomically(out_dir, texts)

@@ -1,0 +1,177 @@
+"""Rich terminal summary of a design."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console, Group
+from rich.table import Table
+
+from clusterforge.design import Design
+
+__all__ = ["design_tables", "print_design"]
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _kv(title: str, rows: list[tuple[str, str]]) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+def _compute(d: Design) -> Table:
+    c, den = d.compute, d.layout_density
+    cap = den.power_cap
+    return _kv(
+        "Compute",
+        [
+            (
+                "GPUs",
+                f"{c.num_training_gpus:,} training + {c.num_spare_nodes * c.gpus_per_node:,} spare ({c.gpu.name})",
+            ),
+            (
+                "nodes",
+                f"{c.num_nodes:,} x {c.node.id} ({c.num_training_nodes:,} + {c.num_spare_nodes:,} spare)",
+            ),
+            ("NVLink domain", f"{c.nvlink_domain_gpus} GPUs"),
+            ("CPU cores per GPU", f"{c.cpu_cores_per_gpu:g}"),
+            (
+                "nodes per rack",
+                f"{den.nodes_per_rack} (limited by {den.limited_by}, {den.limit_kw:g} kW)",
+            ),
+            ("power cap", f"{cap.gpu_power_limit_w:.0f} W per GPU" if cap else "none"),
+        ],
+    )
+
+
+def _fabric(d: Design) -> Table:
+    f = d.fabric
+    switches = f"{f.num_leaves:,} leaves, {f.num_spines:,} spines, {f.num_cores:,} cores"
+    if f.num_groups:
+        switches = f"{f.num_groups} groups, {f.num_leaves:,} routers"
+    rows = [
+        (
+            "topology",
+            f"{f.topology}, {f.tiers} tier(s), {f.fabric}, {f.switch.id} (radix {f.radix})",
+        ),
+        (
+            "NICs",
+            f"{f.nics_per_node} x {f.nic_gbit_per_s:g} Gb/s per node = {f.gbit_per_s_per_gpu:g} Gb/s per GPU",
+        ),
+        ("switches", switches),
+        ("oversubscription", f"{f.oversubscription:g}:1"),
+        ("bisection", f"{f.bisection_gbit_per_s / 1000:,.1f} Tb/s"),
+        ("max switch hops", str(f.max_switch_hops)),
+    ]
+    rows += [(f"{s.name} fabric", f"{s.num_switches} x {s.switch.id}") for s in d.support_fabrics]
+    return _kv("Network", rows)
+
+
+def _cabling(d: Design) -> Table:
+    table = Table(title="Cabling", title_justify="left")
+    for col in ("fabric", "class", "links", "Gb/s", "media", "transceivers", "max m"):
+        table.add_column(
+            col, justify="right" if col in ("links", "Gb/s", "transceivers", "max m") else "left"
+        )
+    for c in d.cabling:
+        media = ", ".join(f"{m.medium} {m.num_links:,}" for m in c.media)
+        trx = sum(m.num_transceivers for m in c.media)
+        table.add_row(
+            c.fabric,
+            c.name,
+            f"{c.num_links:,}",
+            f"{c.gbit_per_s:g}",
+            media,
+            f"{trx:,}",
+            f"{c.length_m_max:.0f}",
+        )
+    return table
+
+
+def _facility(d: Design) -> Table:
+    roles = Counter(r.role for r in d.racks)
+    cooling = Counter(r.cooling.method for r in d.racks)
+    gpu_rack = next((r for r in d.racks if r.role == "gpu"), d.racks[0])
+    circ = gpu_rack.circuit
+    p = d.power
+    return _kv(
+        "Racks, power, cooling",
+        [
+            ("racks", ", ".join(f"{n} {role}" for role, n in roles.items())),
+            (
+                "GPU rack",
+                f"{gpu_rack.max_kw:.1f} kW max, {gpu_rack.cooling.method}, "
+                f"{gpu_rack.cooling.airflow_cfm:,.0f} CFM",
+            ),
+            (
+                "circuits",
+                f"{circ.num_feeds} feed(s) x {circ.circuits_per_feed} x {circ.voltage_v:g} V "
+                f"{circ.phases}ph {circ.breaker_a:g} A ({circ.usable_kw:.1f} kW usable each, "
+                f"{circ.phase_current_a:.1f} A/phase)",
+            ),
+            ("IT power", f"{p.it_max_kw:,.0f} kW max, {p.it_average_kw:,.0f} kW average"),
+            ("facility power", f"{p.facility_kw:,.0f} kW at PUE {d.spec.facility.pue:g}"),
+            ("cooling", ", ".join(f"{n} {m}" for m, n in cooling.items())),
+            (
+                "storage",
+                f"{d.storage.num_blocks} x {d.storage.block.id}: {d.storage.capacity_tbyte:,.0f} TB, "
+                f"{d.storage.read_gbyte_per_s:,.0f} GB/s read (sized by {d.storage.sized_by})",
+            ),
+        ],
+    )
+
+
+def _cost(d: Design) -> Table:
+    c = d.cost
+    rows = [(f"capex {k}", f"${v / 1e6:,.2f}M") for k, v in c.capex_by_category_usd.items()]
+    rows += [
+        ("capex total", f"${c.capex_usd / 1e6:,.2f}M (${c.capex_per_gpu_usd:,.0f} per GPU)"),
+        ("opex per year", f"${c.opex_per_year_usd / 1e6:,.2f}M"),
+        (
+            f"build, {c.years:g} years",
+            f"${c.build_total_usd / 1e6:,.2f}M = ${c.effective_build_usd_per_gpu_hour:.2f}/GPU-h",
+        ),
+        ("rent", f"${c.rent_total_usd / 1e6:,.2f}M at ${c.cloud_usd_per_gpu_hour:.2f}/GPU-h"),
+        (
+            "verdict",
+            ("build" if c.build_wins else "rent")
+            + f" (break-even utilization {c.break_even_utilization:.0%})",
+        ),
+    ]
+    return _kv("Cost and TCO", rows)
+
+
+def _findings(d: Design) -> Table:
+    table = Table(title="Findings", title_justify="left")
+    table.add_column("severity")
+    table.add_column("rule")
+    table.add_column("message")
+    for f in d.findings:
+        table.add_row(
+            f"[{SEVERITY_STYLE[f.severity]}]{f.severity}[/]", f.id, f"{f.message}. Fix: {f.fix}."
+        )
+    return table
+
+
+def design_tables(design: Design) -> Group:
+    return Group(
+        _compute(design),
+        "",
+        _fabric(design),
+        "",
+        _cabling(design),
+        "",
+        _facility(design),
+        "",
+        _cost(design),
+        "",
+        _findings(design),
+    )
+
+
+def print_design(design: Design, console: Console | None = None) -> None:
+    (console or Console()).print(design_tables(design))

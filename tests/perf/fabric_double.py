@@ -1,0 +1,62 @@
+"""A test double for the CommModel protocol: an ideal, contention-free two-tier fabric.
+
+Not the production model (that is ``clusterforge.perf.comm.NetsimComm`` on the designed
+fabric); it lets the performance model be tested without ``clusterforge.netsim``.
+Bus bandwidths: ring all-reduce at ~80 % of the NVLink link rate (performance.md §3.2 and
+§5.2: 234.9 of 300 GB/s on A100, ~370 of 450 GB/s on H100) and ~90 % of the NIC rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+BUS_FACTOR = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "sendrecv": lambda n: 1.0,
+}
+
+
+@dataclass
+class IdealFabricComm:
+    gpus_per_node: int
+    nvlink_gbyte_per_s: float  # unidirectional per GPU
+    nic_gbyte_per_s: float  # per GPU
+    intra_latency_s: float = 5e-6
+    inter_latency_s: float = 15e-6
+    calls: int = 0
+
+    def collective_time_s(self, collective: str, size_bytes: float, groups: np.ndarray) -> float:
+        self.calls += 1
+        n = groups.shape[1]
+        if n < 2 or size_bytes <= 0:
+            return 0.0
+        nodes = groups // self.gpus_per_node
+        intra = bool(np.all(nodes.min(axis=1) == nodes.max(axis=1)))
+        if intra:
+            bus, alpha = 0.8 * self.nvlink_gbyte_per_s, self.intra_latency_s
+        else:
+            bus, alpha = 0.9 * self.nic_gbyte_per_s, self.inter_latency_s
+        steps = 2 * (n - 1) if collective == "all_reduce" else max(1, n - 1)
+        return BUS_FACTOR[collective](n) * size_bytes / (bus * 1e9) + alpha * steps
+
+    @classmethod
+    def for_node(cls, node_id: str) -> IdealFabricComm:
+        from clusterforge.catalog import load_catalog
+
+        catalog = load_catalog()
+        node = catalog.nodes[node_id]
+        gpu = catalog.gpus[node.gpu]
+        nic = catalog.nics[node.compute_nic]
+        nic_total = node.num_compute_nics * nic.port_gbit_per_s * nic.num_ports / 8
+        return cls(
+            gpus_per_node=node.num_gpus,
+            nvlink_gbyte_per_s=gpu.scaleup_gbyte_per_s / 2,
+            nic_gbyte_per_s=nic_total / node.num_gpus,
+        )
