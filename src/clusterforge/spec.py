@@ -119,6 +119,9 @@ class StorageSpec(_Section):
     """Shared storage; None fields are derived from the workload."""
 
     block: str = Field("nvme-pfs-2u", description="Catalog storage building block id")
+    num_blocks: int | None = Field(
+        None, ge=1, description="Fixed number of blocks (existing storage); None = sized here"
+    )
     capacity_tbyte: float | None = Field(None, gt=0, description="Usable capacity, TB")
     read_gbyte_per_s: float | None = Field(None, gt=0, description="Aggregate read, GB/s")
     write_gbyte_per_s: float | None = Field(None, gt=0, description="Aggregate write, GB/s")

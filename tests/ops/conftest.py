@@ -34,7 +34,9 @@ def load_sysfs_fixture(name: str) -> dict[str, Any]:
     base = load_sysfs_fixture(data["base"])
     patches = data.get("nic_patches", {})
     removed = set(data.get("remove_nics", []))
-    base["nics"] = [_merge_nic(n, patches.get(n["name"], {})) for n in base["nics"] if n["name"] not in removed]
+    base["nics"] = [
+        _merge_nic(n, patches.get(n["name"], {})) for n in base["nics"] if n["name"] not in removed
+    ]
     unmount = set(data.get("unmount", []))
     base["unmounted_dirs"] = sorted(unmount)
     base["mounts"] = [m for m in base["mounts"] if m["path"] not in unmount]
@@ -70,7 +72,10 @@ def build_fake_root(root: Path, data: dict[str, Any]) -> Path:
         _build_nic(root, nic)
     mem = data["meminfo_kb"]
     _write(root / "proc/meminfo", "".join(f"{k}:  {v} kB\n" for k, v in mem.items()))
-    _write(root / "proc/mounts", "".join(f"dev{i} {m['path']} {m['fstype']} rw 0 0\n" for i, m in enumerate(data["mounts"])))
+    _write(
+        root / "proc/mounts",
+        "".join(f"dev{i} {m['path']} {m['fstype']} rw 0 0\n" for i, m in enumerate(data["mounts"])),
+    )
     for path in [m["path"] for m in data["mounts"]] + data.get("unmounted_dirs", []):
         (root / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
     for n in range(data["numa_nodes"]):
@@ -84,7 +89,9 @@ def fake_root(tmp_path: Path) -> Callable[[str], Path]:
     """fake_root("ib-8x400-healthy.json") -> a directory to use as --sysfs-root."""
 
     def make(name: str) -> Path:
-        return build_fake_root(tmp_path / f"root-{name.removesuffix('.json')}", load_sysfs_fixture(name))
+        return build_fake_root(
+            tmp_path / f"root-{name.removesuffix('.json')}", load_sysfs_fixture(name)
+        )
 
     return make
 

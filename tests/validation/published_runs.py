@@ -17,7 +17,7 @@ from clusterforge.errors import PlanError
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import Stack
 from clusterforge.perf.parallel import ParallelPlan
-from clusterforge.perf.step import StepPrediction, predict_step
+from clusterforge.perf.step import Prediction, predict_step
 
 HERE = Path(__file__).parent
 TABLES = {
@@ -74,20 +74,24 @@ def table_node(table: str) -> str:
 
 def candidates(row: Row) -> list[ParallelPlan]:
     layers_per_stage = row.arch.num_layers // row.base.pp
-    vpps = [v for v in VIRTUAL_STAGES if layers_per_stage % v == 0] if row.base.pp > 1 else [1]
+    vpps = (
+        [v for v in range(1, layers_per_stage + 1) if layers_per_stage % v == 0]
+        if row.base.pp > 1
+        else [1]
+    )
     return [row.base.with_(micro_batch=mb, vpp=v) for mb in MICRO_BATCHES for v in vpps]
 
 
-def predict_row(row: Row, comm: CommModel) -> StepPrediction:
+def predict_row(row: Row, comm: CommModel) -> Prediction:
     """Best predicted plan that fits (the published runs were tuned by their authors)."""
     catalog = load_catalog()
     node = catalog.nodes[table_node(row.table)]
     gpu = catalog.gpus[node.gpu]
     stack = TABLES[row.table][1]
-    best: StepPrediction | None = None
+    best: Prediction | None = None
     for plan in candidates(row):
         try:
-            pred = predict_step(row.arch, plan, gpu, comm, node.num_gpus, stack)
+            pred = predict_step(row.arch, plan, gpu, comm, node.nvlink_domain_gpus, stack)
         except PlanError:
             continue
         if pred.fits and (best is None or pred.step_time_s < best.step_time_s):
@@ -97,5 +101,5 @@ def predict_row(row: Row, comm: CommModel) -> StepPrediction:
     return best
 
 
-def predicted_tflops(row: Row, pred: StepPrediction) -> float:
+def predicted_tflops(row: Row, pred: Prediction) -> float:
     return float(getattr(pred, row.metric))

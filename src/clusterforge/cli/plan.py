@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 from clusterforge.design import plan
+from clusterforge.errors import ClusterforgeError
 from clusterforge.report.files import design_json, write_design
 from clusterforge.report.terminal import print_design
 from clusterforge.spec import load_spec
@@ -22,7 +23,10 @@ def _expected_performance(design: object) -> dict[str, object] | None:
         from clusterforge.perf import predict_workload  # type: ignore[attr-defined]
     except ImportError:
         return None
-    prediction = predict_workload(design)
+    try:
+        prediction = predict_workload(design)
+    except ClusterforgeError as exc:
+        return {"unavailable": str(exc)}
     return (
         prediction.model_dump(mode="json")
         if hasattr(prediction, "model_dump")

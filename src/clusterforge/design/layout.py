@@ -31,6 +31,7 @@ __all__ = ["Density", "Layout", "Rack", "RackDevice", "choose_density", "lay_out
 
 PATCH_PANEL_U = 1
 CDU_U = 4
+NETWORK_RACK_KW = 20.0  # switch racks stay air-cooled without containment (design.md §4.4)
 
 
 class RackDevice(BaseModel):
@@ -253,7 +254,7 @@ def lay_out(
     num_mgmt_servers: int,
 ) -> Layout:
     """Place every device; returns racks in floor order plus index arrays for cabling."""
-    network_limit = min(spec.facility.max_rack_kw, COOLING_BAND_KW["air"])
+    network_limit = min(spec.facility.max_rack_kw, NETWORK_RACK_KW)
     packer = _Packer(spec, network_limit)
     c = fabric.connectivity
     sw = fabric.switch

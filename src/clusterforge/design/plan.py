@@ -26,11 +26,12 @@ from clusterforge.design.network import (
 )
 from clusterforge.design.rules import Finding, evaluate
 from clusterforge.design.storage import StorageDesign, size_storage
-from clusterforge.spec import ClusterSpec
+from clusterforge.errors import CapacityError
+from clusterforge.spec import ClusterSpec, resolve_node_id
 
 __all__ = ["Design", "break_even_gpus", "plan"]
 
-BREAK_EVEN_MAX_GPUS = 65536
+BREAK_EVEN_MAX_GPUS = 32768
 
 
 class Design(BaseModel):
@@ -112,23 +113,34 @@ def _build_wins_at(spec: ClusterSpec, catalog: Catalog, num_gpus: int) -> bool:
         }
     )
     sized = spec.model_copy(update={"num_gpus": num_gpus, "workload": workload})
-    return plan(sized, catalog, break_even=False).cost.build_wins
+    try:
+        return plan(sized, catalog, break_even=False).cost.build_wins
+    except CapacityError:
+        # The spec's own topology may not grow (a single switch): compare on a fabric that does.
+        network = spec.network.model_copy(update={
+            "topology": "rail-optimized", "tiers": None, "link_aggregation": False,
+        })
+        grown = sized.model_copy(update={"network": network})
+        return plan(grown, catalog, break_even=False).cost.build_wins
+
+
+def _wins_or_none(spec: ClusterSpec, catalog: Catalog, num_gpus: int) -> bool:
+    try:
+        return _build_wins_at(spec, catalog, num_gpus)
+    except CapacityError:
+        return False  # the fabric cannot grow this far; treat as "not yet"
 
 
 def break_even_gpus(spec: ClusterSpec, catalog: Catalog | None = None) -> int | None:
     """Smallest GPU count (whole nodes) at which building beats renting, all else equal.
 
     Doubles the size until building wins, then bisects in whole nodes; None if it never
-    wins below 65,536 GPUs.
+    wins below 32,768 GPUs.
     """
     catalog = catalog or load_catalog()
-    step = catalog.nodes[spec.node or ""].num_gpus if spec.node else 8
-    if spec.node is None:
-        from clusterforge.spec import resolve_node_id
-
-        step = catalog.nodes[resolve_node_id(spec)].num_gpus
+    step = catalog.nodes[resolve_node_id(spec)].num_gpus
     low, high = 0, step
-    while not _build_wins_at(spec, catalog, high):
+    while not _wins_or_none(spec, catalog, high):
         low, high = high, high * 2
         if high > BREAK_EVEN_MAX_GPUS:
             return None
@@ -136,7 +148,7 @@ def break_even_gpus(spec: ClusterSpec, catalog: Catalog | None = None) -> int | 
         mid = (low + high) // 2 // step * step
         if mid in (low, high):
             break
-        if _build_wins_at(spec, catalog, mid):
+        if _wins_or_none(spec, catalog, mid):
             high = mid
         else:
             low = mid

@@ -52,7 +52,8 @@ def evaluate(design: Design) -> list[Finding]:
 def rack_power_over_cap(d: Design) -> list[Finding]:
     den, node, f = d.layout_density, d.compute.node, d.spec.facility
     by_u = den.usable_u // node.u_height
-    if node.rack_scale_nodes or by_u <= den.nodes_per_rack:
+    # Fire when the power limit leaves more than half of the rack's height unused.
+    if node.rack_scale_nodes or 2 * den.nodes_per_rack > by_u or d.compute.num_nodes <= den.nodes_per_rack:
         return []
     full_kw = by_u * node.max_kw
     return [
@@ -355,7 +356,11 @@ def rent_cheaper(d: Design) -> list[Finding]:
     c = d.cost
     if c.build_wins:
         return []
-    extra = f"; building wins from about {c.break_even_gpus} GPUs" if c.break_even_gpus else ""
+    extra = (
+        f"; building wins from about {c.break_even_gpus} GPUs"
+        if c.break_even_gpus
+        else f"; at {d.spec.economics.utilization:.0%} utilization building does not win at any size"
+    )
     return [
         Finding(
             id="too-small-to-own",

@@ -88,6 +88,8 @@ def size_storage(spec: ClusterSpec, catalog: Catalog, num_gpus: int) -> StorageD
     }
     sized_by = max(counts, key=lambda k: counts[k])
     n = max(1, counts[sized_by])
+    if s.num_blocks is not None:
+        n, sized_by = s.num_blocks, "storage.num_blocks (fixed)"
     write = n * block.write_gbyte_per_s
     return StorageDesign(
         block=block,

@@ -1,1 +1,17 @@
+"""Day two: node health checks, NVML/sysfs adapters, drain/cordon actions, the exporter.
 
+Modules (imported directly; this package imports nothing so ``clusterforge plan`` stays light):
+
+- ``readings``: plain dataclasses of what NVML, sysfs and the host reported
+- ``nvml`` / ``nvml_pynvml``: the NVML interface, a never-hanging collector, recorded replay,
+  and the real pynvml adapter
+- ``sysfs``: InfiniBand/RoCE ports, ``ethtool -S``, mounts, memory, kernel log
+- ``xid``: the XID policy (data/xid_policy.yaml) and the kernel-log parser
+- ``expect``: what a node should look like, from the spec through the catalog
+- ``checks``: verdicts (pass / warn / fail / unknown) from readings
+- ``runner``: collect + judge within a time budget -> ``Report``
+- ``actions``: Slurm drain/resume and Kubernetes cordon/taint with ownership and a breaker
+- ``exporter``: Prometheus metrics of the same checks
+"""
+
+__all__: list[str] = []

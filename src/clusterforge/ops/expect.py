@@ -67,7 +67,9 @@ def expectation_from_spec(spec: ClusterSpec, catalog: Catalog | None = None) -> 
     )
 
 
-def with_overrides(expect: NodeExpectation, catalog: Catalog | None = None, **overrides: Any) -> NodeExpectation:
+def with_overrides(
+    expect: NodeExpectation, catalog: Catalog | None = None, **overrides: Any
+) -> NodeExpectation:
     """Apply CLI overrides (None values are ignored); ``gpu_id`` also sets names and TDP."""
     values = {k: v for k, v in overrides.items() if v is not None and v != ()}
     unknown = set(values) - {f.name for f in dataclasses.fields(NodeExpectation)}

@@ -15,6 +15,7 @@ operations.md §7) is never reached.  "Not supported" becomes ``None``, never an
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -131,16 +132,16 @@ def _worker(api: NvmlApi, progress: _Progress, listen_s: float) -> None:
         for index in range(progress.node.get("device_count") or 0):
             _gpu_values(api, progress, index)
         progress.start("XID event wait")
-        try:
+        with contextlib.suppress(NvmlNotSupported, NvmlCallError):
             progress.xids.extend(api.xid_events(listen_s))
-        except (NvmlNotSupported, NvmlCallError):
-            pass
         progress.done()
     finally:
         api.shutdown()
 
 
-def _watch(thread: threading.Thread, progress: _Progress, per_call_s: float, budget_s: float) -> str | None:
+def _watch(
+    thread: threading.Thread, progress: _Progress, per_call_s: float, budget_s: float
+) -> str | None:
     """Wait for the worker; return why we stopped waiting, or None when it finished."""
     deadline = time.monotonic() + budget_s
     while thread.is_alive():

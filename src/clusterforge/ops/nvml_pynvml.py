@@ -9,6 +9,7 @@ NVML error code that means "this GPU or driver does not have it" becomes
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import time
 from collections.abc import Callable
@@ -66,10 +67,8 @@ class PynvmlApi:
         self._call(self.nv.nvmlInit)
 
     def shutdown(self) -> None:
-        try:
+        with contextlib.suppress(self.nv.NVMLError):
             self.nv.nvmlShutdown()
-        except self.nv.NVMLError:
-            pass
 
     def driver_version(self) -> str:
         return _text(self._call(self.nv.nvmlSystemGetDriverVersion))
@@ -108,10 +107,18 @@ class PynvmlApi:
             "ecc_dbe_aggregate": lambda h: int(c(nv.nvmlDeviceGetTotalEccErrors, h, unc, agg)),
             "ecc_sbe_volatile": lambda h: int(c(nv.nvmlDeviceGetTotalEccErrors, h, cor, vol)),
             "retired_pages_sbe": lambda h: len(
-                c(nv.nvmlDeviceGetRetiredPages, h, nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
+                c(
+                    nv.nvmlDeviceGetRetiredPages,
+                    h,
+                    nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+                )
             ),
             "retired_pages_dbe": lambda h: len(
-                c(nv.nvmlDeviceGetRetiredPages, h, nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+                c(
+                    nv.nvmlDeviceGetRetiredPages,
+                    h,
+                    nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+                )
             ),
             "retired_pages_pending": lambda h: (
                 c(nv.nvmlDeviceGetRetiredPagesPendingStatus, h) == nv.NVML_FEATURE_ENABLED
@@ -121,7 +128,9 @@ class PynvmlApi:
             "remapped_rows_uncorrectable": lambda h: int(c(nv.nvmlDeviceGetRemappedRows, h)[1]),
             "remapped_rows_pending": lambda h: bool(c(nv.nvmlDeviceGetRemappedRows, h)[2]),
             "remapped_rows_failure": lambda h: bool(c(nv.nvmlDeviceGetRemappedRows, h)[3]),
-            "temperature_c": lambda h: float(c(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)),
+            "temperature_c": lambda h: float(
+                c(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)
+            ),
             "temperature_slowdown_c": lambda h: float(
                 c(nv.nvmlDeviceGetTemperatureThreshold, h, nv.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN)
             ),
@@ -133,8 +142,12 @@ class PynvmlApi:
             "pcie_width": lambda h: int(c(nv.nvmlDeviceGetCurrPcieLinkWidth, h)),
             "pcie_width_max": lambda h: int(c(nv.nvmlDeviceGetMaxPcieLinkWidth, h)),
             "nvlink_active": self._nvlink_active,
-            "nvlink_replay_errors": lambda h: self._nvlink_errors(h, nv.NVML_NVLINK_ERROR_DL_REPLAY),
-            "nvlink_recovery_errors": lambda h: self._nvlink_errors(h, nv.NVML_NVLINK_ERROR_DL_RECOVERY),
+            "nvlink_replay_errors": lambda h: self._nvlink_errors(
+                h, nv.NVML_NVLINK_ERROR_DL_REPLAY
+            ),
+            "nvlink_recovery_errors": lambda h: self._nvlink_errors(
+                h, nv.NVML_NVLINK_ERROR_DL_RECOVERY
+            ),
             "nvlink_crc_errors": lambda h: self._nvlink_errors(h, nv.NVML_NVLINK_ERROR_DL_CRC_FLIT),
             "fabric_state": lambda h: self._fabric_info(h)[0],
             "fabric_status": lambda h: self._fabric_info(h)[1],
@@ -170,7 +183,9 @@ class PynvmlApi:
             if not active:
                 continue
             try:
-                values.append(int(self._call(self.nv.nvmlDeviceGetNvLinkErrorCounter, handle, link, counter)))
+                values.append(
+                    int(self._call(self.nv.nvmlDeviceGetNvLinkErrorCounter, handle, link, counter))
+                )
             except NvmlNotSupported:
                 continue
         if not values:
@@ -203,14 +218,21 @@ class PynvmlApi:
                 handle = self._handle(index)
                 uuids[_text(self._call(nv.nvmlDeviceGetUUID, handle))] = index
                 try:
-                    self._call(nv.nvmlDeviceRegisterEvents, handle, nv.nvmlEventTypeXidCriticalError, event_set)
+                    self._call(
+                        nv.nvmlDeviceRegisterEvents,
+                        handle,
+                        nv.nvmlEventTypeXidCriticalError,
+                        event_set,
+                    )
                 except NvmlNotSupported:
                     continue
             return self._wait_events(event_set, uuids, listen_s)
         finally:
             self._call(nv.nvmlEventSetFree, event_set)
 
-    def _wait_events(self, event_set: Any, uuids: dict[str, int], listen_s: float) -> list[XidEvent]:
+    def _wait_events(
+        self, event_set: Any, uuids: dict[str, int], listen_s: float
+    ) -> list[XidEvent]:
         events: list[XidEvent] = []
         deadline = time.monotonic() + listen_s
         while (left_s := deadline - time.monotonic()) > 0:
@@ -219,5 +241,7 @@ class PynvmlApi:
             except self.nv.NVMLError:  # NVML_ERROR_TIMEOUT: nothing arrived
                 break
             uuid = _text(self._call(self.nv.nvmlDeviceGetUUID, data.device))
-            events.append(XidEvent(xid=int(data.eventData), gpu_index=uuids.get(uuid), source="nvml"))
+            events.append(
+                XidEvent(xid=int(data.eventData), gpu_index=uuids.get(uuid), source="nvml")
+            )
         return events

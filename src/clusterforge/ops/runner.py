@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,7 +46,6 @@ class Report:
     errors: tuple[str, ...]
     duration_s: float
     reading: NodeReading
-    actions: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def exit_code(self) -> int:
@@ -63,7 +62,6 @@ class Report:
             "exit_code": self.exit_code,
             "duration_s": round(self.duration_s, 3),
             "errors": list(self.errors),
-            "actions": list(self.actions),
             "results": [to_jsonable(r) for r in self.results],
         }
         if with_reading:
@@ -109,17 +107,28 @@ def collect_reading(
     except TimeoutError:
         log = None
     if log is None:
-        errors["kernel_log"] = "kernel log not readable (dmesg needs root); XIDs from NVML events only"
+        errors["kernel_log"] = (
+            "kernel log not readable (dmesg needs root); XIDs from NVML events only"
+        )
     kernel_xids = tuple(parse_kernel_xids(log or "", now=now or datetime.now(UTC)))
-    return NodeReading(node=node, taken_at_s=time.time(), gpu=snapshot, nics=nics, host=host,
-                       kernel_xids=kernel_xids, errors=errors)
+    return NodeReading(
+        node=node,
+        taken_at_s=time.time(),
+        gpu=snapshot,
+        nics=nics,
+        host=host,
+        kernel_xids=kernel_xids,
+        errors=errors,
+    )
 
 
 def _read_errors(reading: NodeReading) -> list[str]:
     errors = [v for k, v in reading.errors.items() if k in _BLOCKING]
     errors += [m.error for m in reading.host.mounts if m.error]
     for gpu in reading.gpu.gpus:
-        errors += [f"gpu{gpu.index} {k}: {v}" for k, v in gpu.errors.items() if "lost" not in v.lower()]
+        errors += [
+            f"gpu{gpu.index} {k}: {v}" for k, v in gpu.errors.items() if "lost" not in v.lower()
+        ]
     return errors
 
 
@@ -135,9 +144,23 @@ def make_report(
     results = tuple(evaluate(reading, expect, policy, limits, previous))
     errors = tuple(_read_errors(reading))
     statuses = {r.status for r in results}
-    status: Status = "fail" if "fail" in statuses else "unknown" if errors else "warn" if "warn" in statuses else "pass"
-    return Report(node=reading.node, status=status, results=results, errors=errors,
-                  duration_s=duration_s, reading=reading)
+    status: Status = (
+        "fail"
+        if "fail" in statuses
+        else "unknown"
+        if errors
+        else "warn"
+        if "warn" in statuses
+        else "pass"
+    )
+    return Report(
+        node=reading.node,
+        status=status,
+        results=results,
+        errors=errors,
+        duration_s=duration_s,
+        reading=reading,
+    )
 
 
 def run_checks(

@@ -30,10 +30,6 @@ T = TypeVar("T")
 _GIB = 1024**3
 
 
-class _Timeout(Exception):
-    pass
-
-
 def run_with_timeout(fn: Callable[[], T], timeout_s: float) -> T:
     """Run ``fn`` in a daemon thread; raise TimeoutError if it has not returned in time."""
     box: dict[str, Any] = {}
@@ -51,7 +47,7 @@ def run_with_timeout(fn: Callable[[], T], timeout_s: float) -> T:
         raise TimeoutError(f"did not return within {timeout_s:g} s")
     if "error" in box:
         raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
+    return box["value"]
 
 
 def parse_ethtool_stats(text: str) -> dict[str, int]:
@@ -111,7 +107,9 @@ class SysfsReader:
         if self.fake:
             return self._read(fake_file)
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout_s, check=False)
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=self.timeout_s, check=False
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
         return done.stdout if done.returncode == 0 else None
@@ -140,7 +138,9 @@ class SysfsReader:
         if netdev and link_layer == "Ethernet":
             stats = self._command(["ethtool", "-S", netdev], self.path(f"/ethtool-S/{netdev}"))
             if stats is None:
-                errors["ethtool"] = f"ethtool -S {netdev} gave no output (not installed or timed out)"
+                errors["ethtool"] = (
+                    f"ethtool -S {netdev} gave no output (not installed or timed out)"
+                )
             counters |= parse_ethtool_stats(stats or "")
         rate = _rate_gbit_per_s(self._read(port / "rate"))
         if rate is None and netdev:
@@ -174,7 +174,11 @@ class SysfsReader:
     def host(self, hostname: str | None, mount_paths: tuple[str, ...]) -> HostReading:
         meminfo = self._meminfo()
         nodes = self.path("/sys/devices/system/node")
-        numa = [p for p in nodes.iterdir() if re.fullmatch(r"node\d+", p.name)] if nodes.is_dir() else []
+        numa = (
+            [p for p in nodes.iterdir() if re.fullmatch(r"node\d+", p.name)]
+            if nodes.is_dir()
+            else []
+        )
         return HostReading(
             hostname=hostname,
             mem_total_gib=meminfo.get("MemTotal"),
@@ -208,9 +212,16 @@ class SysfsReader:
             stat = run_with_timeout(lambda: self.statvfs(local), self.timeout_s)
             writable = run_with_timeout(lambda: self._writable(local), self.timeout_s)
         except TimeoutError as exc:
-            return MountReading(path=path, mounted=fstype is not None, fstype=fstype, error=f"{path}: {exc}")
+            return MountReading(
+                path=path, mounted=fstype is not None, fstype=fstype, error=f"{path}: {exc}"
+            )
         except OSError as exc:
-            return MountReading(path=path, mounted=fstype is not None, fstype=fstype, error=f"{path}: {exc.strerror}")
+            return MountReading(
+                path=path,
+                mounted=fstype is not None,
+                fstype=fstype,
+                error=f"{path}: {exc.strerror}",
+            )
         return MountReading(
             path=path,
             mounted=fstype is not None,

@@ -49,13 +49,15 @@ class XidPolicy:
     default_action: XidAction = "warn"
 
     def rule(self, xid: int) -> XidRule:
-        return self.rules.get(xid, XidRule(xid=xid, action=self.default_action, mnemonic="unlisted XID"))
+        return self.rules.get(
+            xid, XidRule(xid=xid, action=self.default_action, mnemonic="unlisted XID")
+        )
 
 
 def _action(value: Any, where: str) -> XidAction:
     if value not in _ACTIONS:
         raise CheckError(f"{where}: action {value!r} is not one of {', '.join(_ACTIONS)}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _parse_policy(data: Any, where: str, base: XidPolicy | None) -> XidPolicy:
@@ -81,7 +83,9 @@ def _parse_policy(data: Any, where: str, base: XidPolicy | None) -> XidPolicy:
 
 def load_xid_policy(override: str | Path | None = None) -> XidPolicy:
     """The packaged default policy, with a site file's codes laid over it."""
-    text = resources.files("clusterforge.ops").joinpath("data", "xid_policy.yaml").read_text("utf-8")
+    text = (
+        resources.files("clusterforge.ops").joinpath("data", "xid_policy.yaml").read_text("utf-8")
+    )
     policy = _parse_policy(yaml.safe_load(text), "default XID policy", None)
     if override is None:
         return policy

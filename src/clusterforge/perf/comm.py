@@ -42,7 +42,9 @@ Collective = Literal[
 class CommModel(Protocol):
     """Anything that can time a set of concurrent collectives."""
 
-    def collective_time_s(self, collective: Collective, size_bytes: float, groups: np.ndarray) -> float:
+    def collective_time_s(
+        self, collective: Collective, size_bytes: float, groups: np.ndarray
+    ) -> float:
         """Seconds until all ``groups`` (shape ``(num_groups, group_size)``) finish."""
         ...
 
@@ -75,7 +77,9 @@ class InterpolatingComm:
             self._memo[key] = float(self._time_s(collective, size, groups))
         return self._memo[key]
 
-    def collective_time_s(self, collective: Collective, size_bytes: float, groups: np.ndarray) -> float:
+    def collective_time_s(
+        self, collective: Collective, size_bytes: float, groups: np.ndarray
+    ) -> float:
         if size_bytes <= 0 or groups.size == 0 or groups.shape[-1] < 2:
             return 0.0
         groups = np.ascontiguousarray(groups, dtype=np.int64)

@@ -34,6 +34,7 @@ __all__ = [
     "load_constants",
     "logits_times",
     "memory_time_s",
+    "overlapped_s",
 ]
 
 BF16_BYTES = 2
@@ -86,7 +87,7 @@ class PerfConstants:
     flash_attention_backward_ratio: float
     hbm_efficiency: float
     kernel_overhead_s: float
-    tp_overlap_exposed_fraction: float
+    overlap_interference: float
     optimizer_bytes_per_param: float
     mamf_tflops: dict[tuple[str, str], float]
 
@@ -130,6 +131,17 @@ def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -
         hbm_gbyte_per_s=gpu.hbm_tbyte_per_s * 1000.0,
         hbm_gib=gpu.hbm_gib,
     )
+
+
+def overlapped_s(comm_s: float, window_s: float) -> float:
+    """Exposed seconds of a collective overlapped with ``window_s`` of compute.
+
+    ``max(0, comm - window) + interference x min(comm, window)``: what does not fit in the
+    window, plus the slowdown the overlapped part inflicts on the compute (SMs and HBM that
+    NCCL uses); ``overlap_interference`` in ``data/efficiency.toml``.
+    """
+    c = load_constants()
+    return max(0.0, comm_s - window_s) + c.overlap_interference * min(comm_s, window_s)
 
 
 def memory_time_s(num_bytes: float, perf: GpuPerf, num_kernels: int = 1) -> float:
@@ -208,7 +220,9 @@ def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
     return scores + context + softmax
 
 
-def _attention_backward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> float:
+def _attention_backward_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
+) -> float:
     """Backward of the attention core: 2.5x forward for flash (recomputes S), else 2x GEMMs."""
     c = load_constants()
     forward = _attention_forward_s(arch, plan, perf, stack)
@@ -235,7 +249,9 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     permute = 8 * h * arch.top_k if arch.num_experts > 1 else 0  # token dispatch/combine copies
     rotary = 0 if stack.attention == "unfused" else 4 * (h + kv_dim)
     split = activation + rotary
-    per_token = (replicated + permute) / (plan.tp if plan.sequence_parallel else 1) + split / plan.tp
+    per_token = (replicated + permute) / (
+        plan.tp if plan.sequence_parallel else 1
+    ) + split / plan.tp
     return per_token * _tokens(plan)
 
 

@@ -7,8 +7,8 @@ Per micro-batch and layer (critical path of every stage):
   parallelism each all-reduce becomes an all-gather + reduce-scatter of the same total size
   (Korthikanti et al. 2022 §4.2.2) and the backward re-gathers the input for the weight
   gradient (Calculon's ``seq_par_ag_redo``). Overlapped with the GEMMs (``Stack.tp_overlap``,
-  NVLink domain only) all but ``tp_overlap_exposed_fraction`` is hidden, as long as the
-  GEMMs are longer than the collectives.
+  NVLink domain only) the collectives hide behind the layer's GEMMs at the cost
+  :func:`~clusterforge.perf.compute.overlapped_s` states.
 * CP (ring attention, Liu et al. 2023; Megatron-Core context parallelism): all-gather of
   K, V in the forward; all-gather + reduce-scatter of K, V and their gradients in the
   backward; overlapped with the attention compute of the same layer.
@@ -29,13 +29,14 @@ Per step:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
-from clusterforge.perf.compute import LayerTimes, Stack, load_constants
+from clusterforge.perf.compute import LayerTimes, Stack, overlapped_s
 from clusterforge.perf.parallel import ParallelPlan, rank_groups
 
 __all__ = ["LayerComm", "dp_exposed_s", "layer_comm", "pp_exposed_s"]
@@ -43,9 +44,10 @@ __all__ = ["LayerComm", "dp_exposed_s", "layer_comm", "pp_exposed_s"]
 ACT_BYTES = 2  # BF16 activations on the wire
 
 
-def _spans_nodes(groups: np.ndarray, gpus_per_node: int) -> bool:
-    nodes = groups // gpus_per_node
-    return bool(np.any(nodes.min(axis=1) != nodes.max(axis=1)))
+def _spans_domains(groups: np.ndarray, nvlink_domain_gpus: int) -> bool:
+    """True when some group leaves its NVLink domain (ranks are numbered domain by domain)."""
+    domains = groups // nvlink_domain_gpus
+    return bool(np.any(domains.min(axis=1) != domains.max(axis=1)))
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,7 @@ def _tp_exposed_s(
     if not (stack.tp_overlap and intra_node):
         return raw_s
     gemm_passes = 3 + (1 if plan.recompute == "full" else 0)
-    gemm_s = times.gemm_forward_s * gemm_passes
-    fraction = load_constants().tp_overlap_exposed_fraction
-    return max(raw_s - gemm_s, fraction * raw_s)
+    return overlapped_s(raw_s, times.gemm_forward_s * gemm_passes)
 
 
 def _cp_exposed_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, times: LayerTimes) -> float:
@@ -93,8 +93,8 @@ def _cp_exposed_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, times: L
     size = plan.micro_batch * plan.seq_length * 2 * kv_dim * ACT_BYTES / plan.tp
     gather = comm.collective_time_s("all_gather", size, groups)
     scatter = comm.collective_time_s("reduce_scatter", size, groups)
-    forward = max(0.0, gather - times.attention_forward_s)
-    backward = max(0.0, gather + scatter - times.attention_backward_s)
+    forward = overlapped_s(gather, times.attention_forward_s)
+    backward = overlapped_s(gather + scatter, times.attention_backward_s)
     return forward * (2 if plan.recompute == "full" else 1) + backward
 
 
@@ -114,11 +114,11 @@ def layer_comm(
     times: LayerTimes,
     comm: CommModel,
     stack: Stack,
-    gpus_per_node: int,
+    nvlink_domain_gpus: int,
 ) -> LayerComm:
     """Exposed TP, CP and EP seconds per layer and micro-batch."""
     tp_raw = _tp_raw_s(plan, arch, comm)
-    intra = plan.tp == 1 or not _spans_nodes(rank_groups(plan, "tp"), gpus_per_node)
+    intra = plan.tp == 1 or not _spans_domains(rank_groups(plan, "tp"), nvlink_domain_gpus)
     return LayerComm(
         tp_s=_tp_exposed_s(tp_raw, times, plan, stack, intra),
         cp_s=_cp_exposed_s(plan, arch, comm, times),
@@ -135,9 +135,10 @@ def pp_exposed_s(
     size = plan.micro_batch * plan.seq_length / plan.cp * arch.hidden_size * ACT_BYTES / plan.tp
     one = comm.collective_time_s("sendrecv", size, rank_groups(plan, "pp"))
     fill_drain = 2 * (plan.pp - 1) * one
-    if stack.pp_overlap:
-        return fill_drain
-    return fill_drain + 2 * plan.vpp * num_micro * one
+    steady = 2 * plan.vpp * num_micro * one
+    if stack.pp_overlap:  # hidden behind the other micro-batches' compute
+        return fill_drain + overlapped_s(steady, math.inf)
+    return fill_drain + steady
 
 
 def dp_exposed_s(
@@ -158,7 +159,9 @@ def dp_exposed_s(
     if plan.zero_stage == 3:
         gathers = 2 * comm.collective_time_s("all_gather", weights, groups)
         per_micro = gathers + comm.collective_time_s("reduce_scatter", grads, groups)
-        return num_micro * max(0.0, per_micro - (forward_mb_s + backward_mb_s))
+        if not stack.dp_overlap:
+            return num_micro * per_micro
+        return num_micro * overlapped_s(per_micro, forward_mb_s + backward_mb_s)
     if plan.zero_stage == 0:
         reduce = comm.collective_time_s("all_reduce", grads, groups)
         gather = 0.0
@@ -167,4 +170,4 @@ def dp_exposed_s(
         gather = comm.collective_time_s("all_gather", weights, groups)
     if not stack.dp_overlap:
         return reduce + gather
-    return max(0.0, reduce - backward_mb_s) + max(0.0, gather - forward_mb_s)
+    return overlapped_s(reduce, backward_mb_s) + overlapped_s(gather, forward_mb_s)

@@ -38,6 +38,7 @@ __all__ = [
     "model_flops_per_step",
     "model_flops_per_token",
     "num_params",
+    "recompute_flops_per_token",
 ]
 
 Recompute = Literal["none", "selective", "full"]

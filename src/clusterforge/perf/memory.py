@@ -109,7 +109,7 @@ def _in_flight(plan: ParallelPlan) -> float:
     if plan.pp == 1:
         return 1.0
     m = num_micro_batches(plan)
-    in_flight = min(plan.pp, m)
+    in_flight = float(min(plan.pp, m))
     if plan.vpp > 1:
         in_flight *= 1 + (plan.pp - 1) / (plan.pp * plan.vpp)
     return float(in_flight)

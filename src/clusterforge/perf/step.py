@@ -33,7 +33,7 @@ from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_ste
 from clusterforge.perf.memory import MemoryBreakdown, memory_per_gpu, stage_params
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, validate_plan
 
-__all__ = ["FLOP_CONVENTION", "Breakdown", "StepPrediction", "predict_step"]
+__all__ = ["FLOP_CONVENTION", "Breakdown", "Prediction", "predict_step"]
 
 FLOP_CONVENTION = (
     "MFU: model FLOPs (fwd+bwd = 3x fwd, full s^2 attention, no recomputation; Korthikanti "
@@ -67,7 +67,7 @@ class Breakdown:
 
 
 @dataclass(frozen=True)
-class StepPrediction:
+class Prediction:
     """One plan's predicted step on one cluster."""
 
     plan: ParallelPlan
@@ -89,6 +89,10 @@ class StepPrediction:
     @property
     def memory_per_gpu_gib(self) -> float:
         return self.memory.total_gib
+
+    def time_to_train_s(self, tokens: float) -> float:
+        """Seconds to train ``tokens`` tokens at this step rate (no restarts or failures)."""
+        return tokens / self.tokens_per_s
 
 
 @dataclass(frozen=True)
@@ -144,15 +148,15 @@ def predict_step(
     plan: ParallelPlan,
     gpu: Gpu,
     comm: CommModel,
-    gpus_per_node: int,
+    nvlink_domain_gpus: int,
     stack: Stack | None = None,
-) -> StepPrediction:
+) -> Prediction:
     """Predict the step time, MFU/HFU and memory of ``plan`` (raises PlanError if invalid)."""
     stack = stack or Stack.megatron_core()
     stages = validate_plan(arch, plan, plan.num_gpus)
     perf = gpu_perf(gpu, plan.precision)
     times = layer_times(arch, plan, perf, stack)
-    per_layer_comm = layer_comm(arch, plan, times, comm, stack, gpus_per_node)
+    per_layer_comm = layer_comm(arch, plan, times, comm, stack, nvlink_domain_gpus)
     hbm = perf.hbm_gbyte_per_s * 1e9 * load_constants().hbm_efficiency
     ends = (_embedding_s(arch, plan, hbm), *logits_times(arch, plan, perf))
     per_stage = [_stage(i, n, plan, times, per_layer_comm, ends) for i, n in enumerate(stages)]
@@ -187,14 +191,14 @@ def _assemble(
     stack: Stack,
     stages: tuple[int, ...],
     breakdown: Breakdown,
-) -> StepPrediction:
+) -> Prediction:
     step_s = breakdown.total_s
     tokens = plan.global_batch * plan.seq_length
     model = model_flops_per_step(arch, plan.global_batch, plan.seq_length)
     hardware = hardware_flops_per_step(arch, plan.global_batch, plan.seq_length, plan.recompute)
     peak = gpu.bf16_dense_tflops * 1e12 * plan.num_gpus
     memory = memory_per_gpu(arch, plan, stages, stack)
-    return StepPrediction(
+    return Prediction(
         plan=plan,
         model_id=arch.id,
         gpu_id=gpu.id,

@@ -34,17 +34,40 @@ RECOVERY_ACTIONS = {
 }
 
 
+_XID_STATUS: dict[str, Status] = {"drain": "fail", "warn": "warn", "ignore": "pass"}
+
+
 def check_gpu_count(snapshot: GpuSnapshot, expect: NodeExpectation) -> list[CheckResult]:
     if expect.num_gpus is None:
         return []
     seen = snapshot.num_gpus_reported
     if seen is None:
-        return [result("gpu.count", "unknown", "critical", "node", "NVML gave no count",
-                       str(expect.num_gpus), "see the gpu.nvml result")]
-    status: Status = "fail" if seen < expect.num_gpus else "warn" if seen > expect.num_gpus else "pass"
-    return [result("gpu.count", status, "critical", "node", f"{seen} GPUs", f"{expect.num_gpus} GPUs",
-                   "a GPU is missing from the bus: check `lspci | grep -i nvidia` and dmesg for "
-                   "XID 79; reseat or RMA the board")]
+        return [
+            result(
+                "gpu.count",
+                "unknown",
+                "critical",
+                "node",
+                "NVML gave no count",
+                str(expect.num_gpus),
+                "see the gpu.nvml result",
+            )
+        ]
+    status: Status = (
+        "fail" if seen < expect.num_gpus else "warn" if seen > expect.num_gpus else "pass"
+    )
+    return [
+        result(
+            "gpu.count",
+            status,
+            "critical",
+            "node",
+            f"{seen} GPUs",
+            f"{expect.num_gpus} GPUs",
+            "a GPU is missing from the bus: check `lspci | grep -i nvidia` and dmesg for "
+            "XID 79; reseat or RMA the board",
+        )
+    ]
 
 
 def check_gpu_model(gpus: tuple[GpuReading, ...], expect: NodeExpectation) -> list[CheckResult]:
@@ -53,24 +76,51 @@ def check_gpu_model(gpus: tuple[GpuReading, ...], expect: NodeExpectation) -> li
     wanted = " or ".join(repr(n) for n in expect.gpu_nvml_names)
     out = []
     for gpu in gpus:
-        status: Status = "unknown" if gpu.name is None else "pass" if gpu.name in expect.gpu_nvml_names else "fail"
-        out.append(result("gpu.model", status, "critical", f"gpu{gpu.index}", repr(gpu.name), wanted,
-                          "this node carries a different GPU than the design "
-                          f"({expect.gpu_id}); fix the inventory or the spec", gpu=gpu.index))
+        status: Status = (
+            "unknown"
+            if gpu.name is None
+            else "pass"
+            if gpu.name in expect.gpu_nvml_names
+            else "fail"
+        )
+        out.append(
+            result(
+                "gpu.model",
+                status,
+                "critical",
+                f"gpu{gpu.index}",
+                repr(gpu.name),
+                wanted,
+                "this node carries a different GPU than the design "
+                f"({expect.gpu_id}); fix the inventory or the spec",
+                gpu=gpu.index,
+            )
+        )
     return out
 
 
 def check_driver(snapshot: GpuSnapshot, expect: NodeExpectation) -> list[CheckResult]:
     """Driver and CUDA versions must match the cluster's (given with --driver-version)."""
     out = []
-    pairs = (("driver", snapshot.driver_version, expect.driver_version),
-             ("CUDA driver", snapshot.cuda_driver_version, expect.cuda_driver_version))
+    pairs = (
+        ("driver", snapshot.driver_version, expect.driver_version),
+        ("CUDA driver", snapshot.cuda_driver_version, expect.cuda_driver_version),
+    )
     for label, seen, wanted in pairs:
         if wanted is None:
             continue
         status: Status = "unknown" if seen is None else "pass" if seen == wanted else "fail"
-        out.append(result("gpu.driver", status, "warning", "node", f"{label} {seen}", f"{label} {wanted}",
-                          "install the cluster's driver version so every node runs the same stack"))
+        out.append(
+            result(
+                "gpu.driver",
+                status,
+                "warning",
+                "node",
+                f"{label} {seen}",
+                f"{label} {wanted}",
+                "install the cluster's driver version so every node runs the same stack",
+            )
+        )
     return out
 
 
@@ -78,18 +128,48 @@ def check_nvml(snapshot: GpuSnapshot) -> list[CheckResult]:
     """NVML usable, no hung call, and no GPU reporting 'GPU is lost'."""
     out = []
     if snapshot.error:
-        out.append(result("gpu.nvml", "unknown", "critical", "node", snapshot.error, "NVML answers",
-                          "check the driver (`nvidia-smi`); a hung NVML often follows XID 79 or 119"))
+        out.append(
+            result(
+                "gpu.nvml",
+                "unknown",
+                "critical",
+                "node",
+                snapshot.error,
+                "NVML answers",
+                "check the driver (`nvidia-smi`); a hung NVML often follows XID 79 or 119",
+            )
+        )
     for gpu in snapshot.gpus:
         if not gpu.errors:
-            out.append(result("gpu.nvml", "pass", "critical", f"gpu{gpu.index}", "all reads answered",
-                              "NVML answers", gpu=gpu.index))
+            out.append(
+                result(
+                    "gpu.nvml",
+                    "pass",
+                    "critical",
+                    f"gpu{gpu.index}",
+                    "all reads answered",
+                    "NVML answers",
+                    gpu=gpu.index,
+                )
+            )
             continue
         lost = any("lost" in e.lower() for e in gpu.errors.values())
-        detail = "; ".join(f"{k}: {v}" for k, v in sorted(gpu.errors.items())[:3])
-        out.append(result("gpu.nvml", "fail" if lost else "unknown", "critical", f"gpu{gpu.index}", detail,
-                          "NVML answers", "GPU is lost: drain and reboot the node (XID 79 bucket "
-                          "RESTART_BM)" if lost else "re-run; check the driver", gpu=gpu.index))
+        first, *rest = sorted(gpu.errors.items())
+        detail = f"{first[0]}: {first[1]}" + (f" (+{len(rest)} more reads)" if rest else "")
+        out.append(
+            result(
+                "gpu.nvml",
+                "fail" if lost else "unknown",
+                "critical",
+                f"gpu{gpu.index}",
+                detail,
+                "NVML answers",
+                "GPU is lost: drain and reboot the node (XID 79 bucket RESTART_BM)"
+                if lost
+                else "re-run; check the driver",
+                gpu=gpu.index,
+            )
+        )
     return out
 
 
@@ -106,10 +186,19 @@ def check_ecc(gpus: tuple[GpuReading, ...]) -> list[CheckResult]:
             status = "warn"
         else:
             status = "pass"
-        out.append(result("gpu.ecc", status, "critical", f"gpu{gpu.index}",
-                          f"DBE volatile {vol}, aggregate {agg}", "DBE volatile 0",
-                          "uncorrectable ECC errors: drain, reset the GPU, run `dcgmi diag -r 3`; "
-                          "RMA if they recur", gpu=gpu.index))
+        out.append(
+            result(
+                "gpu.ecc",
+                status,
+                "critical",
+                f"gpu{gpu.index}",
+                f"DBE volatile {vol}, aggregate {agg}",
+                "DBE volatile 0",
+                "uncorrectable ECC errors: drain, reset the GPU, run `dcgmi diag -r 3`; "
+                "RMA if they recur",
+                gpu=gpu.index,
+            )
+        )
     return out
 
 
@@ -135,14 +224,25 @@ def check_memory_repair(gpus: tuple[GpuReading, ...], limits: Thresholds) -> lis
     for gpu in gpus:
         fields = (gpu.remapped_rows_failure, gpu.remapped_rows_pending, gpu.retired_pages_pending)
         problems = _repair_problems(gpu, limits)
-        status: Status = "fail" if problems else "unknown" if all(f is None for f in fields) else "pass"
+        status: Status = (
+            "fail" if problems else "unknown" if all(f is None for f in fields) else "pass"
+        )
         observed = "; ".join(problems) or (
             f"remapped rows: {gpu.remapped_rows_uncorrectable} uncorrectable, no failure, none pending"
         )
-        out.append(result("gpu.memory_repair", status, "critical", f"gpu{gpu.index}", observed,
-                          "no remap failure, none pending", "pending: reset the GPU (`nvidia-smi -r`) "
-                          "to apply the remap; failure: the bank has no spare rows, RMA the GPU",
-                          gpu=gpu.index))
+        out.append(
+            result(
+                "gpu.memory_repair",
+                status,
+                "critical",
+                f"gpu{gpu.index}",
+                observed,
+                "no remap failure, none pending",
+                "pending: reset the GPU (`nvidia-smi -r`) "
+                "to apply the remap; failure: the bank has no spare rows, RMA the GPU",
+                gpu=gpu.index,
+            )
+        )
     return out
 
 
@@ -165,14 +265,25 @@ def check_xids(reading: NodeReading, policy: XidPolicy, limits: Thresholds) -> l
     out = []
     for index, events in sorted(by_gpu.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
         rules = [policy.rule(e.xid) for e in events]
-        statuses: list[Status] = [{"drain": "fail", "warn": "warn", "ignore": "pass"}[r.action] for r in rules]  # type: ignore[misc]
+        statuses = [_XID_STATUS[r.action] for r in rules]
         seen = sorted({(r.xid, r.mnemonic, r.catalog) for r in rules})
-        observed = ", ".join(f"XID {x} ({m}{'; ' + c if c else ''})" for x, m, c in seen) or "no XID"
+        observed = (
+            ", ".join(f"XID {x} ({m}{'; ' + c if c else ''})" for x, m, c in seen) or "no XID"
+        )
         subject = "node" if index is None else f"gpu{index}"
-        out.append(result("gpu.xid", worst(statuses), "critical", subject, observed,
-                          "no XID that the policy drains on", "follow the XID catalog's action: "
-                          "RESET_GPU -> `nvidia-smi -r`, RESTART_BM -> reboot; RMA if it recurs",
-                          gpu=index))
+        out.append(
+            result(
+                "gpu.xid",
+                worst(statuses),
+                "critical",
+                subject,
+                observed,
+                "no XID that the policy drains on",
+                "follow the XID catalog's action: "
+                "RESET_GPU -> `nvidia-smi -r`, RESTART_BM -> reboot; RMA if it recurs",
+                gpu=index,
+            )
+        )
     return out
 
 
@@ -183,6 +294,16 @@ def check_recovery_action(gpus: tuple[GpuReading, ...]) -> list[CheckResult]:
         action = gpu.recovery_action
         status: Status = "unknown" if action is None else "pass" if action == 0 else "fail"
         name = "not reported" if action is None else RECOVERY_ACTIONS.get(action, f"code {action}")
-        out.append(result("gpu.recovery_action", status, "critical", f"gpu{gpu.index}", name, "none",
-                          f"the driver asks for: {name}", gpu=gpu.index))
+        out.append(
+            result(
+                "gpu.recovery_action",
+                status,
+                "critical",
+                f"gpu{gpu.index}",
+                name,
+                "none",
+                f"the driver asks for: {name}",
+                gpu=gpu.index,
+            )
+        )
     return out

@@ -40,14 +40,34 @@ def check_thermal(gpus: tuple[GpuReading, ...], limits: Thresholds) -> list[Chec
             status = "warn"
         if temp is not None and slow is not None and temp >= slow - limits.temperature_margin_c:
             status = "warn"
-        if (reasons is not None and reasons & HW_THERMAL) or (temp is not None and slow is not None and temp >= slow):
+        if (reasons is not None and reasons & HW_THERMAL) or (
+            temp is not None and slow is not None and temp >= slow
+        ):
             status = "fail"
-        bits = [n for b, n in ((SW_THERMAL, "SW thermal"), (HW_THERMAL, "HW thermal")) if (reasons or 0) & b]
+        bits = [
+            n
+            for b, n in ((SW_THERMAL, "SW thermal"), (HW_THERMAL, "HW thermal"))
+            if (reasons or 0) & b
+        ]
         observed = f"{temp} C" + (f", {' + '.join(bits)} slowdown" if bits else "")
-        expected = f"< {slow - limits.temperature_margin_c:g} C, no thermal slowdown" if slow else "no thermal slowdown"
-        out.append(result("gpu.thermal", status, "critical", f"gpu{gpu.index}", observed, expected,
-                          "check airflow / coolant flow and inlet temperature; a single hot GPU "
-                          "points at its heatsink or cold plate", gpu=gpu.index))
+        expected = (
+            f"< {slow - limits.temperature_margin_c:g} C, no thermal slowdown"
+            if slow
+            else "no thermal slowdown"
+        )
+        out.append(
+            result(
+                "gpu.thermal",
+                status,
+                "critical",
+                f"gpu{gpu.index}",
+                observed,
+                expected,
+                "check airflow / coolant flow and inlet temperature; a single hot GPU "
+                "points at its heatsink or cold plate",
+                gpu=gpu.index,
+            )
+        )
     return out
 
 
@@ -56,32 +76,64 @@ def check_clocks(gpus: tuple[GpuReading, ...]) -> list[CheckResult]:
     out = []
     for gpu in gpus:
         reasons = gpu.clock_event_reasons
-        bad = [n for b, n in ((HW_SLOWDOWN, "HW slowdown"), (HW_POWER_BRAKE, "HW power brake")) if (reasons or 0) & b]
+        bad = [
+            n
+            for b, n in ((HW_SLOWDOWN, "HW slowdown"), (HW_POWER_BRAKE, "HW power brake"))
+            if (reasons or 0) & b
+        ]
         status: Status = "unknown" if reasons is None else "fail" if bad else "pass"
-        observed = "not reported" if reasons is None else (" + ".join(bad) or f"reasons 0x{reasons:x}")
-        out.append(result("gpu.clocks", status, "critical", f"gpu{gpu.index}", observed,
-                          "no HW slowdown or power brake", "power brake is asserted by the board: "
-                          "check PSUs and the power shelf; HW slowdown: check `nvidia-smi -q -d "
-                          "PERFORMANCE`", gpu=gpu.index))
+        observed = (
+            "not reported" if reasons is None else (" + ".join(bad) or f"reasons 0x{reasons:x}")
+        )
+        out.append(
+            result(
+                "gpu.clocks",
+                status,
+                "critical",
+                f"gpu{gpu.index}",
+                observed,
+                "no HW slowdown or power brake",
+                "power brake is asserted by the board: "
+                "check PSUs and the power shelf; HW slowdown: check `nvidia-smi -q -d "
+                "PERFORMANCE`",
+                gpu=gpu.index,
+            )
+        )
     return out
 
 
-def check_power(gpus: tuple[GpuReading, ...], expect: NodeExpectation, limits: Thresholds) -> list[CheckResult]:
+def check_power(
+    gpus: tuple[GpuReading, ...], expect: NodeExpectation, limits: Thresholds
+) -> list[CheckResult]:
     """Enforced power limit against the design TDP, and draw against the limit (warnings)."""
     out = []
     for gpu in gpus:
         draw, limit = gpu.power_w, gpu.power_limit_w
         status: Status = "unknown" if limit is None else "pass"
         notes = []
-        if limit is not None and expect.gpu_tdp_w and limit < expect.gpu_tdp_w * limits.power_cap_ratio:
+        if (
+            limit is not None
+            and expect.gpu_tdp_w
+            and limit < expect.gpu_tdp_w * limits.power_cap_ratio
+        ):
             status, notes = "warn", [f"capped at {limit:g} W"]
         if draw is not None and limit is not None and draw > limit * limits.power_over_limit_ratio:
             status, notes = "warn", [*notes, f"drawing {draw:g} W over the {limit:g} W limit"]
         observed = "; ".join(notes) or f"{draw} W of {limit} W"
         expected = f"limit ~ {expect.gpu_tdp_w:g} W" if expect.gpu_tdp_w else "draw <= limit"
-        out.append(result("gpu.power", status, "warning", f"gpu{gpu.index}", observed, expected,
-                          "reset the limit with `nvidia-smi -pl` unless the cap is intended "
-                          "(rack power budget)", gpu=gpu.index))
+        out.append(
+            result(
+                "gpu.power",
+                status,
+                "warning",
+                f"gpu{gpu.index}",
+                observed,
+                expected,
+                "reset the limit with `nvidia-smi -pl` unless the cap is intended "
+                "(rack power budget)",
+                gpu=gpu.index,
+            )
+        )
     return out
 
 
@@ -95,16 +147,30 @@ def check_pcie(gpus: tuple[GpuReading, ...]) -> list[CheckResult]:
     """
     out = []
     for gpu in gpus:
-        gen, gen_max, width, width_max = gpu.pcie_gen, gpu.pcie_gen_max, gpu.pcie_width, gpu.pcie_width_max
+        gen, gen_max, width, width_max = (
+            gpu.pcie_gen,
+            gpu.pcie_gen_max,
+            gpu.pcie_width,
+            gpu.pcie_width_max,
+        )
         status: Status = "unknown" if width is None or width_max is None else "pass"
         if gen is not None and gen_max is not None and gen < gen_max:
             status = "warn"
         if width is not None and width_max is not None and width < width_max:
             status = "fail"
-        out.append(result("gpu.pcie", status, "critical", f"gpu{gpu.index}", f"Gen{gen} x{width}",
-                          f"Gen{gen_max} x{width_max}", "a narrow link: reseat the GPU/riser, check "
-                          "`dmesg | grep 'limited by'`; a low Gen at idle is normal, re-check under load",
-                          gpu=gpu.index))
+        out.append(
+            result(
+                "gpu.pcie",
+                status,
+                "critical",
+                f"gpu{gpu.index}",
+                f"Gen{gen} x{width}",
+                f"Gen{gen_max} x{width_max}",
+                "a narrow link: reseat the GPU/riser, check "
+                "`dmesg | grep 'limited by'`; a low Gen at idle is normal, re-check under load",
+                gpu=gpu.index,
+            )
+        )
     return out
 
 
@@ -120,8 +186,17 @@ def check_nvlink(
     for gpu in gpus:
         links = gpu.nvlink_active
         if links is None:
-            out.append(result("gpu.nvlink", "unknown", "critical", f"gpu{gpu.index}", "not reported",
-                              "all NVLinks up", gpu=gpu.index))
+            out.append(
+                result(
+                    "gpu.nvlink",
+                    "unknown",
+                    "critical",
+                    f"gpu{gpu.index}",
+                    "not reported",
+                    "all NVLinks up",
+                    gpu=gpu.index,
+                )
+            )
             continue
         wanted = expect.num_nvlinks_per_gpu or len(links)
         down = (len(links) - sum(links)) + max(0, wanted - len(links))
@@ -130,10 +205,19 @@ def check_nvlink(
         before = previous.get(gpu.index)
         if before is not None and elapsed_s and status == "pass":
             status, observed = _nvlink_rates(gpu, before, elapsed_s, limits, observed)
-        out.append(result("gpu.nvlink", status, "critical", f"gpu{gpu.index}", observed,
-                          f"{wanted}/{wanted} links up, errors not rising", "NVLink down: reset the "
-                          "GPU, then check the NVSwitch tray and fabric manager log; RMA if it stays down",
-                          gpu=gpu.index))
+        out.append(
+            result(
+                "gpu.nvlink",
+                status,
+                "critical",
+                f"gpu{gpu.index}",
+                observed,
+                f"{wanted}/{wanted} links up, errors not rising",
+                "NVLink down: reset the "
+                "GPU, then check the NVSwitch tray and fabric manager log; RMA if it stays down",
+                gpu=gpu.index,
+            )
+        )
     return out
 
 
@@ -168,8 +252,17 @@ def check_fabric(gpus: tuple[GpuReading, ...], expect: NodeExpectation) -> list[
         else:
             status = "fail"
         name = "not reported" if state is None else FABRIC_STATES.get(state, f"state {state}")
-        out.append(result("gpu.fabric", status, "critical", f"gpu{gpu.index}",
-                          f"fabric {name}, status {gpu.fabric_status}", "fabric completed, status 0",
-                          "start nvidia-fabricmanager (`systemctl status nvidia-fabricmanager`) and "
-                          "check its log; its version must match the driver", gpu=gpu.index))
+        out.append(
+            result(
+                "gpu.fabric",
+                status,
+                "critical",
+                f"gpu{gpu.index}",
+                f"fabric {name}, status {gpu.fabric_status}",
+                "fabric completed, status 0",
+                "start nvidia-fabricmanager (`systemctl status nvidia-fabricmanager`) and "
+                "check its log; its version must match the driver",
+                gpu=gpu.index,
+            )
+        )
     return out

@@ -25,12 +25,24 @@ def check_mounts(host: HostReading) -> list[CheckResult]:
             observed = mount.error
         else:
             status = "pass" if mount.mounted and mount.writable else "fail"
-            observed = "not mounted" if not mount.mounted else f"{mount.fstype}, " + (
-                "writable" if mount.writable else "read-only or not writable"
+            observed = (
+                "not mounted"
+                if not mount.mounted
+                else f"{mount.fstype}, "
+                + ("writable" if mount.writable else "read-only or not writable")
             )
-        out.append(result("host.mounts", status, "critical", mount.path, observed, "mounted, writable",
-                          "mount it (`mount -a`, check the storage server / network); a hung mount "
-                          "blocks jobs"))
+        out.append(
+            result(
+                "host.mounts",
+                status,
+                "critical",
+                mount.path,
+                observed,
+                "mounted, writable",
+                "mount it (`mount -a`, check the storage server / network); a hung mount "
+                "blocks jobs",
+            )
+        )
     return out
 
 
@@ -40,15 +52,29 @@ def check_disk_free(host: HostReading, expect: NodeExpectation) -> list[CheckRes
         if not mount.mounted:
             continue
         free = mount.free_gib
-        status: Status = "unknown" if free is None else "fail" if free < expect.min_free_gib else "pass"
-        observed = "not measured" if free is None else f"{free:.1f} GiB free of {mount.total_gib:.1f}"
-        out.append(result("host.disk_free", status, "warning", mount.path, observed,
-                          f">= {expect.min_free_gib:g} GiB free", "clean up old checkpoints, core "
-                          "dumps and job scratch"))
+        status: Status = (
+            "unknown" if free is None else "fail" if free < expect.min_free_gib else "pass"
+        )
+        observed = (
+            "not measured" if free is None else f"{free:.1f} GiB free of {mount.total_gib:.1f}"
+        )
+        out.append(
+            result(
+                "host.disk_free",
+                status,
+                "warning",
+                mount.path,
+                observed,
+                f">= {expect.min_free_gib:g} GiB free",
+                "clean up old checkpoints, core dumps and job scratch",
+            )
+        )
     return out
 
 
-def check_memory(host: HostReading, expect: NodeExpectation, limits: Thresholds) -> list[CheckResult]:
+def check_memory(
+    host: HostReading, expect: NodeExpectation, limits: Thresholds
+) -> list[CheckResult]:
     """MemTotal against the node's installed memory; a missing DIMM shows as a shortfall."""
     total, available = host.mem_total_gib, host.mem_available_gib
     if total is None:
@@ -59,12 +85,24 @@ def check_memory(host: HostReading, expect: NodeExpectation, limits: Thresholds)
         expected = f">= {expect.memory_gib * limits.min_memory_ratio:.0f} GiB total"
         if total < expect.memory_gib * limits.min_memory_ratio:
             status = "fail"
-    if status == "pass" and available is not None and available < total * limits.min_available_memory_ratio:
+    if (
+        status == "pass"
+        and available is not None
+        and available < total * limits.min_available_memory_ratio
+    ):
         status = "warn"
-    return [result("host.memory", status, "warning", "node",
-                   f"{total:.0f} GiB total, {available or 0:.0f} GiB available", expected,
-                   "a DIMM is missing or failed (check `dmidecode -t memory`, the BMC SEL); "
-                   "low available memory: look for leaked processes")]
+    return [
+        result(
+            "host.memory",
+            status,
+            "warning",
+            "node",
+            f"{total:.0f} GiB total, {available or 0:.0f} GiB available",
+            expected,
+            "a DIMM is missing or failed (check `dmidecode -t memory`, the BMC SEL); "
+            "low available memory: look for leaked processes",
+        )
+    ]
 
 
 def check_affinity(
@@ -73,8 +111,20 @@ def check_affinity(
     """GPUs spread evenly over NUMA nodes, and each NUMA node's GPUs have as many local NICs."""
     gpu_numa = Counter(g.numa_node for g in gpus if g.numa_node is not None and g.numa_node >= 0)
     if not gpu_numa:
-        return [result("host.affinity", "unknown", "warning", "node", "GPU NUMA nodes not reported",
-                       "GPUs and NICs balanced over NUMA nodes")] if gpus else []
+        return (
+            [
+                result(
+                    "host.affinity",
+                    "unknown",
+                    "warning",
+                    "node",
+                    "GPU NUMA nodes not reported",
+                    "GPUs and NICs balanced over NUMA nodes",
+                )
+            ]
+            if gpus
+            else []
+        )
     nic_numa = Counter(n.numa_node for n in nics if n.numa_node is not None and n.numa_node >= 0)
     problems = []
     if max(gpu_numa.values()) - min(gpu_numa.values()) > 1:
@@ -84,7 +134,16 @@ def check_affinity(
         needed = num_gpus if one_to_one else 1
         if nics and nic_numa.get(numa, 0) < needed:
             problems.append(f"NUMA {numa}: {num_gpus} GPUs, {nic_numa.get(numa, 0)} NICs")
-    return [result("host.affinity", "warn" if problems else "pass", "warning", "node",
-                   "; ".join(problems) or f"GPUs {dict(sorted(gpu_numa.items()))}, NICs {dict(sorted(nic_numa.items()))} per NUMA node",
-                   "each NUMA node's GPUs have local NICs", "check BIOS NUMA settings (NPS) and "
-                   "that the NICs sit in the slots the board manual pairs with each GPU")]
+    return [
+        result(
+            "host.affinity",
+            "warn" if problems else "pass",
+            "warning",
+            "node",
+            "; ".join(problems)
+            or f"GPUs {dict(sorted(gpu_numa.items()))}, NICs {dict(sorted(nic_numa.items()))} per NUMA node",
+            "each NUMA node's GPUs have local NICs",
+            "check BIOS NUMA settings (NPS) and "
+            "that the NICs sit in the slots the board manual pairs with each GPU",
+        )
+    ]

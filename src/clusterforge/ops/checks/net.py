@@ -25,7 +25,10 @@ __all__ = [
 
 IB_ERROR_COUNTERS = ("symbol_error", "link_downed", "port_rcv_errors", "link_error_recovery")
 # (dropped, of packets) pairs; the drop ratio is the worst pair.
-IB_DROP_PAIRS = ((("port_xmit_discards",), "port_xmit_packets"), (("port_rcv_errors",), "port_rcv_packets"))
+IB_DROP_PAIRS = (
+    (("port_xmit_discards",), "port_xmit_packets"),
+    (("port_rcv_errors",), "port_rcv_packets"),
+)
 ROCE_DROP_PAIRS = (
     (("rx_discards_phy", "rx_out_of_buffer"), "rx_packets_phy"),
     (("tx_discards_phy",), "tx_packets_phy"),
@@ -49,9 +52,18 @@ def check_nic_count(nics: tuple[NicReading, ...], expect: NodeExpectation) -> li
         return []
     layer = _LAYER.get(expect.fabric or "", "any")
     status: Status = "fail" if len(nics) < expect.num_compute_nics else "pass"
-    return [result("nic.count", status, "critical", "node", f"{len(nics)} {layer} ports",
-                   f">= {expect.num_compute_nics} {layer} ports", "a NIC is missing: check "
-                   "`ibstat`/`lspci`, the firmware (`mlxfwmanager`) and the link layer setting")]
+    return [
+        result(
+            "nic.count",
+            status,
+            "critical",
+            "node",
+            f"{len(nics)} {layer} ports",
+            f">= {expect.num_compute_nics} {layer} ports",
+            "a NIC is missing: check "
+            "`ibstat`/`lspci`, the firmware (`mlxfwmanager`) and the link layer setting",
+        )
+    ]
 
 
 def check_nic_link(nics: tuple[NicReading, ...]) -> list[CheckResult]:
@@ -59,9 +71,19 @@ def check_nic_link(nics: tuple[NicReading, ...]) -> list[CheckResult]:
     for nic in nics:
         up = nic.state == "ACTIVE" and nic.phys_state == "LinkUp"
         status: Status = "unknown" if nic.state is None else "pass" if up else "fail"
-        out.append(result("nic.link", status, "critical", _subject(nic), f"{nic.state} / {nic.phys_state}",
-                          "ACTIVE / LinkUp", "check the cable and transceiver, the switch port, and "
-                          "(InfiniBand) that a subnet manager runs", nic=nic.name))
+        out.append(
+            result(
+                "nic.link",
+                status,
+                "critical",
+                _subject(nic),
+                f"{nic.state} / {nic.phys_state}",
+                "ACTIVE / LinkUp",
+                "check the cable and transceiver, the switch port, and "
+                "(InfiniBand) that a subnet manager runs",
+                nic=nic.name,
+            )
+        )
     return out
 
 
@@ -71,10 +93,22 @@ def check_nic_speed(nics: tuple[NicReading, ...], expect: NodeExpectation) -> li
     out = []
     for nic in nics:
         rate = nic.rate_gbit_per_s
-        status: Status = "unknown" if rate is None else "fail" if rate < expect.nic_gbit_per_s else "pass"
-        out.append(result("nic.speed", status, "critical", _subject(nic), f"{rate} Gb/s",
-                          f"{expect.nic_gbit_per_s:g} Gb/s", "the link trained slower than designed: "
-                          "check the cable/transceiver type and the switch port speed", nic=nic.name))
+        status: Status = (
+            "unknown" if rate is None else "fail" if rate < expect.nic_gbit_per_s else "pass"
+        )
+        out.append(
+            result(
+                "nic.speed",
+                status,
+                "critical",
+                _subject(nic),
+                f"{rate} Gb/s",
+                f"{expect.nic_gbit_per_s:g} Gb/s",
+                "the link trained slower than designed: "
+                "check the cable/transceiver type and the switch port speed",
+                nic=nic.name,
+            )
+        )
     return out
 
 
@@ -87,7 +121,9 @@ def _delta(nic: NicReading, before: NicReading | None, name: str) -> int | None:
     return max(0, now - before.counters[name])
 
 
-def check_nic_errors(nics: tuple[NicReading, ...], previous: dict[str, NicReading]) -> list[CheckResult]:
+def check_nic_errors(
+    nics: tuple[NicReading, ...], previous: dict[str, NicReading]
+) -> list[CheckResult]:
     """InfiniBand error counters: any increase warns (symbol errors, link downed, ...)."""
     out = []
     for nic in nics:
@@ -98,9 +134,19 @@ def check_nic_errors(nics: tuple[NicReading, ...], previous: dict[str, NicReadin
         rising = {c: v for c, v in known.items() if v > 0}
         status: Status = "unknown" if not known else "warn" if rising else "pass"
         observed = ", ".join(f"{c} {v}" for c, v in rising.items()) or "no errors"
-        out.append(result("nic.errors", status, "warning", _subject(nic), observed, "0 errors",
-                          "rising symbol errors / link downs: clean or replace the cable or "
-                          "transceiver (`ibdiagnet` locates the bad segment)", nic=nic.name))
+        out.append(
+            result(
+                "nic.errors",
+                status,
+                "warning",
+                _subject(nic),
+                observed,
+                "0 errors",
+                "rising symbol errors / link downs: clean or replace the cable or "
+                "transceiver (`ibdiagnet` locates the bad segment)",
+                nic=nic.name,
+            )
+        )
     return out
 
 
@@ -124,12 +170,23 @@ def check_nic_drops(
     out = []
     for nic in nics:
         ratio = drop_ratio(nic, previous.get(_subject(nic)))
-        status: Status = "unknown" if ratio is None else "fail" if ratio > limits.max_drop_ratio else "pass"
+        status: Status = (
+            "unknown" if ratio is None else "fail" if ratio > limits.max_drop_ratio else "pass"
+        )
         observed = "not counted" if ratio is None else f"{ratio:.4%} dropped"
-        out.append(result("nic.drops", status, "critical", _subject(nic), observed,
-                          f"<= {limits.max_drop_ratio:.1%}", "RoCE: check PFC/ECN on the NIC and the "
-                          "switch (priority, buffer); InfiniBand: check the link and congestion",
-                          nic=nic.name))
+        out.append(
+            result(
+                "nic.drops",
+                status,
+                "critical",
+                _subject(nic),
+                observed,
+                f"<= {limits.max_drop_ratio:.1%}",
+                "RoCE: check PFC/ECN on the NIC and the "
+                "switch (priority, buffer); InfiniBand: check the link and congestion",
+                nic=nic.name,
+            )
+        )
     return out
 
 
@@ -142,16 +199,39 @@ def check_nic_pause(
         if nic.link_layer != "Ethernet":
             continue
         before = previous.get(_subject(nic))
-        names = [n for n in nic.counters if n == "rx_pause_ctrl_phy" or (n.startswith("rx_prio") and n.endswith("_pause"))]
+        names = [
+            n
+            for n in nic.counters
+            if n == "rx_pause_ctrl_phy" or (n.startswith("rx_prio") and n.endswith("_pause"))
+        ]
         pauses = [_delta(nic, before, n) or 0 for n in names]
         packets = _delta(nic, before, "rx_packets_phy")
         if not names or packets is None:
-            out.append(result("nic.pause", "unknown", "warning", _subject(nic), "not counted",
-                              f"<= {limits.max_pause_ratio:.0%} pause frames", nic=nic.name))
+            out.append(
+                result(
+                    "nic.pause",
+                    "unknown",
+                    "warning",
+                    _subject(nic),
+                    "not counted",
+                    f"<= {limits.max_pause_ratio:.0%} pause frames",
+                    nic=nic.name,
+                )
+            )
             continue
         ratio = sum(pauses) / packets if packets else 0.0
         status: Status = "warn" if ratio > limits.max_pause_ratio else "pass"
-        out.append(result("nic.pause", status, "warning", _subject(nic), f"{ratio:.2%} pause frames",
-                          f"<= {limits.max_pause_ratio:.0%} pause frames", "persistent pauses: a slow "
-                          "receiver or a congested switch port; check PFC storm counters", nic=nic.name))
+        out.append(
+            result(
+                "nic.pause",
+                status,
+                "warning",
+                _subject(nic),
+                f"{ratio:.2%} pause frames",
+                f"<= {limits.max_pause_ratio:.0%} pause frames",
+                "persistent pauses: a slow "
+                "receiver or a congested switch port; check PFC storm counters",
+                nic=nic.name,
+            )
+        )
     return out

@@ -1,0 +1,97 @@
+"""Max-min fair rate allocation by progressive filling, and flow completion over time.
+
+The *demand* is the unit that gets one rate: a single flow, or a whole pipelined ring channel
+(every edge of a ring moves at the ring's rate).  ``A`` is the sparse link×demand matrix:
+``A[l, d]`` is how many bytes cross link ``l`` per byte/s of demand ``d`` (path fractions,
+ring crossings and protocol overhead folded in).
+
+Progressive filling (Bertsekas & Gallager, *Data Networks*, 2nd ed., §6.5.2): raise every
+unfrozen demand's rate together until a link saturates, freeze the demands crossing it,
+repeat.  Each round is two sparse mat-vecs, so the cost is O(nnz) per distinct bottleneck
+level, with no Python loop over flows.  :func:`completion_time` re-runs the allocation when
+demands finish (a flow-level simulation), merging completions within 2 % of each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["Completion", "completion_time", "incidence", "max_min_rates"]
+
+_TOLERANCE = 1e-9  # relative slack when testing a link for saturation
+_MERGE = 0.02  # demands finishing within 2 % of the earliest finish end in the same event
+_MAX_EVENTS = 64
+
+
+def incidence(link: np.ndarray, demand: np.ndarray, coef: np.ndarray, num_links: int,
+              num_demands: int) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """(A, Aᵀ) as CSR; duplicate (link, demand) entries are summed."""
+    a = sp.csr_matrix((coef, (link, demand)), shape=(num_links, num_demands))
+    a.sum_duplicates()
+    return a, a.T.tocsr()
+
+
+def max_min_rates(a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray,
+                  active: np.ndarray) -> np.ndarray:
+    """Max-min fair rates (GB/s) of the ``active`` demands; inactive demands get 0 and
+    demands that cross no link get +inf."""
+    rate = np.zeros(a.shape[1])
+    frozen = ~active
+    crosses = np.diff(at.indptr) > 0
+    rate[active & ~crosses] = np.inf
+    frozen = frozen | ~crosses
+    used = np.zeros(a.shape[0])
+    while not frozen.all():
+        grow = (~frozen).astype(float)
+        load = a @ grow
+        resid = cap - used
+        busy = load > 0
+        step = max(0.0, float(np.min(resid[busy] / load[busy])))
+        rate[~frozen] += step
+        used = used + step * load
+        saturated = busy & (cap - used <= _TOLERANCE * cap)
+        hit = (at @ saturated.astype(float)) > 0
+        frozen = frozen | hit
+    return rate
+
+
+@dataclass(frozen=True)
+class Completion:
+    """When the last demand finishes, and the rates while all were running."""
+
+    time_s: float
+    steady_rate: np.ndarray
+    num_events: int
+
+
+def completion_time(a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray,
+                    volume: np.ndarray) -> Completion:
+    """Time (s) until every demand has moved its ``volume`` (GB), re-allocating max-min
+    rates each time a set of demands completes."""
+    remaining = volume.astype(float).copy()
+    active = remaining > 0
+    steady = np.zeros(remaining.size)
+    elapsed, events = 0.0, 0
+    while active.any():
+        rate = max_min_rates(a, at, cap, active)
+        if events == 0:
+            steady = rate
+        finite = active & np.isfinite(rate)
+        if not finite.any():
+            break
+        left = np.full(remaining.size, np.inf)
+        left[finite] = remaining[finite] / rate[finite]
+        first = float(left.min())
+        if events + 1 >= _MAX_EVENTS:
+            elapsed += float(left[finite].max())
+            break
+        done = finite & (left <= first * (1 + _MERGE))
+        step = float(left[done].max())
+        remaining[finite] -= rate[finite] * step
+        active = active & ~done & (remaining > 0) & np.isfinite(rate)
+        elapsed += step
+        events += 1
+    return Completion(elapsed, steady, events)

@@ -1,0 +1,108 @@
+"""Plan search: enumerate valid parallelism plans that fit in memory, rank by throughput.
+
+The space is the one practitioners sweep (Narayanan et al. 2021 §3.3 takeaways: TP inside
+the NVLink domain, PP across nodes, DP for the rest; Korthikanti et al. 2022: the cheapest
+recomputation that fits): TP in powers of two up to the NVLink domain, PP over powers of two
+(uneven layer splits allowed), CP only for long sequences, EP over the expert count,
+micro-batches 1/2/4, interleaving where it divides, ZeRO-1 and ZeRO-3, and for each the
+cheapest recomputation mode that fits. Communication results are memoised by the
+:class:`~clusterforge.perf.comm.CommModel`, so thousands of plans take seconds.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+from clusterforge.catalog import Gpu, ModelArch
+from clusterforge.errors import PlanError
+from clusterforge.perf.comm import CommModel
+from clusterforge.perf.compute import Stack
+from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.step import Prediction, predict_step
+
+__all__ = ["candidate_plans", "search_plans"]
+
+RECOMPUTE_ORDER = ("none", "selective", "full")
+MICRO_BATCHES = (1, 2, 4)
+VIRTUAL_STAGES = (1, 2, 4)
+LONG_SEQUENCE = 16384  # CP is considered from this sequence length on
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    return [2**i for i in range(limit.bit_length()) if 2**i <= limit]
+
+
+def _degrees(
+    arch: ModelArch, base: ParallelPlan, num_gpus: int, domain: int
+) -> Iterator[tuple[int, int, int, int]]:
+    """(tp, pp, cp, ep) combinations whose product divides the GPU count."""
+    tps = [t for t in _powers_of_two(min(domain, arch.num_heads)) if arch.num_heads % t == 0]
+    pps = [p for p in _powers_of_two(min(arch.num_layers, num_gpus))]
+    cps = _powers_of_two(8) if base.seq_length >= LONG_SEQUENCE else [1]
+    eps = [e for e in _powers_of_two(arch.num_experts) if arch.num_experts % e == 0]
+    for tp, pp, cp, ep in itertools.product(tps, pps, cps, eps):
+        if num_gpus % (tp * pp * cp) == 0:
+            yield tp, pp, cp, ep
+
+
+def candidate_plans(
+    arch: ModelArch, base: ParallelPlan, num_gpus: int, domain: int
+) -> Iterator[ParallelPlan]:
+    """Plans to try (not yet validated), keeping batch, sequence and precision of ``base``."""
+    for tp, pp, cp, ep in _degrees(arch, base, num_gpus, domain):
+        dp = num_gpus // (tp * pp * cp)
+        vpps = VIRTUAL_STAGES if pp > 1 else (1,)
+        for mb, vpp, zero in itertools.product(MICRO_BATCHES, vpps, (1, 3)):
+            if zero == 3 and pp > 1:
+                continue  # FSDP/ZeRO-3 with pipelining is not a configuration people run
+            yield base.with_(
+                tp=tp,
+                pp=pp,
+                cp=cp,
+                ep=ep,
+                dp=dp,
+                micro_batch=mb,
+                vpp=vpp,
+                zero_stage=zero,
+                sequence_parallel=tp > 1,
+                pipeline_layers=None,
+            )
+
+
+def _cheapest_fitting(
+    arch: ModelArch, plan: ParallelPlan, gpu: Gpu, comm: CommModel, domain: int, stack: Stack
+) -> Prediction | None:
+    for recompute in RECOMPUTE_ORDER:
+        try:
+            pred = predict_step(arch, plan.with_(recompute=recompute), gpu, comm, domain, stack)
+        except PlanError:
+            return None
+        if pred.fits:
+            return pred
+    return None
+
+
+def search_plans(
+    arch: ModelArch,
+    base: ParallelPlan,
+    gpu: Gpu,
+    comm: CommModel,
+    nvlink_domain_gpus: int,
+    top: int = 10,
+    stack: Stack | None = None,
+) -> list[Prediction]:
+    """The ``top`` fitting plans by tokens/s (ties: less memory first)."""
+    stack = stack or Stack.megatron_core()
+    found = []
+    for plan in candidate_plans(arch, base, base.num_gpus, nvlink_domain_gpus):
+        pred = _cheapest_fitting(arch, plan, gpu, comm, nvlink_domain_gpus, stack)
+        if pred is not None:
+            found.append(pred)
+    if not found:
+        raise PlanError(
+            f"no valid plan of {arch.id} fits on {base.num_gpus} x {gpu.id} with global batch "
+            f"{base.global_batch}; use more GPUs, a GPU with more memory or a smaller batch"
+        )
+    found.sort(key=lambda p: (-p.tokens_per_s, p.memory_per_gpu_gib))
+    return found[:top]

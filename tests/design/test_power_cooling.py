@@ -1,0 +1,81 @@
+"""Circuit capacity (design.md §4.2 table), breaker choice, power capping, cooling bands."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterforge.design.cooling import airflow_cfm, choose_cooling, cool_rack
+from clusterforge.design.power import circuit_kva, phase_current_a, plan_circuits, propose_power_cap
+from clusterforge.errors import CapacityError
+from clusterforge.spec import FacilitySpec
+
+# (voltage, phases, breaker A, load factor, usable kVA) from design.md §4.2
+CIRCUIT_TABLE = [
+    (208, 1, 30, 0.8, 5.0),
+    (208, 3, 30, 0.8, 8.6),
+    (208, 3, 50, 0.8, 14.4),
+    (208, 3, 60, 0.8, 17.3),
+    (415, 3, 20, 0.8, 11.5),
+    (415, 3, 30, 0.8, 17.3),
+    (400, 3, 32, 1.0, 22.2),
+    (415, 3, 60, 0.8, 34.5),
+    (400, 3, 63, 1.0, 43.6),
+    (415, 3, 100, 0.8, 57.5),
+    (480, 3, 60, 0.8, 39.9),
+]
+
+
+@pytest.mark.parametrize(("volts", "phases", "amps", "factor", "kva"), CIRCUIT_TABLE)
+def test_circuit_table(volts, phases, amps, factor, kva):
+    assert circuit_kva(volts, amps, phases, factor) == pytest.approx(kva, abs=0.06)
+
+
+def test_phase_current_of_a_dgx_h100_on_415v():
+    """design.md §6.3: 10.2 kW at PF 0.95 on 415 V 3φ draws 14.9 A per phase."""
+    assert phase_current_a(10.2, 415, 3, 0.95) == pytest.approx(14.9, abs=0.05)
+
+
+def test_each_feed_carries_the_whole_rack():
+    f = FacilitySpec(voltage_v=415, breaker_a=20, feeds_per_rack=2)
+    c = plan_circuits(30.6, f)  # three DGX H100
+    assert c.circuits_per_feed == 3  # 10.9 kW usable per 20 A circuit
+    assert c.num_whips == 6
+    assert c.usable_kw * c.circuits_per_feed >= 30.6
+
+
+def test_smallest_standard_breaker_is_chosen():
+    c = plan_circuits(30.6, FacilitySpec(voltage_v=415, breaker_a=None))
+    assert c.circuits_per_feed == 1
+    assert c.breaker_a == 60  # 415 V 3φ 60 A = 34.5 kVA, the first standard size that fits
+
+
+def test_power_cap_proposal_and_penalty():
+    cap = propose_power_cap(10.2, 8, 700, 8.0, "facility.max_rack_kw")
+    assert cap.gpu_power_limit_w == pytest.approx(700 - 2200 / 8)
+    assert cap.throughput_factor == pytest.approx((cap.gpu_power_limit_w / 700) ** (1 / 3))
+    assert 0.8 < cap.throughput_factor < 1.0
+
+
+def test_power_cap_refused_below_half_tdp():
+    with pytest.raises(CapacityError, match="max_rack_kw"):
+        propose_power_cap(10.2, 8, 700, 5.0, "facility.max_rack_kw")
+
+
+@pytest.mark.parametrize(("kw", "available", "liquid", "method"), [
+    (10.2, ["air", "rear-door"], False, "air"),
+    (40.8, ["air", "rear-door"], False, "rear-door"),
+    (84.0, ["air", "rear-door", "direct-to-chip"], False, "direct-to-chip"),
+    (10.0, ["air", "direct-to-chip"], True, "direct-to-chip"),
+    (132.0, ["air", "rear-door"], False, None),
+])
+def test_cooling_method_by_density(kw, available, liquid, method):
+    assert choose_cooling(kw, available, liquid) == method
+
+
+def test_heat_and_airflow():
+    """1 kW = 3,412 BTU/h; ~158 CFM per kW at ΔT = 20 °F; a DGX H100 needs ~1,600 CFM."""
+    assert airflow_cfm(1.0) == pytest.approx(158, abs=1)
+    assert airflow_cfm(10.2) == pytest.approx(1611, abs=10)
+    dlc = cool_rack(100.0, "direct-to-chip")
+    assert dlc.heat_btu_per_h == pytest.approx(341200)
+    assert dlc.liquid_heat_kw == pytest.approx(70.0)

@@ -1,0 +1,220 @@
+"""Bring up the generated Slurm files on one machine: slurmctld plus one ``slurmd -N`` per node.
+
+Recipe: shared/notes/emulated-slurm.md.  Only machine-specific lines are rewritten, and each
+rewrite is listed here:
+
+* ``SlurmctldHost`` -> this host; ``SlurmUser`` -> the current user (the tests run as root);
+* ports: ``SlurmctldPort`` and a ``Port=`` per node (this test's range, away from other tests);
+* paths: state, spool, pid and log files into a temporary folder; the health-check, prolog
+  and epilog paths to copies of the generated scripts whose ``CLUSTERFORGE=`` line points at a
+  recorder (no GPU here, so ``clusterforge check`` has nothing true to say); gres ``File=`` to
+  empty files standing in for ``/dev/nvidia*``;
+* node hardware: ``CPUs``/``Sockets``/``CoresPerSocket``/``ThreadsPerCore``/``RealMemory`` to
+  what ``slurmd -C`` reports (slurmd drains a node with less than configured), and
+  ``NodeHostname``/``NodeAddr`` added so all nodes resolve to this machine;
+* process tracking: ``proctrack/linuxproc`` and ``task/none``, since several slurmd on one
+  host cannot each own the cgroup hierarchy.
+
+Everything else (node names, GRES, features, partitions, topology, the job script) is used
+as generated.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["EmulatedSlurm", "expand_hostlist"]
+
+CTLD_PORT = 16817
+FIRST_SLURMD_PORT = 17001
+
+
+def expand_hostlist(expr: str) -> list[str]:
+    """Expand ``pre[0001-0003,0007]`` or ``name`` (one bracket per item, comma-separated)."""
+    names = []
+    for prefix, body, plain in re.findall(r"([^,\[]*)\[([^\]]*)\]|([^,\[\]]+)", expr):
+        if plain:
+            names.append(plain)
+            continue
+        for part in body.split(","):
+            lo, _, hi = part.partition("-")
+            width = len(lo)
+            names += [f"{prefix}{i:0{width}d}" for i in range(int(lo), int(hi or lo) + 1)]
+    return names
+
+
+def _slurmd_hardware() -> str:
+    out = subprocess.run(["slurmd", "-C"], check=True, capture_output=True, text=True).stdout
+    fields = dict(re.findall(r"(\w+)=(\S+)", out.splitlines()[0]))
+    memory = int(fields["RealMemory"]) // 2  # leave room: several slurmd share this memory
+    return (
+        f"CPUs={fields['CPUs']} Sockets={fields['SocketsPerBoard']} "
+        f"CoresPerSocket={fields['CoresPerSocket']} ThreadsPerCore={fields['ThreadsPerCore']} "
+        f"RealMemory={memory}"
+    )
+
+
+_HARDWARE_RE = re.compile(
+    r"CPUs=\d+ Sockets=\d+ CoresPerSocket=\d+ ThreadsPerCore=\d+ RealMemory=\d+"
+)
+
+
+@dataclass
+class EmulatedSlurm:
+    generated: Path  # the generated slurm/ folder
+    work: Path
+    cluster: str = "cfgen"
+    nodes: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def conf(self) -> Path:
+        return self.work / "slurm.conf"
+
+    @property
+    def fail_calls(self) -> Path:
+        return self.work / "fail-calls"
+
+    @property
+    def recorder_log(self) -> Path:
+        return self.work / "clusterforge-calls.log"
+
+    def prepare(self) -> None:
+        for sub in ("state", "dev", "log", "fakebin"):
+            (self.work / sub).mkdir(parents=True, exist_ok=True)
+        self._write_recorder()
+        for script in ("healthcheck", "prolog", "epilog"):
+            self._copy_hook(f"clusterforge-{script}.sh")
+        self._write_conf()
+        self._write_gres()
+        shutil.copy(self.generated / "topology.conf", self.work / "topology.conf")
+        shutil.copy(self.generated / "cgroup.conf", self.work / "cgroup.conf")
+        self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def _write_recorder(self) -> None:
+        recorder = self.work / "fakebin" / "clusterforge"
+        # Records each call; a call listed in fail-calls exits 1 ("unhealthy").
+        recorder.write_text(
+            "#!/bin/sh\n"
+            f'echo "$*" >> {self.recorder_log}\n'
+            f'if grep -qxF -- "$*" {self.fail_calls} 2>/dev/null; then exit 1; fi\n'
+            "exit 0\n"
+        )
+        recorder.chmod(0o755)
+
+    def _copy_hook(self, name: str) -> None:
+        text = (self.generated / name).read_text()
+        text, count = re.subn(
+            r"^CLUSTERFORGE=.*$", f"CLUSTERFORGE={self.work / 'fakebin' / 'clusterforge'}",
+            text, flags=re.M,
+        )
+        assert count == 1, name
+        target = self.work / name
+        target.write_text(text)
+        target.chmod(0o755)
+
+    def _rewrite_node_lines(self, text: str) -> str:
+        hardware = _slurmd_hardware()
+        host = socket.gethostname().split(".")[0]
+        lines = []
+        port = FIRST_SLURMD_PORT
+        for line in text.splitlines():
+            match = re.match(r"^NodeName=(\S+) (.*)$", line)
+            if not match:
+                lines.append(line)
+                continue
+            rest = _HARDWARE_RE.sub(hardware, match[2])
+            for node in expand_hostlist(match[1]):
+                self.nodes.append(node)
+                lines.append(
+                    f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} {rest}"
+                )
+                port += 1
+        return "\n".join(lines) + "\n"
+
+    def _write_conf(self) -> None:
+        w = self.work
+        host = socket.gethostname().split(".")[0]
+        text = (self.generated / "slurm.conf").read_text()
+        text = re.sub(r"^SlurmctldHost=.*\n", "", text, flags=re.M)
+        replace = {
+            "ClusterName": self.cluster,
+            "SlurmUser": "root",
+            "SlurmctldPort": str(CTLD_PORT),
+            "StateSaveLocation": str(w / "state"),
+            "SlurmdSpoolDir": str(w / "spool-%n"),
+            "SlurmctldPidFile": str(w / "slurmctld.pid"),
+            "SlurmdPidFile": str(w / "slurmd-%n.pid"),
+            "SlurmctldLogFile": str(w / "log" / "slurmctld.log"),
+            "SlurmdLogFile": str(w / "log" / "slurmd-%n.log"),
+            "ProctrackType": "proctrack/linuxproc",
+            "TaskPlugin": "task/none",
+            "HealthCheckProgram": str(w / "clusterforge-healthcheck.sh"),
+            "Prolog": str(w / "clusterforge-prolog.sh"),
+            "Epilog": str(w / "clusterforge-epilog.sh"),
+        }
+        for key, value in replace.items():
+            text, count = re.subn(rf"^{key}=.*$", f"{key}={value}", text, flags=re.M)
+            assert count == 1, key
+        text = re.sub(r"^SlurmdPort=.*\n", "", text, flags=re.M)
+        text = f"SlurmctldHost={host}\n" + self._rewrite_node_lines(text)
+        self.conf.write_text(text)
+        for node in self.nodes:
+            (w / f"spool-{node}").mkdir(exist_ok=True)
+
+    def _write_gres(self) -> None:
+        text = (self.generated / "gres.conf").read_text()
+        match = re.search(r"File=/dev/nvidia\[0-(\d+)\]", text)
+        assert match, "gres.conf has no /dev/nvidia[0-N] File"
+        for i in range(int(match[1]) + 1):
+            (self.work / "dev" / f"nvidia{i}").touch()
+        text = text.replace("File=/dev/nvidia", f"File={self.work / 'dev' / 'nvidia'}")
+        (self.work / "gres.conf").write_text(text)
+
+    def start(self) -> None:
+        subprocess.run(["slurmctld", "-f", str(self.conf)], check=True, env=self.env)
+        for node in self.nodes:
+            subprocess.run(["slurmd", "-f", str(self.conf), "-N", node], check=True, env=self.env)
+
+    def run(self, *args: str, check: bool = True) -> str:
+        out = subprocess.run(list(args), capture_output=True, text=True, env=self.env, timeout=60)
+        if check and out.returncode:
+            raise AssertionError(f"{args}: {out.returncode}: {out.stderr}")
+        return out.stdout
+
+    def wait_idle(self, timeout_s: float = 60) -> dict[str, str]:
+        deadline = time.monotonic() + timeout_s
+        states: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            out = self.run("sinfo", "-N", "-h", "-o", "%N %t", check=False)
+            states = dict(line.split() for line in out.splitlines() if line.strip())
+            if set(self.nodes) <= set(states) and all(states[n] == "idle" for n in self.nodes):
+                return states
+            time.sleep(1)
+        return states
+
+    def stop(self) -> None:
+        pid_files = [self.work / f"slurmd-{n}.pid" for n in self.nodes]
+        pid_files.append(self.work / "slurmctld.pid")
+        for pid_file in pid_files:
+            try:
+                pid = int(pid_file.read_text().strip())
+            except (FileNotFoundError, ValueError):
+                continue
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+        for pid_file in pid_files:
+            for _ in range(50):
+                if not pid_file.exists():
+                    break
+                time.sleep(0.1)

@@ -1,0 +1,74 @@
+"""Memory per GPU against Korthikanti et al. 2022 (eqs. 1-5) and ZeRO (Rajbhandari 2020)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterforge.catalog import ModelArch
+from clusterforge.perf.compute import Stack
+from clusterforge.perf.memory import activation_bytes_per_layer, memory_per_gpu
+from clusterforge.perf.parallel import ParallelPlan, split_layers
+
+GPT = ModelArch(num_layers=96, hidden_size=12288, num_heads=96, vocab_size=51200)
+S, B, H, A = 2048, 1, 12288, 96
+UNFUSED = Stack.megatron_2021()  # explicit attention + dropout: Korthikanti's setting
+
+
+def plan(**kw) -> ParallelPlan:
+    base = {"tp": 1, "pp": 1, "dp": 1, "seq_length": S, "micro_batch": B, "global_batch": 8}
+    return ParallelPlan(**{**base, "recompute": "none", "sequence_parallel": False, **kw})
+
+
+def test_no_parallelism_is_34_plus_5as_over_h() -> None:
+    expected = S * B * H * (34 + 5 * A * S / H)
+    assert activation_bytes_per_layer(GPT, plan(), UNFUSED) == pytest.approx(expected)
+
+
+def test_tensor_parallel_without_sp_is_eq2() -> None:
+    t = 8
+    expected = S * B * H * (10 + 24 / t + 5 * A * S / (H * t))
+    assert activation_bytes_per_layer(GPT, plan(tp=t), UNFUSED) == pytest.approx(expected)
+
+
+def test_tensor_and_sequence_parallel_is_eq4() -> None:
+    t = 8
+    expected = S * B * H / t * (34 + 5 * A * S / H)
+    got = activation_bytes_per_layer(GPT, plan(tp=t, sequence_parallel=True), UNFUSED)
+    assert got == pytest.approx(expected)
+
+
+def test_selective_and_full_recompute() -> None:
+    t = 8
+    selective = plan(tp=t, sequence_parallel=True, recompute="selective")
+    full = plan(tp=t, sequence_parallel=True, recompute="full")
+    assert activation_bytes_per_layer(GPT, selective, UNFUSED) == pytest.approx(34 * S * B * H / t)
+    assert activation_bytes_per_layer(GPT, full, UNFUSED) == pytest.approx(2 * S * B * H / t)
+
+
+def test_zero_stages_shrink_model_states_monotonically(models) -> None:
+    arch = models["llama3-70b"]
+    stages = split_layers(arch.num_layers, 1)
+    totals = []
+    for zero in (0, 1, 2, 3):
+        p = ParallelPlan(tp=8, pp=1, dp=64, global_batch=512, seq_length=8192, zero_stage=zero)
+        totals.append(memory_per_gpu(arch, p, stages, Stack()).total_gib)
+    assert totals[0] > totals[1] > totals[2] > totals[3]
+
+
+def test_70b_does_not_fit_one_node_without_sharding_but_fits_with_pp(models, h100) -> None:
+    arch = models["llama3-70b"]
+    one_node = ParallelPlan(tp=8, pp=1, dp=1, global_batch=8, seq_length=8192, zero_stage=0)
+    mem = memory_per_gpu(arch, one_node, split_layers(80, 1), Stack())
+    assert mem.total_gib > h100.hbm_gib  # 70B x 18 B / 8 GPUs ~ 150 GiB
+    piped = ParallelPlan(
+        tp=8, pp=8, dp=8, global_batch=512, seq_length=8192, recompute="full", zero_stage=1
+    )
+    assert memory_per_gpu(arch, piped, split_layers(80, 8), Stack()).total_gib < h100.hbm_gib
+
+
+def test_interleaving_raises_first_stage_activations(models) -> None:
+    arch = models["llama3-70b"]
+    base = ParallelPlan(tp=8, pp=4, dp=4, global_batch=64, seq_length=8192)
+    plain = memory_per_gpu(arch, base, split_layers(80, 4), Stack()).activations_gib
+    inter = memory_per_gpu(arch, base.with_(vpp=4), split_layers(80, 4, 4), Stack())
+    assert inter.activations_gib > plain

@@ -1,0 +1,61 @@
+"""Plan validation messages, uneven pipeline splits and communication groups."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clusterforge.errors import PlanError
+from clusterforge.perf.parallel import ParallelPlan, rank_groups, split_layers, validate_plan
+
+
+def test_llama3_405b_split_126_layers_on_16_stages() -> None:
+    stages = split_layers(126, 16)
+    assert stages[0] == stages[-1] == 7
+    assert set(stages[1:-1]) == {8}
+    assert sum(stages) == 126
+
+
+def test_even_split_and_explicit_split() -> None:
+    assert split_layers(80, 4) == (20, 20, 20, 20)
+    assert split_layers(10, 3, explicit=[3, 4, 3]) == (3, 4, 3)
+    with pytest.raises(PlanError, match="summing to 10"):
+        split_layers(10, 3, explicit=[3, 3, 3])
+
+
+def test_vpp_must_divide_stage_layers() -> None:
+    with pytest.raises(PlanError, match="vpp = 3"):
+        split_layers(80, 4, vpp=3)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"dp": 3}, "TP x PP x CP x DP"),
+        ({"global_batch": 100}, "global_batch = 100"),
+        ({"vpp": 2, "pp": 1, "dp": 64}, "needs pp > 1"),
+        ({"ep": 2}, "MoE model"),
+    ],
+)
+def test_inconsistent_plans_raise_plan_error(models, changes, message) -> None:
+    base = ParallelPlan(tp=8, pp=8, dp=8, global_batch=512, seq_length=8192)
+    with pytest.raises(PlanError, match=message):
+        validate_plan(models["llama3-70b"], base.with_(**changes), 512)
+
+
+def test_tp_groups_are_consecutive_and_dp_groups_rail_aligned() -> None:
+    plan = ParallelPlan(tp=8, pp=2, dp=4, global_batch=64)
+    tp = rank_groups(plan, "tp")
+    assert tp.shape == (4, 8)
+    assert np.all(np.diff(tp, axis=1) == 1)
+    dp = rank_groups(plan, "dp")
+    assert dp.shape == (8, 4)
+    assert np.all(dp % 8 == dp[:, :1] % 8)  # same local GPU index: one rail
+    pp = rank_groups(plan, "pp")
+    assert np.all(pp[:, 1] - pp[:, 0] == 32)
+
+
+def test_heads_must_divide_by_tp(models) -> None:
+    plan = ParallelPlan(tp=16, pp=1, dp=32, global_batch=512, seq_length=4096)
+    with pytest.raises(PlanError, match="does not divide the 40 attention heads"):
+        validate_plan(models["llama2-13b"], plan, 512)

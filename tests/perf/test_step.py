@@ -1,0 +1,113 @@
+"""Step-time model: structure (bubble, breakdown, MFU vs HFU) and 'bad plans look bad'."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from fabric_double import IdealFabricComm
+
+from clusterforge.perf import ParallelPlan, predict_step, search_plans
+from clusterforge.perf.comm import InterpolatingComm
+
+LLAMA70 = {"global_batch": 512, "seq_length": 8192, "recompute": "selective"}
+
+
+@pytest.fixture
+def predict(models, h100, h100_comm):
+    def run(model_id: str = "llama3-70b", comm=None, gpu=None, **plan):
+        arch = models[model_id]
+        return predict_step(arch, ParallelPlan(**plan), gpu or h100, comm or h100_comm, 8)
+
+    return run
+
+
+def test_breakdown_adds_up_and_mfu_below_hfu(predict) -> None:
+    pred = predict(tp=8, pp=4, dp=16, vpp=5, **LLAMA70)
+    assert pred.breakdown.total_s == pytest.approx(pred.step_time_s)
+    assert 0 < pred.mfu < pred.hfu < 1
+    full = predict(tp=8, pp=4, dp=16, vpp=5, **{**LLAMA70, "recompute": "full"})
+    assert full.hfu / full.mfu == pytest.approx(4 / 3, rel=0.05)  # Narayanan eq. 3 vs MFU
+    assert full.step_time_s > pred.step_time_s
+
+
+def test_good_plan_lands_in_published_mfu_range(predict) -> None:
+    # Published H100 BF16 dense training: 38-49 % MFU (performance.md §2.5; Llama 3 paper).
+    pred = predict(tp=8, pp=4, dp=16, vpp=5, **LLAMA70)
+    assert 0.35 < pred.mfu < 0.60
+    assert pred.fits
+
+
+def test_bubble_follows_p_minus_1_over_v_m(predict) -> None:
+    for vpp in (1, 2, 5):
+        pred = predict(tp=8, pp=4, dp=16, vpp=vpp, **LLAMA70)
+        m = 512 // 16
+        busy = pred.step_time_s - pred.breakdown.bubble_s
+        other = pred.breakdown.dp_comm_s + pred.breakdown.pp_comm_s
+        other += pred.breakdown.optimizer_s + pred.breakdown.other_s
+        ratio = pred.breakdown.bubble_s / (busy - other)
+        assert ratio == pytest.approx(3 / (vpp * m), rel=0.05)
+
+
+def test_tp16_across_nodes_is_much_worse_than_tp8(predict) -> None:
+    good = predict(tp=8, pp=4, dp=16, **LLAMA70)
+    bad = predict(tp=16, pp=4, dp=8, **LLAMA70)
+    assert bad.tokens_per_s < 0.5 * good.tokens_per_s
+    assert bad.breakdown.largest_overhead() == "tp_comm_s"
+
+
+def test_tiny_batches_on_a_deep_pipeline_are_bubble_bound(predict) -> None:
+    small = {"global_batch": 64, "seq_length": 8192, "recompute": "selective"}
+    good = predict(tp=8, pp=4, dp=16, vpp=5, **small)
+    bad = predict(tp=8, pp=16, dp=4, **small)
+    assert bad.tokens_per_s < 0.7 * good.tokens_per_s
+    assert bad.breakdown.largest_overhead() == "bubble_s"
+
+
+def test_zero3_at_large_dp_with_one_sequence_per_gpu_is_dp_bound(predict) -> None:
+    plan = {"global_batch": 512, "seq_length": 8192, "recompute": "selective"}
+    good = predict("llama3-8b", tp=4, pp=1, dp=128, zero_stage=1, **plan)
+    bad = predict("llama3-8b", tp=1, pp=1, dp=512, zero_stage=3, **plan)
+    assert bad.tokens_per_s < 0.7 * good.tokens_per_s
+    assert bad.breakdown.largest_overhead() == "dp_comm_s"
+
+
+def test_slower_network_lowers_mfu(predict, h100_comm) -> None:
+    slow = dataclasses.replace(h100_comm, nic_gbyte_per_s=h100_comm.nic_gbyte_per_s / 4)
+    fast = predict(tp=8, pp=4, dp=16, **LLAMA70)
+    slowed = predict(tp=8, pp=4, dp=16, comm=slow, **LLAMA70)
+    assert slowed.mfu < fast.mfu
+    assert slowed.breakdown.dp_comm_s > fast.breakdown.dp_comm_s
+
+
+def test_fp8_is_faster_but_below_twice(predict) -> None:
+    bf16 = predict(tp=8, pp=4, dp=16, **LLAMA70)
+    fp8 = predict(tp=8, pp=4, dp=16, **{**LLAMA70, "precision": "fp8"})
+    assert 1.1 < bf16.step_time_s / fp8.step_time_s < 2.0
+
+
+def test_newer_gpu_is_faster(predict, models, h100_comm) -> None:
+    from clusterforge.catalog import load_catalog
+
+    b200 = load_catalog().gpus["b200"]
+    h100 = predict(tp=8, pp=4, dp=16, **LLAMA70)
+    blackwell = predict(tp=8, pp=4, dp=16, gpu=b200, **LLAMA70)
+    assert blackwell.tokens_per_s > 1.5 * h100.tokens_per_s
+
+
+def test_moe_with_expert_parallel(predict) -> None:
+    plan = {"global_batch": 256, "seq_length": 4096, "recompute": "selective"}
+    pred = predict("mixtral-8x7b", tp=2, pp=1, dp=32, ep=8, **plan)
+    assert pred.breakdown.ep_comm_s > 0
+    assert 0.1 < pred.mfu < 0.6
+
+
+def test_search_ranks_fitting_plans_and_avoids_bad_ones(models, h100, h100_comm) -> None:
+    base = ParallelPlan(tp=8, pp=1, dp=64, global_batch=512, seq_length=8192)
+    comm = InterpolatingComm(h100_comm.collective_time_s)
+    top = search_plans(models["llama3-70b"], base, h100, comm, 8, top=5)
+    assert len(top) == 5
+    rates = [p.tokens_per_s for p in top]
+    assert rates == sorted(rates, reverse=True)
+    assert all(p.fits and p.plan.tp <= 8 for p in top)
+    assert top[0].mfu > 0.4
