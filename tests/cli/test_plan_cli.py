@@ -13,6 +13,11 @@ from tests.conftest import EXAMPLES
 FILES = {"design.json", "bom.csv", "racks.csv", "cabling.csv", "findings.md"}
 
 
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
+
+
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "clusterforge.cli.main", *args],
                           capture_output=True, text=True, cwd=cwd, timeout=120)
@@ -32,12 +37,12 @@ def test_plan_writes_every_file(tmp_path):
     assert {p.name for p in out.iterdir()} == FILES
     design = json.loads((out / "design.json").read_text())
     assert design["compute"]["num_training_gpus"] == 512
-    bom = list(csv.DictReader((out / "bom.csv").open()))
+    bom = _rows(out / "bom.csv")
     total = float(bom[-1]["extended_usd"])
     assert abs(total - sum(float(r["extended_usd"]) for r in bom[:-1])) < 1.0
-    racks = list(csv.DictReader((out / "racks.csv").open()))
+    racks = _rows(out / "racks.csv")
     assert {r["device"] for r in racks if r["kind"] == "node"} == set(design["compute"]["node_names"])
-    cabling = list(csv.DictReader((out / "cabling.csv").open()))
+    cabling = _rows(out / "cabling.csv")
     assert any(r["link_class"] == "leaf-spine" and r["medium"] for r in cabling)
     assert "# Findings" in (out / "findings.md").read_text()
 

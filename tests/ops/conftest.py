@@ -1,87 +1,14 @@
-"""Shared helpers for the ops tests: recorded NVML fixtures and fake sysfs trees."""
+"""Shared fixtures for the ops tests: recorded NVML fixtures and fake sysfs trees."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from ops_fixtures import NVML_FIXTURES, build_fake_root, load_sysfs_fixture
 
 from clusterforge.ops.nvml import RecordedNvml
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ops"
-NVML_FIXTURES = FIXTURES / "nvml"
-SYSFS_FIXTURES = FIXTURES / "sysfs"
-
-
-def _merge_nic(nic: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(nic)
-    for key, value in patch.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = {**merged[key], **value}
-        else:
-            merged[key] = value
-    return merged
-
-
-def load_sysfs_fixture(name: str) -> dict[str, Any]:
-    """A fake-tree description; ``base`` + ``nic_patches``/``remove_nics``/``unmount`` overlays."""
-    data = json.loads((SYSFS_FIXTURES / name).read_text())
-    if "base" not in data:
-        return data
-    base = load_sysfs_fixture(data["base"])
-    patches = data.get("nic_patches", {})
-    removed = set(data.get("remove_nics", []))
-    base["nics"] = [
-        _merge_nic(n, patches.get(n["name"], {})) for n in base["nics"] if n["name"] not in removed
-    ]
-    unmount = set(data.get("unmount", []))
-    base["unmounted_dirs"] = sorted(unmount)
-    base["mounts"] = [m for m in base["mounts"] if m["path"] not in unmount]
-    for key in ("meminfo_kb", "dmesg", "numa_nodes"):
-        if key in data:
-            base[key] = data[key]
-    return base
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
-
-def _build_nic(root: Path, nic: dict[str, Any]) -> None:
-    device = root / "sys/class/infiniband" / nic["name"]
-    port = device / "ports" / str(nic["port"])
-    for key in ("state", "phys_state", "rate", "link_layer"):
-        _write(port / key, str(nic[key]) + "\n")
-    for folder in ("counters", "hw_counters"):
-        for counter, value in nic.get(folder, {}).items():
-            _write(port / folder / counter, f"{value}\n")
-    _write(device / "device/numa_node", f"{nic['numa_node']}\n")
-    (device / "device/net" / nic["netdev"]).mkdir(parents=True, exist_ok=True)
-    if "ethtool" in nic:
-        lines = ["NIC statistics:"] + [f"     {k}: {v}" for k, v in nic["ethtool"].items()]
-        _write(root / "ethtool-S" / nic["netdev"], "\n".join(lines) + "\n")
-
-
-def build_fake_root(root: Path, data: dict[str, Any]) -> Path:
-    """Write the tree SysfsReader reads: /sys/class/infiniband, /proc, mount dirs, dmesg."""
-    for nic in data["nics"]:
-        _build_nic(root, nic)
-    mem = data["meminfo_kb"]
-    _write(root / "proc/meminfo", "".join(f"{k}:  {v} kB\n" for k, v in mem.items()))
-    _write(
-        root / "proc/mounts",
-        "".join(f"dev{i} {m['path']} {m['fstype']} rw 0 0\n" for i, m in enumerate(data["mounts"])),
-    )
-    for path in [m["path"] for m in data["mounts"]] + data.get("unmounted_dirs", []):
-        (root / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
-    for n in range(data["numa_nodes"]):
-        (root / f"sys/devices/system/node/node{n}").mkdir(parents=True, exist_ok=True)
-    _write(root / "dmesg", data.get("dmesg", ""))
-    return root
 
 
 @pytest.fixture

@@ -29,7 +29,9 @@ RunFn = Callable[..., Report]
 
 @pytest.fixture
 def run(recorded: Callable[[str], RecordedNvml], fake_root: Callable[[str], Path]) -> RunFn:
-    def go(nvml: str, sysfs: str = "ib-8x400-healthy.json", expect: NodeExpectation = DGX_H100) -> Report:
+    def go(
+        nvml: str, sysfs: str = "ib-8x400-healthy.json", expect: NodeExpectation = DGX_H100
+    ) -> Report:
         api = recorded(nvml)
         reader = SysfsReader(fake_root(sysfs), timeout_s=2.0)
         return run_checks("gpu-0001", lambda: api, reader, expect, load_xid_policy(), budget_s=4.0)
@@ -102,7 +104,13 @@ CASES = [
 
 @pytest.mark.parametrize(("check", "subject", "nvml", "sysfs", "expect", "status"), CASES)
 def test_check_verdict(
-    run: RunFn, check: str, subject: str, nvml: str, sysfs: str, expect: NodeExpectation, status: str
+    run: RunFn,
+    check: str,
+    subject: str,
+    nvml: str,
+    sysfs: str,
+    expect: NodeExpectation,
+    status: str,
 ) -> None:
     assert status_of(run(nvml, sysfs, expect), check, subject) == status
 
@@ -123,7 +131,9 @@ def test_driver_version_against_the_cluster(run: RunFn, wanted: str, status: str
 
 @pytest.mark.parametrize(("min_free_gib", "status"), [(0.001, "pass"), (1e9, "fail")])
 def test_disk_free(run: RunFn, min_free_gib: float, status: str) -> None:
-    report = run("h100-healthy.json", expect=dataclasses.replace(DGX_H100, min_free_gib=min_free_gib))
+    report = run(
+        "h100-healthy.json", expect=dataclasses.replace(DGX_H100, min_free_gib=min_free_gib)
+    )
     assert status_of(report, "host.disk_free", "/scratch") == status
 
 
@@ -143,7 +153,8 @@ def test_overall_status_and_exit_code(run: RunFn, nvml: str, status: str, exit_c
 
 def test_healthy_h100_and_h200_nodes_pass_everything(run: RunFn) -> None:
     h200 = dataclasses.replace(
-        expectation_from_spec(parse_spec({"num_gpus": 64, "node": "dgx-h200"})), mounts=("/scratch",)
+        expectation_from_spec(parse_spec({"num_gpus": 64, "node": "dgx-h200"})),
+        mounts=("/scratch",),
     )
     for nvml, expect in (("h100-healthy.json", DGX_H100), ("h200-healthy.json", h200)):
         report = run(nvml, expect=expect)
@@ -173,9 +184,13 @@ def test_nvlink_crc_errors_rising_faster_than_dcgm_limit_fail(run: RunFn) -> Non
     nvlink0 = next(r for r in results if r.check == "gpu.nvlink" and r.subject == "gpu0")
     assert nvlink0.status == "fail"  # 101/s > DCGM_LIMIT_MAX_NVLINK_CRC_ERROR 100/s
     slower = dataclasses.replace(after_gpu, nvlink_crc_errors=99 * 10)
-    after_slow = dataclasses.replace(after, gpu=dataclasses.replace(after.gpu, gpus=(slower, *before.gpu.gpus[1:])))
+    after_slow = dataclasses.replace(
+        after, gpu=dataclasses.replace(after.gpu, gpus=(slower, *before.gpu.gpus[1:]))
+    )
     results = evaluate(after_slow, DGX_H100, load_xid_policy(), Thresholds(), previous=before)
-    assert next(r for r in results if r.check == "gpu.nvlink" and r.subject == "gpu0").status == "pass"
+    assert (
+        next(r for r in results if r.check == "gpu.nvlink" and r.subject == "gpu0").status == "pass"
+    )
 
 
 @pytest.mark.parametrize(("discards", "status"), [(9, "pass"), (11, "fail")])
@@ -191,8 +206,11 @@ def test_drop_rate_threshold_is_one_tenth_of_a_percent(discards: int, status: st
 
 
 def test_counters_are_judged_by_their_increase_when_a_previous_reading_exists() -> None:
-    before = NicReading(name="mlx5_0", link_layer="InfiniBand",
-                        counters={"port_xmit_discards": 5_000_000, "port_xmit_packets": 1_000_000_000})
+    before = NicReading(
+        name="mlx5_0",
+        link_layer="InfiniBand",
+        counters={"port_xmit_discards": 5_000_000, "port_xmit_packets": 1_000_000_000},
+    )
     after = dataclasses.replace(
         before, counters={"port_xmit_discards": 5_000_010, "port_xmit_packets": 1_100_000_000}
     )  # fmt: skip

@@ -9,15 +9,16 @@ from typing import Any
 
 import pynvml
 import pytest
+from ops_fixtures import NVML_FIXTURES
 
 from clusterforge.errors import CheckError
 from clusterforge.ops.nvml import GPU_FIELDS, RecordedNvml, collect_gpu_snapshot
 from clusterforge.ops.nvml_pynvml import PynvmlApi
 
-from .conftest import NVML_FIXTURES
 
-
-def test_recorded_overlay_applies_patches_and_removals(recorded: Callable[[str], RecordedNvml]) -> None:
+def test_recorded_overlay_applies_patches_and_removals(
+    recorded: Callable[[str], RecordedNvml],
+) -> None:
     snapshot = collect_gpu_snapshot(recorded("h100-missing-gpu.json"))
     assert snapshot.num_gpus_reported == 7 and len(snapshot.gpus) == 7
     snapshot = collect_gpu_snapshot(recorded("h100-ecc-dbe.json"))
@@ -43,12 +44,18 @@ def test_init_failure_is_reported(recorded: Callable[[str], RecordedNvml]) -> No
     assert snapshot.error is not None and "not usable" in snapshot.error and snapshot.gpus == ()
 
 
-def test_a_hung_call_returns_within_the_per_call_budget(recorded: Callable[[str], RecordedNvml]) -> None:
+def test_a_hung_call_returns_within_the_per_call_budget(
+    recorded: Callable[[str], RecordedNvml],
+) -> None:
     start = time.monotonic()
     snapshot = collect_gpu_snapshot(recorded("h100-hung.json"), budget_s=10.0, per_call_s=0.5)
     elapsed_s = time.monotonic() - start
     assert 0.5 <= elapsed_s < 2.0
-    assert snapshot.error is not None and "power_w of GPU 4" in snapshot.error and "hung" in snapshot.error
+    assert (
+        snapshot.error is not None
+        and "power_w of GPU 4" in snapshot.error
+        and "hung" in snapshot.error
+    )
     assert len(snapshot.gpus) == 5  # GPUs 0-3 complete, GPU 4 partial
     assert snapshot.gpus[4].temperature_c is not None and snapshot.gpus[4].power_w is None
 
@@ -78,9 +85,22 @@ def _nvml_error(code: int) -> Exception:
 
 def _fake_pynvml(overrides: dict[str, Callable[..., Any]]) -> SimpleNamespace:
     """A stand-in for the pynvml module: real constants and error classes, fake calls."""
-    not_supported: Callable[..., Any] = lambda *a: (_ for _ in ()).throw(_nvml_error(pynvml.NVML_ERROR_NOT_SUPPORTED))  # noqa: E731
-    names = {n: getattr(pynvml, n) for n in dir(pynvml) if n.startswith(("NVML_", "nvmlEventType", "NVMLError"))}
-    names.update({n: not_supported for n in dir(pynvml) if n.startswith("nvml") and callable(getattr(pynvml, n))})
+
+    def not_supported(*args: Any) -> Any:
+        raise _nvml_error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+    names = {
+        n: getattr(pynvml, n)
+        for n in dir(pynvml)
+        if n.startswith(("NVML_", "nvmlEventType", "NVMLError"))
+    }
+    names.update(
+        {
+            n: not_supported
+            for n in dir(pynvml)
+            if n.startswith("nvml") and callable(getattr(pynvml, n))
+        }
+    )
     names.update(
         nvmlInit=lambda: None,
         nvmlShutdown=lambda: None,
@@ -130,7 +150,11 @@ def test_pynvml_adapter_reads_nvlink_states_until_the_links_end() -> None:
 
     api = PynvmlApi(_fake_pynvml({"nvmlDeviceGetNvLinkState": state}))  # type: ignore[arg-type]
     gpu = collect_gpu_snapshot(api).gpus[0]
-    assert gpu.nvlink_active is not None and len(gpu.nvlink_active) == 18 and sum(gpu.nvlink_active) == 17
+    assert (
+        gpu.nvlink_active is not None
+        and len(gpu.nvlink_active) == 18
+        and sum(gpu.nvlink_active) == 17
+    )
 
 
 def test_real_nvml_on_a_machine_without_a_driver_is_not_usable() -> None:

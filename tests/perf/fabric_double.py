@@ -3,7 +3,10 @@
 Not the production model (that is ``clusterforge.perf.comm.NetsimComm`` on the designed
 fabric); it lets the performance model be tested without ``clusterforge.netsim``.
 Bus bandwidths: ring all-reduce at ~80 % of the NVLink link rate (performance.md §3.2 and
-§5.2: 234.9 of 300 GB/s on A100, ~370 of 450 GB/s on H100) and ~90 % of the NIC rate.
+§5.2: 234.9 of 300 GB/s on A100, ~370 of 450 GB/s on H100) and ~90 % of the NIC rate. A
+group with ``g`` members per node runs ``g`` NCCL channels through ``g`` rail NICs, so its
+inter-node bus bandwidth is ``g`` NICs' worth (capped by NVLink): the reason 8-GPU nodes
+with 8 x 200G HCAs reach ~185 GB/s all-reduce bus bandwidth across nodes.
 """
 
 from __future__ import annotations
@@ -39,10 +42,15 @@ class IdealFabricComm:
             return 0.0
         nodes = groups // self.gpus_per_node
         intra = bool(np.all(nodes.min(axis=1) == nodes.max(axis=1)))
+        nvlink_bus = 0.8 * self.nvlink_gbyte_per_s
         if intra:
-            bus, alpha = 0.8 * self.nvlink_gbyte_per_s, self.intra_latency_s
-        else:
+            bus, alpha = nvlink_bus, self.intra_latency_s
+        elif collective == "all_to_all":
             bus, alpha = 0.9 * self.nic_gbyte_per_s, self.inter_latency_s
+        else:
+            per_node = max(int(np.bincount(row).max()) for row in nodes - nodes.min())
+            bus = min(nvlink_bus, 0.9 * self.nic_gbyte_per_s * per_node)
+            alpha = self.inter_latency_s
         steps = 2 * (n - 1) if collective == "all_reduce" else max(1, n - 1)
         return BUS_FACTOR[collective](n) * size_bytes / (bus * 1e9) + alpha * steps
 

@@ -56,9 +56,11 @@ def test_gqa_and_moe_flops(models) -> None:
     mixtral = models["mixtral-8x7b"]
     dense_top2 = mixtral.model_copy(update={"num_experts": 1, "top_k": 1})
     # Top-2 routing costs about twice the MLP of one expert, far below 8 experts' worth.
-    assert 1.5 < model_flops_per_step(mixtral, 1, 4096) / model_flops_per_step(
-        dense_top2, 1, 4096
-    ) < 2.0
+    assert (
+        1.5
+        < model_flops_per_step(mixtral, 1, 4096) / model_flops_per_step(dense_top2, 1, 4096)
+        < 2.0
+    )
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,9 @@
 
 Per-table assumptions (the same for every row; see each TOML header): the software stack,
 the recomputation mode, and that the authors tuned micro-batch size and interleaving: the
-prediction is the best predicted plan among micro-batch {1, 2, 4, 8} and interleaving
-{1, 2, 3, 4, 6, 8, layers per stage} that fits in memory. No constant is set per row.
+prediction is the best predicted plan among micro-batch {1, 2, 4, 8} and the interleaving
+degrees in common use {1, 2, 3, 4, 6, 8} (where they divide the layers of a stage) that
+fits in memory. No constant is set per row.
 """
 
 from __future__ import annotations
