@@ -1,1 +1,22 @@
+"""Graph builders over a design's fabric, as arrays, and their metrics."""
 
+from clusterforge.topology.graph import (
+    LINK_CLASSES,
+    NETWORK_LINK_LATENCY_S,
+    NVLINK_LATENCY_S,
+    NVLS_SCALEUPS,
+    FabricGraph,
+    build_fabric_graph,
+)
+from clusterforge.topology.metrics import LinkClassSummary, link_class_summary
+
+__all__ = [
+    "LINK_CLASSES",
+    "NETWORK_LINK_LATENCY_S",
+    "NVLINK_LATENCY_S",
+    "NVLS_SCALEUPS",
+    "FabricGraph",
+    "LinkClassSummary",
+    "build_fabric_graph",
+    "link_class_summary",
+]

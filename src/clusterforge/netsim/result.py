@@ -1,0 +1,160 @@
+"""Frozen results of a collective simulation and their JSON form."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from clusterforge.netsim.model import LAUNCH_S
+from clusterforge.topology import LINK_CLASSES, FabricGraph
+
+__all__ = ["ClassUtilization", "CollectiveResult", "LinkLoad", "PhaseSolution", "summarize"]
+
+_TOP_LINKS = 10
+_OVERLOAD = 1.001  # offered load above capacity by more than 0.1 % (the seed's loss budget)
+_NETWORK_CLASSES = frozenset(LINK_CLASSES[2:])
+
+
+@dataclass(frozen=True, eq=False)
+class PhaseSolution:
+    """One phase solved at unit size: seconds per byte, latency, per-link loads."""
+
+    unit_time_s: float
+    latency_s: float
+    utilization: np.ndarray = field(repr=False)  # steady-state wire occupancy per link
+    offered_load: np.ndarray = field(repr=False)  # offered / capacity per link
+    view: np.ndarray = field(repr=False)  # links of the routing's view
+    num_flows: int
+    num_demands: int
+
+
+@dataclass(frozen=True)
+class ClassUtilization:
+    """Steady-state wire utilization of one link class (0..1) and its worst offered load."""
+
+    max_utilization: float
+    mean_utilization: float
+    max_offered_load: float
+    num_links: int
+
+
+@dataclass(frozen=True)
+class LinkLoad:
+    """One loaded link: endpoints, class, utilization, offered load / capacity."""
+
+    source: str
+    target: str
+    link_class: str
+    utilization: float
+    offered_load: float
+    capacity_gbyte_per_s: float
+
+
+@dataclass(frozen=True)
+class CollectiveResult:
+    """A simulated collective, with nccl-tests bandwidths (GB/s = 1e9 B/s)."""
+
+    collective: str
+    algorithm: str
+    routing: str
+    num_qps: int
+    size_bytes: float
+    num_ranks: int
+    num_groups: int
+    time_s: float
+    algbw_gbyte_per_s: float
+    busbw_gbyte_per_s: float
+    latency_s: float
+    link_class_utilization: dict[str, ClassUtilization]
+    top_links: tuple[LinkLoad, ...]
+    max_offered_load: float
+    congested: bool
+    would_drop: bool
+    fabric: str
+    num_flows: int
+    num_links: int
+
+    @property
+    def limiting_link(self) -> LinkLoad | None:
+        """The most loaded link (None when nothing crossed a link)."""
+        return self.top_links[0] if self.top_links else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        out = asdict(self)
+        out["limiting_link"] = asdict(self.limiting_link) if self.limiting_link else None
+        return out
+
+
+def _dominant(phases: list[PhaseSolution]) -> PhaseSolution | None:
+    return max(phases, key=lambda p: p.unit_time_s) if phases else None
+
+
+def _class_stats(graph: FabricGraph, phase: PhaseSolution) -> dict[str, ClassUtilization]:
+    stats = {}
+    for idx in np.unique(graph.link_class[phase.view]):
+        mask = phase.view & (graph.link_class == idx)
+        util, off = phase.utilization[mask], phase.offered_load[mask]
+        stats[LINK_CLASSES[idx]] = ClassUtilization(
+            max_utilization=round(float(util.max()), 4),
+            mean_utilization=round(float(util.mean()), 4),
+            max_offered_load=round(float(off.max()), 4),
+            num_links=int(mask.sum()),
+        )
+    return stats
+
+
+def _link_name(graph: FabricGraph, link: int) -> tuple[str, str]:
+    src, dst = int(graph.link_from[link]), int(graph.link_to[link])
+    a, b = graph.vertex_name(src), graph.vertex_name(dst)
+    if src == dst:  # an adaptive-routing aggregate: all uplinks of a leaf or pod
+        cls = LINK_CLASSES[graph.link_class[link]]
+        return f"{a} (all {cls} links)", cls.split("-")[1] + "s"
+    return a, b
+
+
+def _top_links(graph: FabricGraph, phase: PhaseSolution) -> tuple[LinkLoad, ...]:
+    score = np.where(phase.view, np.maximum(phase.utilization, 0) + 1e-3 * phase.offered_load, 0)
+    k = min(_TOP_LINKS, int((score > 0).sum()))
+    if k == 0:
+        return ()
+    top = np.argpartition(-score, k - 1)[:k]
+    top = top[np.argsort(-score[top], kind="stable")]
+    return tuple(
+        LinkLoad(
+            *_link_name(graph, int(i)), LINK_CLASSES[graph.link_class[i]],
+            round(float(phase.utilization[i]), 4), round(float(phase.offered_load[i]), 4),
+            float(graph.capacity_gbyte_per_s[i]),
+        )
+        for i in top
+    )
+
+
+def summarize(
+    graph: FabricGraph, collective: str, algorithm: str, routing: str, num_qps: int,
+    size_bytes: float, groups: np.ndarray, phases: list[PhaseSolution], time_s: float,
+    factor: float,
+) -> CollectiveResult:
+    """Assemble the result from the phases of the chosen algorithm."""
+    dom = _dominant(phases)
+    network = np.isin(graph.link_class, [LINK_CLASSES.index(c) for c in _NETWORK_CLASSES])
+    worst = 0.0
+    if dom is not None and (dom.view & network).any():
+        worst = float(dom.offered_load[dom.view & network].max())
+    algbw = size_bytes / time_s / 1e9
+    congested = worst > _OVERLOAD
+    return CollectiveResult(
+        collective=collective, algorithm=algorithm, routing=routing, num_qps=num_qps,
+        size_bytes=float(size_bytes), num_ranks=int(groups.shape[1]),
+        num_groups=int(groups.shape[0]), time_s=time_s, algbw_gbyte_per_s=algbw,
+        busbw_gbyte_per_s=algbw * factor,
+        latency_s=LAUNCH_S + sum(p.latency_s for p in phases),
+        link_class_utilization=_class_stats(graph, dom) if dom else {},
+        top_links=_top_links(graph, dom) if dom else (),
+        max_offered_load=round(worst, 4), congested=congested,
+        would_drop=congested and graph.fabric == "roce", fabric=graph.fabric,
+        num_flows=sum(p.num_flows for p in phases), num_links=graph.num_links,
+    )
+
