@@ -83,6 +83,9 @@ def test_cabling_counts_match_the_fabric():
     by_name = {(c.fabric, c.name): c for c in d.cabling}
     assert by_name[("compute", "node-leaf")].num_links == d.compute.num_nodes * 8
     assert by_name[("compute", "leaf-spine")].num_links == d.fabric.num_leaf_spine_links
+    ports = d.fabric.ports_used
+    assert ports["leaf"] == d.fabric.num_node_links + d.fabric.num_leaf_spine_links
+    assert ports["spine"] == d.fabric.num_leaf_spine_links
     # runs inside a row of 600 mm racks stay within multimode reach (design.md §6.3)
     assert by_name[("compute", "node-leaf")].length_m_max <= 50
     # DGX twin-port cages: one module per two node links; QM9700 twin-port per two switch ports

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from clusterforge.catalog import Catalog, Switch
@@ -51,6 +53,9 @@ class FabricDesign(BaseModel):
     num_local_links: int = 0
     num_global_links: int = 0
     num_ufm_links: int = 0
+    ports_used: dict[str, int] = Field(
+        description="Switch ports in use per tier (leaf: down + up; spine; core; router)"
+    )
     bisection_gbit_per_s: float = Field(description="Worst-case bisection bandwidth, one way")
     max_switch_hops: int = Field(description="Switches on the longest minimal path")
     link_aggregation: bool = False
@@ -142,11 +147,29 @@ def _fabric_design(
         num_local_links=int(n[tier == 2].sum()),
         num_global_links=int(n[tier == 3].sum()),
         num_ufm_links=4 if c.reserved_slots else 0,
+        ports_used=_ports_used(c),
         bisection_gbit_per_s=_bisection_gbit_per_s(shape, speed),
         max_switch_hops=_max_switch_hops(shape),
         link_aggregation=c.link_aggregation,
         connectivity=c,
     )
+
+
+def _ports_used(c: Connectivity) -> dict[str, int]:
+    """Ports in use on each tier: every node NIC plus both ends of every switch link."""
+    a, b, n, _ = c.switch_links()
+    _, _, leaf = c.node_links()
+    per_switch = np.bincount(leaf, minlength=c.num_switches).astype(np.int64)
+    per_switch += np.bincount(
+        np.concatenate([a, b]), weights=np.concatenate([n, n]), minlength=c.num_switches
+    ).astype(np.int64)
+    leaf_name = "router" if c.kind == "dragonfly" else "leaf"
+    tiers = {
+        leaf_name: per_switch[: c.num_leaves].sum(),
+        "spine": per_switch[c.num_leaves : c.num_leaves + c.num_spines].sum(),
+        "core": per_switch[c.num_leaves + c.num_spines :].sum(),
+    }
+    return {k: int(v) for k, v in tiers.items() if v}
 
 
 def _bisection_gbit_per_s(shape: FabricShape, speed: float) -> float:

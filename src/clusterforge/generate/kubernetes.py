@@ -9,7 +9,6 @@ LocalQueue / Topology, TAS pod annotations), §14 (Volcano Queue and HyperNode),
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import yaml
@@ -21,6 +20,7 @@ from clusterforge.generate.common import (
     checked_name,
     render_template,
 )
+from clusterforge.generate.kubernetes_agent import agent_objects, namespaces, network_policies
 from clusterforge.generate.launch import launch_plan
 from clusterforge.generate.layout import NodePlacement, node_placements, switch_tree
 from clusterforge.generate.monitoring_data import DCGM_COUNTERS_FILE, dcgm_counters_csv
@@ -258,12 +258,10 @@ def _kubernetes_file(path: str, header: str, *objects: dict[str, Any]) -> Genera
 
 def kubernetes_files(design: Design) -> list[GeneratedFile]:
     """Every Kubernetes file for ``design``, paths under ``kubernetes/``."""
-    from clusterforge.generate.kubernetes_agent import agent_objects, network_policies, namespaces
-
     placements = node_placements(design)
     name = design.spec.name
     values = yaml.safe_dump(_gpu_operator_values(), sort_keys=False)
-    nodes = math.ceil(design.compute.num_training_nodes)
+    nodes = design.compute.num_training_nodes
     return [
         _kubernetes_file("namespaces.yaml", f"Namespaces of cluster {name}", *namespaces()),
         GeneratedFile(

@@ -1,1 +1,33 @@
+"""Flow-level network simulator: routing, max-min rate allocation, NCCL-style collectives.
 
+::
+
+    from clusterforge.netsim import build_fabric_graph, groups_for, simulate_collective
+    graph = build_fabric_graph(design)                      # once per design
+    res = simulate_collective(graph, "all_reduce", 2**30, groups_for(design, "dp"))
+    res.busbw_gbyte_per_s, res.limiting_link
+"""
+
+from clusterforge.netsim.collectives import ALGORITHMS
+from clusterforge.netsim.groups import GROUP_KINDS, PLACEMENTS, groups_for
+from clusterforge.netsim.model import COLLECTIVES, bus_factor
+from clusterforge.netsim.result import ClassUtilization, CollectiveResult, LinkLoad
+from clusterforge.netsim.routing import ROUTINGS
+from clusterforge.netsim.simulate import simulate_collective
+from clusterforge.topology import FabricGraph, build_fabric_graph
+
+__all__ = [
+    "ALGORITHMS",
+    "COLLECTIVES",
+    "GROUP_KINDS",
+    "PLACEMENTS",
+    "ROUTINGS",
+    "ClassUtilization",
+    "CollectiveResult",
+    "FabricGraph",
+    "LinkLoad",
+    "bus_factor",
+    "build_fabric_graph",
+    "groups_for",
+    "simulate_collective",
+]

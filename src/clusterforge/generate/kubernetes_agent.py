@@ -1,0 +1,158 @@
+"""The `clusterforge check` agent for Kubernetes: namespaces, RBAC, DaemonSet, network policies.
+
+Least privilege: the agent may read and patch nodes (cordon, taint and label need ``patch``)
+and write events; nothing else.  The DaemonSet tolerates every taint, so it keeps running on
+the nodes it tainted and can untaint them once healthy (issue 6's ownership rule).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusterforge.design import Design
+
+__all__ = ["agent_objects", "namespaces", "network_policies"]
+
+AGENT_NAME = "clusterforge-agent"
+AGENT_NAMESPACE = "clusterforge-system"
+TRAINING_NAMESPACE = "training"
+MONITORING_NAMESPACE = "monitoring"
+AGENT_IMAGE = "clusterforge:0.1.0"
+EXPORTER_PORT = 9410
+CHECK_INTERVAL_S = 300
+LABEL_PREFIX = "clusterforge.io/"
+
+# The loop reads only $NODE_NAME (from the pod spec's fieldRef), never a value of the spec.
+_CHECK_LOOP = (
+    'while true; do clusterforge check --expect /etc/clusterforge/spec.yaml '
+    '--node "$NODE_NAME" --action k8s-taint; sleep {interval}; done'
+)
+
+
+def namespaces() -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        for name in (AGENT_NAMESPACE, TRAINING_NAMESPACE)
+    ]
+
+
+def _rbac() -> list[dict[str, Any]]:
+    rules = [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+    ]
+    subject = {"kind": "ServiceAccount", "name": AGENT_NAME, "namespace": AGENT_NAMESPACE}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": AGENT_NAME, "namespace": AGENT_NAMESPACE}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": AGENT_NAME}, "rules": rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": AGENT_NAME},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": AGENT_NAME},
+         "subjects": [subject]},
+    ]
+
+
+def _container_security() -> dict[str, Any]:
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
+def _containers(spec_path: str) -> list[dict[str, Any]]:
+    node_env = {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+    # The NVIDIA container runtime exposes the GPUs for NVML without requesting (and so
+    # taking) nvidia.com/gpu from the jobs.
+    gpu_env = {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}
+    mount = {"name": "spec", "mountPath": spec_path.rsplit("/", 1)[0], "readOnly": True}
+    check = {
+        "name": "check",
+        "image": AGENT_IMAGE,
+        "command": ["/bin/sh", "-c"],
+        "args": [_CHECK_LOOP.format(interval=CHECK_INTERVAL_S)],
+        "env": [node_env, gpu_env],
+        "volumeMounts": [mount],
+        "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+        "securityContext": _container_security(),
+    }
+    exporter = {
+        "name": "exporter",
+        "image": AGENT_IMAGE,
+        "command": ["clusterforge", "exporter", "--port", str(EXPORTER_PORT)],
+        "env": [node_env, gpu_env],
+        "ports": [{"name": "metrics", "containerPort": EXPORTER_PORT, "protocol": "TCP"}],
+        "volumeMounts": [mount],
+        "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+        "securityContext": _container_security(),
+    }
+    return [check, exporter]
+
+
+def _daemonset(design: Design, spec_path: str) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/name": AGENT_NAME}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": AGENT_NAME, "namespace": AGENT_NAMESPACE, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": AGENT_NAME,
+                    "runtimeClassName": "nvidia",
+                    "nodeSelector": {LABEL_PREFIX + "cluster": design.spec.name},
+                    "tolerations": [{"operator": "Exists"}],
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": 65534},
+                    "containers": _containers(spec_path),
+                    "volumes": [{"name": "spec", "configMap": {"name": "clusterforge-spec"}}],
+                },
+            },
+        },
+    }
+
+
+def agent_objects(design: Design, spec_text: str, spec_path: str) -> list[dict[str, Any]]:
+    """ServiceAccount, ClusterRole(Binding), the spec ConfigMap and the DaemonSet."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "clusterforge-spec", "namespace": AGENT_NAMESPACE},
+        "data": {spec_path.rsplit("/", 1)[1]: spec_text},
+    }
+    return [*_rbac(), config, _daemonset(design, spec_path)]
+
+
+def network_policies() -> list[dict[str, Any]]:
+    """Agent: only Prometheus (namespace ``monitoring``) reaches the exporter port.
+
+    Training: pods accept traffic only from their own namespace (rendezvous, NCCL bootstrap).
+    RDMA traffic bypasses the kernel and so these policies; fabric isolation is the fabric's
+    job (partition keys / VLANs).
+    """
+    monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}}}
+    return [
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "exporter-from-monitoring", "namespace": AGENT_NAMESPACE},
+            "spec": {
+                "podSelector": {"matchLabels": {"app.kubernetes.io/name": AGENT_NAME}},
+                "policyTypes": ["Ingress"],
+                "ingress": [{"from": [monitoring], "ports": [{"protocol": "TCP", "port": EXPORTER_PORT}]}],
+            },
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "same-namespace-only", "namespace": TRAINING_NAMESPACE},
+            "spec": {
+                "podSelector": {},
+                "policyTypes": ["Ingress"],
+                "ingress": [{"from": [{"podSelector": {}}]}],
+            },
+        },
+    ]

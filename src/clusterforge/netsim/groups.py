@@ -1,0 +1,97 @@
+"""Communicator groups of a training job, as arrays of global GPU ranks.
+
+Megatron-LM's rank order (``parallel_state.initialize_model_parallel``): tensor-parallel
+ranks are adjacent, then context parallel, then data parallel, then pipeline parallel::
+
+    rank = tp + TP·(cp + CP·(dp + DP·pp))
+
+The job's ranks land on GPUs by ``placement``: ``packed`` fills nodes in order (a scheduler
+with topology-aware placement: consecutive nodes share leaves and rails), ``fragmented``
+scatters the job over randomly chosen nodes of the whole cluster (a busy cluster's leftovers,
+crossing many leaves).  Global GPU id = node · gpus_per_node + local GPU.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from clusterforge.errors import SimulationError
+
+if TYPE_CHECKING:
+    from clusterforge.design import Design
+
+__all__ = ["GROUP_KINDS", "PLACEMENTS", "groups_for"]
+
+GROUP_KINDS = ("tp", "cp", "dp", "pp", "all")
+PLACEMENTS = ("packed", "fragmented")
+
+
+def _axes(num_gpus: int, tp: int, cp: int, pp: int) -> tuple[int, int, int, int]:
+    model_parallel = tp * cp * pp
+    if num_gpus % model_parallel:
+        raise SimulationError(
+            f"--gpus: {num_gpus} GPUs do not divide by TP x CP x PP = {model_parallel}; "
+            "pick a multiple of it"
+        )
+    return tp, cp, num_gpus // model_parallel, pp
+
+
+def _rank_groups(kind: str, tp: int, cp: int, dp: int, pp: int) -> np.ndarray:
+    """(num_groups, size) job ranks; the grid axes are (pp, dp, cp, tp), tp fastest."""
+    grid = np.arange(tp * cp * dp * pp).reshape(pp, dp, cp, tp)
+    axis = {"pp": 0, "dp": 1, "cp": 2, "tp": 3}[kind]
+    moved = np.moveaxis(grid, axis, -1)
+    return moved.reshape(-1, moved.shape[-1])
+
+
+def _place(design: Design, num_gpus: int, placement: str, seed: int) -> np.ndarray:
+    """Global GPU id of each job rank."""
+    gpn = design.compute.gpus_per_node
+    nodes_needed = -(-num_gpus // gpn)
+    total_nodes = design.compute.num_nodes
+    if nodes_needed > total_nodes:
+        raise SimulationError(
+            f"--gpus: {num_gpus} GPUs need {nodes_needed} nodes, the design has {total_nodes}"
+        )
+    if placement == "packed":
+        nodes = np.arange(nodes_needed)
+    else:
+        nodes = np.random.default_rng(seed).permutation(total_nodes)[:nodes_needed]
+    ranks = np.arange(num_gpus)
+    return nodes[ranks // gpn] * gpn + ranks % gpn
+
+
+def groups_for(
+    design: Design,
+    kind: str = "dp",
+    tp: int | None = None,
+    pp: int | None = None,
+    placement: str = "packed",
+    num_gpus: int | None = None,
+    seed: int = 0,
+    cp: int | None = None,
+) -> np.ndarray:
+    """Every ``kind`` group of the job, shape (num_groups, group_size), global GPU ids.
+
+    TP/PP/CP default to the spec's workload; ``num_gpus`` to the design's training GPUs.
+    """
+    if kind not in GROUP_KINDS:
+        raise SimulationError(f"--groups: unknown group kind {kind!r}; use one of {GROUP_KINDS}")
+    if placement not in PLACEMENTS:
+        raise SimulationError(
+            f"--placement: unknown placement {placement!r}; use packed or fragmented"
+        )
+    work = design.spec.workload
+    num_gpus = design.compute.num_training_gpus if num_gpus is None else int(num_gpus)
+    if num_gpus < 1:
+        raise SimulationError(f"--gpus: {num_gpus}; use at least 1")
+    gpu_of_rank = _place(design, num_gpus, placement, seed)
+    if kind == "all":
+        return gpu_of_rank[None, :]
+    tp = work.tensor_parallel if tp is None else tp
+    pp = work.pipeline_parallel if pp is None else pp
+    cp = work.context_parallel if cp is None else cp
+    ranks = _rank_groups(kind, *_axes(num_gpus, tp, cp, pp))
+    return gpu_of_rank[ranks]
