@@ -76,7 +76,7 @@ def table_node(table: str) -> str:
 def candidates(row: Row) -> list[ParallelPlan]:
     layers_per_stage = row.arch.num_layers // row.base.pp
     vpps = (
-        [v for v in range(1, layers_per_stage + 1) if layers_per_stage % v == 0]
+        [v for v in VIRTUAL_STAGES if layers_per_stage % v == 0]
         if row.base.pp > 1
         else [1]
     )

@@ -4,34 +4,48 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 
-from clusterforge.design import plan
+from clusterforge.design import Design, plan
 from clusterforge.errors import ClusterforgeError
-from clusterforge.report.files import design_json, write_design
-from clusterforge.report.terminal import print_design
+from clusterforge.report.files import design_files, write_atomically
+from clusterforge.report.terminal import print_design, print_expected_performance
 from clusterforge.spec import load_spec
 
-__all__ = ["command"]
+__all__ = ["command", "expected_performance"]
 
 
-def _expected_performance(design: object) -> dict[str, object] | None:
-    """The perf model's prediction for the spec's workload, when that model is installed."""
+def expected_performance(design: Design) -> dict[str, Any]:
+    """The perf model's prediction for the spec's own workload, as plain JSON data.
+
+    A design is still useful when the workload cannot be predicted (e.g. an inconsistent
+    plan for this model), so the reason is returned instead of raised.
+    """
+    from clusterforge.perf import predict_workload
+
     try:
-        from clusterforge.perf import predict_workload  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    try:
-        prediction = predict_workload(design)
+        p = predict_workload(design)
     except ClusterforgeError as exc:
-        return {"unavailable": str(exc)}
-    return (
-        prediction.model_dump(mode="json")
-        if hasattr(prediction, "model_dump")
-        else dict(prediction)
-    )
+        return {"available": False, "reason": str(exc)}
+    tokens = design.spec.workload.tokens_b * 1e9
+    return {
+        "available": True,
+        "model": p.model_id,
+        "plan": f"TP {p.plan.tp} x PP {p.plan.pp} x CP {p.plan.cp} x DP {p.plan.dp}"
+        + (f" (EP {p.plan.ep})" if p.plan.ep > 1 else ""),
+        "step_time_s": p.step_time_s,
+        "tokens_per_s": p.tokens_per_s,
+        "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu,
+        "mfu": p.mfu,
+        "hfu": p.hfu,
+        "memory_per_gpu_gib": p.memory_per_gpu_gib,
+        "fits": p.fits,
+        "tokens_to_train": tokens,
+        "time_to_train_days": p.time_to_train_s(tokens) / 86400,
+    }
 
 
 @click.command(name="plan")
@@ -41,22 +55,26 @@ def _expected_performance(design: object) -> dict[str, object] | None:
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Folder for design.json, bom.csv, racks.csv, cabling.csv, findings.md.",
+    help="Folder for design.json, bom.csv, racks.csv, cabling.csv, findings.md, racks.svg.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the whole design as JSON on stdout.")
 def command(spec: Path | None, output: Path | None, as_json: bool) -> int:
     """Plan the cluster in SPEC (YAML); without SPEC, the built-in 512 x H100 colo design."""
     design = plan(load_spec(spec))
+    perf = expected_performance(design)
+    data = design.model_dump(mode="json") | {"expected_performance": perf}
+    design_text = json.dumps(data, indent=2) + "\n"
+    written: list[Path] = []
     if output is not None:
-        written = write_design(design, output)
+        texts = {name: render(design) for name, render in design_files(design).items()}
+        texts["design.json"] = design_text
+        written = write_atomically(output, texts)
     if as_json:
-        click.echo(design_json(design), nl=False)
+        click.echo(design_text, nl=False)
         return 0
     console = Console()
     print_design(design, console)
-    perf = _expected_performance(design)
-    if perf:
-        console.print_json(json.dumps(perf))
-    if output is not None:
+    print_expected_performance(perf, console)
+    if written:
         console.print(f"[green]wrote[/] {', '.join(str(p) for p in written)}")
     return 0

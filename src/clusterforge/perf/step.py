@@ -15,7 +15,8 @@ Overlap assumptions are those of the :class:`~clusterforge.perf.compute.Stack`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.comm import CommModel
@@ -93,6 +94,31 @@ class Prediction:
     def time_to_train_s(self, tokens: float) -> float:
         """Seconds to train ``tokens`` tokens at this step rate (no restarts or failures)."""
         return tokens / self.tokens_per_s
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready summary: the fields of ``clusterforge predict --json``."""
+        plan = asdict(self.plan)
+        plan["pipeline_layers"] = list(self.stage_layers)
+        return {
+            "model": self.model_id,
+            "gpu": self.gpu_id,
+            "num_gpus": self.plan.num_gpus,
+            "plan": plan,
+            "step_time_s": self.step_time_s,
+            "tokens_per_s": self.tokens_per_s,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+            "model_tflops_per_gpu": self.model_tflops_per_gpu,
+            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "memory_per_gpu_gib": self.memory_per_gpu_gib,
+            "fits": self.fits,
+            "memory_gib": {**asdict(self.memory), "total_gib": self.memory.total_gib},
+            "breakdown": asdict(self.breakdown),
+            "largest_overhead": self.breakdown.largest_overhead(),
+            "stack": self.stack,
+            "flop_convention": FLOP_CONVENTION,
+        }
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Write a design to files: design.json, bom.csv, racks.csv, cabling.csv, findings.md.
+"""Write a design to files: design.json, bom.csv, racks.csv, cabling.csv, findings.md and
+racks.svg (rack elevations).
 
 Files are written into a temporary sibling folder and moved into place only when all of them
 are complete, so a failure never leaves a half-written output folder.
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from clusterforge.design import Design
 from clusterforge.errors import ClusterforgeError
+from clusterforge.report.elevation import elevation_svg
 
 __all__ = ["design_files", "render_findings_md", "write_atomically", "write_design"]
 
@@ -149,6 +151,7 @@ def design_files(design: Design) -> dict[str, Callable[[Design], str]]:
         "racks.csv": racks_csv,
         "cabling.csv": cabling_csv,
         "findings.md": render_findings_md,
+        "racks.svg": elevation_svg,
     }
 
 

@@ -175,3 +175,33 @@ def design_tables(design: Design) -> Group:
 
 def print_design(design: Design, console: Console | None = None) -> None:
     (console or Console()).print(design_tables(design))
+
+
+def print_expected_performance(perf: dict[str, object], console: Console) -> None:
+    """The workload's predicted step, MFU and time to train (from ``clusterforge.perf``)."""
+    if not perf.get("available"):
+        console.print(f"[yellow]expected performance unavailable:[/] {perf.get('reason')}")
+        return
+    p = perf
+    console.print(
+        _kv(
+            "Expected training performance (clusterforge predict)",
+            [
+                ("workload", f"{p['model']}, plan {p['plan']}"),
+                ("step time", f"{p['step_time_s']:.2f} s"),
+                (
+                    "throughput",
+                    f"{p['tokens_per_s']:,.0f} tokens/s ({p['tokens_per_s_per_gpu']:,.0f} per GPU)",
+                ),
+                ("MFU / HFU", f"{p['mfu']:.1%} / {p['hfu']:.1%}"),
+                (
+                    "memory per GPU",
+                    f"{p['memory_per_gpu_gib']:.1f} GiB ({'fits' if p['fits'] else 'does NOT fit'})",
+                ),
+                (
+                    "time to train",
+                    f"{p['time_to_train_days']:.1f} days for {float(str(p['tokens_to_train'])) / 1e9:,.0f}B tokens",
+                ),
+            ],
+        )
+    )

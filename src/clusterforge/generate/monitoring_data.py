@@ -1,0 +1,85 @@
+"""Metric names, scrape ports and the dcgm-exporter counters file.
+
+dcgm-exporter reads a CSV of ``DCGM field, Prometheus type, help`` (operations.md §2.1).  Its
+default file leaves out ECC, NVLink errors, clock-event violations and the windowed XID count
+that the alert rules need; an alert on a field that is not collected silently never fires
+(operations.md §4, pitfall 2).  :data:`DCGM_COUNTERS` is the default active set plus those.
+"""
+
+from __future__ import annotations
+
+from clusterforge.design import Design
+from clusterforge.errors import GenerateError
+
+__all__ = [
+    "CLUSTERFORGE_EXPORTER_PORT",
+    "DCGM_COUNTERS",
+    "DCGM_COUNTERS_FILE",
+    "DCGM_EXPORTER_PORT",
+    "EXPORTER_HEALTH_METRIC",
+    "NODE_EXPORTER_PORT",
+    "dcgm_counters_csv",
+]
+
+DCGM_EXPORTER_PORT = 9400  # dcgm-exporter `-a :9400` (operations.md §2.2)
+NODE_EXPORTER_PORT = 9100
+CLUSTERFORGE_EXPORTER_PORT = 9410  # `clusterforge exporter --port 9410` (issue 6)
+DCGM_COUNTERS_FILE = "dcgm-counters.csv"
+# 1 when the node passes every check of `clusterforge check`, 0 otherwise (issue 6 exporter).
+EXPORTER_HEALTH_METRIC = "clusterforge_node_healthy"
+
+# (field, type, help).  "default" = active in dcgm-exporter's etc/default-counters.csv at
+# d5e5f51; "enabled" = commented out there and switched on here for a rule or a panel.
+DCGM_COUNTERS: tuple[tuple[str, str, str], ...] = (
+    # default
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Energy since boot (in mJ)."),
+    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "PCIe retries."),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
+    ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "NVLink bandwidth counter, all lanes."),
+    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Rows remapped for uncorrectable errors."),
+    ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Rows remapped for correctable errors."),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed."),
+    ("DCGM_FI_DRIVER_VERSION", "label", "Driver version."),
+    ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."),
+    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor pipe is active."),
+    ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the memory interface is active."),
+    ("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "PCIe bytes transmitted per second."),
+    ("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "PCIe bytes received per second."),
+    # enabled for the rules (dcgm_fields.h: violation times are in microseconds)
+    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling due to power constraints (in us)."),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling due to thermal constraints (in us)."),
+    ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Volatile single-bit ECC errors."),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Volatile double-bit ECC errors."),
+    ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "NVLink flow-control CRC errors."),
+    ("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", "NVLink data CRC errors."),
+    ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "NVLink replay errors."),
+    ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", "NVLink recovery errors."),
+    ("DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "PCIe current link generation."),
+    ("DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "PCIe current link width."),
+    ("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "gauge", "PCIe maximum link generation."),
+    ("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "gauge", "PCIe maximum link width."),
+    ("DCGM_EXP_XID_ERRORS_COUNT", "gauge", "XID errors within the window, labelled by xid."),
+)
+
+_TYPES = {"gauge", "counter", "label"}
+
+
+def dcgm_counters_csv(design: Design) -> str:
+    """The counters file: one ``field, type, help`` line each (exactly two commas)."""
+    lines = [
+        f"# dcgm-exporter counters for cluster {design.spec.name}, written by `clusterforge generate`.",
+        "# Format: DCGM field, Prometheus type, help message.",
+    ]
+    for field, kind, help_text in DCGM_COUNTERS:
+        if kind not in _TYPES or "," in help_text:
+            raise GenerateError(f"bad counter line for {field}")  # an internal data error
+        lines.append(f"{field}, {kind}, {help_text}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,168 @@
+"""`clusterforge check` / `clusterforge exporter` end to end on recorded readings."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from ops_fixtures import NVML_FIXTURES
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from clusterforge.cli.check import build_check_fn
+from clusterforge.cli.main import main
+from clusterforge.ops.exporter import Exporter
+
+EXPECT = ["--gpu", "h100-sxm", "--num-gpus", "8", "--num-nics", "8", "--nic-gbit-per-s", "400",
+          "--fabric", "infiniband", "--mount", "/scratch"]  # fmt: skip
+
+
+def check_args(nvml: str, root: Path, *extra: str) -> list[str]:
+    return ["check", "--nvml-fixture", str(NVML_FIXTURES / nvml), "--sysfs-root", str(root),
+            "--node", "gpu-0001", "--timeout-s", "4", *EXPECT, *extra]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("nvml", "code", "status"),
+    [
+        ("h100-healthy.json", 0, "pass"),
+        ("h100-xid79.json", 1, "fail"),
+        ("nvml-missing.json", 2, "unknown"),
+    ],
+)
+def test_check_json_exit_codes(
+    fake_root: Callable[[str], Path],
+    capsys: pytest.CaptureFixture[str],
+    nvml: str,
+    code: int,
+    status: str,
+) -> None:
+    assert main(check_args(nvml, fake_root("ib-8x400-healthy.json"), "--json")) == code
+    data = json.loads(capsys.readouterr().out)
+    assert data["status"] == status and data["exit_code"] == code and data["node"] == "gpu-0001"
+    assert {"check", "status", "severity", "subject", "observed", "expected", "remedy"} <= set(
+        data["results"][0]
+    )
+    assert data["reading"]["gpu"]["driver_version"] in (None, "550.90.07")
+
+
+def test_check_table_shows_failures_and_remedies(
+    fake_root: Callable[[str], Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(check_args("h100-row-remap-failure.json", fake_root("ib-nic-200g.json"))) == 1
+    out = capsys.readouterr().out
+    assert "gpu.memory_repair" in out and "row remapping failed" in out and "RMA" in out
+    assert "mlx5_2/1" in out and "200.0 Gb/s" in out
+
+
+def test_check_with_spec_and_site_xid_policy(
+    fake_root: Callable[[str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("num_gpus: 64\nnode: dgx-h100\n")
+    policy = tmp_path / "xid.yaml"
+    policy.write_text("xids:\n  79: ignore\n")
+    root = fake_root("ib-8x400-healthy.json")
+    args = ["check", "--json", "--expect", str(spec), "--nvml-fixture", str(NVML_FIXTURES / "h100-xid48.json"),
+            "--sysfs-root", str(root), "--node", "n1"]  # fmt: skip
+    assert main(args) == 1
+    capsys.readouterr()
+    args[5] = str(NVML_FIXTURES / "h200-healthy.json")
+    assert main(args) == 1  # an H200 where the design has H100s
+    assert "gpu.model" in capsys.readouterr().out
+    xid79 = ["check", "--json", "--nvml-fixture", str(NVML_FIXTURES / "h100-xid79-healed.json"), "--sysfs-root",
+             str(fake_root("ib-xid-kernel.json")), "--node", "n1"]  # fmt: skip
+    assert main(xid79) == 1  # XID 79 in the kernel log
+    assert main([*xid79, "--xid-policy", str(policy)]) == 0
+
+
+def test_bad_spec_is_one_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("num_gpus: 64\nnode: dgx-h1000\n")
+    assert (
+        main(
+            [
+                "check",
+                "--expect",
+                str(spec),
+                "--nvml-fixture",
+                str(NVML_FIXTURES / "h100-healthy.json"),
+            ]
+        )
+        == 1
+    )
+    err = capsys.readouterr().err
+    assert "dgx-h1000" in err and "Traceback" not in err
+
+
+def _options(root: Path, nvml: str) -> dict[str, object]:
+    return {"expect_path": None, "node": "gpu-0001", "nvml_fixture": str(NVML_FIXTURES / nvml),
+            "sysfs_root": str(root), "timeout_s": 4.0, "xid_policy": None, "mounts": ("/scratch",),
+            "min_free_gib": None, "gpu_id": "h100-sxm", "num_gpus": 8, "num_nics": 8,
+            "nic_gbit_per_s": 400.0, "fabric": "infiniband", "driver_version": None, "cuda_version": None}  # fmt: skip
+
+
+def _families(exporter: Exporter) -> dict[str, list[tuple[dict[str, str], float]]]:
+    text = generate_latest(exporter.registry).decode()
+    return {
+        f.name: [(s.labels, s.value) for s in f.samples if not s.name.endswith("_created")]
+        for f in text_string_to_metric_families(text)
+    }
+
+
+def test_exporter_metrics_carry_node_gpu_check_nic_labels(fake_root: Callable[[str], Path]) -> None:
+    _node, check = build_check_fn(_options(fake_root("ib-error-counters.json"), "h100-xid48.json"))
+    exporter = Exporter(check)
+    exporter.refresh()
+    families = _families(exporter)
+    statuses = {
+        (s["check"], s["gpu"], s["nic"]): v for s, v in families["clusterforge_check_status"]
+    }
+    assert statuses[("gpu.xid", "5", "")] == 3  # fail
+    assert statuses[("gpu.xid", "4", "")] == 0  # pass
+    assert statuses[("nic.errors", "", "mlx5_1")] == 1  # warn
+    assert families["clusterforge_node_healthy"] == [({"node": "gpu-0001"}, 0.0)]
+    counters = {(s["nic"], s["counter"]): v for s, v in families["clusterforge_nic_counter"]}
+    assert counters[("mlx5_1", "symbol_error")] == 1543
+    temps = {s["gpu"]: v for s, v in families["clusterforge_gpu_temperature_celsius"]}
+    assert len(temps) == 8 and all(20 < t < 90 for t in temps.values())
+    assert families["clusterforge_driver_info"][0][0]["driver_version"] == "550.90.07"
+
+
+def test_exporter_second_run_judges_counter_increase(fake_root: Callable[[str], Path]) -> None:
+    # the first run sees 1543 symbol errors since boot (warn); the second sees no increase
+    _node, check = build_check_fn(
+        _options(fake_root("ib-error-counters.json"), "h100-healthy.json")
+    )
+    exporter = Exporter(check)
+    first, second = exporter.refresh(), exporter.refresh()
+    pick = [
+        lambda r: next(
+            x.status for x in r.results if x.check == "nic.errors" and x.subject == "mlx5_1/1"
+        )
+    ]
+    assert (pick[0](first), pick[0](second)) == ("warn", "pass")
+
+
+def test_exporter_serves_http(fake_root: Callable[[str], Path]) -> None:
+    _node, check = build_check_fn(_options(fake_root("ib-8x400-healthy.json"), "h100-healthy.json"))
+    exporter = Exporter(check)
+    exporter.refresh()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = exporter.serve(port, "127.0.0.1")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            body = response.read().decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert 'clusterforge_node_healthy{node="gpu-0001"} 1.0' in body
