@@ -113,8 +113,10 @@ class EmulatedSlurm:
     def _copy_hook(self, name: str) -> None:
         text = (self.generated / name).read_text()
         text, count = re.subn(
-            r"^CLUSTERFORGE=.*$", f"CLUSTERFORGE={self.work / 'fakebin' / 'clusterforge'}",
-            text, flags=re.M,
+            r"^CLUSTERFORGE=.*$",
+            f"CLUSTERFORGE={self.work / 'fakebin' / 'clusterforge'}",
+            text,
+            flags=re.M,
         )
         assert count == 1, name
         target = self.work / name

@@ -49,7 +49,9 @@ def munge() -> None:
 
 
 @pytest.fixture(scope="module")
-def slurm(munge: None, lab_design: Design, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmulatedSlurm]:
+def slurm(
+    munge: None, lab_design: Design, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EmulatedSlurm]:
     base = tmp_path_factory.mktemp("cfgen-slurm")
     generated = base / "generated"
     generated.mkdir()
@@ -70,10 +72,8 @@ def test_nodes_come_up_idle_with_their_gres(slurm: EmulatedSlurm, lab_design: De
     states = slurm.wait_idle()
     assert sorted(states) == lab_design.compute.node_names
     assert set(states.values()) == {"idle"}
-    gres = slurm.run("sinfo", "-N", "-h", "-o", "%N %G")
-    for line in set(gres.splitlines()):
-        node, node_gres = line.split()
-        assert node_gres == "gpu:h100:8", line
+    gres = dict(line.split() for line in slurm.run("sinfo", "-N", "-h", "-o", "%N %G").splitlines())
+    assert gres == dict.fromkeys(lab_design.compute.node_names, "gpu:h100:8")
 
 
 def test_features_carry_rack_and_leaf(slurm: EmulatedSlurm, lab_design: Design) -> None:
@@ -110,7 +110,10 @@ def test_health_check_runs_on_every_node(slurm: EmulatedSlurm, lab_design: Desig
     slurm.wait_idle()
     calls = slurm.recorder_log.read_text().splitlines()
     for node in lab_design.compute.node_names:
-        assert f"check --expect /etc/clusterforge/spec.yaml --node {node} --action slurm-drain" in calls
+        assert (
+            f"check --expect /etc/clusterforge/spec.yaml --node {node} --action slurm-drain"
+            in calls
+        )
 
 
 def _wait_job(slurm: EmulatedSlurm, job_id: str, timeout_s: float = 60) -> str:
@@ -135,8 +138,12 @@ def test_generated_job_script_runs_across_nodes(slurm: EmulatedSlurm, lab_design
     env = {**slurm.env, "PATH": f"{fake.parent}:{slurm.env['PATH']}"}
     script = slurm.generated / "train.sbatch"
     out = subprocess.run(
-        ["sbatch", "--parsable", str(script)], cwd=slurm.work, env=env,
-        capture_output=True, text=True, check=True,
+        ["sbatch", "--parsable", str(script)],
+        cwd=slurm.work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     job_id = out.stdout.strip().split(";")[0]
     assert _wait_job(slurm, job_id) == "COMPLETED"

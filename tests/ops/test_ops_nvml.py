@@ -171,3 +171,14 @@ def test_real_nvml_on_a_machine_without_a_driver_is_not_usable() -> None:
 def test_every_reading_field_has_a_pynvml_getter() -> None:
     api = PynvmlApi(_fake_pynvml({}))  # type: ignore[arg-type]
     assert set(GPU_FIELDS) <= set(api._getters)
+
+
+def test_snapshot_round_trips_through_the_fixture_format(
+    recorded: Callable[[str], RecordedNvml],
+) -> None:
+    from clusterforge.ops.nvml import snapshot_to_fixture
+
+    original = collect_gpu_snapshot(recorded("h100-ecc-dbe.json"))
+    replayed = collect_gpu_snapshot(RecordedNvml(snapshot_to_fixture(original, "round trip")))
+    assert replayed.gpus == original.gpus
+    assert replayed.driver_version == original.driver_version

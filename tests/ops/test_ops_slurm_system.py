@@ -147,7 +147,7 @@ def slurm(munge: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
         subprocess.run(["slurmd", "-f", str(conf), "-N", node], env=env, check=True, timeout=30)
     try:
         deadline = time.monotonic() + 90
-        while not all(_sinfo(env).get(n, ("",))[0] == "idle" for n in NODES):
+        while not all(_sinfo(env).get(n, ("",))[0] == "idle" for n in NODES):  # registered
             if time.monotonic() > deadline:
                 pytest.fail(f"nodes did not come up: {_sinfo(env)}; see {base}/slurmctld.log")
             time.sleep(1)
@@ -189,9 +189,8 @@ def test_xid79_drains_exactly_that_node_and_healing_resumes_it(
         "gpu-004": (0, "none"),
     }
     states = _sinfo(slurm)
-    assert states["gpu-002"][0].startswith("drain") and states["gpu-002"][1].startswith(
-        "clusterforge: gpu.xid: gpu3"
-    )
+    state, reason = states["gpu-002"]
+    assert state == "drained" and reason.startswith("clusterforge: ") and "gpu.xid: gpu3" in reason
     assert states["gpu-003"] == ("drained", "bad DIMM ticket 42")
     assert states["gpu-001"][0] == "idle" and states["gpu-004"][0] == "idle"
 
@@ -201,7 +200,8 @@ def test_xid79_drains_exactly_that_node_and_healing_resumes_it(
 
     assert _check("gpu-002", "h100-xid79-healed.json", root, capsys) == (0, "resume")
     states = _sinfo(slurm)
-    assert states["gpu-002"][0] == "idle"
+    # Slurm marks a resumed node not-responding ("idle*") until its next ping
+    assert states["gpu-002"][0].rstrip("*") == "idle"
     assert states["gpu-003"] == ("drained", "bad DIMM ticket 42")  # a person's drain stays
 
 
@@ -223,4 +223,4 @@ def test_circuit_breaker_stops_draining_half_the_cluster(
     finally:
         for node in ("gpu-001", "gpu-002"):
             _check(node, "h100-healthy.json", root, capsys)
-    assert all(_sinfo(slurm)[n][0] == "idle" for n in ("gpu-001", "gpu-002", "gpu-004"))
+    assert all(_sinfo(slurm)[n][0].rstrip("*") == "idle" for n in ("gpu-001", "gpu-002", "gpu-004"))

@@ -10,8 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from clusterforge.design import plan
 from clusterforge.errors import CheckError, SpecError
-from clusterforge.ops.expect import NodeExpectation, expectation_from_spec, with_overrides
+from clusterforge.ops.checks.base import Thresholds
+from clusterforge.ops.checks.gpu_links import check_power
+from clusterforge.ops.expect import (
+    NodeExpectation,
+    expectation_from_design,
+    expectation_from_spec,
+    with_overrides,
+)
+from clusterforge.ops.readings import GpuReading
 from clusterforge.ops.sysfs import SysfsReader, parse_ethtool_stats
 from clusterforge.ops.xid import load_xid_policy, parse_kernel_xids
 from clusterforge.spec import parse_spec
@@ -160,3 +169,20 @@ def test_overrides() -> None:
     assert expect.num_gpus == 4 and expect.gpu_tdp_w == 700 and expect.fabric is None
     with pytest.raises(SpecError, match="unknown expectation"):
         with_overrides(NodeExpectation(), bogus=1)
+
+
+def test_expectation_from_the_design_matches_the_catalog_view() -> None:
+    spec = parse_spec({"num_gpus": 64, "node": "dgx-h100"})
+    assert expectation_from_design(plan(spec)) == expectation_from_spec(spec)
+
+
+def test_a_designed_power_cap_becomes_the_expected_limit() -> None:
+    # a 9 kW rack cannot carry a 10.2 kW DGX H100 at full TDP: the design caps the GPUs
+    expect = expectation_from_design(
+        plan(parse_spec({"num_gpus": 64, "node": "dgx-h100", "facility": {"max_rack_kw": 9}}))
+    )
+    assert expect.gpu_power_limit_w is not None and expect.gpu_power_limit_w < 700
+    capped = GpuReading(index=0, power_w=100.0, power_limit_w=expect.gpu_power_limit_w)
+    uncapped = GpuReading(index=1, power_w=100.0, power_limit_w=700.0)
+    statuses = [r.status for r in check_power((capped, uncapped), expect, Thresholds())]
+    assert statuses == ["pass", "warn"]

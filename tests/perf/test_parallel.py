@@ -23,9 +23,10 @@ def test_even_split_and_explicit_split() -> None:
         split_layers(10, 3, explicit=[3, 3, 3])
 
 
-def test_vpp_must_divide_stage_layers() -> None:
-    with pytest.raises(PlanError, match="vpp = 3"):
-        split_layers(80, 4, vpp=3)
+def test_vpp_needs_a_layer_per_chunk_but_not_divisibility() -> None:
+    assert split_layers(126, 16, vpp=2)[0] == 7  # Llama 3: uneven chunks are fine
+    with pytest.raises(PlanError, match="vpp = 8"):
+        split_layers(126, 16, vpp=8)
 
 
 @pytest.mark.parametrize(

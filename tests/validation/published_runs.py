@@ -12,13 +12,17 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from clusterforge.catalog import ModelArch, load_catalog
+from clusterforge.design import plan as design_cluster
 from clusterforge.errors import PlanError
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import Stack
 from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.predict import design_comm
 from clusterforge.perf.step import Prediction, predict_step
+from clusterforge.spec import parse_spec
 
 HERE = Path(__file__).parent
 TABLES = {
@@ -73,13 +77,34 @@ def table_node(table: str) -> str:
     return str(tomllib.loads(path.read_text())["table"]["node"])
 
 
+def published_cluster(row: Row) -> Any:
+    """The row's cluster as a clusterforge design: its DGX nodes on a non-blocking
+    rail-optimised InfiniBand fabric (DGX SuperPOD reference architecture; Selene for the
+    A100 table, EOS-class for the H100 one)."""
+    spec = parse_spec(
+        {
+            "num_gpus": row.base.num_gpus,
+            "node": table_node(row.table),
+            "network": {"fabric": "infiniband", "topology": "rail-optimized"},
+            "workload": {
+                "tensor_parallel": row.base.tp,
+                "pipeline_parallel": row.base.pp,
+                "global_batch": row.base.global_batch,
+            },
+        },
+        source=f"{row.table} {row.name}",
+    )
+    return design_cluster(spec, break_even=False)
+
+
+def predict_published(row: Row) -> Prediction:
+    """Predict a row on its cluster with the network simulator (the production path)."""
+    return predict_row(row, design_comm(published_cluster(row)))
+
+
 def candidates(row: Row) -> list[ParallelPlan]:
     layers_per_stage = row.arch.num_layers // row.base.pp
-    vpps = (
-        [v for v in VIRTUAL_STAGES if layers_per_stage % v == 0]
-        if row.base.pp > 1
-        else [1]
-    )
+    vpps = [v for v in VIRTUAL_STAGES if layers_per_stage % v == 0] if row.base.pp > 1 else [1]
     return [row.base.with_(micro_batch=mb, vpp=v) for mb in MICRO_BATCHES for v in vpps]
 
 

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from clusterforge.ops.actions import Decision, KubernetesBackend, SlurmBackend, apply_action
 from clusterforge.ops.checks import CheckResult, Thresholds
-from clusterforge.ops.expect import NodeExpectation, expectation_from_spec, with_overrides
+from clusterforge.ops.expect import NodeExpectation, expectation_from_design, with_overrides
 from clusterforge.ops.nvml import NvmlApi, RecordedNvml
 from clusterforge.ops.readings import NodeReading
 from clusterforge.ops.runner import Report, local_node_name, run_checks
@@ -80,9 +80,10 @@ def source_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _expectation(opts: dict[str, Any]) -> NodeExpectation:
     if opts["expect_path"]:
+        from clusterforge.design import plan
         from clusterforge.spec import load_spec
 
-        base = expectation_from_spec(load_spec(opts["expect_path"]))
+        base = expectation_from_design(plan(load_spec(opts["expect_path"])))
     else:
         base = NodeExpectation()
     return with_overrides(

@@ -37,7 +37,7 @@ THROTTLE_FRACTION = 0.05  # share of time clocks were held back, over 5 min
 DROP_RATE_LIMIT = 0.001  # 0.1 % of packets (issue 6)
 IDLE_UTIL_PCT = 5  # mean utilisation over 30 min below which an allocated GPU is "idle"
 BUSY_UTIL_PCT = 50
-US_PER_S = 1e6
+US_PER_S = 1_000_000
 
 
 def gpu_power_limit_w(design: Design) -> float:
@@ -58,38 +58,78 @@ def _alert(name: str, expr: str, for_: str, severity: str, summary: str) -> dict
 def _gpu_rules(design: Design) -> list[dict[str, Any]]:
     limit_w = gpu_power_limit_w(design)
     rules = [
-        _alert("GpuXidError", "DCGM_EXP_XID_ERRORS_COUNT > 0", "0m", "critical",
-               "XID {{ $labels.xid }} on {{ $labels.node }} GPU {{ $labels.gpu }} in the last window"),
-        _alert("GpuDoubleBitEcc", "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0", "0m", "critical",
-               "Double-bit ECC errors on {{ $labels.node }} GPU {{ $labels.gpu }}"),
-        _alert("GpuRowRemapFailure", "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0", "0m", "critical",
-               "Row remapping failed on {{ $labels.node }} GPU {{ $labels.gpu }}: replace the GPU"),
-        _alert("GpuThermalThrottling",
-               f"rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) / {US_PER_S:g} > {THROTTLE_FRACTION:g}",
-               "10m", "warning", "{{ $labels.node }} GPU {{ $labels.gpu }} is thermally throttled"),
-        _alert("GpuPowerThrottling",
-               f"rate(DCGM_FI_DEV_POWER_VIOLATION[5m]) / {US_PER_S:g} > {THROTTLE_FRACTION:g}",
-               "10m", "warning", "{{ $labels.node }} GPU {{ $labels.gpu }} is power throttled"),
-        _alert("GpuPowerOverCap", f"DCGM_FI_DEV_POWER_USAGE > {limit_w:g}", "5m", "warning",
-               f"{{{{ $labels.node }}}} GPU {{{{ $labels.gpu }}}} draws more than the {limit_w:g} W "
-               "the racks were sized for"),
-        _alert("GpuPcieLinkDowngraded",
-               "DCGM_FI_DEV_PCIE_LINK_WIDTH < DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH"
-               " or ((DCGM_FI_DEV_PCIE_LINK_GEN < DCGM_FI_DEV_PCIE_MAX_LINK_GEN)"
-               f" and (DCGM_FI_DEV_GPU_UTIL > {BUSY_UTIL_PCT}))",
-               "10m", "warning", "PCIe link of {{ $labels.node }} GPU {{ $labels.gpu }} runs below its maximum"),
-        _alert("GpuIdleWhileAllocated",
-               f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{pod!=""}}[30m]) < {IDLE_UTIL_PCT}'
-               f' or avg_over_time(DCGM_FI_DEV_GPU_UTIL{{hpc_job!=""}}[30m]) < {IDLE_UTIL_PCT}',
-               "0m", "info", "{{ $labels.node }} GPU {{ $labels.gpu }} is allocated but idle"),
+        _alert(
+            "GpuXidError",
+            "DCGM_EXP_XID_ERRORS_COUNT > 0",
+            "0m",
+            "critical",
+            "XID {{ $labels.xid }} on {{ $labels.node }} GPU {{ $labels.gpu }} in the last window",
+        ),
+        _alert(
+            "GpuDoubleBitEcc",
+            "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0",
+            "0m",
+            "critical",
+            "Double-bit ECC errors on {{ $labels.node }} GPU {{ $labels.gpu }}",
+        ),
+        _alert(
+            "GpuRowRemapFailure",
+            "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0",
+            "0m",
+            "critical",
+            "Row remapping failed on {{ $labels.node }} GPU {{ $labels.gpu }}: replace the GPU",
+        ),
+        _alert(
+            "GpuThermalThrottling",
+            f"rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) / {US_PER_S} > {THROTTLE_FRACTION:g}",
+            "10m",
+            "warning",
+            "{{ $labels.node }} GPU {{ $labels.gpu }} is thermally throttled",
+        ),
+        _alert(
+            "GpuPowerThrottling",
+            f"rate(DCGM_FI_DEV_POWER_VIOLATION[5m]) / {US_PER_S} > {THROTTLE_FRACTION:g}",
+            "10m",
+            "warning",
+            "{{ $labels.node }} GPU {{ $labels.gpu }} is power throttled",
+        ),
+        _alert(
+            "GpuPowerOverCap",
+            f"DCGM_FI_DEV_POWER_USAGE > {limit_w:g}",
+            "5m",
+            "warning",
+            f"{{{{ $labels.node }}}} GPU {{{{ $labels.gpu }}}} draws more than the {limit_w:g} W "
+            "the racks were sized for",
+        ),
+        _alert(
+            "GpuPcieLinkDowngraded",
+            "DCGM_FI_DEV_PCIE_LINK_WIDTH < DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH"
+            " or ((DCGM_FI_DEV_PCIE_LINK_GEN < DCGM_FI_DEV_PCIE_MAX_LINK_GEN)"
+            f" and (DCGM_FI_DEV_GPU_UTIL > {BUSY_UTIL_PCT}))",
+            "10m",
+            "warning",
+            "PCIe link of {{ $labels.node }} GPU {{ $labels.gpu }} runs below its maximum",
+        ),
+        _alert(
+            "GpuIdleWhileAllocated",
+            f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{pod!=""}}[30m]) < {IDLE_UTIL_PCT}'
+            f' or avg_over_time(DCGM_FI_DEV_GPU_UTIL{{hpc_job!=""}}[30m]) < {IDLE_UTIL_PCT}',
+            "0m",
+            "info",
+            "{{ $labels.node }} GPU {{ $labels.gpu }} is allocated but idle",
+        ),
     ]
     if design.compute.nvlink_domain_gpus > 1:
         rules.append(
-            _alert("GpuNvlinkErrors",
-                   "increase(DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL[10m]) > 0"
-                   " or increase(DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL[10m]) > 0"
-                   " or increase(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL[10m]) > 0",
-                   "0m", "warning", "NVLink errors on {{ $labels.node }} GPU {{ $labels.gpu }}")
+            _alert(
+                "GpuNvlinkErrors",
+                "increase(DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL[10m]) > 0"
+                " or increase(DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL[10m]) > 0"
+                " or increase(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL[10m]) > 0",
+                "0m",
+                "warning",
+                "NVLink errors on {{ $labels.node }} GPU {{ $labels.gpu }}",
+            )
         )
     return rules
 
@@ -106,17 +146,32 @@ def _nic_rules(design: Design) -> list[dict[str, Any]]:
         f" + rate(node_infiniband_port_packets_transmitted_total{sel}[5m])"
     )
     return [
-        _alert("NicDropRateHigh", f"({dropped}) / ({packets}) > {DROP_RATE_LIMIT:g}", "5m", "warning",
-               "{{ $labels.node }} {{ $labels.device }} (rail {{ $labels.rail }}) drops more than 0.1 % of packets"),
+        _alert(
+            "NicDropRateHigh",
+            f"({dropped}) / ({packets}) > {DROP_RATE_LIMIT:g}",
+            "5m",
+            "warning",
+            "{{ $labels.node }} {{ $labels.device }} (rail {{ $labels.rail }}) drops more than 0.1 % of packets",
+        ),
     ]
 
 
 def _node_rules() -> list[dict[str, Any]]:
     return [
-        _alert("NodeUnhealthy", f"{EXPORTER_HEALTH_METRIC} == 0", "5m", "critical",
-               "clusterforge check fails on {{ $labels.node }}"),
-        _alert("ExporterDown", 'up{job=~"dcgm|node|clusterforge"} == 0', "5m", "warning",
-               "{{ $labels.job }} exporter on {{ $labels.node }} is down"),
+        _alert(
+            "NodeUnhealthy",
+            f"{EXPORTER_HEALTH_METRIC} == 0",
+            "5m",
+            "critical",
+            "clusterforge check fails on {{ $labels.node }}",
+        ),
+        _alert(
+            "ExporterDown",
+            'up{job=~"dcgm|node|clusterforge"} == 0',
+            "5m",
+            "warning",
+            "{{ $labels.job }} exporter on {{ $labels.node }} is down",
+        ),
     ]
 
 

@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 import jinja2
+import yaml
 
 from clusterforge.errors import GenerateError
 
@@ -24,6 +25,7 @@ __all__ = [
     "checked_name",
     "hostlist",
     "render_template",
+    "yaml_text",
 ]
 
 # Host names (RFC 1123 label, lower case) and our switch/rack names.
@@ -117,3 +119,19 @@ def render_template(name: str, **values: Any) -> str:
         return _environment().get_template(name).render(**values)
     except jinja2.UndefinedError as exc:  # a bug in a generator, but name the template
         raise GenerateError(f"template {name}: {exc.message}") from exc
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Never writes anchors and aliases: each object is spelled out where it is used."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def yaml_text(data: Any, *, many: bool = False) -> str:
+    """YAML for a value (or, with ``many``, a list of documents), keys in insertion order."""
+    if many:
+        return yaml.dump_all(
+            data, Dumper=_PlainDumper, sort_keys=False, explicit_start=True, width=120
+        )
+    return yaml.dump(data, Dumper=_PlainDumper, sort_keys=False, width=120)

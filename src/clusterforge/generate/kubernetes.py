@@ -11,16 +11,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from clusterforge.design import Design
 from clusterforge.generate.common import (
     GeneratedFile,
     checked_label_value,
     checked_name,
     render_template,
+    yaml_text,
 )
-from clusterforge.generate.kubernetes_agent import agent_objects, namespaces, network_policies
+from clusterforge.generate.kubernetes_agent import (
+    AGENT_IMAGE,
+    LABEL_PREFIX,
+    TRAINING_NAMESPACE,
+    agent_objects,
+    namespaces,
+    network_policies,
+)
 from clusterforge.generate.launch import launch_plan
 from clusterforge.generate.layout import NodePlacement, node_placements, switch_tree
 from clusterforge.generate.monitoring_data import DCGM_COUNTERS_FILE, dcgm_counters_csv
@@ -29,20 +35,13 @@ from clusterforge.generate.spec_copy import SPEC_PATH, spec_yaml
 
 __all__ = ["AGENT_IMAGE", "LABEL_PREFIX", "TRAINING_IMAGE", "kubernetes_files", "node_labels"]
 
-LABEL_PREFIX = "clusterforge.io/"
-AGENT_NAMESPACE = "clusterforge-system"
-TRAINING_NAMESPACE = "training"
-MONITORING_NAMESPACE = "monitoring"
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
-AGENT_IMAGE = "clusterforge:0.1.0"  # built from this repository (docs/generate.md)
 TRAINING_IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"  # an NGC PyTorch image; pick your own
-EXPORTER_PORT = 9410
-CHECK_INTERVAL_S = 300
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 def _dump(*objects: dict[str, Any], header: str) -> str:
-    body = yaml.safe_dump_all(list(objects), sort_keys=False, explicit_start=True)
+    body = yaml_text(list(objects), many=True)
     return f"# {header}\n# Written by `clusterforge generate`.\n{body}"
 
 
@@ -87,7 +86,12 @@ def _gpu_operator_values() -> dict[str, Any]:
             "enabled": True,
             # ConfigMap with the counters the alert rules need (gpu-operator chart key).
             "config": {"name": "clusterforge-dcgm-counters"},
-            "env": [{"name": "DCGM_EXPORTER_COLLECTORS", "value": f"/etc/dcgm-exporter/{DCGM_COUNTERS_FILE}"}],
+            "env": [
+                {
+                    "name": "DCGM_EXPORTER_COLLECTORS",
+                    "value": f"/etc/dcgm-exporter/{DCGM_COUNTERS_FILE}",
+                }
+            ],
         },
         "gfd": {"enabled": True},
         "migManager": {"enabled": False},
@@ -144,7 +148,10 @@ def _kueue(design: Design, placements: list[NodePlacement]) -> list[dict[str, An
             "apiVersion": "kueue.x-k8s.io/v1beta1",
             "kind": "ResourceFlavor",
             "metadata": _meta(flavor),
-            "spec": {"nodeLabels": {LABEL_PREFIX + "cluster": name}, "topologyName": f"{name}-fabric"},
+            "spec": {
+                "nodeLabels": {LABEL_PREFIX + "cluster": name},
+                "topologyName": f"{name}-fabric",
+            },
         },
         {
             "apiVersion": "kueue.x-k8s.io/v1beta1",
@@ -158,7 +165,9 @@ def _kueue(design: Design, placements: list[NodePlacement]) -> list[dict[str, An
                         "flavors": [
                             {
                                 "name": flavor,
-                                "resources": [{"name": k, "nominalQuota": v} for k, v in quota.items()],
+                                "resources": [
+                                    {"name": k, "nominalQuota": v} for k, v in quota.items()
+                                ],
                             }
                         ],
                     }
@@ -180,10 +189,17 @@ def _hypernodes(design: Design) -> list[dict[str, Any]]:
     for s in switch_tree(design):
         if s.level == 0:
             members = [
-                {"type": "Node", "selector": {"labelMatch": {"matchLabels": {LABEL_PREFIX + "leaf-group": s.name}}}}
+                {
+                    "type": "Node",
+                    "selector": {
+                        "labelMatch": {"matchLabels": {LABEL_PREFIX + "leaf-group": s.name}}
+                    },
+                }
             ]
         else:
-            members = [{"type": "HyperNode", "selector": {"exactMatch": {"name": c}}} for c in s.children]
+            members = [
+                {"type": "HyperNode", "selector": {"exactMatch": {"name": c}}} for c in s.children
+            ]
         objects.append(
             {
                 "apiVersion": "topology.volcano.sh/v1alpha1",
@@ -207,7 +223,9 @@ def _volcano(design: Design) -> list[dict[str, Any]]:
 
 def _topology_annotation(design: Design, placements: list[NodePlacement]) -> dict[str, str]:
     """Require one leaf group when the job fits in one, else prefer the tightest spine block."""
-    group_size = max(sum(1 for p in placements if p.group == g) for g in {p.group for p in placements})
+    group_size = max(
+        sum(1 for p in placements if p.group == g) for g in {p.group for p in placements}
+    )
     nodes = design.compute.num_training_nodes
     levels = topology_levels(design, placements)
     if nodes <= group_size:
@@ -217,7 +235,12 @@ def _topology_annotation(design: Design, placements: list[NodePlacement]) -> dic
 
 def _pod_template(design: Design, placements: list[NodePlacement]) -> dict[str, Any]:
     launch = launch_plan(design, 1)
-    command = ["torchrun", f"--nproc-per-node={launch.gpus_per_node}", "pretrain_gpt.py", *launch.train_args]
+    command = [
+        "torchrun",
+        f"--nproc-per-node={launch.gpus_per_node}",
+        "pretrain_gpt.py",
+        *launch.train_args,
+    ]
     return {
         "metadata": {"annotations": _topology_annotation(design, placements)},
         "spec": {
@@ -239,14 +262,22 @@ def _pod_template(design: Design, placements: list[NodePlacement]) -> dict[str, 
 def _training_job(design: Design, placements: list[NodePlacement]) -> dict[str, Any]:
     nodes = design.compute.num_training_nodes
     template = _pod_template(design, placements)
-    replicas: dict[str, Any] = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}}
+    replicas: dict[str, Any] = {
+        "Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}
+    }
     if nodes > 1:
-        replicas["Worker"] = {"replicas": nodes - 1, "restartPolicy": "OnFailure", "template": template}
+        replicas["Worker"] = {
+            "replicas": nodes - 1,
+            "restartPolicy": "OnFailure",
+            "template": template,
+        }
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": _meta(
-            f"{design.spec.name}-train", TRAINING_NAMESPACE, labels={"kueue.x-k8s.io/queue-name": "train"}
+            f"{design.spec.name}-train",
+            TRAINING_NAMESPACE,
+            labels={"kueue.x-k8s.io/queue-name": "train"},
         ),
         "spec": {"pytorchReplicaSpecs": replicas},
     }
@@ -260,7 +291,7 @@ def kubernetes_files(design: Design) -> list[GeneratedFile]:
     """Every Kubernetes file for ``design``, paths under ``kubernetes/``."""
     placements = node_placements(design)
     name = design.spec.name
-    values = yaml.safe_dump(_gpu_operator_values(), sort_keys=False)
+    values = yaml_text(_gpu_operator_values())
     nodes = design.compute.num_training_nodes
     return [
         _kubernetes_file("namespaces.yaml", f"Namespaces of cluster {name}", *namespaces()),
@@ -270,18 +301,25 @@ def kubernetes_files(design: Design) -> list[GeneratedFile]:
             f"-f gpu-operator-values.yaml\n# Written by `clusterforge generate`.\n{values}",
         ),
         _kubernetes_file(
-            "dcgm-counters-configmap.yaml", "dcgm-exporter counters for the alert rules",
+            "dcgm-counters-configmap.yaml",
+            "dcgm-exporter counters for the alert rules",
             _counters_configmap(design),
         ),
         GeneratedFile("kubernetes/node-labels.sh", _label_script(design, placements), 0o755),
-        _kubernetes_file("kueue.yaml", f"Kueue queues and fabric topology of {name}", *_kueue(design, placements)),
-        _kubernetes_file("volcano.yaml", f"Volcano queue and HyperNodes of {name}", *_volcano(design)),
         _kubernetes_file(
-            "training-job.yaml", f"Training job: {nodes} nodes, queued through Kueue",
+            "kueue.yaml", f"Kueue queues and fabric topology of {name}", *_kueue(design, placements)
+        ),
+        _kubernetes_file(
+            "volcano.yaml", f"Volcano queue and HyperNodes of {name}", *_volcano(design)
+        ),
+        _kubernetes_file(
+            "training-job.yaml",
+            f"Training job: {nodes} nodes, queued through Kueue",
             _training_job(design, placements),
         ),
         _kubernetes_file(
-            "health-agent.yaml", "clusterforge check agent and exporter, least-privilege RBAC",
+            "health-agent.yaml",
+            "clusterforge check agent and exporter, least-privilege RBAC",
             *agent_objects(design, spec_yaml(design), SPEC_PATH),
         ),
         _kubernetes_file("network-policies.yaml", "Network policies", *network_policies()),

@@ -24,7 +24,7 @@ LABEL_PREFIX = "clusterforge.io/"
 
 # The loop reads only $NODE_NAME (from the pod spec's fieldRef), never a value of the spec.
 _CHECK_LOOP = (
-    'while true; do clusterforge check --expect /etc/clusterforge/spec.yaml '
+    "while true; do clusterforge check --expect /etc/clusterforge/spec.yaml "
     '--node "$NODE_NAME" --action k8s-taint; sleep {interval}; done'
 )
 
@@ -43,14 +43,28 @@ def _rbac() -> list[dict[str, Any]]:
     ]
     subject = {"kind": "ServiceAccount", "name": AGENT_NAME, "namespace": AGENT_NAMESPACE}
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": {"name": AGENT_NAME, "namespace": AGENT_NAMESPACE}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": AGENT_NAME}, "rules": rules},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": AGENT_NAME},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": AGENT_NAME},
-         "subjects": [subject]},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": AGENT_NAME, "namespace": AGENT_NAMESPACE},
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": AGENT_NAME},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": AGENT_NAME},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": AGENT_NAME,
+            },
+            "subjects": [subject],
+        },
     ]
 
 
@@ -133,7 +147,9 @@ def network_policies() -> list[dict[str, Any]]:
     RDMA traffic bypasses the kernel and so these policies; fabric isolation is the fabric's
     job (partition keys / VLANs).
     """
-    monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}}}
+    monitoring = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}}
+    }
     return [
         {
             "apiVersion": "networking.k8s.io/v1",
@@ -142,7 +158,9 @@ def network_policies() -> list[dict[str, Any]]:
             "spec": {
                 "podSelector": {"matchLabels": {"app.kubernetes.io/name": AGENT_NAME}},
                 "policyTypes": ["Ingress"],
-                "ingress": [{"from": [monitoring], "ports": [{"protocol": "TCP", "port": EXPORTER_PORT}]}],
+                "ingress": [
+                    {"from": [monitoring], "ports": [{"protocol": "TCP", "port": EXPORTER_PORT}]}
+                ],
             },
         },
         {

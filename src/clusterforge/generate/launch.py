@@ -24,8 +24,8 @@ from clusterforge.errors import GenerateError
 
 __all__ = [
     "HCA_PREFIX",
-    "ROCE_GID_INDEX",
     "RENDEZVOUS_PORT",
+    "ROCE_GID_INDEX",
     "Launch",
     "hca_names",
     "launch_plan",

@@ -99,7 +99,9 @@ def _level0(c: Connectivity, names: list[str]) -> list[TreeSwitch]:
         members = _group_members(c, g)
         name = members[0] if prefix == "leaf" else f"{prefix}-{g + 1:04d}"
         nodes = tuple(names[i] for i in np.flatnonzero(groups == g))
-        switches.append(TreeSwitch(checked_name(name, "switch name"), 0, nodes=nodes, members=members))
+        switches.append(
+            TreeSwitch(checked_name(name, "switch name"), 0, nodes=nodes, members=members)
+        )
     return switches
 
 
@@ -114,7 +116,9 @@ def _upper_levels(c: Connectivity, level0: list[TreeSwitch]) -> list[TreeSwitch]
         return []
     spine_names = tuple(c.switch_name(c.num_leaves + i) for i in range(c.num_spines))
     if c.num_cores == 0:
-        return [TreeSwitch("spines", 1, children=tuple(s.name for s in level0), members=spine_names)]
+        return [
+            TreeSwitch("spines", 1, children=tuple(s.name for s in level0), members=spine_names)
+        ]
     return _three_tier(c, level0, spine_names)
 
 
@@ -134,9 +138,7 @@ def _three_tier(
         )
         for p, children in sorted(pods.items())
     ]
-    core_names = tuple(
-        c.switch_name(c.num_leaves + c.num_spines + i) for i in range(c.num_cores)
-    )
+    core_names = tuple(c.switch_name(c.num_leaves + c.num_spines + i) for i in range(c.num_cores))
     tier2 = TreeSwitch("cores", 2, children=tuple(s.name for s in tier1), members=core_names)
     return [*tier1, tier2]
 

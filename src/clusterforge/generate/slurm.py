@@ -87,7 +87,10 @@ def gres_type(gpu: Gpu) -> str:
 def management_hosts(design: Design) -> list[str]:
     """Management servers of the design, sorted: the first two run slurmctld (HA)."""
     names = sorted(
-        d.name for r in design.racks for d in r.devices if d.kind == "server" and d.role == "management"
+        d.name
+        for r in design.racks
+        for d in r.devices
+        if d.kind == "server" and d.role == "management"
     )
     return [checked_name(n, "management server") for n in names]
 
@@ -135,8 +138,13 @@ def _partitions(placements: list[NodePlacement]) -> list[dict[str, str]]:
     spares = [p.name for p in placements if p.spare]
     if spares:
         parts.append(
-            dict(name="spare", nodes=hostlist(spares), default="NO", max_time=SPARE_MAX_TIME,
-                 oversubscribe="EXCLUSIVE")
+            dict(
+                name="spare",
+                nodes=hostlist(spares),
+                default="NO",
+                max_time=SPARE_MAX_TIME,
+                oversubscribe="EXCLUSIVE",
+            )
         )
     return parts
 
@@ -217,7 +225,9 @@ def _block_conf(design: Design, placements: list[NodePlacement]) -> str:
 
 def _parallelism(design: Design) -> str:
     w = design.spec.workload
-    dp = design.compute.num_training_gpus // (w.tensor_parallel * w.pipeline_parallel * w.context_parallel)
+    dp = design.compute.num_training_gpus // (
+        w.tensor_parallel * w.pipeline_parallel * w.context_parallel
+    )
     return (
         f"TP={w.tensor_parallel} PP={w.pipeline_parallel} CP={w.context_parallel} "
         f"EP={w.expert_parallel} DP={dp}"
@@ -262,14 +272,18 @@ def _scripts(design: Design) -> list[GeneratedFile]:
         GeneratedFile(
             "slurm/clusterforge-prolog.sh",
             render_template(
-                "slurm/hook.sh.j2", hook="Prolog", consequence="drain the node and requeue the job",
+                "slurm/hook.sh.j2",
+                hook="Prolog",
+                consequence="drain the node and requeue the job",
                 **common,
             ),
             0o755,
         ),
         GeneratedFile(
             "slurm/clusterforge-epilog.sh",
-            render_template("slurm/hook.sh.j2", hook="Epilog", consequence="drain the node", **common),
+            render_template(
+                "slurm/hook.sh.j2", hook="Epilog", consequence="drain the node", **common
+            ),
             0o755,
         ),
         GeneratedFile("slurm/train.sbatch", _job_script(design), 0o755),
@@ -283,7 +297,9 @@ def slurm_files(design: Design) -> list[GeneratedFile]:
         GeneratedFile("slurm/slurm.conf", _slurm_conf(design, placements)),
         GeneratedFile("slurm/gres.conf", _gres_conf(design)),
         GeneratedFile("slurm/topology.conf", _topology_conf(design)),
-        GeneratedFile("slurm/cgroup.conf", render_template("slurm/cgroup.conf.j2", cluster=design.spec.name)),
+        GeneratedFile(
+            "slurm/cgroup.conf", render_template("slurm/cgroup.conf.j2", cluster=design.spec.name)
+        ),
         *_scripts(design),
         GeneratedFile("slurm/clusterforge-spec.yaml", spec_yaml(design)),
     ]

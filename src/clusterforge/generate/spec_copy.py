@@ -3,9 +3,8 @@ each node compares the node against the same design."""
 
 from __future__ import annotations
 
-import yaml
-
 from clusterforge.design import Design
+from clusterforge.generate.common import yaml_text
 
 __all__ = ["SPEC_PATH", "spec_yaml"]
 
@@ -17,4 +16,4 @@ def spec_yaml(design: Design) -> str:
     """The design's spec as YAML that :func:`clusterforge.spec.load_spec` reads back."""
     data = design.spec.model_dump(mode="json", exclude_none=True)
     header = f"# Spec of cluster {design.spec.name}, written by `clusterforge generate`.\n"
-    return header + yaml.safe_dump(data, sort_keys=False)
+    return header + yaml_text(data)

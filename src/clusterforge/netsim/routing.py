@@ -29,12 +29,13 @@ __all__ = ["ROUTINGS", "NetSegments", "flow_hash", "route_intra", "route_net"]
 ROUTINGS = ("ecmp", "adaptive")
 
 _U = np.uint64
+_MASK64 = (1 << 64) - 1
 
 
 def flow_hash(key: np.ndarray, salt: int) -> np.ndarray:
     """A 64-bit mix (splitmix64 finaliser, Steele et al. 2014) of ``key`` and ``salt``;
     stands in for a switch's CRC hash over the packet header."""
-    x = np.asarray(key).astype(_U) * _U(0x9E3779B97F4A7C15) + _U(salt * 0x632BE59BD9B4E019 + 1)
+    x = np.asarray(key).astype(_U) * _U(0x9E3779B97F4A7C15) + _U((salt * 0x632BE59BD9B4E019 + 1) & _MASK64)
     x = (x ^ (x >> _U(30))) * _U(0xBF58476D1CE4E5B9)
     x = (x ^ (x >> _U(27))) * _U(0x94D049BB133111EB)
     return x ^ (x >> _U(31))

@@ -15,7 +15,13 @@ from clusterforge.catalog import Catalog, load_catalog
 from clusterforge.errors import SpecError
 from clusterforge.spec import ClusterSpec, resolve_node_id
 
-__all__ = ["NVLINKS_PER_GPU", "NodeExpectation", "expectation_from_spec", "with_overrides"]
+__all__ = [
+    "NVLINKS_PER_GPU",
+    "NodeExpectation",
+    "expectation_from_design",
+    "expectation_from_spec",
+    "with_overrides",
+]
 
 # NVLink links per GPU by generation (catalog Gpu.scaleup).  NVLink 4 (H100/H200): 18 links
 # (stas00/ml-engineering network/README.md, operations.md §17); NVLink 3 (A100): 12 links
@@ -31,6 +37,7 @@ class NodeExpectation:
     gpu_id: str | None = None
     gpu_nvml_names: tuple[str, ...] | None = None
     gpu_tdp_w: float | None = None
+    gpu_power_limit_w: float | None = None  # a cap the design sets to fit the rack power
     num_nvlinks_per_gpu: int | None = None
     nvswitch: bool | None = None
     num_compute_nics: int | None = None
@@ -64,6 +71,26 @@ def expectation_from_spec(spec: ClusterSpec, catalog: Catalog | None = None) -> 
         fabric=spec.network.fabric,
         num_cpus=node.num_cpus,
         memory_gib=float(node.memory_gib),
+    )
+
+
+def expectation_from_design(design: Any) -> NodeExpectation:
+    """The node of a :func:`clusterforge.design.plan` design (its power cap included)."""
+    compute, fabric = design.compute, design.fabric
+    cap = getattr(design.layout_density, "power_cap", None)
+    return NodeExpectation(
+        num_gpus=compute.gpus_per_node,
+        gpu_id=compute.gpu.id,
+        gpu_nvml_names=tuple(compute.gpu.nvml_names),
+        gpu_tdp_w=compute.gpu.tdp_w,
+        gpu_power_limit_w=cap.gpu_power_limit_w if cap is not None else None,
+        num_nvlinks_per_gpu=NVLINKS_PER_GPU.get(compute.gpu.scaleup),
+        nvswitch=compute.nvlink_domain_gpus > 1 and compute.gpu.form_factor == "sxm",
+        num_compute_nics=fabric.nics_per_node,
+        nic_gbit_per_s=fabric.nic_gbit_per_s,
+        fabric=fabric.fabric,
+        num_cpus=compute.node.num_cpus,
+        memory_gib=float(compute.node.memory_gib),
     )
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "NvmlNotSupported",
     "RecordedNvml",
     "collect_gpu_snapshot",
+    "snapshot_to_fixture",
 ]
 
 # Every GpuReading field the adapter is asked for, in reading order.
@@ -276,3 +277,30 @@ class RecordedNvml:
             XidEvent(xid=int(e["xid"]), gpu_index=e.get("gpu_index"), source="nvml")
             for e in self.data.get("xid_events", [])
         ]
+
+
+def snapshot_to_fixture(snapshot: GpuSnapshot, description: str) -> dict[str, Any]:
+    """A snapshot in RecordedNvml's format (None -> "NOT_SUPPORTED"), to keep a real node's readings."""
+    gpus = []
+    for gpu in snapshot.gpus:
+        row: dict[str, Any] = {}
+        for name in GPU_FIELDS:
+            value = getattr(gpu, name)
+            if name in gpu.errors:
+                value = GPU_IS_LOST if "lost" in gpu.errors[name].lower() else NOT_SUPPORTED
+            row[name] = (
+                NOT_SUPPORTED
+                if value is None
+                else list(value)
+                if isinstance(value, tuple)
+                else value
+            )
+        gpus.append(row)
+    return {
+        "description": description,
+        "driver_version": snapshot.driver_version or NOT_SUPPORTED,
+        "cuda_driver_version": snapshot.cuda_driver_version or NOT_SUPPORTED,
+        "gpus": gpus,
+        "xid_events": [{"gpu_index": e.gpu_index, "xid": e.xid} for e in snapshot.xid_events],
+        **({"init_error": snapshot.error} if snapshot.error and not snapshot.gpus else {}),
+    }

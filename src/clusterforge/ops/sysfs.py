@@ -4,8 +4,9 @@ Everything is read below a configurable ``root`` so tests point it at a fake tre
 (Linux kernel ABI, Documentation/ABI/stable/sysfs-class-infiniband):
 ``/sys/class/infiniband/<dev>/ports/<n>/{state,phys_state,rate,link_layer}``,
 ``.../counters/*`` and ``.../hw_counters/*``, ``/sys/class/infiniband/<dev>/device/numa_node``
-and ``.../device/net/<netdev>``.  Under a fake root, command output is read from files:
-``<root>/ethtool-S/<netdev>`` for ``ethtool -S`` and ``<root>/dmesg`` for ``dmesg``.
+and ``.../device/net/<netdev>``.  Command output is read from a file when the tree has one
+(``<root>/ethtool-S/<netdev>`` for ``ethtool -S``, ``<root>/dmesg`` for ``dmesg``), which is
+how fake trees record it; otherwise the command runs.
 
 Every read that can block (a mount on a dead NFS server, a command) runs under a timeout;
 a timeout is recorded as an error, never waited out.
@@ -83,7 +84,6 @@ class SysfsReader:
         statvfs: Callable[[str], os.statvfs_result] = os.statvfs,
     ) -> None:
         self.root = Path(root)
-        self.fake = self.root.resolve() != Path("/")
         self.timeout_s = timeout_s
         self.statvfs = statvfs
 
@@ -103,9 +103,10 @@ class SysfsReader:
         except ValueError:
             return None
 
-    def _command(self, argv: list[str], fake_file: Path) -> str | None:
-        if self.fake:
-            return self._read(fake_file)
+    def _command(self, argv: list[str], recorded: Path) -> str | None:
+        """The command's output, or the recorded output file when the tree has one."""
+        if recorded.is_file():
+            return self._read(recorded)
         try:
             done = subprocess.run(
                 argv, capture_output=True, text=True, timeout=self.timeout_s, check=False

@@ -277,14 +277,23 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     return LayerTimes(forward, backward, recompute, gemm, attention_fwd, attention_bwd)
 
 
+# Megatron's vocab-parallel cross-entropy in FP32, unfused, bytes per logit over forward and
+# backward: cast BF16->FP32 (2 + 4), max (4), subtract max (4 + 4), exp (4 + 4), sum (4),
+# normalise (4 + 4); backward: softmax - one-hot, scaled (4 + 4), cast to BF16 (4 + 2). [D]
+# by counting passes of megatron/core/tensor_parallel/cross_entropy.py.
+CROSS_ENTROPY_BYTES_PER_LOGIT = 52.0
+
+
 def logits_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> tuple[float, float]:
     """Forward and backward time of the output layer and the cross-entropy (last stage).
 
-    The logits GEMM is split over TP (vocab-parallel); the cross-entropy reads and writes
-    FP32 logits (~16 bytes per logit over forward and backward).
+    The logits GEMM is split over TP (vocab-parallel); the FP32 cross-entropy is a chain of
+    memory-bound passes over the ``tokens x V / t`` logits (``CROSS_ENTROPY_BYTES_PER_LOGIT``),
+    which matters for small models with large vocabularies.
     """
     tokens = _tokens(plan)
     vocab = arch.vocab_size / plan.tp
     gemm = gemm_time_s(tokens, vocab, arch.hidden_size, perf)
-    loss = memory_time_s(16.0 * tokens * vocab, perf, num_kernels=4)
-    return gemm + loss / 2, 2.0 * gemm + loss / 2
+    logits = tokens * vocab
+    loss = memory_time_s(CROSS_ENTROPY_BYTES_PER_LOGIT * logits, perf, num_kernels=9)
+    return gemm + loss * 34 / 52, 2.0 * gemm + loss * 18 / 52

@@ -92,8 +92,10 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
     kv_ratio = kv_heads(arch) / arch.num_heads
     experts = arch.top_k if arch.num_experts > 1 else 1
     masks = 2.0 if stack.dropout else 0.0
-    # Q, K, V (GQA-scaled), projection input; MLP internals (x top-k experts).
-    split = 2 + 4 * kv_ratio + 2 + (8 if arch.gated_mlp else 4) * f / h * experts
+    # Q, K, V (GQA-scaled), projection input; MLP internals (x top-k experts): plain MLP
+    # keeps the activation's input and output (2 x 2f); a fused SwiGLU keeps gate and up
+    # outputs and the down-projection input (3 x 2f).
+    split = 2 + 4 * kv_ratio + 2 + (6 if arch.gated_mlp else 4) * f / h * experts
     # Norm inputs (2 x 2), QKV input, MLP input, dropout masks: replicated unless SP.
     replicated = 4 + 2 + 2 + masks
     per_gpu = sbh * (split / plan.tp + replicated / (plan.tp if plan.sequence_parallel else 1))

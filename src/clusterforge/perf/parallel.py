@@ -141,6 +141,8 @@ def split_layers(
     Automatic: as even as possible; when the layers do not divide, the stages that get one
     layer fewer are the first and the last (they also carry the embedding and the loss), the
     Llama 3 405B layout (126 layers on 16 stages: 7 + 14 x 8 + 7; Llama Team 2024, §3.3.2).
+    With interleaving (``vpp`` chunks per stage) a stage's chunks may differ by a layer, as
+    in Llama 3's interleaved schedule; each chunk needs at least one layer.
     """
     if explicit is not None:
         stages = tuple(int(n) for n in explicit)
@@ -162,9 +164,9 @@ def split_layers(
             counts[stage] = base
         stages = tuple(counts)
     _require(
-        all(n % vpp == 0 for n in stages),
-        f"vpp = {vpp} must divide the layers of every pipeline stage {list(stages)}; "
-        "choose a vpp that divides them",
+        min(stages) >= vpp,
+        f"vpp = {vpp} needs at least {vpp} layers on every pipeline stage {list(stages)}; "
+        "choose a smaller vpp",
     )
     return stages
 

@@ -2,7 +2,7 @@
 
 The space is the one practitioners sweep (Narayanan et al. 2021 §3.3 takeaways: TP inside
 the NVLink domain, PP across nodes, DP for the rest; Korthikanti et al. 2022: the cheapest
-recomputation that fits): TP in powers of two up to the NVLink domain, PP over powers of two
+recomputation that fits): TP in powers of two up to the NVLink domain, PP over the divisors of the GPU count up to 64
 (uneven layer splits allowed), CP only for long sequences, EP over the expert count,
 micro-batches 1/2/4, interleaving where it divides, ZeRO-1 and ZeRO-3, and for each the
 cheapest recomputation mode that fits. Communication results are memoised by the
@@ -27,6 +27,7 @@ RECOMPUTE_ORDER = ("none", "selective", "full")
 MICRO_BATCHES = (1, 2, 4)
 VIRTUAL_STAGES = (1, 2, 4)
 LONG_SEQUENCE = 16384  # CP is considered from this sequence length on
+MAX_PP = 64  # deepest pipeline tried (Narayanan et al. 2021 ran up to 64 stages)
 
 
 def _powers_of_two(limit: int) -> list[int]:
@@ -38,7 +39,7 @@ def _degrees(
 ) -> Iterator[tuple[int, int, int, int]]:
     """(tp, pp, cp, ep) combinations whose product divides the GPU count."""
     tps = [t for t in _powers_of_two(min(domain, arch.num_heads)) if arch.num_heads % t == 0]
-    pps = [p for p in _powers_of_two(min(arch.num_layers, num_gpus))]
+    pps = [p for p in range(1, min(arch.num_layers, MAX_PP) + 1) if num_gpus % p == 0]
     cps = _powers_of_two(8) if base.seq_length >= LONG_SEQUENCE else [1]
     eps = [e for e in _powers_of_two(arch.num_experts) if arch.num_experts % e == 0]
     for tp, pp, cp, ep in itertools.product(tps, pps, cps, eps):
@@ -101,8 +102,9 @@ def search_plans(
             found.append(pred)
     if not found:
         raise PlanError(
-            f"no valid plan of {arch.id} fits on {base.num_gpus} x {gpu.id} with global batch "
-            f"{base.global_batch}; use more GPUs, a GPU with more memory or a smaller batch"
+            f"no plan of {arch.id} on {base.num_gpus} x {gpu.id} both divides the global batch "
+            f"{base.global_batch} (micro-batch x DP must divide it) and fits in "
+            f"{gpu.hbm_gib:.0f} GiB; change the global batch, the GPU count or the GPU"
         )
     found.sort(key=lambda p: (-p.tokens_per_s, p.memory_per_gpu_gib))
     return found[:top]

@@ -102,38 +102,40 @@ def check_clocks(gpus: tuple[GpuReading, ...]) -> list[CheckResult]:
     return out
 
 
+def _designed_limit_w(expect: NodeExpectation) -> float | None:
+    return expect.gpu_power_limit_w or expect.gpu_tdp_w
+
+
 def check_power(
     gpus: tuple[GpuReading, ...], expect: NodeExpectation, limits: Thresholds
 ) -> list[CheckResult]:
-    """Enforced power limit against the design TDP, and draw against the limit (warnings)."""
+    """Enforced power limit against the design (its cap, else the TDP), and draw vs the limit.
+
+    Warnings only: a lower limit costs throughput, it does not break jobs.
+    """
+    designed_w = _designed_limit_w(expect)
     out = []
     for gpu in gpus:
         draw, limit = gpu.power_w, gpu.power_limit_w
         status: Status = "unknown" if limit is None else "pass"
         notes = []
+        if limit is not None and designed_w and limit < designed_w * limits.power_cap_ratio:
+            status, notes = "warn", [f"capped at {limit:g} W"]
         if (
             limit is not None
-            and expect.gpu_tdp_w
-            and limit < expect.gpu_tdp_w * limits.power_cap_ratio
+            and expect.gpu_power_limit_w
+            and limit > expect.gpu_power_limit_w / limits.power_cap_ratio
         ):
-            status, notes = "warn", [f"capped at {limit:g} W"]
+            status, notes = "warn", [f"limit {limit:g} W above the designed cap"]
         if draw is not None and limit is not None and draw > limit * limits.power_over_limit_ratio:
             status, notes = "warn", [*notes, f"drawing {draw:g} W over the {limit:g} W limit"]
         observed = "; ".join(notes) or f"{draw} W of {limit} W"
-        expected = f"limit ~ {expect.gpu_tdp_w:g} W" if expect.gpu_tdp_w else "draw <= limit"
+        expected = f"limit ~ {designed_w:g} W" if designed_w else "draw <= limit"
         out.append(
-            result(
-                "gpu.power",
-                status,
-                "warning",
-                f"gpu{gpu.index}",
-                observed,
-                expected,
-                "reset the limit with `nvidia-smi -pl` unless the cap is intended "
-                "(rack power budget)",
-                gpu=gpu.index,
-            )
-        )
+            result("gpu.power", status, "warning", f"gpu{gpu.index}", observed, expected,
+                   "set the designed limit with `nvidia-smi -pl` (the design caps GPUs only to fit "
+                   "the rack power budget)", gpu=gpu.index)
+        )  # fmt: skip
     return out
 
 

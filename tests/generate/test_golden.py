@@ -1,0 +1,38 @@
+"""Golden files: every generator on the lab design, byte for byte.
+
+Regenerate with ``python -m tests.generate.regen_golden`` and review the diff.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterforge.design import Design
+from clusterforge.generate import TARGETS, render
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _golden_paths() -> list[str]:
+    return sorted(str(p.relative_to(GOLDEN)) for p in GOLDEN.rglob("*") if p.is_file())
+
+
+def test_every_target_has_golden_files() -> None:
+    tops = {path.split("/")[0] for path in _golden_paths()}
+    assert tops == set(TARGETS)
+
+
+def test_generated_paths_match_golden(lab_design: Design) -> None:
+    assert sorted(f.path for f in render(lab_design)) == _golden_paths()
+
+
+@pytest.mark.parametrize("path", _golden_paths())
+def test_generated_file_matches_golden(path: str, lab_design: Design) -> None:
+    files = {f.path: f for f in render(lab_design)}
+    assert path in files, f"{path} is no longer generated"
+    expected = (GOLDEN / path).read_text(encoding="utf-8")
+    assert files[path].content == expected, f"{path} differs; see tests/generate/regen_golden.py"
+    if path.endswith((".sh", ".sbatch")):
+        assert files[path].mode == 0o755

@@ -1,0 +1,267 @@
+"""The generated monitoring files on Debian's promtool: config, rules, and rule unit tests.
+
+Each alert gets a synthetic failing series (it must fire, with its labels and summary) and a
+healthy one (it must stay quiet).  The series are written by hand here, not derived from the
+rules, so a wrong expression, threshold or ``for`` fails the test.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from clusterforge.design import Design
+from clusterforge.generate import render, write_files
+from clusterforge.generate.alert_rules import alert_groups
+from clusterforge.generate.dashboards import dashboards
+
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.skipif(
+        shutil.which("promtool") is None, reason="needs promtool (apt-get install prometheus)"
+    ),
+]
+
+GPU = 'node="gpu-0001", gpu="0", rack="r001-01", leaf_group="leaf-0001"'
+GPU_LABELS = {"node": "gpu-0001", "gpu": "0", "rack": "r001-01", "leaf_group": "leaf-0001"}
+NIC = 'node="gpu-0002", device="mlx5_3", port="1", rail="3"'
+NIC_LABELS = {"node": "gpu-0002", "device": "mlx5_3", "port": "1", "rail": "3"}
+
+
+def _s(metric: str, labels: str, values: str) -> dict[str, str]:
+    return {"series": f"{metric}{{{labels}}}", "values": values}
+
+
+# alert -> (eval time, failing series, healthy series, extra labels of the firing alert, summary)
+CASES: dict[str, tuple[str, list[dict[str, str]], list[dict[str, str]], dict[str, str], str]] = {
+    "GpuXidError": (
+        "3m",
+        [_s("DCGM_EXP_XID_ERRORS_COUNT", GPU + ', xid="79"', "0 0 1 1")],
+        # the raw gauge keeps the last XID forever; the windowed count is back to 0
+        [
+            _s("DCGM_EXP_XID_ERRORS_COUNT", GPU + ', xid="79"', "1 1 0 0"),
+            _s("DCGM_FI_DEV_XID_ERRORS", GPU, "79 79 79 79"),
+        ],
+        {"xid": "79"},
+        "XID 79 on gpu-0001 GPU 0 in the last window",
+    ),
+    "GpuDoubleBitEcc": (
+        "4m",
+        [_s("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", GPU, "0 0 0 1 1")],
+        [_s("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", GPU, "3 3 3 3 3")],
+        {},
+        "Double-bit ECC errors on gpu-0001 GPU 0",
+    ),
+    "GpuRowRemapFailure": (
+        "2m",
+        [_s("DCGM_FI_DEV_ROW_REMAP_FAILURE", GPU, "0 0 1")],
+        [_s("DCGM_FI_DEV_ROW_REMAP_FAILURE", GPU, "0 0 0")],
+        {},
+        "Row remapping failed on gpu-0001 GPU 0: replace the GPU",
+    ),
+    "GpuThermalThrottling": (
+        "20m",
+        [_s("DCGM_FI_DEV_THERMAL_VIOLATION", GPU, "0+30000000x20")],  # 50 % of each minute
+        [_s("DCGM_FI_DEV_THERMAL_VIOLATION", GPU, "0+1000000x20")],  # 1.7 %
+        {},
+        "gpu-0001 GPU 0 is thermally throttled",
+    ),
+    "GpuPowerThrottling": (
+        "20m",
+        [_s("DCGM_FI_DEV_POWER_VIOLATION", GPU, "0+30000000x20")],
+        [_s("DCGM_FI_DEV_POWER_VIOLATION", GPU, "0+1000000x20")],
+        {},
+        "gpu-0001 GPU 0 is power throttled",
+    ),
+    "GpuPowerOverCap": (
+        "10m",
+        [_s("DCGM_FI_DEV_POWER_USAGE", GPU, "750x10")],
+        [_s("DCGM_FI_DEV_POWER_USAGE", GPU, "650x10")],
+        {},
+        "gpu-0001 GPU 0 draws more than the 700 W the racks were sized for",
+    ),
+    "GpuPcieLinkDowngraded": (
+        "15m",
+        [
+            _s("DCGM_FI_DEV_PCIE_LINK_WIDTH", GPU, "8x15"),
+            _s("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", GPU, "16x15"),
+        ],
+        # an idle GPU at gen 1 of 5 is power saving, not a fault
+        [
+            _s("DCGM_FI_DEV_PCIE_LINK_WIDTH", GPU, "16x15"),
+            _s("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", GPU, "16x15"),
+            _s("DCGM_FI_DEV_PCIE_LINK_GEN", GPU, "1x15"),
+            _s("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", GPU, "5x15"),
+            _s("DCGM_FI_DEV_GPU_UTIL", GPU, "0x15"),
+        ],
+        {},
+        "PCIe link of gpu-0001 GPU 0 runs below its maximum",
+    ),
+    "GpuIdleWhileAllocated": (
+        "40m",
+        [_s("DCGM_FI_DEV_GPU_UTIL", GPU + ', pod="train-0"', "0x40")],
+        [
+            _s("DCGM_FI_DEV_GPU_UTIL", GPU + ', pod="train-0"', "90x40"),
+            _s("DCGM_FI_DEV_GPU_UTIL", 'node="gpu-0003", gpu="1"', "0x40"),
+        ],  # idle, not allocated
+        {"pod": "train-0"},
+        "gpu-0001 GPU 0 is allocated but idle",
+    ),
+    "GpuNvlinkErrors": (
+        "3m",
+        [_s("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", GPU, "0 0 2 2")],
+        [_s("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", GPU, "5 5 5 5")],
+        {},
+        "NVLink errors on gpu-0001 GPU 0",
+    ),
+    "NicDropRateHigh": (
+        "15m",
+        [
+            _s("node_infiniband_port_packets_received_total", NIC, "0+60000x15"),
+            _s("node_infiniband_port_packets_transmitted_total", NIC, "0+60000x15"),
+            _s("node_infiniband_port_discards_received_total", NIC, "0+300x15"),  # 0.25 %
+            _s("node_infiniband_port_discards_transmitted_total", NIC, "0+300x15"),
+        ],
+        [
+            _s("node_infiniband_port_packets_received_total", NIC, "0+60000x15"),
+            _s("node_infiniband_port_packets_transmitted_total", NIC, "0+60000x15"),
+            _s("node_infiniband_port_discards_received_total", NIC, "0+30x15"),  # 0.025 %
+            _s("node_infiniband_port_discards_transmitted_total", NIC, "0+30x15"),
+        ],
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) drops more than 0.1 % of packets",
+    ),
+    "NodeUnhealthy": (
+        "10m",
+        [_s("clusterforge_node_healthy", 'node="gpu-0004"', "0x10")],
+        [_s("clusterforge_node_healthy", 'node="gpu-0004"', "1x10")],
+        {"node": "gpu-0004"},
+        "clusterforge check fails on gpu-0004",
+    ),
+    "ExporterDown": (
+        "10m",
+        [_s("up", 'job="dcgm", node="gpu-0005"', "0x10")],
+        [_s("up", 'job="dcgm", node="gpu-0005"', "1x10")],
+        {"job": "dcgm", "node": "gpu-0005"},
+        "dcgm exporter on gpu-0005 is down",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def monitoring_dir(lab_design: Design, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("cfgen-monitoring")
+    write_files(render(lab_design, ["monitoring"]), out)
+    return out / "monitoring"
+
+
+def _promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["promtool", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_promtool_accepts_config_and_rules(monitoring_dir: Path) -> None:
+    config = _promtool("check", "config", "prometheus.yml", cwd=monitoring_dir)
+    assert config.returncode == 0, config.stdout + config.stderr
+    rules = _promtool(
+        "check",
+        "rules",
+        *sorted(str(p) for p in (monitoring_dir / "rules").glob("*.yml")),
+        cwd=monitoring_dir,
+    )
+    assert rules.returncode == 0, rules.stdout + rules.stderr
+
+
+def test_every_alert_has_a_case(lab_design: Design) -> None:
+    alerts = {
+        r["alert"]
+        for g in alert_groups(lab_design).values()
+        for grp in g["groups"]
+        for r in grp["rules"]
+    }
+    assert alerts == set(CASES)
+
+
+def _rule_file_of(alert: str, monitoring_dir: Path) -> str:
+    for path in sorted((monitoring_dir / "rules").glob("*.yml")):
+        if f"alert: {alert}\n" in path.read_text():
+            return str(path)
+    raise AssertionError(f"no rule file has {alert}")
+
+
+def _unit_test(alert: str, rule_file: str, severity: str) -> dict[str, Any]:
+    eval_time, failing, healthy, extra, summary = CASES[alert]
+    labels = {
+        **({} if alert in {"NodeUnhealthy", "ExporterDown", "NicDropRateHigh"} else GPU_LABELS),
+        **extra,
+    }
+    labels["severity"] = severity
+    if alert == "ExporterDown":
+        labels.update(job="dcgm", node="gpu-0005")
+    return {
+        "rule_files": [rule_file],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": failing,
+                "alert_rule_test": [
+                    {
+                        "eval_time": eval_time,
+                        "alertname": alert,
+                        "exp_alerts": [
+                            {"exp_labels": labels, "exp_annotations": {"summary": summary}}
+                        ],
+                    }
+                ],
+            },
+            {
+                "interval": "1m",
+                "input_series": healthy,
+                "alert_rule_test": [{"eval_time": eval_time, "alertname": alert, "exp_alerts": []}],
+            },
+        ],
+    }
+
+
+def _severity(alert: str, lab_design: Design) -> str:
+    for g in alert_groups(lab_design).values():
+        for grp in g["groups"]:
+            for rule in grp["rules"]:
+                if rule["alert"] == alert:
+                    return str(rule["labels"]["severity"])
+    raise AssertionError(alert)
+
+
+@pytest.mark.parametrize("alert", sorted(CASES))
+def test_alert_fires_on_failure_and_stays_quiet_when_healthy(
+    alert: str, lab_design: Design, monitoring_dir: Path, tmp_path: Path
+) -> None:
+    test_file = tmp_path / f"{alert}.test.yml"
+    spec = _unit_test(alert, _rule_file_of(alert, monitoring_dir), _severity(alert, lab_design))
+    test_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = _promtool("test", "rules", str(test_file), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_dashboard_queries_parse(lab_design: Design, tmp_path: Path) -> None:
+    """Every dashboard query, with its $variables filled in, is valid PromQL to promtool."""
+    rules = []
+    for stem, text in dashboards(lab_design).items():
+        for panel in yaml.safe_load(text)["panels"]:
+            for target in panel["targets"]:
+                expr = re.sub(r"\$\w+", ".*", target["expr"])
+                rules.append(
+                    {"record": f"dashboard:{stem.replace('-', '_')}:{len(rules)}", "expr": expr}
+                )
+    (tmp_path / "dash.yml").write_text(
+        yaml.safe_dump({"groups": [{"name": "dash", "rules": rules}]})
+    )
+    result = _promtool("check", "rules", "dash.yml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(rules) >= 20

@@ -1,0 +1,74 @@
+"""``clusterforge predict``: JSON fields, overrides, search, clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clusterforge.cli.main import main
+
+REQUIRED = {
+    "step_time_s",
+    "tokens_per_s",
+    "tokens_per_s_per_gpu",
+    "model_tflops_per_gpu",
+    "mfu",
+    "hfu",
+    "memory_per_gpu_gib",
+    "fits",
+    "breakdown",
+}
+BREAKDOWN = {
+    "compute_s",
+    "tp_comm_s",
+    "pp_comm_s",
+    "dp_comm_s",
+    "cp_comm_s",
+    "ep_comm_s",
+    "bubble_s",
+    "optimizer_s",
+    "other_s",
+}
+
+
+def run_json(capsys, *args: str) -> list[dict]:
+    assert main(["predict", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_default_spec_json_has_the_documented_fields(capsys) -> None:
+    (row,) = run_json(capsys)
+    assert row.keys() >= REQUIRED
+    assert set(row["breakdown"]) == BREAKDOWN
+    assert sum(row["breakdown"].values()) == pytest.approx(row["step_time_s"])
+    assert 0 < row["mfu"] <= row["hfu"] < 1
+    assert row["tokens_per_s"] == row["tokens_per_s_per_gpu"] * row["num_gpus"]
+
+
+def test_overrides_change_the_plan_and_dp_follows(capsys) -> None:
+    (row,) = run_json(capsys, "--tp", "4", "--pp", "8", "--micro-batch", "2", "--recompute", "full")
+    plan = row["plan"]
+    assert (plan["tp"], plan["pp"], plan["dp"], plan["micro_batch"]) == (4, 8, 16, 2)
+    assert row["hfu"] > row["mfu"] * 1.3
+
+
+def test_search_returns_ranked_fitting_plans(capsys) -> None:
+    rows = run_json(capsys, "--search", "--top", "3")
+    assert len(rows) == 3
+    assert all(r["fits"] for r in rows)
+    rates = [r["tokens_per_s"] for r in rows]
+    assert rates == sorted(rates, reverse=True)
+
+
+def test_table_output_names_mfu_and_the_convention(capsys) -> None:
+    assert main(["predict"]) == 0
+    out = capsys.readouterr().out
+    assert "MFU" in out and "HFU" in out and "Korthikanti" in out
+
+
+def test_inconsistent_plan_is_one_clear_error(capsys) -> None:
+    assert main(["predict", "--tp", "3"]) == 1
+    err = capsys.readouterr().err
+    assert "does not divide" in err
+    assert "Traceback" not in err
