@@ -74,6 +74,7 @@ class EmulatedSlurm:
     cluster: str = "cfgen"
     nodes: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
     def conf(self) -> Path:
@@ -182,9 +183,16 @@ class EmulatedSlurm:
         (self.work / "gres.conf").write_text(text)
 
     def start(self) -> None:
-        subprocess.run(["slurmctld", "-f", str(self.conf)], check=True, env=self.env)
+        """Run each daemon in the foreground (-D) as our child, so stop() can reap it."""
+        self._spawn(["slurmctld", "-D", "-f", str(self.conf)])
         for node in self.nodes:
-            subprocess.run(["slurmd", "-f", str(self.conf), "-N", node], check=True, env=self.env)
+            self._spawn(["slurmd", "-D", "-f", str(self.conf), "-N", node])
+
+    def _spawn(self, argv: list[str]) -> None:
+        proc = subprocess.Popen(
+            argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        self.processes.append(proc)
 
     def run(self, *args: str, check: bool = True) -> str:
         out = subprocess.run(list(args), capture_output=True, text=True, env=self.env, timeout=60)
@@ -204,19 +212,24 @@ class EmulatedSlurm:
         return states
 
     def stop(self) -> None:
-        pid_files = [self.work / f"slurmd-{n}.pid" for n in self.nodes]
-        pid_files.append(self.work / "slurmctld.pid")
-        for pid_file in pid_files:
+        """Stop our daemons by the pids in their pid files (and our own handles), then reap."""
+        pids = {p.pid for p in self.processes}
+        for pid_file in [self.work / f"slurmd-{n}.pid" for n in self.nodes] + [
+            self.work / "slurmctld.pid"
+        ]:
             try:
-                pid = int(pid_file.read_text().strip())
+                pids.add(int(pid_file.read_text().strip()))
             except (FileNotFoundError, ValueError):
                 continue
+        mine = pids & {p.pid for p in self.processes}
+        for pid in mine:
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 continue
-        for pid_file in pid_files:
-            for _ in range(50):
-                if not pid_file.exists():
-                    break
-                time.sleep(0.1)
+        for proc in self.processes:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

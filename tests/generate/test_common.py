@@ -36,8 +36,21 @@ def test_empty_hostlist_is_an_error() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "Gpu-1", "gpu 1", "gpu;reboot", "$(reboot)", "`id`", "a,b", "node#1", "-lead", "trail-", "x" * 64,
-     "gpu\n1", "a=b"],
+    [
+        "",
+        "Gpu-1",
+        "gpu 1",
+        "gpu;reboot",
+        "$(reboot)",
+        "`id`",
+        "a,b",
+        "node#1",
+        "-lead",
+        "trail-",
+        "x" * 64,
+        "gpu\n1",
+        "a=b",
+    ],
 )
 def test_unsafe_names_are_refused(bad: str) -> None:
     with pytest.raises(GenerateError, match="not a valid name"):

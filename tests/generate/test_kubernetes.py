@@ -19,74 +19,200 @@ from clusterforge.generate.layout import node_placements
 from clusterforge.spec import load_spec
 from tests.generate.conftest import SPECS
 
-kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="pip install kubernetes-validate")
+kubernetes_validate = pytest.importorskip(
+    "kubernetes_validate", reason="pip install kubernetes-validate"
+)
 K8S_VERSION = "1.30"
 
 _NAME = {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"}
 _META = {"type": "object", "required": ["name"], "properties": {"name": _NAME}}
-_QUANTITY = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": r"^\d+(Ki|Mi|Gi|Ti)?$"}]}
+_QUANTITY = {
+    "anyOf": [
+        {"type": "integer", "minimum": 0},
+        {"type": "string", "pattern": r"^\d+(Ki|Mi|Gi|Ti)?$"},
+    ]
+}
 
 
 def _crd(spec: dict[str, Any], namespaced: bool = False) -> dict[str, Any]:
     meta = dict(_META, required=["name", "namespace"]) if namespaced else _META
-    return {"type": "object", "required": ["apiVersion", "kind", "metadata", "spec"],
-            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": meta,
-                           "spec": spec},
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": meta,
+            "spec": spec,
+        },
+        "additionalProperties": False,
+    }
 
 
 CRD_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
-    ("kueue.x-k8s.io/v1alpha1", "Topology"): _crd({
-        "type": "object", "required": ["levels"], "additionalProperties": False,
-        "properties": {"levels": {"type": "array", "minItems": 1, "maxItems": 16, "items": {
-            "type": "object", "required": ["nodeLabel"], "additionalProperties": False,
-            "properties": {"nodeLabel": {"type": "string"}}}}}}),
-    ("kueue.x-k8s.io/v1beta1", "ResourceFlavor"): _crd({
-        "type": "object", "additionalProperties": False,
-        "properties": {"nodeLabels": {"type": "object", "additionalProperties": {"type": "string"}},
-                       "topologyName": _NAME}}),
-    ("kueue.x-k8s.io/v1beta1", "ClusterQueue"): _crd({
-        "type": "object", "required": ["resourceGroups"], "additionalProperties": False,
-        "properties": {"namespaceSelector": {"type": "object"}, "resourceGroups": {"type": "array", "items": {
-            "type": "object", "required": ["coveredResources", "flavors"], "additionalProperties": False,
-            "properties": {"coveredResources": {"type": "array", "items": {"type": "string"}},
-                           "flavors": {"type": "array", "items": {
-                               "type": "object", "required": ["name", "resources"], "additionalProperties": False,
-                               "properties": {"name": _NAME, "resources": {"type": "array", "items": {
-                                   "type": "object", "required": ["name", "nominalQuota"],
-                                   "additionalProperties": False,
-                                   "properties": {"name": {"type": "string"}, "nominalQuota": _QUANTITY}}}}}}}}}}}),
-    ("kueue.x-k8s.io/v1beta1", "LocalQueue"): _crd({
-        "type": "object", "required": ["clusterQueue"], "additionalProperties": False,
-        "properties": {"clusterQueue": _NAME}}, namespaced=True),
-    ("scheduling.volcano.sh/v1beta1", "Queue"): _crd({
-        "type": "object", "additionalProperties": False,
-        "properties": {"weight": {"type": "integer", "minimum": 1}, "reclaimable": {"type": "boolean"},
-                       "capability": {"type": "object", "additionalProperties": _QUANTITY}}}),
-    ("topology.volcano.sh/v1alpha1", "HyperNode"): _crd({
-        "type": "object", "required": ["tier", "members"], "additionalProperties": False,
-        "properties": {"tier": {"type": "integer", "minimum": 1}, "members": {"type": "array", "minItems": 1,
-            "items": {"type": "object", "required": ["type", "selector"], "additionalProperties": False,
-                      "properties": {"type": {"enum": ["Node", "HyperNode"]}, "selector": {
-                          "type": "object", "minProperties": 1, "maxProperties": 1,
-                          "properties": {"exactMatch": {"type": "object", "required": ["name"]},
-                                         "regexMatch": {"type": "object"},
-                                         "labelMatch": {"type": "object"}},
-                          "additionalProperties": False}}}}}}),
-    ("kubeflow.org/v1", "PyTorchJob"): _crd({
-        "type": "object", "required": ["pytorchReplicaSpecs"],
-        "properties": {"pytorchReplicaSpecs": {"type": "object", "required": ["Master"],
-            "additionalProperties": False, "properties": {
-                role: {"type": "object", "required": ["replicas", "template"], "additionalProperties": False,
-                       "properties": {"replicas": {"type": "integer", "minimum": 1},
-                                      "restartPolicy": {"enum": ["Always", "OnFailure", "Never", "ExitCode"]},
-                                      "template": {"type": "object"}}}
-                for role in ("Master", "Worker")}}}}, namespaced=True),
+    ("kueue.x-k8s.io/v1alpha1", "Topology"): _crd(
+        {
+            "type": "object",
+            "required": ["levels"],
+            "additionalProperties": False,
+            "properties": {
+                "levels": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 16,
+                    "items": {
+                        "type": "object",
+                        "required": ["nodeLabel"],
+                        "additionalProperties": False,
+                        "properties": {"nodeLabel": {"type": "string"}},
+                    },
+                }
+            },
+        }
+    ),
+    ("kueue.x-k8s.io/v1beta1", "ResourceFlavor"): _crd(
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "nodeLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "topologyName": _NAME,
+            },
+        }
+    ),
+    ("kueue.x-k8s.io/v1beta1", "ClusterQueue"): _crd(
+        {
+            "type": "object",
+            "required": ["resourceGroups"],
+            "additionalProperties": False,
+            "properties": {
+                "namespaceSelector": {"type": "object"},
+                "resourceGroups": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["coveredResources", "flavors"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "coveredResources": {"type": "array", "items": {"type": "string"}},
+                            "flavors": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "required": ["name", "resources"],
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "name": _NAME,
+                                        "resources": {
+                                            "type": "array",
+                                            "items": {
+                                                "type": "object",
+                                                "required": ["name", "nominalQuota"],
+                                                "additionalProperties": False,
+                                                "properties": {
+                                                    "name": {"type": "string"},
+                                                    "nominalQuota": _QUANTITY,
+                                                },
+                                            },
+                                        },
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        }
+    ),
+    ("kueue.x-k8s.io/v1beta1", "LocalQueue"): _crd(
+        {
+            "type": "object",
+            "required": ["clusterQueue"],
+            "additionalProperties": False,
+            "properties": {"clusterQueue": _NAME},
+        },
+        namespaced=True,
+    ),
+    ("scheduling.volcano.sh/v1beta1", "Queue"): _crd(
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "weight": {"type": "integer", "minimum": 1},
+                "reclaimable": {"type": "boolean"},
+                "capability": {"type": "object", "additionalProperties": _QUANTITY},
+            },
+        }
+    ),
+    ("topology.volcano.sh/v1alpha1", "HyperNode"): _crd(
+        {
+            "type": "object",
+            "required": ["tier", "members"],
+            "additionalProperties": False,
+            "properties": {
+                "tier": {"type": "integer", "minimum": 1},
+                "members": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["type", "selector"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "type": {"enum": ["Node", "HyperNode"]},
+                            "selector": {
+                                "type": "object",
+                                "minProperties": 1,
+                                "maxProperties": 1,
+                                "properties": {
+                                    "exactMatch": {"type": "object", "required": ["name"]},
+                                    "regexMatch": {"type": "object"},
+                                    "labelMatch": {"type": "object"},
+                                },
+                                "additionalProperties": False,
+                            },
+                        },
+                    },
+                },
+            },
+        }
+    ),
+    ("kubeflow.org/v1", "PyTorchJob"): _crd(
+        {
+            "type": "object",
+            "required": ["pytorchReplicaSpecs"],
+            "properties": {
+                "pytorchReplicaSpecs": {
+                    "type": "object",
+                    "required": ["Master"],
+                    "additionalProperties": False,
+                    "properties": {
+                        role: {
+                            "type": "object",
+                            "required": ["replicas", "template"],
+                            "additionalProperties": False,
+                            "properties": {
+                                "replicas": {"type": "integer", "minimum": 1},
+                                "restartPolicy": {
+                                    "enum": ["Always", "OnFailure", "Never", "ExitCode"]
+                                },
+                                "template": {"type": "object"},
+                            },
+                        }
+                        for role in ("Master", "Worker")
+                    },
+                }
+            },
+        },
+        namespaced=True,
+    ),
 }
 
 
 @pytest.fixture(scope="module")
-def manifests(lab_design: Design, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+def manifests(
+    lab_design: Design, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, list[dict[str, Any]]]:
     out = tmp_path_factory.mktemp("cfgen-k8s")
     write_files(render(lab_design, ["kubernetes"]), out)
     docs = {}
@@ -100,10 +226,19 @@ def _all(manifests: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return [doc for docs in manifests.values() for doc in docs]
 
 
-def test_core_objects_pass_the_kubernetes_schemas(manifests: dict[str, list[dict[str, Any]]]) -> None:
+def test_core_objects_pass_the_kubernetes_schemas(
+    manifests: dict[str, list[dict[str, Any]]],
+) -> None:
     core = [d for d in _all(manifests) if (d["apiVersion"], d["kind"]) not in CRD_SCHEMAS]
-    assert {d["kind"] for d in core} >= {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                                         "ConfigMap", "DaemonSet", "NetworkPolicy"}
+    assert {d["kind"] for d in core} >= {
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "DaemonSet",
+        "NetworkPolicy",
+    }
     for doc in core:
         kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
 
@@ -115,28 +250,46 @@ def test_crds_are_structurally_valid(manifests: dict[str, list[dict[str, Any]]])
         jsonschema.validate(doc, CRD_SCHEMAS[(doc["apiVersion"], doc["kind"])])
 
 
-def test_training_pod_template_is_a_valid_pod_template(manifests: dict[str, list[dict[str, Any]]]) -> None:
+def test_training_pod_template_is_a_valid_pod_template(
+    manifests: dict[str, list[dict[str, Any]]],
+) -> None:
     job = manifests["training-job.yaml"][0]
     for role, replica in job["spec"]["pytorchReplicaSpecs"].items():
-        wrapped = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role.lower()},
-                   "template": replica["template"]}
+        wrapped = {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": role.lower()},
+            "template": replica["template"],
+        }
         kubernetes_validate.validate(wrapped, K8S_VERSION, strict=True)
         container = replica["template"]["spec"]["containers"][0]
         assert container["resources"]["limits"]["nvidia.com/gpu"] == 8
 
 
-def test_job_and_queues_match_the_design(manifests: dict[str, list[dict[str, Any]]], lab_design: Design) -> None:
+def test_job_and_queues_match_the_design(
+    manifests: dict[str, list[dict[str, Any]]], lab_design: Design
+) -> None:
     job = manifests["training-job.yaml"][0]["spec"]["pytorchReplicaSpecs"]
-    assert job["Master"]["replicas"] + job["Worker"]["replicas"] == lab_design.compute.num_training_nodes
+    assert (
+        job["Master"]["replicas"] + job["Worker"]["replicas"]
+        == lab_design.compute.num_training_nodes
+    )
     queue = next(d for d in manifests["kueue.yaml"] if d["kind"] == "ClusterQueue")
-    quota = {r["name"]: r["nominalQuota"] for r in queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
+    quota = {
+        r["name"]: r["nominalQuota"]
+        for r in queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    }
     assert quota["nvidia.com/gpu"] == lab_design.compute.num_training_gpus
 
 
 def test_agent_rbac_is_least_privilege(manifests: dict[str, list[dict[str, Any]]]) -> None:
     role = next(d for d in manifests["health-agent.yaml"] if d["kind"] == "ClusterRole")
-    granted = {(res, verb) for rule in role["rules"] for res in rule["resources"] for verb in rule["verbs"]}
-    assert granted <= {("nodes", v) for v in ("get", "list", "patch")} | {("events", v) for v in ("create", "patch")}
+    granted = {
+        (res, verb) for rule in role["rules"] for res in rule["resources"] for verb in rule["verbs"]
+    }
+    assert granted <= {("nodes", v) for v in ("get", "list", "patch")} | {
+        ("events", v) for v in ("create", "patch")
+    }
     assert not any("*" in str(rule) for rule in role["rules"])
     daemonset = next(d for d in manifests["health-agent.yaml"] if d["kind"] == "DaemonSet")
     check = daemonset["spec"]["template"]["spec"]["containers"][0]
@@ -154,7 +307,9 @@ def test_topology_levels_are_labels_the_script_sets(
     fake = tmp_path / "kubectl"
     fake.write_text(f'#!/bin/sh\necho "$*" >> {log}\n')
     fake.chmod(0o755)
-    subprocess.run(["sh", str(script)], check=True, env={"KUBECTL": str(fake), "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        ["sh", str(script)], check=True, env={"KUBECTL": str(fake), "PATH": "/usr/bin:/bin"}
+    )
     calls = log.read_text().splitlines()
     assert len(calls) == lab_design.compute.num_nodes
     labels: dict[str, dict[str, str]] = {}
@@ -169,8 +324,11 @@ def test_topology_levels_are_labels_the_script_sets(
     for p in node_placements(lab_design):
         assert labels[p.name]["clusterforge.io/leaf-group"] == p.group
         assert labels[p.name]["clusterforge.io/rack"] == p.rack
-    groups = {h["metadata"]["name"] for h in manifests["volcano.yaml"] if h["kind"] == "HyperNode"
-              and h["spec"]["tier"] == 1}
+    groups = {
+        h["metadata"]["name"]
+        for h in manifests["volcano.yaml"]
+        if h["kind"] == "HyperNode" and h["spec"]["tier"] == 1
+    }
     assert groups == {p.group for p in node_placements(lab_design)}
 
 
@@ -180,6 +338,8 @@ def test_nvl72_topology_keeps_block_level_only_when_nested() -> None:
     from clusterforge.generate.kubernetes import topology_levels
 
     levels = topology_levels(design, placements)
-    nested = all(len({p.group for p in placements if p.nvlink_block == b}) == 1
-                 for b in {p.nvlink_block for p in placements})
+    nested = all(
+        len({p.group for p in placements if p.nvlink_block == b}) == 1
+        for b in {p.nvlink_block for p in placements}
+    )
     assert ("clusterforge.io/nvlink-block" in levels) == nested

@@ -64,9 +64,12 @@ def test_decide(status: str, state: NodeState, kind: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("owned", "total", "kind"), [(9, 100, "drain"), (10, 100, "breaker"), (0, 4, "breaker")]
+    ("owned", "total", "kind"),
+    [(9, 100, "drain"), (10, 100, "breaker"), (0, 4, "drain"), (1, 4, "breaker")],
 )
-def test_circuit_breaker_at_ten_percent(owned: int, total: int, kind: str) -> None:
+def test_circuit_breaker_at_ten_percent_but_at_least_one_node(
+    owned: int, total: int, kind: str
+) -> None:
     decision = decide("fail", NodeState("n", False), owned, total, 0.1, REASON)
     assert decision.kind == kind
     if kind == "breaker":

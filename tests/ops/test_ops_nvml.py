@@ -182,3 +182,19 @@ def test_snapshot_round_trips_through_the_fixture_format(
     replayed = collect_gpu_snapshot(RecordedNvml(snapshot_to_fixture(original, "round trip")))
     assert replayed.gpus == original.gpus
     assert replayed.driver_version == original.driver_version
+
+
+def test_an_unexpected_adapter_exception_is_reported_not_raised() -> None:
+    class Buggy(RecordedNvml):
+        def gpu_field(self, index: int, name: str) -> Any:
+            if name == "fabric_state":
+                raise AttributeError("binding has no c_nvmlGpuFabricInfo_t")
+            return super().gpu_field(index, name)
+
+    snapshot = collect_gpu_snapshot(
+        Buggy(RecordedNvml.from_file(NVML_FIXTURES / "h100-healthy.json").data)
+    )
+    assert (
+        len(snapshot.gpus) == 8 and snapshot.gpus[7].recovery_action == 0
+    )  # later fields still read
+    assert "unexpected AttributeError" in snapshot.gpus[0].errors["fabric_state"]

@@ -197,7 +197,7 @@ def _topology_conf(design: Design) -> str:
     for s in switch_tree(design):
         key, targets = ("Nodes", s.nodes) if s.level == 0 else ("Switches", s.children)
         same = s.members == (s.name,)
-        comments = [] if same else [f"{s.name} stands for {', '.join(s.members)}"]
+        comments = [] if same else [f"{s.name} stands for {hostlist(s.members)}"]
         switches.append(dict(name=s.name, key=key, targets=hostlist(targets), comments=comments))
     return render_template(
         "slurm/topology.conf.j2",

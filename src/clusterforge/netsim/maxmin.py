@@ -22,13 +22,13 @@ import scipy.sparse as sp
 __all__ = ["Completion", "completion_time", "incidence", "max_min_rates"]
 
 _TOLERANCE = 1e-9  # relative slack when testing a link for saturation
-# Speed/accuracy knobs: links whose fair-share step is within 2 % of the smallest freeze in
-# the same round (their demands lose at most 2 % of rate); demands finishing within 5 % of
-# the earliest finish complete in the same event; at most 24 events, then the rest finish at
-# their current rates.
-_BATCH = 0.02
+# Speed/accuracy knobs: links whose fair-share step is within 5 % of the smallest freeze in
+# the same round (their demands lose at most 5 % of rate); demands finishing within 5 % of
+# the earliest finish complete in the same event; after 8 events the rest drains at the
+# busiest link's pace.
+_BATCH = 0.05
 _MERGE = 0.05
-_MAX_EVENTS = 24
+_MAX_EVENTS = 8
 
 
 def incidence(link: np.ndarray, demand: np.ndarray, coef: np.ndarray, num_links: int,
@@ -49,6 +49,7 @@ def max_min_rates(a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray,
     rate[active & ~crosses] = np.inf
     frozen = frozen | ~crosses
     used = np.zeros(a.shape[0])
+    level = 0.0
     while not frozen.all():
         grow = (~frozen).astype(float)
         load = a @ grow
@@ -57,9 +58,11 @@ def max_min_rates(a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray,
         share = np.full(load.size, np.inf)
         share[busy] = resid[busy] / load[busy]
         step = max(0.0, float(share.min()))
-        rate[~frozen] += step
+        level += step  # every unfrozen demand runs at this common rate
+        rate[~frozen] = level
         used = used + step * load
-        saturated = (share <= step * (1 + _BATCH)) | (busy & (cap - used <= _TOLERANCE * cap))
+        near = share <= step + _BATCH * level
+        saturated = near | (busy & (cap - used <= _TOLERANCE * cap))
         hit = (at @ saturated.astype(float)) > 0
         frozen = frozen | hit
     return rate
@@ -93,7 +96,7 @@ def completion_time(a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray,
         left[finite] = remaining[finite] / rate[finite]
         first = float(left.min())
         if events + 1 >= _MAX_EVENTS:
-            elapsed += float(left[finite].max())
+            elapsed += _drain_bound_s(a, cap, remaining, rate, finite)
             break
         done = finite & (left <= first * (1 + _MERGE))
         step = float(left[done].max())
@@ -102,3 +105,14 @@ def completion_time(a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray,
         elapsed += step
         events += 1
     return Completion(elapsed, steady, events)
+
+
+def _drain_bound_s(a: sp.csr_matrix, cap: np.ndarray, remaining: np.ndarray, rate: np.ndarray,
+                   finite: np.ndarray) -> float:
+    """Time to drain what is left once the event budget is spent: the busiest link's
+    remaining bytes over its capacity (exact for a work-conserving fabric), but never less
+    than the time the slowest demand still needs at its current rate divided by the demand
+    count sharing its bottleneck... kept simple: the link bound."""
+    left = np.where(finite, remaining, 0.0)
+    busy = np.asarray(a @ left).ravel() / cap
+    return float(busy.max())

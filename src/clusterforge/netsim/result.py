@@ -24,6 +24,7 @@ class PhaseSolution:
     unit_time_s: float
     latency_s: float
     utilization: np.ndarray = field(repr=False)  # steady-state wire occupancy per link
+    busy_fraction: np.ndarray = field(repr=False)  # wire bytes / (capacity x phase time)
     offered_load: np.ndarray = field(repr=False)  # offered / capacity per link
     view: np.ndarray = field(repr=False)  # links of the routing's view
     num_flows: int
@@ -36,18 +37,21 @@ class ClassUtilization:
 
     max_utilization: float
     mean_utilization: float
+    max_busy_fraction: float
     max_offered_load: float
     num_links: int
 
 
 @dataclass(frozen=True)
 class LinkLoad:
-    """One loaded link: endpoints, class, utilization, offered load / capacity."""
+    """One loaded link: endpoints, class, steady utilization, share of the collective's
+    time it was busy (1.0 = it set the pace), offered load / capacity."""
 
     source: str
     target: str
     link_class: str
     utilization: float
+    busy_fraction: float
     offered_load: float
     capacity_gbyte_per_s: float
 
@@ -100,6 +104,7 @@ def _class_stats(graph: FabricGraph, phase: PhaseSolution) -> dict[str, ClassUti
         stats[LINK_CLASSES[idx]] = ClassUtilization(
             max_utilization=round(float(util.max()), 4),
             mean_utilization=round(float(util.mean()), 4),
+            max_busy_fraction=round(float(phase.busy_fraction[mask].max()), 4),
             max_offered_load=round(float(off.max()), 4),
             num_links=int(mask.sum()),
         )
@@ -116,7 +121,8 @@ def _link_name(graph: FabricGraph, link: int) -> tuple[str, str]:
 
 
 def _top_links(graph: FabricGraph, phase: PhaseSolution) -> tuple[LinkLoad, ...]:
-    score = np.where(phase.view, np.maximum(phase.utilization, 0) + 1e-3 * phase.offered_load, 0)
+    # Rank by the share of the phase the link was busy: the link that sets the pace has ~1.0.
+    score = np.where(phase.view, phase.busy_fraction + 1e-3 * phase.offered_load, 0)
     k = min(_TOP_LINKS, int((score > 0).sum()))
     if k == 0:
         return ()
@@ -125,7 +131,8 @@ def _top_links(graph: FabricGraph, phase: PhaseSolution) -> tuple[LinkLoad, ...]
     return tuple(
         LinkLoad(
             *_link_name(graph, int(i)), LINK_CLASSES[graph.link_class[i]],
-            round(float(phase.utilization[i]), 4), round(float(phase.offered_load[i]), 4),
+            round(float(phase.utilization[i]), 4), round(float(phase.busy_fraction[i]), 4),
+            round(float(phase.offered_load[i]), 4),
             float(graph.capacity_gbyte_per_s[i]),
         )
         for i in top

@@ -108,6 +108,7 @@ def solve_phase(graph: FabricGraph, traffic: Traffic, routing: str, num_qps: int
         unit_time_s=done.time_s / 1e9,
         latency_s=traffic.steps * path,
         utilization=(a @ np.where(np.isfinite(done.steady_rate), done.steady_rate, 0)) / cap,
+        busy_fraction=(a @ traffic.volume) / cap / max(done.time_s, 1e-300),
         offered_load=_offered(graph, a, cap) / cap,
         view=view,
         num_flows=int(np.unique(seg_n).size + traffic.intra_src.size) if seg_n.size else

@@ -7,8 +7,9 @@ Rules, after LBNL NHC and NVIDIA NVSentinel (operations.md §0.3, §6, §7):
   node is uncordoned only when it carries our ``clusterforge.io/cordoned-by`` annotation.
   A node drained or cordoned by a person is never touched.
 - **Circuit breaker.** When draining this node would put more than ``max_drain_fraction`` of
-  all nodes in the clusterforge-drained state (a bad policy, a shared-storage outage), the
-  node is not drained and the decision says so loudly (NVSentinel's breaker).
+  all nodes (and more than one) in the clusterforge-drained state (a bad policy, a
+  shared-storage outage), the node is not drained and the decision says so loudly
+  (NVSentinel's breaker).  Nodes drained by people do not count.
 - **Idempotent.** The reason names only check ids and subjects (not changing values such
   as temperatures), so a second run with the same findings changes nothing.
 - **Unknown changes nothing.**  A node that could not be checked is neither drained nor
@@ -19,6 +20,7 @@ Rules, after LBNL NHC and NVIDIA NVSentinel (operations.md §0.3, §6, §7):
 
 from __future__ import annotations
 
+import math
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -104,12 +106,14 @@ def decide(
             "none" if same else "drain", "already drained by clusterforge" if same else reason
         )
     would_be = num_owned_drained + 1
-    if num_nodes and would_be / num_nodes > max_drain_fraction:
+    # At least one node may always be drained, so small clusters are not locked out.
+    allowed = max(1, math.floor(max_drain_fraction * num_nodes))
+    if would_be > allowed:
         return Decision(
             "breaker",
-            f"circuit breaker open: draining {node.name} would make "
-            f"{would_be} of {num_nodes} nodes drained by clusterforge, above "
-            f"{max_drain_fraction:.0%}; not draining: investigate a shared cause",
+            f"circuit breaker open: draining {node.name} would make {would_be} of {num_nodes} "
+            f"nodes drained by clusterforge, above {max_drain_fraction:.0%} ({allowed}); "
+            "not draining: investigate a shared cause (storage, network, a bad policy)",
         )
     return Decision("drain", reason)
 

@@ -97,11 +97,12 @@ def _node_value(api: NvmlApi, progress: _Progress, key: str, call: str) -> None:
         value = getattr(api, key)()
     except NvmlNotSupported:
         value = None
-    except NvmlCallError as exc:
+    except Exception as exc:  # NvmlCallError, or an adapter bug: reported, not raised
         value = None
-        progress.node.setdefault("errors", {})[key] = str(exc)
-    progress.done()
-    progress.node[key] = value
+        progress.error = progress.error or f"NVML {call} failed: {exc}"
+    with progress.lock:
+        progress.call = None
+        progress.node[key] = value
 
 
 def _gpu_values(api: NvmlApi, progress: _Progress, index: int) -> None:
@@ -114,6 +115,8 @@ def _gpu_values(api: NvmlApi, progress: _Progress, index: int) -> None:
             pass
         except NvmlCallError as exc:
             error = str(exc)
+        except Exception as exc:  # an adapter bug must not stop the other readings
+            error = f"unexpected {type(exc).__name__}: {exc}"
         progress.put(index, name, value, error)
 
 
@@ -122,7 +125,7 @@ def _worker(api: NvmlApi, progress: _Progress, listen_s: float) -> None:
         progress.start("nvmlInit")
         api.init()
         progress.done()
-    except (NvmlCallError, NvmlNotSupported, CheckError) as exc:
+    except Exception as exc:  # library missing, driver not loaded, or an adapter bug
         progress.error = f"NVML is not usable on this node: {exc}"
         progress.done()
         return
@@ -133,7 +136,7 @@ def _worker(api: NvmlApi, progress: _Progress, listen_s: float) -> None:
         for index in range(progress.node.get("device_count") or 0):
             _gpu_values(api, progress, index)
         progress.start("XID event wait")
-        with contextlib.suppress(NvmlNotSupported, NvmlCallError):
+        with contextlib.suppress(Exception):  # events are a bonus; the kernel log has XIDs too
             progress.xids.extend(api.xid_events(listen_s))
         progress.done()
     finally:

@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -102,7 +103,7 @@ class PynvmlApi:
             "name": lambda h: _text(c(nv.nvmlDeviceGetName, h)),
             "uuid": lambda h: _text(c(nv.nvmlDeviceGetUUID, h)),
             "pci_bus_id": lambda h: normalize_pci_bus_id(c(nv.nvmlDeviceGetPciInfo, h).busId),
-            "numa_node": lambda h: int(c(nv.nvmlDeviceGetNumaNodeId, h)),
+            "numa_node": self._numa_node,
             "ecc_dbe_volatile": lambda h: int(c(nv.nvmlDeviceGetTotalEccErrors, h, unc, vol)),
             "ecc_dbe_aggregate": lambda h: int(c(nv.nvmlDeviceGetTotalEccErrors, h, unc, agg)),
             "ecc_sbe_volatile": lambda h: int(c(nv.nvmlDeviceGetTotalEccErrors, h, cor, vol)),
@@ -154,6 +155,18 @@ class PynvmlApi:
             "recovery_action": self._recovery_action,
         }
 
+    def _numa_node(self, handle: Any) -> int:
+        """NVML's NUMA node (newer drivers), else the PCI device's numa_node in sysfs."""
+        try:
+            return int(self._call(self.nv.nvmlDeviceGetNumaNodeId, handle))
+        except NvmlNotSupported:
+            bus_id = normalize_pci_bus_id(self._call(self.nv.nvmlDeviceGetPciInfo, handle).busId)
+            path = Path(f"/sys/bus/pci/devices/{bus_id}.0/numa_node")
+            try:
+                return int(path.read_text().strip())
+            except (OSError, ValueError):
+                raise NvmlNotSupported(f"no NUMA node for {bus_id}") from None
+
     def _clock_event_reasons(self, handle: Any) -> int:
         fn = getattr(self.nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
         if fn is None:  # bindings before the rename
@@ -193,7 +206,10 @@ class PynvmlApi:
         return sum(values)
 
     def _fabric_info(self, handle: Any) -> tuple[int, int]:
-        info = self.nv.c_nvmlGpuFabricInfo_t()
+        struct = getattr(self.nv, "c_nvmlGpuFabricInfo_t", None)
+        if struct is None:
+            raise NvmlNotSupported("binding has no GPU fabric info")
+        info = struct()
         self._call(self.nv.nvmlDeviceGetGpuFabricInfo, handle, ctypes.byref(info))
         return int(info.state), int(info.status)
 

@@ -205,24 +205,20 @@ class SysfsReader:
         return table
 
     def mount(self, path: str) -> MountReading:
-        """Is ``path`` a mount point, writable, and how much is free?  Never blocks."""
-        table = self._mount_table()
-        fstype = table.get(path)
+        """Is ``path`` a mount point, writable, and how much is free?  Never blocks.
+
+        ``statvfs`` runs first so an automount is triggered before /proc/mounts is read.
+        """
+        path = path.rstrip("/") or "/"
         local = str(self.path(path))
         try:
             stat = run_with_timeout(lambda: self.statvfs(local), self.timeout_s)
             writable = run_with_timeout(lambda: self._writable(local), self.timeout_s)
         except TimeoutError as exc:
-            return MountReading(
-                path=path, mounted=fstype is not None, fstype=fstype, error=f"{path}: {exc}"
-            )
+            return self._unreadable(path, f"{path}: {exc}")
         except OSError as exc:
-            return MountReading(
-                path=path,
-                mounted=fstype is not None,
-                fstype=fstype,
-                error=f"{path}: {exc.strerror}",
-            )
+            return self._unreadable(path, f"{path}: {exc.strerror}")
+        fstype = self._mount_table().get(path)
         return MountReading(
             path=path,
             mounted=fstype is not None,
@@ -231,6 +227,10 @@ class SysfsReader:
             free_gib=stat.f_bavail * stat.f_frsize / _GIB,
             total_gib=stat.f_blocks * stat.f_frsize / _GIB,
         )
+
+    def _unreadable(self, path: str, error: str) -> MountReading:
+        fstype = self._mount_table().get(path)
+        return MountReading(path=path, mounted=fstype is not None, fstype=fstype, error=error)
 
     @staticmethod
     def _writable(directory: str) -> bool:

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Slurm Prolog for cluster lab, written by `clusterforge generate`.
-# A quick node check around each job.  Exit 1 makes Slurm drain the node and requeue the job; Slurm's
-# documentation advises exiting non-zero here rather than calling scontrol.
+# A quick node check around each job.  Exit 1 makes Slurm drain the node and requeue the job.
+# Slurm's documentation advises exiting non-zero here rather than calling scontrol.
 CLUSTERFORGE=/usr/local/bin/clusterforge
 SPEC=/etc/clusterforge/spec.yaml
 node="${SLURMD_NODENAME:-$(hostname -s)}"
