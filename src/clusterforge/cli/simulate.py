@@ -97,7 +97,7 @@ def _table(case: _Case, results: list[CollectiveResult]) -> Table:
                   + (f" x{r0.num_qps} QPs" if r0.routing == "ecmp" else ""))
     for col in ("size (B)", "count", "type", "algo", "time (us)", "algbw (GB/s)",
                 "busbw (GB/s)"):
-        table.add_column(col, justify="right")
+        table.add_column(col, justify="right", no_wrap=True)
     for r in results:
         table.add_row(
             f"{int(r.size_bytes)}", f"{int(r.size_bytes) // _DTYPE_BYTES}", "float",
@@ -127,10 +127,9 @@ def _bottleneck_lines(case: _Case, r: CollectiveResult) -> list[str]:
 
 def _vs_table(a: _Case, b: _Case, ra: list[CollectiveResult],
               rb: list[CollectiveResult]) -> Table:
-    table = Table(title=f"{ra[0].collective}: {a.name} vs {b.name}")
-    for col in ("size", f"{a.name} time (us)", f"{a.name} busbw", f"{b.name} time (us)",
-                f"{b.name} busbw", f"{b.name} / {a.name}"):
-        table.add_column(col, justify="right")
+    table = Table(title=f"{ra[0].collective}: A = {a.name} vs B = {b.name} (busbw in GB/s)")
+    for col in ("size", "A time (us)", "A busbw", "B time (us)", "B busbw", "B / A"):
+        table.add_column(col, justify="right", no_wrap=True)
     for x, y in zip(ra, rb, strict=True):
         table.add_row(_human(x.size_bytes), f"{x.time_s * 1e6:.1f}",
                       f"{x.busbw_gbyte_per_s:.2f}", f"{y.time_s * 1e6:.1f}",

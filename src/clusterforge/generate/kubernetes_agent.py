@@ -68,8 +68,20 @@ def _rbac() -> list[dict[str, Any]]:
     ]
 
 
-def _container_security() -> dict[str, Any]:
+def _container_security(*, kernel_log: bool = False) -> dict[str, Any]:
+    """Drop everything; the check container alone keeps CAP_SYSLOG (as root) to read the
+    kernel log, where XIDs that NVML events miss are printed (docs/ops.md)."""
+    if kernel_log:
+        return {
+            "runAsUser": 0,
+            "runAsNonRoot": False,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"], "add": ["SYSLOG"]},
+        }
     return {
+        "runAsUser": 65534,
+        "runAsNonRoot": True,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
@@ -90,12 +102,22 @@ def _containers(spec_path: str) -> list[dict[str, Any]]:
         "env": [node_env, gpu_env],
         "volumeMounts": [mount],
         "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
-        "securityContext": _container_security(),
+        "securityContext": _container_security(kernel_log=True),
     }
+    # The exporter labels its series with the node; without --node it would use the host name.
     exporter = {
         "name": "exporter",
         "image": AGENT_IMAGE,
-        "command": ["clusterforge", "exporter", "--port", str(EXPORTER_PORT)],
+        "command": [
+            "clusterforge",
+            "exporter",
+            "--port",
+            str(EXPORTER_PORT),
+            "--node",
+            "$(NODE_NAME)",
+            "--expect",
+            spec_path,
+        ],
         "env": [node_env, gpu_env],
         "ports": [{"name": "metrics", "containerPort": EXPORTER_PORT, "protocol": "TCP"}],
         "volumeMounts": [mount],
@@ -120,7 +142,9 @@ def _daemonset(design: Design, spec_path: str) -> dict[str, Any]:
                     "runtimeClassName": "nvidia",
                     "nodeSelector": {LABEL_PREFIX + "cluster": design.spec.name},
                     "tolerations": [{"operator": "Exists"}],
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": 65534},
+                    # Host network: NIC netdevs and RoCE ethtool counters are the host's.
+                    "hostNetwork": True,
+                    "dnsPolicy": "ClusterFirstWithHostNet",
                     "containers": _containers(spec_path),
                     "volumes": [{"name": "spec", "configMap": {"name": "clusterforge-spec"}}],
                 },
