@@ -33,8 +33,7 @@ def _spec(num_gpus: int) -> dict[str, object]:
         "num_gpus": num_gpus,
         "node": "hgx-h100-4u-liquid",
         "spare_fraction": 0,
-        "network": {"fabric": "roce", "topology": "rail-optimized", "switch": "sn5600",
-                    "tiers": 3},
+        "network": {"fabric": "roce", "topology": "rail-optimized", "switch": "sn5600", "tiers": 3},
         "workload": {"tensor_parallel": 8, "pipeline_parallel": 16, "global_batch": dp * 4},
     }
 
@@ -46,8 +45,7 @@ def run(num_gpus: int) -> None:
     graph = build_fabric_graph(design)
     groups = groups_for(design, "dp")
     t1 = time.perf_counter()
-    res = simulate_collective(graph, "all_reduce", 2**30, groups, routing="ecmp",
-                              algorithm="ring")
+    res = simulate_collective(graph, "all_reduce", 2**30, groups, routing="ecmp", algorithm="ring")
     t2 = time.perf_counter()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

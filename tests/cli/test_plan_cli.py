@@ -19,8 +19,13 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clusterforge.cli.main", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "clusterforge.cli.main", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 def test_plan_default_prints_summary():
@@ -41,7 +46,9 @@ def test_plan_writes_every_file(tmp_path):
     total = float(bom[-1]["extended_usd"])
     assert abs(total - sum(float(r["extended_usd"]) for r in bom[:-1])) < 1.0
     racks = _rows(out / "racks.csv")
-    assert {r["device"] for r in racks if r["kind"] == "node"} == set(design["compute"]["node_names"])
+    assert {r["device"] for r in racks if r["kind"] == "node"} == set(
+        design["compute"]["node_names"]
+    )
     cabling = _rows(out / "cabling.csv")
     assert any(r["link_class"] == "leaf-spine" and r["medium"] for r in cabling)
     assert "# Findings" in (out / "findings.md").read_text()

@@ -8,8 +8,17 @@ from clusterforge.errors import CatalogError
 
 
 def test_every_row_has_a_source(catalog):
-    for table in (catalog.gpus, catalog.nodes, catalog.cpus, catalog.nics, catalog.switches,
-                  catalog.media, catalog.storage, catalog.facility, catalog.models):
+    for table in (
+        catalog.gpus,
+        catalog.nodes,
+        catalog.cpus,
+        catalog.nics,
+        catalog.switches,
+        catalog.media,
+        catalog.storage,
+        catalog.facility,
+        catalog.models,
+    ):
         for row in table:
             assert row.source.strip(), row.id
 

@@ -19,15 +19,35 @@ SUPERPOD_H100 = [
 ]
 
 
-def _fabric(catalog: Catalog, topology: str, nodes: int, nics: int = 8, switch: str = "qm9700",
-            speed: float = 400, oversub: float = 1.0, tiers: int | None = None, **kw: object):
-    return size_fabric(topology=topology, num_nodes=nodes, nics_per_node=nics,
-                       switch=catalog.switches[switch], nic_gbit_per_s=speed,
-                       oversubscription=oversub, tiers=tiers, **kw)  # type: ignore[arg-type]
+def _fabric(
+    catalog: Catalog,
+    topology: str,
+    nodes: int,
+    nics: int = 8,
+    switch: str = "qm9700",
+    speed: float = 400,
+    oversub: float = 1.0,
+    tiers: int | None = None,
+    **kw: object,
+):
+    return size_fabric(
+        topology=topology,
+        num_nodes=nodes,
+        nics_per_node=nics,
+        switch=catalog.switches[switch],
+        nic_gbit_per_s=speed,
+        oversubscription=oversub,
+        tiers=tiers,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("sus", "nodes", "leaves", "spines", "node_cables", "leaf_spine"), SUPERPOD_H100)
-def test_rail_optimized_reproduces_superpod_h100_table(catalog, sus, nodes, leaves, spines, node_cables, leaf_spine):
+@pytest.mark.parametrize(
+    ("sus", "nodes", "leaves", "spines", "node_cables", "leaf_spine"), SUPERPOD_H100
+)
+def test_rail_optimized_reproduces_superpod_h100_table(
+    catalog, sus, nodes, leaves, spines, node_cables, leaf_spine
+):
     shape = _fabric(catalog, "rail-optimized", nodes, reserve_ufm_port=True)
     c = shape.connectivity
     _, _, n, tier = c.switch_links()
@@ -79,8 +99,10 @@ def test_k_ary_fat_tree_matches_al_fares(catalog):
 
 def test_three_tier_links_are_balanced(catalog):
     c = _fabric(catalog, "rail-optimized", 1000).connectivity
-    a, b, n, tier = c.switch_links()
-    ports = np.bincount(np.concatenate([a, b]), weights=np.concatenate([n, n]), minlength=c.num_switches)
+    a, b, n, _ = c.switch_links()
+    ports = np.bincount(
+        np.concatenate([a, b]), weights=np.concatenate([n, n]), minlength=c.num_switches
+    )
     assert ports.max() <= 64  # no switch over its radix
     leaf_up = ports[: c.num_leaves]
     assert np.all(leaf_up == 32)  # 1:1 leaves use every uplink
@@ -96,8 +118,11 @@ def test_dragonfly_balanced_sizes(catalog):
     _, _, n, tier = c.switch_links()
     assert n[tier == 2].sum() == 16 * 32 * 31 // 2  # full mesh inside each group
     a, b, n, tier = c.switch_links()
-    glob = np.bincount(np.concatenate([a[tier == 3], b[tier == 3]]),
-                       weights=np.concatenate([n[tier == 3]] * 2), minlength=c.num_switches)
+    glob = np.bincount(
+        np.concatenate([a[tier == 3], b[tier == 3]]),
+        weights=np.concatenate([n[tier == 3]] * 2),
+        minlength=c.num_switches,
+    )
     assert glob.max() <= 16  # no router needs more than h global ports
 
 
@@ -124,6 +149,8 @@ def test_switch_without_the_nic_speed_is_refused(catalog):
         _fabric(catalog, "leaf-spine", 8, speed=800)
 
 
-@pytest.mark.parametrize(("n", "lower", "expected"), [(32, 12, 16), (32, 4, 4), (32, 33, 32), (7, 2, 7)])
+@pytest.mark.parametrize(
+    ("n", "lower", "expected"), [(32, 12, 16), (32, 4, 4), (32, 33, 32), (7, 2, 7)]
+)
 def test_smallest_divisor(n, lower, expected):
     assert smallest_divisor_at_least(n, lower) == expected

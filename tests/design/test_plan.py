@@ -28,7 +28,11 @@ def test_default_is_the_512_h100_colo():
 
 
 def test_nodes_per_rack_never_exceed_the_cap():
-    d = plan(make_spec(num_gpus=256, facility={"max_rack_kw": 35, "cooling_available": ["air", "rear-door"]}))
+    d = plan(
+        make_spec(
+            num_gpus=256, facility={"max_rack_kw": 35, "cooling_available": ["air", "rear-door"]}
+        )
+    )
     assert d.layout_density.nodes_per_rack == 3  # 3 x 10.2 = 30.6 kW
     assert all(r.max_kw <= 35 for r in d.racks)
     full = [r for r in d.racks if r.role == "gpu" and r.max_kw > 30]
@@ -54,8 +58,14 @@ def test_liquid_node_needs_liquid_cooling():
 
 def test_nvl72_rack_cannot_be_split():
     with pytest.raises(CapacityError, match="cannot be split"):
-        plan(make_spec(num_gpus=72, node="gb200-nvl72-tray", workload={"global_batch": 72},
-                       facility={"max_rack_kw": 60, "cooling_available": ["direct-to-chip"]}))
+        plan(
+            make_spec(
+                num_gpus=72,
+                node="gb200-nvl72-tray",
+                workload={"global_batch": 72},
+                facility={"max_rack_kw": 60, "cooling_available": ["direct-to-chip"]},
+            )
+        )
 
 
 def test_elevations_do_not_overlap():
@@ -123,19 +133,32 @@ def test_rent_wins_small_build_wins_past_a_hundred():
     $184/kW-month.
     """
     spec = default_spec()
-    spec = spec.model_copy(update={"economics": spec.economics.model_copy(update={
-        "cloud_usd_per_gpu_hour": 2.99, "num_staff": 2, "utilization": 0.9})})
+    spec = spec.model_copy(
+        update={
+            "economics": spec.economics.model_copy(
+                update={"cloud_usd_per_gpu_hour": 2.99, "num_staff": 2, "utilization": 0.9}
+            )
+        }
+    )
     breakeven = break_even_gpus(spec)
     assert breakeven is not None and 64 < breakeven <= 160
-    small = spec.model_copy(update={"num_gpus": 32, "workload": spec.workload.model_copy(
-        update={"pipeline_parallel": 1, "global_batch": 32})})
+    small = spec.model_copy(
+        update={
+            "num_gpus": 32,
+            "workload": spec.workload.model_copy(
+                update={"pipeline_parallel": 1, "global_batch": 32}
+            ),
+        }
+    )
     assert not plan(small).cost.build_wins
     assert plan(spec).cost.build_wins  # 512 GPUs
 
 
 def test_low_utilization_makes_renting_win():
     spec = default_spec()
-    spec = spec.model_copy(update={"economics": spec.economics.model_copy(update={"utilization": 0.3})})
+    spec = spec.model_copy(
+        update={"economics": spec.economics.model_copy(update={"utilization": 0.3})}
+    )
     d = plan(spec)
     assert not d.cost.build_wins
     assert d.cost.break_even_utilization > 0.3

@@ -61,13 +61,16 @@ def test_power_cap_refused_below_half_tdp():
         propose_power_cap(10.2, 8, 700, 5.0, "facility.max_rack_kw")
 
 
-@pytest.mark.parametrize(("kw", "available", "liquid", "method"), [
-    (10.2, ["air", "rear-door"], False, "air"),
-    (40.8, ["air", "rear-door"], False, "rear-door"),
-    (84.0, ["air", "rear-door", "direct-to-chip"], False, "direct-to-chip"),
-    (10.0, ["air", "direct-to-chip"], True, "direct-to-chip"),
-    (132.0, ["air", "rear-door"], False, None),
-])
+@pytest.mark.parametrize(
+    ("kw", "available", "liquid", "method"),
+    [
+        (10.2, ["air", "rear-door"], False, "air"),
+        (40.8, ["air", "rear-door"], False, "rear-door"),
+        (84.0, ["air", "rear-door", "direct-to-chip"], False, "direct-to-chip"),
+        (10.0, ["air", "direct-to-chip"], True, "direct-to-chip"),
+        (132.0, ["air", "rear-door"], False, None),
+    ],
+)
 def test_cooling_method_by_density(kw, available, liquid, method):
     assert choose_cooling(kw, available, liquid) == method
 

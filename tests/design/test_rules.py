@@ -17,29 +17,55 @@ GOOD = dict(  # 512 x H100, 4 per 50 kW rear-door rack, 1:1 rail-optimized, TP i
 
 # rule id -> spec fields (merged over GOOD) that trigger it
 TRIGGERS: dict[str, dict[str, object]] = {
-    "rack-power-over-cap": {"facility": {"max_rack_kw": 15, "cooling_available": ["air"], "feeds_per_rack": 1}},
-    "power-cap-required": {"facility": {"max_rack_kw": 9, "cooling_available": ["air"], "feeds_per_rack": 1}},
-    "air-cooling-over-band": {"facility": {"max_rack_kw": 25, "cooling_available": ["air"], "feeds_per_rack": 1}},
-    "cooling-limits-density": {"facility": {"max_rack_kw": 60, "cooling_available": ["air"], "feeds_per_rack": 1}},
+    "rack-power-over-cap": {
+        "facility": {"max_rack_kw": 15, "cooling_available": ["air"], "feeds_per_rack": 1}
+    },
+    "power-cap-required": {
+        "facility": {"max_rack_kw": 9, "cooling_available": ["air"], "feeds_per_rack": 1}
+    },
+    "air-cooling-over-band": {
+        "facility": {"max_rack_kw": 25, "cooling_available": ["air"], "feeds_per_rack": 1}
+    },
+    "cooling-limits-density": {
+        "facility": {"max_rack_kw": 60, "cooling_available": ["air"], "feeds_per_rack": 1}
+    },
     "tp-exceeds-nvlink-domain": {"workload": {"tensor_parallel": 16, "global_batch": 1024}},
-    "fabric-weak-for-tp": {"workload": {"tensor_parallel": 16, "global_batch": 1024},
-                           "network": {"topology": "leaf-spine", "oversubscription": 3}},
+    "fabric-weak-for-tp": {
+        "workload": {"tensor_parallel": 16, "global_batch": 1024},
+        "network": {"topology": "leaf-spine", "oversubscription": 3},
+    },
     "fabric-oversubscribed": {"network": {"topology": "leaf-spine", "oversubscription": 3}},
     "fewer-nics-than-gpus": {"network": {"nics_per_node": 4}},
     "no-spares": {"spare_fraction": 0},
-    "consumer-gpu": {"node": "rtx4090-8gpu", "workload": {"tensor_parallel": 1, "global_batch": 512}},
-    "feed-loss-exceeds-psus": {"facility": {"max_rack_kw": 30, "cooling_available": ["air", "rear-door"], "feeds_per_rack": 2}},
+    "consumer-gpu": {
+        "node": "rtx4090-8gpu",
+        "workload": {"tensor_parallel": 1, "global_batch": 512},
+    },
+    "feed-loss-exceeds-psus": {
+        "facility": {
+            "max_rack_kw": 30,
+            "cooling_available": ["air", "rear-door"],
+            "feeds_per_rack": 2,
+        }
+    },
     "storage-read-too-low": {"storage": {"block": "nfs-server-2u", "num_blocks": 1}},
     "checkpoint-write-slow": {"storage": {"block": "nfs-server-2u", "num_blocks": 1}},
     "single-switch-link-aggregation": {
         "num_gpus": 64,
-        "network": {"topology": "single-switch", "link_aggregation": True, "nics_per_node": 4,
-                    "fabric": "roce", "switch": "sn5600"},
+        "network": {
+            "topology": "single-switch",
+            "link_aggregation": True,
+            "nics_per_node": 4,
+            "fabric": "roce",
+            "switch": "sn5600",
+        },
         "workload": {"global_batch": 1024},
     },
     "few-cpu-cores-per-gpu": {"min_cpu_cores_per_gpu": 24},
-    "all-to-all-on-restricted-topology": {"network": {"topology": "rail-only"},
-                                          "workload": {"expert_parallel": 8}},
+    "all-to-all-on-restricted-topology": {
+        "network": {"topology": "rail-only"},
+        "workload": {"expert_parallel": 8},
+    },
     "too-small-to-own": {"num_gpus": 16, "workload": {"global_batch": 16}},
 }
 

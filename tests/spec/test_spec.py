@@ -9,24 +9,52 @@ from clusterforge.spec import default_spec, load_spec, parse_spec
 from tests.conftest import EXAMPLES
 
 
-@pytest.mark.parametrize(("data", "expected"), [
-    ({"num_gpus": 512, "gpu": "h100"}, ["gpu", "'h100'", "did you mean 'h100-sxm'"]),
-    ({"num_gpus": 512, "gpu": "h100-sxm", "gpus_per_node": 7}, ["gpus_per_node", "7", "gpus_per_node: 8"]),
-    ({"num_gpus": -8, "gpu": "h100-sxm"}, ["num_gpus", "-8", "greater than 0"]),
-    ({"num_gpus": 100, "gpu": "h100-sxm"}, ["num_gpus", "100", "use 104"]),
-    ({"num_gpus": 512, "gpu": "h100-sxm", "netwrok": {}}, ["netwrok", "did you mean 'network'"]),
-    ({"num_gpus": 512, "gpu": "h100-sxm", "network": {"topology": "torus"}}, ["network.topology", "torus"]),
-    ({"num_gpus": 512, "gpu": "h100-sxm", "workload": {"tensor_parallel": 3}},
-     ["tensor_parallel", "3", "does not divide num_gpus 512"]),
-    ({"num_gpus": 512, "gpu": "h100-sxm", "workload": {"global_batch": 100}},
-     ["global_batch", "100", "use 128"]),
-    ({"num_gpus": 512, "gpu": "h100-sxm", "workload": {"data_parallel": 7}}, ["data_parallel", "7", "64"]),
-    ({"num_gpus": 512, "gpu": "h100-sxm", "network": {"switch": "qm970"}}, ["network.switch", "did you mean 'qm9700'"]),
-    ({"num_gpus": 512}, ["give 'gpu'"]),
-    ({"num_gpus": 512, "gpu": "b200", "node": "dgx-h100"}, ["dgx-h100", "b200"]),
-    ({"num_gpus": 512, "gpu": "h100-sxm", "facility": {"max_rack_kw": 0}}, ["facility.max_rack_kw"]),
-    ({"num_gpus": 512, "gpu": "h100-sxm", "workload": {"model": "llama-70b"}}, ["workload.model", "did you mean"]),
-])
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"num_gpus": 512, "gpu": "h100"}, ["gpu", "'h100'", "did you mean 'h100-sxm'"]),
+        (
+            {"num_gpus": 512, "gpu": "h100-sxm", "gpus_per_node": 7},
+            ["gpus_per_node", "7", "gpus_per_node: 8"],
+        ),
+        ({"num_gpus": -8, "gpu": "h100-sxm"}, ["num_gpus", "-8", "greater than 0"]),
+        ({"num_gpus": 100, "gpu": "h100-sxm"}, ["num_gpus", "100", "use 104"]),
+        (
+            {"num_gpus": 512, "gpu": "h100-sxm", "netwrok": {}},
+            ["netwrok", "did you mean 'network'"],
+        ),
+        (
+            {"num_gpus": 512, "gpu": "h100-sxm", "network": {"topology": "torus"}},
+            ["network.topology", "torus"],
+        ),
+        (
+            {"num_gpus": 512, "gpu": "h100-sxm", "workload": {"tensor_parallel": 3}},
+            ["tensor_parallel", "3", "does not divide num_gpus 512"],
+        ),
+        (
+            {"num_gpus": 512, "gpu": "h100-sxm", "workload": {"global_batch": 100}},
+            ["global_batch", "100", "use 128"],
+        ),
+        (
+            {"num_gpus": 512, "gpu": "h100-sxm", "workload": {"data_parallel": 7}},
+            ["data_parallel", "7", "64"],
+        ),
+        (
+            {"num_gpus": 512, "gpu": "h100-sxm", "network": {"switch": "qm970"}},
+            ["network.switch", "did you mean 'qm9700'"],
+        ),
+        ({"num_gpus": 512}, ["give 'gpu'"]),
+        ({"num_gpus": 512, "gpu": "b200", "node": "dgx-h100"}, ["dgx-h100", "b200"]),
+        (
+            {"num_gpus": 512, "gpu": "h100-sxm", "facility": {"max_rack_kw": 0}},
+            ["facility.max_rack_kw"],
+        ),
+        (
+            {"num_gpus": 512, "gpu": "h100-sxm", "workload": {"model": "llama-70b"}},
+            ["workload.model", "did you mean"],
+        ),
+    ],
+)
 def test_bad_input_names_field_value_and_fix(data, expected):
     with pytest.raises(SpecError) as info:
         parse_spec(data, source="s.yaml")

@@ -33,8 +33,20 @@ __all__ = ["command", "parse_size"]
 # nccl-tests reads -b/-e suffixes K, M, G as powers of two; we also accept KiB/MiB/GiB (binary)
 # and KB/MB/GB (decimal).
 _UNITS = {
-    "": 1, "b": 1, "k": 2**10, "kib": 2**10, "kb": 10**3, "m": 2**20, "mib": 2**20,
-    "mb": 10**6, "g": 2**30, "gib": 2**30, "gb": 10**9, "t": 2**40, "tib": 2**40, "tb": 10**12,
+    "": 1,
+    "b": 1,
+    "k": 2**10,
+    "kib": 2**10,
+    "kb": 10**3,
+    "m": 2**20,
+    "mib": 2**20,
+    "mb": 10**6,
+    "g": 2**30,
+    "gib": 2**30,
+    "gb": 10**9,
+    "t": 2**40,
+    "tib": 2**40,
+    "tb": 10**12,
 }
 _SWEEP = tuple(2**e for e in range(20, 35))  # 1 MiB .. 16 GiB, x2 (nccl-tests -f 2)
 _DTYPE_BYTES = 4  # nccl-tests' default type is float
@@ -76,15 +88,23 @@ def _case(path: str | None, kind: str, placement: str, gpus: int | None, seed: i
     return _Case(design.spec.name, design, graph, groups)
 
 
-def _run(case: _Case, sizes: tuple[int, ...], opts: dict[str, Any],
-         progress: Progress | None) -> list[CollectiveResult]:
+def _run(
+    case: _Case, sizes: tuple[int, ...], opts: dict[str, Any], progress: Progress | None
+) -> list[CollectiveResult]:
     task = progress.add_task(f"simulating {case.name}", total=len(sizes)) if progress else None
     out = []
     for size in sizes:
-        out.append(simulate_collective(
-            case.graph, opts["collective"], size, case.groups, routing=opts["routing"],
-            num_qps=opts["qps"], algorithm=opts["algorithm"],
-        ))
+        out.append(
+            simulate_collective(
+                case.graph,
+                opts["collective"],
+                size,
+                case.groups,
+                routing=opts["routing"],
+                num_qps=opts["qps"],
+                algorithm=opts["algorithm"],
+            )
+        )
         if progress is not None and task is not None:
             progress.advance(task)
     return out
@@ -92,16 +112,21 @@ def _run(case: _Case, sizes: tuple[int, ...], opts: dict[str, Any],
 
 def _table(case: _Case, results: list[CollectiveResult]) -> Table:
     r0 = results[0]
-    table = Table(title=f"{case.name}: {r0.collective}, {r0.num_groups} group(s) of "
-                  f"{r0.num_ranks} GPUs, {r0.routing}"
-                  + (f" x{r0.num_qps} QPs" if r0.routing == "ecmp" else ""))
-    for col in ("size (B)", "count", "type", "algo", "time (us)", "algbw (GB/s)",
-                "busbw (GB/s)"):
+    table = Table(
+        title=f"{case.name}: {r0.collective}, {r0.num_groups} group(s) of "
+        f"{r0.num_ranks} GPUs, {r0.routing}"
+        + (f" x{r0.num_qps} QPs" if r0.routing == "ecmp" else "")
+    )
+    for col in ("size (B)", "count", "type", "algo", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
         table.add_column(col, justify="right", no_wrap=True)
     for r in results:
         table.add_row(
-            f"{int(r.size_bytes)}", f"{int(r.size_bytes) // _DTYPE_BYTES}", "float",
-            r.algorithm, f"{r.time_s * 1e6:.1f}", f"{r.algbw_gbyte_per_s:.2f}",
+            f"{int(r.size_bytes)}",
+            f"{int(r.size_bytes) // _DTYPE_BYTES}",
+            "float",
+            r.algorithm,
+            f"{r.time_s * 1e6:.1f}",
+            f"{r.algbw_gbyte_per_s:.2f}",
             f"{r.busbw_gbyte_per_s:.2f}",
         )
     return table
@@ -117,24 +142,31 @@ def _bottleneck_lines(case: _Case, r: CollectiveResult) -> list[str]:
             f"load {link.offered_load:.0%} of capacity"
         )
     if r.would_drop:
-        lines.append(f"# [red]Congestion[/]: offered load reaches {r.max_offered_load:.0%} of a "
-                     "link; this lossy RoCE fabric would drop packets (> 0.1 %)")
+        lines.append(
+            f"# [red]Congestion[/]: offered load reaches {r.max_offered_load:.0%} of a "
+            "link; this lossy RoCE fabric would drop packets (> 0.1 %)"
+        )
     elif r.congested:
-        lines.append(f"# [yellow]Congestion[/]: offered load reaches {r.max_offered_load:.0%} "
-                     "of a link; InfiniBand backpressure spreads it upstream")
+        lines.append(
+            f"# [yellow]Congestion[/]: offered load reaches {r.max_offered_load:.0%} "
+            "of a link; InfiniBand backpressure spreads it upstream"
+        )
     return lines
 
 
-def _vs_table(a: _Case, b: _Case, ra: list[CollectiveResult],
-              rb: list[CollectiveResult]) -> Table:
+def _vs_table(a: _Case, b: _Case, ra: list[CollectiveResult], rb: list[CollectiveResult]) -> Table:
     table = Table(title=f"{ra[0].collective}: A = {a.name} vs B = {b.name} (busbw in GB/s)")
     for col in ("size", "A time (us)", "A busbw", "B time (us)", "B busbw", "B / A"):
         table.add_column(col, justify="right", no_wrap=True)
     for x, y in zip(ra, rb, strict=True):
-        table.add_row(_human(x.size_bytes), f"{x.time_s * 1e6:.1f}",
-                      f"{x.busbw_gbyte_per_s:.2f}", f"{y.time_s * 1e6:.1f}",
-                      f"{y.busbw_gbyte_per_s:.2f}",
-                      f"{y.busbw_gbyte_per_s / x.busbw_gbyte_per_s:.2f}x")
+        table.add_row(
+            _human(x.size_bytes),
+            f"{x.time_s * 1e6:.1f}",
+            f"{x.busbw_gbyte_per_s:.2f}",
+            f"{y.time_s * 1e6:.1f}",
+            f"{y.busbw_gbyte_per_s:.2f}",
+            f"{y.busbw_gbyte_per_s / x.busbw_gbyte_per_s:.2f}x",
+        )
     return table
 
 
@@ -144,25 +176,51 @@ def _json(case: _Case, results: list[CollectiveResult]) -> dict[str, Any]:
 
 @click.command("simulate")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
-@click.option("--collective", default="all_reduce", show_default=True,
-              type=click.Choice(COLLECTIVES))
-@click.option("--size", "size_text", default=None,
-              help="Message size (nccl-tests 'size'), e.g. 1GiB; default: sweep 1MiB..16GiB")
+@click.option(
+    "--collective", default="all_reduce", show_default=True, type=click.Choice(COLLECTIVES)
+)
+@click.option(
+    "--size",
+    "size_text",
+    default=None,
+    help="Message size (nccl-tests 'size'), e.g. 1GiB; default: sweep 1MiB..16GiB",
+)
 @click.option("--gpus", type=int, default=None, help="GPUs in the job (default: all)")
-@click.option("--groups", "kind", default="all", show_default=True,
-              type=click.Choice(["all", "dp", "tp", "pp", "cp"]),
-              help="Communicators: one over all GPUs, or every DP/TP/PP/CP group at once")
+@click.option(
+    "--groups",
+    "kind",
+    default="all",
+    show_default=True,
+    type=click.Choice(["all", "dp", "tp", "pp", "cp"]),
+    help="Communicators: one over all GPUs, or every DP/TP/PP/CP group at once",
+)
 @click.option("--placement", default="packed", show_default=True, type=click.Choice(PLACEMENTS))
 @click.option("--routing", default="adaptive", show_default=True, type=click.Choice(ROUTINGS))
 @click.option("--qps", default=1, show_default=True, type=int, help="Queue pairs per flow (ECMP)")
 @click.option("--algorithm", default="auto", show_default=True, type=click.Choice(ALGORITHMS))
 @click.option("--seed", default=0, show_default=True, help="Seed of the fragmented placement")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables")
-@click.option("--vs", "other", default=None, type=click.Path(dir_okay=False),
-              help="A second spec: same traffic on both designs, side by side")
-def command(spec: str | None, collective: str, size_text: str | None, gpus: int | None,
-            kind: str, placement: str, routing: str, qps: int, algorithm: str, seed: int,
-            as_json: bool, other: str | None) -> None:
+@click.option(
+    "--vs",
+    "other",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="A second spec: same traffic on both designs, side by side",
+)
+def command(
+    spec: str | None,
+    collective: str,
+    size_text: str | None,
+    gpus: int | None,
+    kind: str,
+    placement: str,
+    routing: str,
+    qps: int,
+    algorithm: str,
+    seed: int,
+    as_json: bool,
+    other: str | None,
+) -> None:
     """Simulate COLLECTIVE on the fabric designed from SPEC (default: the built-in spec)."""
     sizes = (parse_size(size_text),) if size_text else _SWEEP
     opts = {"collective": collective, "routing": routing, "qps": qps, "algorithm": algorithm}

@@ -21,8 +21,8 @@ routers are leaves.  Formulas (design.md §2):
 from __future__ import annotations
 
 import math
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 

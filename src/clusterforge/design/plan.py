@@ -117,9 +117,13 @@ def _build_wins_at(spec: ClusterSpec, catalog: Catalog, num_gpus: int) -> bool:
         return plan(sized, catalog, break_even=False).cost.build_wins
     except CapacityError:
         # The spec's own topology may not grow (a single switch): compare on a fabric that does.
-        network = spec.network.model_copy(update={
-            "topology": "rail-optimized", "tiers": None, "link_aggregation": False,
-        })
+        network = spec.network.model_copy(
+            update={
+                "topology": "rail-optimized",
+                "tiers": None,
+                "link_aggregation": False,
+            }
+        )
         grown = sized.model_copy(update={"network": network})
         return plan(grown, catalog, break_even=False).cost.build_wins
 

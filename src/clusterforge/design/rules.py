@@ -53,7 +53,11 @@ def rack_power_over_cap(d: Design) -> list[Finding]:
     den, node, f = d.layout_density, d.compute.node, d.spec.facility
     by_u = den.usable_u // node.u_height
     # Fire when the power limit leaves more than half of the rack's height unused.
-    if node.rack_scale_nodes or 2 * den.nodes_per_rack > by_u or d.compute.num_nodes <= den.nodes_per_rack:
+    if (
+        node.rack_scale_nodes
+        or 2 * den.nodes_per_rack > by_u
+        or d.compute.num_nodes <= den.nodes_per_rack
+    ):
         return []
     full_kw = by_u * node.max_kw
     return [

@@ -26,8 +26,8 @@ __all__ = [
     "CollectiveResult",
     "FabricGraph",
     "LinkLoad",
-    "bus_factor",
     "build_fabric_graph",
+    "bus_factor",
     "groups_for",
     "simulate_collective",
 ]

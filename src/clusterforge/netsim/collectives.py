@@ -90,9 +90,12 @@ def _blocks(graph: FabricGraph, seq: np.ndarray) -> _Blocks:
 
 
 def _edge_traffic(
-    graph: FabricGraph, seq: np.ndarray, src_pos: np.ndarray, dst_pos: np.ndarray,
+    graph: FabricGraph,
+    seq: np.ndarray,
+    src_pos: np.ndarray,
+    dst_pos: np.ndarray,
     per_edge: bool,
-) -> tuple[np.ndarray, ...]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, NetSegments, np.ndarray, int]:
     """Segments of edges seq[:, src_pos] -> seq[:, dst_pos] over C channels.
 
     Returns (intra_src, intra_dst, intra_owner, net arrays..., net_owner, C) where owner is
@@ -105,8 +108,9 @@ def _edge_traffic(
     edge = np.arange(src.size).reshape(src.shape)
     row = np.repeat(np.arange(ng), src_pos.size).reshape(src.shape)
     start, length = blocks.start[:, src_pos], blocks.length[:, src_pos]
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("is", "id", "io", "sn", "si", "dn",
-                                                         "di", "key", "no")}
+    parts: dict[str, list[np.ndarray]] = {
+        k: [] for k in ("is", "id", "io", "sn", "si", "dn", "di", "key", "no")
+    }
     flat_seq = seq.ravel()
     for c in range(channels):
         owner = edge if per_edge else row * channels + c
@@ -129,8 +133,15 @@ def _edge_traffic(
 
 
 def _ring_like(
-    graph: FabricGraph, seq: np.ndarray, *, closed: bool, per_edge_volume: float,
-    algorithm: str, steps: int, reverse: bool = False, per_edge: bool = False,
+    graph: FabricGraph,
+    seq: np.ndarray,
+    *,
+    closed: bool,
+    per_edge_volume: float,
+    algorithm: str,
+    steps: int,
+    reverse: bool = False,
+    per_edge: bool = False,
 ) -> Traffic:
     n = seq.shape[1]
     src_pos = np.arange(n if closed else n - 1)
@@ -184,14 +195,21 @@ def _merge(parts: list[Traffic]) -> Traffic:
     """Concatenate phases that run at the same time (demand ids renumbered)."""
     offs = np.cumsum([0] + [p.volume.size for p in parts])
     cat = np.concatenate
-    net = NetSegments(*(cat([getattr(p.net, f) for p in parts]) for f in (
-        "src_node", "src_nic", "dst_node", "dst_nic", "key")))
+    net = NetSegments(
+        *(
+            cat([getattr(p.net, f) for p in parts])
+            for f in ("src_node", "src_nic", "dst_node", "dst_nic", "key")
+        )
+    )
     return Traffic(
         parts[0].algorithm,
-        cat([p.intra_src for p in parts]), cat([p.intra_dst for p in parts]),
-        cat([p.intra_demand + o for p, o in zip(parts, offs, strict=False)]), net,
+        cat([p.intra_src for p in parts]),
+        cat([p.intra_dst for p in parts]),
+        cat([p.intra_demand + o for p, o in zip(parts, offs, strict=False)]),
+        net,
         cat([p.net_demand + o for p, o in zip(parts, offs, strict=False)]),
-        cat([p.volume for p in parts]), max(p.steps for p in parts),
+        cat([p.volume for p in parts]),
+        max(p.steps for p in parts),
     )
 
 
@@ -205,8 +223,7 @@ def _nvls(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
         )
     demand = np.repeat(np.arange(ng), n)
     empty = NetSegments(_empty(), _empty(), _empty(), _empty(), _empty())
-    return [Traffic("nvls", seq.ravel(), seq.ravel(), demand, empty, _empty(),
-                    np.ones(ng), 2)]
+    return [Traffic("nvls", seq.ravel(), seq.ravel(), demand, empty, _empty(), np.ones(ng), 2)]
 
 
 def nvls_possible(graph: FabricGraph, seq: np.ndarray) -> bool:
@@ -227,36 +244,52 @@ def _hierarchical(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
     local = seq.reshape(ng * m, k)
     rails = seq.reshape(ng, m, k).transpose(0, 2, 1).reshape(ng * k, m)
     half = (k - 1) / k
-    rs = _ring_like(graph, local, closed=True, per_edge_volume=half, algorithm="ring",
-                    steps=k - 1)
-    ar = _ring_like(graph, rails, closed=True, per_edge_volume=2 * (m - 1) / m / k,
-                    algorithm="ring", steps=2 * (m - 1))
+    rs = _ring_like(graph, local, closed=True, per_edge_volume=half, algorithm="ring", steps=k - 1)
+    ar = _ring_like(
+        graph,
+        rails,
+        closed=True,
+        per_edge_volume=2 * (m - 1) / m / k,
+        algorithm="ring",
+        steps=2 * (m - 1),
+    )
     return [rs, ar, rs]
 
 
 def _direct(graph: FabricGraph, seq: np.ndarray, pxn: bool) -> list[Traffic]:
     """All-to-all: every ordered pair (i, j), i != j, moves S/n; one demand per pair."""
-    ng, n = seq.shape
+    n = seq.shape[1]
     i, j = np.nonzero(~np.eye(n, dtype=bool))
     src, dst = seq[:, i].ravel(), seq[:, j].ravel()
     demand = np.arange(src.size)
     net = graph.domain_of(src) != graph.domain_of(dst)
     gpn = graph.gpus_per_node
     s, d, dem = src[net], dst[net], demand[net]
-    dst_nic = graph.nic_of_local(d % gpn)
-    use_pxn = pxn or graph.kind == "rail-only"
-    src_nic = dst_nic if use_pxn else graph.nic_of_local(s % gpn)
+    dst_nic, own_nic = graph.nic_of_local(d % gpn), graph.nic_of_local(s % gpn)
+    # PXN needs NVLink to a GPU next to the destination's rail NIC; rail-only has no other way
+    use_pxn = (pxn or graph.kind == "rail-only") and graph.scaleup_class == "nvlink"
+    src_nic = dst_nic if use_pxn else own_nic
     intra_s, intra_d, intra_o = [src[~net]], [dst[~net]], [demand[~net]]
     if use_pxn:
         proxy = (s // gpn) * gpn + -(-dst_nic * gpn // graph.nics_per_node)
-        hop = proxy != s
+        hop = own_nic != dst_nic
         intra_s.append(s[hop])
         intra_d.append(proxy[hop])
         intra_o.append(dem[hop])
     segs = NetSegments(s // gpn, src_nic, d // gpn, dst_nic, s * graph.num_gpus + d)
     volume = np.full(src.size, 1.0 / n)
-    return [Traffic("direct", np.concatenate(intra_s), np.concatenate(intra_d),
-                    np.concatenate(intra_o), segs, dem, volume, n - 1)]
+    return [
+        Traffic(
+            "direct",
+            np.concatenate(intra_s),
+            np.concatenate(intra_d),
+            np.concatenate(intra_o),
+            segs,
+            dem,
+            volume,
+            n - 1,
+        )
+    ]
 
 
 def candidate_algorithms(graph: FabricGraph, collective: str, seq: np.ndarray) -> list[str]:
@@ -286,17 +319,44 @@ def build_phases(
     if algorithm == "direct" and collective == "all_to_all":
         return _direct(graph, seq, pxn)
     if collective == "all_to_all" or algorithm not in ("ring", "direct"):
-        raise SimulationError(
-            f"--algorithm {algorithm}: not available for {collective}; use auto"
-        )
+        raise SimulationError(f"--algorithm {algorithm}: not available for {collective}; use auto")
     if collective == "all_reduce":
-        return [_ring_like(graph, seq, closed=True, per_edge_volume=2 * (n - 1) / n,
-                           algorithm="ring", steps=2 * (n - 1))]
+        return [
+            _ring_like(
+                graph,
+                seq,
+                closed=True,
+                per_edge_volume=2 * (n - 1) / n,
+                algorithm="ring",
+                steps=2 * (n - 1),
+            )
+        ]
     if collective in ("all_gather", "reduce_scatter"):
-        return [_ring_like(graph, seq, closed=True, per_edge_volume=(n - 1) / n,
-                           algorithm="ring", steps=n - 1)]
+        return [
+            _ring_like(
+                graph, seq, closed=True, per_edge_volume=(n - 1) / n, algorithm="ring", steps=n - 1
+            )
+        ]
     if collective == "sendrecv":
-        return [_ring_like(graph, seq, closed=True, per_edge_volume=1.0, algorithm="ring",
-                           steps=1, per_edge=True)]
-    return [_ring_like(graph, seq, closed=False, per_edge_volume=1.0, algorithm="chain",
-                       steps=n - 1, reverse=collective == "reduce")]
+        return [
+            _ring_like(
+                graph,
+                seq,
+                closed=True,
+                per_edge_volume=1.0,
+                algorithm="ring",
+                steps=1,
+                per_edge=True,
+            )
+        ]
+    return [
+        _ring_like(
+            graph,
+            seq,
+            closed=False,
+            per_edge_volume=1.0,
+            algorithm="chain",
+            steps=n - 1,
+            reverse=collective == "reduce",
+        )
+    ]

@@ -31,16 +31,18 @@ _MERGE = 0.05
 _MAX_EVENTS = 8
 
 
-def incidence(link: np.ndarray, demand: np.ndarray, coef: np.ndarray, num_links: int,
-              num_demands: int) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+def incidence(
+    link: np.ndarray, demand: np.ndarray, coef: np.ndarray, num_links: int, num_demands: int
+) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     """(A, Aᵀ) as CSR; duplicate (link, demand) entries are summed."""
     a = sp.csr_matrix((coef, (link, demand)), shape=(num_links, num_demands))
     a.sum_duplicates()
     return a, a.T.tocsr()
 
 
-def max_min_rates(a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray,
-                  active: np.ndarray) -> np.ndarray:
+def max_min_rates(
+    a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray, active: np.ndarray
+) -> np.ndarray:
     """Max-min fair rates (GB/s) of the ``active`` demands; inactive demands get 0 and
     demands that cross no link get +inf."""
     rate = np.zeros(a.shape[1])
@@ -77,8 +79,9 @@ class Completion:
     num_events: int
 
 
-def completion_time(a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray,
-                    volume: np.ndarray) -> Completion:
+def completion_time(
+    a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray, volume: np.ndarray
+) -> Completion:
     """Time (s) until every demand has moved its ``volume`` (GB), re-allocating max-min
     rates each time a set of demands completes."""
     remaining = volume.astype(float).copy()
@@ -107,8 +110,9 @@ def completion_time(a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray,
     return Completion(elapsed, steady, events)
 
 
-def _drain_bound_s(a: sp.csr_matrix, cap: np.ndarray, remaining: np.ndarray, rate: np.ndarray,
-                   finite: np.ndarray) -> float:
+def _drain_bound_s(
+    a: sp.csr_matrix, cap: np.ndarray, remaining: np.ndarray, rate: np.ndarray, finite: np.ndarray
+) -> float:
     """Time to drain what is left once the event budget is spent: the busiest link's
     remaining bytes over its capacity (exact for a work-conserving fabric), but never less
     than the time the slowest demand still needs at its current rate divided by the demand

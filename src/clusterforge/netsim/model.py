@@ -31,7 +31,13 @@ __all__ = [
 ]
 
 COLLECTIVES = (
-    "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "reduce", "sendrecv",
+    "all_reduce",
+    "reduce_scatter",
+    "all_gather",
+    "all_to_all",
+    "broadcast",
+    "reduce",
+    "sendrecv",
 )
 
 # nccl-tests doc/PERFORMANCE.md (operations.md §15, performance.md §3.1): busbw = algbw × f.

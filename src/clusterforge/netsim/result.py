@@ -130,8 +130,10 @@ def _top_links(graph: FabricGraph, phase: PhaseSolution) -> tuple[LinkLoad, ...]
     top = top[np.argsort(-score[top], kind="stable")]
     return tuple(
         LinkLoad(
-            *_link_name(graph, int(i)), LINK_CLASSES[graph.link_class[i]],
-            round(float(phase.utilization[i]), 4), round(float(phase.busy_fraction[i]), 4),
+            *_link_name(graph, int(i)),
+            LINK_CLASSES[graph.link_class[i]],
+            round(float(phase.utilization[i]), 4),
+            round(float(phase.busy_fraction[i]), 4),
             round(float(phase.offered_load[i]), 4),
             float(graph.capacity_gbyte_per_s[i]),
         )
@@ -140,8 +142,15 @@ def _top_links(graph: FabricGraph, phase: PhaseSolution) -> tuple[LinkLoad, ...]
 
 
 def summarize(
-    graph: FabricGraph, collective: str, algorithm: str, routing: str, num_qps: int,
-    size_bytes: float, groups: np.ndarray, phases: list[PhaseSolution], time_s: float,
+    graph: FabricGraph,
+    collective: str,
+    algorithm: str,
+    routing: str,
+    num_qps: int,
+    size_bytes: float,
+    groups: np.ndarray,
+    phases: list[PhaseSolution],
+    time_s: float,
     factor: float,
 ) -> CollectiveResult:
     """Assemble the result from the phases of the chosen algorithm."""
@@ -153,15 +162,23 @@ def summarize(
     algbw = size_bytes / time_s / 1e9
     congested = worst > _OVERLOAD
     return CollectiveResult(
-        collective=collective, algorithm=algorithm, routing=routing, num_qps=num_qps,
-        size_bytes=float(size_bytes), num_ranks=int(groups.shape[1]),
-        num_groups=int(groups.shape[0]), time_s=time_s, algbw_gbyte_per_s=algbw,
+        collective=collective,
+        algorithm=algorithm,
+        routing=routing,
+        num_qps=num_qps,
+        size_bytes=float(size_bytes),
+        num_ranks=int(groups.shape[1]),
+        num_groups=int(groups.shape[0]),
+        time_s=time_s,
+        algbw_gbyte_per_s=algbw,
         busbw_gbyte_per_s=algbw * factor,
         latency_s=LAUNCH_S + sum(p.latency_s for p in phases),
         link_class_utilization=_class_stats(graph, dom) if dom else {},
         top_links=_top_links(graph, dom) if dom else (),
-        max_offered_load=round(worst, 4), congested=congested,
-        would_drop=congested and graph.fabric == "roce", fabric=graph.fabric,
-        num_flows=sum(p.num_flows for p in phases), num_links=graph.num_links,
+        max_offered_load=round(worst, 4),
+        congested=congested,
+        would_drop=congested and graph.fabric == "roce",
+        fabric=graph.fabric,
+        num_flows=sum(p.num_flows for p in phases),
+        num_links=graph.num_links,
     )
-

@@ -8,7 +8,7 @@ of the segment's rate that crosses the link.
 * ``ecmp``: static hashing of each flow onto one equal-cost path (one member of every
   bundle), as switches do with the 5-tuple; with ``num_qps`` > 1 a flow is split over that
   many queue pairs, each hashed on its own (RoCE spreads load by QP: different UDP source
-  ports; performance.md §5.3 "ECMP hashing per QP").
+  ports; performance.md §5 item 3: "ECMP hashing *per QP*").
 * ``adaptive``: ideal adaptive routing / packet spraying, an even split over all equal-cost
   paths (the graph's aggregate links; exact for a symmetric Clos).
 * link aggregation (the seed's design A): a LAG picks its member link per flow by hash at the
@@ -35,7 +35,9 @@ _MASK64 = (1 << 64) - 1
 def flow_hash(key: np.ndarray, salt: int) -> np.ndarray:
     """A 64-bit mix (splitmix64 finaliser, Steele et al. 2014) of ``key`` and ``salt``;
     stands in for a switch's CRC hash over the packet header."""
-    x = np.asarray(key).astype(_U) * _U(0x9E3779B97F4A7C15) + _U((salt * 0x632BE59BD9B4E019 + 1) & _MASK64)
+    x = np.asarray(key).astype(_U) * _U(0x9E3779B97F4A7C15) + _U(
+        (salt * 0x632BE59BD9B4E019 + 1) & _MASK64
+    )
     x = (x ^ (x >> _U(30))) * _U(0xBF58476D1CE4E5B9)
     x = (x ^ (x >> _U(27))) * _U(0x94D049BB133111EB)
     return x ^ (x >> _U(31))
@@ -121,20 +123,26 @@ def _route_clos(
     if not ecmp:
         parts = [(seg, graph.leaf_up_link[leaf_s]), (seg, graph.leaf_down_link[leaf_d])]
         if inter.any():
-            parts += [(seg[inter], graph.pod_up_link[pod_s[inter]]),
-                      (seg[inter], graph.pod_down_link[pod_d[inter]])]
+            parts += [
+                (seg[inter], graph.pod_up_link[pod_s[inter]]),
+                (seg[inter], graph.pod_down_link[pod_d[inter]]),
+            ]
         s = np.concatenate([p[0] for p in parts])
         return s, np.concatenate([p[1] for p in parts]), np.ones(s.size)
     j = _pick(key, 3, spp)
     spine_s = conn.num_leaves + pod_s * spp + j
     spine_d = conn.num_leaves + pod_d * spp + j
-    parts = [(seg, _member(graph, leaf_s, spine_s, key, 4)),
-             (seg, _member(graph, spine_d, leaf_d, key, 5))]
+    parts = [
+        (seg, _member(graph, leaf_s, spine_s, key, 4)),
+        (seg, _member(graph, spine_d, leaf_d, key, 5)),
+    ]
     if inter.any():
         k = key[inter]
         core = conn.num_leaves + conn.num_spines + j[inter] * cpg + _pick(k, 6, cpg)
-        parts += [(seg[inter], _member(graph, spine_s[inter], core, k, 7)),
-                  (seg[inter], _member(graph, core, spine_d[inter], k, 8))]
+        parts += [
+            (seg[inter], _member(graph, spine_s[inter], core, k, 7)),
+            (seg[inter], _member(graph, core, spine_d[inter], k, 8)),
+        ]
     s = np.concatenate([p[0] for p in parts])
     return s, np.concatenate([p[1] for p in parts]), np.ones(s.size)
 
@@ -148,9 +156,11 @@ def _route_dragonfly(
     g_s, g_d = r_s // a_, r_d // a_
     seg = np.arange(r_s.size)
     same = g_s == g_d
-    segs, links, fracs = [seg[same]], [_hop(graph, r_s[same], r_d[same], key[same], ecmp, 9)], [
-        np.ones(int(same.sum()))
-    ]
+    segs, links, fracs = (
+        [seg[same]],
+        [_hop(graph, r_s[same], r_d[same], key[same], ecmp, 9)],
+        [np.ones(int(same.sum()))],
+    )
     other = ~same
     if other.any():
         s2, x, y, f = _global_choices(graph, g_s[other], g_d[other], key[other], ecmp)
@@ -164,8 +174,9 @@ def _route_dragonfly(
     return np.concatenate(segs), np.concatenate(links), np.concatenate(fracs)
 
 
-def _hop(graph: FabricGraph, u: np.ndarray, v: np.ndarray, key: np.ndarray, ecmp: bool,
-         salt: int) -> np.ndarray:
+def _hop(
+    graph: FabricGraph, u: np.ndarray, v: np.ndarray, key: np.ndarray, ecmp: bool, salt: int
+) -> np.ndarray:
     if ecmp:
         return _member(graph, u, v, key, salt)
     b = graph.bundle_index(u, v)

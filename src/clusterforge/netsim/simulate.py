@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import weakref
-from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from clusterforge.errors import SimulationError, did_you_mean
 from clusterforge.netsim.collectives import (
@@ -47,8 +47,14 @@ _CACHE: weakref.WeakKeyDictionary[FabricGraph, dict[tuple, list[PhaseSolution]]]
 _CACHE_ENTRIES = 128
 
 
-def _check(graph: FabricGraph, collective: str, routing: str, algorithm: str, num_qps: int,
-           size_bytes: float) -> None:
+def _check(
+    graph: FabricGraph,
+    collective: str,
+    routing: str,
+    algorithm: str,
+    num_qps: int,
+    size_bytes: float,
+) -> None:
     if collective not in COLLECTIVES:
         raise SimulationError(
             f"--collective: unknown collective {collective!r}"
@@ -111,13 +117,14 @@ def solve_phase(graph: FabricGraph, traffic: Traffic, routing: str, num_qps: int
         busy_fraction=(a @ traffic.volume) / cap / max(done.time_s, 1e-300),
         offered_load=_offered(graph, a, cap) / cap,
         view=view,
-        num_flows=int(np.unique(seg_n).size + traffic.intra_src.size) if seg_n.size else
-        int(traffic.intra_src.size),
+        num_flows=int(np.unique(seg_n).size + traffic.intra_src.size)
+        if seg_n.size
+        else int(traffic.intra_src.size),
         num_demands=int(traffic.volume.size),
     )
 
 
-def _offered(graph: FabricGraph, a, cap: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _offered(graph: FabricGraph, a: sp.csr_matrix, cap: np.ndarray) -> np.ndarray:
     """Load each link would get if every demand sent at its fair share of its first hop
     (GPU port or NIC port), i.e. before the fabric pushes back: the congestion indicator."""
     coo = a.tocoo()
@@ -132,14 +139,22 @@ def _offered(graph: FabricGraph, a, cap: np.ndarray) -> np.ndarray:  # type: ign
     return np.asarray(a @ rate).ravel()
 
 
-def _cache_key(collective: str, algorithm: str, routing: str, num_qps: int, pxn: bool,
-               groups: np.ndarray) -> tuple:
+def _cache_key(
+    collective: str, algorithm: str, routing: str, num_qps: int, pxn: bool, groups: np.ndarray
+) -> tuple:
     digest = hashlib.blake2b(groups.tobytes(), digest_size=16).hexdigest()
     return (collective, algorithm, routing, num_qps, pxn, groups.shape, digest)
 
 
-def solve_phases(graph: FabricGraph, collective: str, algorithm: str, groups: np.ndarray,
-                 routing: str, num_qps: int, pxn: bool) -> list[PhaseSolution]:
+def solve_phases(
+    graph: FabricGraph,
+    collective: str,
+    algorithm: str,
+    groups: np.ndarray,
+    routing: str,
+    num_qps: int,
+    pxn: bool,
+) -> list[PhaseSolution]:
     """Unit-size solutions of every phase (cached per graph)."""
     memo = _CACHE.setdefault(graph, {})
     key = _cache_key(collective, algorithm, routing, num_qps, pxn, groups)
@@ -175,8 +190,9 @@ def simulate_collective(
     n = arr.shape[1]
     pxn = graph.rail_optimized if pxn is None else pxn
     if n < 2:
-        return summarize(graph, collective, "none", routing, num_qps, size_bytes, arr, [],
-                         LAUNCH_S, 0.0)
+        return summarize(
+            graph, collective, "none", routing, num_qps, size_bytes, arr, [], LAUNCH_S, 0.0
+        )
     names = [algorithm]
     if algorithm == "auto":
         names = candidate_algorithms(graph, collective, ring_order(graph, arr))
@@ -187,5 +203,15 @@ def simulate_collective(
         if best is None or t < best[0]:
             best = (t, name, phases)
     assert best is not None  # names is never empty
-    return summarize(graph, collective, best[1], routing, int(num_qps), size_bytes, arr,
-                     best[2], best[0], bus_factor(collective, n))
+    return summarize(
+        graph,
+        collective,
+        best[1],
+        routing,
+        int(num_qps),
+        size_bytes,
+        arr,
+        best[2],
+        best[0],
+        bus_factor(collective, n),
+    )

@@ -207,16 +207,28 @@ class _LinkTable:
         self.size = 0
 
     def add(
-        self, cls: np.ndarray | str, cap: np.ndarray | float, lat: float,
-        src: np.ndarray, dst: np.ndarray, ecmp: bool, adaptive: bool,
+        self,
+        cls: np.ndarray | str,
+        cap: np.ndarray | float,
+        lat: float,
+        src: np.ndarray,
+        dst: np.ndarray,
+        ecmp: bool,
+        adaptive: bool,
     ) -> int:
         n = int(np.asarray(src).size)
         cls_arr = np.full(n, _CLS[cls], np.int8) if isinstance(cls, str) else cls.astype(np.int8)
-        self.blocks.append((
-            cls_arr, np.broadcast_to(np.asarray(cap, float), (n,)), np.full(n, lat),
-            np.asarray(src, np.int64), np.asarray(dst, np.int64),
-            np.full(n, ecmp), np.full(n, adaptive),
-        ))
+        self.blocks.append(
+            (
+                cls_arr,
+                np.broadcast_to(np.asarray(cap, float), (n,)),
+                np.full(n, lat),
+                np.asarray(src, np.int64),
+                np.asarray(dst, np.int64),
+                np.full(n, ecmp),
+                np.full(n, adaptive),
+            )
+        )
         first = self.size
         self.size += n
         return first
@@ -265,8 +277,13 @@ def build_fabric_graph(design: Design) -> FabricGraph:
         cls = np.array([_CLS[_TIER_CLASS[(int(ti), direction)]] for ti in range(4)])[tier]
         src, dst = (a, b) if direction == 0 else (b, a)
         first = t.add(
-            np.repeat(cls, n), nic_gbyte_per_s, NETWORK_LINK_LATENCY_S,
-            v_sw + np.repeat(src, n), v_sw + np.repeat(dst, n), True, False,
+            np.repeat(cls, n),
+            nic_gbyte_per_s,
+            NETWORK_LINK_LATENCY_S,
+            v_sw + np.repeat(src, n),
+            v_sw + np.repeat(dst, n),
+            True,
+            False,
         )
         bases.append(first + np.concatenate([[0], np.cumsum(n)[:-1]]).astype(np.int64))
     aggregates = _add_aggregates(t, conn, a, b, n, tier, nic_gbyte_per_s, v_sw)
@@ -275,30 +292,64 @@ def build_fabric_graph(design: Design) -> FabricGraph:
     order = np.argsort(keys, kind="stable")
     lpp, spp, cpg = _pods(conn)
     return FabricGraph(
-        connectivity=conn, num_gpus=num_gpus, gpus_per_node=gpn, num_nodes=num_nodes,
-        nics_per_node=fab.nics_per_node, domain_gpus=domain_gpus, num_domains=num_domains,
-        scaleup=gpu.scaleup, scaleup_class=su_cls, nvls=(not pcie) and gpu.scaleup in NVLS_SCALEUPS,
-        fabric=fab.fabric, nic_gbyte_per_s=nic_gbyte_per_s,
+        connectivity=conn,
+        num_gpus=num_gpus,
+        gpus_per_node=gpn,
+        num_nodes=num_nodes,
+        nics_per_node=fab.nics_per_node,
+        domain_gpus=domain_gpus,
+        num_domains=num_domains,
+        scaleup=gpu.scaleup,
+        scaleup_class=su_cls,
+        nvls=(not pcie) and gpu.scaleup in NVLS_SCALEUPS,
+        fabric=fab.fabric,
+        nic_gbyte_per_s=nic_gbyte_per_s,
         node_names=tuple(compute.node_names),
-        link_class=cls_arr, capacity_gbyte_per_s=cap, latency_s=lat, link_from=src_v,
-        link_to=dst_v, in_ecmp=ecmp, in_adaptive=adaptive,
-        bundle_a=a, bundle_b=b, bundle_n=n, bundle_keys_sorted=keys[order],
-        bundle_key_order=order, member_up_base=bases[0], member_down_base=bases[1],
-        leaves_per_pod=lpp, spines_per_pod=spp, cores_per_group=cpg, **aggregates,
+        link_class=cls_arr,
+        capacity_gbyte_per_s=cap,
+        latency_s=lat,
+        link_from=src_v,
+        link_to=dst_v,
+        in_ecmp=ecmp,
+        in_adaptive=adaptive,
+        bundle_a=a,
+        bundle_b=b,
+        bundle_n=n,
+        bundle_keys_sorted=keys[order],
+        bundle_key_order=order,
+        member_up_base=bases[0],
+        member_down_base=bases[1],
+        leaves_per_pod=lpp,
+        spines_per_pod=spp,
+        cores_per_group=cpg,
+        **aggregates,
     )
 
 
 def _add_aggregates(
-    t: _LinkTable, conn: Connectivity, a: np.ndarray, b: np.ndarray, n: np.ndarray,
-    tier: np.ndarray, nic_gbyte_per_s: float, v_sw: int,
+    t: _LinkTable,
+    conn: Connectivity,
+    a: np.ndarray,
+    b: np.ndarray,
+    n: np.ndarray,
+    tier: np.ndarray,
+    nic_gbyte_per_s: float,
+    v_sw: int,
 ) -> dict[str, np.ndarray]:
     """Adaptive-routing aggregates: per leaf and per pod for a Clos (exact under ideal
     spraying), per bundle for a dragonfly.  Aggregate vertices are named by their switch."""
     empty = np.zeros(0, np.int64)
-    out = {k: empty for k in (
-        "bundle_up_link", "bundle_down_link", "leaf_up_link", "leaf_down_link",
-        "pod_up_link", "pod_down_link",
-    )}
+    out = {
+        k: empty
+        for k in (
+            "bundle_up_link",
+            "bundle_down_link",
+            "leaf_up_link",
+            "leaf_down_link",
+            "pod_up_link",
+            "pod_down_link",
+        )
+    }
     lat = NETWORK_LINK_LATENCY_S
     if conn.kind == "dragonfly" and a.size:
         cls = np.where(tier == 3, _CLS["dragonfly-global"], _CLS["dragonfly-local"])
@@ -312,11 +363,13 @@ def _add_aggregates(
         return out
     leaves = np.arange(conn.num_leaves)
     up_cap = np.bincount(a[tier == 0], weights=n[tier == 0], minlength=conn.num_leaves)
-    first = t.add("leaf-spine", up_cap * nic_gbyte_per_s, lat, v_sw + leaves, v_sw + leaves,
-                  False, True)
+    first = t.add(
+        "leaf-spine", up_cap * nic_gbyte_per_s, lat, v_sw + leaves, v_sw + leaves, False, True
+    )
     out["leaf_up_link"] = first + leaves
-    first = t.add("spine-leaf", up_cap * nic_gbyte_per_s, lat, v_sw + leaves, v_sw + leaves,
-                  False, True)
+    first = t.add(
+        "spine-leaf", up_cap * nic_gbyte_per_s, lat, v_sw + leaves, v_sw + leaves, False, True
+    )
     out["leaf_down_link"] = first + leaves
     if (tier == 1).any():
         lpp, spp, _ = _pods(conn)

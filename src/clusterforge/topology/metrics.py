@@ -27,6 +27,7 @@ def link_class_summary(graph: FabricGraph) -> list[LinkClassSummary]:
     for idx in np.unique(graph.link_class[graph.in_ecmp]):
         mask = graph.in_ecmp & (graph.link_class == idx)
         cap = graph.capacity_gbyte_per_s[mask]
-        out.append(LinkClassSummary(LINK_CLASSES[idx], int(mask.sum()), float(cap.sum()),
-                                    float(cap.max())))
+        out.append(
+            LinkClassSummary(LINK_CLASSES[idx], int(mask.sum()), float(cap.sum()), float(cap.max()))
+        )
     return out
