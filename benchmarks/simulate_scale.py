@@ -5,8 +5,9 @@ rail-optimized RoCE fabric (SN5600, 400G ports) with per-flow ECMP.  Prints, per
 wall time of building the design and graph and of the simulation, the peak Python heap
 (tracemalloc) and the process's peak RSS, and the numbers of flows and links.
 
-    python benchmarks/simulate_scale.py            # 16,384 and 100,352 GPUs
-    python benchmarks/simulate_scale.py 16384      # one size
+    python benchmarks/simulate_scale.py                 # 16,384 and 100,352 GPUs
+    python benchmarks/simulate_scale.py 16384           # one size
+    python benchmarks/simulate_scale.py --fragmented    # job scattered over random nodes
 
 100,000 does not divide by TP x PP = 128 on 8-GPU nodes, so the large case uses 100,352
 (784 x 128 GPUs, 12,544 nodes).
@@ -38,12 +39,12 @@ def _spec(num_gpus: int) -> dict[str, object]:
     }
 
 
-def run(num_gpus: int) -> None:
+def run(num_gpus: int, placement: str = "packed") -> None:
     tracemalloc.start()
     t0 = time.perf_counter()
     design = plan(parse_spec(_spec(num_gpus)))
     graph = build_fabric_graph(design)
-    groups = groups_for(design, "dp")
+    groups = groups_for(design, "dp", placement=placement)
     t1 = time.perf_counter()
     res = simulate_collective(graph, "all_reduce", 2**30, groups, routing="ecmp", algorithm="ring")
     t2 = time.perf_counter()
@@ -52,7 +53,7 @@ def run(num_gpus: int) -> None:
     rss_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
     fab = design.fabric
     print(
-        f"{num_gpus:>7} GPUs | {fab.tiers}-tier {fab.topology} {fab.num_leaves} leaves "
+        f"{num_gpus:>7} GPUs {placement} | {fab.tiers}-tier {fab.topology} {fab.num_leaves} leaves "
         f"{fab.num_spines} spines {fab.num_cores} cores | {groups.shape[0]} DP groups of "
         f"{groups.shape[1]} | flows {res.num_flows:,} | links {res.num_links:,}\n"
         f"        design+graph {t1 - t0:6.2f} s | simulate {t2 - t1:6.2f} s | "
@@ -63,8 +64,9 @@ def run(num_gpus: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    for n in [int(a) for a in argv] or SIZES:
-        run(n)
+    placement = "fragmented" if "--fragmented" in argv else "packed"
+    for n in [int(a) for a in argv if not a.startswith("--")] or SIZES:
+        run(n, placement)
 
 
 if __name__ == "__main__":

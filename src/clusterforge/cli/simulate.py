@@ -117,7 +117,16 @@ def _table(case: _Case, results: list[CollectiveResult]) -> Table:
         f"{r0.num_ranks} GPUs, {r0.routing}"
         + (f" x{r0.num_qps} QPs" if r0.routing == "ecmp" else "")
     )
-    for col in ("size (B)", "count", "type", "algo", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
+    # two-line headers as nccl-tests prints them
+    for col in (
+        "size\n(B)",
+        "count\n(elements)",
+        "type",
+        "algo",
+        "time\n(us)",
+        "algbw\n(GB/s)",
+        "busbw\n(GB/s)",
+    ):
         table.add_column(col, justify="right", no_wrap=True)
     for r in results:
         table.add_row(
@@ -140,6 +149,12 @@ def _bottleneck_lines(case: _Case, r: CollectiveResult) -> list[str]:
             f"# Limiting link        : {link.source} -> {link.target} ({link.link_class}, "
             f"{link.capacity_gbyte_per_s:g} GB/s): busy {link.busy_fraction:.0%}, offered "
             f"load {link.offered_load:.0%} of capacity"
+        )
+    spot = r.hotspot
+    if r.congested and spot is not None:
+        lines.append(
+            f"# Most congested link  : {spot.source} -> {spot.target} ({spot.link_class}): "
+            f"offered load {spot.offered_load:.0%} of capacity"
         )
     if r.would_drop:
         lines.append(
@@ -236,6 +251,6 @@ def command(
     for c, r in zip(cases, runs, strict=True):
         console.print(_table(c, r))
         for line in _bottleneck_lines(c, r[-1]):
-            console.print(line, highlight=False)
+            console.print(line, highlight=False, soft_wrap=True)
     if other:
         console.print(_vs_table(cases[0], cases[1], runs[0], runs[1]))

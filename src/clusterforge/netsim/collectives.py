@@ -9,12 +9,15 @@ demand per byte of the nccl-tests ``size`` (so one solve serves every message si
   NICs all carry traffic.  Ring all-reduce moves 2(n−1)/n·S per edge, all-gather and
   reduce-scatter (n−1)/n·S (nccl-tests PERFORMANCE.md derivation).
 * **tree**: NCCL's double binary tree between nodes (two complementary trees, each carrying
-  half the data; Sanders et al. 2009 as used by NCCL 2.4) with a chain inside each node.
+  half the data; Sanders, Speck & Träff 2009, adopted by NCCL 2.4 [U: from memory]) with a
+  chain inside each node.
 * **hierarchical**: reduce-scatter inside the node, all-reduce of S/k between the GPUs with
-  the same position on every node (k rail rings), all-gather inside the node.
+  the same position on every node (k rail rings), all-gather inside the node; the three
+  phases run back to back, as when a framework issues them as separate NCCL calls (Horovod's
+  hierarchical all-reduce).  NCCL's own ring pipelines the same traffic.
 * **nvls**: NVLink SHARP; each GPU sends S to the NVSwitch and receives S back.
 * **direct** (all-to-all): every ordered pair exchanges S/n; with PXN (NCCL ≥ 2.12 on
-  rail-optimized fabrics) the message first crosses NVLink to the local GPU on the
+  rail-optimized fabrics [U: version from memory]; performance.md §1.2 SimCCL models PXN) the message first crosses NVLink to the local GPU on the
   destination's rail, so the fabric only carries rail-local traffic.
 * **chain** (broadcast, reduce) and **pairs** (sendrecv: rank i sends S to rank i+1).
 """
@@ -26,7 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from clusterforge.errors import SimulationError
+from clusterforge.netsim.alltoall import direct_all_to_all
 from clusterforge.netsim.routing import NetSegments
+from clusterforge.netsim.traffic import Traffic, empty_ids, empty_segments
 from clusterforge.topology import FabricGraph
 
 __all__ = ["ALGORITHMS", "Traffic", "build_phases", "candidate_algorithms"]
@@ -34,28 +39,6 @@ __all__ = ["ALGORITHMS", "Traffic", "build_phases", "candidate_algorithms"]
 ALGORITHMS = ("auto", "ring", "tree", "nvls", "hierarchical", "direct")
 
 _NVLS_MIN_GPUS = 5  # NCCL picks NVLS only above 4 GPUs on H200 (operations.md §15)
-
-
-@dataclass(frozen=True)
-class Traffic:
-    """One phase: intra-domain and fabric segments, each owned by a demand."""
-
-    algorithm: str  # efficiency key: ring, tree, chain, direct, nvls
-    intra_src: np.ndarray
-    intra_dst: np.ndarray
-    intra_demand: np.ndarray
-    net: NetSegments
-    net_demand: np.ndarray
-    volume: np.ndarray  # bytes per byte of size, one per demand
-    steps: int  # sequential steps, each paying one path latency
-
-    @property
-    def num_flows(self) -> int:
-        return int(self.intra_src.size + self.net.src_node.size)
-
-
-def _empty() -> np.ndarray:
-    return np.zeros(0, np.int64)
 
 
 @dataclass(frozen=True)
@@ -109,7 +92,7 @@ def _edge_traffic(
     row = np.repeat(np.arange(ng), src_pos.size).reshape(src.shape)
     start, length = blocks.start[:, src_pos], blocks.length[:, src_pos]
     parts: dict[str, list[np.ndarray]] = {
-        k: [] for k in ("is", "id", "io", "sn", "si", "dn", "di", "key", "no")
+        k: [] for k in ("is", "id", "io", "sn", "si", "dn", "di", "key", "no", "sg", "dg")
     }
     flat_seq = seq.ravel()
     for c in range(channels):
@@ -127,8 +110,10 @@ def _edge_traffic(
         parts["di"].append(nic)
         parts["key"].append((s * graph.num_gpus + d) * channels + c)
         parts["no"].append(owner[net])
-    cat = {k: np.concatenate(v) if v else _empty() for k, v in parts.items()}
-    segs = NetSegments(cat["sn"], cat["si"], cat["dn"], cat["di"], cat["key"])
+        parts["sg"].append(s)
+        parts["dg"].append(d)
+    cat = {k: np.concatenate(v) if v else empty_ids() for k, v in parts.items()}
+    segs = NetSegments(cat["sn"], cat["si"], cat["dn"], cat["di"], cat["key"], cat["sg"], cat["dg"])
     return cat["is"], cat["id"], cat["io"], segs, cat["no"], channels
 
 
@@ -181,7 +166,7 @@ def _tree(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
     for child, parent in ((nodes, parent1), (child2, parent2)):
         # positions of the block heads; up and down edges, plus the chains inside each node
         heads_c, heads_p = child * k, parent * k
-        chain = np.arange(n).reshape(m, k)[:, :-1].ravel() if k > 1 else _empty()
+        chain = np.arange(n).reshape(m, k)[:, :-1].ravel() if k > 1 else empty_ids()
         src_pos = np.concatenate([heads_c, heads_p, chain, chain + 1])
         dst_pos = np.concatenate([heads_p, heads_c, chain + 1, chain])
         i_s, i_d, i_o, net, n_o, channels = _edge_traffic(graph, seq, src_pos, dst_pos, False)
@@ -198,7 +183,7 @@ def _merge(parts: list[Traffic]) -> Traffic:
     net = NetSegments(
         *(
             cat([getattr(p.net, f) for p in parts])
-            for f in ("src_node", "src_nic", "dst_node", "dst_nic", "key")
+            for f in ("src_node", "src_nic", "dst_node", "dst_nic", "key", "src_gpu", "dst_gpu")
         )
     )
     return Traffic(
@@ -210,6 +195,7 @@ def _merge(parts: list[Traffic]) -> Traffic:
         cat([p.net_demand + o for p, o in zip(parts, offs, strict=False)]),
         cat([p.volume for p in parts]),
         max(p.steps for p in parts),
+        cat([p.weights() for p in parts]),
     )
 
 
@@ -222,8 +208,11 @@ def _nvls(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
             f"{graph.domain_gpus} GPUs; use ring or auto"
         )
     demand = np.repeat(np.arange(ng), n)
-    empty = NetSegments(_empty(), _empty(), _empty(), _empty(), _empty())
-    return [Traffic("nvls", seq.ravel(), seq.ravel(), demand, empty, _empty(), np.ones(ng), 2)]
+    return [
+        Traffic(
+            "nvls", seq.ravel(), seq.ravel(), demand, empty_segments(), empty_ids(), np.ones(ng), 2
+        )
+    ]
 
 
 def nvls_possible(graph: FabricGraph, seq: np.ndarray) -> bool:
@@ -256,42 +245,6 @@ def _hierarchical(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
     return [rs, ar, rs]
 
 
-def _direct(graph: FabricGraph, seq: np.ndarray, pxn: bool) -> list[Traffic]:
-    """All-to-all: every ordered pair (i, j), i != j, moves S/n; one demand per pair."""
-    n = seq.shape[1]
-    i, j = np.nonzero(~np.eye(n, dtype=bool))
-    src, dst = seq[:, i].ravel(), seq[:, j].ravel()
-    demand = np.arange(src.size)
-    net = graph.domain_of(src) != graph.domain_of(dst)
-    gpn = graph.gpus_per_node
-    s, d, dem = src[net], dst[net], demand[net]
-    dst_nic, own_nic = graph.nic_of_local(d % gpn), graph.nic_of_local(s % gpn)
-    # PXN needs NVLink to a GPU next to the destination's rail NIC; rail-only has no other way
-    use_pxn = (pxn or graph.kind == "rail-only") and graph.scaleup_class == "nvlink"
-    src_nic = dst_nic if use_pxn else own_nic
-    intra_s, intra_d, intra_o = [src[~net]], [dst[~net]], [demand[~net]]
-    if use_pxn:
-        proxy = (s // gpn) * gpn + -(-dst_nic * gpn // graph.nics_per_node)
-        hop = own_nic != dst_nic
-        intra_s.append(s[hop])
-        intra_d.append(proxy[hop])
-        intra_o.append(dem[hop])
-    segs = NetSegments(s // gpn, src_nic, d // gpn, dst_nic, s * graph.num_gpus + d)
-    volume = np.full(src.size, 1.0 / n)
-    return [
-        Traffic(
-            "direct",
-            np.concatenate(intra_s),
-            np.concatenate(intra_d),
-            np.concatenate(intra_o),
-            segs,
-            dem,
-            volume,
-            n - 1,
-        )
-    ]
-
-
 def candidate_algorithms(graph: FabricGraph, collective: str, seq: np.ndarray) -> list[str]:
     """Algorithms NCCL would consider; ``auto`` picks the fastest of them per size, like
     NCCL's tuner does with its own cost model."""
@@ -317,8 +270,8 @@ def build_phases(
     if algorithm == "hierarchical" and collective == "all_reduce":
         return _hierarchical(graph, seq)
     if algorithm == "direct" and collective == "all_to_all":
-        return _direct(graph, seq, pxn)
-    if collective == "all_to_all" or algorithm not in ("ring", "direct"):
+        return direct_all_to_all(graph, seq, pxn)
+    if collective == "all_to_all" or algorithm != "ring":
         raise SimulationError(f"--algorithm {algorithm}: not available for {collective}; use auto")
     if collective == "all_reduce":
         return [

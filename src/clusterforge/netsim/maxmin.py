@@ -5,11 +5,12 @@ The *demand* is the unit that gets one rate: a single flow, or a whole pipelined
 ``A[l, d]`` is how many bytes cross link ``l`` per byte/s of demand ``d`` (path fractions,
 ring crossings and protocol overhead folded in).
 
-Progressive filling (Bertsekas & Gallager, *Data Networks*, 2nd ed., §6.5.2): raise every
-unfrozen demand's rate together until a link saturates, freeze the demands crossing it,
-repeat.  Each round is two sparse mat-vecs, so the cost is O(nnz) per distinct bottleneck
-level, with no Python loop over flows.  :func:`completion_time` re-runs the allocation when
-demands finish (a flow-level simulation), merging completions within 2 % of each other.
+Progressive filling (Bertsekas & Gallager, *Data Networks*, 2nd ed., max-min fairness in
+ch. 6 [U: section not re-checked]): raise every unfrozen demand's rate together until a link
+saturates, freeze the demands crossing it, repeat.  Each round is two sparse mat-vecs, so the
+cost is O(nnz) per distinct bottleneck level, with no Python loop over flows.
+:func:`completion_time` re-runs the allocation when demands finish (a flow-level
+simulation), merging completions within 5 % of each other.
 """
 
 from __future__ import annotations
@@ -113,10 +114,9 @@ def completion_time(
 def _drain_bound_s(
     a: sp.csr_matrix, cap: np.ndarray, remaining: np.ndarray, rate: np.ndarray, finite: np.ndarray
 ) -> float:
-    """Time to drain what is left once the event budget is spent: the busiest link's
-    remaining bytes over its capacity (exact for a work-conserving fabric), but never less
-    than the time the slowest demand still needs at its current rate divided by the demand
-    count sharing its bottleneck... kept simple: the link bound."""
+    """Time to drain what is left once the event budget is spent: the busiest link's remaining
+    bytes over its capacity.  A lower bound (a work-conserving fabric reaches it when the
+    remaining demands share one bottleneck); the time at current rates is the upper bound."""
     left = np.where(finite, remaining, 0.0)
     busy = np.asarray(a @ left).ravel() / cap
     return float(busy.max())

@@ -73,6 +73,7 @@ class CollectiveResult:
     latency_s: float
     link_class_utilization: dict[str, ClassUtilization]
     top_links: tuple[LinkLoad, ...]
+    hotspot: LinkLoad | None  # network link with the highest offered load
     max_offered_load: float
     congested: bool
     would_drop: bool
@@ -122,23 +123,35 @@ def _link_name(graph: FabricGraph, link: int) -> tuple[str, str]:
 
 def _top_links(graph: FabricGraph, phase: PhaseSolution) -> tuple[LinkLoad, ...]:
     # Rank by the share of the phase the link was busy: the link that sets the pace has ~1.0.
-    score = np.where(phase.view, phase.busy_fraction + 1e-3 * phase.offered_load, 0)
+    # Ties (within 0.1 %) go to the link with the higher offered load: where packets pile up.
+    busy = np.round(phase.busy_fraction, 3)
+    score = np.where(phase.view & (phase.busy_fraction > 0), busy + 1e-4 * phase.offered_load, 0)
     k = min(_TOP_LINKS, int((score > 0).sum()))
     if k == 0:
         return ()
     top = np.argpartition(-score, k - 1)[:k]
     top = top[np.argsort(-score[top], kind="stable")]
-    return tuple(
-        LinkLoad(
-            *_link_name(graph, int(i)),
-            LINK_CLASSES[graph.link_class[i]],
-            round(float(phase.utilization[i]), 4),
-            round(float(phase.busy_fraction[i]), 4),
-            round(float(phase.offered_load[i]), 4),
-            float(graph.capacity_gbyte_per_s[i]),
-        )
-        for i in top
+    return tuple(_link_load(graph, phase, int(i)) for i in top)
+
+
+def _link_load(graph: FabricGraph, phase: PhaseSolution, i: int) -> LinkLoad:
+    return LinkLoad(
+        *_link_name(graph, i),
+        LINK_CLASSES[graph.link_class[i]],
+        round(float(phase.utilization[i]), 4),
+        round(float(phase.busy_fraction[i]), 4),
+        round(float(phase.offered_load[i]), 4),
+        float(graph.capacity_gbyte_per_s[i]),
     )
+
+
+def _hotspot(graph: FabricGraph, phase: PhaseSolution, network: np.ndarray) -> LinkLoad | None:
+    """The network link with the highest offered load (where a lossy fabric drops first)."""
+    mask = phase.view & network
+    if not mask.any():
+        return None
+    i = int(np.flatnonzero(mask)[np.argmax(phase.offered_load[mask])])
+    return _link_load(graph, phase, i) if phase.offered_load[i] > 0 else None
 
 
 def summarize(
@@ -159,7 +172,7 @@ def summarize(
     worst = 0.0
     if dom is not None and (dom.view & network).any():
         worst = float(dom.offered_load[dom.view & network].max())
-    algbw = size_bytes / time_s / 1e9
+    algbw = size_bytes / time_s / 1e9 if time_s > 0 else 0.0
     congested = worst > _OVERLOAD
     return CollectiveResult(
         collective=collective,
@@ -172,9 +185,10 @@ def summarize(
         time_s=time_s,
         algbw_gbyte_per_s=algbw,
         busbw_gbyte_per_s=algbw * factor,
-        latency_s=LAUNCH_S + sum(p.latency_s for p in phases),
+        latency_s=LAUNCH_S + sum(p.latency_s for p in phases) if phases else 0.0,
         link_class_utilization=_class_stats(graph, dom) if dom else {},
         top_links=_top_links(graph, dom) if dom else (),
+        hotspot=_hotspot(graph, dom, network) if dom else None,
         max_offered_load=round(worst, 4),
         congested=congested,
         would_drop=congested and graph.fabric == "roce",

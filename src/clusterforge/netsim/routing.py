@@ -50,13 +50,16 @@ def _pick(key: np.ndarray, salt: int, n: np.ndarray | int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class NetSegments:
-    """Fabric segments: NIC port to NIC port, with a hash key per flow."""
+    """Fabric segments: NIC port to NIC port, with a hash key per flow and the GPUs at both
+    ends (their PCIe link to the NIC is charged when the GPUs have no NVLink)."""
 
     src_node: np.ndarray
     src_nic: np.ndarray
     dst_node: np.ndarray
     dst_nic: np.ndarray
     key: np.ndarray
+    src_gpu: np.ndarray
+    dst_gpu: np.ndarray
 
 
 def route_intra(graph: FabricGraph, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -86,6 +89,13 @@ def route_net(
     out_seg = [seg, seg]
     out_link = [graph.nic_up(sn, si), graph.nic_down(dn, di)]
     out_frac = [frac, frac]
+    if graph.scaleup_class == "pcie":  # GPU -> NIC shares the GPU's own x16 link
+        out_seg += [seg, seg]
+        out_link += [
+            graph.scaleup_up(np.repeat(segs.src_gpu, qps)),
+            graph.scaleup_down(np.repeat(segs.dst_gpu, qps)),
+        ]
+        out_frac += [frac, frac]
     conn = graph.connectivity
     leaf_s, leaf_d = conn.leaf_of(sn, si), conn.leaf_of(dn, di)
     cross = leaf_s != leaf_d

@@ -21,7 +21,6 @@ import scipy.sparse as sp
 from clusterforge.errors import SimulationError, did_you_mean
 from clusterforge.netsim.collectives import (
     ALGORITHMS,
-    Traffic,
     build_phases,
     candidate_algorithms,
     ring_order,
@@ -37,6 +36,7 @@ from clusterforge.netsim.model import (
 )
 from clusterforge.netsim.result import CollectiveResult, PhaseSolution, summarize
 from clusterforge.netsim.routing import ROUTINGS, route_intra, route_net
+from clusterforge.netsim.traffic import Traffic
 from clusterforge.topology import FabricGraph
 
 __all__ = ["simulate_collective", "solve_phases"]
@@ -101,7 +101,8 @@ def solve_phase(graph: FabricGraph, traffic: Traffic, routing: str, num_qps: int
     eff = SCALEUP_EFFICIENCY[traffic.algorithm]
     link = np.concatenate([link_i, link_n])
     demand = np.concatenate([traffic.intra_demand[seg_i], traffic.net_demand[seg_n]])
-    coef = np.concatenate([frac_i / eff, frac_n / NETWORK_EFFICIENCY])
+    weight_i = traffic.weights()[seg_i]
+    coef = np.concatenate([frac_i * weight_i / eff, frac_n / NETWORK_EFFICIENCY])
     a, at = incidence(link, demand, coef, graph.num_links, traffic.volume.size)
     cap = graph.capacity_gbyte_per_s
     done = completion_time(a, at, cap, traffic.volume)
@@ -183,16 +184,14 @@ def simulate_collective(
     pxn: bool | None = None,
 ) -> CollectiveResult:
     """Simulate ``collective`` of ``size_bytes`` (the nccl-tests ``size``) run by every row of
-    ``groups`` at once.  ``pxn`` (default: on for rail-optimized fabrics) forwards over NVLink
+    ``groups`` at once.  Groups of one GPU communicate nothing: time 0, bandwidths 0.  ``pxn`` (default: on for rail-optimized fabrics) forwards over NVLink
     to the GPU on the destination's rail before entering the fabric."""
     _check(graph, collective, routing, algorithm, num_qps, size_bytes)
     arr = _groups(graph, groups)
     n = arr.shape[1]
     pxn = graph.rail_optimized if pxn is None else pxn
     if n < 2:
-        return summarize(
-            graph, collective, "none", routing, num_qps, size_bytes, arr, [], LAUNCH_S, 0.0
-        )
+        return summarize(graph, collective, "none", routing, num_qps, size_bytes, arr, [], 0.0, 0.0)
     names = [algorithm]
     if algorithm == "auto":
         names = candidate_algorithms(graph, collective, ring_order(graph, arr))

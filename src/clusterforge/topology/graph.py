@@ -196,6 +196,8 @@ class FabricGraph:
             return f"{self.node_names[node]}/nic{nic}"
         if vertex < 0 or vertex >= g + d + ports + self.connectivity.num_switches:
             return f"aggregate-{vertex}"
+        if self.kind == "single-switch":
+            return "switch-0001"
         return self.connectivity.switch_name(vertex - g - d - ports)
 
 

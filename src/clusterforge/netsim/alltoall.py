@@ -1,0 +1,86 @@
+"""All-to-all as direct exchange: every ordered pair (i, j), i ≠ j, of a group moves S/n.
+
+* Pairs inside one scale-up domain cross NVLink (one demand per pair).
+* Without PXN each GPU sends through its own NIC to the peer's NIC, one connection (and one
+  hashed flow) per pair.
+* With PXN (NCCL ≥ 2.12 [U: from memory], default on rail-optimized fabrics; forced on rail-only fabrics, which
+  have no path between rails) a GPU hands the message over NVLink to the local GPU on the
+  destination's rail, and that proxy sends it.  All sources of one node then share the
+  proxy's connection to the destination, so the fabric flow is (source node, destination GPU)
+  and carries the messages of every group member on that node: we model it as one demand
+  whose NVLink legs each carry their member's share.  This is also what keeps a 2,048-GPU
+  all-to-all to ~n²/8 demands.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clusterforge.errors import SimulationError
+from clusterforge.netsim.routing import NetSegments
+from clusterforge.netsim.traffic import Traffic
+from clusterforge.topology import FabricGraph
+
+__all__ = ["MAX_PAIRS", "direct_all_to_all"]
+
+MAX_PAIRS = 6_000_000  # ~2,400 GPUs in one group; beyond that memory passes a few GiB
+
+
+def _pairs(seq: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ng, n = seq.shape
+    if ng * n * (n - 1) > MAX_PAIRS:
+        raise SimulationError(
+            f"--collective all_to_all: {ng} group(s) of {n} GPUs make {ng * n * (n - 1):,} "
+            f"flows (limit {MAX_PAIRS:,}); simulate fewer GPUs (--gpus) or expert-parallel "
+            "sized groups"
+        )
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    row = np.repeat(np.arange(ng), i.size)
+    return row, seq[:, i].ravel(), seq[:, j].ravel()
+
+
+def direct_all_to_all(graph: FabricGraph, seq: np.ndarray, pxn: bool) -> list[Traffic]:
+    """Traffic of a direct all-to-all over groups ``seq`` (num_groups, n)."""
+    n = seq.shape[1]
+    row, src, dst = _pairs(seq)
+    net = graph.domain_of(src) != graph.domain_of(dst)
+    use_pxn = (pxn or graph.kind == "rail-only") and graph.scaleup_class == "nvlink"
+    local = int((~net).sum())
+    intra_s, intra_d = [src[~net]], [dst[~net]]
+    intra_o, intra_w = [np.arange(local)], [np.ones(local)]
+    s, d, r = src[net], dst[net], row[net]
+    gpn = graph.gpus_per_node
+    dst_nic, own_nic = graph.nic_of_local(d % gpn), graph.nic_of_local(s % gpn)
+    if use_pxn:
+        key = (r * graph.num_nodes + s // gpn) * graph.num_gpus + d
+        _, first, owner, count = np.unique(
+            key, return_index=True, return_inverse=True, return_counts=True
+        )
+        proxy = (s // gpn) * gpn + -(-dst_nic * gpn // graph.nics_per_node)
+        hop = own_nic != dst_nic
+        intra_s.append(s[hop])
+        intra_d.append(proxy[hop])
+        intra_o.append(local + owner[hop])
+        intra_w.append(1.0 / count[owner[hop]])
+        f = first
+        segs = NetSegments(s[f] // gpn, dst_nic[f], d[f] // gpn, dst_nic[f], key[f], proxy[f], d[f])
+        net_volume = count / n
+    else:
+        segs = NetSegments(s // gpn, own_nic, d // gpn, dst_nic, s * graph.num_gpus + d, s, d)
+        net_volume = np.full(s.size, 1.0 / n)
+    volume = np.concatenate([np.full(local, 1.0 / n), net_volume])
+    net_demand = local + np.arange(net_volume.size)
+    cat = np.concatenate
+    return [
+        Traffic(
+            "direct",
+            cat(intra_s),
+            cat(intra_d),
+            cat(intra_o),
+            segs,
+            net_demand,
+            volume,
+            n - 1,
+            cat(intra_w),
+        )
+    ]

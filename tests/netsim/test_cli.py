@@ -1,0 +1,100 @@
+"""`clusterforge simulate` through the CLI entry point."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clusterforge.cli.main import main
+from clusterforge.cli.simulate import parse_size
+from tests.netsim.designs import EXAMPLES
+
+A = str(EXAMPLES / "seed-design-a.yaml")
+B = str(EXAMPLES / "seed-design-b.yaml")
+
+
+def test_json_has_the_bandwidths_link_classes_and_top_links(capsys):
+    code = main(
+        ["simulate", A, "--collective", "all_to_all", "--size", "1GiB", "--gpus", "64", "--json"]
+    )
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    res = out["results"][0]
+    for key in (
+        "time_s",
+        "algbw_gbyte_per_s",
+        "busbw_gbyte_per_s",
+        "link_class_utilization",
+        "top_links",
+        "limiting_link",
+        "would_drop",
+    ):
+        assert key in res
+    assert res["num_ranks"] == 64
+    assert res["top_links"][0]["link_class"] in ("nic-leaf", "leaf-nic")
+    assert res["busbw_gbyte_per_s"] > 0
+
+
+def test_default_sweep_prints_an_nccl_tests_style_table(capsys):
+    assert main(["simulate", B]) == 0
+    out = capsys.readouterr().out
+    for column in ("size", "count", "type", "time", "(us)", "algbw", "busbw", "(GB/s)"):
+        assert column in out
+    assert "17179869184" in out and "1048576" in out  # 1 MiB .. 16 GiB
+    assert "Limiting link" in out
+
+
+def test_vs_shows_both_designs_side_by_side(capsys):
+    code = main(["simulate", A, "--vs", B, "--collective", "all_to_all", "--size", "256MiB"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "seed-design-a" in out and "seed-design-b" in out
+    assert "would drop" in out  # A's RoCE LAG members overflow
+
+
+def test_groups_placement_and_routing_options(capsys):
+    code = main(
+        [
+            "simulate",
+            B,
+            "--groups",
+            "dp",
+            "--placement",
+            "fragmented",
+            "--routing",
+            "ecmp",
+            "--qps",
+            "4",
+            "--size",
+            "64MiB",
+            "--json",
+        ]
+    )
+    assert code == 0
+    res = json.loads(capsys.readouterr().out)["results"][0]
+    assert res["num_groups"] == 8 and res["num_ranks"] == 64
+    assert res["num_qps"] == 4 and res["routing"] == "ecmp"
+
+
+def test_user_errors_are_one_red_line_and_exit_1(capsys):
+    assert main(["simulate", B, "--size", "lots"]) == 1
+    err = capsys.readouterr().err
+    assert "--size" in err and len(err.strip().splitlines()) == 1
+    assert main(["simulate", A, "--algorithm", "nvls", "--size", "1GiB"]) == 1
+    assert "nvls" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1GiB", 2**30),
+        ("1G", 2**30),
+        ("1GB", 10**9),
+        ("512MiB", 2**29),
+        ("4096", 4096),
+        ("1.5KiB", 1536),
+    ],
+)
+def test_parse_size(text, value):
+    assert parse_size(text) == value

@@ -1,0 +1,50 @@
+"""User errors are SimulationErrors that name the option and the fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clusterforge.errors import SimulationError
+from clusterforge.netsim import simulate_collective
+from tests.netsim.designs import single_node
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return single_node("dgx-h100")[1]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"collective": "allreduce"}, "did you mean 'all_reduce'"),
+        ({"routing": "spray"}, "--routing"),
+        ({"algorithm": "nvlsx"}, "--algorithm"),
+        ({"num_qps": 0}, "--qps"),
+        ({"size_bytes": 0}, "--size"),
+        ({"groups": np.array([[0, 0]])}, "twice"),
+        ({"groups": np.array([[0, 99]])}, "outside"),
+        ({"groups": np.array([[0.5, 1.5]])}, "integer"),
+    ],
+)
+def test_bad_inputs(graph, kwargs, match):
+    args = {"collective": "all_reduce", "size_bytes": 2**20, "groups": np.arange(8)[None]}
+    args.update(kwargs)
+    with pytest.raises(SimulationError, match=match):
+        simulate_collective(graph, args.pop("collective"), args.pop("size_bytes"), **args)
+
+
+def test_algorithm_that_does_not_fit_the_hardware_or_the_collective():
+    _, a100 = single_node("dgx-a100")
+    with pytest.raises(SimulationError, match="NVLink SHARP"):
+        simulate_collective(a100, "all_reduce", 2**20, np.arange(8)[None], algorithm="nvls")
+    with pytest.raises(SimulationError, match="tree"):
+        simulate_collective(a100, "all_reduce", 2**20, np.arange(8)[None], algorithm="tree")
+    with pytest.raises(SimulationError, match="all_gather"):
+        simulate_collective(a100, "all_gather", 2**20, np.arange(8)[None], algorithm="direct")
+
+
+def test_a_one_gpu_group_communicates_nothing(graph):
+    res = simulate_collective(graph, "all_reduce", 2**20, np.array([[3]]))
+    assert res.time_s == 0 and res.busbw_gbyte_per_s == 0 and res.algbw_gbyte_per_s == 0

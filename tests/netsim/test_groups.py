@@ -1,0 +1,60 @@
+"""Megatron rank order and placements of groups_for."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clusterforge.errors import SimulationError
+from clusterforge.netsim import groups_for
+from tests.netsim.designs import make_design
+
+
+@pytest.fixture(scope="module")
+def design():
+    return make_design(
+        workload={"tensor_parallel": 8, "pipeline_parallel": 4, "global_batch": 1024}
+    )
+
+
+def test_tp_groups_are_adjacent_ranks_inside_one_node(design):
+    tp = groups_for(design, "tp")
+    assert tp.shape == (64, 8)
+    assert np.all(tp // 8 == tp[:, :1] // 8)
+
+
+def test_dp_groups_stride_by_tp_and_pp_groups_by_tp_times_dp(design):
+    dp = groups_for(design, "dp")
+    pp = groups_for(design, "pp")
+    assert dp.shape == (32, 16) and pp.shape == (128, 4)
+    assert np.all(np.diff(dp, axis=1) == 8)
+    assert np.all(np.diff(pp, axis=1) == 8 * 16)
+
+
+def test_every_gpu_is_in_exactly_one_group_of_each_kind(design):
+    for kind in ("tp", "dp", "pp"):
+        assert np.array_equal(np.sort(groups_for(design, kind).ravel()), np.arange(512))
+
+
+def test_fragmented_placement_scatters_nodes_but_keeps_tp_inside_a_node():
+    design = make_design(num_gpus=512)
+    big = make_design(num_gpus=2048, workload={"tensor_parallel": 8, "global_batch": 1024})
+    packed = groups_for(big, "dp", num_gpus=512)
+    frag = groups_for(big, "dp", num_gpus=512, placement="fragmented", seed=4)
+    assert packed.max() < 512
+    assert frag.max() >= 512  # uses nodes beyond the first 64
+    tp = groups_for(big, "tp", num_gpus=512, placement="fragmented", seed=4)
+    assert np.all(tp // 8 == tp[:, :1] // 8)
+    assert groups_for(design, "all").shape == (1, 512)
+
+
+def test_bad_requests_name_the_option():
+    design = make_design()
+    with pytest.raises(SimulationError, match="--groups"):
+        groups_for(design, "ep")
+    with pytest.raises(SimulationError, match="--placement"):
+        groups_for(design, "dp", placement="random")
+    with pytest.raises(SimulationError, match="--gpus"):
+        groups_for(design, "dp", num_gpus=100)
+    with pytest.raises(SimulationError, match="--gpus"):
+        groups_for(design, "all", num_gpus=4096)
