@@ -73,7 +73,7 @@ def test_groups_placement_and_routing_options(capsys):
     )
     assert code == 0
     res = json.loads(capsys.readouterr().out)["results"][0]
-    assert res["num_groups"] == 8 and res["num_ranks"] == 64
+    assert res["num_groups"] == 16 and res["num_ranks"] == 32  # TP 8 x PP 2 -> DP 32
     assert res["num_qps"] == 4 and res["routing"] == "ecmp"
 
 

@@ -49,7 +49,7 @@ def test_7b_class_data_parallel_training_halves_on_design_a(designs) -> None:
     for name, design in designs.items():
         workload = design.spec.workload
         plan = plan_from_workload(workload, design.compute.num_training_gpus, arch)
-        plan = plan.with_(tp=1, dp=512, sequence_parallel=False, seq_length=4096)
+        plan = plan.with_(tp=1, pp=1, dp=512, sequence_parallel=False, seq_length=4096)
         preds[name] = predict_plan(design, plan, arch)
     assert preds["a"].mfu < 0.7 * preds["b"].mfu
     assert preds["a"].breakdown.largest_overhead() == "dp_comm_s"
