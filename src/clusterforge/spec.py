@@ -111,7 +111,9 @@ class FacilitySpec(_Section):
     rack_width_m: float = Field(0.6, gt=0, description="Rack width, m")
     row_pitch_m: float = Field(3.0, gt=0, description="Distance between row centres, m")
     allow_power_capping: bool = Field(
-        True, description="Propose GPU power caps when one node exceeds the rack cap"
+        False,
+        description="Cap GPU power so a node fits when one node exceeds the rack limit "
+        "(off: such a spec is refused, with the cap it would need in the message)",
     )
 
 

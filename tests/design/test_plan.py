@@ -40,15 +40,17 @@ def test_nodes_per_rack_never_exceed_the_cap():
 
 
 def test_rack_cap_below_one_node_proposes_power_cap():
-    d = plan(make_spec(facility={"max_rack_kw": 9}))
+    d = plan(make_spec(facility={"max_rack_kw": 9, "allow_power_capping": True}))
     cap = d.layout_density.power_cap
     assert cap is not None and cap.gpu_power_limit_w < 700
     assert any(f.id == "power-cap-required" for f in d.findings)
 
 
-def test_rack_cap_below_one_node_without_capping_is_refused():
-    with pytest.raises(CapacityError, match="max_rack_kw"):
-        plan(make_spec(facility={"max_rack_kw": 9, "allow_power_capping": False}))
+def test_rack_cap_below_one_node_is_refused_with_the_cap_it_would_need():
+    with pytest.raises(CapacityError, match="max_rack_kw") as info:
+        plan(make_spec(facility={"max_rack_kw": 9}))
+    assert "allow_power_capping: true" in str(info.value)
+    assert "550 W" in str(info.value)  # 700 W - (10.2 - 9) kW / 8 GPUs
 
 
 def test_liquid_node_needs_liquid_cooling():

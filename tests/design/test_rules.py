@@ -21,7 +21,12 @@ TRIGGERS: dict[str, dict[str, object]] = {
         "facility": {"max_rack_kw": 15, "cooling_available": ["air"], "feeds_per_rack": 1}
     },
     "power-cap-required": {
-        "facility": {"max_rack_kw": 9, "cooling_available": ["air"], "feeds_per_rack": 1}
+        "facility": {
+            "max_rack_kw": 9,
+            "cooling_available": ["air"],
+            "feeds_per_rack": 1,
+            "allow_power_capping": True,
+        }
     },
     "air-cooling-over-band": {
         "facility": {"max_rack_kw": 25, "cooling_available": ["air"], "feeds_per_rack": 1}

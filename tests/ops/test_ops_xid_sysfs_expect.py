@@ -179,7 +179,15 @@ def test_expectation_from_the_design_matches_the_catalog_view() -> None:
 def test_a_designed_power_cap_becomes_the_expected_limit() -> None:
     # a 9 kW rack cannot carry a 10.2 kW DGX H100 at full TDP: the design caps the GPUs
     expect = expectation_from_design(
-        plan(parse_spec({"num_gpus": 64, "node": "dgx-h100", "facility": {"max_rack_kw": 9}}))
+        plan(
+            parse_spec(
+                {
+                    "num_gpus": 64,
+                    "node": "dgx-h100",
+                    "facility": {"max_rack_kw": 9, "allow_power_capping": True},
+                }
+            )
+        )
     )
     assert expect.gpu_power_limit_w is not None and expect.gpu_power_limit_w < 700
     capped = GpuReading(index=0, power_w=100.0, power_limit_w=expect.gpu_power_limit_w)

@@ -59,6 +59,7 @@ class Nic(_Row):
 
 
 class Node(_Row):
+    manufacturer: str = Field(description="Vendor name as NetBox should show it")
     gpu: str
     num_gpus: int
     u_height: int
@@ -97,6 +98,7 @@ class PortMode(BaseModel):
 
 
 class Switch(_Row):
+    manufacturer: str = Field(description="Vendor name as NetBox should show it")
     fabric: Literal["infiniband", "ethernet"]
     u_height: int
     typical_w: float
@@ -130,6 +132,7 @@ class Medium(_Row):
 
 
 class StorageBlock(_Row):
+    manufacturer: str = Field(description="Vendor name as NetBox should show it")
     u_height: int
     usable_tbyte: float
     read_gbyte_per_s: float
@@ -142,6 +145,7 @@ class StorageBlock(_Row):
 
 
 class FacilityItem(_Row):
+    manufacturer: str = Field(description="Vendor name as NetBox should show it")
     price_usd: float
     u_height: int
     power_kw: float = 0.0

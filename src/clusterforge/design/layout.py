@@ -101,12 +101,14 @@ def choose_density(spec: ClusterSpec, compute: ComputeDesign) -> Density:
     cap = None
     node_kw = node.max_kw
     if node_kw > limit:
+        cap = propose_power_cap(node_kw, node.num_gpus, compute.gpu.tdp_w, limit, limited_by)
         if not f.allow_power_capping:
             raise CapacityError(
                 f"{limited_by}: {limit:g} kW per rack is below one {node.id} node "
-                f"({node_kw:g} kW max); raise it, allow power capping, or add a cooling method"
+                f"({node_kw:g} kW max); raise it, add a cooling method, or set "
+                f"facility.allow_power_capping: true to cap each GPU at "
+                f"{cap.gpu_power_limit_w:.0f} W (about {1 - cap.throughput_factor:.0%} less throughput)"
             )
-        cap = propose_power_cap(node_kw, node.num_gpus, compute.gpu.tdp_w, limit, limited_by)
         node_kw = cap.node_max_kw
     by_power = math.floor(limit / node_kw + 1e-9)
     by_u = usable_u // node.u_height
