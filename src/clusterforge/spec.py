@@ -73,6 +73,11 @@ class NetworkSpec(_Section):
     dragonfly_routers_per_group: int | None = Field(
         None, ge=2, description="Dragonfly a (None = balanced a = 2p)"
     )
+    lossless: bool | None = Field(
+        None,
+        description="Lossless fabric: InfiniBand credit flow control, or RoCE with PFC. "
+        "None = true for InfiniBand, false for RoCE (a lossy fabric drops on congestion)",
+    )
     storage_fabric: bool = Field(True, description="Separate storage fabric (SuperPOD style)")
     reserve_ufm_port: bool = Field(
         False,
