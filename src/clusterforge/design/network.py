@@ -58,6 +58,7 @@ class FabricDesign(BaseModel):
     bisection_gbit_per_s: float = Field(description="Worst-case bisection bandwidth, one way")
     max_switch_hops: int = Field(description="Switches on the longest minimal path")
     link_aggregation: bool = False
+    lossless: bool = Field(True, description="Credit-based (IB) or PFC (RoCE) flow control")
     connectivity: Connectivity = Field(exclude=True, repr=False)
 
 
@@ -109,7 +110,9 @@ def design_compute_fabric(
         link_aggregation=net.link_aggregation,
         dragonfly_routers_per_group=net.dragonfly_routers_per_group,
     )
-    return _fabric_design(net.topology, net.fabric, switch, shape, speed, compute)
+    design = _fabric_design(net.topology, net.fabric, switch, shape, speed, compute)
+    lossless = net.lossless if net.lossless is not None else net.fabric == "infiniband"
+    return design.model_copy(update={"lossless": lossless})
 
 
 def _fabric_design(
