@@ -21,7 +21,7 @@ from clusterforge.design.layout import Layout
 from clusterforge.design.network import FabricDesign, SupportFabric
 from clusterforge.design.storage import StorageDesign
 
-__all__ = ["LinkClass", "MediaCount", "design_cabling", "pick_media", "run_lengths_m"]
+__all__ = ["LinkClass", "MediaCount", "design_cabling", "pick_media", "run_lengths_m", "speed_factor"]
 
 VERTICAL_DROP_M = 2.0
 SLACK = 1.15
@@ -75,14 +75,25 @@ def pick_media(lengths_m: np.ndarray, media: Sequence[Medium]) -> np.ndarray:
     return np.minimum(idx, len(media) - 1)
 
 
+def speed_factor(gbit_per_s: float) -> float:
+    """Price and power of a transceiver end relative to the catalog's 400G figure.
+
+    Optics scale roughly with lane count (a 100G SR4 module draws ~2.5 W against ~9 W at 400G,
+    NVIDIA LinkX figures) [D]; a floor of 0.25 stands for the fixed cost of a module [U].
+    """
+    return max(gbit_per_s / 400.0, 0.25)
+
+
 def _media_counts(
     lengths: np.ndarray,
     weights: np.ndarray,
     media: Sequence[Medium],
     ports_per_module_a: int,
     ports_per_module_b: int,
+    gbit_per_s: float = 400.0,
 ) -> list[MediaCount]:
     chosen = pick_media(lengths, media)
+    scale = speed_factor(gbit_per_s)
     out = []
     for i, medium in enumerate(media):
         links = int(weights[chosen == i].sum())
@@ -101,8 +112,8 @@ def _media_counts(
                 num_links=links,
                 num_transceivers=modules,
                 num_optical_ends=ends,
-                optics_power_w=ends * medium.power_w_per_end,
-                cost_usd=ends * medium.price_usd_per_end + links * medium.cable_price_usd,
+                optics_power_w=ends * medium.power_w_per_end * scale,
+                cost_usd=ends * medium.price_usd_per_end * scale + links * medium.cable_price_usd,
             )
         )
     return out
@@ -129,7 +140,7 @@ def _link_class(
         gbit_per_s=speed,
         length_m_median=float(np.median(lengths)) if lengths.size else 0.0,
         length_m_max=float(lengths.max()) if lengths.size else 0.0,
-        media=_media_counts(lengths, weights, media, ppm_a, ppm_b),
+        media=_media_counts(lengths, weights, media, ppm_a, ppm_b, speed),
     )
 
 

@@ -158,19 +158,20 @@ def bill_of_materials(
 
 
 def _media_lines(cabling: list[LinkClass], catalog: Catalog) -> list[BomLine]:
-    ends: dict[str, int] = defaultdict(int)
+    optics_usd: dict[str, float] = defaultdict(float)
     modules: dict[str, int] = defaultdict(int)
     cables: dict[str, int] = defaultdict(int)
     for link_class in cabling:
         for m in link_class.media:
-            ends[m.medium] += m.num_optical_ends
+            medium = catalog.media[m.medium]
+            optics_usd[m.medium] += m.cost_usd - m.num_links * medium.cable_price_usd
             modules[m.medium] += m.num_transceivers
             cables[m.medium] += m.num_links
     lines = []
     for medium_id in sorted(cables):
         medium = catalog.media[medium_id]
-        if ends[medium_id]:
-            per_module = medium.price_usd_per_end * ends[medium_id] / max(modules[medium_id], 1)
+        if modules[medium_id]:
+            per_module = optics_usd[medium_id] / modules[medium_id]
             lines.append(
                 _line(
                     "optics",
