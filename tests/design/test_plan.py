@@ -172,3 +172,13 @@ def test_plan_is_fast_for_512():
     start = time.perf_counter()
     plan(default_spec())
     assert time.perf_counter() - start < 5.0  # generous: correctness test, speed is benchmarked
+
+
+def test_slower_links_cost_less_optics():
+    d = plan(default_spec())
+    per_link = {}
+    for c in d.cabling:
+        for m in c.media:
+            if m.medium == "mmf-sr4":
+                per_link[c.gbit_per_s] = m.cost_usd / m.num_links
+    assert per_link[100] < 0.5 * per_link[400]
