@@ -9,6 +9,8 @@
 #   check.json / check.rc    `clusterforge check --json` and its exit code (no expectations)
 #   check-h200.json / .rc    the same, expecting H200 GPUs (catalog id h200-sxm)
 #   check.txt                the table output
+#   check-state1.json / check-state2.json  two runs with --state-file: a baseline, then the
+#                            counters judged by their increase (check-state.json is the state)
 #   nvml-fixture.json        the NVML readings in the RecordedNvml fixture format
 #   metrics.txt              one scrape of `clusterforge exporter`
 #   dmesg-xid.txt            XID lines in the kernel log, if any (needs root)
@@ -42,11 +44,14 @@ else  # no network and no install: run from the source tree
 fi
 step nvidia-smi-q.txt 60 nvidia-smi -q
 step nvidia-smi-topo.txt 60 nvidia-smi topo -m
-step check.json 90 "${CF[@]}" check --json --timeout-s 45
+step check.json 90 "${CF[@]}" check --json --timeout-s 45 --state-file none
 echo $? >"$OUT/check.rc"
-step check-h200.json 90 "${CF[@]}" check --json --timeout-s 45 --gpu h200-sxm
+step check-h200.json 90 "${CF[@]}" check --json --timeout-s 45 --gpu h200-sxm --state-file none
 echo $? >"$OUT/check-h200.rc"
-COLUMNS=200 step check.txt 90 "${CF[@]}" check --verbose --timeout-s 45 --gpu h200-sxm
+COLUMNS=200 step check.txt 90 "${CF[@]}" check --verbose --timeout-s 45 --gpu h200-sxm --state-file none
+step check-state1.json 90 "${CF[@]}" check --json --timeout-s 45 --state-file "$OUT/check-state.json"
+sleep 5
+step check-state2.json 90 "${CF[@]}" check --json --timeout-s 45 --state-file "$OUT/check-state.json"
 step nvml-fixture.json 90 python - <<'EOF'
 import json, socket
 from clusterforge.ops.nvml import collect_gpu_snapshot, snapshot_to_fixture

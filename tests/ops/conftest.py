@@ -11,6 +11,12 @@ from ops_fixtures import NVML_FIXTURES, build_fake_root, load_sysfs_fixture
 from clusterforge.ops.nvml import RecordedNvml
 
 
+@pytest.fixture(autouse=True)
+def no_default_state_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`clusterforge check` keeps no state in /var/lib unless a test passes --state-file."""
+    monkeypatch.setenv("CLUSTERFORGE_CHECK_STATE_FILE", "none")
+
+
 @pytest.fixture
 def fake_root(tmp_path: Path) -> Callable[[str], Path]:
     """fake_root("ib-8x400-healthy.json") -> a directory to use as --sysfs-root."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,18 @@ def load_sysfs_fixture(name: str) -> dict[str, Any]:
     return base
 
 
+def _timestamps(text: str) -> str:
+    """'{ago:600}' -> the ISO time 600 s before now, as ``dmesg --time-format iso`` prints it
+    (kernel-log XIDs count for 2 h, so fixed dates would expire)."""
+    now = datetime.now(UTC)
+
+    def stamp(match: re.Match[str]) -> str:
+        when = now - timedelta(seconds=int(match.group(1)))
+        return when.strftime("%Y-%m-%dT%H:%M:%S,%f+00:00")
+
+    return re.sub(r"\{ago:(\d+)\}", stamp, text)
+
+
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -75,5 +89,5 @@ def build_fake_root(root: Path, data: dict[str, Any]) -> Path:
         (root / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
     for n in range(data["numa_nodes"]):
         (root / f"sys/devices/system/node/node{n}").mkdir(parents=True, exist_ok=True)
-    _write(root / "dmesg", data.get("dmesg", ""))
+    _write(root / "dmesg", _timestamps(data.get("dmesg", "")))
     return root

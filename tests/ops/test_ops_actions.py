@@ -50,6 +50,7 @@ def report(status: str, node: str = "gpu-002") -> Report:
             "none",
         ),  # idempotent
         ("fail", NodeState("n", True, "clusterforge: nic.link: mlx5_0/1"), "drain"),  # new reason
+        ("fail", NodeState("n", True, REASON + "; nic.link: mlx5_0/1"), "drain"),  # fewer now
         ("fail", NodeState("n", True, "bad DIMM, ticket 42"), "none"),  # a person's drain
         ("pass", NodeState("n", True, REASON), "resume"),
         ("warn", NodeState("n", True, REASON), "resume"),
@@ -159,6 +160,7 @@ class FakeCoreV1:
             for n in names
         }
         self.patches: list[tuple[str, dict[str, Any]]] = []
+        self.timeouts: list[float | None] = []
 
     def _obj(self, name: str) -> SimpleNamespace:
         node = self.nodes[name]
@@ -170,13 +172,18 @@ class FakeCoreV1:
             spec=SimpleNamespace(unschedulable=node["unschedulable"], taints=taints),
         )
 
-    def list_node(self) -> SimpleNamespace:
+    def list_node(self, _request_timeout: float | None = None) -> SimpleNamespace:
+        self.timeouts.append(_request_timeout)
         return SimpleNamespace(items=[self._obj(n) for n in self.nodes])
 
-    def read_node(self, name: str) -> SimpleNamespace:
+    def read_node(self, name: str, _request_timeout: float | None = None) -> SimpleNamespace:
+        self.timeouts.append(_request_timeout)
         return self._obj(name)
 
-    def patch_node(self, name: str, body: dict[str, Any]) -> None:
+    def patch_node(
+        self, name: str, body: dict[str, Any], _request_timeout: float | None = None
+    ) -> None:
+        self.timeouts.append(_request_timeout)
         self.patches.append((name, body))
         node = self.nodes[name]
         for key in ("labels", "annotations"):
@@ -234,3 +241,28 @@ def test_k8s_breaker_counts_only_our_cordons() -> None:
     api.nodes["gpu-005"]["unschedulable"] = True
     decision = apply_action(report("fail", node="gpu-006"), KubernetesBackend(api), 0.3)
     assert decision.kind == "breaker" and api.nodes["gpu-006"]["unschedulable"] is False
+
+
+def test_every_k8s_call_has_a_timeout_and_api_errors_are_adapter_errors() -> None:
+    api = FakeCoreV1(["gpu-001", "gpu-002"])
+    assert apply_action(report("fail"), KubernetesBackend(api, timeout_s=7.0), 0.5).kind == "drain"
+    assert api.timeouts and set(api.timeouts) == {7.0}
+
+    class Unreachable(FakeCoreV1):
+        def list_node(self, _request_timeout: float | None = None) -> SimpleNamespace:
+            raise TimeoutError("read timed out")
+
+    with pytest.raises(AdapterError, match="list_node failed: read timed out"):
+        KubernetesBackend(Unreachable([]), timeout_s=1.0).node_states()
+
+
+def test_slurm_calls_get_the_backend_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[float] = []
+
+    def fake_run(argv: Sequence[str], timeout_s: float = 15.0) -> str:
+        seen.append(timeout_s)
+        return "gpu-002|idle|none\n"
+
+    monkeypatch.setattr("clusterforge.ops.actions._run", fake_run)
+    SlurmBackend(timeout_s=6.0).node_states()
+    assert seen == [6.0]

@@ -15,7 +15,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from clusterforge.cli.check import build_check_fn
 from clusterforge.cli.main import main
+from clusterforge.design import plan
+from clusterforge.ops.expect import node_facts
 from clusterforge.ops.exporter import Exporter
+from clusterforge.spec import load_spec
 
 EXPECT = ["--gpu", "h100-sxm", "--num-gpus", "8", "--num-nics", "8", "--nic-gbit-per-s", "400",
           "--fabric", "infiniband", "--mount", "/scratch"]  # fmt: skip
@@ -71,7 +74,7 @@ def test_check_with_spec_and_site_xid_policy(
     policy.write_text("xids:\n  79: ignore\n")
     root = fake_root("ib-8x400-healthy.json")
     args = ["check", "--json", "--expect", str(spec), "--nvml-fixture", str(NVML_FIXTURES / "h100-xid48.json"),
-            "--sysfs-root", str(root), "--node", "n1"]  # fmt: skip
+            "--sysfs-root", str(root), "--node", "gpu-0001"]  # fmt: skip
     assert main(args) == 1
     capsys.readouterr()
     args[5] = str(NVML_FIXTURES / "h200-healthy.json")
@@ -126,6 +129,8 @@ def test_exporter_metrics_carry_node_gpu_check_nic_labels(fake_root: Callable[[s
         (s["check"], s["gpu"], s["nic"]): v for s, v in families["clusterforge_check_status"]
     }
     assert statuses[("gpu.xid", "5", "")] == 3  # fail
+    severities = {s["check"]: s["severity"] for s, _v in families["clusterforge_check_status"]}
+    assert severities["gpu.xid"] == "critical" and severities["nic.errors"] == "warning"
     assert statuses[("gpu.xid", "4", "")] == 0  # pass
     assert statuses[("nic.errors", "", "mlx5_1")] == 1  # warn
     assert families["clusterforge_node_healthy"] == [({"node": "gpu-0001"}, 0.0)]
@@ -166,3 +171,68 @@ def test_exporter_serves_http(fake_root: Callable[[str], Path]) -> None:
         server.shutdown()
         server.server_close()
     assert 'clusterforge_node_healthy{node="gpu-0001"} 1.0' in body
+
+
+def _spec(tmp_path: Path) -> Path:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("num_gpus: 64\nnode: dgx-h100\n")  # 8 training nodes + 1 spare
+    return spec
+
+
+def test_node_not_in_the_design_could_not_be_checked_with_suggestions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["check", "--expect", str(_spec(tmp_path)), "--node", "gpu-009",
+            "--nvml-fixture", str(NVML_FIXTURES / "h100-healthy.json")]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "could not check: node 'gpu-009' is not in the design" in err
+    assert "did you mean 'gpu-0009'" in err and "Traceback" not in err
+
+
+def test_design_facts_of_the_node_are_in_the_report_and_metrics(
+    fake_root: Callable[[str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = fake_root("ib-8x400-healthy.json")
+    args = ["check", "--json", "--expect", str(_spec(tmp_path)), "--node", "gpu-0009",
+            "--nvml-fixture", str(NVML_FIXTURES / "h100-healthy.json"), "--sysfs-root", str(root)]  # fmt: skip
+    assert main(args) == 0
+    facts = json.loads(capsys.readouterr().out)["node_facts"]
+    assert facts["name"] == "gpu-0009" and facts["spare"] is True
+    assert facts["rack"] and facts["leaves"][0].startswith("leaf-")
+    assert main([a for a in args if a != "--json"]) == 0
+    assert "spare" in capsys.readouterr().out
+    options = {**_options(root, "h100-healthy.json"), "expect_path": str(_spec(tmp_path)),
+               "node": "gpu-0001", "gpu_id": None, "num_gpus": None, "num_nics": None,
+               "nic_gbit_per_s": None, "fabric": None}  # fmt: skip
+    _node, check = build_check_fn(options)
+    exporter = Exporter(check)
+    exporter.refresh()
+    (info,) = _families(exporter)["clusterforge_node_info"]
+    wanted = node_facts(plan(load_spec(_spec(tmp_path))), "gpu-0001")
+    assert (info[0]["role"], info[0]["rack"]) == ("training", wanted.rack)
+
+
+def test_unreachable_scheduler_is_an_alert_not_a_crash(
+    fake_root: Callable[[str], Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    args = check_args("h100-xid79.json", fake_root("ib-8x400-healthy.json"), "--json",
+                      "--action", "slurm-drain")  # fmt: skip
+    assert main(args) == 1  # the verdict stands
+    captured = capsys.readouterr()
+    action = json.loads(captured.out)["action"]
+    assert action["kind"] == "error" and "sinfo not found" in action["detail"]
+    assert "ALERT" in captured.err
+
+
+def test_exporter_for_a_node_not_in_the_design_is_one_user_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["exporter", "--expect", str(_spec(tmp_path)), "--node", "gpu-01",
+            "--nvml-fixture", str(NVML_FIXTURES / "h100-healthy.json")]  # fmt: skip
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "not in the design" in err and "Traceback" not in err

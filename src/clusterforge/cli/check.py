@@ -1,30 +1,54 @@
 """``clusterforge check``: run the node health checks, print them, optionally drain/cordon.
 
-Exit status: 0 healthy (warnings allowed), 1 unhealthy, 2 could not check.
+Exit status: 0 healthy (warnings allowed), 1 unhealthy, 2 could not check (a read failed or
+hung, or ``--node`` is not one of the design's nodes).
+
+Counters are judged by their increase since the previous run, kept in ``--state-file``
+(:mod:`clusterforge.ops.state`); the first run, or a run without a state file, is a baseline.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from clusterforge.ops.actions import Decision, KubernetesBackend, SlurmBackend, apply_action
+from clusterforge.errors import AdapterError
+from clusterforge.ops.actions import (
+    Decision,
+    KubernetesBackend,
+    SchedulerBackend,
+    SlurmBackend,
+    apply_action,
+)
 from clusterforge.ops.checks import CheckResult, Thresholds
-from clusterforge.ops.expect import NodeExpectation, expectation_from_design, with_overrides
+from clusterforge.ops.expect import (
+    NodeExpectation,
+    UnknownNodeError,
+    expectation_from_design,
+    with_overrides,
+)
 from clusterforge.ops.nvml import NvmlApi, RecordedNvml
 from clusterforge.ops.readings import NodeReading
 from clusterforge.ops.runner import Report, local_node_name, run_checks
+from clusterforge.ops.state import default_state_path, load_state, save_state
 from clusterforge.ops.sysfs import SysfsReader
 from clusterforge.ops.xid import load_xid_policy
 
 __all__ = ["build_check_fn", "command", "source_options"]
 
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "magenta"}
+# Slurm kills a HealthCheckProgram after 60 s (slurm.conf(5), operations.md §7): readings get
+# --timeout-s (45 s by default) and the drain/resume calls share what is left of this margin.
+_ACTION_MARGIN_S = 13.0
+_MAX_ACTION_CALL_S = 15.0
 
 
 def source_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -78,12 +102,12 @@ def source_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _expectation(opts: dict[str, Any]) -> NodeExpectation:
+def _expectation(opts: dict[str, Any], node: str) -> NodeExpectation:
     if opts["expect_path"]:
         from clusterforge.design import plan
         from clusterforge.spec import load_spec
 
-        base = expectation_from_design(plan(load_spec(opts["expect_path"])))
+        base = expectation_from_design(plan(load_spec(opts["expect_path"])), node)
     else:
         base = NodeExpectation()
     return with_overrides(
@@ -108,17 +132,22 @@ def _nvml_factory(fixture: str | None) -> Callable[[], NvmlApi]:
 
 
 def build_check_fn(opts: dict[str, Any]) -> tuple[str, Callable[[NodeReading | None], Report]]:
-    """(node name, function running all checks) from the shared options."""
-    expect = _expectation(opts)
-    policy = load_xid_policy(opts["xid_policy"])
+    """(node name, function running all checks) from the shared options.
+
+    Raises :class:`UnknownNodeError` when ``--expect`` is given and the node is not in it.
+    """
     node = opts["node"] or local_node_name()
+    expect = _expectation(opts, node)
+    policy = load_xid_policy(opts["xid_policy"])
     sysfs = SysfsReader(opts["sysfs_root"], timeout_s=min(5.0, opts["timeout_s"] / 4))
     factory = _nvml_factory(opts["nvml_fixture"])
 
     def check(previous: NodeReading | None) -> Report:
-        return run_checks(
+        report = run_checks(
             node, factory, sysfs, expect, policy, opts["timeout_s"], Thresholds(), previous
         )
+        facts = expect.facts
+        return dataclasses.replace(report, facts=facts) if facts else report
 
     return node, check
 
@@ -146,7 +175,8 @@ def _rows(results: tuple[CheckResult, ...], verbose: bool) -> list[tuple[str, st
 
 def _print_table(report: Report, decision: Decision | None, verbose: bool) -> None:
     console = Console()
-    table = Table(title=f"clusterforge check: {report.node}")
+    where = f" ({report.facts.describe()})" if report.facts else ""
+    table = Table(title=f"clusterforge check: {report.node}{where}")
     for column in ("check", "status", "subject", "observed", "expected"):
         table.add_column(column, overflow="fold")
     for check_id, status, *rest in _rows(report.results, verbose):
@@ -159,6 +189,8 @@ def _print_table(report: Report, decision: Decision | None, verbose: bool) -> No
         console.print(f"[bold]{check_id}[/]: {remedy}", highlight=False)
     for error in report.errors:
         console.print(f"[magenta]could not read:[/] {error}", highlight=False)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False)
     status = report.status
     console.print(
         f"node {report.node}: [{_STYLE[status]}]{status}[/] in {report.duration_s:.1f} s",
@@ -168,14 +200,59 @@ def _print_table(report: Report, decision: Decision | None, verbose: bool) -> No
         console.print(f"action: {decision.kind}: {decision.detail}", highlight=False)
 
 
-def _act(report: Report, action: str, max_fraction: float) -> Decision | None:
+def _backend(action: str, call_timeout_s: float) -> SchedulerBackend:
+    if action == "slurm-drain":
+        return SlurmBackend(timeout_s=call_timeout_s)
+    return KubernetesBackend(timeout_s=call_timeout_s)
+
+
+def _act(report: Report, action: str, max_fraction: float, left_s: float) -> Decision | None:
+    """Drain/resume; a scheduler that cannot be reached is reported, not a crash."""
     if action == "none":
         return None
-    backend = SlurmBackend() if action == "slurm-drain" else KubernetesBackend()
-    decision = apply_action(report, backend, max_fraction)
-    if decision.kind == "breaker":
+    # Two scheduler round trips (state, then drain/resume) share what is left.
+    call_timeout_s = min(_MAX_ACTION_CALL_S, max(2.0, left_s / 2))
+    try:
+        decision = apply_action(report, _backend(action, call_timeout_s), max_fraction)
+    except AdapterError as exc:
+        decision = Decision("error", f"could not {action}: {exc}")
+    if decision.kind in ("breaker", "error"):
         Console(stderr=True).print(f"[bold red]ALERT:[/] {decision.detail}", highlight=False)
     return decision
+
+
+def _state_path(option: str, node: str) -> tuple[Path | None, str | None]:
+    """The state file to use and, when there is none, why."""
+    if option.lower() == "none" or not option:
+        return None, None
+    if option != "auto":
+        return Path(option), None
+    path = default_state_path(node)
+    if path is None:
+        return None, (
+            "no writable /var/lib/clusterforge: counters are judged by their totals; "
+            "pass --state-file PATH to judge their increase between runs"
+        )
+    return path, None
+
+
+def _run_with_state(
+    check: Callable[[NodeReading | None], Report], node: str, state_option: str
+) -> Report:
+    """Run the checks against the previous run's counters, then store this run's."""
+    path, why = _state_path(state_option, node)
+    if path is None:
+        report = check(None)
+        return dataclasses.replace(report, notes=(*report.notes, *([why] if why else [])))
+    loaded = load_state(path, node, time.time())
+    report = check(loaded.previous)
+    notes = list(loaded.notes)
+    if report.errors:
+        notes.append(f"state file {path} not updated: some readings failed")
+    else:
+        failed = save_state(path, report.reading)
+        notes += [failed] if failed else []
+    return dataclasses.replace(report, notes=(*report.notes, *notes))
 
 
 @click.command("check")
@@ -195,14 +272,36 @@ def _act(report: Report, action: str, max_fraction: float) -> Decision | None:
     show_default=True,
     help="Circuit breaker: never let clusterforge drain more than this share of nodes.",
 )
+@click.option(
+    "--state-file",
+    default="auto",
+    show_default=True,
+    envvar="CLUSTERFORGE_CHECK_STATE_FILE",
+    help="JSON file keeping the counters of the previous run, so rising counters are judged "
+    "by their increase; 'auto': /var/lib/clusterforge/check-state-NODE.json when writable; "
+    "'none': no state (every run is a baseline).",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Show every result, not only the problems.")
 def command(
-    as_json: bool, action: str, max_drain_fraction: float, verbose: bool, **opts: Any
+    as_json: bool,
+    action: str,
+    max_drain_fraction: float,
+    state_file: str,
+    verbose: bool,
+    **opts: Any,
 ) -> int:
     """Run the node health checks (GPUs, NICs, host); exit 0 healthy, 1 unhealthy, 2 unknown."""
-    _node, check = build_check_fn(opts)
-    report = check(None)
-    decision = _act(report, action, max_drain_fraction)
+    start = time.monotonic()
+    try:
+        node, check = build_check_fn(opts)
+    except UnknownNodeError as exc:
+        Console(stderr=True).print(
+            f"[bold red]could not check:[/] {exc}", highlight=False, soft_wrap=True
+        )
+        return 2
+    report = _run_with_state(check, node, state_file)
+    left_s = opts["timeout_s"] + _ACTION_MARGIN_S - (time.monotonic() - start)
+    decision = _act(report, action, max_drain_fraction, left_s)
     if as_json:
         data = report.to_dict()
         data["action"] = (

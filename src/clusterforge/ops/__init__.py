@@ -10,6 +10,7 @@ Modules (imported directly; this package imports nothing so ``clusterforge plan`
 - ``expect``: what a node should look like, from the spec through the catalog
 - ``checks``: verdicts (pass / warn / fail / unknown) from readings
 - ``runner``: collect + judge within a time budget -> ``Report``
+- ``state``: the previous run's counters for a one-shot check (``--state-file``)
 - ``actions``: Slurm drain/resume and Kubernetes cordon/taint with ownership and a breaker
 - ``exporter``: Prometheus metrics of the same checks
 """

@@ -14,6 +14,8 @@ Rules, after LBNL NHC and NVIDIA NVSentinel (operations.md §0.3, §6, §7):
   as temperatures), so a second run with the same findings changes nothing.
 - **Unknown changes nothing.**  A node that could not be checked is neither drained nor
   resumed.
+- **No hangs.**  Every scheduler call has a timeout (``scontrol`` is killed, the Kubernetes
+  client gets ``_request_timeout``); the CLI sizes it to what is left of Slurm's 60 s.
 
 :func:`decide` is pure; :class:`SlurmBackend` and :class:`KubernetesBackend` are thin adapters.
 """
@@ -21,6 +23,7 @@ Rules, after LBNL NHC and NVIDIA NVSentinel (operations.md §0.3, §6, §7):
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,7 +68,7 @@ class NodeState:
 
 @dataclass(frozen=True)
 class Decision:
-    kind: Literal["drain", "resume", "none", "breaker"]
+    kind: Literal["drain", "resume", "none", "breaker", "error"]
     detail: str
 
 
@@ -79,6 +82,11 @@ def drain_reason(report: Report) -> str:
     text = f"{OWNER_PREFIX} " + "; ".join(seen)
     text = text.replace('"', "'").replace("\n", " ")
     return text if len(text) <= _MAX_REASON_CHARS else text[: _MAX_REASON_CHARS - 3] + "..."
+
+
+def _bare_reason(text: str) -> str:
+    """A reason as we wrote it: Slurm may show it with a ' [user@time]' suffix."""
+    return re.sub(r"\s*\[[^\]]*@[^\]]*\]$", "", text.strip())
 
 
 def decide(
@@ -101,7 +109,7 @@ def decide(
     if node.drained and not node.owned:
         return Decision("none", f"already drained by someone else ({node.reason}): left alone")
     if node.owned:
-        same = (node.reason or "").startswith(reason)
+        same = _bare_reason(node.reason or "") == reason
         return Decision(
             "none" if same else "drain", "already drained by clusterforge" if same else reason
         )
@@ -168,8 +176,8 @@ def _run(argv: Sequence[str], timeout_s: float = 15.0) -> str:
 class SlurmBackend:
     """Drain / resume through ``scontrol``; node states from ``sinfo``."""
 
-    def __init__(self, run: Runner = _run) -> None:
-        self.run = run
+    def __init__(self, run: Runner | None = None, timeout_s: float = 15.0) -> None:
+        self.run: Runner = run or (lambda argv: _run(argv, timeout_s))
 
     def node_states(self) -> dict[str, NodeState]:
         # %N node, %T long state (e.g. "drained", "draining", "idle"), %E reason; one line per
@@ -226,8 +234,18 @@ def _taint_dicts(node: Any) -> list[dict[str, Any]]:
 class KubernetesBackend:
     """Cordon + NoSchedule taint + label/annotations through the API; undone on recovery."""
 
-    def __init__(self, api: Any = None) -> None:
+    def __init__(self, api: Any = None, timeout_s: float = 15.0) -> None:
         self.api = api if api is not None else _core_api()
+        self.timeout_s = timeout_s
+
+    def _call(self, method: str, *args: Any) -> Any:
+        """One API call with a timeout; an API or network failure is an AdapterError."""
+        try:
+            return getattr(self.api, method)(*args, _request_timeout=self.timeout_s)
+        except Exception as exc:  # ApiException, urllib3 timeouts, connection errors
+            if isinstance(exc, AdapterError):
+                raise
+            raise AdapterError(f"Kubernetes API {method} failed: {exc}") from None
 
     def _state(self, node: Any) -> NodeState:
         annotations = node.metadata.annotations or {}
@@ -241,10 +259,10 @@ class KubernetesBackend:
         )
 
     def node_states(self) -> dict[str, NodeState]:
-        return {n.metadata.name: self._state(n) for n in self.api.list_node().items}
+        return {n.metadata.name: self._state(n) for n in self._call("list_node").items}
 
     def drain(self, node: str, reason: str) -> None:
-        current = self.api.read_node(node)
+        current = self._call("read_node", node)
         taints = [t for t in _taint_dicts(current) if t["key"] != K8S_TAINT_KEY]
         taints.append({"key": K8S_TAINT_KEY, "value": "true", "effect": "NoSchedule"})
         body = {
@@ -257,10 +275,10 @@ class KubernetesBackend:
             },
             "spec": {"unschedulable": True, "taints": taints},
         }
-        self.api.patch_node(node, body)
+        self._call("patch_node", node, body)
 
     def resume(self, node: str) -> None:
-        current = self.api.read_node(node)
+        current = self._call("read_node", node)
         taints = [t for t in _taint_dicts(current) if t["key"] != K8S_TAINT_KEY]
         body = {
             "metadata": {
@@ -269,4 +287,4 @@ class KubernetesBackend:
             },
             "spec": {"unschedulable": False, "taints": taints or None},
         }
-        self.api.patch_node(node, body)
+        self._call("patch_node", node, body)

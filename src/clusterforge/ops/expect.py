@@ -11,13 +11,17 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+
 from clusterforge.catalog import Catalog, load_catalog
-from clusterforge.errors import SpecError
+from clusterforge.errors import CheckError, SpecError, did_you_mean
 from clusterforge.spec import ClusterSpec, resolve_node_id
 
 __all__ = [
     "NVLINKS_PER_GPU",
     "NodeExpectation",
+    "NodeFacts",
+    "UnknownNodeError",
     "expectation_from_design",
     "expectation_from_spec",
     "with_overrides",
@@ -49,6 +53,63 @@ class NodeExpectation:
     cuda_driver_version: str | None = None
     mounts: tuple[str, ...] = ()
     min_free_gib: float = 10.0
+    facts: NodeFacts | None = None  # this node's place in the design (with --expect)
+
+
+class UnknownNodeError(CheckError):
+    """The node is not one of the design's nodes: the check cannot know what to expect."""
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """Where one node sits in the design: a spare or not, its rack and its leaf switches."""
+
+    name: str
+    index: int
+    spare: bool
+    rack: str | None = None
+    leaves: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """'rack r01, leaf-0001..leaf-0008, spare' for report titles."""
+        parts = [f"rack {self.rack}"] if self.rack else []
+        if self.leaves:
+            first, last = self.leaves[0], self.leaves[-1]
+            parts.append(first if first == last else f"{first}..{last} ({len(self.leaves)} leaves)")
+        parts.append("spare" if self.spare else "training")
+        return ", ".join(parts)
+
+
+def _leaves_of(design: Any, index: int) -> tuple[str, ...]:
+    connectivity = getattr(design.fabric, "connectivity", None)
+    if connectivity is None or index >= connectivity.num_nodes:
+        return ()
+    nics = np.arange(connectivity.nics_per_node)
+    leaves = connectivity.leaf_of(np.full_like(nics, index), nics)
+    return tuple(dict.fromkeys(connectivity.switch_name(int(leaf)) for leaf in leaves))
+
+
+def node_facts(design: Any, node: str) -> NodeFacts:
+    """The design's facts about ``node``; :class:`UnknownNodeError` (with close matches) when
+    the design has no node of that name."""
+    names: list[str] = list(design.compute.node_names)
+    if node not in names:
+        raise UnknownNodeError(
+            f"node {node!r} is not in the design (nodes {names[0]} .. {names[-1]})"
+            f"{did_you_mean(node, names)}; pass --node with the design's name of this node"
+        )
+    index = names.index(node)
+    rack = next(
+        (r.name for r in design.racks for d in r.devices if d.kind == "node" and d.name == node),
+        None,
+    )
+    return NodeFacts(
+        name=node,
+        index=index,
+        spare=index >= design.compute.num_training_nodes,
+        rack=rack,
+        leaves=_leaves_of(design, index),
+    )
 
 
 def expectation_from_spec(spec: ClusterSpec, catalog: Catalog | None = None) -> NodeExpectation:
@@ -74,8 +135,12 @@ def expectation_from_spec(spec: ClusterSpec, catalog: Catalog | None = None) -> 
     )
 
 
-def expectation_from_design(design: Any) -> NodeExpectation:
-    """The node of a :func:`clusterforge.design.plan` design (its power cap included)."""
+def expectation_from_design(design: Any, node: str | None = None) -> NodeExpectation:
+    """The node of a :func:`clusterforge.design.plan` design (its power cap included).
+
+    With ``node``, also that node's facts (spare, rack, leaves); a name the design does not
+    have raises :class:`UnknownNodeError`.
+    """
     compute, fabric = design.compute, design.fabric
     cap = getattr(design.layout_density, "power_cap", None)
     return NodeExpectation(
@@ -91,6 +156,7 @@ def expectation_from_design(design: Any) -> NodeExpectation:
         fabric=fabric.fabric,
         num_cpus=compute.node.num_cpus,
         memory_gib=float(compute.node.memory_gib),
+        facts=None if node is None else node_facts(design, node),
     )
 
 

@@ -2,9 +2,12 @@
 
 A background loop runs the checks every ``interval_s`` (scrapes never run checks, so a slow
 node cannot time out Prometheus) and keeps the previous reading so counters are judged by
-their increase.  Metric names (labels node/check/gpu/nic/subject):
+their increase (the first run is a baseline, see :mod:`clusterforge.ops.checks`).  Metric
+names (labels node/check/severity/gpu/nic/subject):
 
 - ``clusterforge_check_status``: 0 pass, 1 warn, 2 unknown, 3 fail (one series per result)
+- ``clusterforge_node_info{rack, role}`` = 1 with ``--expect``: the node's rack and whether it
+  is a spare, to group failures by rack (a shared cause) in alerts
 - ``clusterforge_node_healthy``: 1 when the node passes (warnings allowed), else 0
 - ``clusterforge_check_read_errors``, ``clusterforge_check_duration_seconds``,
   ``clusterforge_check_last_run_timestamp_seconds``
@@ -68,13 +71,23 @@ class HealthCollector(Collector):
         status = GaugeMetricFamily(
             "clusterforge_check_status",
             "Check status: 0 pass, 1 warn, 2 unknown, 3 fail",
-            labels=["node", "check", "gpu", "nic", "subject"],
+            labels=["node", "check", "severity", "gpu", "nic", "subject"],
         )
         for r in report.results:
             status.add_metric(
-                [node, r.check, _label(r.gpu), _label(r.nic), r.subject], STATUS_ORDER[r.status]
+                [node, r.check, r.severity, _label(r.gpu), _label(r.nic), r.subject],
+                STATUS_ORDER[r.status],
             )
         yield status
+        if report.facts is not None:
+            info = GaugeMetricFamily(
+                "clusterforge_node_info",
+                "The node's place in the design: rack, and role (training or spare)",
+                labels=["node", "rack", "role"],
+            )
+            role = "spare" if report.facts.spare else "training"
+            info.add_metric([node, _label(report.facts.rack), role], 1.0)
+            yield info
         for name, doc, value in (
             (
                 "clusterforge_node_healthy",

@@ -18,7 +18,7 @@ from typing import Any
 
 from clusterforge.errors import ClusterforgeError
 from clusterforge.ops.checks import CheckResult, Status, Thresholds, evaluate
-from clusterforge.ops.expect import NodeExpectation
+from clusterforge.ops.expect import NodeExpectation, NodeFacts
 from clusterforge.ops.nvml import NvmlApi, collect_gpu_snapshot
 from clusterforge.ops.readings import GpuSnapshot, HostReading, NodeReading, to_jsonable
 from clusterforge.ops.sysfs import SysfsReader, run_with_timeout
@@ -46,6 +46,9 @@ class Report:
     errors: tuple[str, ...]
     duration_s: float
     reading: NodeReading
+    baseline: bool = True  # no previous reading: counters judged by totals (see checks)
+    notes: tuple[str, ...] = ()  # things the operator should know that change no verdict
+    facts: NodeFacts | None = None  # the node's place in the design (with --expect)
 
     @property
     def exit_code(self) -> int:
@@ -62,6 +65,9 @@ class Report:
             "exit_code": self.exit_code,
             "duration_s": round(self.duration_s, 3),
             "errors": list(self.errors),
+            "baseline": self.baseline,
+            "notes": list(self.notes),
+            "node_facts": None if self.facts is None else to_jsonable(self.facts),
             "results": [to_jsonable(r) for r in self.results],
         }
         if with_reading:
@@ -139,6 +145,7 @@ def make_report(
     limits: Thresholds | None = None,
     previous: NodeReading | None = None,
     duration_s: float = 0.0,
+    notes: tuple[str, ...] = (),
 ) -> Report:
     """Judge a reading: fail beats could-not-check, which beats warn."""
     results = tuple(evaluate(reading, expect, policy, limits, previous))
@@ -160,6 +167,8 @@ def make_report(
         errors=errors,
         duration_s=duration_s,
         reading=reading,
+        baseline=previous is None,
+        notes=notes,
     )
 
 
@@ -172,6 +181,7 @@ def run_checks(
     budget_s: float = 45.0,
     limits: Thresholds | None = None,
     previous: NodeReading | None = None,
+    notes: tuple[str, ...] = (),
 ) -> Report:
     """Collect and judge.  ``nvml_factory()`` builds the NvmlApi (it may raise, e.g. no pynvml)."""
     start = time.monotonic()
@@ -181,4 +191,4 @@ def run_checks(
     except ClusterforgeError as exc:
         nvml_error = str(exc)
     reading = collect_reading(node, nvml, sysfs, expect.mounts, budget_s, nvml_error)
-    return make_report(reading, expect, policy, limits, previous, time.monotonic() - start)
+    return make_report(reading, expect, policy, limits, previous, time.monotonic() - start, notes)

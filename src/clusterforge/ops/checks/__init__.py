@@ -1,8 +1,10 @@
 """Verdict logic: pure functions from readings (and the design's expectation) to check results.
 
 :func:`evaluate` runs every check on one :class:`~clusterforge.ops.readings.NodeReading`.
-With a ``previous`` reading of the same node, counters are judged by their increase
-(NVLink CRC rate, NIC errors and drops); without one, by their totals.
+With a ``previous`` reading of the same node (the exporter's last run, or a one-shot check's
+state file, :mod:`clusterforge.ops.state`), counters are judged by their increase (ECC,
+NVLink CRC rate, NIC errors, drops and pauses, new XIDs).  Without one the run is a
+*baseline*: counters are totals since their last reset and only absurd totals warn.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from clusterforge.ops.checks.net import (
     compute_nics,
 )
 from clusterforge.ops.expect import NodeExpectation
-from clusterforge.ops.readings import NodeReading
+from clusterforge.ops.readings import GpuReading, NodeReading
 from clusterforge.ops.xid import XidPolicy
 
 __all__ = [
@@ -68,6 +70,19 @@ CHECK_IDS = (
 )  # fmt: skip
 
 
+def _same_gpus(gpus: tuple[GpuReading, ...], previous: NodeReading | None) -> dict[int, GpuReading]:
+    """Previous readings by index, only where the GPU is the same one (UUID, when both known):
+    after a board swap or a renumbering the old counters say nothing about the new GPU."""
+    if previous is None:
+        return {}
+    uuids = {g.index: g.uuid for g in gpus}
+    return {
+        g.index: g
+        for g in previous.gpu.gpus
+        if g.uuid is None or uuids.get(g.index) in (None, g.uuid)
+    }
+
+
 def evaluate(
     reading: NodeReading,
     expect: NodeExpectation,
@@ -79,7 +94,7 @@ def evaluate(
     limits = limits or Thresholds()
     snap, gpus = reading.gpu, reading.gpu.gpus
     nics = compute_nics(reading.nics, expect)
-    prev_gpus = {g.index: g for g in previous.gpu.gpus} if previous else {}
+    prev_gpus = _same_gpus(gpus, previous)
     prev_nics = {f"{n.name}/{n.port}": n for n in previous.nics} if previous else {}
     elapsed_s = reading.taken_at_s - previous.taken_at_s if previous else None
     results = [
@@ -87,9 +102,9 @@ def evaluate(
         *check_gpu_count(snap, expect),
         *check_gpu_model(gpus, expect),
         *check_driver(snap, expect),
-        *check_ecc(gpus),
+        *check_ecc(gpus, limits, prev_gpus),
         *check_memory_repair(gpus, limits),
-        *check_xids(reading, policy, limits),
+        *check_xids(reading, policy, limits, previous),
         *check_recovery_action(gpus),
         *check_thermal(gpus, limits),
         *check_clocks(gpus),
@@ -100,8 +115,8 @@ def evaluate(
         *check_nic_count(nics, expect),
         *check_nic_link(nics),
         *check_nic_speed(nics, expect),
-        *check_nic_errors(nics, prev_nics),
-        *check_nic_drops(nics, prev_nics, limits),
+        *check_nic_errors(nics, prev_nics, limits, elapsed_s),
+        *check_nic_drops(nics, prev_nics, limits, elapsed_s),
         *check_nic_pause(nics, prev_nics, limits),
         *check_mounts(reading.host),
         *check_disk_free(reading.host, expect),

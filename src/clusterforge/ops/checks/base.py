@@ -16,6 +16,7 @@ __all__ = [
     "Severity",
     "Status",
     "Thresholds",
+    "counter_increase",
     "result",
     "worst",
 ]
@@ -72,6 +73,15 @@ def worst(statuses: list[Status] | tuple[Status, ...]) -> Status:
     return max(statuses, key=STATUS_ORDER.__getitem__, default="pass")
 
 
+def counter_increase(now: int | None, before: int | None) -> int | None:
+    """Increase of a cumulative counter; a value below the previous one means it was reset
+    (reboot, driver reload, ``perfquery -x``), so the increase is the new value, as
+    Prometheus' ``increase()`` treats counter resets."""
+    if now is None or before is None:
+        return None
+    return now - before if now >= before else now
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """Limits the checks compare against; each default names its source."""
@@ -89,5 +99,10 @@ class Thresholds:
     power_over_limit_ratio: float = 1.05  # draw above the limit by more than 5 %
     min_memory_ratio: float = 0.9  # MemTotal below 90 % of installed: a DIMM is missing
     min_available_memory_ratio: float = 0.05
+    # Baseline runs (no previous reading: the exporter's first run, a check without a state
+    # file or with a new one) cannot see a rate, only totals since the counters were reset,
+    # which may be months old.  They warn only on totals this large; site defaults.
+    baseline_max_nic_errors: int = 1000  # any one InfiniBand error counter
+    baseline_max_ecc_dbe_aggregate: int = 15  # as DCGM's DBE retired-page soft limit (§1.2)
     # Kernel-log XIDs count for 2 h, as Azure NHC's check_gpu_xid (operations.md §8).
     xid_window_s: float = 7200.0

@@ -5,7 +5,16 @@ Limits follow DCGM's health watches (operations.md §1.2) and NVIDIA's XID catal
 
 from __future__ import annotations
 
-from clusterforge.ops.checks.base import CheckResult, Status, Thresholds, result, worst
+from collections import Counter
+
+from clusterforge.ops.checks.base import (
+    CheckResult,
+    Status,
+    Thresholds,
+    counter_increase,
+    result,
+    worst,
+)
 from clusterforge.ops.expect import NodeExpectation
 from clusterforge.ops.readings import GpuReading, GpuSnapshot, NodeReading, XidEvent
 from clusterforge.ops.xid import XidPolicy
@@ -173,27 +182,42 @@ def check_nvml(snapshot: GpuSnapshot) -> list[CheckResult]:
     return out
 
 
-def check_ecc(gpus: tuple[GpuReading, ...]) -> list[CheckResult]:
-    """Volatile double-bit errors fail (DCGM MEM watch); aggregate ones since manufacture warn."""
+def _ecc_status(
+    gpu: GpuReading, before: GpuReading | None, limits: Thresholds
+) -> tuple[Status, str]:
+    vol, agg = gpu.ecc_dbe_volatile, gpu.ecc_dbe_aggregate
+    observed = f"DBE volatile {vol}, aggregate {agg}"
+    if vol is None and agg is None:
+        return "unknown", observed
+    if vol:
+        return "fail", observed
+    if before is not None and before.ecc_dbe_aggregate is not None:
+        new = counter_increase(agg, before.ecc_dbe_aggregate)
+        return ("warn", f"{observed} (+{new} since last run)") if new else ("pass", observed)
+    if (agg or 0) >= limits.baseline_max_ecc_dbe_aggregate:
+        return "warn", f"{observed} (baseline run: lifetime total)"
+    return "pass", observed
+
+
+def check_ecc(
+    gpus: tuple[GpuReading, ...],
+    limits: Thresholds | None = None,
+    previous: dict[int, GpuReading] | None = None,
+) -> list[CheckResult]:
+    """Volatile double-bit errors fail (DCGM MEM watch); aggregate ones (since manufacture)
+    warn when they rose since the last run, or on a baseline run when the total is absurd."""
+    limits, previous = limits or Thresholds(), previous or {}
     out = []
     for gpu in gpus:
-        vol, agg = gpu.ecc_dbe_volatile, gpu.ecc_dbe_aggregate
-        if vol is None and agg is None:
-            status: Status = "unknown"
-        elif vol:
-            status = "fail"
-        elif agg:
-            status = "warn"
-        else:
-            status = "pass"
+        status, observed = _ecc_status(gpu, previous.get(gpu.index), limits)
         out.append(
             result(
                 "gpu.ecc",
                 status,
                 "critical",
                 f"gpu{gpu.index}",
-                f"DBE volatile {vol}, aggregate {agg}",
-                "DBE volatile 0",
+                observed,
+                "DBE volatile 0, aggregate not rising",
                 "uncorrectable ECC errors: drain, reset the GPU, run `dcgmi diag -r 3`; "
                 "RMA if they recur",
                 gpu=gpu.index,
@@ -255,9 +279,43 @@ def _gpu_of(event: XidEvent, gpus: tuple[GpuReading, ...]) -> int | None:
     return None
 
 
-def check_xids(reading: NodeReading, policy: XidPolicy, limits: Thresholds) -> list[CheckResult]:
-    """XIDs from NVML events and the kernel log, judged by the XID policy."""
+def _xid_counts(
+    events: tuple[XidEvent, ...], gpus: tuple[GpuReading, ...]
+) -> dict[int | None, Counter[int]]:
+    counts: dict[int | None, Counter[int]] = {}
+    for event in events:
+        counts.setdefault(_gpu_of(event, gpus), Counter())[event.xid] += 1
+    return counts
+
+
+def _new_xids(now: Counter[int], before: Counter[int] | None) -> str:
+    """'; new since last run: XID 79 x1' (empty on a baseline run or when nothing is new)."""
+    if before is None:
+        return ""
+    new = {x: n - before[x] for x, n in sorted(now.items()) if n > before[x]}
+    return (
+        "; new since last run: " + ", ".join(f"XID {x} x{n}" for x, n in new.items()) if new else ""
+    )
+
+
+def check_xids(
+    reading: NodeReading,
+    policy: XidPolicy,
+    limits: Thresholds,
+    previous: NodeReading | None = None,
+) -> list[CheckResult]:
+    """XIDs from NVML events and the kernel log, judged by the XID policy.
+
+    With a previous reading (the state file), the XIDs that are new since then are named
+    (counted over the whole kernel log, so one ageing out of the window hides no new one).
+    """
     gpus = reading.gpu.gpus
+    before = (
+        None
+        if previous is None
+        else _xid_counts((*previous.gpu.xid_events, *previous.kernel_xids), gpus)
+    )
+    now = _xid_counts((*reading.gpu.xid_events, *reading.kernel_xids), gpus)
     recent = [e for e in reading.kernel_xids if e.age_s is None or e.age_s <= limits.xid_window_s]
     by_gpu: dict[int | None, list[XidEvent]] = {g.index: [] for g in gpus}
     for event in (*reading.gpu.xid_events, *recent):
@@ -269,6 +327,8 @@ def check_xids(reading: NodeReading, policy: XidPolicy, limits: Thresholds) -> l
         seen = sorted({(r.xid, r.mnemonic, r.catalog) for r in rules})
         observed = (
             ", ".join(f"XID {x} ({m}{'; ' + c if c else ''})" for x, m, c in seen) or "no XID"
+        ) + _new_xids(
+            now.get(index, Counter()), None if before is None else before.get(index, Counter())
         )
         subject = "node" if index is None else f"gpu{index}"
         out.append(

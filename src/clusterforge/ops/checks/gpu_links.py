@@ -6,7 +6,13 @@ limits follow DCGM's health watches (§1.2).
 
 from __future__ import annotations
 
-from clusterforge.ops.checks.base import CheckResult, Status, Thresholds, result
+from clusterforge.ops.checks.base import (
+    CheckResult,
+    Status,
+    Thresholds,
+    counter_increase,
+    result,
+)
 from clusterforge.ops.expect import NodeExpectation
 from clusterforge.ops.readings import GpuReading
 
@@ -237,7 +243,7 @@ def _nvlink_rates(
 
 
 def _delta(now: int | None, before: int | None) -> int | None:
-    return None if now is None or before is None else max(0, now - before)
+    return counter_increase(now, before)
 
 
 def check_fabric(gpus: tuple[GpuReading, ...], expect: NodeExpectation) -> list[CheckResult]:

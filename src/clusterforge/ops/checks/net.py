@@ -3,13 +3,21 @@
 Counter names: InfiniBand port counters from sysfs (``ports/N/counters``; kernel ABI
 Documentation/ABI/stable/sysfs-class-infiniband) and mlx5 ``ethtool -S`` names for RoCE
 (kernel Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst
-[unverified: names from memory]).  Counters are cumulative; when a previous reading is given
-the checks judge the increase since then, otherwise the totals since the counters were reset.
+[unverified: names from memory]).  Counters are cumulative.  With a previous reading of the
+port (the exporter's last run, or the state file of a one-shot check) the checks judge the
+increase since then; without one (a *baseline* run) they see only totals since the counters
+were last reset, possibly months ago, and only warn when those are absurd (see Thresholds).
 """
 
 from __future__ import annotations
 
-from clusterforge.ops.checks.base import CheckResult, Status, Thresholds, result
+from clusterforge.ops.checks.base import (
+    CheckResult,
+    Status,
+    Thresholds,
+    counter_increase,
+    result,
+)
 from clusterforge.ops.expect import NodeExpectation
 from clusterforge.ops.readings import NicReading
 
@@ -113,35 +121,69 @@ def check_nic_speed(nics: tuple[NicReading, ...], expect: NodeExpectation) -> li
 
 
 def _delta(nic: NicReading, before: NicReading | None, name: str) -> int | None:
+    """Increase since ``before``; the total when there is no previous value (baseline)."""
     now = nic.counters.get(name)
     if now is None:
         return None
     if before is None or name not in before.counters:
         return now
-    return max(0, now - before.counters[name])
+    return counter_increase(now, before.counters[name])
+
+
+def _previous(
+    nic: NicReading, previous: dict[str, NicReading], names: tuple[str, ...] | list[str]
+) -> NicReading | None:
+    """The port's previous reading, if it has every one of ``names`` that the port has now;
+    otherwise this port is a baseline (a counter that was not read last time, e.g. when
+    ``ethtool -S`` timed out, has no increase to judge)."""
+    before = previous.get(_subject(nic))
+    if before is None:
+        return None
+    missing = [n for n in names if n in nic.counters and n not in before.counters]
+    return None if missing else before
+
+
+def _drop_names(nic: NicReading) -> list[str]:
+    pairs = IB_DROP_PAIRS if nic.link_layer == "InfiniBand" else ROCE_DROP_PAIRS
+    return [n for dropped, packets in pairs for n in (*dropped, packets)]
+
+
+def _since(elapsed_s: float | None) -> str:
+    return f" in {elapsed_s:.0f} s" if elapsed_s else ""
 
 
 def check_nic_errors(
-    nics: tuple[NicReading, ...], previous: dict[str, NicReading]
+    nics: tuple[NicReading, ...],
+    previous: dict[str, NicReading],
+    limits: Thresholds,
+    elapsed_s: float | None = None,
 ) -> list[CheckResult]:
-    """InfiniBand error counters: any increase warns (symbol errors, link downed, ...)."""
+    """InfiniBand error counters: any increase since the last run warns (symbol errors, link
+    downed, ...); a baseline run warns only on totals of ``baseline_max_nic_errors`` or more."""
     out = []
     for nic in nics:
         if nic.link_layer != "InfiniBand":
             continue
-        deltas = {c: _delta(nic, previous.get(_subject(nic)), c) for c in IB_ERROR_COUNTERS}
+        before = _previous(nic, previous, IB_ERROR_COUNTERS)
+        deltas = {c: _delta(nic, before, c) for c in IB_ERROR_COUNTERS}
         known = {c: v for c, v in deltas.items() if v is not None}
-        rising = {c: v for c, v in known.items() if v > 0}
+        limit = 1 if before is not None else limits.baseline_max_nic_errors
+        rising = {c: v for c, v in known.items() if v >= limit}
         status: Status = "unknown" if not known else "warn" if rising else "pass"
-        observed = ", ".join(f"{c} {v}" for c, v in rising.items()) or "no errors"
+        if before is None:
+            observed = ", ".join(f"{c} {v} since reset" for c, v in rising.items())
+            expected = f"< {limits.baseline_max_nic_errors} since reset (baseline run)"
+        else:
+            observed = ", ".join(f"{c} +{v}{_since(elapsed_s)}" for c, v in rising.items())
+            expected = "no new errors"
         out.append(
             result(
                 "nic.errors",
                 status,
                 "warning",
                 _subject(nic),
-                observed,
-                "0 errors",
+                observed or "no errors",
+                expected,
                 "rising symbol errors / link downs: clean or replace the cable or "
                 "transceiver (`ibdiagnet` locates the bad segment)",
                 nic=nic.name,
@@ -164,16 +206,28 @@ def drop_ratio(nic: NicReading, before: NicReading | None) -> float | None:
 
 
 def check_nic_drops(
-    nics: tuple[NicReading, ...], previous: dict[str, NicReading], limits: Thresholds
+    nics: tuple[NicReading, ...],
+    previous: dict[str, NicReading],
+    limits: Thresholds,
+    elapsed_s: float | None = None,
 ) -> list[CheckResult]:
-    """A drop rate above 0.1 % (issue 6) fails: RDMA collapses under loss."""
+    """Drops over 0.1 % of packets since the last run fail (issue 6): RDMA collapses under loss.
+
+    A baseline run sees only the ratio since the counters were reset; above the limit that is
+    already absurd for a lossless fabric, but it may be history, so it only warns.
+    """
     out = []
     for nic in nics:
-        ratio = drop_ratio(nic, previous.get(_subject(nic)))
+        before = _previous(nic, previous, _drop_names(nic))
+        ratio = drop_ratio(nic, before)
+        over = ratio is not None and ratio > limits.max_drop_ratio
         status: Status = (
-            "unknown" if ratio is None else "fail" if ratio > limits.max_drop_ratio else "pass"
+            "unknown" if ratio is None else "pass" if not over else "fail" if before else "warn"
         )
-        observed = "not counted" if ratio is None else f"{ratio:.4%} dropped"
+        window = (
+            "since reset (baseline run)" if before is None else f"since last run{_since(elapsed_s)}"
+        )
+        observed = "not counted" if ratio is None else f"{ratio:.4%} dropped {window}"
         out.append(
             result(
                 "nic.drops",
@@ -198,12 +252,12 @@ def check_nic_pause(
     for nic in nics:
         if nic.link_layer != "Ethernet":
             continue
-        before = previous.get(_subject(nic))
         names = [
             n
             for n in nic.counters
             if n == "rx_pause_ctrl_phy" or (n.startswith("rx_prio") and n.endswith("_pause"))
         ]
+        before = _previous(nic, previous, [*names, "rx_packets_phy"])
         pauses = [_delta(nic, before, n) or 0 for n in names]
         packets = _delta(nic, before, "rx_packets_phy")
         if not names or packets is None:
@@ -227,7 +281,8 @@ def check_nic_pause(
                 status,
                 "warning",
                 _subject(nic),
-                f"{ratio:.2%} pause frames",
+                f"{ratio:.2%} pause frames "
+                + ("since reset (baseline run)" if before is None else "since last run"),
                 f"<= {limits.max_pause_ratio:.0%} pause frames",
                 "persistent pauses: a slow "
                 "receiver or a congested switch port; check PFC storm counters",
