@@ -98,3 +98,20 @@ def test_user_errors_are_one_red_line_and_exit_1(capsys):
 )
 def test_parse_size(text, value):
     assert parse_size(text) == value
+
+
+def test_routing_valiant_on_a_clos_design_is_a_clear_error(capsys):
+    assert main(["simulate", B, "--routing", "valiant", "--size", "1GiB"]) == 1
+    err = capsys.readouterr().err
+    assert "valiant" in err and "dragonfly" in err and len(err.strip().splitlines()) == 1
+
+
+def test_json_and_table_say_whether_the_fabric_drops_or_pauses(capsys):
+    args = ["simulate", B, "--routing", "ecmp", "--size", "1GiB", "--algorithm", "ring"]
+    assert main([*args, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)["results"][0]
+    assert res["lossless"] is False and res["congestion_response"] == "drop"
+    assert 0 < res["drop_fraction"] < 1
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "lossy RoCE" in out and "would drop" in out

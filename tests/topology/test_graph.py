@@ -107,3 +107,12 @@ def test_bundle_lookup_refuses_unjoined_switches():
     graph = build_fabric_graph(make_design())
     with pytest.raises(SimulationError):
         graph.bundle_index(np.array([0]), np.array([1]))  # two leaves: no direct link
+
+
+def test_mi300x_mesh_peer_links_follow_the_network_links():
+    design = make_design(num_gpus=16, node="mi300x-8gpu", workload={"global_batch": 16})
+    graph = build_fabric_graph(design)
+    assert graph.mesh and graph.scaleup_class == "xgmi"
+    node, nic = np.arange(2).repeat(8), np.tile(np.arange(8), 2)
+    assert np.all(graph.link_class[graph.nic_up(node, nic)] == LINK_CLASSES.index("nic-leaf"))
+    assert _count(graph, "xgmi", graph.in_ecmp) == 2 * 16 + 2 * 56  # up/down + peer links

@@ -116,6 +116,7 @@ def _table(case: _Case, results: list[CollectiveResult]) -> Table:
         title=f"{case.name}: {r0.collective}, {r0.num_groups} group(s) of "
         f"{r0.num_ranks} GPUs, {r0.routing}"
         + (f" x{r0.num_qps} QPs" if r0.routing == "ecmp" else "")
+        + f", {_loss_mode(r0)}"
     )
     # two-line headers as nccl-tests prints them
     for col in (
@@ -156,17 +157,29 @@ def _bottleneck_lines(case: _Case, r: CollectiveResult) -> list[str]:
             f"# Most congested link  : {spot.source} -> {spot.target} ({spot.link_class}): "
             f"offered load {spot.offered_load:.0%} of capacity"
         )
-    if r.would_drop:
+    if r.congestion_response == "drop":
         lines.append(
-            f"# [red]Congestion[/]: offered load reaches {r.max_offered_load:.0%} of a "
-            "link; this lossy RoCE fabric would drop packets (> 0.1 %)"
+            f"# [red]Congestion (lossy)[/]: offered load reaches {r.max_offered_load:.0%} of a "
+            f"link; this {_loss_mode(r)} fabric would drop ~{r.drop_fraction:.0%} of the hot "
+            "link's packets (1 - capacity/offered) until congestion control backs off"
         )
-    elif r.congested:
+    elif r.congestion_response == "pause":
+        push = "PFC pauses" if r.fabric == "roce" else "credit back-pressure stalls"
         lines.append(
-            f"# [yellow]Congestion[/]: offered load reaches {r.max_offered_load:.0%} "
-            "of a link; InfiniBand backpressure spreads it upstream"
+            f"# [yellow]Congestion (lossless)[/]: offered load reaches "
+            f"{r.max_offered_load:.0%} of a link; nothing is dropped, but {push} "
+            f"{r.num_paused_links} upstream link(s); head-of-line blocking risk for "
+            f"{r.hol_victim_share:.0%} of the other flows sharing them"
         )
     return lines
+
+
+def _loss_mode(r: CollectiveResult) -> str:
+    """'lossless InfiniBand', 'lossless RoCE (PFC)' or 'lossy RoCE'."""
+    name = {"infiniband": "InfiniBand", "roce": "RoCE"}.get(r.fabric, r.fabric)
+    if not r.lossless:
+        return f"lossy {name}"
+    return f"lossless {name}" + (" (PFC)" if r.fabric == "roce" else "")
 
 
 def _vs_table(a: _Case, b: _Case, ra: list[CollectiveResult], rb: list[CollectiveResult]) -> Table:
@@ -210,7 +223,14 @@ def _json(case: _Case, results: list[CollectiveResult]) -> dict[str, Any]:
     help="Communicators: one over all GPUs, or every DP/TP/PP/CP group at once",
 )
 @click.option("--placement", default="packed", show_default=True, type=click.Choice(PLACEMENTS))
-@click.option("--routing", default="adaptive", show_default=True, type=click.Choice(ROUTINGS))
+@click.option(
+    "--routing",
+    default="adaptive",
+    show_default=True,
+    type=click.Choice(ROUTINGS),
+    help="ecmp (hashed), adaptive (ideal spraying); valiant / ugal: non-minimal dragonfly "
+    "routing (dragonfly designs only)",
+)
 @click.option("--qps", default=1, show_default=True, type=int, help="Queue pairs per flow (ECMP)")
 @click.option("--algorithm", default="auto", show_default=True, type=click.Choice(ALGORITHMS))
 @click.option("--seed", default=0, show_default=True, help="Seed of the fragmented placement")

@@ -44,7 +44,7 @@ def direct_all_to_all(graph: FabricGraph, seq: np.ndarray, pxn: bool) -> list[Tr
     n = seq.shape[1]
     row, src, dst = _pairs(seq)
     net = graph.domain_of(src) != graph.domain_of(dst)
-    use_pxn = (pxn or graph.kind == "rail-only") and graph.scaleup_class == "nvlink"
+    use_pxn = (pxn or graph.kind == "rail-only") and graph.scaleup_class in ("nvlink", "xgmi")
     local = int((~net).sum())
     intra_s, intra_d = [src[~net]], [dst[~net]]
     intra_o, intra_w = [np.arange(local)], [np.ones(local)]

@@ -12,9 +12,18 @@ demand per byte of the nccl-tests ``size`` (so one solve serves every message si
   half the data; Sanders, Speck & Träff 2009, adopted by NCCL 2.4 [U: from memory]) with a
   chain inside each node.
 * **hierarchical**: reduce-scatter inside the node, all-reduce of S/k between the GPUs with
-  the same position on every node (k rail rings), all-gather inside the node; the three
-  phases run back to back, as when a framework issues them as separate NCCL calls (Horovod's
-  hierarchical all-reduce).  NCCL's own ring pipelines the same traffic.
+  the same position on every node (k rail rings), all-gather inside the node.  The three
+  phases are *pipelined*: like NCCL's own multi-stage algorithms, the buffer is cut into
+  chunks (:data:`~clusterforge.netsim.model.PIPELINE_CHUNK_BYTES`) and a chunk moves to the
+  next stage as soon as it is done, so the time is the slowest stage plus one chunk of the
+  others (:func:`~clusterforge.netsim.model.pipelined_time_s`), but never less than the
+  busiest link needs for all three stages together (stages overlap only on disjoint links:
+  NVLink vs NICs; inside one NVL72 domain, or on a PCIe GPU's x16 link, they share).
+* **ring on a full mesh** (MI300X xGMI, no switch): one ring would use one 64 GB/s peer link
+  per hop, so RCCL runs several rings over different GPU orders [U: RCCL's exact ring
+  search not re-checked].  We run the stride-c rings ``0, c, 2c, ...`` for every c coprime
+  with the group size: each is Hamiltonian and they use pairwise disjoint directed peer
+  links (8 GPUs: c = 1, 3, 5, 7, four rings), the data split evenly over them.
 * **nvls**: NVLink SHARP; each GPU sends S to the NVSwitch and receives S back.
 * **direct** (all-to-all): every ordered pair exchanges S/n; with PXN (NCCL ≥ 2.12 on
   rail-optimized fabrics [U: version from memory]; performance.md §1.2 SimCCL models PXN) the message first crosses NVLink to the local GPU on the
@@ -24,7 +33,8 @@ demand per byte of the nccl-tests ``size`` (so one solve serves every message si
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -140,6 +150,31 @@ def _ring_like(
     return Traffic(algorithm, i_s, i_d, i_o, net, n_o, volume, steps)
 
 
+def _ring(graph: FabricGraph, seq: np.ndarray, per_edge_volume: float, steps: int) -> Traffic:
+    """A closed ring; over a full-mesh domain, the disjoint stride rings (module docstring)."""
+    n = seq.shape[1]
+    dom = graph.domain_of(seq)
+    if not (graph.mesh and n >= 3 and bool(np.all(dom == dom[:, :1]))):
+        return _ring_like(
+            graph, seq, closed=True, per_edge_volume=per_edge_volume, algorithm="ring", steps=steps
+        )
+    strides = [c for c in range(1, n) if math.gcd(c, n) == 1]
+    share = per_edge_volume / len(strides)
+    return _merge(
+        [
+            _ring_like(
+                graph,
+                seq[:, (np.arange(n) * c) % n],
+                closed=True,
+                per_edge_volume=share,
+                algorithm="ring",
+                steps=steps,
+            )
+            for c in strides
+        ]
+    )
+
+
 def _uniform_blocks(graph: FabricGraph, seq: np.ndarray) -> int:
     """GPUs per node of every group when all nodes hold the same number, else 0."""
     length = _blocks(graph, seq).length
@@ -242,7 +277,7 @@ def _hierarchical(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
         algorithm="ring",
         steps=2 * (m - 1),
     )
-    return [rs, ar, rs]
+    return [replace(p, pipelined=True) for p in (rs, ar, rs)]
 
 
 def candidate_algorithms(graph: FabricGraph, collective: str, seq: np.ndarray) -> list[str]:
@@ -274,22 +309,9 @@ def build_phases(
     if collective == "all_to_all" or algorithm != "ring":
         raise SimulationError(f"--algorithm {algorithm}: not available for {collective}; use auto")
     if collective == "all_reduce":
-        return [
-            _ring_like(
-                graph,
-                seq,
-                closed=True,
-                per_edge_volume=2 * (n - 1) / n,
-                algorithm="ring",
-                steps=2 * (n - 1),
-            )
-        ]
+        return [_ring(graph, seq, 2 * (n - 1) / n, 2 * (n - 1))]
     if collective in ("all_gather", "reduce_scatter"):
-        return [
-            _ring_like(
-                graph, seq, closed=True, per_edge_volume=(n - 1) / n, algorithm="ring", steps=n - 1
-            )
-        ]
+        return [_ring(graph, seq, (n - 1) / n, n - 1)]
     if collective == "sendrecv":
         return [
             _ring_like(

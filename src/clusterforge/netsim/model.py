@@ -23,11 +23,15 @@ __all__ = [
     "COLLECTIVES",
     "LAUNCH_S",
     "NETWORK_EFFICIENCY",
+    "PIPELINE_CHUNK_BYTES",
     "RAMP_BYTES",
     "RAMP_EXPONENT",
     "SCALEUP_EFFICIENCY",
+    "SCALEUP_EFFICIENCY_BY_GENERATION",
     "bus_factor",
     "pipeline_efficiency",
+    "pipelined_time_s",
+    "scaleup_efficiency",
 ]
 
 COLLECTIVES = (
@@ -77,6 +81,27 @@ SCALEUP_EFFICIENCY = {
     "nvls": 275 / 450,
 }
 
+# NVLink5 (B200, GB200 NVL72) reaches a smaller share of its 900 GB/s than NVLink4 does of
+# 450 (performance.md §3.2):
+# * ring: 8x B200 682.2 GB/s busbw (stas00, 8 GiB), GTC25 slide 700 for B200 and 680 for GB200
+#   NVL72 (32 GPUs) -> 690/900.
+# * nvls: busbw is flat near 850 from 8 GPUs (B200 838.0-845.7, stas00; slide 850) to 32 GPUs
+#   on NVL72 (slide 850), while the flow model's busbw grows as 2(n-1)/n at a fixed payload
+#   share; the share is the geometric middle of the two fits, 845.7/(900·1.75) and
+#   850/(900·1.9375), so both land within 5 %.
+SCALEUP_EFFICIENCY_BY_GENERATION = {
+    ("nvlink5", "ring"): 690 / 900,
+    ("nvlink5", "tree"): 690 / 900,
+    ("nvlink5", "chain"): 690 / 900,
+    ("nvlink5", "nvls"): (845.7 / (900 * 1.75) * 850 / (900 * 1.9375)) ** 0.5,
+}
+
+
+def scaleup_efficiency(algorithm: str, scaleup: str) -> float:
+    """Payload share of a scale-up link for ``algorithm`` on scale-up generation ``scaleup``."""
+    return SCALEUP_EFFICIENCY_BY_GENERATION.get((scaleup, algorithm), SCALEUP_EFFICIENCY[algorithm])
+
+
 # Payload share of a NIC/fabric link.  The seed's acceptance rule for nccl-tests ("if it doesn't
 # hit >90 % of theoretical bandwidth, your network or topology is wrong") is the figure a
 # healthy fabric reaches; performance.md §5 quotes ~73 % per NIC for hierarchical all-reduce
@@ -88,6 +113,24 @@ NETWORK_EFFICIENCY = 0.90
 LAUNCH_S = 35e-6
 RAMP_BYTES = 7 * 2**20
 RAMP_EXPONENT = 0.7
+
+
+# Chunk size of NCCL's pipeline between the stages of one algorithm: NCCL_BUFFSIZE, 4 MiB by
+# default (NCCL environment-variable docs), is the buffer one channel fills before the next
+# stage can consume it.  A message of S bytes is cut into ceil(S / chunk) chunks.
+PIPELINE_CHUNK_BYTES = 4 * 2**20
+
+
+def pipelined_time_s(stage_times_s: list[float], size_bytes: float) -> float:
+    """Bandwidth time of stages that pipeline chunks (hierarchical all-reduce: intra
+    reduce-scatter -> inter all-reduce -> intra all-gather): the slowest stage runs for
+    its full time, every other stage only for its share of one chunk (the pipeline fill and
+    drain), ``max(t) + (sum(t) - max(t)) / num_chunks``.  One chunk = back to back."""
+    if not stage_times_s:
+        return 0.0
+    num_chunks = max(1.0, float(-(-size_bytes // PIPELINE_CHUNK_BYTES)))
+    slowest = max(stage_times_s)
+    return slowest + (sum(stage_times_s) - slowest) / num_chunks
 
 
 def pipeline_efficiency(size_bytes: float) -> float:

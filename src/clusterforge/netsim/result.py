@@ -1,4 +1,15 @@
-"""Frozen results of a collective simulation and their JSON form."""
+"""Frozen results of a collective simulation and their JSON form.
+
+Congestion is reported by what the fabric does with an overloaded link (offered load above
+capacity, :data:`OVERLOAD`):
+
+* lossy (RoCE without PFC): the switch buffer overflows and drops; in steady state the hot
+  link forwards its capacity and drops the rest, ``drop_fraction = 1 − capacity/offered``
+  (fluid model: drops = offered − capacity), until the senders' congestion control backs off.
+* lossless (InfiniBand credit flow control, RoCE with PFC): nothing is dropped; the link
+  pushes back (PFC PAUSE / no credits) on every upstream link feeding it, and flows that share
+  those links without crossing the hot one are head-of-line blocked.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +19,34 @@ from typing import Any
 import numpy as np
 
 from clusterforge.netsim.model import LAUNCH_S
-from clusterforge.topology import LINK_CLASSES, FabricGraph
+from clusterforge.topology import LINK_CLASSES, NETWORK_CLASSES, FabricGraph
 
-__all__ = ["ClassUtilization", "CollectiveResult", "LinkLoad", "PhaseSolution", "summarize"]
+__all__ = [
+    "CONGESTION_RESPONSES",
+    "OVERLOAD",
+    "Backpressure",
+    "ClassUtilization",
+    "CollectiveResult",
+    "LinkLoad",
+    "PhaseSolution",
+    "summarize",
+]
 
 _TOP_LINKS = 10
-_OVERLOAD = 1.001  # offered load above capacity by more than 0.1 % (the seed's loss budget)
-_NETWORK_CLASSES = frozenset(LINK_CLASSES[2:])
+OVERLOAD = 1.001  # offered load above capacity by more than 0.1 % (the seed's loss budget)
+# What an overloaded link does: nothing to report, drop (lossy), pause upstream (lossless).
+CONGESTION_RESPONSES = ("none", "drop", "pause")
+
+
+@dataclass(frozen=True)
+class Backpressure:
+    """Pause propagation on a lossless fabric: overloaded links, upstream links that would
+    be paused (PFC) or starved of credits (IB), and the share of the other demands that
+    share a paused link (head-of-line-blocking victims)."""
+
+    num_overloaded_links: int
+    num_paused_links: int
+    hol_victim_share: float
 
 
 @dataclass(frozen=True, eq=False)
@@ -29,6 +61,8 @@ class PhaseSolution:
     view: np.ndarray = field(repr=False)  # links of the routing's view
     num_flows: int
     num_demands: int
+    backpressure: Backpressure = Backpressure(0, 0, 0.0)
+    pipelined: bool = False  # overlaps the other pipelined phases (hierarchical)
 
 
 @dataclass(frozen=True)
@@ -78,6 +112,11 @@ class CollectiveResult:
     congested: bool
     would_drop: bool
     fabric: str
+    lossless: bool
+    congestion_response: str  # one of CONGESTION_RESPONSES
+    drop_fraction: float  # lossy: expected share of the hot link's offered bytes dropped
+    num_paused_links: int  # lossless: upstream links PFC/credit back-pressure reaches
+    hol_victim_share: float  # lossless: share of other demands head-of-line blocked
     num_flows: int
     num_links: int
 
@@ -168,12 +207,14 @@ def summarize(
 ) -> CollectiveResult:
     """Assemble the result from the phases of the chosen algorithm."""
     dom = _dominant(phases)
-    network = np.isin(graph.link_class, [LINK_CLASSES.index(c) for c in _NETWORK_CLASSES])
+    network = np.isin(graph.link_class, [LINK_CLASSES.index(c) for c in NETWORK_CLASSES])
     worst = 0.0
     if dom is not None and (dom.view & network).any():
         worst = float(dom.offered_load[dom.view & network].max())
     algbw = size_bytes / time_s / 1e9 if time_s > 0 else 0.0
-    congested = worst > _OVERLOAD
+    congested = worst > OVERLOAD
+    response = "none" if not congested else ("pause" if graph.lossless else "drop")
+    pushed = dom.backpressure if dom is not None and response == "pause" else Backpressure(0, 0, 0)
     return CollectiveResult(
         collective=collective,
         algorithm=algorithm,
@@ -191,8 +232,13 @@ def summarize(
         hotspot=_hotspot(graph, dom, network) if dom else None,
         max_offered_load=round(worst, 4),
         congested=congested,
-        would_drop=congested and graph.fabric == "roce",
+        would_drop=response == "drop",
         fabric=graph.fabric,
+        lossless=graph.lossless,
+        congestion_response=response,
+        drop_fraction=round(1.0 - 1.0 / worst, 4) if response == "drop" else 0.0,
+        num_paused_links=pushed.num_paused_links,
+        hol_victim_share=pushed.hol_victim_share,
         num_flows=sum(p.num_flows for p in phases),
         num_links=graph.num_links,
     )

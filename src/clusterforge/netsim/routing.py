@@ -2,8 +2,10 @@
 
 A *segment* is one hop pattern of a flow: ``intra`` (GPU to GPU inside one scale-up domain:
 the source GPU's up link and the destination's down link) or ``net`` (NIC port to NIC port
-across the fabric).  Routing returns COO triples ``(segment, link, fraction)``: the fraction
-of the segment's rate that crosses the link.
+across the fabric).  Routing returns COO :class:`Routes` ``(segment, link, fraction, load)``:
+the fraction of the segment's rate that crosses the link (its path, for latency) and the
+load it puts there (the fraction, times the number of segments an entry stands for when
+Valiant routing shares the middle of the path between segments of one demand).
 
 * ``ecmp``: static hashing of each flow onto one equal-cost path (one member of every
   bundle), as switches do with the 5-tuple; with ``num_qps`` > 1 a flow is split over that
@@ -11,6 +13,9 @@ of the segment's rate that crosses the link.
   ports; performance.md §5 item 3: "ECMP hashing *per QP*").
 * ``adaptive``: ideal adaptive routing / packet spraying, an even split over all equal-cost
   paths (the graph's aggregate links; exact for a symmetric Clos).
+* ``valiant`` / ``ugal`` (dragonfly only): non-minimal routing through an intermediate
+  group, for every inter-group flow or where the minimal path is overloaded; see
+  :mod:`clusterforge.netsim.dragonfly`.
 * link aggregation (the seed's design A): a LAG picks its member link per flow by hash at the
   host and again at the switch egress, whatever the routing mode (LACP hashing).
 """
@@ -18,34 +23,36 @@ of the segment's rate that crosses the link.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from clusterforge.errors import SimulationError
+from clusterforge.netsim.dragonfly import DRAGONFLY_ROUTINGS, route_dragonfly
+from clusterforge.netsim.hashing import flow_hash, hashed_member, pick
 from clusterforge.topology import FabricGraph
 
-__all__ = ["ROUTINGS", "NetSegments", "flow_hash", "route_intra", "route_net"]
+__all__ = [
+    "DRAGONFLY_ROUTINGS",
+    "ROUTINGS",
+    "NetSegments",
+    "Routes",
+    "check_routing",
+    "flow_hash",
+    "route_intra",
+    "route_net",
+]
 
-ROUTINGS = ("ecmp", "adaptive")
-
-_U = np.uint64
-_MASK64 = (1 << 64) - 1
-
-
-def flow_hash(key: np.ndarray, salt: int) -> np.ndarray:
-    """A 64-bit mix (splitmix64 finaliser, Steele et al. 2014) of ``key`` and ``salt``;
-    stands in for a switch's CRC hash over the packet header."""
-    x = np.asarray(key).astype(_U) * _U(0x9E3779B97F4A7C15) + _U(
-        (salt * 0x632BE59BD9B4E019 + 1) & _MASK64
-    )
-    x = (x ^ (x >> _U(30))) * _U(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> _U(27))) * _U(0x94D049BB133111EB)
-    return x ^ (x >> _U(31))
+ROUTINGS = ("ecmp", "adaptive", *DRAGONFLY_ROUTINGS)
 
 
-def _pick(key: np.ndarray, salt: int, n: np.ndarray | int) -> np.ndarray:
-    """Hash ``key`` into ``[0, n)``."""
-    return (flow_hash(key, salt) % np.asarray(n).astype(_U)).astype(np.int64)
+class Routes(NamedTuple):
+    """COO of routed segments: segment, link, fraction of its rate, load it puts there."""
+
+    seg: np.ndarray
+    link: np.ndarray
+    frac: np.ndarray
+    load: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -63,18 +70,29 @@ class NetSegments:
 
 
 def route_intra(graph: FabricGraph, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Scale-up hops: source up link and destination down link (the NVSwitch is a crossbar)."""
+    """Scale-up hops: source up link and destination down link (the NVSwitch is a crossbar);
+    on a full mesh (xGMI) also the direct peer link between the two GPUs."""
     seg = np.arange(src.size)
-    links = np.concatenate([graph.scaleup_up(src), graph.scaleup_down(dst)])
-    return np.concatenate([seg, seg]), links, np.ones(links.size)
+    parts = [graph.scaleup_up(src), graph.scaleup_down(dst)]
+    segs = [seg, seg]
+    if graph.mesh:
+        peer = src != dst  # NVLS-style self segments carry no peer hop
+        parts.append(graph.mesh_link(src[peer], dst[peer]))
+        segs.append(seg[peer])
+    links = np.concatenate(parts)
+    return np.concatenate(segs), links, np.ones(links.size)
 
 
 def route_net(
-    graph: FabricGraph, segs: NetSegments, routing: str, num_qps: int
-) -> tuple[np.ndarray, ...]:
-    """COO (segment, link, fraction) of every fabric segment."""
-    if routing not in ROUTINGS:
-        raise SimulationError(f"--routing: unknown routing {routing!r}; use one of {ROUTINGS}")
+    graph: FabricGraph,
+    segs: NetSegments,
+    routing: str,
+    num_qps: int,
+    owner: np.ndarray | None = None,
+) -> Routes:
+    """Routes of every fabric segment; ``owner`` (the demand of each segment) lets Valiant
+    routing share path middles between segments of one demand."""
+    check_routing(graph, routing)
     hashed = routing == "ecmp" or graph.link_aggregation
     qps = max(1, int(num_qps)) if hashed else 1
     num = segs.src_node.size
@@ -84,11 +102,12 @@ def route_net(
     sn, dn = np.repeat(segs.src_node, qps), np.repeat(segs.dst_node, qps)
     si, di = np.repeat(segs.src_nic, qps), np.repeat(segs.dst_nic, qps)
     if graph.link_aggregation:
-        si = _pick(key, 1, graph.nics_per_node)
-        di = _pick(key, 2, graph.nics_per_node)
+        si = pick(key, 1, graph.nics_per_node)
+        di = pick(key, 2, graph.nics_per_node)
     out_seg = [seg, seg]
     out_link = [graph.nic_up(sn, si), graph.nic_down(dn, di)]
     out_frac = [frac, frac]
+    out_load = [frac, frac]
     if graph.scaleup_class == "pcie":  # GPU -> NIC shares the GPU's own x16 link
         out_seg += [seg, seg]
         out_link += [
@@ -96,23 +115,41 @@ def route_net(
             graph.scaleup_down(np.repeat(segs.dst_gpu, qps)),
         ]
         out_frac += [frac, frac]
+        out_load += [frac, frac]
     conn = graph.connectivity
     leaf_s, leaf_d = conn.leaf_of(sn, si), conn.leaf_of(dn, di)
     cross = leaf_s != leaf_d
     if cross.any():
-        args = (graph, leaf_s[cross], leaf_d[cross], key[cross], routing == "ecmp")
-        s, link, f = _route_dragonfly(*args) if conn.kind == "dragonfly" else _route_clos(*args)
+        if conn.kind == "dragonfly":
+            own = np.repeat(owner, qps) if owner is not None else seg
+            s, link, f, mult = route_dragonfly(
+                graph, leaf_s[cross], leaf_d[cross], key[cross], routing, own[cross]
+            )
+        else:
+            s, link, f = _route_clos(
+                graph, leaf_s[cross], leaf_d[cross], key[cross], routing == "ecmp"
+            )
+            mult = np.ones(f.size)
         out_seg.append(seg[cross][s])
         out_link.append(link)
         out_frac.append(frac[cross][s] * f)
-    return np.concatenate(out_seg), np.concatenate(out_link), np.concatenate(out_frac)
+        out_load.append(out_frac[-1] * mult)
+    cat = np.concatenate
+    return Routes(cat(out_seg), cat(out_link), cat(out_frac), cat(out_load))
 
 
-def _member(graph: FabricGraph, u: np.ndarray, v: np.ndarray, key: np.ndarray, salt: int):
-    """Link id of the hashed member of the bundle u-v, in the direction u -> v."""
-    b = graph.bundle_index(u, v)
-    base = np.where(u < v, graph.member_up_base[b], graph.member_down_base[b])
-    return base + _pick(key, salt, graph.bundle_n[b])
+def check_routing(graph: FabricGraph, routing: str) -> None:
+    """Reject unknown routings, and Valiant/UGAL on fabrics that are not dragonflies."""
+    if routing not in ROUTINGS:
+        raise SimulationError(
+            f"--routing: unknown routing {routing!r}; use one of {', '.join(ROUTINGS)}"
+        )
+    if routing in DRAGONFLY_ROUTINGS and graph.kind != "dragonfly":
+        raise SimulationError(
+            f"--routing {routing}: Valiant/UGAL non-minimal routing exists only on a dragonfly "
+            f"(this design's fabric is {graph.kind}); use ecmp or adaptive, or "
+            "network.topology: dragonfly"
+        )
 
 
 def _route_clos(
@@ -139,89 +176,19 @@ def _route_clos(
             ]
         s = np.concatenate([p[0] for p in parts])
         return s, np.concatenate([p[1] for p in parts]), np.ones(s.size)
-    j = _pick(key, 3, spp)
+    j = pick(key, 3, spp)
     spine_s = conn.num_leaves + pod_s * spp + j
     spine_d = conn.num_leaves + pod_d * spp + j
     parts = [
-        (seg, _member(graph, leaf_s, spine_s, key, 4)),
-        (seg, _member(graph, spine_d, leaf_d, key, 5)),
+        (seg, hashed_member(graph, leaf_s, spine_s, key, 4)),
+        (seg, hashed_member(graph, spine_d, leaf_d, key, 5)),
     ]
     if inter.any():
         k = key[inter]
-        core = conn.num_leaves + conn.num_spines + j[inter] * cpg + _pick(k, 6, cpg)
+        core = conn.num_leaves + conn.num_spines + j[inter] * cpg + pick(k, 6, cpg)
         parts += [
-            (seg[inter], _member(graph, spine_s[inter], core, k, 7)),
-            (seg[inter], _member(graph, core, spine_d[inter], k, 8)),
+            (seg[inter], hashed_member(graph, spine_s[inter], core, k, 7)),
+            (seg[inter], hashed_member(graph, core, spine_d[inter], k, 8)),
         ]
     s = np.concatenate([p[0] for p in parts])
     return s, np.concatenate([p[1] for p in parts]), np.ones(s.size)
-
-
-def _route_dragonfly(
-    graph: FabricGraph, r_s: np.ndarray, r_d: np.ndarray, key: np.ndarray, ecmp: bool
-) -> tuple[np.ndarray, ...]:
-    """Minimal dragonfly routes, local - global - local (Kim et al. 2008): ECMP hashes one
-    global link between the two groups, adaptive splits over all of them by link count."""
-    a_ = graph.connectivity.routers_per_group
-    g_s, g_d = r_s // a_, r_d // a_
-    seg = np.arange(r_s.size)
-    same = g_s == g_d
-    segs, links, fracs = (
-        [seg[same]],
-        [_hop(graph, r_s[same], r_d[same], key[same], ecmp, 9)],
-        [np.ones(int(same.sum()))],
-    )
-    other = ~same
-    if other.any():
-        s2, x, y, f = _global_choices(graph, g_s[other], g_d[other], key[other], ecmp)
-        seg2 = seg[other][s2]
-        k2 = key[other][s2]
-        for u, v, salt in ((r_s[other][s2], x, 10), (x, y, 11), (y, r_d[other][s2], 12)):
-            hop = u != v
-            segs.append(seg2[hop])
-            links.append(_hop(graph, u[hop], v[hop], k2[hop], ecmp, salt))
-            fracs.append(f[hop])
-    return np.concatenate(segs), np.concatenate(links), np.concatenate(fracs)
-
-
-def _hop(
-    graph: FabricGraph, u: np.ndarray, v: np.ndarray, key: np.ndarray, ecmp: bool, salt: int
-) -> np.ndarray:
-    if ecmp:
-        return _member(graph, u, v, key, salt)
-    b = graph.bundle_index(u, v)
-    return np.where(u < v, graph.bundle_up_link[b], graph.bundle_down_link[b])
-
-
-def _global_choices(
-    graph: FabricGraph, g_s: np.ndarray, g_d: np.ndarray, key: np.ndarray, ecmp: bool
-) -> tuple[np.ndarray, ...]:
-    """(segment index, exit router, entry router, fraction) over the global bundles joining
-    each segment's two groups."""
-    a_ = graph.connectivity.routers_per_group
-    is_global = (graph.bundle_a // a_) != (graph.bundle_b // a_)
-    gb = np.flatnonzero(is_global)
-    ga_, gb_ = graph.bundle_a[gb] // a_, graph.bundle_b[gb] // a_
-    order = np.argsort(ga_ * graph.connectivity.num_groups + gb_, kind="stable")
-    gb, pair_keys = gb[order], (ga_ * graph.connectivity.num_groups + gb_)[order]
-    lo, hi = np.minimum(g_s, g_d), np.maximum(g_s, g_d)
-    want = lo * graph.connectivity.num_groups + hi
-    start = np.searchsorted(pair_keys, want, side="left")
-    count = np.searchsorted(pair_keys, want, side="right") - start
-    if np.any(count == 0):
-        raise SimulationError("dragonfly: two groups have no global link between them")
-    if ecmp:
-        seg = np.arange(g_s.size)
-        pick = gb[start + _pick(key, 13, count)]
-        frac = np.ones(seg.size)
-    else:
-        seg = np.repeat(np.arange(g_s.size), count)
-        offs = np.arange(seg.size) - np.repeat(np.cumsum(count) - count, count)
-        pick = gb[np.repeat(start, count) + offs]
-        weight = graph.bundle_n[pick].astype(float)
-        frac = weight / np.bincount(seg, weights=weight)[seg]
-    ra, rb = graph.bundle_a[pick], graph.bundle_b[pick]
-    forward = (ra // a_) == g_s[seg]
-    x = np.where(forward, ra, rb)
-    y = np.where(forward, rb, ra)
-    return seg, x, y, frac

@@ -25,17 +25,19 @@ from clusterforge.netsim.collectives import (
     candidate_algorithms,
     ring_order,
 )
+from clusterforge.netsim.congestion import backpressure
 from clusterforge.netsim.maxmin import completion_time, incidence
 from clusterforge.netsim.model import (
     COLLECTIVES,
     LAUNCH_S,
     NETWORK_EFFICIENCY,
-    SCALEUP_EFFICIENCY,
     bus_factor,
     pipeline_efficiency,
+    pipelined_time_s,
+    scaleup_efficiency,
 )
 from clusterforge.netsim.result import CollectiveResult, PhaseSolution, summarize
-from clusterforge.netsim.routing import ROUTINGS, route_intra, route_net
+from clusterforge.netsim.routing import check_routing, route_intra, route_net
 from clusterforge.netsim.traffic import Traffic
 from clusterforge.topology import FabricGraph
 
@@ -60,8 +62,7 @@ def _check(
             f"--collective: unknown collective {collective!r}"
             f"{did_you_mean(collective, COLLECTIVES)}; use one of {', '.join(COLLECTIVES)}"
         )
-    if routing not in ROUTINGS:
-        raise SimulationError(f"--routing: unknown routing {routing!r}; use ecmp or adaptive")
+    check_routing(graph, routing)
     if algorithm not in ALGORITHMS:
         raise SimulationError(
             f"--algorithm: unknown algorithm {algorithm!r}"
@@ -97,12 +98,14 @@ def _groups(graph: FabricGraph, groups: np.ndarray) -> np.ndarray:
 def solve_phase(graph: FabricGraph, traffic: Traffic, routing: str, num_qps: int) -> PhaseSolution:
     """Route one phase, allocate max-min rates and time it at unit size."""
     seg_i, link_i, frac_i = route_intra(graph, traffic.intra_src, traffic.intra_dst)
-    seg_n, link_n, frac_n = route_net(graph, traffic.net, routing, num_qps)
-    eff = SCALEUP_EFFICIENCY[traffic.algorithm]
+    seg_n, link_n, frac_n, load_n = route_net(
+        graph, traffic.net, routing, num_qps, traffic.net_demand
+    )
+    eff = scaleup_efficiency(traffic.algorithm, graph.scaleup)
     link = np.concatenate([link_i, link_n])
     demand = np.concatenate([traffic.intra_demand[seg_i], traffic.net_demand[seg_n]])
     weight_i = traffic.weights()[seg_i]
-    coef = np.concatenate([frac_i * weight_i / eff, frac_n / NETWORK_EFFICIENCY])
+    coef = np.concatenate([frac_i * weight_i / eff, load_n / NETWORK_EFFICIENCY])
     a, at = incidence(link, demand, coef, graph.num_links, traffic.volume.size)
     cap = graph.capacity_gbyte_per_s
     done = completion_time(a, at, cap, traffic.volume)
@@ -111,13 +114,16 @@ def solve_phase(graph: FabricGraph, traffic: Traffic, routing: str, num_qps: int
     if seg_n.size:
         path = max(path, float(np.bincount(seg_n, weights=lat[link_n] * frac_n).max()))
     view = graph.in_ecmp if routing == "ecmp" else graph.in_adaptive
+    offered = _offered(graph, a, cap) / cap
     return PhaseSolution(
         unit_time_s=done.time_s / 1e9,
         latency_s=traffic.steps * path,
         utilization=(a @ np.where(np.isfinite(done.steady_rate), done.steady_rate, 0)) / cap,
         busy_fraction=(a @ traffic.volume) / cap / max(done.time_s, 1e-300),
-        offered_load=_offered(graph, a, cap) / cap,
+        offered_load=offered,
         view=view,
+        backpressure=backpressure(graph, seg_n, link_n, offered, view),
+        pipelined=traffic.pipelined,
         num_flows=int(np.unique(seg_n).size + traffic.intra_src.size)
         if seg_n.size
         else int(traffic.intra_src.size),
@@ -169,8 +175,24 @@ def solve_phases(
 
 
 def _time_s(phases: list[PhaseSolution], size_bytes: float) -> float:
+    """Launch + every phase's latency + bandwidth time; phases that pipeline chunks
+    (``pipelined``) overlap, see :func:`pipelined_time_s`."""
     eta = pipeline_efficiency(size_bytes)
-    return LAUNCH_S + sum(p.latency_s + p.unit_time_s * size_bytes / eta for p in phases)
+    bandwidth = [p.unit_time_s * size_bytes / eta for p in phases]
+    serial = sum(t for t, p in zip(bandwidth, phases, strict=True) if not p.pipelined)
+    overlapped = [t for t, p in zip(bandwidth, phases, strict=True) if p.pipelined]
+    shared = _shared_link_s([p for p in phases if p.pipelined]) * size_bytes / eta
+    latency = sum(p.latency_s for p in phases)
+    return LAUNCH_S + latency + serial + max(pipelined_time_s(overlapped, size_bytes), shared)
+
+
+def _shared_link_s(phases: list[PhaseSolution]) -> float:
+    """Seconds per byte the busiest link needs for all overlapping phases together: stages
+    that share a link (one NVL72 domain, a PCIe GPU's x16 link) cannot overlap on it."""
+    if len(phases) < 2:
+        return 0.0
+    busy = sum(p.busy_fraction * p.unit_time_s for p in phases)
+    return float(np.max(busy))
 
 
 def simulate_collective(

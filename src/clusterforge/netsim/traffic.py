@@ -32,6 +32,7 @@ class Traffic:
     volume: np.ndarray  # bytes per byte of size, one per demand
     steps: int  # sequential steps, each paying one path latency
     intra_weight: np.ndarray | None = None  # share of its demand an intra segment carries
+    pipelined: bool = False  # chunks flow on to the next pipelined phase (hierarchical)
 
     def weights(self) -> np.ndarray:
         """Per intra segment share of its demand's rate (1 unless aggregated)."""

@@ -2,9 +2,12 @@
 
 from clusterforge.topology.graph import (
     LINK_CLASSES,
+    MESH_SCALEUPS,
+    NETWORK_CLASSES,
     NETWORK_LINK_LATENCY_S,
     NVLINK_LATENCY_S,
     NVLS_SCALEUPS,
+    SCALEUP_CLASSES,
     FabricGraph,
     build_fabric_graph,
 )
@@ -12,9 +15,12 @@ from clusterforge.topology.metrics import LinkClassSummary, link_class_summary
 
 __all__ = [
     "LINK_CLASSES",
+    "MESH_SCALEUPS",
+    "NETWORK_CLASSES",
     "NETWORK_LINK_LATENCY_S",
     "NVLINK_LATENCY_S",
     "NVLS_SCALEUPS",
+    "SCALEUP_CLASSES",
     "FabricGraph",
     "LinkClassSummary",
     "build_fabric_graph",

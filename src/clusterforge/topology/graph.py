@@ -7,6 +7,10 @@ array of *directed* links with a capacity in GB/s, a latency in seconds and a li
   (``nvlink``; an NVL72 domain spans 72 GPUs on 18 trays; a GPU without NVLink reaches its
   peers through the host's PCIe complex, class ``pcie``).  Capacity = the GPU's unidirectional
   scale-up bandwidth, ``scaleup_gbyte_per_s / 2`` (catalog figure is bidirectional).
+* a switchless full mesh (AMD Infinity Fabric / xGMI, class ``xgmi``): the same up/down pair
+  (the sum of the GPU's peer links) plus one directed link per ordered GPU pair of the domain
+  with ``1 / (domain − 1)`` of that bandwidth: MI300X 7 × 64 GB/s, "only 64 GB/s per peer"
+  (performance.md §4).  Intra-domain traffic crosses up, peer link, down.
 * NIC ports: ``nic-leaf`` (node to switch) and ``leaf-nic`` (switch to node), one per port.
 * switch bundles of ``Connectivity.switch_links()``, expanded to one link per physical member
   in each direction (``leaf-spine``/``spine-leaf``, ``spine-core``/``core-spine``,
@@ -35,9 +39,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LINK_CLASSES",
+    "MESH_SCALEUPS",
+    "NETWORK_CLASSES",
     "NETWORK_LINK_LATENCY_S",
     "NVLINK_LATENCY_S",
     "NVLS_SCALEUPS",
+    "SCALEUP_CLASSES",
     "FabricGraph",
     "build_fabric_graph",
 ]
@@ -45,6 +52,7 @@ __all__ = [
 LINK_CLASSES: tuple[str, ...] = (
     "nvlink",
     "pcie",
+    "xgmi",
     "nic-leaf",
     "leaf-nic",
     "leaf-spine",
@@ -65,6 +73,12 @@ NETWORK_LINK_LATENCY_S = 0.5e-6
 # B200/GB200 (NVLink5) all have measured NVLS all-reduce rows in performance.md §3.2;
 # A100's NVLink3 switch has no in-switch reduction.
 NVLS_SCALEUPS = frozenset({"nvlink4", "nvlink5"})
+
+# Scale-up technologies wired as a switchless full mesh (catalog ``gpu.scaleup``): AMD
+# Infinity Fabric on MI300X/MI325X, 7 links of 64 GB/s to the 7 peers (performance.md §4).
+MESH_SCALEUPS = frozenset({"infinity-fabric"})
+SCALEUP_CLASSES: tuple[str, ...] = ("nvlink", "pcie", "xgmi")
+NETWORK_CLASSES: tuple[str, ...] = tuple(c for c in LINK_CLASSES if c not in SCALEUP_CLASSES)
 
 # (tier, direction) of a switch bundle -> link class; direction 0 = a->b, 1 = b->a.
 _TIER_CLASS = {
@@ -100,6 +114,7 @@ class FabricGraph:
     nvls: bool
     fabric: str
     nic_gbyte_per_s: float
+    lossless: bool
     node_names: tuple[str, ...] = field(repr=False)
     # one entry per directed link
     link_class: np.ndarray = field(repr=False)
@@ -126,6 +141,19 @@ class FabricGraph:
     leaves_per_pod: int = 1
     spines_per_pod: int = 0
     cores_per_group: int = 0
+    mesh_base: int = -1  # first peer link of a full-mesh scale-up domain (-1: a switch)
+
+    @property
+    def mesh(self) -> bool:
+        """Scale-up is a switchless full mesh (xGMI): GPU pairs have their own links."""
+        return self.mesh_base >= 0
+
+    def mesh_link(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Link id of the direct peer link src -> dst (same mesh domain, src != dst)."""
+        k = self.domain_gpus
+        s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+        ls, ld = s % k, d % k
+        return self.mesh_base + (s // k) * k * (k - 1) + ls * (k - 1) + ld - (ld > ls)
 
     @property
     def num_links(self) -> int:
@@ -189,7 +217,7 @@ class FabricGraph:
             node, local = divmod(vertex, self.gpus_per_node)
             return f"{self.node_names[node]}/g{local}"
         if vertex < g + d:
-            prefix = "nvswitch" if self.scaleup_class == "nvlink" else "pcie-host"
+            prefix = {"nvlink": "nvswitch", "xgmi": "xgmi"}.get(self.scaleup_class, "pcie-host")
             return f"{prefix}-{vertex - g + 1:04d}"
         if vertex < g + d + ports:
             node, nic = divmod(vertex - g - d, self.nics_per_node)
@@ -264,7 +292,8 @@ def build_fabric_graph(design: Design) -> FabricGraph:
 
     t = _LinkTable()
     gpus = np.arange(num_gpus)
-    su_cls = "pcie" if pcie else "nvlink"
+    mesh = not pcie and gpu.scaleup in MESH_SCALEUPS
+    su_cls = "pcie" if pcie else ("xgmi" if mesh else "nvlink")
     su_cap = gpu.scaleup_gbyte_per_s / 2
     t.add(su_cls, su_cap, NVLINK_LATENCY_S, gpus, v_dom + gpus // domain_gpus, True, True)
     t.add(su_cls, su_cap, NVLINK_LATENCY_S, v_dom + gpus // domain_gpus, gpus, True, True)
@@ -289,6 +318,7 @@ def build_fabric_graph(design: Design) -> FabricGraph:
         )
         bases.append(first + np.concatenate([[0], np.cumsum(n)[:-1]]).astype(np.int64))
     aggregates = _add_aggregates(t, conn, a, b, n, tier, nic_gbyte_per_s, v_sw)
+    mesh_base = _add_mesh(t, num_gpus, domain_gpus, su_cap) if mesh and domain_gpus > 1 else -1
     cls_arr, cap, lat, src_v, dst_v, ecmp, adaptive = t.arrays()
     keys = np.minimum(a, b) * conn.num_switches + np.maximum(a, b)
     order = np.argsort(keys, kind="stable")
@@ -306,6 +336,7 @@ def build_fabric_graph(design: Design) -> FabricGraph:
         nvls=(not pcie) and gpu.scaleup in NVLS_SCALEUPS,
         fabric=fab.fabric,
         nic_gbyte_per_s=nic_gbyte_per_s,
+        lossless=bool(fab.lossless),
         node_names=tuple(compute.node_names),
         link_class=cls_arr,
         capacity_gbyte_per_s=cap,
@@ -324,8 +355,19 @@ def build_fabric_graph(design: Design) -> FabricGraph:
         leaves_per_pod=lpp,
         spines_per_pod=spp,
         cores_per_group=cpg,
+        mesh_base=mesh_base,
         **aggregates,
     )
+
+
+def _add_mesh(t: _LinkTable, num_gpus: int, k: int, gpu_gbyte_per_s: float) -> int:
+    """One directed peer link per ordered GPU pair of every mesh domain, each with an equal
+    share of the GPU's scale-up bandwidth (MI300X: 448 / 7 = 64 GB/s); ids in the order
+    :meth:`FabricGraph.mesh_link` computes."""
+    i, j = np.nonzero(~np.eye(k, dtype=bool))  # row-major: (i, j) at i·(k−1) + j − (j > i)
+    base = (np.arange(num_gpus // k) * k)[:, None]
+    src, dst = (base + i).ravel(), (base + j).ravel()
+    return t.add("xgmi", gpu_gbyte_per_s / (k - 1), NVLINK_LATENCY_S, src, dst, True, True)
 
 
 def _add_aggregates(
