@@ -12,8 +12,16 @@ rewrite is listed here:
 * node hardware: ``CPUs``/``Sockets``/``CoresPerSocket``/``ThreadsPerCore``/``RealMemory`` to
   what ``slurmd -C`` reports (slurmd drains a node with less than configured), and
   ``NodeHostname``/``NodeAddr`` added so all nodes resolve to this machine;
-* process tracking: ``proctrack/linuxproc`` and ``task/none``, since several slurmd on one
-  host cannot each own the cgroup hierarchy.
+* ``FirstJobId`` in this test's range, so job cgroups (``slurm_<node>/uid_0/job_<id>``)
+  never meet those of another emulated cluster with the same node names on this host;
+* process tracking only where cgroups cannot work (see :func:`cgroups_unavailable`):
+  ``proctrack/linuxproc`` and ``task/none`` instead of the generated cgroup plugins.
+
+The generated ``cgroup.conf`` (``CgroupPlugin=autodetect``, ``Constrain*=yes``) is used as
+generated.  It works here because Debian's Slurm names each slurmd's cgroup subtree after its
+node (``slurm_gpu-0001``), so several slurmd share one cgroup v1 hierarchy, and the
+``/dev/nvidia*`` stand-ins are character devices (major 195, as the NVIDIA driver's), which
+``ConstrainDevices`` needs to grant or deny them per job.
 
 Everything else (node names, GRES, features, partitions, topology, the job script) is used
 as generated.
@@ -26,15 +34,42 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["EmulatedSlurm", "expand_hostlist"]
+__all__ = ["EmulatedSlurm", "cgroups_unavailable", "expand_hostlist"]
 
 CTLD_PORT = 16817
 FIRST_SLURMD_PORT = 17001
+FIRST_JOB_ID = 16817000
+NVIDIA_MAJOR = 195  # character-device major of /dev/nvidia[0-9]* (NVIDIA driver)
+
+
+def cgroups_unavailable() -> str | None:
+    """Why the generated cgroup plugins cannot run on this machine, or None when they can.
+
+    Slurm 22.05's cgroup/v1 needs the v1 controllers mounted writable; its cgroup/v2 needs
+    systemd to delegate a scope for slurmstepd, which a container without systemd lacks.
+    ``ConstrainDevices`` needs real character devices for the GPU stand-ins (mknod).
+    """
+    if os.geteuid() != 0:
+        return "not root: slurmd cannot create cgroups"
+    for controller in ("memory", "devices", "cpuset", "freezer"):
+        path = Path("/sys/fs/cgroup") / controller
+        if not (path.is_dir() and os.access(path, os.W_OK)):
+            return f"no writable cgroup v1 {controller} hierarchy at {path}"
+    probe = Path(tempfile.mkdtemp(prefix="cfgen-mknod-")) / "nvidia0"
+    try:
+        os.mknod(probe, stat.S_IFCHR | 0o600, os.makedev(NVIDIA_MAJOR, 0))
+    except OSError as exc:
+        return f"cannot create character devices for the GPU stand-ins: {exc}"
+    finally:
+        shutil.rmtree(probe.parent, ignore_errors=True)
+    return None
 
 
 def expand_hostlist(expr: str) -> list[str]:
@@ -75,6 +110,7 @@ class EmulatedSlurm:
     nodes: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    cgroup_fallback: str | None = None  # why the cgroup plugins were replaced, if they were
 
     @property
     def conf(self) -> Path:
@@ -89,6 +125,7 @@ class EmulatedSlurm:
         return self.work / "clusterforge-calls.log"
 
     def prepare(self) -> None:
+        self.cgroup_fallback = cgroups_unavailable()
         for sub in ("state", "dev", "log", "fakebin"):
             (self.work / sub).mkdir(parents=True, exist_ok=True)
         self._write_recorder()
@@ -158,15 +195,17 @@ class EmulatedSlurm:
             "SlurmdPidFile": str(w / "slurmd-%n.pid"),
             "SlurmctldLogFile": str(w / "log" / "slurmctld.log"),
             "SlurmdLogFile": str(w / "log" / "slurmd-%n.log"),
-            "ProctrackType": "proctrack/linuxproc",
-            "TaskPlugin": "task/none",
             "HealthCheckProgram": str(w / "clusterforge-healthcheck.sh"),
             "Prolog": str(w / "clusterforge-prolog.sh"),
             "Epilog": str(w / "clusterforge-epilog.sh"),
         }
+        if self.cgroup_fallback:
+            replace |= {"ProctrackType": "proctrack/linuxproc", "TaskPlugin": "task/none"}
         for key, value in replace.items():
             text, count = re.subn(rf"^{key}=.*$", f"{key}={value}", text, flags=re.M)
             assert count == 1, key
+        assert "FirstJobId=" not in text
+        text += f"FirstJobId={FIRST_JOB_ID}\n"
         text = re.sub(r"^SlurmdPort=.*\n", "", text, flags=re.M)
         text = f"SlurmctldHost={host}\n" + self._rewrite_node_lines(text)
         self.conf.write_text(text)
@@ -178,7 +217,11 @@ class EmulatedSlurm:
         match = re.search(r"File=/dev/nvidia\[0-(\d+)\]", text)
         assert match, "gres.conf has no /dev/nvidia[0-N] File"
         for i in range(int(match[1]) + 1):
-            (self.work / "dev" / f"nvidia{i}").touch()
+            device = self.work / "dev" / f"nvidia{i}"
+            if self.cgroup_fallback:
+                device.touch()
+            else:
+                os.mknod(device, stat.S_IFCHR | 0o600, os.makedev(NVIDIA_MAJOR, i))
         text = text.replace("File=/dev/nvidia", f"File={self.work / 'dev' / 'nvidia'}")
         (self.work / "gres.conf").write_text(text)
 

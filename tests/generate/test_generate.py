@@ -39,7 +39,7 @@ def test_every_example_spec_generates_every_target(spec_path: Path, tmp_path: Pa
 def test_default_spec_generates(tmp_path: Path) -> None:
     assert main(["generate", "-o", str(tmp_path)]) == 0
     assert (tmp_path / "slurm" / "slurm.conf").read_text().count("NodeName=") >= 1
-    assert (tmp_path / "inventory" / "11-cables.csv").exists()
+    assert (tmp_path / "inventory" / "13-cables.csv").exists()
 
 
 @pytest.mark.parametrize("gpu_id", load_catalog().gpus.ids())

@@ -50,7 +50,7 @@ def _crd(spec: dict[str, Any], namespaced: bool = False) -> dict[str, Any]:
 
 
 CRD_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
-    ("kueue.x-k8s.io/v1alpha1", "Topology"): _crd(
+    ("kueue.x-k8s.io/v1beta1", "Topology"): _crd(
         {
             "type": "object",
             "required": ["levels"],
@@ -343,3 +343,35 @@ def test_nvl72_topology_keeps_block_level_only_when_nested() -> None:
         for b in {p.nvlink_block for p in placements}
     )
     assert ("clusterforge.io/nvlink-block" in levels) == nested
+
+
+@pytest.mark.parametrize("spec", sorted(SPECS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_kueue_tas_objects_follow_operations_13(spec: Path) -> None:
+    """operations.md §13: the ResourceFlavor names the Topology (same API version), has node
+    labels, and both PodSets of the job carry one TAS annotation naming a Topology level
+    (never the hostname) plus the same podset-group-name, so Master and Workers share a domain.
+    """
+    design = plan(load_spec(spec))
+    files = {f.path: f.content for f in render(design, ["kubernetes"])}
+    kueue = list(yaml.safe_load_all(files["kubernetes/kueue.yaml"]))
+    by_kind = {d["kind"]: d for d in kueue}
+    topology, flavor = by_kind["Topology"], by_kind["ResourceFlavor"]
+    assert topology["apiVersion"] == flavor["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    assert flavor["spec"]["topologyName"] == topology["metadata"]["name"]
+    assert flavor["spec"]["nodeLabels"], "a TAS flavor needs at least one node label"
+    levels = [lv["nodeLabel"] for lv in topology["spec"]["levels"]]
+    job = yaml.safe_load(files["kubernetes/training-job.yaml"].split("---", 1)[1])
+    replicas = job["spec"]["pytorchReplicaSpecs"]
+    annotations = [r["template"]["metadata"]["annotations"] for r in replicas.values()]
+    for a in annotations:
+        tas = {k: v for k, v in a.items() if k.endswith("-topology")}
+        assert len(tas) == 1, a
+        ((key, level),) = tas.items()
+        assert key in {
+            "kueue.x-k8s.io/podset-required-topology",
+            "kueue.x-k8s.io/podset-preferred-topology",
+        }
+        assert level in levels and level != "kubernetes.io/hostname"
+    groups = {a.get("kueue.x-k8s.io/podset-group-name") for a in annotations}
+    assert len(groups) == 1 and (len(replicas) == 1 or None not in groups)
+    assert annotations[0] == annotations[-1]

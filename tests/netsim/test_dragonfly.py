@@ -72,7 +72,8 @@ def test_adversarial_valiant_and_ugal_spread_over_many_global_links(adversarial)
         res = adversarial[routing]
         spread = res.link_class_utilization["dragonfly-global"]
         assert spread.mean_utilization > 3 * minimal.mean_utilization, routing
-        assert spread.max_utilization < 0.75 * minimal.max_utilization, routing
+        # the hot global link is offered far less once traffic spreads over other groups
+        assert spread.max_offered_load < 0.5 * minimal.max_offered_load, routing
         assert res.busbw_gbyte_per_s > 1.2 * adversarial["adaptive"].busbw_gbyte_per_s, routing
 
 

@@ -111,3 +111,43 @@ def test_search_ranks_fitting_plans_and_avoids_bad_ones(models, h100, h100_comm)
     assert rates == sorted(rates, reverse=True)
     assert all(p.fits and p.plan.tp <= 8 for p in top)
     assert top[0].mfu > 0.4
+
+
+def _with_stack(models, h100, h100_comm, stack, model_id="llama3-70b", **plan):
+    arch = models[model_id]
+    return predict_step(arch, ParallelPlan(**plan), h100, h100_comm, 8, stack)
+
+
+def test_unfused_gradient_accumulation_costs_a_pass_per_micro_batch(models, h100, h100_comm):
+    from clusterforge.perf import Stack
+
+    fused = Stack.megatron_core()
+    unfused = dataclasses.replace(fused, fused_grad_accumulation=False)
+    plan = {"tp": 8, "pp": 4, "dp": 16, **LLAMA70}
+    base = _with_stack(models, h100, h100_comm, fused, **plan)
+    extra = _with_stack(models, h100, h100_comm, unfused, **plan)
+    # ~70 B params / (TP 8 x PP 4) = 2.2 B per GPU x (2 + 2 x 4) B = 22 GB per micro-batch at
+    # 0.85 x 3.35 TB/s: ~7.7 ms, x 32 micro-batches (+ the bubble's 3/32 share): ~0.27 s.
+    added = extra.step_time_s - base.step_time_s
+    assert 0.2 < added < 0.4
+    assert added < 0.1 * base.step_time_s
+    # Fewer, larger micro-batches amortise it.
+    base_mb4 = _with_stack(models, h100, h100_comm, fused, micro_batch=4, **plan)
+    extra_mb4 = _with_stack(models, h100, h100_comm, unfused, micro_batch=4, **plan)
+    assert extra_mb4.step_time_s - base_mb4.step_time_s < 0.4 * added
+
+
+def test_tied_embeddings_add_a_stage_to_stage_gradient_all_reduce(models, h100, h100_comm):
+    from clusterforge.perf import Stack
+
+    untied = models["llama3-70b"]
+    tied = untied.model_copy(update={"tied_embeddings": True})
+    plan = ParallelPlan(tp=8, pp=4, dp=16, **LLAMA70)
+    args = (h100, h100_comm, 8, Stack.megatron_core())
+    gap = (
+        predict_step(tied, plan, *args).breakdown.pp_comm_s
+        - predict_step(untied, plan, *args).breakdown.pp_comm_s
+    )
+    assert gap > 0  # 128256 x 8192 / 8 FP32 gradients between stage 0 and stage 3
+    one_stage = plan.with_(pp=1, dp=64)
+    assert predict_step(tied, one_stage, *args).breakdown.pp_comm_s == 0.0

@@ -171,12 +171,14 @@ def _dragonfly_links(c: Connectivity) -> tuple[np.ndarray, np.ndarray, np.ndarra
     la, lb = (base + i).ravel(), (base + j).ravel()
     gi, gj = np.triu_indices(g, k=1)
     # Each group has a·h global ports ("slots"); its link number k to peer q (peers numbered
-    # without itself) takes slot q·m + k, and slot s sits on router s // h.  With fewer than
-    # a·h + 1 groups every pair gets m = ⌊a·h / (g−1)⌋ parallel links, spread over routers.
+    # without itself) takes slot k·(g−1) + q, and slot s sits on router s // h.  With fewer than
+    # a·h + 1 groups every pair gets m = ⌊a·h / (g−1)⌋ parallel links, and the round-robin puts
+    # them on different routers, so no router's local links carry a whole pair's traffic.
     m, h = max(c.links_per_group_pair, 1), c.global_links_per_router
     k = np.arange(m)
-    slot_a = ((gj - 1)[:, None] * m + k).ravel()
-    slot_b = (gi[:, None] * m + k).ravel()
+    peers = max(c.num_groups - 1, 1)
+    slot_a = (k[None, :] * peers + (gj - 1)[:, None]).ravel()
+    slot_b = (k[None, :] * peers + gi[:, None]).ravel()
     ra = np.repeat(gi, m) * a_ + slot_a // h
     rb = np.repeat(gj, m) * a_ + slot_b // h
     pairs, counts = np.unique(np.stack([ra, rb]), axis=1, return_counts=True)

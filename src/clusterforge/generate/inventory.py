@@ -1,13 +1,17 @@
-"""NetBox bulk-import CSVs from the design's racks and compute-fabric cabling.
+"""NetBox bulk-import CSVs from the design's racks, fabrics and power.
 
 Field names and import order follow design.md §5.1 (netbox/dcim/forms/bulk_import.py):
 manufacturers → device roles → device types → sites → rack roles → power panels → racks →
-power feeds → devices → interfaces → cables.  The files are numbered in that order.
+power feeds → devices → interfaces → power ports → power outlets → cables → feed cables.
+The files are numbered in that order; each only names objects of the files before it.
 NetBox computes a feed's power as ``voltage × amperage × max_utilization (× √3 for three
 phases)``, the same formula the design sizes circuits with.
 
-Cables: every compute-fabric link (node HCA → leaf port, leaf → spine, spine → core, dragonfly
-links) with its length and medium chosen as the design's cabling stage chose them.
+Manufacturers are the catalog's (``Generic`` only for items the catalog does not list, the
+patch panels).  Devices are every rack device of the layout: nodes, compute, storage,
+in-band and out-of-band switches, storage blocks, management servers, CDUs, patch panels
+and the zero-U PDUs.  Cables: the compute fabric (inventory_ports.py), the support fabrics
+(inventory_support.py) and rack power (inventory_power.py).
 """
 
 from __future__ import annotations
@@ -19,16 +23,47 @@ from typing import Any
 
 from clusterforge.catalog import load_catalog
 from clusterforge.design import Design
+from clusterforge.design.layout import RackDevice
 from clusterforge.generate.common import GeneratedFile, checked_name
-from clusterforge.generate.inventory_ports import cable_rows, interface_rows
+from clusterforge.generate.inventory_ports import (
+    cable_rows,
+    compute_links,
+    interface_rows,
+    rack_device_names,
+)
+from clusterforge.generate.inventory_power import (
+    feed_cable_rows,
+    feed_name,
+    power_cable_rows,
+    power_outlet_rows,
+    power_panel,
+    power_plan,
+    power_port_rows,
+)
+from clusterforge.generate.inventory_support import support_links
 
-__all__ = ["MANUFACTURER", "inventory_files"]
+__all__ = ["FALLBACK_MANUFACTURER", "inventory_files"]
 
-MANUFACTURER = "Generic"  # the catalog records no manufacturer per model yet
+FALLBACK_MANUFACTURER = "Generic"  # for rack items the catalog does not list
 STATUS = "planned"
 RACK_WIDTH_IN = 19
 ROLE_COLORS = {"compute": "76b900", "leaf": "2196f3", "spine": "3f51b5", "core": "673ab7"}
 DEFAULT_COLOR = "9e9e9e"
+
+CABLE_FIELDS = [
+    "side_a_device",
+    "side_a_type",
+    "side_a_name",
+    "side_b_device",
+    "side_b_type",
+    "side_b_name",
+    "type",
+    "status",
+    "length",
+    "length_unit",
+    "label",
+    "description",
+]
 
 
 def _csv(header: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
@@ -46,35 +81,44 @@ def _slug(text: str) -> str:
     return checked_name(text.lower().replace(" ", "-").replace("_", "-"), "slug")
 
 
-def _model_name(model_id: str) -> str:
+def _catalog_row(model_id: str) -> Any | None:
     catalog = load_catalog()
     for table in (catalog.nodes, catalog.switches, catalog.storage, catalog.facility):
         if model_id in table.ids():
-            return str(table[model_id].name)
-    return model_id
+            return table[model_id]
+    return None
 
 
-def _device_name(rack: str, name: str, duplicated: set[str]) -> str:
-    """Per-rack items (PDUs, patch panels, CDUs) repeat their name in every rack."""
-    return checked_name(f"{rack}-{name}" if name in duplicated else name, "device name")
+def _device_type(d: RackDevice) -> dict[str, Any]:
+    """The NetBox device type of a rack device.  The NVLink switch trays of a rack-scale
+    system share the node's catalog row but not its height, so they get their own type."""
+    row = _catalog_row(d.model)
+    name = str(row.name) if row is not None else d.model
+    slug = d.model
+    if d.role == "nvlink":
+        name, slug = f"{name} NVLink switch trays", f"{d.model}-nvlink-trays"
+    return {
+        "manufacturer": str(row.manufacturer) if row is not None else FALLBACK_MANUFACTURER,
+        "model": name,
+        "slug": _slug(slug),
+        "u_height": d.u_height,
+        "is_full_depth": "true" if d.u_height > 0 else "false",
+    }
 
 
 def _devices(design: Design) -> list[dict[str, Any]]:
-    counts: dict[str, int] = {}
-    for rack in design.racks:
-        for d in rack.devices:
-            counts[d.name] = counts.get(d.name, 0) + 1
-    duplicated = {n for n, c in counts.items() if c > 1}
+    names = rack_device_names(design)
     rows = []
     for rack in design.racks:
         for d in rack.devices:
             racked = d.u_height > 0 and d.u_position > 0
+            dtype = _device_type(d)
             rows.append(
                 {
-                    "name": _device_name(rack.name, d.name, duplicated),
+                    "name": names[(rack.name, d.name)],
                     "role": _slug(d.role),
-                    "manufacturer": MANUFACTURER,
-                    "device_type": _model_name(d.model),
+                    "manufacturer": dtype["manufacturer"],
+                    "device_type": dtype["model"],
                     "status": STATUS,
                     "site": design.spec.name,
                     "rack": rack.name,
@@ -90,17 +134,14 @@ def _device_types(design: Design) -> list[dict[str, Any]]:
     seen: dict[str, dict[str, Any]] = {}
     for rack in design.racks:
         for d in rack.devices:
-            seen.setdefault(
-                d.model,
-                {
-                    "manufacturer": MANUFACTURER,
-                    "model": _model_name(d.model),
-                    "slug": _slug(d.model),
-                    "u_height": d.u_height,
-                    "is_full_depth": "true" if d.u_height > 0 else "false",
-                },
-            )
+            dtype = _device_type(d)
+            seen.setdefault(dtype["slug"], dtype)
     return list(seen.values())
+
+
+def _manufacturers(design: Design) -> list[dict[str, Any]]:
+    names = sorted({t["manufacturer"] for t in _device_types(design)})
+    return [{"name": n, "slug": _slug(n)} for n in names]
 
 
 def _roles(design: Design) -> list[dict[str, Any]]:
@@ -130,14 +171,13 @@ def _power_feeds(design: Design) -> list[dict[str, Any]]:
     rows = []
     for r in design.racks:
         c = r.circuit
-        for feed in range(c.num_feeds):
-            side = "AB"[feed]
+        for feed, side in enumerate("ab"[: c.num_feeds]):
             for circuit in range(c.circuits_per_feed):
                 rows.append(
                     {
                         "site": design.spec.name,
-                        "power_panel": f"pp-{side.lower()}",
-                        "name": f"{r.name}-{side}{circuit + 1}",
+                        "power_panel": power_panel(side),
+                        "name": feed_name(r, side, circuit),
                         "rack": r.name,
                         "status": STATUS,
                         "type": "primary" if feed == 0 else "redundant",
@@ -155,10 +195,10 @@ def inventory_files(design: Design) -> list[GeneratedFile]:
     """Every NetBox CSV for ``design``, paths under ``inventory/``."""
     site = checked_name(design.spec.name, "site name")
     rack_roles = sorted({_slug(f"{r.role}-rack") for r in design.racks})
+    links = compute_links(design) + support_links(design)
+    power = power_plan(design)
     files = {
-        "01-manufacturers.csv": _csv(
-            ["name", "slug"], [{"name": MANUFACTURER, "slug": _slug(MANUFACTURER)}]
-        ),
+        "01-manufacturers.csv": _csv(["name", "slug"], _manufacturers(design)),
         "02-device-roles.csv": _csv(["name", "slug", "color"], _roles(design)),
         "03-device-types.csv": _csv(
             ["manufacturer", "model", "slug", "u_height", "is_full_depth"], _device_types(design)
@@ -171,7 +211,7 @@ def inventory_files(design: Design) -> list[GeneratedFile]:
             [{"name": r, "slug": r, "color": DEFAULT_COLOR} for r in rack_roles],
         ),
         "06-power-panels.csv": _csv(
-            ["site", "name"], [{"site": site, "name": f"pp-{s}"} for s in "ab"]
+            ["site", "name"], [{"site": site, "name": power_panel(s)} for s in "ab"]
         ),
         "07-racks.csv": _csv(
             ["site", "name", "status", "role", "facility_id", "width", "u_height", "description"],
@@ -209,11 +249,20 @@ def inventory_files(design: Design) -> list[GeneratedFile]:
             _devices(design),
         ),
         "10-interfaces.csv": _csv(
-            ["device", "name", "type", "description"], interface_rows(design)
+            ["device", "name", "type", "mgmt_only", "description"], interface_rows(links)
         ),
-        "11-cables.csv": _csv(
+        "11-power-ports.csv": _csv(
+            ["device", "name", "type", "maximum_draw", "allocated_draw", "description"],
+            power_port_rows(power),
+        ),
+        "12-power-outlets.csv": _csv(
+            ["device", "name", "type", "power_port", "feed_leg", "description"],
+            power_outlet_rows(power),
+        ),
+        "13-cables.csv": _csv(CABLE_FIELDS, cable_rows(links) + power_cable_rows(power)),
+        "14-power-feed-cables.csv": _csv(
             [
-                "side_a_device",
+                "side_a_power_panel",
                 "side_a_type",
                 "side_a_name",
                 "side_b_device",
@@ -221,11 +270,10 @@ def inventory_files(design: Design) -> list[GeneratedFile]:
                 "side_b_name",
                 "type",
                 "status",
-                "length",
-                "length_unit",
                 "label",
+                "description",
             ],
-            cable_rows(design),
+            feed_cable_rows(power),
         ),
     }
     return [GeneratedFile(f"inventory/{name}", text) for name, text in files.items()]

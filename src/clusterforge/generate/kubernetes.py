@@ -38,6 +38,11 @@ __all__ = ["AGENT_IMAGE", "LABEL_PREFIX", "TRAINING_IMAGE", "kubernetes_files", 
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 TRAINING_IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"  # an NGC PyTorch image; pick your own
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+KUEUE_API = "kueue.x-k8s.io/v1beta1"  # operations.md §13
+# Pod-template annotations of Kueue topology-aware scheduling (operations.md §13).
+TAS_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+TAS_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+TAS_GROUP = "kueue.x-k8s.io/podset-group-name"
 
 
 def _dump(*objects: dict[str, Any], header: str) -> str:
@@ -72,7 +77,8 @@ def _label_script(design: Design, placements: list[NodePlacement]) -> str:
     for p in placements:
         pairs = " ".join(f"{k}={v}" for k, v in node_labels(design, p).items())
         lines.append(f"{checked_name(p.name, 'node name')} {pairs}")
-    return render_template("kubernetes/node-labels.sh.j2", cluster=design.spec.name, lines=lines)
+    cluster = checked_name(design.spec.name, "cluster name")
+    return render_template("kubernetes/node-labels.sh.j2", cluster=cluster, lines=lines)
 
 
 def _gpu_operator_values() -> dict[str, Any]:
@@ -139,13 +145,16 @@ def _kueue(design: Design, placements: list[NodePlacement]) -> list[dict[str, An
     quota = _resources(design)
     return [
         {
-            "apiVersion": "kueue.x-k8s.io/v1alpha1",
+            # operations.md §13: TAS is beta since Kueue v0.14, which serves Topology at
+            # v1beta1 like the queue objects (v1alpha1 was the pre-beta version; v1beta2,
+            # Kueue HEAD, still serves v1beta1).
+            "apiVersion": KUEUE_API,
             "kind": "Topology",
             "metadata": _meta(f"{name}-fabric"),
             "spec": {"levels": [{"nodeLabel": lv} for lv in topology_levels(design, placements)]},
         },
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": KUEUE_API,
             "kind": "ResourceFlavor",
             "metadata": _meta(flavor),
             "spec": {
@@ -154,7 +163,7 @@ def _kueue(design: Design, placements: list[NodePlacement]) -> list[dict[str, An
             },
         },
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": KUEUE_API,
             "kind": "ClusterQueue",
             "metadata": _meta(name),
             "spec": {
@@ -175,7 +184,7 @@ def _kueue(design: Design, placements: list[NodePlacement]) -> list[dict[str, An
             },
         },
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": KUEUE_API,
             "kind": "LocalQueue",
             "metadata": _meta("train", TRAINING_NAMESPACE),
             "spec": {"clusterQueue": name},
@@ -221,19 +230,34 @@ def _volcano(design: Design) -> list[dict[str, Any]]:
     return [queue, *_hypernodes(design)]
 
 
-def _topology_annotation(design: Design, placements: list[NodePlacement]) -> dict[str, str]:
-    """Require one leaf group when the job fits in one, else prefer the tightest spine block."""
-    group_size = max(
-        sum(1 for p in placements if p.group == g) for g in {p.group for p in placements}
-    )
+def _topology_annotations(
+    design: Design, placements: list[NodePlacement], group: str | None
+) -> dict[str, str]:
+    """Kueue TAS annotations (operations.md §13) for the training pods.
+
+    Require the finest level (NVLink block, leaf group, spine block) whose largest domain
+    holds every training node; when none does, prefer the coarsest level, so Kueue packs the
+    job as tightly as it can.  Master and Worker are two PodSets of one PyTorchJob: the same
+    ``podset-group-name`` on both makes Kueue place them in one domain together.
+    """
     nodes = design.compute.num_training_nodes
-    levels = topology_levels(design, placements)
-    if nodes <= group_size:
-        return {"kueue.x-k8s.io/podset-required-topology": LABEL_PREFIX + "leaf-group"}
-    return {"kueue.x-k8s.io/podset-preferred-topology": levels[0]}
+    levels = [lv for lv in topology_levels(design, placements) if lv != HOSTNAME_LABEL]
+    labelled = [node_labels(design, p) for p in placements]
+    annotations: dict[str, str] = {TAS_PREFERRED: levels[0]}
+    for level in levels:  # coarse to fine: the last that fits wins
+        domain_sizes: dict[str, int] = {}
+        for labels in labelled:
+            domain_sizes[labels[level]] = domain_sizes.get(labels[level], 0) + 1
+        if max(domain_sizes.values()) >= nodes:
+            annotations = {TAS_REQUIRED: level}
+    if group is not None:
+        annotations[TAS_GROUP] = group
+    return annotations
 
 
-def _pod_template(design: Design, placements: list[NodePlacement]) -> dict[str, Any]:
+def _pod_template(
+    design: Design, placements: list[NodePlacement], group: str | None
+) -> dict[str, Any]:
     launch = launch_plan(design, 1)
     command = [
         "torchrun",
@@ -242,7 +266,7 @@ def _pod_template(design: Design, placements: list[NodePlacement]) -> dict[str, 
         *launch.train_args,
     ]
     return {
-        "metadata": {"annotations": _topology_annotation(design, placements)},
+        "metadata": {"annotations": _topology_annotations(design, placements, group)},
         "spec": {
             "containers": [
                 {
@@ -261,7 +285,8 @@ def _pod_template(design: Design, placements: list[NodePlacement]) -> dict[str, 
 
 def _training_job(design: Design, placements: list[NodePlacement]) -> dict[str, Any]:
     nodes = design.compute.num_training_nodes
-    template = _pod_template(design, placements)
+    name = f"{design.spec.name}-train"
+    template = _pod_template(design, placements, name if nodes > 1 else None)
     replicas: dict[str, Any] = {
         "Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}
     }
@@ -275,7 +300,7 @@ def _training_job(design: Design, placements: list[NodePlacement]) -> dict[str, 
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": _meta(
-            f"{design.spec.name}-train",
+            name,
             TRAINING_NAMESPACE,
             labels={"kueue.x-k8s.io/queue-name": "train"},
         ),

@@ -137,7 +137,7 @@ def _yaml(data: dict[str, Any], header: str) -> str:
 
 def monitoring_files(design: Design) -> list[GeneratedFile]:
     """Every monitoring file for ``design``, paths under ``monitoring/``."""
-    name = design.spec.name
+    name = checked_name(design.spec.name, "cluster name")  # it reaches comment lines too
     files = [
         GeneratedFile(
             "monitoring/prometheus.yml", _yaml(prometheus_config(design), f"Prometheus for {name}")

@@ -240,7 +240,7 @@ def _job_script(design: Design) -> str:
     launch = launch_plan(design, biggest_group)
     return render_template(
         "slurm/train.sbatch.j2",
-        cluster=design.spec.name,
+        cluster=checked_name(design.spec.name, "cluster name"),
         script_name="train.sbatch",
         job_name=checked_name(launch.job_name, "job name"),
         partition="gpu",
@@ -250,7 +250,7 @@ def _job_script(design: Design) -> str:
         parallelism=_parallelism(design),
         gres_type=gres_type(design.compute.gpu),
         num_leaf_groups=launch.num_leaf_groups,
-        fabric=design.fabric.fabric,
+        fabric=checked_name(design.fabric.fabric, "fabric"),
         nccl_env=[(k, shlex.quote(v)) for k, v in launch.nccl_env],
         rendezvous_port=RENDEZVOUS_PORT,
         train_args=[shlex.quote(a) for a in launch.train_args],
@@ -259,7 +259,7 @@ def _job_script(design: Design) -> str:
 
 def _scripts(design: Design) -> list[GeneratedFile]:
     common = dict(
-        cluster=design.spec.name,
+        cluster=checked_name(design.spec.name, "cluster name"),
         clusterforge_path=shlex.quote(CLUSTERFORGE_PATH),
         spec_path=shlex.quote(SPEC_PATH),
     )

@@ -47,9 +47,14 @@ class Stack:
     ``megatron_core`` (default) is Megatron-Core/Transformer Engine as of 2024: flash
     attention, no dropout, TP communication overlapped with GEMMs (``--tp-comm-overlap``),
     DP gradient reduce-scatter / parameter all-gather overlapped (``--overlap-grad-reduce
-    --overlap-param-gather``), pipeline sends overlapped, gradients reduced in FP32.
+    --overlap-param-gather``), pipeline sends overlapped, gradients reduced in FP32, and
+    gradient-accumulation fusion (``--gradient-accumulation-fusion``, on by default: the
+    weight-gradient GEMM accumulates into the FP32 ``main_grad`` in its epilogue).
     ``megatron_2021`` is Megatron-LM of Narayanan et al. 2021: explicit attention with a fused
-    softmax, dropout 0.1, no TP/DP overlap, FP16 gradients all-reduced after the backward.
+    softmax, dropout 0.1, no TP/DP overlap, FP16 gradients all-reduced after the backward and
+    accumulated over micro-batches by a separate ``main_grad.add_(grad)`` per parameter
+    (``megatron/model/distributed.py`` param hook of that time; ``fused_grad_accumulation``
+    False).
     """
 
     name: str = "megatron-core"
@@ -59,6 +64,7 @@ class Stack:
     dp_overlap: bool = True
     pp_overlap: bool = True
     grad_reduce_bytes: int = 4
+    fused_grad_accumulation: bool = True
 
     @classmethod
     def megatron_core(cls) -> Stack:
@@ -74,6 +80,7 @@ class Stack:
             dp_overlap=False,
             pp_overlap=False,
             grad_reduce_bytes=2,
+            fused_grad_accumulation=False,
         )
 
 
@@ -223,7 +230,8 @@ def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
 def _attention_backward_s(
     arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
 ) -> float:
-    """Backward of the attention core: 2.5x forward for flash (recomputes S), else 2x GEMMs."""
+    """Backward of the attention core: flash recomputes S and runs 2.5x the forward's work at
+    a lower rate (``flash_attention_backward_ratio``); unfused: 2x the forward GEMMs."""
     c = load_constants()
     forward = _attention_forward_s(arch, plan, perf, stack)
     if stack.attention == "flash":

@@ -20,6 +20,10 @@ Per step:
 * PP (Narayanan et al. 2021 §4.1): a ``b s h / t`` send per micro-batch, chunk and direction
   (scatter-gather / SP split over TP). With overlapped sends only the fill and drain hops
   ``2 (p - 1)`` are exposed; without, every send is.
+* Tied embeddings with PP > 1 (Shoeybi et al. 2019 §3; Megatron-LM ``_allreduce_embedding_grads``,
+  DeepSpeed ``PipelineEngine._exec_reduce_tied_grads``): the first stage's input embedding
+  and the last stage's output layer share one weight, so their ``V h / t`` gradients are
+  all-reduced between the two stages after the backward, not overlapped.
 * DP: gradient all-reduce (ZeRO-0) or reduce-scatter + parameter all-gather (ZeRO-1/2,
   Megatron distributed optimizer); with overlap the reduce hides behind the backward of the
   last micro-batch and the gather behind the forward of the first. ZeRO-3/FSDP gathers the
@@ -39,7 +43,7 @@ from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, Stack, overlapped_s
 from clusterforge.perf.parallel import ParallelPlan, rank_groups
 
-__all__ = ["LayerComm", "dp_exposed_s", "layer_comm", "pp_exposed_s"]
+__all__ = ["LayerComm", "dp_exposed_s", "embedding_sync_s", "layer_comm", "pp_exposed_s"]
 
 ACT_BYTES = 2  # BF16 activations on the wire
 
@@ -139,6 +143,16 @@ def pp_exposed_s(
     if stack.pp_overlap:  # hidden behind the other micro-batches' compute
         return fill_drain + overlapped_s(steady, math.inf)
     return fill_drain + steady
+
+
+def embedding_sync_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack) -> float:
+    """Seconds per step to all-reduce the tied embedding gradient between first and last stage."""
+    if plan.pp == 1 or not arch.tied_embeddings:
+        return 0.0
+    grid = np.arange(plan.num_gpus).reshape(plan.pp, -1)  # [stage, rank within the stage]
+    pairs = np.stack([grid[0], grid[-1]], axis=1)
+    size = arch.vocab_size * arch.hidden_size / plan.tp * stack.grad_reduce_bytes
+    return comm.collective_time_s("all_reduce", size, pairs)
 
 
 def dp_exposed_s(

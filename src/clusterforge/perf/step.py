@@ -7,8 +7,10 @@ of its slowest stage ``t_max`` (1F1B, Narayanan et al. 2021 §2.2):
 
     t_pipeline = m t_max + (p - 1)/v t_max      bubble fraction (p - 1)/(v m)
 
-then the step adds what is not hidden: data-parallel gradient/parameter traffic, the
-fill/drain pipeline sends, the optimizer (a memory-bound Adam over the locally owned
+A stack without gradient-accumulation fusion also adds, per micro-batch, a memory-bound
+pass that accumulates the weight gradients (:func:`grad_accumulation_s`). Then the step
+adds what is not hidden: data-parallel gradient/parameter traffic, the fill/drain pipeline
+sends and the tied-embedding gradient all-reduce between first and last stage, the optimizer (a memory-bound Adam over the locally owned
 parameters) and "other" (gradient-norm and clipping pass, zeroing of gradient buffers).
 Overlap assumptions are those of the :class:`~clusterforge.perf.compute.Stack`.
 """
@@ -21,6 +23,8 @@ from typing import Any
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import (
+    BF16_BYTES,
+    GpuPerf,
     LayerTimes,
     Stack,
     gpu_perf,
@@ -29,7 +33,13 @@ from clusterforge.perf.compute import (
     logits_times,
     memory_time_s,
 )
-from clusterforge.perf.exposure import LayerComm, dp_exposed_s, layer_comm, pp_exposed_s
+from clusterforge.perf.exposure import (
+    LayerComm,
+    dp_exposed_s,
+    embedding_sync_s,
+    layer_comm,
+    pp_exposed_s,
+)
 from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_step
 from clusterforge.perf.memory import MemoryBreakdown, memory_per_gpu, stage_params
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, validate_plan
@@ -141,6 +151,42 @@ def _embedding_s(arch: ModelArch, plan: ParallelPlan, perf_hbm: float) -> float:
     return 3 * 2.0 * tokens * arch.hidden_size / perf_hbm
 
 
+# Parameter tensors per transformer layer that receive their own gradient-accumulation
+# kernel (QKV, projection, two MLP matrices, their biases, two norms' weight and bias).
+PARAM_TENSORS_PER_LAYER = 12
+
+
+def _stage_weights(arch: ModelArch, plan: ParallelPlan, index: int, layers: int) -> float:
+    """Parameters one GPU of stage ``index`` holds: its layers, the embedding on the first
+    stage and the output layer on the last (a copy of the embedding when tied, Megatron)."""
+    params = stage_params(arch, plan, layers, first=index == 0)
+    if plan.pp > 1 and index == plan.pp - 1:
+        params += arch.vocab_size * arch.hidden_size / plan.tp
+    return params
+
+
+def grad_accumulation_s(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack, perf: GpuPerf, index: int, layers: int
+) -> float:
+    """Seconds per micro-batch to add its weight gradients into the accumulation buffer.
+
+    Unfused stacks run a separate memory-bound ``acc.add_(grad)`` per parameter tensor after
+    each micro-batch's backward: read the BF16/FP16 gradient (2 B), read and write the
+    accumulator in the reduce precision (``grad_reduce_bytes`` each): 6 B/parameter for
+    Megatron-LM 2021 (FP16 ``main_grad``, ``megatron/model/distributed.py`` param hook),
+    10 B for DeepSpeed's BF16_Optimizer (FP32 accumulation; bigscience-workshop/bigscience
+    ``train/tr11-176B-ml/README.md``). With gradient-accumulation fusion the weight-gradient
+    GEMM accumulates in its epilogue and no pass remains (Megatron-LM
+    ``--gradient-accumulation-fusion``; Transformer Engine ``fuse_wgrad_accumulation``).
+    """
+    if stack.fused_grad_accumulation:
+        return 0.0
+    bytes_per_param = BF16_BYTES + 2 * stack.grad_reduce_bytes
+    params = _stage_weights(arch, plan, index, layers)
+    kernels = PARAM_TENSORS_PER_LAYER * layers
+    return memory_time_s(params * bytes_per_param, perf, num_kernels=kernels)
+
+
 def _stage(
     index: int,
     layers: int,
@@ -148,11 +194,12 @@ def _stage(
     times: LayerTimes,
     comm: LayerComm,
     ends: tuple[float, float, float],
+    accumulate_s: float,
 ) -> _Stage:
     """Per-micro-batch seconds of pipeline stage ``index`` holding ``layers`` layers."""
     embed_s, logits_f, logits_b = ends
     forward = layers * times.forward_s
-    backward = layers * (times.backward_s + times.recompute_s)
+    backward = layers * (times.backward_s + times.recompute_s) + accumulate_s
     if index == 0:
         forward += embed_s / 3
         backward += 2 * embed_s / 3
@@ -185,7 +232,18 @@ def predict_step(
     per_layer_comm = layer_comm(arch, plan, times, comm, stack, nvlink_domain_gpus)
     hbm = perf.hbm_gbyte_per_s * 1e9 * load_constants().hbm_efficiency
     ends = (_embedding_s(arch, plan, hbm), *logits_times(arch, plan, perf))
-    per_stage = [_stage(i, n, plan, times, per_layer_comm, ends) for i, n in enumerate(stages)]
+    per_stage = [
+        _stage(
+            i,
+            n,
+            plan,
+            times,
+            per_layer_comm,
+            ends,
+            grad_accumulation_s(arch, plan, stack, perf, i, n),
+        )
+        for i, n in enumerate(stages)
+    ]
     slowest = max(per_stage, key=lambda s: s.total_s)
     m = num_micro_batches(plan)
 
@@ -199,7 +257,8 @@ def predict_step(
     breakdown = Breakdown(
         compute_s=m * slowest.compute_s,
         tp_comm_s=m * slowest.tp_s,
-        pp_comm_s=pp_exposed_s(plan, arch, comm, stack, m),
+        pp_comm_s=pp_exposed_s(plan, arch, comm, stack, m)
+        + embedding_sync_s(plan, arch, comm, stack),
         dp_comm_s=dp_s,
         cp_comm_s=m * slowest.cp_s,
         ep_comm_s=m * slowest.ep_s,
