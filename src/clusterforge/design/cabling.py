@@ -21,7 +21,14 @@ from clusterforge.design.layout import Layout
 from clusterforge.design.network import FabricDesign, SupportFabric
 from clusterforge.design.storage import StorageDesign
 
-__all__ = ["LinkClass", "MediaCount", "design_cabling", "pick_media", "run_lengths_m", "speed_factor"]
+__all__ = [
+    "LinkClass",
+    "MediaCount",
+    "design_cabling",
+    "pick_media",
+    "run_lengths_m",
+    "speed_factor",
+]
 
 VERTICAL_DROP_M = 2.0
 SLACK = 1.15

@@ -23,7 +23,6 @@ from clusterforge.spec import ClusterSpec
 __all__ = ["FabricDesign", "SupportFabric", "design_compute_fabric", "design_support_fabrics"]
 
 DEFAULT_SWITCH = {"infiniband": "qm9700", "roce": "sn5600"}
-OOB_PORTS_PER_RACK = 2  # two metered PDUs per rack report over OOB (A and B feed)
 
 
 class FabricDesign(BaseModel):
@@ -258,10 +257,14 @@ def design_support_fabrics(
     fabric: FabricDesign,
     storage: StorageDesign,
     catalog: Catalog,
-    num_racks_estimate: int,
+    num_pdus: int,
     num_mgmt_servers: int,
 ) -> list[SupportFabric]:
-    """Storage, in-band and out-of-band fabrics (DGX SuperPOD RA's four-fabric layout)."""
+    """Storage, in-band and out-of-band fabrics (DGX SuperPOD RA's four-fabric layout).
+
+    Out-of-band ports: every node BMC, every compute switch, storage server and management
+    server, and every metered PDU (``num_pdus``, one per feed circuit).
+    """
     node = compute.node
     fabrics: list[SupportFabric] = []
     if spec.network.storage_fabric and node.num_storage_ports:
@@ -276,12 +279,16 @@ def design_support_fabrics(
     inband_ports = compute.num_nodes * node.num_inband_ports + num_mgmt_servers * 2
     if not spec.network.storage_fabric:
         inband_ports += storage.num_blocks * storage.block.num_ports
+    # Support switches have a management port too; in-band is counted before its OOB uplinks.
+    support_switches = sum(f.num_switches for f in fabrics)
+    support_switches += _two_tier("in-band", inband, 100, inband_ports).num_switches
     oob_ports = (
         compute.num_nodes
         + fabric.num_switches
+        + support_switches
         + storage.num_blocks
         + num_mgmt_servers
-        + num_racks_estimate * OOB_PORTS_PER_RACK
+        + num_pdus
     )
     oob = _oob(catalog.switches["sn2201"], oob_ports)
     inband_ports += oob.num_uplinks

@@ -70,11 +70,20 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None, *, break_even: bool 
     fabric = design_compute_fabric(spec, compute, catalog)
     density = choose_density(spec, compute)
     mgmt = mgmt_servers(spec)
-    rack_estimate = (
+    # The OOB fabric needs a port per PDU, known only once racks are laid out: start from an
+    # estimate and re-lay until the support fabrics stop changing (one extra pass in practice).
+    pdu_estimate = 2 * (
         math.ceil(compute.num_nodes / density.nodes_per_rack) + fabric.num_switches // 10 + 2
     )
-    support = design_support_fabrics(spec, compute, fabric, storage, catalog, rack_estimate, mgmt)
+    support = design_support_fabrics(spec, compute, fabric, storage, catalog, pdu_estimate, mgmt)
     layout = lay_out(spec, compute, fabric, support, storage, catalog, density, mgmt)
+    for _ in range(3):
+        num_pdus = sum(r.circuit.num_whips for r in layout.racks)
+        resized = design_support_fabrics(spec, compute, fabric, storage, catalog, num_pdus, mgmt)
+        if resized == support:
+            break
+        support = resized
+        layout = lay_out(spec, compute, fabric, support, storage, catalog, density, mgmt)
     cabling = design_cabling(compute, fabric, support, storage, layout, catalog)
     bom = bill_of_materials(spec, compute, fabric, support, storage, layout, cabling, catalog, mgmt)
     power = power_summary(spec, compute, fabric, support, storage, layout, cabling, catalog, mgmt)
