@@ -21,6 +21,7 @@ AGENT_IMAGE = "clusterforge:0.1.0"
 EXPORTER_PORT = 9410
 CHECK_INTERVAL_S = 300
 LABEL_PREFIX = "clusterforge.io/"
+STATE_DIR = "/var/lib/clusterforge"  # where `check --state-file auto` keeps counter baselines
 
 # The loop reads only $NODE_NAME (from the pod spec's fieldRef), never a value of the spec.
 _CHECK_LOOP = (
@@ -104,6 +105,8 @@ def _containers(spec_path: str) -> list[dict[str, Any]]:
         "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
         "securityContext": _container_security(kernel_log=True),
     }
+    # Counter baselines survive pod restarts on the host (`check --state-file auto`).
+    check["volumeMounts"] = [mount, {"name": "state", "mountPath": STATE_DIR}]
     # The exporter labels its series with the node; without --node it would use the host name.
     exporter = {
         "name": "exporter",
@@ -146,7 +149,13 @@ def _daemonset(design: Design, spec_path: str) -> dict[str, Any]:
                     "hostNetwork": True,
                     "dnsPolicy": "ClusterFirstWithHostNet",
                     "containers": _containers(spec_path),
-                    "volumes": [{"name": "spec", "configMap": {"name": "clusterforge-spec"}}],
+                    "volumes": [
+                        {"name": "spec", "configMap": {"name": "clusterforge-spec"}},
+                        {
+                            "name": "state",
+                            "hostPath": {"path": STATE_DIR, "type": "DirectoryOrCreate"},
+                        },
+                    ],
                 },
             },
         },
