@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from clusterforge.errors import PlanError
@@ -162,9 +163,24 @@ def command(spec: str | None, search: bool, top: int, as_json: bool, **overrides
     comm = design_comm(design)
     tokens = workload.tokens_b * 1e9
     if search:
-        found = search_plans(
-            arch, base, design.compute.gpu, comm, design.compute.nvlink_domain_gpus, top=top
-        )
+        with Progress(
+            TextColumn("searching plans"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        ) as bar:
+            task = bar.add_task("search", total=None)
+            found = search_plans(
+                arch,
+                base,
+                design.compute.gpu,
+                comm,
+                design.compute.nvlink_domain_gpus,
+                top=top,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
         title = f"best {len(found)} plans: {arch.id} on {num_gpus} x {design.compute.gpu.id}"
         _render(found, as_json, tokens, title)
         return

@@ -12,7 +12,7 @@ cheapest recomputation mode that fits. Communication results are memoised by the
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.errors import PlanError
@@ -92,12 +92,19 @@ def search_plans(
     nvlink_domain_gpus: int,
     top: int = 10,
     stack: Stack | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[Prediction]:
-    """The ``top`` fitting plans by tokens/s (ties: less memory first)."""
+    """The ``top`` fitting plans by tokens/s (ties: less memory first).
+
+    ``progress(done, total)`` is called after each candidate (the CLI draws a bar with it).
+    """
     stack = stack or Stack.megatron_core()
     found = []
-    for plan in candidate_plans(arch, base, base.num_gpus, nvlink_domain_gpus):
+    candidates = list(candidate_plans(arch, base, base.num_gpus, nvlink_domain_gpus))
+    for done, plan in enumerate(candidates, start=1):
         pred = _cheapest_fitting(arch, plan, gpu, comm, nvlink_domain_gpus, stack)
+        if progress is not None:
+            progress(done, len(candidates))
         if pred is not None:
             found.append(pred)
     if not found:
