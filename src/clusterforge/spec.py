@@ -70,6 +70,13 @@ class NetworkSpec(_Section):
         description="single-switch only: bond each node's NICs into one aggregated link "
         "(the seed's 'design A'); traffic then hashes per flow onto one member link",
     )
+    planes: int = Field(
+        1,
+        ge=1,
+        le=8,
+        description="Independent fabric planes (Clos only): NIC i joins plane i mod planes; "
+        "planes share no switch, cross-plane traffic hops over NVLink",
+    )
     dragonfly_routers_per_group: int | None = Field(
         None, ge=2, description="Dragonfly a (None = balanced a = 2p)"
     )

@@ -154,3 +154,23 @@ def test_switch_without_the_nic_speed_is_refused(catalog):
 )
 def test_smallest_divisor(n, lower, expected):
     assert smallest_divisor_at_least(n, lower) == expected
+
+
+def test_planes_replicate_one_plane_and_share_no_switch(catalog):
+    """Dual-plane (Alibaba HPN style): NIC i joins plane i mod 2; each plane is a full Clos
+    for half the NICs, and no link joins the planes."""
+    two = _fabric(catalog, "rail-optimized", 128, planes=2).connectivity
+    one = _fabric(catalog, "rail-optimized", 128, nics=4).connectivity
+    assert (two.num_leaves, two.num_spines) == (2 * one.num_leaves, 2 * one.num_spines)
+    node, nic, leaf = two.node_links()
+    assert np.all(two.plane_of_switch(leaf) == nic % 2)
+    a, b, n, _ = two.switch_links()
+    assert np.all(two.plane_of_switch(a) == two.plane_of_switch(b))
+    assert n.sum() == 2 * one.switch_links()[2].sum()
+
+
+def test_planes_must_divide_the_nics_and_need_a_clos(catalog):
+    with pytest.raises(CapacityError, match="network.planes"):
+        _fabric(catalog, "rail-optimized", 64, planes=3)
+    with pytest.raises(CapacityError, match="Clos topology"):
+        _fabric(catalog, "dragonfly", 64, planes=2)

@@ -21,7 +21,7 @@ routers are leaves.  Formulas (design.md §2):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -71,14 +71,63 @@ class Connectivity:
     links_per_group_pair: int = 0
     # link aggregation (single-switch 'design A'): NICs of a node bonded into one LAG
     link_aggregation: bool = False
+    # independent planes (Clos only): NIC i joins plane i mod num_planes; the count fields
+    # above are totals, the per-pod/per-group fields describe one plane
+    num_planes: int = 1
     switch_names: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def num_switches(self) -> int:
         return self.num_leaves + self.num_spines + self.num_cores
 
+    def plane_view(self) -> Connectivity:
+        """One plane of a multi-plane fabric, with its own switch ids starting at 0."""
+        p = self.num_planes
+        return replace(
+            self,
+            num_planes=1,
+            nics_per_node=self.nics_per_node // p,
+            num_leaves=self.num_leaves // p,
+            num_spines=self.num_spines // p,
+            num_cores=self.num_cores // p,
+        )
+
+    def plane_of_switch(self, switch_id: np.ndarray) -> np.ndarray:
+        """Plane of each switch id (0 for single-plane fabrics); vectorized."""
+        ids = np.asarray(switch_id)
+        lp, sp = self.num_leaves // self.num_planes, self.num_spines // self.num_planes
+        cp = max(self.num_cores // self.num_planes, 1)
+        return np.where(
+            ids < self.num_leaves,
+            ids // max(lp, 1),
+            np.where(
+                ids < self.num_leaves + self.num_spines,
+                (ids - self.num_leaves) // max(sp, 1),
+                (ids - self.num_leaves - self.num_spines) // cp,
+            ),
+        )
+
+    def _to_global(self, plane: int, ids: np.ndarray) -> np.ndarray:
+        """Map a plane view's switch ids to this fabric's global ids."""
+        view = self.plane_view()
+        lp, sp, cp = view.num_leaves, view.num_spines, view.num_cores
+        return np.where(
+            ids < lp,
+            plane * lp + ids,
+            np.where(
+                ids < lp + sp,
+                self.num_leaves + plane * sp + (ids - lp),
+                self.num_leaves + self.num_spines + plane * cp + (ids - lp - sp),
+            ),
+        )
+
     def leaf_of(self, node: np.ndarray, nic: np.ndarray) -> np.ndarray:
         """Leaf id of each (node, nic) pair; vectorized over numpy arrays."""
+        if self.num_planes > 1:
+            nic = np.asarray(nic)
+            plane = nic % self.num_planes
+            local = self.plane_view().leaf_of(node, nic // self.num_planes)
+            return plane * (self.num_leaves // self.num_planes) + local
         slot = np.asarray(node) + self.reserved_slots
         nic = np.asarray(nic)
         if self.kind == "single-switch":
@@ -119,6 +168,17 @@ class Connectivity:
     def switch_links(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(switch_a, switch_b, num_links, tier) bundles; tier 0 = leaf-spine, 1 = spine-core,
         2 = dragonfly local, 3 = dragonfly global."""
+        if self.num_planes > 1:
+            view = self.plane_view()
+            parts = [view.switch_links() for _ in range(self.num_planes)]
+            a = np.concatenate([self._to_global(p, part[0]) for p, part in enumerate(parts)])
+            b = np.concatenate([self._to_global(p, part[1]) for p, part in enumerate(parts)])
+            return (
+                a,
+                b,
+                np.concatenate([x[2] for x in parts]),
+                np.concatenate([x[3] for x in parts]),
+            )
         if self.kind == "dragonfly":
             return _dragonfly_links(self)
         if self.kind == "rail-only":
@@ -322,8 +382,26 @@ def size_fabric(
     reserve_ufm_port: bool = False,
     link_aggregation: bool = False,
     dragonfly_routers_per_group: int | None = None,
+    planes: int = 1,
 ) -> FabricShape:
-    """Size the compute fabric of ``num_nodes`` nodes with ``nics_per_node`` NICs each."""
+    """Size the compute fabric of ``num_nodes`` nodes with ``nics_per_node`` NICs each.
+
+    With ``planes`` > 1 (Clos topologies only) each plane is sized for ``nics_per_node /
+    planes`` NICs per node and replicated: NIC i joins plane i mod planes, and planes share no
+    switch (multi-plane designs such as Alibaba HPN's dual plane, SIGCOMM 2024).
+    """
+    if planes > 1:
+        return _multi_plane(
+            topology=topology,
+            num_nodes=num_nodes,
+            nics_per_node=nics_per_node,
+            switch=switch,
+            nic_gbit_per_s=nic_gbit_per_s,
+            oversubscription=oversubscription,
+            tiers=tiers,
+            reserve_ufm_port=reserve_ufm_port,
+            planes=planes,
+        )
     radix = switch.radix_at(nic_gbit_per_s)
     if radix is None:
         speeds = ", ".join(f"{m.port_gbit_per_s:g}" for m in switch.port_modes)
@@ -444,3 +522,31 @@ def _dragonfly(num_nodes: int, nics: int, radix: int, routers_per_group: int | N
         links_per_group_pair=per_pair,
     )
     return FabricShape(conn, 2, radix, p, a - 1 + h, 1.0)
+
+
+def _multi_plane(
+    *, topology: str, num_nodes: int, nics_per_node: int, planes: int, **kw: Any
+) -> FabricShape:
+    if topology not in ("rail-optimized", "leaf-spine", "fat-tree"):
+        raise CapacityError(
+            f"network.planes: {planes} planes need a Clos topology (rail-optimized, leaf-spine, "
+            f"fat-tree), not {topology!r}; set planes: 1"
+        )
+    if nics_per_node % planes:
+        raise CapacityError(
+            f"network.planes: {planes} planes do not divide {nics_per_node} NICs per node; use a "
+            "divisor of the NIC count"
+        )
+    one = size_fabric(
+        topology=topology, num_nodes=num_nodes, nics_per_node=nics_per_node // planes, **kw
+    )
+    c = one.connectivity
+    conn = replace(
+        c,
+        nics_per_node=nics_per_node,
+        num_leaves=c.num_leaves * planes,
+        num_spines=c.num_spines * planes,
+        num_cores=c.num_cores * planes,
+        num_planes=planes,
+    )
+    return replace(one, connectivity=conn)

@@ -45,6 +45,7 @@ class FabricDesign(BaseModel):
     num_cores: int
     num_switches: int
     num_groups: int = Field(0, description="Dragonfly groups (0 for other topologies)")
+    num_planes: int = Field(1, description="Independent fabric planes")
     num_node_links: int
     num_leaf_spine_links: int
     num_spine_core_links: int
@@ -108,6 +109,7 @@ def design_compute_fabric(
         reserve_ufm_port=net.reserve_ufm_port,
         link_aggregation=net.link_aggregation,
         dragonfly_routers_per_group=net.dragonfly_routers_per_group,
+        planes=net.planes,
     )
     design = _fabric_design(net.topology, net.fabric, switch, shape, speed, compute)
     lossless = net.lossless if net.lossless is not None else net.fabric == "infiniband"
@@ -142,6 +144,7 @@ def _fabric_design(
         num_cores=c.num_cores,
         num_switches=c.num_switches,
         num_groups=c.num_groups,
+        num_planes=c.num_planes,
         num_node_links=endpoints,
         num_leaf_spine_links=int(n[tier == 0].sum()),
         num_spine_core_links=int(n[tier == 1].sum()),
