@@ -63,6 +63,9 @@ def _fabric(d: Design) -> Table:
             f"{f.nics_per_node} x {f.nic_gbit_per_s:g} Gb/s per node = {f.gbit_per_s_per_gpu:g} Gb/s per GPU",
         ),
         ("switches", switches),
+        ("planes", f"{f.num_planes} independent planes (NIC i -> plane i mod {f.num_planes})")
+        if f.num_planes > 1
+        else ("planes", "1"),
         ("oversubscription", f"{f.oversubscription:g}:1"),
         ("bisection", f"{f.bisection_gbit_per_s / 1000:,.1f} Tb/s"),
         ("max switch hops", str(f.max_switch_hops)),
