@@ -11,6 +11,8 @@ from clusterforge.spec import load_spec
 
 SPECS = Path(__file__).parent / "specs"
 GOLDEN_SPEC = SPECS / "lab-leaf-spine.yaml"
+# dual-plane leaf-spine, small enough for the emulated Slurm cluster
+MULTI_PLANE_SPEC = SPECS / "multi-plane-lab.yaml"
 
 
 @pytest.fixture(scope="session")

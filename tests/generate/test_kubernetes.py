@@ -17,7 +17,7 @@ from clusterforge.design import Design, plan
 from clusterforge.generate import render, write_files
 from clusterforge.generate.layout import node_placements
 from clusterforge.spec import load_spec
-from tests.generate.conftest import SPECS
+from tests.generate.conftest import GOLDEN_SPEC, MULTI_PLANE_SPEC, SPECS
 
 kubernetes_validate = pytest.importorskip(
     "kubernetes_validate", reason="pip install kubernetes-validate"
@@ -209,12 +209,18 @@ CRD_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
 }
 
 
+@pytest.fixture(scope="module", params=[GOLDEN_SPEC, MULTI_PLANE_SPEC], ids=lambda p: p.stem)
+def k8s_design(request: pytest.FixtureRequest) -> Design:
+    """The lab design, and a dual-plane one: same node groups, a leaf per plane."""
+    return plan(load_spec(request.param))
+
+
 @pytest.fixture(scope="module")
 def manifests(
-    lab_design: Design, tmp_path_factory: pytest.TempPathFactory
+    k8s_design: Design, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, list[dict[str, Any]]]:
     out = tmp_path_factory.mktemp("cfgen-k8s")
-    write_files(render(lab_design, ["kubernetes"]), out)
+    write_files(render(k8s_design, ["kubernetes"]), out)
     docs = {}
     for path in sorted((out / "kubernetes").glob("*.yaml")):
         if path.name != "gpu-operator-values.yaml":
@@ -267,19 +273,19 @@ def test_training_pod_template_is_a_valid_pod_template(
 
 
 def test_job_and_queues_match_the_design(
-    manifests: dict[str, list[dict[str, Any]]], lab_design: Design
+    manifests: dict[str, list[dict[str, Any]]], k8s_design: Design
 ) -> None:
     job = manifests["training-job.yaml"][0]["spec"]["pytorchReplicaSpecs"]
     assert (
         job["Master"]["replicas"] + job["Worker"]["replicas"]
-        == lab_design.compute.num_training_nodes
+        == k8s_design.compute.num_training_nodes
     )
     queue = next(d for d in manifests["kueue.yaml"] if d["kind"] == "ClusterQueue")
     quota = {
         r["name"]: r["nominalQuota"]
         for r in queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
     }
-    assert quota["nvidia.com/gpu"] == lab_design.compute.num_training_gpus
+    assert quota["nvidia.com/gpu"] == k8s_design.compute.num_training_gpus
 
 
 def test_agent_rbac_is_least_privilege(manifests: dict[str, list[dict[str, Any]]]) -> None:
@@ -297,10 +303,10 @@ def test_agent_rbac_is_least_privilege(manifests: dict[str, list[dict[str, Any]]
 
 
 def test_topology_levels_are_labels_the_script_sets(
-    manifests: dict[str, list[dict[str, Any]]], lab_design: Design, tmp_path: Path
+    manifests: dict[str, list[dict[str, Any]]], k8s_design: Design, tmp_path: Path
 ) -> None:
     """Run node-labels.sh with a recording kubectl; Kueue and Volcano must select those labels."""
-    files = {f.path: f for f in render(lab_design, ["kubernetes"])}
+    files = {f.path: f for f in render(k8s_design, ["kubernetes"])}
     script = tmp_path / "node-labels.sh"
     script.write_text(files["kubernetes/node-labels.sh"].content)
     log = tmp_path / "kubectl.log"
@@ -311,7 +317,7 @@ def test_topology_levels_are_labels_the_script_sets(
         ["sh", str(script)], check=True, env={"KUBECTL": str(fake), "PATH": "/usr/bin:/bin"}
     )
     calls = log.read_text().splitlines()
-    assert len(calls) == lab_design.compute.num_nodes
+    assert len(calls) == k8s_design.compute.num_nodes
     labels: dict[str, dict[str, str]] = {}
     for call in calls:
         words = call.split()
@@ -321,7 +327,7 @@ def test_topology_levels_are_labels_the_script_sets(
     for level in topology["spec"]["levels"][:-1]:
         assert all(level["nodeLabel"] in node_labels for node_labels in labels.values())
     assert topology["spec"]["levels"][-1]["nodeLabel"] == "kubernetes.io/hostname"
-    for p in node_placements(lab_design):
+    for p in node_placements(k8s_design):
         assert labels[p.name]["clusterforge.io/leaf-group"] == p.group
         assert labels[p.name]["clusterforge.io/rack"] == p.rack
     groups = {
@@ -329,7 +335,7 @@ def test_topology_levels_are_labels_the_script_sets(
         for h in manifests["volcano.yaml"]
         if h["kind"] == "HyperNode" and h["spec"]["tier"] == 1
     }
-    assert groups == {p.group for p in node_placements(lab_design)}
+    assert groups == {p.group for p in node_placements(k8s_design)}
 
 
 def test_nvl72_topology_keeps_block_level_only_when_nested() -> None:

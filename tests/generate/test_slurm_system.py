@@ -22,8 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.design import Design
+from clusterforge.design import Design, plan
 from clusterforge.generate.slurm import slurm_files
+from clusterforge.spec import load_spec
+from tests.generate.conftest import GOLDEN_SPEC, MULTI_PLANE_SPEC
 from tests.generate.emulated_slurm import EmulatedSlurm, expand_hostlist
 
 pytestmark = [
@@ -56,14 +58,20 @@ def munge() -> None:
     pytest.skip("munged could not be started (run as root with the munge package installed)")
 
 
+@pytest.fixture(scope="module", params=[GOLDEN_SPEC, MULTI_PLANE_SPEC], ids=lambda p: p.stem)
+def cluster_design(request: pytest.FixtureRequest) -> Design:
+    """The lab design, and a dual-plane one (a tree switch stands for a leaf per plane)."""
+    return plan(load_spec(request.param))
+
+
 @pytest.fixture(scope="module")
 def slurm(
-    munge: None, lab_design: Design, tmp_path_factory: pytest.TempPathFactory
+    munge: None, cluster_design: Design, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[EmulatedSlurm]:
     base = tmp_path_factory.mktemp("cfgen-slurm")
     generated = base / "generated"
     generated.mkdir()
-    for f in slurm_files(lab_design):
+    for f in slurm_files(cluster_design):
         target = generated / Path(f.path).name
         target.write_text(f.content)
         target.chmod(f.mode)
@@ -76,48 +84,48 @@ def slurm(
         emulated.stop()
 
 
-def test_nodes_come_up_idle_with_their_gres(slurm: EmulatedSlurm, lab_design: Design) -> None:
+def test_nodes_come_up_idle_with_their_gres(slurm: EmulatedSlurm, cluster_design: Design) -> None:
     states = slurm.wait_idle()
-    assert sorted(states) == lab_design.compute.node_names
+    assert sorted(states) == cluster_design.compute.node_names
     assert set(states.values()) == {"idle"}
     gres = dict(line.split() for line in slurm.run("sinfo", "-N", "-h", "-o", "%N %G").splitlines())
-    assert gres == dict.fromkeys(lab_design.compute.node_names, "gpu:h100:8")
+    assert gres == dict.fromkeys(cluster_design.compute.node_names, "gpu:h100:8")
 
 
-def test_features_carry_rack_and_leaf(slurm: EmulatedSlurm, lab_design: Design) -> None:
+def test_features_carry_rack_and_leaf(slurm: EmulatedSlurm, cluster_design: Design) -> None:
     slurm.wait_idle()
     out = slurm.run("sinfo", "-N", "-h", "-o", "%N %f")
     features = dict(line.split() for line in out.splitlines())
-    leaf_of = lab_design.fabric.connectivity.leaf_of
-    for index, node in enumerate(lab_design.compute.node_names):
+    leaf_of = cluster_design.fabric.connectivity.leaf_of
+    for index, node in enumerate(cluster_design.compute.node_names):
         leaf = int(leaf_of(index, 0))
         assert f"leaf_{leaf + 1:04d}" in features[node].split(","), features[node]
         assert any(f.startswith("rack_r") for f in features[node].split(","))
 
 
-def test_scontrol_topology_matches_the_fabric(slurm: EmulatedSlurm, lab_design: Design) -> None:
+def test_scontrol_topology_matches_the_fabric(slurm: EmulatedSlurm, cluster_design: Design) -> None:
     slurm.wait_idle()
     out = slurm.run("scontrol", "show", "topology")
     switches = {}
     for line in out.splitlines():
         fields = dict(part.split("=", 1) for part in line.split())
         switches[fields["SwitchName"]] = fields
-    conn = lab_design.fabric.connectivity
+    conn = cluster_design.fabric.connectivity
     expected: dict[str, set[str]] = {}
-    for index, node in enumerate(lab_design.compute.node_names):
+    for index, node in enumerate(cluster_design.compute.node_names):
         expected.setdefault(conn.switch_name(int(conn.leaf_of(index, 0))), set()).add(node)
     leaves = {name: f for name, f in switches.items() if f["Level"] == "0"}
     assert {name: set(expand_hostlist(f["Nodes"])) for name, f in leaves.items()} == expected
     top = [f for f in switches.values() if f["Level"] == "1"]
     assert len(top) == 1
     assert set(expand_hostlist(top[0]["Switches"])) == set(expected)
-    assert set(expand_hostlist(top[0]["Nodes"])) == set(lab_design.compute.node_names)
+    assert set(expand_hostlist(top[0]["Nodes"])) == set(cluster_design.compute.node_names)
 
 
-def test_health_check_runs_on_every_node(slurm: EmulatedSlurm, lab_design: Design) -> None:
+def test_health_check_runs_on_every_node(slurm: EmulatedSlurm, cluster_design: Design) -> None:
     slurm.wait_idle()
     calls = slurm.recorder_log.read_text().splitlines()
-    for node in lab_design.compute.node_names:
+    for node in cluster_design.compute.node_names:
         assert (
             f"check --expect /etc/clusterforge/spec.yaml --node {node} --action slurm-drain"
             in calls
@@ -137,7 +145,9 @@ def _wait_job(slurm: EmulatedSlurm, job_id: str, timeout_s: float = 60) -> str:
     raise AssertionError(f"job {job_id} did not finish")
 
 
-def test_generated_job_script_runs_across_nodes(slurm: EmulatedSlurm, lab_design: Design) -> None:
+def test_generated_job_script_runs_across_nodes(
+    slurm: EmulatedSlurm, cluster_design: Design
+) -> None:
     slurm.wait_idle()
     log = slurm.work / "torchrun.log"
     fake = slurm.work / "fakebin" / "torchrun"  # torchrun itself is not installed here
@@ -156,8 +166,8 @@ def test_generated_job_script_runs_across_nodes(slurm: EmulatedSlurm, lab_design
     job_id = out.stdout.strip().split(";")[0]
     assert _wait_job(slurm, job_id) == "COMPLETED"
     rows = [line.split("|") for line in log.read_text().splitlines()]
-    training = lab_design.compute.num_training_nodes
-    assert sorted(r[0] for r in rows) == lab_design.compute.node_names[:training]
+    training = cluster_design.compute.num_training_nodes
+    assert sorted(r[0] for r in rows) == cluster_design.compute.node_names[:training]
     for _, hcas, args in rows:
         assert hcas == "=" + ",".join(f"mlx5_{i}:1" for i in range(8))
         assert f"--nnodes={training}" in args.split()
@@ -167,7 +177,7 @@ def test_generated_job_script_runs_across_nodes(slurm: EmulatedSlurm, lab_design
 
 
 def test_jobs_are_confined_by_the_generated_cgroups(
-    slurm: EmulatedSlurm, lab_design: Design
+    slurm: EmulatedSlurm, cluster_design: Design
 ) -> None:
     """cgroup.conf as generated: a job asking for 2 GPUs and 1000 MiB may open its two GPU
     devices (ENXIO: no driver behind them) but not the others (EPERM from the devices
@@ -197,10 +207,10 @@ def test_jobs_are_confined_by_the_generated_cgroups(
     assert int(result["limit"]) == 1000 * 1024 * 1024
 
 
-def test_failing_prolog_drains_the_node(slurm: EmulatedSlurm, lab_design: Design) -> None:
+def test_failing_prolog_drains_the_node(slurm: EmulatedSlurm, cluster_design: Design) -> None:
     """The generated prolog turns check's 'unhealthy' (exit 1) into a drained node."""
     slurm.wait_idle()
-    spare = lab_design.compute.node_names[-1]
+    spare = cluster_design.compute.node_names[-1]
     slurm.fail_calls.write_text(f"check --expect /etc/clusterforge/spec.yaml --node {spare}\n")
     out = slurm.run("sbatch", "--parsable", "-p", "spare", "-N", "1", "--wrap", "true")
     job_id = out.strip().split(";")[0]

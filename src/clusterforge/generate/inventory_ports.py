@@ -117,6 +117,7 @@ def _node_links(design: Design, ports: Ports) -> list[Link]:
     names = [checked_name(n, "node name") for n in design.compute.node_names]
     hcas = hca_names(design)
     kind = interface_type(design)
+    planes = c.num_planes
     links = []
     for n, i, sw, (cable, length) in zip(
         node.tolist(), nic.tolist(), leaf.tolist(), media, strict=True
@@ -132,7 +133,7 @@ def _node_links(design: Design, ports: Ports) -> list[Link]:
                 length,
                 kind,
                 link_class="node-leaf",
-                a_description=f"rail {i}",
+                a_description=f"rail {i}, plane {i % planes}" if planes > 1 else f"rail {i}",
             )
         )
     return links

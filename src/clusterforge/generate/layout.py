@@ -8,6 +8,11 @@ tree switch that stands for several real switches lists them in ``members``.  Sl
 topology/tree expects exactly this (operations.md §12: leaf switches with nodes, switches
 above them); a multi-spine Clos is one switch per tier for scheduling, since every spine of a
 pod reaches every leaf of it.
+
+A multi-plane Clos (``Connectivity.num_planes`` > 1) has the same tree: a node group (SU,
+ToR group) holds the same nodes in every plane and planes share no switch, so each tree
+switch stands for its leaves, spines or cores in *every* plane (plane p's copy of plane 0's
+switch i is ``i + p·per_plane`` within its tier).
 """
 
 from __future__ import annotations
@@ -72,8 +77,15 @@ def _group_ids(c: Connectivity) -> np.ndarray:
     return c.group_of(nodes)
 
 
+def _every_plane(c: Connectivity, ids: range, first: int, per_plane: int) -> list[int]:
+    """Global ids of plane 0's switches ``ids`` and their copies in the other planes (one
+    tier: ``first`` is its first id, ``per_plane`` its switches per plane)."""
+    return [first + p * per_plane + (i - first) for p in range(c.num_planes) for i in ids]
+
+
 def _group_members(c: Connectivity, group: int) -> tuple[str, ...]:
-    """The real leaf switches (or routers) that a level-0 group stands for."""
+    """The real leaf switches (or routers) that a level-0 group stands for, in every plane."""
+    ids: range | list[int]
     if c.kind == "dragonfly":
         ids = range(group * c.routers_per_group, (group + 1) * c.routers_per_group)
     elif c.kind == "rail-only":
@@ -82,6 +94,8 @@ def _group_members(c: Connectivity, group: int) -> tuple[str, ...]:
         ids = range(group * c.leaves_per_group, (group + 1) * c.leaves_per_group)
     else:
         ids = range(group, group + 1)
+    if c.num_planes > 1:
+        ids = _every_plane(c, ids, 0, c.num_leaves // c.num_planes)
     return tuple(c.switch_name(i) for i in ids)
 
 
@@ -129,12 +143,18 @@ def _three_tier(
     # Clos groups are numbered 0, 1, ... without gaps, so a group's id is its position.
     for group, switch in enumerate(level0):
         pods.setdefault(_pod_of_group(c, group), []).append(switch.name)
+    spines = c.num_spines // c.num_planes
     tier1 = [
         TreeSwitch(
             f"pod-{p + 1:04d}",
             1,
             children=tuple(children),
-            members=spine_names[p * c.spines_per_pod : (p + 1) * c.spines_per_pod],
+            members=tuple(
+                spine_names[i]
+                for i in _every_plane(
+                    c, range(p * c.spines_per_pod, (p + 1) * c.spines_per_pod), 0, spines
+                )
+            ),
         )
         for p, children in sorted(pods.items())
     ]

@@ -10,6 +10,11 @@
   and carries the messages of every group member on that node: we model it as one demand
   whose NVLink legs each carry their member's share.  This is also what keeps a 2,048-GPU
   all-to-all to ~n²/8 demands.
+* On a multi-plane fabric (NIC i in plane i mod P, planes share no switch) a pair whose
+  NICs sit in different planes has no network path: without PXN the source still hands its
+  message over NVLink to the local GPU of the NIC in the destination's plane (the sibling of
+  its own NIC, ``own − own mod P + dst mod P``), which sends it, one connection per pair.
+  With PXN every fabric flow already joins two NICs of one rail, hence of one plane.
 """
 
 from __future__ import annotations
@@ -66,7 +71,16 @@ def direct_all_to_all(graph: FabricGraph, seq: np.ndarray, pxn: bool) -> list[Tr
         segs = NetSegments(s[f] // gpn, dst_nic[f], d[f] // gpn, dst_nic[f], key[f], proxy[f], d[f])
         net_volume = count / n
     else:
-        segs = NetSegments(s // gpn, own_nic, d // gpn, dst_nic, s * graph.num_gpus + d, s, d)
+        planes = graph.num_planes
+        src_nic = own_nic - own_nic % planes + dst_nic % planes
+        proxy = (s // gpn) * gpn + -(-src_nic * gpn // graph.nics_per_node)
+        hop = src_nic != own_nic
+        intra_s.append(s[hop])
+        intra_d.append(proxy[hop])
+        intra_o.append(local + np.flatnonzero(hop))
+        intra_w.append(np.ones(int(hop.sum())))
+        key = s * graph.num_gpus + d
+        segs = NetSegments(s // gpn, src_nic, d // gpn, dst_nic, key, np.where(hop, proxy, s), d)
         net_volume = np.full(s.size, 1.0 / n)
     volume = np.concatenate([np.full(local, 1.0 / n), net_volume])
     net_demand = local + np.arange(net_volume.size)

@@ -16,6 +16,10 @@ Valiant routing shares the middle of the path between segments of one demand).
 * ``valiant`` / ``ugal`` (dragonfly only): non-minimal routing through an intermediate
   group, for every inter-group flow or where the minimal path is overloaded; see
   :mod:`clusterforge.netsim.dragonfly`.
+* multi-plane Clos fabrics: a flow is routed as its plane's own Clos (pods and cores of that
+  plane, global ids from :class:`~clusterforge.topology.FabricGraph`); planes share no switch,
+  so a flow between two planes is an error here: the collective builders forward it over
+  NVLink to a NIC of the destination's plane first (PXN).
 * link aggregation (the seed's design A): a LAG picks its member link per flow by hash at the
   host and again at the switch egress, whatever the routing mode (LACP hashing).
 """
@@ -155,10 +159,13 @@ def check_routing(graph: FabricGraph, routing: str) -> None:
 def _route_clos(
     graph: FabricGraph, leaf_s: np.ndarray, leaf_d: np.ndarray, key: np.ndarray, ecmp: bool
 ) -> tuple[np.ndarray, ...]:
-    """Leaf to leaf through a 2- or 3-tier folded Clos (rail-only: a rail is a pod)."""
+    """Leaf to leaf through a 2- or 3-tier folded Clos (rail-only: a rail is a pod; a
+    multi-plane fabric: inside the plane of both leaves, which must be the same)."""
     conn = graph.connectivity
-    lpp, spp, cpg = graph.leaves_per_pod, graph.spines_per_pod, graph.cores_per_group
-    pod_s, pod_d = leaf_s // lpp, leaf_d // lpp
+    spp, cpg = graph.spines_per_pod, graph.cores_per_group
+    plane = graph.plane_of_leaf(leaf_s)
+    _check_one_plane(graph, plane, leaf_s, leaf_d)
+    pod_s, pod_d = graph.pod_of_leaf(leaf_s), graph.pod_of_leaf(leaf_d)
     inter = pod_s != pod_d
     if spp == 0 or (inter.any() and cpg == 0):
         raise SimulationError(
@@ -185,10 +192,27 @@ def _route_clos(
     ]
     if inter.any():
         k = key[inter]
-        core = conn.num_leaves + conn.num_spines + j[inter] * cpg + pick(k, 6, cpg)
+        # spine j of every pod of a plane joins that plane's core group j
+        first_core = conn.num_leaves + conn.num_spines + plane[inter] * graph.cores_per_plane
+        core = first_core + j[inter] * cpg + pick(k, 6, cpg)
         parts += [
             (seg[inter], hashed_member(graph, spine_s[inter], core, k, 7)),
             (seg[inter], hashed_member(graph, core, spine_d[inter], k, 8)),
         ]
     s = np.concatenate([p[0] for p in parts])
     return s, np.concatenate([p[1] for p in parts]), np.ones(s.size)
+
+
+def _check_one_plane(
+    graph: FabricGraph, plane: np.ndarray, leaf_s: np.ndarray, leaf_d: np.ndarray
+) -> None:
+    """Planes share no switch: a flow between two planes has no fabric path (the collective
+    builders forward it over NVLink first, PXN-style)."""
+    other = plane != graph.plane_of_leaf(leaf_d)
+    if other.any():
+        i = int(np.flatnonzero(other)[0])
+        raise SimulationError(
+            f"no fabric path between leaves {int(leaf_s[i])} and {int(leaf_d[i])}: they sit in "
+            f"different planes of this {graph.num_planes}-plane fabric; forward over NVLink "
+            "to a NIC of the destination's plane (PXN)"
+        )

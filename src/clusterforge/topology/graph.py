@@ -19,6 +19,12 @@ array of *directed* links with a capacity in GB/s, a latency in seconds and a li
   every member of a leaf's uplink set carries the same load in a symmetric Clos, so one
   aggregate link per leaf (up and down) and per pod (to/from the core) is exact and keeps
   the flow×link matrix small.  Dragonfly keeps one aggregate per bundle.
+* planes (``Connectivity.num_planes`` > 1): every plane is its own Clos with the global
+  switch ids of :mod:`clusterforge.design.fabric`; pods are numbered globally, plane by
+  plane (plane p's pods ``[p·pods_per_plane, (p+1)·pods_per_plane)``), so the spines of pod
+  q are ``num_leaves + q·spines_per_pod + [0, spines_per_pod)`` in every plane.  No link
+  joins two planes: traffic between NICs of different planes crosses NVLink first
+  (:mod:`clusterforge.netsim.alltoall`).
 
 Links of the member view are used by ECMP, aggregates by adaptive routing
 (``in_ecmp`` / ``in_adaptive``); scale-up and NIC links belong to both.
@@ -141,6 +147,10 @@ class FabricGraph:
     leaves_per_pod: int = 1
     spines_per_pod: int = 0
     cores_per_group: int = 0
+    num_planes: int = 1
+    leaves_per_plane: int = 1
+    pods_per_plane: int = 1
+    cores_per_plane: int = 0
     mesh_base: int = -1  # first peer link of a full-mesh scale-up domain (-1: a switch)
 
     @property
@@ -190,6 +200,20 @@ class FabricGraph:
     @property
     def kind(self) -> str:
         return self.connectivity.kind
+
+    def plane_of_nic(self, nic: np.ndarray) -> np.ndarray:
+        """Plane of each NIC index (NIC i joins plane i mod num_planes)."""
+        return np.asarray(nic) % self.num_planes
+
+    def plane_of_leaf(self, leaf: np.ndarray) -> np.ndarray:
+        """Plane of each leaf id (plane p's leaves are ``[p·Lp, (p+1)·Lp)``)."""
+        return np.asarray(leaf) // self.leaves_per_plane
+
+    def pod_of_leaf(self, leaf: np.ndarray) -> np.ndarray:
+        """Global pod id of each leaf: ``plane·pods_per_plane + local pod`` (a rail of a
+        rail-only fabric is a pod)."""
+        plane, local = np.divmod(np.asarray(leaf), self.leaves_per_plane)
+        return plane * self.pods_per_plane + local // self.leaves_per_pod
 
     def domain_of(self, gpu: np.ndarray) -> np.ndarray:
         """Scale-up domain of each GPU (the node for PCIe-only GPUs)."""
@@ -268,12 +292,20 @@ class _LinkTable:
 
 
 def _pods(conn: Connectivity) -> tuple[int, int, int]:
-    """(leaves per pod, spines per pod, cores per group); rail-only treats a rail as a pod."""
+    """(leaves per pod, spines per pod, cores per group) of one plane; rail-only treats a
+    rail as a pod."""
     if conn.kind == "rail-only":
         return max(conn.leaves_per_rail, 1), conn.spines_per_rail, 0
     if conn.kind == "clos" and conn.num_spines:
         return conn.leaves_per_pod, conn.spines_per_pod, conn.cores_per_group
-    return max(conn.num_leaves, 1), 0, 0
+    return max(conn.num_leaves // conn.num_planes, 1), 0, 0
+
+
+def _plane_shape(conn: Connectivity) -> tuple[int, int, int]:
+    """(leaves, pods, cores) of one plane: what routing needs to stay inside a plane."""
+    lpp, _, _ = _pods(conn)
+    leaves = max(conn.num_leaves // conn.num_planes, 1)
+    return leaves, -(-leaves // lpp), conn.num_cores // conn.num_planes
 
 
 def build_fabric_graph(design: Design) -> FabricGraph:
@@ -323,6 +355,7 @@ def build_fabric_graph(design: Design) -> FabricGraph:
     keys = np.minimum(a, b) * conn.num_switches + np.maximum(a, b)
     order = np.argsort(keys, kind="stable")
     lpp, spp, cpg = _pods(conn)
+    leaves_per_plane, pods_per_plane, cores_per_plane = _plane_shape(conn)
     return FabricGraph(
         connectivity=conn,
         num_gpus=num_gpus,
@@ -356,6 +389,10 @@ def build_fabric_graph(design: Design) -> FabricGraph:
         spines_per_pod=spp,
         cores_per_group=cpg,
         mesh_base=mesh_base,
+        num_planes=conn.num_planes,
+        leaves_per_plane=leaves_per_plane,
+        pods_per_plane=pods_per_plane,
+        cores_per_plane=cores_per_plane,
         **aggregates,
     )
 
@@ -416,9 +453,11 @@ def _add_aggregates(
     )
     out["leaf_down_link"] = first + leaves
     if (tier == 1).any():
-        lpp, spp, _ = _pods(conn)
+        _, spp, _ = _pods(conn)
+        # global pod ids, plane by plane: spines of plane p are [L + p·Sp, ...), Sp a multiple
+        # of spp, so (spine - L) // spp is the pod FabricGraph.pod_of_leaf gives its leaves
         pod_of_spine = (a[tier == 1] - conn.num_leaves) // spp
-        num_pods = -(-conn.num_leaves // lpp)
+        num_pods = conn.num_planes * _plane_shape(conn)[1]
         pod_cap = np.bincount(pod_of_spine, weights=n[tier == 1], minlength=num_pods)
         pods = np.arange(num_pods)
         spine0 = v_sw + conn.num_leaves + pods * spp  # named after the pod's first spine
