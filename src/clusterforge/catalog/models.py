@@ -125,7 +125,7 @@ class Switch(_Row):
 class Medium(_Row):
     netbox_type: str
     max_reach_m: float
-    optical: bool
+    pluggable_optics: bool = Field(description="A transceiver is bought per end")
     power_w_per_end: float
     price_usd_per_end: float
     cable_price_usd: float

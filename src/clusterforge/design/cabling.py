@@ -2,8 +2,8 @@
 
 Run length between racks ≈ (Manhattan distance along the trays + 2 × vertical drop) × slack
 (design.md §3.5 heuristic: +10-20 %; we take 2 m drops and 15 %), 1.5 m inside one rack.
-Medium by reach (design.md §3.5 media rule): ≤ 3 m passive DAC, ≤ 50 m multimode SR4, ≤ 100 m
-DR4, ≤ 500 m DR4-500, ≤ 2 km FR4.  Optical links need a transceiver at each end; twin-port
+Medium by reach (design.md §3.5 media rule): ≤ 3 m passive DAC, ≤ 5 m active copper, ≤ 10 m
+active optical cable (neighbouring racks; longer runs are structured fibre through patch panels), ≤ 50 m multimode SR4, ≤ 100 m DR4, ≤ 500 m DR4-500, ≤ 2 km FR4.  Optical links need a transceiver at each end; twin-port
 OSFP cages carry two 400G links in one module (QM9700, SN5600 at 400G; DGX H100 node side).
 """
 
@@ -106,10 +106,10 @@ def _media_counts(
         links = int(weights[chosen == i].sum())
         if not links:
             continue
-        ends = 2 * links if medium.optical else 0
+        ends = 2 * links if medium.pluggable_optics else 0
         modules = (
             (math.ceil(links / ports_per_module_a) + math.ceil(links / ports_per_module_b))
-            if medium.optical
+            if medium.pluggable_optics
             else 0
         )
         out.append(
@@ -119,7 +119,7 @@ def _media_counts(
                 num_links=links,
                 num_transceivers=modules,
                 num_optical_ends=ends,
-                optics_power_w=ends * medium.power_w_per_end * scale,
+                optics_power_w=2 * links * medium.power_w_per_end * scale,
                 cost_usd=ends * medium.price_usd_per_end * scale + links * medium.cable_price_usd,
             )
         )
