@@ -17,6 +17,7 @@ Spare nodes are bought, powered and cabled but not counted as training GPU-hours
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +32,7 @@ from clusterforge.spec import ClusterSpec
 __all__ = [
     "BomLine",
     "CostDesign",
+    "Parts",
     "PowerSummary",
     "bill_of_materials",
     "cost_design",
@@ -96,18 +98,27 @@ def _line(category: str, item: str, desc: str, qty: float, unit: float, source: 
     )
 
 
-def bill_of_materials(
-    spec: ClusterSpec,
-    compute: ComputeDesign,
-    fabric: FabricDesign,
-    support: list[SupportFabric],
-    storage: StorageDesign,
-    layout: Layout,
-    cabling: list[LinkClass],
-    catalog: Catalog,
-    num_mgmt_servers: int,
-) -> list[BomLine]:
+@dataclass(frozen=True)
+class Parts:
+    """Everything sized before costing: the inputs of the BOM and the power summary."""
+
+    spec: ClusterSpec
+    compute: ComputeDesign
+    fabric: FabricDesign
+    support: list[SupportFabric]
+    storage: StorageDesign
+    layout: Layout
+    cabling: list[LinkClass]
+    catalog: Catalog
+    num_mgmt_servers: int
+
+
+def bill_of_materials(parts: Parts) -> list[BomLine]:
     """Every purchasable item with unit and extended cost; node prices include their NICs."""
+    p = parts
+    spec, compute, fabric, support = p.spec, p.compute, p.fabric, p.support
+    storage, layout, cabling, catalog = p.storage, p.layout, p.cabling, p.catalog
+    num_mgmt_servers = p.num_mgmt_servers
     node, sw = compute.node, fabric.switch
     lines = [
         _line("compute", node.id, node.name, compute.num_nodes, node.price_usd, node.source),
@@ -230,17 +241,12 @@ def _facility_lines(layout: Layout, catalog: Catalog) -> list[BomLine]:
     ]
 
 
-def power_summary(
-    spec: ClusterSpec,
-    compute: ComputeDesign,
-    fabric: FabricDesign,
-    support: list[SupportFabric],
-    storage: StorageDesign,
-    layout: Layout,
-    cabling: list[LinkClass],
-    catalog: Catalog,
-    num_mgmt_servers: int,
-) -> PowerSummary:
+def power_summary(parts: Parts) -> PowerSummary:
+    """Maximum (racks) and average (typical draw) IT power, facility power, optics power."""
+    p = parts
+    spec, compute, fabric, support = p.spec, p.compute, p.fabric, p.support
+    storage, layout, cabling, catalog = p.storage, p.layout, p.cabling, p.catalog
+    num_mgmt_servers = p.num_mgmt_servers
     it_max = sum(r.max_kw for r in layout.racks)
     node = compute.node
     cap_share = layout.density.node_max_kw / node.max_kw

@@ -12,6 +12,7 @@ from clusterforge.design.compute import ComputeDesign, size_compute
 from clusterforge.design.cost import (
     BomLine,
     CostDesign,
+    Parts,
     PowerSummary,
     bill_of_materials,
     cost_design,
@@ -85,8 +86,9 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None, *, break_even: bool 
         support = resized
         layout = lay_out(spec, compute, fabric, support, storage, catalog, density, mgmt)
     cabling = design_cabling(compute, fabric, support, storage, layout, catalog)
-    bom = bill_of_materials(spec, compute, fabric, support, storage, layout, cabling, catalog, mgmt)
-    power = power_summary(spec, compute, fabric, support, storage, layout, cabling, catalog, mgmt)
+    parts = Parts(spec, compute, fabric, support, storage, layout, cabling, catalog, mgmt)
+    bom = bill_of_materials(parts)
+    power = power_summary(parts)
     cost = cost_design(spec, compute, bom, power)
     if break_even and not cost.build_wins:
         cost = cost.model_copy(update={"break_even_gpus": break_even_gpus(spec, catalog)})
