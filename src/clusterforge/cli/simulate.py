@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -26,6 +27,8 @@ from clusterforge.netsim import (
     groups_for,
     simulate_collective,
 )
+from clusterforge.report.files import write_atomically
+from clusterforge.report.plots import Series, busbw_chart_svg
 from clusterforge.spec import load_spec
 
 __all__ = ["command", "parse_size"]
@@ -202,6 +205,18 @@ def _json(case: _Case, results: list[CollectiveResult]) -> dict[str, Any]:
     return {"design": case.name, "results": [r.to_dict() for r in results]}
 
 
+def _write_plot(path: str | None, cases: list[_Case], runs: list[list[CollectiveResult]]) -> None:
+    """busbw against size for each design, as SVG (written whole or not at all)."""
+    if path is None:
+        return
+    series = [
+        Series(c.name, [x.size_bytes for x in r], [x.busbw_gbyte_per_s for x in r])
+        for c, r in zip(cases, runs, strict=True)
+    ]
+    title = f"{runs[0][0].collective} bus bandwidth"
+    write_atomically(Path(path).parent, {Path(path).name: busbw_chart_svg(title, series)})
+
+
 @click.command("simulate")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
 @click.option(
@@ -242,6 +257,13 @@ def _json(case: _Case, results: list[CollectiveResult]) -> dict[str, Any]:
     type=click.Path(dir_okay=False),
     help="A second spec: same traffic on both designs, side by side",
 )
+@click.option(
+    "--plot",
+    "plot_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Also write busbw against message size as an SVG chart",
+)
 def command(
     spec: str | None,
     collective: str,
@@ -255,6 +277,7 @@ def command(
     seed: int,
     as_json: bool,
     other: str | None,
+    plot_path: str | None,
 ) -> None:
     """Simulate COLLECTIVE on the fabric designed from SPEC (default: the built-in spec)."""
     sizes = (parse_size(size_text),) if size_text else _SWEEP
@@ -263,11 +286,13 @@ def command(
     console = Console()
     if as_json:
         runs = [_run(c, sizes, opts, None) for c in cases]
+        _write_plot(plot_path, cases, runs)
         payload: Any = [_json(c, r) for c, r in zip(cases, runs, strict=True)]
         click.echo(json.dumps(payload if other else payload[0], indent=2))
         return
     with Progress(console=console, transient=True, disable=len(sizes) == 1) as progress:
         runs = [_run(c, sizes, opts, progress) for c in cases]
+    _write_plot(plot_path, cases, runs)
     for c, r in zip(cases, runs, strict=True):
         console.print(_table(c, r))
         for line in _bottleneck_lines(c, r[-1]):

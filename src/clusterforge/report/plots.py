@@ -1,0 +1,91 @@
+"""Small SVG charts without a plotting dependency: busbw against message size."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from xml.sax.saxutils import escape
+
+__all__ = ["Series", "busbw_chart_svg"]
+
+WIDTH, HEIGHT = 720, 420
+LEFT, RIGHT, TOP, BOTTOM = 70, 180, 40, 60
+COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2")
+
+
+@dataclass(frozen=True)
+class Series:
+    """One curve: a design's bus bandwidth (GB/s) at each message size (bytes)."""
+
+    label: str
+    size_bytes: Sequence[float]
+    busbw_gbyte_per_s: Sequence[float]
+
+
+def _size_label(size: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size:g} B"
+
+
+def _axes(x_lo: float, x_hi: float, y_hi: float) -> list[str]:
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    out = [
+        f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="white" stroke="#333"/>'
+    ]
+    for i in range(6):
+        value = y_hi * i / 5
+        y = TOP + plot_h - plot_h * i / 5
+        out.append(
+            f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
+        )
+        out.append(f'<text x="{LEFT - 8}" y="{y + 4:.1f}" text-anchor="end">{value:.0f}</text>')
+    for exp in range(math.ceil(x_lo), math.floor(x_hi) + 1, 2):
+        x = LEFT + plot_w * (exp - x_lo) / max(x_hi - x_lo, 1e-9)
+        out.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{TOP + plot_h}" stroke="#eee"/>'
+        )
+        out.append(
+            f'<text x="{x:.1f}" y="{TOP + plot_h + 18}" text-anchor="middle">{_size_label(2.0**exp)}</text>'
+        )
+    out.append(
+        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 14}" text-anchor="middle">message size</text>'
+    )
+    out.append(
+        f'<text x="18" y="{TOP + plot_h / 2}" transform="rotate(-90 18 {TOP + plot_h / 2})" text-anchor="middle">busbw (GB/s)</text>'
+    )
+    return out
+
+
+def busbw_chart_svg(title: str, series: Sequence[Series]) -> str:
+    """Line chart of busbw against log2(message size), one colour per series."""
+    sizes = [s for ser in series for s in ser.size_bytes]
+    values = [v for ser in series for v in ser.busbw_gbyte_per_s]
+    x_lo, x_hi = math.log2(min(sizes)), math.log2(max(sizes))
+    y_hi = max(values) * 1.1 or 1.0
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    body = _axes(x_lo, x_hi, y_hi)
+    for i, ser in enumerate(series):
+        color = COLORS[i % len(COLORS)]
+        points = " ".join(
+            f"{LEFT + plot_w * (math.log2(s) - x_lo) / max(x_hi - x_lo, 1e-9):.1f},"
+            f"{TOP + plot_h - plot_h * v / y_hi:.1f}"
+            for s, v in zip(ser.size_bytes, ser.busbw_gbyte_per_s, strict=True)
+        )
+        body.append(
+            f'<polyline class="series" data-label="{escape(ser.label)}" points="{points}" fill="none" stroke="{color}" stroke-width="2"/>'
+        )
+        y = TOP + 20 * i + 10
+        body.append(
+            f'<rect x="{WIDTH - RIGHT + 12}" y="{y - 8}" width="12" height="12" fill="{color}"/>'
+        )
+        body.append(f'<text x="{WIDTH - RIGHT + 30}" y="{y + 2}">{escape(ser.label)}</text>')
+    body.append(f'<text x="{LEFT}" y="{TOP - 14}" font-weight="bold">{escape(title)}</text>')
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="11">\n'
+        + "\n".join(body)
+        + "\n</svg>\n"
+    )
