@@ -10,7 +10,15 @@ from pathlib import Path
 
 from tests.conftest import EXAMPLES
 
-FILES = {"design.json", "bom.csv", "racks.csv", "cabling.csv", "findings.md", "racks.svg"}
+FILES = {
+    "design.json",
+    "bom.csv",
+    "racks.csv",
+    "cabling.csv",
+    "findings.md",
+    "racks.svg",
+    "tco.svg",
+}
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

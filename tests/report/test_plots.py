@@ -32,3 +32,17 @@ def test_simulate_writes_the_chart(tmp_path, capsys):
     assert code == 0
     labels = [p.get("data-label") for p in ET.parse(out).getroot().findall(".//svg:polyline", NS)]
     assert labels == ["seed-design-a", "seed-design-b"]
+
+
+def test_tco_chart_ends_at_the_cost_model_totals():
+    from clusterforge.design import plan
+    from clusterforge.report.files import tco_svg
+    from clusterforge.spec import default_spec
+
+    design = plan(default_spec())
+    svg = tco_svg(design)
+    assert f"build: ${design.cost.build_total_usd / 1e6:,.1f}M" in svg
+    assert f"rent: ${design.cost.rent_total_usd / 1e6:,.1f}M" in svg
+    lines = {p.get("data-label"): p for p in ET.fromstring(svg).findall(".//svg:polyline", NS)}
+    build_y = [float(p.split(",")[1]) for p in lines["build"].get("points", "").split()]
+    assert build_y[0] < build_y[-1]  # capex up front: build starts above zero cost (smaller y)

@@ -55,7 +55,7 @@ def expected_performance(design: Design) -> dict[str, Any]:
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Folder for design.json, bom.csv, racks.csv, cabling.csv, findings.md, racks.svg.",
+    help="Folder for design.json, bom.csv, racks.csv, cabling.csv, findings.md, racks.svg, tco.svg.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the whole design as JSON on stdout.")
 def command(spec: Path | None, output: Path | None, as_json: bool) -> int:

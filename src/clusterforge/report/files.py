@@ -1,5 +1,5 @@
 """Write a design to files: design.json, bom.csv, racks.csv, cabling.csv, findings.md and
-racks.svg (rack elevations).
+racks.svg (rack elevations) and tco.svg (build vs rent).
 
 Files are written into a temporary sibling folder and moved into place only when all of them
 are complete, so a failure never leaves a half-written output folder.
@@ -19,6 +19,7 @@ from pathlib import Path
 from clusterforge.design import Design
 from clusterforge.errors import ClusterforgeError
 from clusterforge.report.elevation import elevation_svg
+from clusterforge.report.plots import tco_chart_svg
 
 __all__ = ["design_files", "render_findings_md", "write_atomically", "write_design"]
 
@@ -144,6 +145,18 @@ def design_json(design: Design) -> str:
     return json.dumps(design.model_dump(mode="json"), indent=2) + "\n"
 
 
+def tco_svg(design: Design) -> str:
+    c = design.cost
+    return tco_chart_svg(
+        f"{design.spec.name}: build vs rent at {design.spec.economics.utilization:.0%} utilization",
+        years=c.years,
+        capex_usd=c.capex_usd,
+        opex_per_year_usd=c.opex_per_year_usd,
+        residual_usd=c.residual_usd,
+        rent_per_year_usd=c.rent_total_usd / c.years,
+    )
+
+
 def design_files(design: Design) -> dict[str, Callable[[Design], str]]:
     return {
         "design.json": design_json,
@@ -152,6 +165,7 @@ def design_files(design: Design) -> dict[str, Callable[[Design], str]]:
         "cabling.csv": cabling_csv,
         "findings.md": render_findings_md,
         "racks.svg": elevation_svg,
+        "tco.svg": tco_svg,
     }
 
 
