@@ -45,4 +45,6 @@ def test_tco_chart_ends_at_the_cost_model_totals():
     assert f"rent: ${design.cost.rent_total_usd / 1e6:,.1f}M" in svg
     lines = {p.get("data-label"): p for p in ET.fromstring(svg).findall(".//svg:polyline", NS)}
     build_y = [float(p.split(",")[1]) for p in lines["build"].get("points", "").split()]
-    assert build_y[0] < build_y[-1]  # capex up front: build starts above zero cost (smaller y)
+    rent_y = [float(p.split(",")[1]) for p in lines["rent"].get("points", "").split()]
+    assert build_y[0] < rent_y[0]  # capex up front: building starts above renting's zero
+    assert build_y[-1] > build_y[-2]  # resale value at the end lowers the build total
