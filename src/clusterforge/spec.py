@@ -56,6 +56,13 @@ class NetworkSpec(_Section):
         le=16.0,
         description="Leaf downlink:uplink bandwidth ratio (1.0 = non-blocking)",
     )
+    core_oversubscription: float = Field(
+        1.0,
+        ge=1.0,
+        le=16.0,
+        description="3-tier fabrics: spine down:up ratio toward the core (Meta's AI zones join "
+        "through an ~7:1 aggregation layer); 1.0 = non-blocking",
+    )
     nics_per_node: int | None = Field(
         None, ge=1, description="Compute NICs per node (None = the node model's count)"
     )

@@ -174,3 +174,14 @@ def test_planes_must_divide_the_nics_and_need_a_clos(catalog):
         _fabric(catalog, "rail-optimized", 64, planes=3)
     with pytest.raises(CapacityError, match="Clos topology"):
         _fabric(catalog, "dragonfly", 64, planes=2)
+
+
+def test_core_oversubscription_thins_spine_uplinks(catalog):
+    """Meta-style oversubscribed core: spines keep R/2 down-links but 1/r of them up."""
+    flat = _fabric(catalog, "rail-optimized", 1000).connectivity
+    thin = _fabric(catalog, "rail-optimized", 1000, core_oversubscription=4).connectivity
+    _, _, n_flat, t_flat = flat.switch_links()
+    _, _, n_thin, t_thin = thin.switch_links()
+    assert n_thin[t_thin == 0].sum() == n_flat[t_flat == 0].sum()  # leaf-spine unchanged
+    assert n_thin[t_thin == 1].sum() * 4 == n_flat[t_flat == 1].sum()
+    assert thin.num_cores < flat.num_cores

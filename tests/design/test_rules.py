@@ -40,6 +40,11 @@ TRIGGERS: dict[str, dict[str, object]] = {
         "network": {"topology": "leaf-spine", "oversubscription": 3},
     },
     "fabric-oversubscribed": {"network": {"topology": "leaf-spine", "oversubscription": 3}},
+    "core-oversubscribed": {
+        "num_gpus": 4096,
+        "network": {"core_oversubscription": 7},
+        "workload": {"global_batch": 2048},
+    },
     "fewer-nics-than-gpus": {"network": {"nics_per_node": 4}},
     "no-spares": {"spare_fraction": 0},
     "consumer-gpu": {

@@ -83,6 +83,7 @@ def _clos(
     tiers: int | None,
     reserved_slots: int,
     oversubscription: float,
+    core_oversubscription: float = 1.0,
 ) -> FabricShape:
     num_groups = math.ceil((num_nodes + reserved_slots) / nodes_per_group)
     num_leaves = num_groups * leaves_per_group
@@ -114,7 +115,16 @@ def _clos(
             f"network.tiers: 2 tiers reach at most {radix} leaves of radix {radix}, this design "
             f"needs {num_leaves}; set tiers: 3, a larger-radix switch, or fewer GPUs"
         )
-    return _three_tier(common, num_leaves, radix, down, up, oversubscription, leaves_per_group)
+    return _three_tier(
+        common,
+        num_leaves,
+        radix,
+        down,
+        up,
+        oversubscription,
+        leaves_per_group,
+        core_oversubscription,
+    )
 
 
 def _three_tier(
@@ -125,6 +135,7 @@ def _three_tier(
     up: int,
     oversubscription: float,
     leaves_per_group: int,
+    core_oversubscription: float = 1.0,
 ) -> FabricShape:
     half = radix // 2
     # A pod holds whole leaf groups (SUs) and at most R/2 leaves: each spine has R/2 down ports.
@@ -134,7 +145,10 @@ def _three_tier(
     spines_per_pod = smallest_divisor_at_least(up, up * leaves_per_pod / half)
     links_leaf_spine = up // spines_per_pod
     num_spines = num_pods * spines_per_pod
-    spine_up = leaves_per_pod * links_leaf_spine  # as many up as down: non-blocking spine tier
+    # As many up as down (non-blocking spine tier) unless the core is oversubscribed, as between
+    # Meta's AI zones (ATSW, ~7:1; design.md §2.6): then spine up-links = down-links / r_core.
+    spine_down = leaves_per_pod * links_leaf_spine
+    spine_up = max(1, math.ceil(spine_down / core_oversubscription))
     cores_per_group = smallest_divisor_at_least(spine_up, num_pods * spine_up / radix)
     if num_pods * spine_up / cores_per_group > radix:
         raise CapacityError(
@@ -169,6 +183,7 @@ def size_fabric(
     link_aggregation: bool = False,
     dragonfly_routers_per_group: int | None = None,
     planes: int = 1,
+    core_oversubscription: float = 1.0,
 ) -> FabricShape:
     """Size the compute fabric of ``num_nodes`` nodes with ``nics_per_node`` NICs each.
 
@@ -187,6 +202,7 @@ def size_fabric(
             tiers=tiers,
             reserve_ufm_port=reserve_ufm_port,
             planes=planes,
+            core_oversubscription=core_oversubscription,
         )
     radix = switch.radix_at(nic_gbit_per_s)
     if radix is None:
@@ -223,6 +239,7 @@ def size_fabric(
         tiers=tiers,
         reserved_slots=1 if reserve_ufm_port and rail else 0,
         oversubscription=oversubscription,
+        core_oversubscription=core_oversubscription,
     )
 
 

@@ -40,6 +40,7 @@ class FabricDesign(BaseModel):
     leaf_down_ports: int
     leaf_up_ports: int
     oversubscription: float
+    core_oversubscription: float = Field(1.0, description="Spine down:up toward the core (3 tiers)")
     num_leaves: int
     num_spines: int
     num_cores: int
@@ -110,10 +111,12 @@ def design_compute_fabric(
         link_aggregation=net.link_aggregation,
         dragonfly_routers_per_group=net.dragonfly_routers_per_group,
         planes=net.planes,
+        core_oversubscription=net.core_oversubscription,
     )
     design = _fabric_design(net.topology, net.fabric, switch, shape, speed, compute)
     lossless = net.lossless if net.lossless is not None else net.fabric == "infiniband"
-    return design.model_copy(update={"lossless": lossless})
+    core = net.core_oversubscription if shape.tiers == 3 else 1.0
+    return design.model_copy(update={"lossless": lossless, "core_oversubscription": core})
 
 
 def _fabric_design(

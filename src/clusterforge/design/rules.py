@@ -189,21 +189,38 @@ def oversubscribed_fabric_with_tp(d: Design) -> list[Finding]:
 @rule
 def oversubscribed_fabric(d: Design) -> list[Finding]:
     fab = d.fabric
-    if fab.oversubscription <= 1.0:
-        return []
-    return [
-        Finding(
-            id="fabric-oversubscribed",
-            severity="warning",
-            message=f"leaves are {fab.oversubscription:g}:1 oversubscribed: all-reduce and "
-            "all-to-all across leaves get a fraction of line rate",
-            numbers={
-                "oversubscription": fab.oversubscription,
-                "bisection_gbit_per_s": fab.bisection_gbit_per_s,
-            },
-            fix="place jobs leaf-aligned (topology-aware scheduling) or design 1:1",
+    out = []
+    if fab.oversubscription > 1.0:
+        out.append(
+            Finding(
+                id="fabric-oversubscribed",
+                severity="warning",
+                message=f"leaves are {fab.oversubscription:g}:1 oversubscribed: all-reduce and "
+                "all-to-all across leaves get a fraction of line rate",
+                numbers={
+                    "oversubscription": fab.oversubscription,
+                    "bisection_gbit_per_s": fab.bisection_gbit_per_s,
+                },
+                fix="place jobs leaf-aligned (topology-aware scheduling) or design 1:1",
+            )
         )
-    ]
+    if fab.core_oversubscription > 1.0:
+        out.append(
+            Finding(
+                id="core-oversubscribed",
+                severity="warning",
+                message=f"spines reach the core at {fab.core_oversubscription:g}:1: traffic "
+                "between pods (data-parallel groups larger than a pod) shares a fraction of "
+                "the pod's bandwidth",
+                numbers={
+                    "core_oversubscription": fab.core_oversubscription,
+                    "bisection_gbit_per_s": fab.bisection_gbit_per_s,
+                },
+                fix="keep jobs within a pod, put pipeline stages (not data parallelism) across "
+                "pods, or design the core 1:1",
+            )
+        )
+    return out
 
 
 @rule
