@@ -18,11 +18,13 @@ from clusterforge.generate.slurm import gres_type
 from clusterforge.spec import load_spec
 from tests.generate.conftest import SPECS, spec_paths
 
-EXAMPLES = Path(__file__).parents[2] / "src" / "clusterforge" / "examples"
+EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
 def _all_specs() -> list[Path]:
-    return spec_paths() + sorted(EXAMPLES.glob("*.yaml"))
+    examples = sorted(EXAMPLES.glob("*.yaml"))
+    assert examples, f"no example specs under {EXAMPLES}"
+    return spec_paths() + examples
 
 
 @pytest.mark.parametrize("spec_path", _all_specs(), ids=lambda p: p.stem)
