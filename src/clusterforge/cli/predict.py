@@ -119,7 +119,8 @@ def _render(predictions: list[Prediction], as_json: bool, tokens: float, title: 
             rows.append(row)
         click.echo(json.dumps(rows, indent=2))
         return
-    console = Console()
+    # plan tables have ten columns: keep them readable when piped (80 columns by default)
+    console = Console(width=max(Console().width, 132))
     console.print(_summary_table(predictions, title))
     if len(predictions) == 1:
         console.print(_breakdown_table(predictions[0]))
