@@ -14,6 +14,15 @@ __all__ = ["EXAMPLES", "make_design", "single_node"]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+# A 3:1 oversubscribed RoCE leaf-spine: where placement and routing visibly matter.
+OVERSUBSCRIBED_ROCE = {
+    "topology": "leaf-spine",
+    "oversubscription": 3.0,
+    "fabric": "roce",
+    "switch": "sn5600",
+}
+
+
 def make_design(**overrides: Any) -> Design:
     """A small design: 512 H100 by default, no spares, TP 8."""
     data: dict[str, Any] = {

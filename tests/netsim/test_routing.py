@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from clusterforge.netsim import build_fabric_graph, groups_for, simulate_collective
-from tests.netsim.designs import make_design
+from tests.netsim.designs import OVERSUBSCRIBED_ROCE, make_design
 
 GIB = 2**30
 
@@ -36,12 +36,7 @@ def test_ecmp_collision_shows_as_offered_load_above_capacity(graph_b, design_b):
 
 def test_fragmented_placement_is_slower_than_packed_on_an_oversubscribed_fabric():
     design = make_design(
-        network={
-            "topology": "leaf-spine",
-            "oversubscription": 3.0,
-            "fabric": "roce",
-            "switch": "sn5600",
-        },
+        network=OVERSUBSCRIBED_ROCE,
     )
     graph = build_fabric_graph(design)
     packed = _busbw(graph, groups_for(design, "dp", placement="packed"))

@@ -8,7 +8,7 @@ import pytest
 from clusterforge.errors import SimulationError
 from clusterforge.netsim import build_fabric_graph
 from clusterforge.topology import LINK_CLASSES, link_class_summary
-from tests.netsim.designs import make_design
+from tests.netsim.designs import OVERSUBSCRIBED_ROCE, make_design
 
 
 def _count(graph, cls: str, view=None) -> int:
@@ -35,14 +35,7 @@ def test_capacities_carry_units_from_the_catalog():
 
 
 def test_adaptive_aggregates_hold_the_capacity_of_their_members():
-    design = make_design(
-        network={
-            "topology": "leaf-spine",
-            "oversubscription": 3.0,
-            "fabric": "roce",
-            "switch": "sn5600",
-        }
-    )
+    design = make_design(network=OVERSUBSCRIBED_ROCE)
     graph = build_fabric_graph(design)
     cls = LINK_CLASSES.index("leaf-spine")
     members = graph.capacity_gbyte_per_s[graph.in_ecmp & (graph.link_class == cls)].sum()
