@@ -15,7 +15,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from clusterforge.catalog import Catalog, ModelArch, load_catalog
-from clusterforge.errors import CatalogError, SpecError, did_you_mean
+from clusterforge.errors import CatalogError, PlanError, SpecError, did_you_mean
+from clusterforge.job import JobLayout
 
 __all__ = [
     "DEFAULT_SPEC_YAML",
@@ -26,6 +27,7 @@ __all__ = [
     "StorageSpec",
     "WorkloadSpec",
     "default_spec",
+    "job_layout",
     "load_spec",
     "parse_spec",
 ]
@@ -227,7 +229,11 @@ class ClusterSpec(_Section):
     network: NetworkSpec = NetworkSpec()
     facility: FacilitySpec = FacilitySpec()
     storage: StorageSpec = StorageSpec()
-    workload: WorkloadSpec = WorkloadSpec()
+    workload: WorkloadSpec | None = Field(
+        None,
+        description="The training job (None: plan the hardware only; predict and the "
+        "job scripts need it)",
+    )
     economics: EconomicsSpec = EconomicsSpec()
 
     @model_validator(mode="after")
@@ -381,9 +387,9 @@ def _check_against_catalog(spec: ClusterSpec, catalog: Catalog, source: str) -> 
     if spec.network.switch is not None:
         _lookup("switch", catalog.switches.ids(), spec.network.switch, "network.switch", source)
     _lookup("storage block", catalog.storage.ids(), spec.storage.block, "storage.block", source)
-    if isinstance(spec.workload.model, str):
+    if spec.workload is not None and isinstance(spec.workload.model, str):
         _lookup("model", catalog.models.ids(), spec.workload.model, "workload.model", source)
-    _check_parallelism(spec, source)
+    job_layout(spec, catalog, source)
 
 
 def resolve_node_id(spec: ClusterSpec) -> str:
@@ -397,29 +403,22 @@ def resolve_node_id(spec: ClusterSpec) -> str:
         raise CatalogError(f"no default node for GPU {spec.gpu!r}; set 'node'") from None
 
 
-def _check_parallelism(spec: ClusterSpec, source: str) -> None:
+def job_layout(spec: ClusterSpec, catalog: Catalog, source: str = "spec") -> JobLayout | None:
+    """The job layout of the spec's workload, every structural check applied (None when the
+    spec has no workload section: a fabric-only spec plans the hardware alone)."""
     w = spec.workload
-    model_parallel = w.tensor_parallel * w.pipeline_parallel * w.context_parallel
-    field = "workload.tensor_parallel x pipeline_parallel x context_parallel"
-    if spec.num_gpus % model_parallel:
-        raise SpecError(
-            f"{source}: {field} = {model_parallel} does not divide num_gpus {spec.num_gpus}; "
-            "pick degrees whose product divides the GPU count"
+    if w is None:
+        return None
+    try:
+        layout = JobLayout.for_gpus(
+            spec.num_gpus,
+            tp=w.tensor_parallel,
+            pp=w.pipeline_parallel,
+            cp=w.context_parallel,
+            ep=w.expert_parallel,
+            dp=w.data_parallel,
         )
-    dp = spec.num_gpus // model_parallel
-    if w.data_parallel is not None and w.data_parallel != dp:
-        raise SpecError(
-            f"{source}: workload.data_parallel: {w.data_parallel} but num_gpus / (TP x PP x CP) "
-            f"= {dp}; set data_parallel: {dp} or leave it out"
-        )
-    if w.expert_parallel > 1 and (dp * w.context_parallel) % w.expert_parallel:
-        raise SpecError(
-            f"{source}: workload.expert_parallel: {w.expert_parallel} must divide DP x CP = "
-            f"{dp * w.context_parallel}"
-        )
-    if w.global_batch % (w.micro_batch * dp):
-        raise SpecError(
-            f"{source}: workload.global_batch: {w.global_batch} is not a multiple of "
-            f"micro_batch x DP = {w.micro_batch} x {dp}; use "
-            f"{max(1, round(w.global_batch / (w.micro_batch * dp))) * w.micro_batch * dp}"
-        )
+        layout.check_batch(w.global_batch, w.micro_batch, w.virtual_pipeline_stages)
+    except PlanError as exc:
+        raise SpecError(f"{source}: workload.{exc}") from None
+    return layout

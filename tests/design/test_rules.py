@@ -59,7 +59,10 @@ TRIGGERS: dict[str, dict[str, object]] = {
         }
     },
     "storage-read-too-low": {"storage": {"block": "nfs-server-2u", "num_blocks": 1}},
-    "checkpoint-write-slow": {"storage": {"block": "nfs-server-2u", "num_blocks": 1}},
+    "checkpoint-write-slow": {
+        "storage": {"block": "nfs-server-2u", "num_blocks": 1},
+        "workload": {"model": "llama3-70b"},
+    },
     "single-switch-link-aggregation": {
         "num_gpus": 64,
         "network": {

@@ -30,7 +30,7 @@ def expected_performance(design: Design) -> dict[str, Any]:
         p = predict_workload(design)
     except ClusterforgeError as exc:
         return {"available": False, "reason": str(exc)}
-    tokens = design.spec.workload.tokens_b * 1e9
+    tokens = design.require_workload("a prediction")[0].tokens_b * 1e9
     return {
         "available": True,
         "model": p.model_id,

@@ -155,7 +155,7 @@ def command(spec: str | None, search: bool, top: int, as_json: bool, **overrides
 
     cluster = load_spec(spec)
     design = design_plan(cluster)
-    workload = cluster.workload
+    workload, _ = design.require_workload("predict")
     arch = resolve_model(workload)
     num_gpus = design.compute.num_training_gpus
     renames = {"micro_batch": "micro_batch", "global_batch": "global_batch", "zero": "zero_stage"}

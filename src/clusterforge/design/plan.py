@@ -27,8 +27,9 @@ from clusterforge.design.network import (
 )
 from clusterforge.design.rules import Finding, evaluate
 from clusterforge.design.storage import StorageDesign, size_storage
-from clusterforge.errors import CapacityError
-from clusterforge.spec import ClusterSpec, resolve_node_id
+from clusterforge.errors import CapacityError, PlanError
+from clusterforge.job import JobLayout
+from clusterforge.spec import ClusterSpec, WorkloadSpec, job_layout, resolve_node_id
 
 __all__ = ["Design", "break_even_gpus", "plan"]
 
@@ -40,6 +41,9 @@ class Design(BaseModel):
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
     spec: ClusterSpec
+    job: JobLayout | None = Field(
+        description="The job layout of the spec's workload (None: no workload section)"
+    )
     compute: ComputeDesign
     storage: StorageDesign
     fabric: FabricDesign
@@ -52,6 +56,16 @@ class Design(BaseModel):
     cost: CostDesign
     findings: list[Finding] = Field(default_factory=list)
     layout: Layout = Field(exclude=True, repr=False)
+    catalog: Catalog = Field(exclude=True, repr=False, description="The catalog planned with")
+
+    def require_workload(self, purpose: str) -> tuple[WorkloadSpec, JobLayout]:
+        """The workload and its job layout; a clear error when the spec has none."""
+        if self.spec.workload is None or self.job is None:
+            raise PlanError(
+                f"{purpose} needs a workload: the spec has no 'workload' section; add one "
+                "(model, tokens_b and the parallel degrees)"
+            )
+        return self.spec.workload, self.job
 
     @property
     def num_mgmt_servers(self) -> int:
@@ -94,6 +108,7 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None, *, break_even: bool 
         cost = cost.model_copy(update={"break_even_gpus": break_even_gpus(spec, catalog)})
     design = Design(
         spec=spec,
+        job=job_layout(spec, catalog),
         compute=compute,
         storage=storage,
         fabric=fabric,
@@ -105,6 +120,7 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None, *, break_even: bool 
         bom=bom,
         cost=cost,
         layout=layout,
+        catalog=catalog,
     )
     return design.model_copy(update={"findings": evaluate(design)})
 
@@ -112,7 +128,7 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None, *, break_even: bool 
 def _build_wins_at(spec: ClusterSpec, catalog: Catalog, num_gpus: int) -> bool:
     """Does building beat renting for the same spec at ``num_gpus``?  The workload is reduced
     to data parallelism so any node multiple is a valid size."""
-    workload = spec.workload.model_copy(
+    workload = spec.workload and spec.workload.model_copy(
         update={
             "tensor_parallel": 1,
             "pipeline_parallel": 1,

@@ -142,13 +142,14 @@ def cooling_limits_density(d: Design) -> list[Finding]:
 
 
 def _tp_group(d: Design) -> int:
-    w = d.spec.workload
-    return w.tensor_parallel * w.context_parallel
+    return 1 if d.job is None else d.job.tp * d.job.cp
 
 
 @rule
 def tp_exceeds_nvlink(d: Design) -> list[Finding]:
-    tp, domain = d.spec.workload.tensor_parallel, d.compute.nvlink_domain_gpus
+    if d.job is None:
+        return []
+    tp, domain = d.job.tp, d.compute.nvlink_domain_gpus
     if tp <= domain:
         return []
     return [
@@ -358,7 +359,7 @@ def cpu_cores(d: Design) -> list[Finding]:
 
 @rule
 def all_to_all_topology(d: Design) -> list[Finding]:
-    if d.spec.workload.expert_parallel <= 1 or d.fabric.topology not in ("rail-only", "dragonfly"):
+    if d.job is None or d.job.ep <= 1 or d.fabric.topology not in ("rail-only", "dragonfly"):
         return []
     return [
         Finding(
@@ -366,7 +367,7 @@ def all_to_all_topology(d: Design) -> list[Finding]:
             severity="warning",
             message=f"expert parallelism (all-to-all) on a {d.fabric.topology} fabric: cross-rail "
             "or cross-group traffic takes NVLink forwarding or global links",
-            numbers={"expert_parallel": d.spec.workload.expert_parallel},
+            numbers={"expert_parallel": d.job.ep},
             fix="rail-optimized fat-tree for MoE training",
         )
     ]

@@ -48,7 +48,10 @@ class StorageDesign(BaseModel):
     sized_by: str = Field(description="Which requirement set the number of blocks")
 
 
-def model_arch(spec: ClusterSpec, catalog: Catalog) -> ModelArch:
+def model_arch(spec: ClusterSpec, catalog: Catalog) -> ModelArch | None:
+    """The workload's model (None for a fabric-only spec)."""
+    if spec.workload is None:
+        return None
     model = spec.workload.model
     return catalog.models[model] if isinstance(model, str) else model
 
@@ -70,14 +73,22 @@ def model_params(arch: ModelArch) -> float:
     return float(arch.num_layers * (attn + mlp) + embed)
 
 
+def _workload_state(spec: ClusterSpec, catalog: Catalog) -> tuple[float, float]:
+    """(parameters, dataset TB) of the workload; a fabric-only spec has no checkpoint and
+    only the dataset size it states."""
+    w, arch = spec.workload, model_arch(spec, catalog)
+    if w is None or arch is None:
+        return 0.0, spec.storage.dataset_tbyte or 0.0
+    params = w.params_b * 1e9 if w.params_b else model_params(arch)
+    token_bytes = 2 if arch.vocab_size <= 65536 else 4
+    return params, spec.storage.dataset_tbyte or w.tokens_b * 1e9 * token_bytes / 1e12
+
+
 def size_storage(spec: ClusterSpec, catalog: Catalog, num_gpus: int) -> StorageDesign:
     s = spec.storage
     block = catalog.storage[s.block]
-    arch = model_arch(spec, catalog)
-    params = spec.workload.params_b * 1e9 if spec.workload.params_b else model_params(arch)
+    params, dataset_tb = _workload_state(spec, catalog)
     ckpt_tb = params * CHECKPOINT_BYTES_PER_PARAM / 1e12
-    token_bytes = 2 if arch.vocab_size <= 65536 else 4
-    dataset_tb = s.dataset_tbyte or spec.workload.tokens_b * 1e9 * token_bytes / 1e12
     need_cap = s.capacity_tbyte or (s.checkpoints_kept * ckpt_tb + dataset_tb) * CAPACITY_HEADROOM
     need_read = s.read_gbyte_per_s or num_gpus * s.read_mbyte_per_s_per_gpu / 1000
     need_write = s.write_gbyte_per_s or ckpt_tb * 1000 / s.checkpoint_write_s

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterforge.design import Design
-from clusterforge.errors import GenerateError
 
 __all__ = [
     "HCA_PREFIX",
@@ -64,40 +63,35 @@ def _nccl_env(design: Design) -> tuple[tuple[str, str], ...]:
     return tuple(env)
 
 
-def _train_args(design: Design, data_parallel: int) -> tuple[str, ...]:
+def _train_args(design: Design) -> tuple[str, ...]:
     """Megatron-LM ``pretrain_gpt.py`` flags for the workload's parallelism."""
-    w = design.spec.workload
+    w, job = design.require_workload("the training job script")
     args = [
-        f"--tensor-model-parallel-size={w.tensor_parallel}",
-        f"--pipeline-model-parallel-size={w.pipeline_parallel}",
-        f"--context-parallel-size={w.context_parallel}",
-        f"--expert-model-parallel-size={w.expert_parallel}",
+        f"--tensor-model-parallel-size={job.tp}",
+        f"--pipeline-model-parallel-size={job.pp}",
+        f"--context-parallel-size={job.cp}",
+        f"--expert-model-parallel-size={job.ep}",
         f"--micro-batch-size={w.micro_batch}",
         f"--global-batch-size={w.global_batch}",
     ]
     if w.virtual_pipeline_stages > 1:
         args.append(f"--num-virtual-stages-per-pipeline-rank={w.virtual_pipeline_stages}")
-    if w.sequence_parallel and w.tensor_parallel > 1:
+    if w.sequence_parallel and job.tp > 1:
         args.append("--sequence-parallel")
     if w.seq_length is not None:
         args.append(f"--seq-length={w.seq_length}")
-    if data_parallel < 1:
-        raise GenerateError("workload: data parallelism below 1; check the parallel degrees")
     return tuple(args)
 
 
 def launch_plan(design: Design, nodes_per_group: int) -> Launch:
     """The job for the design's training GPUs (spares stay out of the job)."""
     compute = design.compute
-    w = design.spec.workload
-    model_parallel = w.tensor_parallel * w.pipeline_parallel * w.context_parallel
-    data_parallel = compute.num_training_gpus // model_parallel
     return Launch(
         job_name=f"{design.spec.name}-train",
         num_nodes=compute.num_training_nodes,
         gpus_per_node=compute.gpus_per_node,
         num_gpus=compute.num_training_gpus,
-        train_args=_train_args(design, data_parallel),
+        train_args=_train_args(design),
         nccl_env=_nccl_env(design),
         num_leaf_groups=-(-compute.num_training_nodes // max(1, nodes_per_group)),
     )

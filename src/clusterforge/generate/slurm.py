@@ -224,14 +224,8 @@ def _block_conf(design: Design, placements: list[NodePlacement]) -> str:
 
 
 def _parallelism(design: Design) -> str:
-    w = design.spec.workload
-    dp = design.compute.num_training_gpus // (
-        w.tensor_parallel * w.pipeline_parallel * w.context_parallel
-    )
-    return (
-        f"TP={w.tensor_parallel} PP={w.pipeline_parallel} CP={w.context_parallel} "
-        f"EP={w.expert_parallel} DP={dp}"
-    )
+    _, job = design.require_workload("the training job script")
+    return f"TP={job.tp} PP={job.pp} CP={job.cp} EP={job.ep} DP={job.dp}"
 
 
 def _job_script(design: Design) -> str:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from clusterforge.errors import SimulationError
+from clusterforge.errors import PlanError, SimulationError
+from clusterforge.job import GroupKind, JobLayout
 
 if TYPE_CHECKING:
     from clusterforge.design import Design
@@ -26,24 +27,6 @@ __all__ = ["GROUP_KINDS", "PLACEMENTS", "groups_for"]
 
 GROUP_KINDS = ("tp", "cp", "dp", "pp", "all")
 PLACEMENTS = ("packed", "fragmented")
-
-
-def _axes(num_gpus: int, tp: int, cp: int, pp: int) -> tuple[int, int, int, int]:
-    model_parallel = tp * cp * pp
-    if num_gpus % model_parallel:
-        raise SimulationError(
-            f"--gpus: {num_gpus} GPUs do not divide by TP x CP x PP = {model_parallel}; "
-            "pick a multiple of it"
-        )
-    return tp, cp, num_gpus // model_parallel, pp
-
-
-def _rank_groups(kind: str, tp: int, cp: int, dp: int, pp: int) -> np.ndarray:
-    """(num_groups, size) job ranks; the grid axes are (pp, dp, cp, tp), tp fastest."""
-    grid = np.arange(tp * cp * dp * pp).reshape(pp, dp, cp, tp)
-    axis = {"pp": 0, "dp": 1, "cp": 2, "tp": 3}[kind]
-    moved = np.moveaxis(grid, axis, -1)
-    return moved.reshape(-1, moved.shape[-1])
 
 
 def _place(design: Design, num_gpus: int, placement: str, seed: int) -> np.ndarray:
@@ -83,15 +66,21 @@ def groups_for(
         raise SimulationError(
             f"--placement: unknown placement {placement!r}; use packed or fragmented"
         )
-    work = design.spec.workload
     num_gpus = design.compute.num_training_gpus if num_gpus is None else int(num_gpus)
     if num_gpus < 1:
         raise SimulationError(f"--gpus: {num_gpus}; use at least 1")
     gpu_of_rank = _place(design, num_gpus, placement, seed)
     if kind == "all":
         return gpu_of_rank[None, :]
-    tp = work.tensor_parallel if tp is None else tp
-    pp = work.pipeline_parallel if pp is None else pp
-    cp = work.context_parallel if cp is None else cp
-    ranks = _rank_groups(kind, *_axes(num_gpus, tp, cp, pp))
-    return gpu_of_rank[ranks]
+    job = design.job or JobLayout()
+    try:
+        layout = JobLayout.for_gpus(
+            num_gpus,
+            tp=job.tp if tp is None else tp,
+            pp=job.pp if pp is None else pp,
+            cp=job.cp if cp is None else cp,
+        )
+    except PlanError as exc:
+        raise SimulationError(f"--gpus: {exc}") from None
+    job_kind: GroupKind = {"tp": "tp", "cp": "cp", "dp": "dp", "pp": "pp"}[kind]  # type: ignore[assignment]
+    return gpu_of_rank[layout.groups(job_kind)]

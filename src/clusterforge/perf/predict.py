@@ -76,7 +76,7 @@ def predict_plan(
     stack: Stack | None = None,
 ) -> Prediction:
     """Predict ``plan`` on ``design`` (its GPU, NVLink domain and fabric)."""
-    arch = arch or resolve_model(design.spec.workload)
+    arch = arch or resolve_model(design.require_workload("a prediction")[0])
     return predict_step(
         arch,
         plan,
@@ -89,7 +89,7 @@ def predict_plan(
 
 def predict_workload(design: Any, comm: CommModel | None = None) -> Prediction:
     """Predict the spec's own workload on the design (``clusterforge plan`` prints this)."""
-    workload = design.spec.workload
+    workload, _ = design.require_workload("a prediction")
     arch = resolve_model(workload)
     plan = plan_from_workload(workload, design.compute.num_training_gpus, arch)
     return predict_plan(design, plan, arch, comm)

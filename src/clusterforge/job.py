@@ -1,0 +1,199 @@
+"""The layout of one training job: TP/PP/CP/EP/DP degrees, the rank grid and its groups.
+
+:class:`JobLayout` is the one owner of these facts.  ``plan()`` makes it once from the spec
+and stores it on the design (``design.job``); the performance model, the simulator and the
+generators read it and never derive a degree themselves.  Every structural check lives here
+and raises :class:`PlanError` naming the field, the value and the fix (the spec layer adds
+its file name and field path).
+
+Ranks follow Megatron-LM's default order (``megatron/core/parallel_state.py``, order
+``tp-cp-ep-dp-pp``): tensor-parallel ranks are adjacent, then context parallel, then data
+parallel, then pipeline parallel::
+
+    rank = tp + TP·(cp + CP·(dp + DP·pp))
+
+so a TP group is consecutive GPUs of one node whenever TP <= GPUs per node, and the DP/CP
+peers of a GPU sit on the same local GPU index of other nodes (rail-aligned).  Expert
+parallel groups are consecutive blocks of EP ranks inside the flattened (DP, CP) dimension.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, assert_never
+
+import numpy as np
+
+from clusterforge.catalog import ModelArch
+from clusterforge.errors import PlanError
+
+__all__ = ["GROUP_KINDS", "GroupKind", "JobLayout"]
+
+GroupKind = Literal["tp", "cp", "dp", "dpcp", "ep", "pp"]
+GROUP_KINDS: tuple[GroupKind, ...] = ("tp", "cp", "dp", "dpcp", "ep", "pp")
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise PlanError(message)
+
+
+@dataclass(frozen=True)
+class JobLayout:
+    """The parallel degrees of a job; ``num_gpus = TP x PP x CP x DP`` (EP divides DP x CP).
+
+    Build it with :meth:`for_gpus` (derives DP from a GPU count, the only place DP is ever
+    derived) or directly with every degree (validated on construction).
+    """
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+
+    def __post_init__(self) -> None:
+        for name, value in self.degrees().items():
+            _require(isinstance(value, int) and value >= 1, f"{name} = {value}: must be at least 1")
+        _require(
+            (self.dp * self.cp) % self.ep == 0,
+            f"expert_parallel = {self.ep} must divide DP x CP = {self.dp * self.cp} (experts are "
+            "sharded across data-parallel ranks)",
+        )
+
+    @classmethod
+    def for_gpus(
+        cls,
+        num_gpus: int,
+        *,
+        tp: int = 1,
+        pp: int = 1,
+        cp: int = 1,
+        ep: int = 1,
+        dp: int | None = None,
+    ) -> JobLayout:
+        """The layout of ``num_gpus`` GPUs: DP = GPUs / (TP x PP x CP), or ``dp`` checked."""
+        _require(num_gpus >= 1, f"num_gpus = {num_gpus}: use at least 1")
+        model_parallel = tp * pp * cp
+        _require(
+            model_parallel >= 1 and num_gpus % model_parallel == 0,
+            f"tensor_parallel x pipeline_parallel x context_parallel = {model_parallel} does "
+            f"not divide num_gpus {num_gpus}; pick degrees whose product divides the GPU count",
+        )
+        derived = num_gpus // model_parallel
+        if dp is not None and dp != derived:
+            raise PlanError(
+                f"data_parallel = {dp}: TP x PP x CP x DP = {tp} x {pp} x {cp} x {dp} = "
+                f"{model_parallel * dp} but the job has {num_gpus} GPUs; set data_parallel = "
+                f"{derived} or leave it out"
+            )
+        return cls(tp=tp, pp=pp, dp=derived, cp=cp, ep=ep)
+
+    def degrees(self) -> dict[str, int]:
+        """Degrees by their short name (tp, pp, dp, cp, ep)."""
+        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "cp": self.cp, "ep": self.ep}
+
+    @property
+    def num_gpus(self) -> int:
+        return self.tp * self.pp * self.cp * self.dp
+
+    @property
+    def model_parallel(self) -> int:
+        """GPUs holding one replica of the model: TP x PP x CP."""
+        return self.tp * self.pp * self.cp
+
+    # --- batch -------------------------------------------------------------------------
+
+    def num_micro_batches(self, global_batch: int, micro_batch: int) -> int:
+        """Micro-batches per pipeline per step: ``global / (micro x DP)``."""
+        return global_batch // (micro_batch * self.dp)
+
+    def check_batch(self, global_batch: int, micro_batch: int, vpp: int = 1) -> int:
+        """Check that the global batch splits evenly; return micro-batches per pipeline."""
+        _require(micro_batch >= 1, f"micro_batch = {micro_batch}: must be at least 1")
+        _require(vpp >= 1, f"vpp = {vpp}: must be at least 1")
+        per_step = micro_batch * self.dp
+        _require(
+            global_batch % per_step == 0,
+            f"global_batch = {global_batch} is not a multiple of micro_batch x DP = "
+            f"{micro_batch} x {self.dp}; use {max(1, round(global_batch / per_step)) * per_step}",
+        )
+        m = self.num_micro_batches(global_batch, micro_batch)
+        if vpp > 1:
+            _require(self.pp > 1, f"vpp = {vpp} (interleaved schedule) needs pp > 1")
+            _require(
+                m % self.pp == 0,
+                f"interleaved schedule: {m} micro-batches per pipeline must be a multiple of "
+                f"pp = {self.pp} (Megatron-LM); change global_batch, micro_batch or set vpp = 1",
+            )
+        return m
+
+    # --- model -------------------------------------------------------------------------
+
+    def check_model(self, arch: ModelArch, seq_length: int) -> None:
+        """Check that the model splits: heads over TP, sequence over CP, experts over EP."""
+        _require(
+            arch.num_heads % self.tp == 0,
+            f"tp = {self.tp} does not divide the {arch.num_heads} attention heads of "
+            f"{arch.id}; use a TP degree that divides {arch.num_heads}",
+        )
+        kv = arch.num_kv_heads or arch.num_heads
+        _require(
+            kv % self.tp == 0 or self.tp % kv == 0,
+            f"tp = {self.tp} and the {kv} KV heads of {arch.id}: one must divide the other "
+            "(KV heads are split or replicated across TP ranks)",
+        )
+        _require(
+            self.cp == 1 or seq_length % (2 * self.cp) == 0,
+            f"cp = {self.cp}: the sequence {seq_length} must split into 2 x CP chunks "
+            "(load-balanced causal context parallelism)",
+        )
+        if self.ep > 1:
+            _require(
+                arch.num_experts > 1 and arch.num_experts % self.ep == 0,
+                f"ep = {self.ep} needs a MoE model whose experts ({arch.num_experts}) it divides",
+            )
+        _require(
+            arch.num_layers >= self.pp,
+            f"pp = {self.pp} is more than the {arch.num_layers} layers; use pp <= "
+            f"{arch.num_layers}",
+        )
+
+    # --- ranks and groups ----------------------------------------------------------------
+
+    def grid(self) -> np.ndarray:
+        """Job ranks as an array indexed ``[pp, dp, cp, tp]`` (Megatron order, TP fastest)."""
+        return np.arange(self.num_gpus).reshape(self.pp, self.dp, self.cp, self.tp)
+
+    def groups(self, kind: GroupKind, *, stage: int | None = None) -> np.ndarray:
+        """Every ``kind`` group, shape ``(num_groups, group_size)``, as job ranks.
+
+        ``stage`` restricts TP/CP/DP/DPCP/EP groups to one pipeline stage (the groups that
+        run at the same time and contend for the same links); ``pp`` groups always span
+        every stage (one group per (dp, cp, tp) position).
+        """
+        grid = self.grid()
+        if kind == "pp":
+            return np.moveaxis(grid, 0, -1).reshape(-1, self.pp)
+        stages = grid if stage is None else grid[stage : stage + 1]  # [s, dp, cp, tp]
+        match kind:
+            case "tp":
+                return stages.reshape(-1, self.tp)
+            case "cp":
+                return stages.transpose(0, 1, 3, 2).reshape(-1, self.cp)
+            case "dp":
+                return stages.transpose(0, 2, 3, 1).reshape(-1, self.dp)
+            case "dpcp":
+                return stages.transpose(0, 3, 1, 2).reshape(-1, self.dp * self.cp)
+            case "ep":
+                flat = stages.transpose(0, 3, 1, 2).reshape(-1, self.dp * self.cp)
+                return flat.reshape(-1, self.ep)
+            case _:
+                assert_never(kind)
+
+    def pipeline_pairs(self, stage: int) -> np.ndarray:
+        """(rank on ``stage``, rank on the next stage) pairs: the point-to-point sends of one
+        pipeline boundary, shape ``(dp x cp x tp, 2)``; the last stage pairs with itself."""
+        grid = self.grid()
+        nxt = min(stage + 1, self.pp - 1)
+        return np.stack([grid[stage].ravel(), grid[nxt].ravel()], axis=1)
