@@ -188,6 +188,19 @@ class WorkloadSpec(_Section):
     pipeline_layers: list[int] | None = Field(
         None, description="Explicit layers per pipeline stage (None = automatic split)"
     )
+    stack: Literal["megatron-2021", "megatron-core", "nemo", "deepspeed", "fsdp", "torchtitan"] = (
+        Field(
+            "megatron-core",
+            description="Training software stack: its documented kernels, overlaps, memory "
+            "layout and FP8 recipe (see clusterforge.perf.stack)",
+        )
+    )
+    fsdp_shard_size: int | None = Field(
+        None,
+        ge=1,
+        description="ZeRO-3/FSDP: GPUs per shard group for hybrid sharding (HSDP); None = "
+        "shard over all of DP x CP",
+    )
 
 
 class EconomicsSpec(_Section):

@@ -168,4 +168,11 @@ class ModelArch(BaseModel):
     num_experts: int = Field(1, ge=1, description="MoE experts per MoE layer (1 = dense)")
     top_k: int = Field(1, ge=1, description="Experts each token is routed to")
     tied_embeddings: bool = False
+    parallel_block: bool = Field(
+        False,
+        description="Attention and MLP read one norm's output in parallel (GPT-J, PaLM)",
+    )
+    position_embedding: Literal["rope", "learned", "alibi"] = Field(
+        "rope", description="Rotary (RoPE), learned absolute, or ALiBi attention biases"
+    )
     source: str = "user-provided"

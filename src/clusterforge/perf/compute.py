@@ -5,8 +5,11 @@ with size-dependent efficiency), simplified to a roofline per operation:
 
     t_op = max(FLOPs / (eta_gemm x MAMF), bytes / (eta_hbm x HBM)) + t_kernel
 
-where MAMF is the measured achievable matmul throughput of the GPU (performance.md §4), not
-the datasheet peak. Flash attention runs at its own efficiency; element-wise operations
+where MAMF is the measured achievable matmul throughput of the GPU (maximum achievable matmul
+FLOPS, measured with the best GEMM shape; Bekman, "Machine Learning Engineering",
+``compute/accelerator/README.md``), not the datasheet peak. In FP8 runs only the weight GEMMs
+of the transformer layers run in FP8 (Transformer Engine and torchao convert ``Linear``
+layers); attention and the output layer stay in BF16. Flash attention runs at its own efficiency; element-wise operations
 (norms, activations, residual adds, dropout, rotary, softmax) are pure HBM traffic. All
 constants live in ``data/efficiency.toml`` with their sources.
 """
@@ -14,14 +17,15 @@ constants live in ``data/efficiency.toml`` with their sources.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
-from typing import Literal
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.flops import ffn_size, kv_heads
+from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes
 from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.stack import Stack
 
 __all__ = [
     "GpuPerf",
@@ -38,50 +42,6 @@ __all__ = [
 ]
 
 BF16_BYTES = 2
-
-
-@dataclass(frozen=True)
-class Stack:
-    """Software-stack assumptions that change the physics of a step (stated in outputs).
-
-    ``megatron_core`` (default) is Megatron-Core/Transformer Engine as of 2024: flash
-    attention, no dropout, TP communication overlapped with GEMMs (``--tp-comm-overlap``),
-    DP gradient reduce-scatter / parameter all-gather overlapped (``--overlap-grad-reduce
-    --overlap-param-gather``), pipeline sends overlapped, gradients reduced in FP32, and
-    gradient-accumulation fusion (``--gradient-accumulation-fusion``, on by default: the
-    weight-gradient GEMM accumulates into the FP32 ``main_grad`` in its epilogue).
-    ``megatron_2021`` is Megatron-LM of Narayanan et al. 2021: explicit attention with a fused
-    softmax, dropout 0.1, no TP/DP overlap, FP16 gradients all-reduced after the backward and
-    accumulated over micro-batches by a separate ``main_grad.add_(grad)`` per parameter
-    (``megatron/model/distributed.py`` param hook of that time; ``fused_grad_accumulation``
-    False).
-    """
-
-    name: str = "megatron-core"
-    attention: Literal["flash", "unfused"] = "flash"
-    dropout: bool = False
-    tp_overlap: bool = True
-    dp_overlap: bool = True
-    pp_overlap: bool = True
-    grad_reduce_bytes: int = 4
-    fused_grad_accumulation: bool = True
-
-    @classmethod
-    def megatron_core(cls) -> Stack:
-        return cls()
-
-    @classmethod
-    def megatron_2021(cls) -> Stack:
-        return cls(
-            name="megatron-2021",
-            attention="unfused",
-            dropout=True,
-            tp_overlap=False,
-            dp_overlap=False,
-            pp_overlap=False,
-            grad_reduce_bytes=2,
-            fused_grad_accumulation=False,
-        )
 
 
 @dataclass(frozen=True)
@@ -121,6 +81,11 @@ class GpuPerf:
     matmul_tflops: float
     hbm_gbyte_per_s: float
     hbm_gib: float
+    bf16_matmul_tflops: float = 0.0
+
+    def at_bf16(self) -> GpuPerf:
+        """The same GPU with the BF16 matmul ceiling (attention, logits in FP8 runs)."""
+        return replace(self, matmul_tflops=self.bf16_matmul_tflops or self.matmul_tflops)
 
 
 def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -> GpuPerf:
@@ -137,6 +102,7 @@ def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -
         matmul_tflops=matmul,
         hbm_gbyte_per_s=gpu.hbm_tbyte_per_s * 1000.0,
         hbm_gib=gpu.hbm_gib,
+        bf16_matmul_tflops=bf16,
     )
 
 
@@ -208,8 +174,14 @@ def _weight_gemms_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float
 
 
 def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> float:
-    """Forward time of the attention core (Q K^T, softmax, P V) for one layer."""
+    """Forward time of the attention core (Q K^T, softmax, P V) for one layer, in BF16.
+
+    Unfused attention with ALiBi (Press et al. 2022, arXiv 2108.12409, §3) adds the bias
+    to every score in the score GEMM's epilogue (``torch.baddbmm``): one more BF16 read per
+    score; flash attention applies the bias in-kernel from one slope per head.
+    """
     c = load_constants()
+    perf = perf.at_bf16()
     heads = arch.num_heads / plan.tp
     head_dim = arch.hidden_size / arch.num_heads
     queries, keys = _tokens(plan) / plan.micro_batch, plan.seq_length
@@ -222,7 +194,7 @@ def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
     scores = gemm_time_s(queries, keys, head_dim, perf, batch=batch)
     context = gemm_time_s(queries, head_dim, keys, perf, batch=batch)
     # Fused scale-mask-softmax: read + write 2 B; dropout: read 2, write 2, mask 1 (per score).
-    per_score = 4 + (5 if stack.dropout else 0)
+    per_score = 4 + (5 if stack.dropout else 0) + (2 if arch.position_embedding == "alibi" else 0)
     softmax = memory_time_s(batch * queries * keys * per_score, perf, num_kernels=2)
     return scores + context + softmax
 
@@ -246,16 +218,20 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     Per token (BF16): 2 norms read+write ``4h`` each; 2 residual adds read 2 tensors and write
     one (``6h`` each), plus a 1-byte dropout mask and its write (``3h``) when dropout is on;
     the MLP activation reads its input(s) and writes its output (``4f`` plain, ``6f`` gated);
-    rotary embeddings read and write Q and K. Norms and residuals are replicated on every TP
-    rank unless sequence parallelism splits them (Korthikanti et al. 2022 §4.2.2).
+    rotary embeddings (RoPE models only) read and write Q and K. A parallel block (GPT-J;
+    Chowdhery et al. 2022, PaLM §2 "Parallel layers") has one norm and one residual add of
+    the two branches' sum (three tensors read). Norms and residuals are replicated on every
+    TP rank unless sequence parallelism splits them (Korthikanti et al. 2022 §4.2.2).
     """
     h, f = arch.hidden_size, ffn_size(arch)
     kv_dim = h * kv_heads(arch) / arch.num_heads
-    replicated = 8 * h + 12 * h + (6 * h if stack.dropout else 0)
+    num_norms = 1 if arch.parallel_block else 2
+    residual = 8 * h if arch.parallel_block else 12 * h
+    replicated = 4 * h * num_norms + residual + (3 * h * num_norms if stack.dropout else 0)
     experts = arch.top_k if arch.num_experts > 1 else 1
     activation = (6 if arch.gated_mlp else 4) * f * experts
     permute = 8 * h * arch.top_k if arch.num_experts > 1 else 0  # token dispatch/combine copies
-    rotary = 0 if stack.attention == "unfused" else 4 * (h + kv_dim)
+    rotary = 4 * (h + kv_dim) if arch.position_embedding == "rope" else 0
     split = activation + rotary
     per_token = (replicated + permute) / (
         plan.tp if plan.sequence_parallel else 1
@@ -268,15 +244,23 @@ ELEMENTWISE_BACKWARD_RATIO = 2.0  # read saved input + incoming grad, write grad
 
 
 def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> LayerTimes:
-    """Forward, backward and recomputation time of one layer for one micro-batch."""
+    """Forward, backward and recomputation time of one layer for one micro-batch.
+
+    FP8 runs add the cast/transpose passes of :func:`~clusterforge.perf.fp8.fp8_layer_bytes`.
+    """
     gemm = _weight_gemms_s(arch, plan, perf)
     attention_fwd = _attention_forward_s(arch, plan, perf, stack)
     attention_bwd = _attention_backward_s(arch, plan, perf, stack)
     elementwise = memory_time_s(
         _elementwise_bytes(arch, plan, stack), perf, num_kernels=ELEMENTWISE_KERNELS_PER_LAYER
     )
+    cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack)
     forward = gemm + attention_fwd + elementwise
     backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise
+    if cast_fwd > 0:
+        kernels = FP8_KERNELS_PER_LAYER // 2
+        forward += memory_time_s(cast_fwd, perf, num_kernels=kernels)
+        backward += memory_time_s(cast_bwd, perf, num_kernels=kernels)
     recompute = 0.0
     if plan.recompute == "full":
         recompute = forward
@@ -297,8 +281,11 @@ def logits_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> tuple[fl
 
     The logits GEMM is split over TP (vocab-parallel); the FP32 cross-entropy is a chain of
     memory-bound passes over the ``tokens x V / t`` logits (``CROSS_ENTROPY_BYTES_PER_LOGIT``),
-    which matters for small models with large vocabularies.
+    which matters for small models with large vocabularies. The output layer stays in BF16
+    in FP8 runs (Megatron-Core's output layer is not a Transformer Engine module; torchtitan
+    filters ``output`` out of its float8 conversion).
     """
+    perf = perf.at_bf16()
     tokens = _tokens(plan)
     vocab = arch.vocab_size / plan.tp
     gemm = gemm_time_s(tokens, vocab, arch.hidden_size, perf)

@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.compute import Stack
+from clusterforge.perf.compute import BF16_BYTES
 from clusterforge.perf.flops import ffn_size, kv_heads
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches
+from clusterforge.perf.stack import Stack
 
 __all__ = [
     "RUNTIME_RESERVE_GIB",
@@ -82,8 +83,9 @@ def stage_params(arch: ModelArch, plan: ParallelPlan, layers: int, first: bool) 
 def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
     """Stored activation bytes of one layer for one micro-batch on one GPU (Korthikanti eqs.).
 
-    ``s b h (34 + 5 a s / h)`` for MHA, 4h MLP, no parallelism; terms split by TP are divided
-    by ``t``; the ``10 s b h`` of norms, residual inputs and dropout masks also with SP.
+    ``s b h (34 + 5 a s / h)`` for MHA, 4h MLP, BF16, no parallelism; terms split by TP are
+    divided by ``t``; the ``10 s b h`` of norms, residual inputs and dropout masks also
+    with SP.
     """
     h, f = arch.hidden_size, ffn_size(arch)
     sbh = plan.micro_batch * plan.seq_length / plan.cp * h
@@ -92,12 +94,20 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
     kv_ratio = kv_heads(arch) / arch.num_heads
     experts = arch.top_k if arch.num_experts > 1 else 1
     masks = 2.0 if stack.dropout else 0.0
+    # FP8 GEMMs keep their inputs for the weight gradient in FP8 (1 B): the QKV, MLP and
+    # down-projection inputs; flash attention still keeps its BF16 output, so the
+    # projection keeps both (2 + 1 B).
+    fp8 = plan.precision == "fp8"
+    gemm_in = 1.0 if fp8 else 2.0
+    proj_in = 3.0 if fp8 else 2.0
     # Q, K, V (GQA-scaled), projection input; MLP internals (x top-k experts): plain MLP
-    # keeps the activation's input and output (2 x 2f); a fused SwiGLU keeps gate and up
-    # outputs and the down-projection input (3 x 2f).
-    split = 2 + 4 * kv_ratio + 2 + (6 if arch.gated_mlp else 4) * f / h * experts
-    # Norm inputs (2 x 2), QKV input, MLP input, dropout masks: replicated unless SP.
-    replicated = 4 + 2 + 2 + masks
+    # keeps the activation's input (2f) and output (the down-projection input); a fused
+    # SwiGLU keeps gate and up outputs (2 x 2f) and the down-projection input.
+    mlp = ((4.0 if arch.gated_mlp else 2.0) + gemm_in) * f / h * experts
+    split = 2 + 4 * kv_ratio + proj_in + mlp
+    # Norm inputs, QKV input, MLP input, dropout masks: replicated unless SP. A parallel
+    # block (PaLM §2) has one norm whose output feeds both branches.
+    replicated = (2 + gemm_in if arch.parallel_block else 4 + 2 * gemm_in) + masks
     per_gpu = sbh * (split / plan.tp + replicated / (plan.tp if plan.sequence_parallel else 1))
     if stack.attention == "unfused" and plan.recompute == "none":
         heads = arch.num_heads / plan.tp
@@ -117,15 +127,43 @@ def _in_flight(plan: ParallelPlan) -> float:
     return float(in_flight)
 
 
-def _model_state_bytes(params: float, plan: ParallelPlan) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero_stage``."""
-    dp = plan.dp * plan.cp  # Megatron shards the distributed optimizer over DP x CP
-    weights = 2.0 * params / (dp if plan.zero_stage >= 3 else 1)
-    grads = 4.0 * params / (dp if plan.zero_stage >= 2 else 1)
-    if plan.precision == "fp8":
-        weights += 1.0 * params / (dp if plan.zero_stage >= 3 else 1)  # FP8 weight copy
-    optimizer = 12.0 * params / (dp if plan.zero_stage >= 1 else 1)
+def _shard(plan: ParallelPlan) -> int:
+    """GPUs that share one copy of the sharded model states: DP x CP (Megatron's distributed
+    optimizer shards over both), or the HSDP shard group."""
+    return plan.shard_size or plan.dp * plan.cp
+
+
+def _model_state_bytes(
+    params: float, plan: ParallelPlan, stack: Stack
+) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero_stage``.
+
+    Bytes per parameter are the stack's (:class:`~clusterforge.perf.stack.Stack`): BF16
+    weights + FP32 gradient buffer + FP32 master, momentum and variance for Megatron
+    (Rajbhandari et al. 2020 §3: 2 + 4 + 12), FP32 sharded weights + FP32 gradients + Adam
+    moments for FSDP/torchtitan (4 + 4 + 8). FP8 runs store the weights as the stack does
+    (BF16 plus a cached FP8 copy for Transformer Engine, FP8 only with NeMo's ``fp8_params``,
+    unchanged for torchao, which casts on the fly).
+    """
+    shard = _shard(plan)
+    fp8 = plan.precision == "fp8"
+    weight_bytes = stack.fp8_weight_bytes + stack.fp8_copy_bytes if fp8 else stack.weight_bytes
+    weights = weight_bytes * params / (shard if plan.zero_stage >= 3 else 1)
+    grads = stack.grad_buffer_bytes * params / (shard if plan.zero_stage >= 2 else 1)
+    optimizer = stack.optimizer_bytes * params / (shard if plan.zero_stage >= 1 else 1)
     return weights, grads, optimizer
+
+
+def _gathered_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
+    """ZeRO-3/FSDP working set: the BF16 weights of the units gathered at once (the one in
+    use plus ``fsdp_prefetch`` ahead) and one unit's unsharded gradients (Zhao et al. 2023
+    §3.2: a unit is freed after use; ``limit_all_gathers`` bounds the units in flight)."""
+    if plan.zero_stage < 3:
+        return 0.0
+    dense, expert = _layer_params(arch)
+    layer = dense / plan.tp + expert / (plan.tp * plan.ep)
+    unit = max(layer, stack.fsdp_unit_params)
+    return unit * (BF16_BYTES * (1 + stack.fsdp_prefetch) + stack.grad_buffer_bytes)
 
 
 def memory_per_gpu(
@@ -133,7 +171,8 @@ def memory_per_gpu(
 ) -> MemoryBreakdown:
     """Peak memory of the first pipeline stage's GPUs (most activations in flight)."""
     params = stage_params(arch, plan, stages[0], first=True)
-    weights, grads, optimizer = _model_state_bytes(params, plan)
+    weights, grads, optimizer = _model_state_bytes(params, plan, stack)
+    weights += _gathered_bytes(arch, plan, stack)
     per_layer = activation_bytes_per_layer(arch, plan, stack)
     activations = per_layer * stages[0] * _in_flight(plan)
     # Embedding output kept for the first layer (+ full-recompute working set of one layer).

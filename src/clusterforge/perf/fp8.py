@@ -1,0 +1,97 @@
+"""What FP8 training costs besides its faster GEMMs: casts, transposes, scaling, weight copies.
+
+FP8 GEMMs need per-tensor scaled FP8 operands (Micikevicius et al. 2022, "FP8 Formats for
+Deep Learning", arXiv 2209.05433, §3-4), and on Hopper the FP8 tensor-core GEMM takes only
+the "TN" layout, so every operand that a backward GEMM consumes transposed is also written
+transposed (Transformer Engine ``cast_transpose``; NVIDIA Transformer Engine user guide,
+"Using FP8 with Transformer Engine"). Per layer and micro-batch on one GPU this adds
+memory-bound passes over the GEMM operands:
+
+* forward, each GEMM input (QKV, projection, FC1, FC2): read BF16 (2 B), write FP8 and its
+  transpose (1 + 1 B) = 4 B per element; when the stack emits FP8 straight from the norm
+  or the activation (Transformer Engine ``LayerNormLinear``/``LayerNormMLP``) only the
+  transpose pass remains (read 1 B, write 1 B);
+* backward, each GEMM output gradient: cast and transpose, 4 B per element;
+* dynamic (current) scaling first reads each tensor once more to find its amax (2 B per
+  element; torchao ``Float8Linear`` tensor-wise recipe), delayed scaling takes the scale
+  from the amax history of earlier steps and pays only a fused update per step;
+* weights: cast (and transpose) to FP8: once per step when the stack caches the FP8 copy
+  across micro-batches (Transformer Engine ``is_first_microbatch``) or stores FP8
+  parameters (NeMo ``fp8_params``: nothing left), else in every micro-batch's forward and
+  again in its backward (torchao with ``force_recompute_fp8_weight_in_bwd``).
+
+Element counts follow the Megatron column/row split: inputs of QKV and FC1 are the
+sequence-parallel shard ``h / t``, the projection input ``h / t``, the FC2 input ``f / t``.
+"""
+
+from __future__ import annotations
+
+from clusterforge.catalog import ModelArch
+from clusterforge.perf.flops import ffn_size, kv_heads
+from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.stack import Stack
+
+__all__ = [
+    "FP8_KERNELS_PER_LAYER",
+    "fp8_layer_bytes",
+    "fp8_weight_cast_bytes_per_micro",
+]
+
+CAST_TRANSPOSE_BYTES = 4.0  # read 2 B BF16, write 1 B FP8 + 1 B FP8 transposed
+TRANSPOSE_BYTES = 2.0  # read 1 B FP8, write 1 B transposed
+AMAX_READ_BYTES = 2.0  # dynamic scaling: one more BF16 read to find the amax
+# Cast/transpose kernels per layer: 4 forward inputs + 4 backward gradients.
+FP8_KERNELS_PER_LAYER = 8
+
+
+def _widths(arch: ModelArch, plan: ParallelPlan) -> tuple[float, float, float, float]:
+    """Per-token elements on one GPU: (norm-fed inputs, other inputs, gradients, fused share).
+
+    Norm-fed inputs are the QKV and FC1 inputs (a norm output each, shard ``h / t`` with
+    sequence parallelism); the other inputs are the projection's ``h / t`` and FC2's ``f / t``
+    (the activation's output); gradients are the four GEMM outputs' gradients.
+    """
+    t, h, f = plan.tp, arch.hidden_size, ffn_size(arch)
+    experts = arch.top_k if arch.num_experts > 1 else 1
+    shard = t if plan.sequence_parallel else 1
+    kv_dim = h * kv_heads(arch) / arch.num_heads
+    up_cols = (2 if arch.gated_mlp else 1) * f
+    norm_fed = (1 if arch.parallel_block else 2) * h / shard
+    others = h / t + f / t * experts
+    grads = (h + 2 * kv_dim) / t + h / shard + (up_cols / t + h / shard) * experts
+    return norm_fed, others, grads, f / t * experts
+
+
+def fp8_layer_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[float, float]:
+    """HBM bytes of FP8 conversions of one layer and micro-batch: (forward, backward)."""
+    if plan.precision != "fp8":
+        return 0.0, 0.0
+    tokens = plan.micro_batch * plan.seq_length / plan.cp
+    norm_fed, others, grads, activation_out = _widths(arch, plan)
+    if stack.fp8_fused_norm_cast:
+        # The norm and the activation emit FP8; their outputs still need the transpose pass.
+        fused = norm_fed + activation_out
+        forward = fused * TRANSPOSE_BYTES + (others - activation_out) * CAST_TRANSPOSE_BYTES
+    else:
+        forward = (norm_fed + others) * CAST_TRANSPOSE_BYTES
+    backward = grads * CAST_TRANSPOSE_BYTES
+    if stack.fp8_scaling == "dynamic":
+        forward += (norm_fed + others) * AMAX_READ_BYTES
+        backward += grads * AMAX_READ_BYTES
+    return forward * tokens, backward * tokens
+
+
+def fp8_weight_cast_bytes_per_micro(
+    params: float, plan: ParallelPlan, stack: Stack, num_micro: int
+) -> float:
+    """HBM bytes per micro-batch to cast the ``params`` weights of a GPU to FP8.
+
+    Cached copies are cast once per step (spread over the ``num_micro`` micro-batches);
+    FP8-stored parameters need no cast; dynamic-scaling stacks cast in every forward and
+    backward (amax read + cast-transpose).
+    """
+    if plan.precision != "fp8" or stack.fp8_weight_bytes <= 1.0:
+        return 0.0
+    if stack.fp8_scaling == "dynamic":
+        return 2 * params * (AMAX_READ_BYTES + CAST_TRANSPOSE_BYTES)
+    return params * CAST_TRANSPOSE_BYTES / max(1, num_micro)

@@ -1,0 +1,151 @@
+"""Software stacks: the documented mechanisms of each training framework that change a step.
+
+A :class:`Stack` is a set of mechanisms, never a speed factor: which attention kernel runs,
+which communications overlap with compute, how gradients are accumulated and reduced, how
+ZeRO-3/FSDP gathers weights, what the model states weigh in memory, and how FP8 is applied.
+Each named stack states the defaults of that framework with their source:
+
+``megatron-2021``
+    Megatron-LM as in Narayanan et al. 2021 (arXiv 2104.04473): explicit attention with a
+    fused softmax, dropout 0.1, no TP/DP/PP overlap, FP16 gradients all-reduced after the
+    backward and accumulated by a separate ``main_grad.add_(grad)`` per parameter.
+``megatron-core``
+    Megatron-Core with Transformer Engine (NVIDIA/Megatron-LM README, "Training Speed and
+    Scalability", r0.8): flash attention, no dropout, ``--tp-comm-overlap``,
+    ``--overlap-grad-reduce --overlap-param-gather``, overlapped pipeline sends, FP32
+    ``main_grad`` buffer reduced in FP32, gradient-accumulation fusion. FP8: Transformer Engine
+    delayed scaling; BF16 weights plus an FP8 weight copy cached across micro-batches
+    (Transformer Engine ``is_first_microbatch``).
+``nemo``
+    NeMo 2 on Megatron-Core: the same mechanisms, with NeMo's FP8 recipe
+    (``nemo/collections/llm/recipes/precision/mixed_precision.py``: ``bf16_with_fp8_mixed``:
+    hybrid FP8, delayed scaling, ``fp8_params=True`` so the weights are stored in FP8 only,
+    ``grad_reduce_in_fp32=True``).
+``deepspeed``
+    Megatron-DeepSpeed with DeepSpeed ZeRO (Rajbhandari et al. 2020; BigScience
+    ``train/tr11-176B-ml``): unfused attention and dropout, no TP overlap, the pipeline
+    engine reduces gradients after the last micro-batch, BF16_Optimizer accumulating in an
+    FP32 buffer (a separate pass). ZeRO-3 fetches parameters in buckets of
+    ``stage3_prefetch_bucket_size`` = 5e7 elements (DeepSpeed config docs) with
+    ``overlap_comm``, and keeps BF16 shards plus FP32 master weights.
+``fsdp``
+    PyTorch FSDP (Zhao et al. 2023, arXiv 2304.11277, §3-4): one FSDP unit per transformer
+    block, ``BACKWARD_PRE`` prefetch of one unit, no forward prefetch (the default),
+    parameters resharded after the forward, FP32 sharded parameters with BF16 compute
+    (``MixedPrecision(param_dtype=bf16, reduce_dtype=fp32)``), flash attention (PyTorch SDPA).
+``torchtitan``
+    torchtitan with FSDP2 (Liang et al. 2024, arXiv 2410.06511, §2-3): per-block
+    ``fully_shard`` with implicit forward and backward prefetch of one block, FP32 sharded
+    parameters and gradients, BF16 compute, SDPA flash attention, float8 with dynamic
+    tensor-wise scaling (torchao) and FP8 weight all-gather; no persistent FP8 weight copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, assert_never, get_args
+
+__all__ = ["STACK_NAMES", "Fp8Scaling", "Stack", "StackName", "stack_named"]
+
+StackName = Literal["megatron-2021", "megatron-core", "nemo", "deepspeed", "fsdp", "torchtitan"]
+STACK_NAMES: tuple[StackName, ...] = get_args(StackName)
+Fp8Scaling = Literal["delayed", "dynamic"]
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Software-stack mechanisms that change the physics of a step (stated in outputs).
+
+    Memory layout, bytes per parameter: ``weight_bytes`` resident weights (``fp8_weight_bytes``
+    replaces it in FP8 when the stack stores FP8 parameters), ``fp8_copy_bytes`` an extra
+    FP8 weight copy kept in FP8 runs, ``grad_buffer_bytes`` the gradient buffer,
+    ``optimizer_bytes`` Adam state (+ FP32 master weights when the weights are not FP32).
+    ZeRO-3/FSDP: ``fsdp_prefetch`` units gathered ahead of compute (0 = gathered on demand),
+    ``fsdp_unit_params`` parameters per gathered unit (0 = one transformer layer).
+    """
+
+    name: str = "megatron-core"
+    attention: Literal["flash", "unfused"] = "flash"
+    dropout: bool = False
+    tp_overlap: bool = True
+    dp_overlap: bool = True
+    pp_overlap: bool = True
+    grad_reduce_bytes: int = 4
+    fused_grad_accumulation: bool = True
+    weight_bytes: float = 2.0
+    fp8_weight_bytes: float = 2.0
+    fp8_copy_bytes: float = 1.0
+    grad_buffer_bytes: float = 4.0
+    optimizer_bytes: float = 12.0
+    fsdp_prefetch: int = 1
+    fsdp_unit_params: float = 0.0
+    fsdp_reshard_after_forward: bool = True
+    fp8_scaling: Fp8Scaling = "delayed"
+    fp8_fused_norm_cast: bool = True
+
+    @classmethod
+    def megatron_core(cls) -> Stack:
+        return stack_named("megatron-core")
+
+    @classmethod
+    def megatron_2021(cls) -> Stack:
+        return stack_named("megatron-2021")
+
+
+def stack_named(name: StackName) -> Stack:
+    """The documented mechanisms of stack ``name`` (see the module docstring for sources)."""
+    match name:
+        case "megatron-core":
+            return Stack()
+        case "megatron-2021":
+            return Stack(
+                name=name,
+                attention="unfused",
+                dropout=True,
+                tp_overlap=False,
+                dp_overlap=False,
+                pp_overlap=False,
+                grad_reduce_bytes=2,
+                fused_grad_accumulation=False,
+                grad_buffer_bytes=2.0,
+            )
+        case "nemo":
+            return Stack(name=name, fp8_weight_bytes=1.0, fp8_copy_bytes=0.0)
+        case "deepspeed":
+            return Stack(
+                name=name,
+                attention="unfused",
+                dropout=True,
+                tp_overlap=False,
+                dp_overlap=False,
+                pp_overlap=False,
+                fused_grad_accumulation=False,
+                fsdp_unit_params=5e7,
+                fp8_fused_norm_cast=False,
+            )
+        case "fsdp":
+            return Stack(
+                name=name,
+                tp_overlap=False,
+                pp_overlap=False,
+                weight_bytes=4.0,
+                fp8_weight_bytes=4.0,
+                fp8_copy_bytes=0.0,
+                optimizer_bytes=8.0,
+                fsdp_prefetch=0,
+                fp8_scaling="dynamic",
+                fp8_fused_norm_cast=False,
+            )
+        case "torchtitan":
+            return Stack(
+                name=name,
+                tp_overlap=False,
+                weight_bytes=4.0,
+                fp8_weight_bytes=4.0,
+                fp8_copy_bytes=0.0,
+                optimizer_bytes=8.0,
+                fp8_scaling="dynamic",
+                fp8_fused_norm_cast=False,
+            )
+        case _:
+            assert_never(name)
