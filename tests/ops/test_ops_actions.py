@@ -30,7 +30,17 @@ REASON = "clusterforge: gpu.xid: gpu3"
 
 def report(status: str, node: str = "gpu-002") -> Report:
     results = (
-        (result("gpu.xid", "fail", "critical", "gpu3", "XID 79", "no XID", gpu=3),)
+        (
+            result(
+                "gpu.xid",
+                "fail",
+                severity="critical",
+                subject="gpu3",
+                observed="XID 79",
+                expected="no XID",
+                gpu=3,
+            ),
+        )
         if status == "fail"
         else ()
     )
@@ -82,7 +92,14 @@ def test_drain_reason_names_checks_and_subjects_only() -> None:
     many = dataclasses.replace(
         report("fail"),
         results=tuple(
-            result("nic.link", "fail", "critical", f"mlx5_{i}/1", "DOWN", "ACTIVE")
+            result(
+                "nic.link",
+                "fail",
+                severity="critical",
+                subject=f"mlx5_{i}/1",
+                observed="DOWN",
+                expected="ACTIVE",
+            )
             for i in range(40)
         ),
     )

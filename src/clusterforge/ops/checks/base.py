@@ -46,6 +46,7 @@ class CheckResult:
 def result(
     check: str,
     status: Status,
+    *,
     severity: Severity,
     subject: str,
     observed: str,
@@ -54,7 +55,11 @@ def result(
     gpu: int | None = None,
     nic: str | None = None,
 ) -> CheckResult:
-    """Build a CheckResult; the remedy is dropped on a pass so reports stay short."""
+    """Build a CheckResult; the remedy is dropped on a pass so reports stay short.
+
+    Everything after the status is keyword-only: ``observed`` and ``expected`` are both short
+    text, and a positional call could swap them without any type error.
+    """
     return CheckResult(
         check=check,
         status=status,

@@ -55,11 +55,11 @@ def check_gpu_count(snapshot: GpuSnapshot, expect: NodeExpectation) -> list[Chec
             result(
                 "gpu.count",
                 "unknown",
-                "critical",
-                "node",
-                "NVML gave no count",
-                str(expect.num_gpus),
-                "see the gpu.nvml result",
+                severity="critical",
+                subject="node",
+                observed="NVML gave no count",
+                expected=str(expect.num_gpus),
+                remedy="see the gpu.nvml result",
             )
         ]
     status: Status = (
@@ -69,11 +69,11 @@ def check_gpu_count(snapshot: GpuSnapshot, expect: NodeExpectation) -> list[Chec
         result(
             "gpu.count",
             status,
-            "critical",
-            "node",
-            f"{seen} GPUs",
-            f"{expect.num_gpus} GPUs",
-            "a GPU is missing from the bus: check `lspci | grep -i nvidia` and dmesg for "
+            severity="critical",
+            subject="node",
+            observed=f"{seen} GPUs",
+            expected=f"{expect.num_gpus} GPUs",
+            remedy="a GPU is missing from the bus: check `lspci | grep -i nvidia` and dmesg for "
             "XID 79; reseat or RMA the board",
         )
     ]
@@ -96,11 +96,11 @@ def check_gpu_model(gpus: tuple[GpuReading, ...], expect: NodeExpectation) -> li
             result(
                 "gpu.model",
                 status,
-                "critical",
-                f"gpu{gpu.index}",
-                repr(gpu.name),
-                wanted,
-                "this node carries a different GPU than the design "
+                severity="critical",
+                subject=f"gpu{gpu.index}",
+                observed=repr(gpu.name),
+                expected=wanted,
+                remedy="this node carries a different GPU than the design "
                 f"({expect.gpu_id}); fix the inventory or the spec",
                 gpu=gpu.index,
             )
@@ -123,11 +123,11 @@ def check_driver(snapshot: GpuSnapshot, expect: NodeExpectation) -> list[CheckRe
             result(
                 "gpu.driver",
                 status,
-                "warning",
-                "node",
-                f"{label} {seen}",
-                f"{label} {wanted}",
-                "install the cluster's driver version so every node runs the same stack",
+                severity="warning",
+                subject="node",
+                observed=f"{label} {seen}",
+                expected=f"{label} {wanted}",
+                remedy="install the cluster's driver version so every node runs the same stack",
             )
         )
     return out
@@ -141,11 +141,11 @@ def check_nvml(snapshot: GpuSnapshot) -> list[CheckResult]:
             result(
                 "gpu.nvml",
                 "unknown",
-                "critical",
-                "node",
-                snapshot.error,
-                "NVML answers",
-                "check the driver (`nvidia-smi`); a hung NVML often follows XID 79 or 119",
+                severity="critical",
+                subject="node",
+                observed=snapshot.error,
+                expected="NVML answers",
+                remedy="check the driver (`nvidia-smi`); a hung NVML often follows XID 79 or 119",
             )
         )
     for gpu in snapshot.gpus:
@@ -154,10 +154,10 @@ def check_nvml(snapshot: GpuSnapshot) -> list[CheckResult]:
                 result(
                     "gpu.nvml",
                     "pass",
-                    "critical",
-                    f"gpu{gpu.index}",
-                    "all reads answered",
-                    "NVML answers",
+                    severity="critical",
+                    subject=f"gpu{gpu.index}",
+                    observed="all reads answered",
+                    expected="NVML answers",
                     gpu=gpu.index,
                 )
             )
@@ -169,11 +169,11 @@ def check_nvml(snapshot: GpuSnapshot) -> list[CheckResult]:
             result(
                 "gpu.nvml",
                 "fail" if lost else "unknown",
-                "critical",
-                f"gpu{gpu.index}",
-                detail,
-                "NVML answers",
-                "GPU is lost: drain and reboot the node (XID 79 bucket RESTART_BM)"
+                severity="critical",
+                subject=f"gpu{gpu.index}",
+                observed=detail,
+                expected="NVML answers",
+                remedy="GPU is lost: drain and reboot the node (XID 79 bucket RESTART_BM)"
                 if lost
                 else "re-run; check the driver",
                 gpu=gpu.index,
@@ -214,11 +214,11 @@ def check_ecc(
             result(
                 "gpu.ecc",
                 status,
-                "critical",
-                f"gpu{gpu.index}",
-                observed,
-                "DBE volatile 0, aggregate not rising",
-                "uncorrectable ECC errors: drain, reset the GPU, run `dcgmi diag -r 3`; "
+                severity="critical",
+                subject=f"gpu{gpu.index}",
+                observed=observed,
+                expected="DBE volatile 0, aggregate not rising",
+                remedy="uncorrectable ECC errors: drain, reset the GPU, run `dcgmi diag -r 3`; "
                 "RMA if they recur",
                 gpu=gpu.index,
             )
@@ -258,11 +258,11 @@ def check_memory_repair(gpus: tuple[GpuReading, ...], limits: Thresholds) -> lis
             result(
                 "gpu.memory_repair",
                 status,
-                "critical",
-                f"gpu{gpu.index}",
-                observed,
-                "no remap failure, none pending",
-                "pending: reset the GPU (`nvidia-smi -r`) "
+                severity="critical",
+                subject=f"gpu{gpu.index}",
+                observed=observed,
+                expected="no remap failure, none pending",
+                remedy="pending: reset the GPU (`nvidia-smi -r`) "
                 "to apply the remap; failure: the bank has no spare rows, RMA the GPU",
                 gpu=gpu.index,
             )
@@ -335,11 +335,11 @@ def check_xids(
             result(
                 "gpu.xid",
                 worst(statuses),
-                "critical",
-                subject,
-                observed,
-                "no XID that the policy drains on",
-                "follow the XID catalog's action: "
+                severity="critical",
+                subject=subject,
+                observed=observed,
+                expected="no XID that the policy drains on",
+                remedy="follow the XID catalog's action: "
                 "RESET_GPU -> `nvidia-smi -r`, RESTART_BM -> reboot; RMA if it recurs",
                 gpu=index,
             )
@@ -358,11 +358,11 @@ def check_recovery_action(gpus: tuple[GpuReading, ...]) -> list[CheckResult]:
             result(
                 "gpu.recovery_action",
                 status,
-                "critical",
-                f"gpu{gpu.index}",
-                name,
-                "none",
-                f"the driver asks for: {name}",
+                severity="critical",
+                subject=f"gpu{gpu.index}",
+                observed=name,
+                expected="none",
+                remedy=f"the driver asks for: {name}",
                 gpu=gpu.index,
             )
         )

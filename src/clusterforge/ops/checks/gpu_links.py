@@ -65,11 +65,11 @@ def check_thermal(gpus: tuple[GpuReading, ...], limits: Thresholds) -> list[Chec
             result(
                 "gpu.thermal",
                 status,
-                "critical",
-                f"gpu{gpu.index}",
-                observed,
-                expected,
-                "check airflow / coolant flow and inlet temperature; a single hot GPU "
+                severity="critical",
+                subject=f"gpu{gpu.index}",
+                observed=observed,
+                expected=expected,
+                remedy="check airflow / coolant flow and inlet temperature; a single hot GPU "
                 "points at its heatsink or cold plate",
                 gpu=gpu.index,
             )
@@ -95,11 +95,11 @@ def check_clocks(gpus: tuple[GpuReading, ...]) -> list[CheckResult]:
             result(
                 "gpu.clocks",
                 status,
-                "critical",
-                f"gpu{gpu.index}",
-                observed,
-                "no HW slowdown or power brake",
-                "power brake is asserted by the board: "
+                severity="critical",
+                subject=f"gpu{gpu.index}",
+                observed=observed,
+                expected="no HW slowdown or power brake",
+                remedy="power brake is asserted by the board: "
                 "check PSUs and the power shelf; HW slowdown: check `nvidia-smi -q -d "
                 "PERFORMANCE`",
                 gpu=gpu.index,
@@ -138,8 +138,8 @@ def check_power(
         observed = "; ".join(notes) or f"{draw} W of {limit} W"
         expected = f"limit ~ {designed_w:g} W" if designed_w else "draw <= limit"
         out.append(
-            result("gpu.power", status, "warning", f"gpu{gpu.index}", observed, expected,
-                   "set the designed limit with `nvidia-smi -pl` (the design caps GPUs only to fit "
+            result("gpu.power", status, severity="warning", subject=f"gpu{gpu.index}", observed=observed, expected=expected,
+                   remedy="set the designed limit with `nvidia-smi -pl` (the design caps GPUs only to fit "
                    "the rack power budget)", gpu=gpu.index)
         )  # fmt: skip
     return out
@@ -170,11 +170,11 @@ def check_pcie(gpus: tuple[GpuReading, ...]) -> list[CheckResult]:
             result(
                 "gpu.pcie",
                 status,
-                "critical",
-                f"gpu{gpu.index}",
-                f"Gen{gen} x{width}",
-                f"Gen{gen_max} x{width_max}",
-                "a narrow link: reseat the GPU/riser, check "
+                severity="critical",
+                subject=f"gpu{gpu.index}",
+                observed=f"Gen{gen} x{width}",
+                expected=f"Gen{gen_max} x{width_max}",
+                remedy="a narrow link: reseat the GPU/riser, check "
                 "`dmesg | grep 'limited by'`; a low Gen at idle is normal, re-check under load",
                 gpu=gpu.index,
             )
@@ -198,10 +198,10 @@ def check_nvlink(
                 result(
                     "gpu.nvlink",
                     "unknown",
-                    "critical",
-                    f"gpu{gpu.index}",
-                    "not reported",
-                    "all NVLinks up",
+                    severity="critical",
+                    subject=f"gpu{gpu.index}",
+                    observed="not reported",
+                    expected="all NVLinks up",
                     gpu=gpu.index,
                 )
             )
@@ -217,11 +217,11 @@ def check_nvlink(
             result(
                 "gpu.nvlink",
                 status,
-                "critical",
-                f"gpu{gpu.index}",
-                observed,
-                f"{wanted}/{wanted} links up, errors not rising",
-                "NVLink down: reset the "
+                severity="critical",
+                subject=f"gpu{gpu.index}",
+                observed=observed,
+                expected=f"{wanted}/{wanted} links up, errors not rising",
+                remedy="NVLink down: reset the "
                 "GPU, then check the NVSwitch tray and fabric manager log; RMA if it stays down",
                 gpu=gpu.index,
             )
@@ -264,11 +264,11 @@ def check_fabric(gpus: tuple[GpuReading, ...], expect: NodeExpectation) -> list[
             result(
                 "gpu.fabric",
                 status,
-                "critical",
-                f"gpu{gpu.index}",
-                f"fabric {name}, status {gpu.fabric_status}",
-                "fabric completed, status 0",
-                "start nvidia-fabricmanager (`systemctl status nvidia-fabricmanager`) and "
+                severity="critical",
+                subject=f"gpu{gpu.index}",
+                observed=f"fabric {name}, status {gpu.fabric_status}",
+                expected="fabric completed, status 0",
+                remedy="start nvidia-fabricmanager (`systemctl status nvidia-fabricmanager`) and "
                 "check its log; its version must match the driver",
                 gpu=gpu.index,
             )

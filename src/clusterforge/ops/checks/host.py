@@ -35,11 +35,11 @@ def check_mounts(host: HostReading) -> list[CheckResult]:
             result(
                 "host.mounts",
                 status,
-                "critical",
-                mount.path,
-                observed,
-                "mounted, writable",
-                "mount it (`mount -a`, check the storage server / network); a hung mount "
+                severity="critical",
+                subject=mount.path,
+                observed=observed,
+                expected="mounted, writable",
+                remedy="mount it (`mount -a`, check the storage server / network); a hung mount "
                 "blocks jobs",
             )
         )
@@ -62,11 +62,11 @@ def check_disk_free(host: HostReading, expect: NodeExpectation) -> list[CheckRes
             result(
                 "host.disk_free",
                 status,
-                "warning",
-                mount.path,
-                observed,
-                f">= {expect.min_free_gib:g} GiB free",
-                "clean up old checkpoints, core dumps and job scratch",
+                severity="warning",
+                subject=mount.path,
+                observed=observed,
+                expected=f">= {expect.min_free_gib:g} GiB free",
+                remedy="clean up old checkpoints, core dumps and job scratch",
             )
         )
     return out
@@ -78,7 +78,16 @@ def check_memory(
     """MemTotal against the node's installed memory; a missing DIMM shows as a shortfall."""
     total, available = host.mem_total_gib, host.mem_available_gib
     if total is None:
-        return [result("host.memory", "unknown", "warning", "node", "no /proc/meminfo", "readable")]
+        return [
+            result(
+                "host.memory",
+                "unknown",
+                severity="warning",
+                subject="node",
+                observed="no /proc/meminfo",
+                expected="readable",
+            )
+        ]
     status: Status = "pass"
     expected = "memory available"
     if expect.memory_gib is not None:
@@ -95,11 +104,11 @@ def check_memory(
         result(
             "host.memory",
             status,
-            "warning",
-            "node",
-            f"{total:.0f} GiB total, {available or 0:.0f} GiB available",
-            expected,
-            "a DIMM is missing or failed (check `dmidecode -t memory`, the BMC SEL); "
+            severity="warning",
+            subject="node",
+            observed=f"{total:.0f} GiB total, {available or 0:.0f} GiB available",
+            expected=expected,
+            remedy="a DIMM is missing or failed (check `dmidecode -t memory`, the BMC SEL); "
             "low available memory: look for leaked processes",
         )
     ]
@@ -116,10 +125,10 @@ def check_affinity(
                 result(
                     "host.affinity",
                     "unknown",
-                    "warning",
-                    "node",
-                    "GPU NUMA nodes not reported",
-                    "GPUs and NICs balanced over NUMA nodes",
+                    severity="warning",
+                    subject="node",
+                    observed="GPU NUMA nodes not reported",
+                    expected="GPUs and NICs balanced over NUMA nodes",
                 )
             ]
             if gpus
@@ -138,12 +147,12 @@ def check_affinity(
         result(
             "host.affinity",
             "warn" if problems else "pass",
-            "warning",
-            "node",
-            "; ".join(problems)
+            severity="warning",
+            subject="node",
+            observed="; ".join(problems)
             or f"GPUs {dict(sorted(gpu_numa.items()))}, NICs {dict(sorted(nic_numa.items()))} per NUMA node",
-            "each NUMA node's GPUs have local NICs",
-            "check BIOS NUMA settings (NPS) and "
+            expected="each NUMA node's GPUs have local NICs",
+            remedy="check BIOS NUMA settings (NPS) and "
             "that the NICs sit in the slots the board manual pairs with each GPU",
         )
     ]

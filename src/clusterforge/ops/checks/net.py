@@ -64,11 +64,11 @@ def check_nic_count(nics: tuple[NicReading, ...], expect: NodeExpectation) -> li
         result(
             "nic.count",
             status,
-            "critical",
-            "node",
-            f"{len(nics)} {layer} ports",
-            f">= {expect.num_compute_nics} {layer} ports",
-            "a NIC is missing: check "
+            severity="critical",
+            subject="node",
+            observed=f"{len(nics)} {layer} ports",
+            expected=f">= {expect.num_compute_nics} {layer} ports",
+            remedy="a NIC is missing: check "
             "`ibstat`/`lspci`, the firmware (`mlxfwmanager`) and the link layer setting",
         )
     ]
@@ -83,11 +83,11 @@ def check_nic_link(nics: tuple[NicReading, ...]) -> list[CheckResult]:
             result(
                 "nic.link",
                 status,
-                "critical",
-                _subject(nic),
-                f"{nic.state} / {nic.phys_state}",
-                "ACTIVE / LinkUp",
-                "check the cable and transceiver, the switch port, and "
+                severity="critical",
+                subject=_subject(nic),
+                observed=f"{nic.state} / {nic.phys_state}",
+                expected="ACTIVE / LinkUp",
+                remedy="check the cable and transceiver, the switch port, and "
                 "(InfiniBand) that a subnet manager runs",
                 nic=nic.name,
             )
@@ -108,11 +108,11 @@ def check_nic_speed(nics: tuple[NicReading, ...], expect: NodeExpectation) -> li
             result(
                 "nic.speed",
                 status,
-                "critical",
-                _subject(nic),
-                f"{rate} Gb/s",
-                f"{expect.nic_gbit_per_s:g} Gb/s",
-                "the link trained slower than designed: "
+                severity="critical",
+                subject=_subject(nic),
+                observed=f"{rate} Gb/s",
+                expected=f"{expect.nic_gbit_per_s:g} Gb/s",
+                remedy="the link trained slower than designed: "
                 "check the cable/transceiver type and the switch port speed",
                 nic=nic.name,
             )
@@ -180,11 +180,11 @@ def check_nic_errors(
             result(
                 "nic.errors",
                 status,
-                "warning",
-                _subject(nic),
-                observed or "no errors",
-                expected,
-                "rising symbol errors / link downs: clean or replace the cable or "
+                severity="warning",
+                subject=_subject(nic),
+                observed=observed or "no errors",
+                expected=expected,
+                remedy="rising symbol errors / link downs: clean or replace the cable or "
                 "transceiver (`ibdiagnet` locates the bad segment)",
                 nic=nic.name,
             )
@@ -232,11 +232,11 @@ def check_nic_drops(
             result(
                 "nic.drops",
                 status,
-                "critical",
-                _subject(nic),
-                observed,
-                f"<= {limits.max_drop_ratio:.1%}",
-                "RoCE: check PFC/ECN on the NIC and the "
+                severity="critical",
+                subject=_subject(nic),
+                observed=observed,
+                expected=f"<= {limits.max_drop_ratio:.1%}",
+                remedy="RoCE: check PFC/ECN on the NIC and the "
                 "switch (priority, buffer); InfiniBand: check the link and congestion",
                 nic=nic.name,
             )
@@ -265,10 +265,10 @@ def check_nic_pause(
                 result(
                     "nic.pause",
                     "unknown",
-                    "warning",
-                    _subject(nic),
-                    "not counted",
-                    f"<= {limits.max_pause_ratio:.0%} pause frames",
+                    severity="warning",
+                    subject=_subject(nic),
+                    observed="not counted",
+                    expected=f"<= {limits.max_pause_ratio:.0%} pause frames",
                     nic=nic.name,
                 )
             )
@@ -279,12 +279,12 @@ def check_nic_pause(
             result(
                 "nic.pause",
                 status,
-                "warning",
-                _subject(nic),
-                f"{ratio:.2%} pause frames "
+                severity="warning",
+                subject=_subject(nic),
+                observed=f"{ratio:.2%} pause frames "
                 + ("since reset (baseline run)" if before is None else "since last run"),
-                f"<= {limits.max_pause_ratio:.0%} pause frames",
-                "persistent pauses: a slow "
+                expected=f"<= {limits.max_pause_ratio:.0%} pause frames",
+                remedy="persistent pauses: a slow "
                 "receiver or a congested switch port; check PFC storm counters",
                 nic=nic.name,
             )
