@@ -1,0 +1,78 @@
+"""``clusterforge goodput``: failures, checkpoints, spares and the real time to train."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from clusterforge.errors import SpecError
+
+__all__ = ["GoodputOptions", "command"]
+
+MAX_RUNS = 100_000
+
+
+@dataclass(frozen=True)
+class GoodputOptions:
+    spec: Path | None
+    days: float | None
+    runs: int
+    seed: int
+    as_json: bool
+    plot: Path | None
+
+
+def run(options: GoodputOptions) -> int:
+    """Plan the spec, model the goodput of its job, render it."""
+    from clusterforge.design import plan
+    from clusterforge.goodput import goodput_report
+    from clusterforge.report.goodput import histogram_svg, print_goodput
+    from clusterforge.spec import load_spec
+
+    if options.plot is not None and not options.plot.parent.is_dir():
+        raise SpecError(
+            f"plot: folder {str(options.plot.parent)!r} does not exist; create it first"
+        )
+    design = plan(load_spec(options.spec), break_even=False)
+    report = goodput_report(design, runs=options.runs, seed=options.seed, days=options.days)
+    if options.plot is not None:
+        options.plot.write_text(histogram_svg(report), encoding="utf-8")
+    if options.as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        print_goodput(report, Console())
+    return 0
+
+
+@click.command(name="goodput")
+@click.argument("spec", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--days",
+    type=click.FloatRange(min=0.001, max=3650),
+    default=None,
+    help="Failure-free training days (default: the workload's tokens at the predicted rate).",
+)
+@click.option(
+    "--runs",
+    type=click.IntRange(min=1, max=MAX_RUNS),
+    default=1000,
+    show_default=True,
+    help="Simulated lives of the job.",
+)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write a histogram of the time to train as SVG.",
+)
+def command(
+    spec: Path | None, days: float | None, runs: int, seed: int, as_json: bool, plot: Path | None
+) -> int:
+    """Goodput of the job in SPEC: interruptions, checkpoints, restarts, spares, ETTR."""
+    return run(GoodputOptions(spec, days, runs, seed, as_json, plot))

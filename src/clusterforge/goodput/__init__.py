@@ -1,0 +1,41 @@
+"""Goodput: failures, checkpoints, restarts and spares, and the real time to train.
+
+::
+
+    from clusterforge.goodput import goodput_report
+    report = goodput_report(design, runs=1000)
+    report.expected.ettr, report.percentile_days(90)
+"""
+
+from clusterforge.goodput.analysis import (
+    Expected,
+    GoodputInputs,
+    GoodputReport,
+    expected_goodput,
+    goodput_report,
+    inputs_from_design,
+    what_ifs,
+)
+from clusterforge.goodput.model import daly_interval_s, expected_wall_s, spare_pool
+from clusterforge.goodput.montecarlo import LifeParams, Lives, simulate_lives
+from clusterforge.goodput.rates import FailureClass, JobRates, failure_classes, job_rates
+
+__all__ = [
+    "Expected",
+    "FailureClass",
+    "GoodputInputs",
+    "GoodputReport",
+    "JobRates",
+    "LifeParams",
+    "Lives",
+    "daly_interval_s",
+    "expected_goodput",
+    "expected_wall_s",
+    "failure_classes",
+    "goodput_report",
+    "inputs_from_design",
+    "job_rates",
+    "simulate_lives",
+    "spare_pool",
+    "what_ifs",
+]

@@ -1,0 +1,236 @@
+"""Goodput of a design's job: expected values, a Monte Carlo of its life, and what-ifs.
+
+Inputs come from the design: the job's GPUs, nodes and NICs (failure exposure), the
+checkpoint size and the designed storage bandwidth (checkpoint and restart cost), the spare
+nodes, and the failure-free training time from the performance model.  Everything the
+user may want to change lives in the spec's ``reliability`` section.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from clusterforge.errors import CapacityError
+from clusterforge.goodput.model import (
+    SparePool,
+    daly_interval_s,
+    expected_wall_s,
+    spare_pool,
+)
+from clusterforge.goodput.montecarlo import LifeParams, Lives, simulate_lives
+from clusterforge.goodput.rates import JobRates, job_rates
+
+if TYPE_CHECKING:
+    from clusterforge.design import Design
+
+__all__ = [
+    "Expected",
+    "GoodputInputs",
+    "GoodputReport",
+    "expected_goodput",
+    "goodput_report",
+    "inputs_from_design",
+    "what_ifs",
+]
+
+DAY_S = 86400.0
+# Beyond this many interruptions per checkpoint segment, e^((tau+delta)/M) makes the job
+# effectively never finish: refuse instead of simulating forever.
+MAX_SEGMENT_OVER_MTBF = 20.0
+
+
+@dataclass(frozen=True)
+class GoodputInputs:
+    """Everything the goodput model needs, in seconds (traceable to the design)."""
+
+    rates: JobRates  # failures per hour of the job, by class
+    work_s: float = 0.0  # failure-free training time
+    delta_s: float = 0.0  # training time lost per checkpoint
+    relaunch_s: float = 0.0  # detection + requeue, containers, NCCL initialisation
+    read_s: float = 0.0  # reading the checkpoint back
+    num_spares: int = 0
+    repair_s: float = 0.0
+    interval_s: float | None = None  # None = Daly's optimum
+
+    @property
+    def restart_s(self) -> float:
+        """A restart: relaunch, then read the last checkpoint back."""
+        return self.relaunch_s + self.read_s
+
+    @property
+    def mtbf_s(self) -> float:
+        return self.rates.mtbf_h * 3600.0
+
+    @property
+    def p_spare(self) -> float:
+        total = self.rates.total_per_hour
+        return 0.0 if total <= 0 else self.rates.spare_per_hour / total
+
+
+@dataclass(frozen=True)
+class Expected:
+    """Expected-value results for one set of inputs."""
+
+    interruptions_per_day: float
+    mtbf_h: float
+    checkpoint_interval_s: float
+    checkpoint_s: float
+    restart_s: float
+    wall_s: float
+    ettr: float
+    spares: SparePool
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in asdict(self).items() if k != "spares"}
+        out["spares"] = self.spares.as_dict()
+        out["wall_days"] = self.wall_s / DAY_S
+        return out
+
+
+def expected_goodput(inputs: GoodputInputs) -> Expected:
+    """ETTR and expected wall time by the complete exponential-failure model (Daly 2006)."""
+    mtbf = inputs.mtbf_s
+    tau = inputs.interval_s or daly_interval_s(inputs.delta_s, mtbf)
+    tau = min(tau, max(inputs.work_s, 1.0))
+    if (
+        math.isfinite(mtbf)
+        and (tau + inputs.delta_s + inputs.restart_s) / mtbf > MAX_SEGMENT_OVER_MTBF
+    ):
+        raise CapacityError(
+            f"the job is interrupted every {mtbf / 3600:.2g} h on average but one checkpoint "
+            f"interval plus its write and a restart take {(tau + inputs.delta_s + inputs.restart_s) / 3600:.2g} h: "
+            "it would never finish; make the job smaller, storage faster or restarts quicker"
+        )
+    wall = expected_wall_s(
+        inputs.work_s, tau_s=tau, delta_s=inputs.delta_s, restart_s=inputs.restart_s, mtbf_s=mtbf
+    )
+    pool = spare_pool(
+        num_spares=inputs.num_spares,
+        spare_failures_per_h=inputs.rates.spare_per_hour,
+        repair_h=inputs.repair_s / 3600.0,
+    )
+    return Expected(
+        interruptions_per_day=inputs.rates.total_per_hour * 24.0,
+        mtbf_h=inputs.rates.mtbf_h,
+        checkpoint_interval_s=tau,
+        checkpoint_s=inputs.delta_s,
+        restart_s=inputs.restart_s,
+        wall_s=wall,
+        ettr=inputs.work_s / wall if wall > 0 else 1.0,
+        spares=pool,
+    )
+
+
+def _work_s(design: Design, days: float | None) -> float:
+    """Failure-free training time: ``days`` if given, else tokens / predicted tokens/s."""
+    if days is not None:
+        return days * DAY_S
+    from clusterforge.perf import predict_workload
+
+    workload, _ = design.require_workload("goodput")
+    prediction = predict_workload(design)
+    return workload.tokens_b * 1e9 / prediction.tokens_per_s
+
+
+def _checkpoint_s(design: Design) -> float:
+    """Training time lost per checkpoint: the whole write (sync) or the copy of each GPU's
+    unique shard to host memory (async: the write to storage overlaps training)."""
+    rel, storage = design.spec.reliability, design.storage
+    if rel.checkpoint == "sync":
+        return storage.checkpoint_write_s
+    shard_gbyte = storage.checkpoint_tbyte * 1000.0 / design.compute.num_training_gpus
+    return shard_gbyte / rel.async_copy_gbyte_per_s
+
+
+def inputs_from_design(design: Design, *, days: float | None = None) -> GoodputInputs:
+    """The goodput inputs of the design's own job (its training nodes, storage, spares)."""
+    rel, compute, storage = design.spec.reliability, design.compute, design.storage
+    read_s = storage.checkpoint_tbyte * 1000.0 / storage.read_gbyte_per_s
+    rates = job_rates(
+        num_gpus=compute.num_training_gpus,
+        num_nodes=compute.num_training_nodes,
+        num_nics=compute.num_training_nodes * design.fabric.nics_per_node,
+        scale=rel.failure_rate_scale,
+    )
+    return GoodputInputs(
+        work_s=_work_s(design, days),
+        delta_s=_checkpoint_s(design),
+        relaunch_s=rel.detection_s + rel.restart_s,
+        read_s=read_s,
+        rates=rates,
+        num_spares=compute.num_spare_nodes,
+        repair_s=rel.repair_days * DAY_S,
+        interval_s=rel.checkpoint_interval_s,
+    )
+
+
+def what_ifs(inputs: GoodputInputs) -> dict[str, Expected]:
+    """The questions a buyer asks, each one change to the inputs, priced by the expected
+    model: more spares, faster storage, async checkpoints, a healthier fleet."""
+    rates = inputs.rates
+    half_rates = JobRates({k: v / 2 for k, v in rates.per_hour.items()}, rates.needs_spare)
+    variants = {
+        "as designed": inputs,
+        "twice the spares": replace(inputs, num_spares=max(1, 2 * inputs.num_spares)),
+        "storage 2x faster": replace(inputs, delta_s=inputs.delta_s / 2, read_s=inputs.read_s / 2),
+        "relaunch in half the time": replace(inputs, relaunch_s=inputs.relaunch_s / 2),
+        "half the failure rate": replace(inputs, rates=half_rates),
+    }
+    return {label: expected_goodput(v) for label, v in variants.items()}
+
+
+@dataclass(frozen=True)
+class GoodputReport:
+    """Expected values, the Monte Carlo's distribution and the what-ifs of one design."""
+
+    inputs: GoodputInputs
+    expected: Expected
+    lives: Lives
+    variants: dict[str, Expected]
+
+    def percentile_days(self, q: float) -> float:
+        return float(np.percentile(self.lives.wall_s, q)) / DAY_S
+
+    def as_dict(self) -> dict[str, Any]:
+        lives = self.lives
+        return {
+            "ideal_days": self.inputs.work_s / DAY_S,
+            "expected": self.expected.as_dict(),
+            "interruptions_per_day_by_class": {
+                k: v * 24.0 for k, v in self.inputs.rates.per_hour.items()
+            },
+            "monte_carlo": {
+                "runs": int(lives.wall_s.size),
+                "mean_days": float(lives.wall_s.mean()) / DAY_S,
+                "p50_days": self.percentile_days(50),
+                "p90_days": self.percentile_days(90),
+                "mean_failures": float(lives.failures.mean()),
+                "mean_spare_wait_days": float(lives.spare_wait_s.mean()) / DAY_S,
+                "p90_peak_nodes_in_repair": float(np.percentile(lives.peak_in_repair, 90)),
+            },
+            "what_if": {k: v.as_dict() for k, v in self.variants.items()},
+        }
+
+
+def goodput_report(
+    design: Design, *, runs: int = 1000, seed: int = 0, days: float | None = None
+) -> GoodputReport:
+    """Goodput of the design's job: expected model, ``runs`` simulated lives, what-ifs."""
+    inputs = inputs_from_design(design, days=days)
+    expected = expected_goodput(inputs)
+    params = LifeParams(
+        work_s=inputs.work_s,
+        tau_s=expected.checkpoint_interval_s,
+        delta_s=inputs.delta_s,
+        restart_s=inputs.restart_s,
+        mtbf_s=inputs.mtbf_s,
+        p_spare=inputs.p_spare,
+        num_spares=inputs.num_spares,
+        repair_s=inputs.repair_s,
+    )
+    lives = simulate_lives(params, runs=runs, seed=seed)
+    return GoodputReport(inputs, expected, lives, what_ifs(inputs))

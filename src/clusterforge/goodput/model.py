@@ -1,0 +1,100 @@
+"""The expected-value goodput model: checkpoint interval, wall time, ETTR, spares.
+
+Failures arrive as a Poisson process of rate 1/M (M = the job's mean time between
+interruptions).  Training runs in segments of ``tau`` seconds of work followed by a
+checkpoint of ``delta`` seconds; a failure loses the work since the last checkpoint and
+costs a restart of ``R`` seconds (detection, requeue, NCCL initialisation, reading the
+checkpoint back), which a further failure can interrupt.  For this process the expected
+time to complete one segment is exactly (Daly 2006, the complete model without the
+first-order approximation)::
+
+    E[segment] = M · e^(R/M) · (e^((tau + delta)/M) − 1)
+
+and the optimum interval is Daly's higher-order estimate (Daly 2006), which reduces
+to Young's sqrt(2·delta·M) (Young 1974) when delta << M.
+
+Spares: a node that fails with a hardware fault leaves for repair for ``repair`` hours and
+returns to the spare pool.  Nodes in repair form an M/G/inf queue, so their number is
+Poisson with mean ``lambda_hw · repair`` (Palm's theorem); by PASTA, a failure finds every
+spare busy with probability P(N >= spares).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy.stats import poisson
+
+__all__ = [
+    "SparePool",
+    "daly_interval_s",
+    "expected_segment_s",
+    "expected_wall_s",
+    "spare_pool",
+]
+
+
+def daly_interval_s(delta_s: float, mtbf_s: float) -> float:
+    """Optimum seconds of work between checkpoints (Daly 2006, higher-order estimate).
+
+    ``delta_s``: checkpoint cost; ``mtbf_s``: mean time between interruptions. When
+    ``delta >= 2M`` checkpointing cannot pay off and Daly's rule is ``tau = M``.
+    """
+    if math.isinf(mtbf_s):
+        return math.inf
+    if delta_s <= 0:
+        return max(1.0, mtbf_s * 1e-3)  # free checkpoints: as often as is sensible
+    if delta_s >= 2.0 * mtbf_s:
+        return mtbf_s
+    ratio = delta_s / (2.0 * mtbf_s)
+    young = math.sqrt(2.0 * delta_s * mtbf_s)
+    return young * (1.0 + math.sqrt(ratio) / 3.0 + ratio / 9.0) - delta_s
+
+
+def expected_segment_s(tau_s: float, delta_s: float, restart_s: float, mtbf_s: float) -> float:
+    """Expected seconds to complete tau of work plus its checkpoint (Daly 2006)."""
+    if math.isinf(mtbf_s):
+        return tau_s + delta_s
+    m = mtbf_s
+    return m * math.exp(restart_s / m) * math.expm1((tau_s + delta_s) / m)
+
+
+def expected_wall_s(
+    work_s: float, *, tau_s: float, delta_s: float, restart_s: float, mtbf_s: float
+) -> float:
+    """Expected wall-clock seconds for ``work_s`` of failure-free training.
+
+    The work is ``work / tau`` segments (a fractional last segment is priced
+    pro rata), each ending with a checkpoint.
+    """
+    if math.isinf(tau_s):
+        return work_s if math.isinf(mtbf_s) else expected_segment_s(work_s, 0.0, restart_s, mtbf_s)
+    segments = work_s / tau_s
+    return segments * expected_segment_s(tau_s, delta_s, restart_s, mtbf_s)
+
+
+@dataclass(frozen=True)
+class SparePool:
+    """The spare pool seen as an M/G/inf repair queue."""
+
+    num_spares: int
+    mean_in_repair: float = 0.0
+    p_no_spare: float = 0.0
+    spares_for_99: int = 0
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "num_spares": self.num_spares,
+            "mean_nodes_in_repair": self.mean_in_repair,
+            "p_failure_finds_no_spare": self.p_no_spare,
+            "spares_for_99_percent": self.spares_for_99,
+        }
+
+
+def spare_pool(*, num_spares: int, spare_failures_per_h: float, repair_h: float) -> SparePool:
+    """Nodes in repair ~ Poisson(lambda · repair); P(no spare) = P(N >= spares)."""
+    mean = spare_failures_per_h * repair_h
+    p_none = float(poisson.sf(num_spares - 1, mean)) if num_spares > 0 else 1.0
+    needed = int(poisson.ppf(0.99, mean)) if mean > 0 else 0
+    return SparePool(num_spares, mean, p_none, needed)
