@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from clusterforge.design import plan
-from clusterforge.generate import parse_targets, render, write_files
+from clusterforge.generate.bundle import Progress as Steps
+from clusterforge.generate.bundle import generate, parse_targets
 from clusterforge.spec import load_spec
 
 __all__ = ["command"]
@@ -33,8 +37,24 @@ __all__ = ["command"]
 def command(spec: Path | None, out_dir: Path, only: str | None) -> None:
     """Write Slurm, Kubernetes, monitoring and inventory files for SPEC (default: built-in)."""
     targets = parse_targets(only)
-    design = plan(load_spec(spec))
-    files = write_files(render(design, targets), out_dir)
+    with _progress_bar() as steps:
+        steps("planning", done=0, total=None)
+        design = plan(load_spec(spec))
+        files = generate(design, out_dir, targets, progress=steps)
     Console().print(
         f"wrote {len(files)} files for {design.spec.name!r} into {out_dir}/ ({', '.join(targets)})"
     )
+
+
+@contextmanager
+def _progress_bar() -> Iterator[Steps]:
+    """A progress bar on stderr (drawn only on a terminal), removed when the command ends."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    bar = Progress(*columns, TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    task = bar.add_task("starting", total=None)
+
+    def steps(what: str, *, done: int, total: int | None) -> None:
+        bar.update(task, description=what, completed=done, total=total)
+
+    with bar:
+        yield steps

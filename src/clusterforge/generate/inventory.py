@@ -1,279 +1,127 @@
 """NetBox bulk-import CSVs from the design's racks, fabrics and power.
 
-Field names and import order follow design.md §5.1 (netbox/dcim/forms/bulk_import.py):
-manufacturers → device roles → device types → sites → rack roles → power panels → racks →
-power feeds → devices → interfaces → power ports → power outlets → cables → feed cables.
-The files are numbered in that order; each only names objects of the files before it.
-NetBox computes a feed's power as ``voltage × amperage × max_utilization (× √3 for three
-phases)``, the same formula the design sizes circuits with.
+One file per NetBox object type, numbered in the order NetBox needs them, each naming only
+objects of the files before it: manufacturers → device roles → device types → sites → rack
+roles → power panels → racks → power feeds → devices → interfaces → power ports → power
+outlets → cables → feed cables.  Columns are the fields of NetBox's CSV bulk import forms
+(NetBox 4.6 ``dcim/forms/bulk_import.py``; see the "Bulk import" page of NetBox's
+documentation); every file imports through ``/<app>/<model>/import/`` as it is.  NetBox
+computes a feed's power as ``voltage × amperage × max_utilization (× √3 for three phases)``,
+the same formula the design sizes circuits with.
 
 Manufacturers are the catalog's (``Generic`` only for items the catalog does not list, the
 patch panels).  Devices are every rack device of the layout: nodes, compute, storage,
 in-band and out-of-band switches, storage blocks, management servers, CDUs, patch panels
 and the zero-U PDUs.  Cables: the compute fabric (inventory_ports.py), the support fabrics
 (inventory_support.py) and rack power (inventory_power.py).
+
+Files are :class:`~clusterforge.generate.streamed.StreamedFile`: their rows are produced
+while they are written, so a 100,000-GPU design never holds its cable list in memory.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
 
-from clusterforge.catalog import load_catalog
 from clusterforge.design import Design
-from clusterforge.design.layout import RackDevice
-from clusterforge.generate.common import GeneratedFile, checked_name
+from clusterforge.generate.inventory_devices import (
+    DEVICE_FIELDS,
+    DEVICE_TYPE_FIELDS,
+    POWER_FEED_FIELDS,
+    RACK_FIELDS,
+    device_rows,
+    device_type_rows,
+    manufacturer_rows,
+    power_feed_rows,
+    rack_rows,
+    role_rows,
+    site_name,
+    slug,
+)
 from clusterforge.generate.inventory_ports import (
+    CABLE_FIELDS,
+    INTERFACE_FIELDS,
+    STATUS,
+    Link,
     cable_rows,
     compute_links,
     interface_rows,
-    rack_device_names,
 )
 from clusterforge.generate.inventory_power import (
+    FEED_CABLE_FIELDS,
+    POWER_OUTLET_FIELDS,
+    POWER_PORT_FIELDS,
     feed_cable_rows,
-    feed_name,
     power_cable_rows,
     power_outlet_rows,
     power_panel,
-    power_plan,
     power_port_rows,
 )
 from clusterforge.generate.inventory_support import support_links
+from clusterforge.generate.streamed import StreamedFile, csv_file
 
-__all__ = ["FALLBACK_MANUFACTURER", "inventory_files"]
+__all__ = ["INVENTORY_FILES", "inventory_files"]
 
-FALLBACK_MANUFACTURER = "Generic"  # for rack items the catalog does not list
-STATUS = "planned"
-RACK_WIDTH_IN = 19
-ROLE_COLORS = {"compute": "76b900", "leaf": "2196f3", "spine": "3f51b5", "core": "673ab7"}
 DEFAULT_COLOR = "9e9e9e"
 
-CABLE_FIELDS = [
-    "side_a_device",
-    "side_a_type",
-    "side_a_name",
-    "side_b_device",
-    "side_b_type",
-    "side_b_name",
-    "type",
-    "status",
-    "length",
-    "length_unit",
-    "label",
-    "description",
-]
+Rows = Iterable[Sequence[object]]
 
 
-def _csv(header: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(
-        buffer, fieldnames=list(header), lineterminator="\n", extrasaction="raise"
-    )
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(row)
-    return buffer.getvalue()
+def _links(design: Design) -> Iterator[Link]:
+    return chain(compute_links(design), support_links(design))
 
 
-def _slug(text: str) -> str:
-    return checked_name(text.lower().replace(" ", "-").replace("_", "-"), "slug")
+def _sites(design: Design) -> Rows:
+    site = site_name(design)
+    return [(site, site, STATUS)]
 
 
-def _catalog_row(model_id: str) -> Any | None:
-    catalog = load_catalog()
-    for table in (catalog.nodes, catalog.switches, catalog.storage, catalog.facility):
-        if model_id in table.ids():
-            return table[model_id]
-    return None
+def _rack_roles(design: Design) -> Rows:
+    roles = sorted({slug(f"{r.role}-rack") for r in design.racks})
+    return [(r, r, DEFAULT_COLOR) for r in roles]
 
 
-def _device_type(d: RackDevice) -> dict[str, Any]:
-    """The NetBox device type of a rack device.  The NVLink switch trays of a rack-scale
-    system share the node's catalog row but not its height, so they get their own type."""
-    row = _catalog_row(d.model)
-    name = str(row.name) if row is not None else d.model
-    slug = d.model
-    if d.role == "nvlink":
-        name, slug = f"{name} NVLink switch trays", f"{d.model}-nvlink-trays"
-    return {
-        "manufacturer": str(row.manufacturer) if row is not None else FALLBACK_MANUFACTURER,
-        "model": name,
-        "slug": _slug(slug),
-        "u_height": d.u_height,
-        "is_full_depth": "true" if d.u_height > 0 else "false",
-    }
+def _power_panels(design: Design) -> Rows:
+    site = site_name(design)
+    return [(site, power_panel(side)) for side in "ab"]
 
 
-def _devices(design: Design) -> list[dict[str, Any]]:
-    names = rack_device_names(design)
-    rows = []
-    for rack in design.racks:
-        for d in rack.devices:
-            racked = d.u_height > 0 and d.u_position > 0
-            dtype = _device_type(d)
-            rows.append(
-                {
-                    "name": names[(rack.name, d.name)],
-                    "role": _slug(d.role),
-                    "manufacturer": dtype["manufacturer"],
-                    "device_type": dtype["model"],
-                    "status": STATUS,
-                    "site": design.spec.name,
-                    "rack": rack.name,
-                    "position": d.u_position if racked else "",
-                    "face": "front" if racked else "",
-                    "description": f"{d.kind}, {d.max_kw:g} kW max",
-                }
-            )
-    return rows
+def _interfaces(design: Design) -> Rows:
+    return interface_rows(_links(design))
 
 
-def _device_types(design: Design) -> list[dict[str, Any]]:
-    seen: dict[str, dict[str, Any]] = {}
-    for rack in design.racks:
-        for d in rack.devices:
-            dtype = _device_type(d)
-            seen.setdefault(dtype["slug"], dtype)
-    return list(seen.values())
+def _cables(design: Design) -> Rows:
+    return chain(cable_rows(_links(design)), power_cable_rows(design))
 
 
-def _manufacturers(design: Design) -> list[dict[str, Any]]:
-    names = sorted({t["manufacturer"] for t in _device_types(design)})
-    return [{"name": n, "slug": _slug(n)} for n in names]
+# (file name, columns, rows) in import order.
+INVENTORY_FILES: tuple[tuple[str, Sequence[str], Callable[[Design], Rows]], ...] = (
+    ("01-manufacturers.csv", ("name", "slug"), manufacturer_rows),
+    ("02-device-roles.csv", ("name", "slug", "color"), role_rows),
+    ("03-device-types.csv", DEVICE_TYPE_FIELDS, device_type_rows),
+    ("04-sites.csv", ("name", "slug", "status"), _sites),
+    ("05-rack-roles.csv", ("name", "slug", "color"), _rack_roles),
+    ("06-power-panels.csv", ("site", "name"), _power_panels),
+    ("07-racks.csv", RACK_FIELDS, rack_rows),
+    ("08-power-feeds.csv", POWER_FEED_FIELDS, power_feed_rows),
+    ("09-devices.csv", DEVICE_FIELDS, device_rows),
+    ("10-interfaces.csv", INTERFACE_FIELDS, _interfaces),
+    ("11-power-ports.csv", POWER_PORT_FIELDS, power_port_rows),
+    ("12-power-outlets.csv", POWER_OUTLET_FIELDS, power_outlet_rows),
+    ("13-cables.csv", CABLE_FIELDS, _cables),
+    ("14-power-feed-cables.csv", FEED_CABLE_FIELDS, feed_cable_rows),
+)
 
 
-def _roles(design: Design) -> list[dict[str, Any]]:
-    roles = sorted({_slug(d.role) for r in design.racks for d in r.devices})
-    return [{"name": r, "slug": r, "color": ROLE_COLORS.get(r, DEFAULT_COLOR)} for r in roles]
+def _bind(rows: Callable[[Design], Rows], design: Design) -> Callable[[], Rows]:
+    return lambda: rows(design)
 
 
-def _racks(design: Design) -> list[dict[str, Any]]:
-    f = design.spec.facility
+def inventory_files(design: Design) -> list[StreamedFile]:
+    """Every NetBox CSV for ``design``, paths under ``inventory/``, rendered when written."""
+    site_name(design)  # a bad site name fails here, before anything is written
     return [
-        {
-            "site": design.spec.name,
-            "name": checked_name(r.name, "rack name"),
-            "status": STATUS,
-            "role": _slug(f"{r.role}-rack"),
-            "facility_id": f"row{r.row}-pos{r.position}",
-            "width": RACK_WIDTH_IN,
-            "u_height": f.rack_u,
-            "description": f"{r.cooling.method} cooling, {r.max_kw:.1f} kW max load",
-        }
-        for r in design.racks
+        csv_file(f"inventory/{name}", header, _bind(rows, design))
+        for name, header, rows in INVENTORY_FILES
     ]
-
-
-def _power_feeds(design: Design) -> list[dict[str, Any]]:
-    f = design.spec.facility
-    rows = []
-    for r in design.racks:
-        c = r.circuit
-        for feed, side in enumerate("ab"[: c.num_feeds]):
-            for circuit in range(c.circuits_per_feed):
-                rows.append(
-                    {
-                        "site": design.spec.name,
-                        "power_panel": power_panel(side),
-                        "name": feed_name(r, side, circuit),
-                        "rack": r.name,
-                        "status": STATUS,
-                        "type": "primary" if feed == 0 else "redundant",
-                        "supply": "ac",
-                        "phase": "three-phase" if c.phases == 3 else "single-phase",
-                        "voltage": f"{c.voltage_v:g}",
-                        "amperage": f"{c.breaker_a:g}",
-                        "max_utilization": round(f.continuous_load_factor * 100),
-                    }
-                )
-    return rows
-
-
-def inventory_files(design: Design) -> list[GeneratedFile]:
-    """Every NetBox CSV for ``design``, paths under ``inventory/``."""
-    site = checked_name(design.spec.name, "site name")
-    rack_roles = sorted({_slug(f"{r.role}-rack") for r in design.racks})
-    links = compute_links(design) + support_links(design)
-    power = power_plan(design)
-    files = {
-        "01-manufacturers.csv": _csv(["name", "slug"], _manufacturers(design)),
-        "02-device-roles.csv": _csv(["name", "slug", "color"], _roles(design)),
-        "03-device-types.csv": _csv(
-            ["manufacturer", "model", "slug", "u_height", "is_full_depth"], _device_types(design)
-        ),
-        "04-sites.csv": _csv(
-            ["name", "slug", "status"], [{"name": site, "slug": site, "status": STATUS}]
-        ),
-        "05-rack-roles.csv": _csv(
-            ["name", "slug", "color"],
-            [{"name": r, "slug": r, "color": DEFAULT_COLOR} for r in rack_roles],
-        ),
-        "06-power-panels.csv": _csv(
-            ["site", "name"], [{"site": site, "name": power_panel(s)} for s in "ab"]
-        ),
-        "07-racks.csv": _csv(
-            ["site", "name", "status", "role", "facility_id", "width", "u_height", "description"],
-            _racks(design),
-        ),
-        "08-power-feeds.csv": _csv(
-            [
-                "site",
-                "power_panel",
-                "name",
-                "rack",
-                "status",
-                "type",
-                "supply",
-                "phase",
-                "voltage",
-                "amperage",
-                "max_utilization",
-            ],
-            _power_feeds(design),
-        ),
-        "09-devices.csv": _csv(
-            [
-                "name",
-                "role",
-                "manufacturer",
-                "device_type",
-                "status",
-                "site",
-                "rack",
-                "position",
-                "face",
-                "description",
-            ],
-            _devices(design),
-        ),
-        "10-interfaces.csv": _csv(
-            ["device", "name", "type", "mgmt_only", "description"], interface_rows(links)
-        ),
-        "11-power-ports.csv": _csv(
-            ["device", "name", "type", "maximum_draw", "allocated_draw", "description"],
-            power_port_rows(power),
-        ),
-        "12-power-outlets.csv": _csv(
-            ["device", "name", "type", "power_port", "feed_leg", "description"],
-            power_outlet_rows(power),
-        ),
-        "13-cables.csv": _csv(CABLE_FIELDS, cable_rows(links) + power_cable_rows(power)),
-        "14-power-feed-cables.csv": _csv(
-            [
-                "side_a_power_panel",
-                "side_a_type",
-                "side_a_name",
-                "side_b_device",
-                "side_b_type",
-                "side_b_name",
-                "type",
-                "status",
-                "label",
-                "description",
-            ],
-            feed_cable_rows(power),
-        ),
-    }
-    return [GeneratedFile(f"inventory/{name}", text) for name, text in files.items()]

@@ -4,25 +4,30 @@ Every node HCA is named as NCCL and the dashboards name it (``mlx5_<rail>``); sw
 numbered ``p1, p2, ...`` in the order links are laid: node links first (down ports), then the
 switch-to-switch bundles (up ports on the lower switch, down ports on the upper one).  Each
 link's length and medium are those the design's cabling stage picks for its rack pair.
+
+Links are yielded one by one, never held in a list: a 100,000-GPU fabric has about 400,000
+of them, and the interface and cable files each walk them once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cache
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from clusterforge.catalog import Medium, load_catalog
+from clusterforge.catalog import Medium
 from clusterforge.design import Design
 from clusterforge.design.cabling import TIER_NAMES, pick_media, run_lengths_m
 from clusterforge.generate.common import checked_name
 from clusterforge.generate.launch import hca_names
 
 __all__ = [
+    "CABLE_FIELDS",
     "ETH_TYPES",
     "IB_TYPES",
+    "INTERFACE_FIELDS",
+    "STATUS",
     "Link",
     "Ports",
     "cable_rows",
@@ -30,10 +35,12 @@ __all__ = [
     "fiber_media",
     "interface_rows",
     "interface_type",
+    "media_for",
     "rack_device_names",
 ]
 
-# NetBox interface type slugs (dcim/choices.py; design.md §5.1 lists the 400/800G ones).
+STATUS = "planned"
+# NetBox interface type slugs (NetBox dcim/choices.py, InterfaceTypeChoices).
 IB_TYPES = {200: "infiniband-hdr", 400: "infiniband-ndr", 800: "infiniband-xdr"}
 ETH_TYPES = {
     1: "1000base-t",
@@ -42,10 +49,25 @@ ETH_TYPES = {
     400: "400gbase-x-osfp",
     800: "800gbase-x-osfp",
 }
+# Column order of the interface and cable CSVs (NetBox InterfaceImportForm, CableImportForm).
+INTERFACE_FIELDS = ("device", "name", "type", "mgmt_only", "description")
+CABLE_FIELDS = (
+    "side_a_device",
+    "side_a_type",
+    "side_a_name",
+    "side_b_device",
+    "side_b_type",
+    "side_b_name",
+    "type",
+    "status",
+    "length",
+    "length_unit",
+    "label",
+    "description",
+)
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(NamedTuple):
     """One cable between two interfaces; ``fabric`` and ``link_class`` name the design's
     :class:`~clusterforge.design.cabling.LinkClass` it belongs to."""
 
@@ -82,139 +104,108 @@ def rack_device_names(design: Design) -> dict[tuple[str, str], str]:
     }
 
 
-@cache
-def fiber_media() -> tuple[Medium, ...]:
-    """Every medium but copper Ethernet, by reach: what the cabling stage picks from."""
-    media = (m for m in load_catalog().media if m.id != "cat6")
+def fiber_media(design: Design) -> tuple[Medium, ...]:
+    """Every medium of the design's catalog but copper Ethernet, by reach: what the cabling
+    stage picks from."""
+    media = (m for m in design.catalog.media if m.id != "cat6")
     return tuple(sorted(media, key=lambda m: m.max_reach_m))
 
 
-def media_for(lengths: np.ndarray, media: tuple[Medium, ...]) -> list[tuple[str, float]]:
-    """(NetBox cable type, length in m) of each run, by the cabling stage's media rule."""
+def media_for(lengths: np.ndarray, media: Sequence[Medium]) -> tuple[list[str], list[float]]:
+    """NetBox cable type and length (m, to 0.1 m) of each run, by the cabling stage's rule."""
     picks = pick_media(lengths, list(media))
-    return [(media[i].netbox_type, round(float(x), 1)) for i, x in zip(picks, lengths, strict=True)]
+    types = [m.netbox_type for m in media]
+    runs, which = np.unique(lengths, return_inverse=True)  # few distinct rack distances
+    rounded = [round(x, 1) for x in runs.tolist()]
+    return [types[i] for i in picks.tolist()], [rounded[i] for i in which.tolist()]
 
 
 class Ports:
-    """Hands out the next free port of each switch (``p1, p2, ...``, or another prefix)."""
+    """Hands out the next free port of each switch: ``p1, p2, ...``."""
 
     def __init__(self) -> None:
-        self._next: dict[tuple[str, str], int] = {}
+        self._next: dict[str, int] = {}
 
-    def take(self, switch: str, prefix: str = "p") -> str:
-        n = self._next.get((switch, prefix), 0) + 1
-        self._next[(switch, prefix)] = n
-        return f"{prefix}{n}"
+    def take(self, switch: str) -> str:
+        n = self._next[switch] = self._next.get(switch, 0) + 1
+        return f"p{n}"
 
 
-def _node_links(design: Design, ports: Ports) -> list[Link]:
+def switch_names(design: Design) -> list[str]:
+    """Host name of every compute-fabric switch, index = switch id."""
+    c = design.fabric.connectivity
+    return [checked_name(c.switch_name(s), "switch name") for s in range(c.num_switches)]
+
+
+def _rail_descriptions(design: Design) -> list[str]:
+    planes = design.fabric.connectivity.num_planes
+    return [
+        f"rail {i}, plane {i % planes}" if planes > 1 else f"rail {i}"
+        for i in range(design.fabric.nics_per_node)
+    ]
+
+
+def _node_links(design: Design, ports: Ports, switches: list[str]) -> Iterator[Link]:
     c = design.fabric.connectivity
     layout = design.layout
     node, nic, leaf = c.node_links()
-    media = media_for(
-        run_lengths_m(layout, layout.node_rack[node], layout.switch_rack[leaf]), fiber_media()
-    )
+    runs = run_lengths_m(layout, layout.node_rack[node], layout.switch_rack[leaf])
+    cables, lengths = media_for(runs, fiber_media(design))
     names = [checked_name(n, "node name") for n in design.compute.node_names]
-    hcas = hca_names(design)
-    kind = interface_type(design)
-    planes = c.num_planes
-    links = []
-    for n, i, sw, (cable, length) in zip(
-        node.tolist(), nic.tolist(), leaf.tolist(), media, strict=True
+    hcas, rails, kind = hca_names(design), _rail_descriptions(design), interface_type(design)
+    for n, i, sw, cable, length in zip(
+        node.tolist(), nic.tolist(), leaf.tolist(), cables, lengths, strict=True
     ):
-        switch = checked_name(c.switch_name(sw), "switch name")
-        links.append(
-            Link(
-                names[n],
-                hcas[i],
-                switch,
-                ports.take(switch),
-                cable,
-                length,
-                kind,
-                link_class="node-leaf",
-                a_description=f"rail {i}, plane {i % planes}" if planes > 1 else f"rail {i}",
-            )
-        )
-    return links
+        switch = switches[sw]
+        yield Link(
+            names[n], hcas[i], switch, ports.take(switch), cable, length, kind,
+            "compute", "node-leaf", rails[i],
+        )  # fmt: skip
 
 
-def _switch_links(design: Design, ports: Ports) -> list[Link]:
+def _switch_links(design: Design, ports: Ports, switches: list[str]) -> Iterator[Link]:
     c = design.fabric.connectivity
     layout = design.layout
     a, b, count, tier = c.switch_links()
-    media = media_for(
-        run_lengths_m(layout, layout.switch_rack[a], layout.switch_rack[b]), fiber_media()
-    )
+    runs = run_lengths_m(layout, layout.switch_rack[a], layout.switch_rack[b])
+    cables, lengths = media_for(runs, fiber_media(design))
     kind = interface_type(design)
-    links = []
-    for sa, sb, k, t, (cable, length) in zip(
-        a.tolist(), b.tolist(), count.tolist(), tier.tolist(), media, strict=True
+    for sa, sb, k, t, cable, length in zip(
+        a.tolist(), b.tolist(), count.tolist(), tier.tolist(), cables, lengths, strict=True
     ):
-        name_a, name_b = c.switch_name(sa), c.switch_name(sb)
-        link_class = TIER_NAMES[int(t)][0]
+        name_a, name_b = switches[sa], switches[sb]
+        link_class = TIER_NAMES[t][0]
         for _ in range(k):
-            links.append(
-                Link(
-                    name_a,
-                    ports.take(name_a),
-                    name_b,
-                    ports.take(name_b),
-                    cable,
-                    length,
-                    kind,
-                    link_class=link_class,
-                )
-            )
-    return links
+            yield Link(
+                name_a, ports.take(name_a), name_b, ports.take(name_b), cable, length, kind,
+                "compute", link_class, "",
+            )  # fmt: skip
 
 
-def compute_links(design: Design) -> list[Link]:
+def compute_links(design: Design) -> Iterator[Link]:
     """Every cable of the compute fabric, node links first."""
     ports = Ports()
-    return _node_links(design, ports) + _switch_links(design, ports)
+    switches = switch_names(design)
+    yield from _node_links(design, ports, switches)
+    yield from _switch_links(design, ports, switches)
 
 
-def interface_rows(links: list[Link]) -> list[dict[str, Any]]:
-    """One interface per cable end; an interface is declared where its cable is laid."""
-    rows = []
+def interface_rows(links: Iterable[Link]) -> Iterator[tuple[str, ...]]:
+    """One interface per cable end (columns of :data:`INTERFACE_FIELDS`); an interface is
+    declared where its cable is laid."""
     for link in links:
-        rows.append(
-            {
-                "device": link.a_device,
-                "name": link.a_port,
-                "type": link.interface_type,
-                "mgmt_only": "true" if link.fabric == "out-of-band" else "false",
-                "description": link.a_description or f"to {link.b_device}",
-            }
-        )
-        rows.append(
-            {
-                "device": link.b_device,
-                "name": link.b_port,
-                "type": link.interface_type,
-                "mgmt_only": "false",
-                "description": f"to {link.a_device}",
-            }
-        )
-    return rows
+        mgmt_only = "true" if link.fabric == "out-of-band" else "false"
+        description = link.a_description or f"to {link.b_device}"
+        yield (link.a_device, link.a_port, link.interface_type, mgmt_only, description)
+        yield (link.b_device, link.b_port, link.interface_type, "false", f"to {link.a_device}")
 
 
-def cable_rows(links: list[Link]) -> list[dict[str, Any]]:
-    return [
-        {
-            "side_a_device": link.a_device,
-            "side_a_type": "dcim.interface",
-            "side_a_name": link.a_port,
-            "side_b_device": link.b_device,
-            "side_b_type": "dcim.interface",
-            "side_b_name": link.b_port,
-            "type": link.cable_type,
-            "status": "planned",
-            "length": f"{link.length_m:g}",
-            "length_unit": "m",
-            "label": f"{link.a_device}:{link.a_port}",
-            "description": f"{link.fabric} {link.link_class}".strip(),
-        }
-        for link in links
-    ]
+def cable_rows(links: Iterable[Link]) -> Iterator[tuple[str, ...]]:
+    """One data cable per link, columns of :data:`CABLE_FIELDS`."""
+    for link in links:
+        yield (
+            link.a_device, "dcim.interface", link.a_port,
+            link.b_device, "dcim.interface", link.b_port,
+            link.cable_type, STATUS, f"{link.length_m:g}", "m",
+            f"{link.a_device}:{link.a_port}", f"{link.fabric} {link.link_class}".strip(),
+        )  # fmt: skip

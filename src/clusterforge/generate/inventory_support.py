@@ -1,6 +1,6 @@
 """Ports and cables of the storage, in-band and out-of-band fabrics (design.support_fabrics).
 
-Each support fabric is two tiers of one switch model (design/network.py ``_two_tier``): its
+Each support fabric is two tiers of one switch model (``clusterforge.design.network``): its
 endpoint ports fill the leaves in order (``half`` ports a leaf when there are spines, all on
 the one leaf otherwise) and each leaf's up-links go round-robin to the spines.  The endpoints
 are those the design counts, in the design's order:
@@ -19,11 +19,11 @@ for out-of-band.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 
-from clusterforge.catalog import load_catalog
 from clusterforge.design import Design
 from clusterforge.design.cabling import CORE_BLOCK_RUN_M, run_lengths_m
 from clusterforge.design.network import SupportFabric
@@ -42,8 +42,7 @@ from clusterforge.generate.inventory_ports import (
 __all__ = ["Endpoint", "oob_endpoints", "support_links", "support_switch_names"]
 
 
-@dataclass(frozen=True)
-class Endpoint:
+class Endpoint(NamedTuple):
     """A device port that a support fabric serves, and its cable run in metres."""
 
     device: str
@@ -151,66 +150,43 @@ def _ports_per_leaf(fab: SupportFabric, num_endpoints: int) -> int:
     return fab.num_uplinks // fab.num_leaves if fab.num_spines else num_endpoints
 
 
-def _endpoint_links(fab: SupportFabric, ends: list[Endpoint], ports: Ports) -> list[Link]:
+def _endpoint_links(
+    design: Design, fab: SupportFabric, ends: list[Endpoint], ports: Ports
+) -> Iterator[Link]:
     leaves, _ = support_switch_names(fab)
     oob = fab.name == "out-of-band"
-    media = (load_catalog().media["cat6"],) if oob else fiber_media()
-    runs = media_for(np.array([e.run_m for e in ends]), media)
+    media = (design.catalog.media["cat6"],) if oob else fiber_media(design)
+    cables, lengths = media_for(np.array([e.run_m for e in ends]), media)
     per_leaf = max(1, _ports_per_leaf(fab, len(ends)))
     kind = _interface_type(fab)
     link_class = "device-oob" if oob else "endpoint-leaf"
-    links = []
-    for i, (e, (cable, length)) in enumerate(zip(ends, runs, strict=True)):
+    for i, (e, cable, length) in enumerate(zip(ends, cables, lengths, strict=True)):
         if i // per_leaf >= len(leaves):
-            break  # OOB leaves full: the design sizes their PDU share from a rack estimate
+            return  # OOB leaves full: the design sizes their PDU share from a rack estimate
         leaf = leaves[i // per_leaf]
-        port = ports.take(leaf)
-        links.append(
-            Link(
-                e.device,
-                e.port,
-                leaf,
-                port,
-                cable,
-                length,
-                kind,
-                fab.name,
-                link_class,
-                e.description,
-            )
-        )
-    return links
+        yield Link(
+            e.device, e.port, leaf, ports.take(leaf), cable, length, kind,
+            fab.name, link_class, e.description,
+        )  # fmt: skip
 
 
-def _uplinks(fab: SupportFabric, ports: Ports) -> list[Link]:
+def _uplinks(design: Design, fab: SupportFabric, ports: Ports) -> Iterator[Link]:
     """Each leaf's up-links, round-robin over the spines (``half`` per leaf)."""
     leaves, spines = support_switch_names(fab)
     if not spines:
-        return []
-    ((cable, length),) = media_for(np.array([CORE_BLOCK_RUN_M]), fiber_media())
+        return
+    (cable,), (length,) = media_for(np.array([CORE_BLOCK_RUN_M]), fiber_media(design))
     kind = _interface_type(fab)
     per_leaf = fab.num_uplinks // fab.num_leaves
-    links = []
     for k in range(fab.num_uplinks):
         leaf, spine = leaves[k // per_leaf], spines[k % len(spines)]
-        links.append(
-            Link(
-                leaf,
-                ports.take(leaf),
-                spine,
-                ports.take(spine),
-                cable,
-                length,
-                kind,
-                fab.name,
-                "leaf-spine",
-                f"to {spine}",
-            )
-        )
-    return links
+        yield Link(
+            leaf, ports.take(leaf), spine, ports.take(spine), cable, length, kind,
+            fab.name, "leaf-spine", f"to {spine}",
+        )  # fmt: skip
 
 
-def support_links(design: Design) -> list[Link]:
+def support_links(design: Design) -> Iterator[Link]:
     """Every cable of the storage, in-band and out-of-band fabrics, fabric by fabric."""
     endpoints = {
         "storage": _storage_endpoints,
@@ -218,7 +194,6 @@ def support_links(design: Design) -> list[Link]:
         "out-of-band": oob_endpoints,
     }
     ports = Ports()
-    links: list[Link] = []
     for fab in design.support_fabrics:
         ends = endpoints[fab.name](design)
         if fab.name != "out-of-band" and len(ends) != fab.num_endpoint_ports:
@@ -226,5 +201,5 @@ def support_links(design: Design) -> list[Link]:
                 f"{fab.name}: {len(ends)} endpoints found, the design counts "
                 f"{fab.num_endpoint_ports}"
             )
-        links += _endpoint_links(fab, ends, ports) + _uplinks(fab, ports)
-    return links
+        yield from _endpoint_links(design, fab, ends, ports)
+        yield from _uplinks(design, fab, ports)
