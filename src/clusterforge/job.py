@@ -148,6 +148,16 @@ class JobLayout:
             f"cp = {self.cp}: the sequence {seq_length} must split into 2 x CP chunks "
             "(load-balanced causal context parallelism)",
         )
+        _require(
+            arch.top_k <= arch.num_experts,
+            f"top_k = {arch.top_k} is more than the {arch.num_experts} experts of {arch.id}; "
+            "each token is routed to top_k distinct experts",
+        )
+        _require(
+            arch.num_kv_heads is None or arch.num_heads % arch.num_kv_heads == 0,
+            f"num_kv_heads = {arch.num_kv_heads} must divide the {arch.num_heads} heads of "
+            f"{arch.id} (grouped-query attention shares each KV head among equal groups)",
+        )
         if self.ep > 1:
             _require(
                 arch.num_experts > 1 and arch.num_experts % self.ep == 0,
@@ -157,6 +167,26 @@ class JobLayout:
             arch.num_layers >= self.pp,
             f"pp = {self.pp} is more than the {arch.num_layers} layers; use pp <= "
             f"{arch.num_layers}",
+        )
+
+    def check_pipeline_layers(
+        self, num_layers: int, pipeline_layers: list[int] | None, vpp: int = 1
+    ) -> None:
+        """Check an explicit split of ``num_layers`` over the PP stages (one count per stage,
+        each positive, summing to the model's layers, at least ``vpp`` chunks per stage)."""
+        if pipeline_layers is None:
+            _require(
+                num_layers >= self.pp * vpp,
+                f"pp x vpp = {self.pp} x {vpp} chunks need at least {self.pp * vpp} layers; "
+                f"the model has {num_layers}",
+            )
+            return
+        _require(
+            len(pipeline_layers) == self.pp
+            and sum(pipeline_layers) == num_layers
+            and min(pipeline_layers) >= vpp,
+            f"pipeline_layers = {pipeline_layers[:8]}{'...' if len(pipeline_layers) > 8 else ''}"
+            f": need pp = {self.pp} counts of at least {vpp} summing to {num_layers} layers",
         )
 
     # --- ranks and groups ----------------------------------------------------------------

@@ -9,14 +9,21 @@ names the field, the bad value and the fix.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from clusterforge.catalog import Catalog, ModelArch, load_catalog
 from clusterforge.errors import CatalogError, PlanError, SpecError, did_you_mean
 from clusterforge.job import JobLayout
+from clusterforge.spec_yaml import excerpt, load_yaml_text, read_spec_text
 
 __all__ = [
     "DEFAULT_SPEC_YAML",
@@ -37,9 +44,33 @@ Topology = Literal[
 ]
 Cooling = Literal["air", "rear-door", "direct-to-chip", "immersion"]
 
+# Upper bounds of the spec's ranges.  Every numeric field has a physical range so that an
+# absurd value is refused at the boundary instead of costing minutes downstream.  GPUs: 2^20
+# (1,048,576), about five times the largest training cluster announced in service (xAI
+# Colossus, 200,000 GPUs, 2025) and the size of the next announced ones.
+MAX_GPUS = 2**20
+MAX_LAYERS = 1000
+
+# A custom model's dimensions: each admits the largest published models several times over
+# (Llama 3.1 405B: 126 layers, hidden 16,384, 128 heads, vocab 128,256, Llama Team 2024
+# Table 3; DeepSeek-V3: 256 routed experts with top-8, DeepSeek-AI 2024 §2.1).
+MODEL_LIMITS: dict[str, int] = {
+    "num_layers": MAX_LAYERS,
+    "hidden_size": 131_072,
+    "num_heads": 4096,
+    "num_kv_heads": 4096,
+    "ffn_hidden_size": 1_048_576,
+    "vocab_size": 4_194_304,
+    "seq_length": 2**24,
+    "num_experts": 4096,
+    "top_k": 256,
+}
+
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Infinity and NaN are refused: no physical quantity here is unbounded, and JSON (the
+    # design.json output) cannot carry them (RFC 8259 §6).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class NetworkSpec(_Section):
@@ -66,10 +97,16 @@ class NetworkSpec(_Section):
         "through an ~7:1 aggregation layer); 1.0 = non-blocking",
     )
     nics_per_node: int | None = Field(
-        None, ge=1, description="Compute NICs per node (None = the node model's count)"
+        None,
+        ge=1,
+        le=32,
+        description="Compute NICs per node, at most the node model's ports (None = all of them)",
     )
     nic_gbit_per_s: float | None = Field(
-        None, gt=0, description="Speed of each compute NIC port in Gb/s (None = the NIC's speed)"
+        None,
+        ge=1,
+        le=3200,
+        description="Speed of each compute NIC port in Gb/s (None = the NIC's speed)",
     )
     switch: str | None = Field(
         None, description="Catalog switch id (None = qm9700 for InfiniBand, sn5600 for RoCE)"
@@ -87,7 +124,7 @@ class NetworkSpec(_Section):
         "planes share no switch, cross-plane traffic hops over NVLink",
     )
     dragonfly_routers_per_group: int | None = Field(
-        None, ge=2, description="Dragonfly a (None = balanced a = 2p)"
+        None, ge=2, le=1024, description="Dragonfly a (None = balanced a = 2p)"
     )
     lossless: bool | None = Field(
         None,
@@ -105,32 +142,45 @@ class NetworkSpec(_Section):
 class FacilitySpec(_Section):
     """Where the cluster lives: rack power cap, circuits, cooling, energy and colo prices."""
 
-    max_rack_kw: float = Field(40.0, gt=0, description="Contracted power per rack, kW")
+    max_rack_kw: float = Field(40.0, ge=1, le=1000, description="Contracted power per rack, kW")
     rack_u: int = Field(48, ge=10, le=60, description="Usable rack units per rack")
-    voltage_v: float = Field(415.0, gt=0, description="Line-to-line feed voltage, V")
+    voltage_v: float = Field(
+        415.0,
+        ge=100,
+        le=1000,
+        description="Line-to-line feed voltage, V (IEC 60038 low voltage: up to 1,000 V AC)",
+    )
     phases: Literal[1, 3] = Field(3, description="Feed phases")
     breaker_a: float | None = Field(
         None,
-        gt=0,
+        ge=6,
+        le=800,
         description="Breaker rating per feed, A (None = smallest standard size that fits)",
     )
     continuous_load_factor: float = Field(
-        0.8, gt=0, le=1.0, description="Usable share of the breaker for continuous load (NEC 80 %)"
+        0.8,
+        ge=0.5,
+        le=1.0,
+        description="Usable share of the breaker for continuous load (NEC 80 %)",
     )
-    power_factor: float = Field(0.95, gt=0, le=1.0, description="PSU power factor")
+    power_factor: float = Field(0.95, ge=0.5, le=1.0, description="PSU power factor")
     feeds_per_rack: Literal[1, 2] = Field(2, description="1 = single feed, 2 = A+B feeds")
     cooling_available: list[Cooling] = Field(
         default_factory=lambda: list[Cooling](["air", "rear-door", "direct-to-chip"]),
         description="Cooling methods the facility can provide",
     )
     pue: float = Field(1.4, ge=1.0, le=3.0, description="Power usage effectiveness")
-    usd_per_kwh: float = Field(0.09, ge=0, description="Energy price, $/kWh")
+    usd_per_kwh: float = Field(0.09, ge=0, le=5, description="Energy price, $/kWh")
     colo_usd_per_kw_month: float = Field(
-        184.0, ge=0, description="Colocation rent per contracted kW per month (CBRE H2 2024)"
+        184.0,
+        ge=0,
+        le=5000,
+        description="Colocation rent per contracted kW per month (CBRE H2 2024)",
     )
-    racks_per_row: int = Field(16, ge=1, description="Racks in one row")
-    rack_width_m: float = Field(0.6, gt=0, description="Rack width, m")
-    row_pitch_m: float = Field(3.0, gt=0, description="Distance between row centres, m")
+    racks_per_row: int = Field(16, ge=1, le=200, description="Racks in one row")
+    rack_width_m: float = Field(0.6, ge=0.3, le=2.0, description="Rack width, m")
+    row_pitch_m: float = Field(3.0, ge=0.5, le=20.0, description="Distance between row centres, m")
+
     allow_power_capping: bool = Field(
         False,
         description="Cap GPU power so a node fits when one node exceeds the rack limit "
@@ -143,19 +193,35 @@ class StorageSpec(_Section):
 
     block: str = Field("nvme-pfs-2u", description="Catalog storage building block id")
     num_blocks: int | None = Field(
-        None, ge=1, description="Fixed number of blocks (existing storage); None = sized here"
+        None,
+        ge=1,
+        le=10_000,
+        description="Fixed number of blocks (existing storage); None = sized here",
     )
-    capacity_tbyte: float | None = Field(None, gt=0, description="Usable capacity, TB")
-    read_gbyte_per_s: float | None = Field(None, gt=0, description="Aggregate read, GB/s")
-    write_gbyte_per_s: float | None = Field(None, gt=0, description="Aggregate write, GB/s")
+    capacity_tbyte: float | None = Field(
+        None, gt=0, le=1e6, description="Usable capacity, TB (at most 1 EB)"
+    )
+    read_gbyte_per_s: float | None = Field(
+        None, gt=0, le=1e5, description="Aggregate read, GB/s (at most 100 TB/s)"
+    )
+    write_gbyte_per_s: float | None = Field(
+        None, gt=0, le=1e5, description="Aggregate write, GB/s (at most 100 TB/s)"
+    )
     checkpoint_write_s: float = Field(
-        60.0, gt=0, description="Target time to write one full checkpoint, s"
+        60.0, ge=1, le=86400, description="Target time to write one full checkpoint, s"
     )
-    checkpoints_kept: int = Field(10, ge=1, description="Checkpoints kept on the fast tier")
+    checkpoints_kept: int = Field(
+        10, ge=1, le=1000, description="Checkpoints kept on the fast tier"
+    )
     read_mbyte_per_s_per_gpu: float = Field(
-        125.0, gt=0, description="Training read per GPU, MB/s (Meta Llama 3: 2 TB/s for 16K GPUs)"
+        125.0,
+        gt=0,
+        le=100_000,
+        description="Training read per GPU, MB/s (Meta Llama 3: 2 TB/s for 16K GPUs)",
     )
-    dataset_tbyte: float | None = Field(None, gt=0, description="Tokenised dataset size, TB")
+    dataset_tbyte: float | None = Field(
+        None, gt=0, le=1e6, description="Tokenised dataset size, TB (at most 1 EB)"
+    )
 
 
 class WorkloadSpec(_Section):
@@ -165,29 +231,50 @@ class WorkloadSpec(_Section):
         "llama3-70b", description="Catalog model preset id, or explicit dimensions"
     )
     params_b: float | None = Field(
-        None, gt=0, description="Parameters, billions (None = from the model)"
+        None, gt=0, le=100_000, description="Parameters, billions (None = from the model)"
     )
-    tokens_b: float = Field(2000.0, gt=0, description="Training tokens, billions")
-    tensor_parallel: int = Field(8, ge=1, description="TP degree")
-    pipeline_parallel: int = Field(1, ge=1, description="PP degree")
-    context_parallel: int = Field(1, ge=1, description="CP (sequence/context) degree")
-    expert_parallel: int = Field(1, ge=1, description="EP degree (MoE)")
+    tokens_b: float = Field(
+        2000.0, gt=0, le=1e6, description="Training tokens, billions (at most 10^15 tokens)"
+    )
+    tensor_parallel: int = Field(8, ge=1, le=1024, description="TP degree")
+    pipeline_parallel: int = Field(1, ge=1, le=1024, description="PP degree")
+    context_parallel: int = Field(1, ge=1, le=1024, description="CP (sequence/context) degree")
+    expert_parallel: int = Field(1, ge=1, le=1024, description="EP degree (MoE)")
     data_parallel: int | None = Field(
-        None, ge=1, description="DP degree (None = GPUs / (TP x PP x CP))"
+        None, ge=1, le=MAX_GPUS, description="DP degree (None = GPUs / (TP x PP x CP))"
     )
     sequence_parallel: bool = Field(True, description="Megatron sequence parallelism with TP")
-    virtual_pipeline_stages: int = Field(1, ge=1, description="Interleaved 1F1B chunks per stage")
-    global_batch: int = Field(1024, ge=1, description="Sequences per optimizer step")
-    micro_batch: int = Field(1, ge=1, description="Sequences per micro-batch")
-    seq_length: int | None = Field(None, gt=0, description="Tokens per sequence (None = model's)")
+    virtual_pipeline_stages: int = Field(
+        1, ge=1, le=128, description="Interleaved 1F1B chunks per stage"
+    )
+    global_batch: int = Field(1024, ge=1, le=2**24, description="Sequences per optimizer step")
+    micro_batch: int = Field(1, ge=1, le=65536, description="Sequences per micro-batch")
+    seq_length: int | None = Field(
+        None, gt=0, le=2**24, description="Tokens per sequence (None = model's)"
+    )
     precision: Literal["bf16", "fp16", "fp8"] = Field("bf16", description="Matmul precision")
     recompute: Literal["none", "selective", "full"] = Field(
         "selective", description="Activation recomputation"
     )
     zero_stage: Literal[0, 1, 2, 3] = Field(1, description="ZeRO stage / FSDP (3 = full shard)")
-    pipeline_layers: list[int] | None = Field(
-        None, description="Explicit layers per pipeline stage (None = automatic split)"
+    pipeline_layers: list[Annotated[int, Field(ge=1, le=MAX_LAYERS)]] | None = Field(
+        None,
+        max_length=1024,
+        description="Explicit layers per pipeline stage (None = automatic split)",
     )
+
+    @field_validator("model")
+    @classmethod
+    def _model_in_range(cls, model: str | ModelArch) -> str | ModelArch:
+        """A custom model's dimensions stay within :data:`MODEL_LIMITS`."""
+        if isinstance(model, str):
+            return model
+        for name, limit in MODEL_LIMITS.items():
+            value = getattr(model, name)
+            if value is not None and value > limit:
+                raise ValueError(f"{name} = {value} is more than {limit:,}; use 1 to {limit:,}")
+        return model
+
     stack: Literal["megatron-2021", "megatron-core", "nemo", "deepspeed", "fsdp", "torchtitan"] = (
         Field(
             "megatron-core",
@@ -198,6 +285,7 @@ class WorkloadSpec(_Section):
     fsdp_shard_size: int | None = Field(
         None,
         ge=1,
+        le=MAX_GPUS,
         description="ZeRO-3/FSDP: GPUs per shard group for hybrid sharding (HSDP); None = "
         "shard over all of DP x CP",
     )
@@ -208,13 +296,18 @@ class EconomicsSpec(_Section):
 
     years: float = Field(4.0, gt=0, le=15, description="Ownership period, years")
     cloud_usd_per_gpu_hour: float = Field(
-        2.35, gt=0, description="Rental price to compare against, $/GPU-h (1-year market, Mar 2026)"
+        2.35,
+        gt=0,
+        le=1000,
+        description="Rental price to compare against, $/GPU-h (1-year market, Mar 2026)",
     )
     utilization: float = Field(0.9, gt=0, le=1.0, description="Expected busy share of GPU-hours")
     num_staff: float = Field(
-        2.0, ge=0, description="Operations engineers (the brief: 2 SREs minimum)"
+        2.0, ge=0, le=100_000, description="Operations engineers (at least 2 for on-call cover)"
     )
-    staff_usd_per_year: float = Field(250000.0, ge=0, description="Loaded cost per engineer, $/yr")
+    staff_usd_per_year: float = Field(
+        250000.0, ge=0, le=1e7, description="Loaded cost per engineer, $/yr"
+    )
     maintenance_fraction_per_year: float = Field(
         0.03, ge=0, le=0.5, description="Hardware support contracts, share of capex per year"
     )
@@ -231,14 +324,29 @@ class ClusterSpec(_Section):
     """A whole requirement: what to build, where, for which workload, at which price."""
 
     name: str = Field("cluster", pattern=r"^[a-z0-9][a-z0-9-]{0,40}$", description="Cluster name")
-    num_gpus: int = Field(gt=0, description="Training GPUs wanted (spares are added on top)")
-    gpu: str | None = Field(None, description="Catalog GPU id (None = the node model's GPU)")
-    node: str | None = Field(None, description="Catalog node id (None = a default for the GPU)")
-    gpus_per_node: int | None = Field(None, ge=1, description="GPUs per node (None = the node's)")
+    num_gpus: int = Field(
+        gt=0,
+        le=MAX_GPUS,
+        description="Training GPUs wanted (spares are added on top); at most 2^20, about "
+        "five times the largest training cluster in service in 2025",
+    )
+    gpu: str | None = Field(
+        None, max_length=64, description="Catalog GPU id (None = the node model's GPU)"
+    )
+    node: str | None = Field(
+        None, max_length=64, description="Catalog node id (None = a default for the GPU)"
+    )
+    gpus_per_node: int | None = Field(
+        None, ge=1, le=128, description="GPUs per node (None = the node's)"
+    )
     spare_fraction: float = Field(0.05, ge=0, le=0.5, description="Spare nodes, share of nodes")
     min_cpu_cores_per_gpu: float = Field(
-        24.0, ge=0, description="Flag fewer host CPU cores per GPU (2x96 cores per 8 GPUs)"
+        24.0,
+        ge=0,
+        le=1024,
+        description="Flag fewer host CPU cores per GPU (2x96 cores per 8 GPUs)",
     )
+
     network: NetworkSpec = NetworkSpec()
     facility: FacilitySpec = FacilitySpec()
     storage: StorageSpec = StorageSpec()
@@ -248,6 +356,16 @@ class ClusterSpec(_Section):
         "job scripts need it)",
     )
     economics: EconomicsSpec = EconomicsSpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_sections_take_defaults(cls, data: Any) -> Any:
+        """A section whose every line is commented out reads as null: take its defaults
+        (``workload`` excepted: no workload section means hardware only)."""
+        if not isinstance(data, dict):
+            return data
+        sections = [n for n, f in cls.model_fields.items() if isinstance(f.default, BaseModel)]
+        return {k: ({} if v is None and k in sections else v) for k, v in data.items()}
 
     @model_validator(mode="after")
     def _gpu_or_node(self) -> ClusterSpec:
@@ -269,7 +387,9 @@ DEFAULT_NODE_FOR_GPU = {
 
 DEFAULT_SPEC_YAML = """\
 # The built-in default: 512 x H100 in a colo with a 15 kW rack cap, training a 70B model
-# with TP inside the node (shared/reference/design.md §6).
+# with TP inside the node: the 8 GPUs of a DGX H100 share NVLink 4 at 900 GB/s per GPU
+# (NVIDIA DGX H100 User Guide), so tensor parallelism stays inside one node.
+
 name: colo-512-h100
 num_gpus: 512
 node: dgx-h100
@@ -298,20 +418,33 @@ economics:
 """
 
 
+MAX_SHOWN_ERRORS = 5  # problems listed in one message; the rest are counted
+
+
 def _format_validation_error(exc: ValidationError, source: str) -> str:
-    """One line per problem: 'field.path: value: message'."""
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        value = err.get("input")
-        shown = "" if isinstance(value, dict) else f" (got {value!r})"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            section_fields = _known_fields(err["loc"][:-1])
-            msg = f"unknown field{did_you_mean(str(err['loc'][-1]), section_fields)}"
-            shown = ""
-        parts.append(f"{loc}{shown}: {msg}")
+    """One clause per problem: ``field.path (got value): message``; values are cut short."""
+    errors = exc.errors()
+    parts = [_format_one(err) for err in errors[:MAX_SHOWN_ERRORS]]
+    if len(errors) > MAX_SHOWN_ERRORS:
+        parts.append(f"and {len(errors) - MAX_SHOWN_ERRORS} more problems")
     return f"{source}: " + "; ".join(parts)
+
+
+def _format_one(err: Any) -> str:
+    loc = ".".join(excerpt(p, 40) if not isinstance(p, str) else p[:40] for p in err["loc"])
+    value = err.get("input")
+    shown = "" if isinstance(value, dict) else f" (got {excerpt(value)})"
+    msg = err["msg"].removeprefix("Value error, ")
+    match err["type"]:
+        case "extra_forbidden":
+            section_fields = _known_fields(err["loc"][:-1])
+            msg = f"unknown field{did_you_mean(str(err['loc'][-1])[:40], section_fields)}"
+            shown = ""
+        case "model_type" | "dict_type" | "model_attributes_type":
+            msg = "must be a section: a mapping of field: value lines"
+        case "finite_number":
+            msg = "must be a finite number (not .inf or .nan)"
+    return f"{loc or '(top level)'}{shown}: {msg}"
 
 
 def _known_fields(loc: tuple[Any, ...]) -> list[str]:
@@ -340,36 +473,29 @@ def parse_spec(data: Any, source: str = "spec", catalog: Catalog | None = None) 
 
 
 def load_spec(path: str | Path | None, catalog: Catalog | None = None) -> ClusterSpec:
-    """Read a YAML spec file (None = the built-in default) and validate it."""
+    """Read a YAML spec file (None = the built-in default) and validate it.
+
+    The file is read and parsed within the limits of :mod:`clusterforge.spec_yaml` (size,
+    nesting, alias expansion, unique keys)."""
     if path is None:
         return default_spec()
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"spec file {str(path)!r} does not exist") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise SpecError(f"cannot read spec file {str(path)!r}: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{path}: malformed YAML{where}: {problem}") from None
-    return parse_spec(data, source=str(path), catalog=catalog)
+    source = excerpt(str(path), 120).strip("'\"")
+    data = load_yaml_text(read_spec_text(path), source)
+    return parse_spec(data, source=source, catalog=catalog)
 
 
 def default_spec() -> ClusterSpec:
     """The built-in default spec (512 x H100 colo, 15 kW racks)."""
-    return parse_spec(yaml.safe_load(DEFAULT_SPEC_YAML), source="built-in default")
+    data = load_yaml_text(DEFAULT_SPEC_YAML, "built-in default")
+    return parse_spec(data, source="built-in default")
 
 
 def _lookup(kind: str, table_ids: list[str], value: str, field: str, source: str) -> None:
     if value not in table_ids:
         raise SpecError(
-            f"{source}: {field}: unknown {kind} {value!r}{did_you_mean(value, table_ids)}; "
-            f"choose one of: {', '.join(table_ids)}"
+            f"{source}: {field}: unknown {kind} {excerpt(value)}"
+            f"{did_you_mean(value[:64], table_ids)}; choose one of: {', '.join(table_ids)}"
         )
 
 
@@ -391,6 +517,13 @@ def _check_against_catalog(spec: ClusterSpec, catalog: Catalog, source: str) -> 
             f"{source}: gpus_per_node: {spec.gpus_per_node} does not fit node {node_id!r}, "
             f"which has a {node.num_gpus}-GPU board; set gpus_per_node: {node.num_gpus} "
             "(idle GPU slots are still bought and powered)"
+        )
+    nics = spec.network.nics_per_node
+    if nics is not None and nics > node.num_compute_nics:
+        raise SpecError(
+            f"{source}: network.nics_per_node: {nics} is more than the "
+            f"{node.num_compute_nics} compute NIC ports of node {node_id!r}; use at most "
+            f"{node.num_compute_nics} (fewer plans a partly cabled fabric)"
         )
     if spec.num_gpus % node.num_gpus:
         raise SpecError(
@@ -432,6 +565,9 @@ def job_layout(spec: ClusterSpec, catalog: Catalog, source: str = "spec") -> Job
             dp=w.data_parallel,
         )
         layout.check_batch(w.global_batch, w.micro_batch, w.virtual_pipeline_stages)
+        arch = w.model if isinstance(w.model, ModelArch) else catalog.models[w.model]
+        layout.check_model(arch, w.seq_length or arch.seq_length)
+        layout.check_pipeline_layers(arch.num_layers, w.pipeline_layers, w.virtual_pipeline_stages)
     except PlanError as exc:
-        raise SpecError(f"{source}: workload.{exc}") from None
+        raise SpecError(f"{source}: workload: {exc}") from None
     return layout

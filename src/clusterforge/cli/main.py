@@ -13,6 +13,7 @@ import sys
 
 import click
 from rich.console import Console
+from rich.text import Text
 
 from clusterforge.errors import ClusterforgeError
 
@@ -29,6 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "generate": (
         "clusterforge.cli.generate",
         "Write Slurm, Kubernetes, monitoring, inventory files.",
+    ),
+    "goodput": (
+        "clusterforge.cli.goodput",
+        "Failures, checkpoints, spares and the real time to train.",
     ),
     "check": ("clusterforge.cli.check", "Run node health checks; optionally drain/cordon."),
     "exporter": ("clusterforge.cli.exporter", "Serve health-check metrics for Prometheus."),
@@ -64,7 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = cli.main(args=argv, prog_name="clusterforge", standalone_mode=False)
     except ClusterforgeError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        # The message quotes user text (names, keys, patterns): print it as plain text, never
+        # as rich markup, so "[/]" in a spec is shown and not interpreted.
+        line = Text("error: ", style="bold red") + Text(str(exc))
+        Console(stderr=True).print(line, highlight=False, soft_wrap=True)
         return 1
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)

@@ -42,7 +42,7 @@ def size_compute(spec: ClusterSpec, catalog: Catalog) -> ComputeDesign:
     Spares: the trade keeps about 5 % (seed brief; design.md §6) — rounded up so that any
     non-zero fraction gives at least one spare node.
     """
-    node = catalog.nodes[resolve_node_id(spec)]
+    node = catalog.nodes[resolve_node_id(spec, catalog)]
     gpu = catalog.gpus[node.gpu]
     cpu = catalog.cpus[node.cpu]
     training = spec.num_gpus // node.num_gpus

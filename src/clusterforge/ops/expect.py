@@ -115,7 +115,7 @@ def node_facts(design: Any, node: str) -> NodeFacts:
 def expectation_from_spec(spec: ClusterSpec, catalog: Catalog | None = None) -> NodeExpectation:
     """The node the spec designs: GPU model and count, NICs and their speed, fabric, memory."""
     catalog = catalog or load_catalog()
-    node = catalog.nodes[resolve_node_id(spec)]
+    node = catalog.nodes[resolve_node_id(spec, catalog)]
     gpu = catalog.gpus[node.gpu]
     nic = catalog.nics[node.compute_nic]
     return NodeExpectation(

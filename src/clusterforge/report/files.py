@@ -1,8 +1,9 @@
-"""Write a design to files: design.json, bom.csv, racks.csv, cabling.csv, findings.md and
+"""Write a design to files: design.json, bom.csv, racks.csv, cabling.csv, findings.md,
 racks.svg (rack elevations) and tco.svg (build vs rent).
 
 Files are written into a temporary sibling folder and moved into place only when all of them
-are complete, so a failure never leaves a half-written output folder.
+are complete, so a failure never leaves a half-written output folder.  The output folder is
+created when missing, but its parent must exist: a mistyped path is an error, not a new tree.
 """
 
 from __future__ import annotations
@@ -17,11 +18,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clusterforge.design import Design
-from clusterforge.errors import ClusterforgeError
+from clusterforge.errors import SpecError
 from clusterforge.report.elevation import elevation_svg
 from clusterforge.report.plots import tco_chart_svg
 
-__all__ = ["design_files", "render_findings_md", "write_atomically", "write_design"]
+__all__ = [
+    "check_output_folder",
+    "design_files",
+    "design_json",
+    "plan_files",
+    "render_findings_md",
+    "write_atomically",
+    "write_design",
+]
 
 
 def _csv(header: list[str], rows: list[list[object]]) -> str:
@@ -141,8 +150,10 @@ def render_findings_md(design: Design) -> str:
     return "\n".join(lines) + "\n"
 
 
-def design_json(design: Design) -> str:
-    return json.dumps(design.model_dump(mode="json"), indent=2) + "\n"
+def design_json(design: Design, extra: dict[str, object] | None = None) -> str:
+    """The whole design as JSON (strict RFC 8259: no Infinity or NaN), plus ``extra`` keys."""
+    data = design.model_dump(mode="json") | (extra or {})
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
 def tco_svg(design: Design) -> str:
@@ -169,32 +180,65 @@ def design_files(design: Design) -> dict[str, Callable[[Design], str]]:
     }
 
 
-def write_atomically(out_dir: Path, files: dict[str, str]) -> list[Path]:
-    """Write ``files`` (relative path -> text) under ``out_dir``, all or nothing."""
-    out_dir = Path(out_dir)
-    parent = out_dir.resolve().parent
+def plan_files(design: Design, expected: dict[str, object]) -> dict[str, str]:
+    """Every file ``plan`` writes, by name; design.json also carries ``expected`` (the
+    workload's expected performance)."""
+    texts = {name: render(design) for name, render in design_files(design).items()}
+    texts["design.json"] = design_json(design, {"expected_performance": expected})
+    return texts
+
+
+def check_output_folder(out_dir: Path, *, create: bool = True) -> Path:
+    """The resolved output folder, or a :class:`SpecError` when files cannot go there: the
+    path is a file (``/dev/null``), its parent folder is missing, or (``create=False``) the
+    folder itself is missing."""
+    shown = repr(str(out_dir)[:200])
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".clusterforge-", dir=parent))
+        folder = Path(out_dir).resolve()
+        must_exist = folder if not create else folder.parent
+        if folder.exists() and not folder.is_dir():
+            raise SpecError(f"output folder {shown} exists and is not a folder")
+        if not must_exist.is_dir():
+            raise SpecError(
+                f"output folder {str(must_exist)[:200]!r} does not exist; create it first"
+            )
+    except OSError as exc:  # a name too long, a permission
+        raise SpecError(f"output folder {shown}: {exc.strerror}") from None
+    except RuntimeError:  # Python 3.11's Path.resolve on a symlink loop
+        raise SpecError(f"output folder {shown}: symbolic link loop") from None
+    return folder
+
+
+def write_atomically(out_dir: Path, files: dict[str, str], *, create: bool = True) -> list[Path]:
+    """Write ``files`` (relative path -> text) under ``out_dir``, all or nothing.
+
+    ``out_dir`` is created when missing (``create``) but never its parents."""
+    folder = check_output_folder(out_dir, create=create)
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=".clusterforge-", dir=folder.parent))
     except OSError as exc:
-        raise ClusterforgeError(
-            f"-o/--output: cannot write under {str(parent)!r}: {exc.strerror}"
-        ) from None
+        raise SpecError(f"cannot write under {str(folder.parent)!r}: {exc.strerror}") from None
     try:
-        for rel, text in files.items():
-            path = staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        written = []
-        for rel in files:
-            target = out_dir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / rel, target)
-            written.append(target)
-        return written
+        return _move_into_place(staging, Path(out_dir), files)
+    except OSError as exc:
+        raise SpecError(f"cannot write {str(out_dir)[:200]!r}: {exc.strerror}") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _move_into_place(staging: Path, out_dir: Path, files: dict[str, str]) -> list[Path]:
+    for rel, text in files.items():
+        path = staging / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    out_dir.mkdir(exist_ok=True)
+    written = []
+    for rel in files:
+        target = out_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / rel, target)
+        written.append(target)
+    return written
 
 
 def write_design(design: Design, out_dir: Path) -> list[Path]:

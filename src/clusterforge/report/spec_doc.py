@@ -1,68 +1,120 @@
-"""The spec reference (docs/spec.md), rendered from the pydantic models so it cannot drift."""
+"""The spec reference (docs/spec.md), rendered from the pydantic models so it cannot drift.
+
+Each section of :class:`~clusterforge.spec.ClusterSpec` gets a table of its fields with the
+type, the default, the accepted range (from the field's bounds) and the meaning.
+"""
 
 from __future__ import annotations
 
+import types
+import typing
 from typing import Any
 
+import annotated_types as at
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from clusterforge.spec import (
-    ClusterSpec,
-    EconomicsSpec,
-    FacilitySpec,
-    NetworkSpec,
-    StorageSpec,
-    WorkloadSpec,
+from clusterforge.spec import ClusterSpec
+
+__all__ = ["field_range", "render_spec_reference", "spec_sections"]
+
+COMMAND = (
+    "`python -c 'from clusterforge.report.spec_doc import render_spec_reference as r; "
+    'print(r(), end="")\' > docs/spec.md`'
 )
 
-__all__ = ["render_spec_reference"]
 
-SECTIONS: list[tuple[str, type[BaseModel]]] = [
-    ("top level", ClusterSpec),
-    ("network", NetworkSpec),
-    ("facility", FacilitySpec),
-    ("storage", StorageSpec),
-    ("workload", WorkloadSpec),
-    ("economics", EconomicsSpec),
-]
+def _section_model(annotation: Any) -> type[BaseModel] | None:
+    """The model of a section field (``NetworkSpec`` or ``WorkloadSpec | None``), else None."""
+    candidates = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else ()
+    for candidate in (annotation, *candidates):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
 
 
-def _default(field: Any) -> str:
+def spec_sections() -> list[tuple[str, type[BaseModel]]]:
+    """(title, model) for the top level and every section of the spec, in field order."""
+    sections: list[tuple[str, type[BaseModel]]] = [("top level", ClusterSpec)]
+    for name, field in ClusterSpec.model_fields.items():
+        model = _section_model(field.annotation)
+        if model is not None:
+            sections.append((name, model))
+    return sections
+
+
+def _number(value: object) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e6:
+        value = int(value)
+    if isinstance(value, int) and abs(value) >= 10_000:
+        return f"{value:,}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def field_range(field: FieldInfo) -> str:
+    """The accepted range of a numeric field, e.g. ``1 to 32`` or ``> 0 to 1e+06``; "" when
+    the field has no bounds (text, choices, flags)."""
+    low = high = ""
+    for bound in field.metadata:
+        match bound:
+            case at.Ge(ge=v):
+                low = _number(v)
+            case at.Gt(gt=v):
+                low = f"> {_number(v)}"
+            case at.Le(le=v):
+                high = _number(v)
+            case at.Lt(lt=v):
+                high = f"< {_number(v)}"
+    if low and high:
+        return f"{low} to {high.removeprefix('< ')}" + (" (excl.)" if high[0] == "<" else "")
+    if low:
+        return f"at least {low}"
+    return f"at most {high}" if high else ""
+
+
+def _default(field: FieldInfo) -> str:
     if field.default is PydanticUndefined and field.default_factory is None:
         return "**required**"
-    value = field.default_factory() if field.default_factory is not None else field.default
+    factory: Any = field.default_factory
+    value = factory() if factory is not None else field.default
     if isinstance(value, BaseModel):
         return "(section)"
     return f"`{value}`" if value is not None else "derived"
 
 
-def _type(field: Any) -> str:
+def _type(field: FieldInfo) -> str:
     text = str(field.annotation).replace("typing.", "").replace("clusterforge.catalog.models.", "")
+    text = text.replace("clusterforge.spec.", "").replace("Annotated[int, FieldInfo(", "int(")
     return text.replace("<class '", "").replace("'>", "").replace("|", "\\|")
+
+
+def _rows(model: type[BaseModel]) -> list[str]:
+    rows = []
+    for name, field in model.model_fields.items():
+        if _section_model(field.annotation) is not None and model is ClusterSpec:
+            continue  # documented in its own section
+        meaning = (field.description or "").replace("|", "\\|")
+        rows.append(
+            f"| `{name}` | {_type(field)} | {_default(field)} | {field_range(field)} | {meaning} |"
+        )
+    return rows
 
 
 def render_spec_reference() -> str:
     lines = [
         "# Spec reference",
         "",
-        "Generated from `src/clusterforge/spec.py` by "
-        "`python -c 'from clusterforge.report.spec_doc import render_spec_reference as r; "
-        'print(r(), end="")\' > docs/spec.md` (a test keeps it current).',
-        "Units are in the field names and descriptions; only `num_gpus` and `gpu` or `node` are required.",
+        f"Generated from `src/clusterforge/spec.py` by {COMMAND} (a test keeps it current).",
+        "Units are in the field names and descriptions; only `num_gpus` and `gpu` or `node` "
+        "are required. A value outside its range is refused with a one-line error; a section "
+        "left empty (every line commented out) takes its defaults.",
     ]
-    for title, model in SECTIONS:
-        lines += [
-            "",
-            f"## {title}",
-            "",
-            "| field | type | default | meaning |",
-            "| --- | --- | --- | --- |",
-        ]
-        for name, field in model.model_fields.items():
-            if isinstance(field.default, BaseModel):
-                continue
-            lines.append(
-                f"| `{name}` | {_type(field)} | {_default(field)} | {field.description or ''} |"
-            )
+    for title, model in spec_sections():
+        lines += ["", f"## {title}", ""]
+        field = ClusterSpec.model_fields.get(title)
+        if field is not None and field.description:
+            lines += [field.description + ".", ""]
+        lines += ["| field | type | default | range | meaning |", "| --- | --- | --- | --- | --- |"]
+        lines += _rows(model)
     return "\n".join(lines) + "\n"

@@ -1,25 +1,44 @@
-"""Rich terminal summary of a design."""
+"""Rich terminal summary of a design.
+
+Every cell is a :class:`rich.text.Text`, never markup: names and messages may carry user text
+such as ``[/]``.  When stdout is not a terminal (a pipe, a file) the console is
+:data:`PIPE_WIDTH` columns wide instead of rich's 80, and identifiers and headers never wrap,
+so a piped summary keeps whole words ("transceivers", "gpu.memory_repair").
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections import Counter
+from pathlib import Path
 
 from rich.console import Console, Group
 from rich.table import Table
+from rich.text import Text
 
 from clusterforge.design import Design
 
-__all__ = ["design_tables", "print_design"]
+__all__ = ["design_tables", "make_console", "print_design", "print_plan"]
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+PIPE_WIDTH = 120  # columns of a piped summary (rich's own fallback is 80)
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A console for the summary: the terminal's width, or :data:`PIPE_WIDTH` when piped
+    (``COLUMNS`` overrides both, as rich documents)."""
+    stream = sys.stderr if stderr else sys.stdout
+    piped = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, width=PIPE_WIDTH if piped else None)
 
 
 def _kv(title: str, rows: list[tuple[str, str]]) -> Table:
     table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
-    table.add_column(style="bold")
+    table.add_column(style="bold", no_wrap=True)
     table.add_column()
     for key, value in rows:
-        table.add_row(key, value)
+        table.add_row(Text(key), Text(value))
     return table
 
 
@@ -78,20 +97,15 @@ def _cabling(d: Design) -> Table:
     table = Table(title="Cabling", title_justify="left")
     for col in ("fabric", "class", "links", "Gb/s", "media", "transceivers", "max m"):
         table.add_column(
-            col, justify="right" if col in ("links", "Gb/s", "transceivers", "max m") else "left"
+            col,
+            justify="right" if col in ("links", "Gb/s", "transceivers", "max m") else "left",
+            no_wrap=col != "media",
         )
     for c in d.cabling:
         media = ", ".join(f"{m.medium} {m.num_links:,}" for m in c.media)
         trx = sum(m.num_transceivers for m in c.media)
-        table.add_row(
-            c.fabric,
-            c.name,
-            f"{c.num_links:,}",
-            f"{c.gbit_per_s:g}",
-            media,
-            f"{trx:,}",
-            f"{c.length_m_max:.0f}",
-        )
+        cells = (c.fabric, c.name, f"{c.num_links:,}", f"{c.gbit_per_s:g}", media, f"{trx:,}")
+        table.add_row(*(Text(cell) for cell in cells), Text(f"{c.length_m_max:.0f}"))
     return table
 
 
@@ -138,7 +152,16 @@ def _cost(d: Design) -> Table:
             f"build, {c.years:g} years",
             f"${c.build_total_usd / 1e6:,.2f}M = ${c.effective_build_usd_per_gpu_hour:.2f}/GPU-h",
         ),
-        ("rent", f"${c.rent_total_usd / 1e6:,.2f}M at ${c.cloud_usd_per_gpu_hour:.2f}/GPU-h"),
+        (
+            "rent, reserved",
+            f"${c.rent.reserved_total_usd / 1e6:,.2f}M at ${c.rent.reserved_usd_per_gpu_hour:.2f}"
+            f"/GPU-h, {c.rent.reserved_term_years:g}-year terms, every hour billed",
+        ),
+        (
+            "rent, on-demand",
+            f"${c.rent.on_demand_total_usd / 1e6:,.2f}M at "
+            f"${c.rent.on_demand_usd_per_gpu_hour:.2f}/GPU-h, used hours only",
+        ),
         (
             "verdict",
             ("build" if c.build_wins else "rent")
@@ -150,12 +173,14 @@ def _cost(d: Design) -> Table:
 
 def _findings(d: Design) -> Table:
     table = Table(title="Findings", title_justify="left")
-    table.add_column("severity")
-    table.add_column("rule")
+    table.add_column("severity", no_wrap=True)
+    table.add_column("rule", no_wrap=True)
     table.add_column("message")
     for f in d.findings:
         table.add_row(
-            f"[{SEVERITY_STYLE[f.severity]}]{f.severity}[/]", f.id, f"{f.message}. Fix: {f.fix}."
+            Text(f.severity, style=SEVERITY_STYLE[f.severity]),
+            Text(f.id),
+            Text(f"{f.message}. Fix: {f.fix}."),
         )
     return table
 
@@ -180,11 +205,24 @@ def print_design(design: Design, console: Console | None = None) -> None:
     (console or Console()).print(design_tables(design))
 
 
+def print_plan(
+    design: Design, expected: dict[str, object], written: list[Path], console: Console
+) -> None:
+    """``plan``'s summary: the design's tables, its expected performance, the files written."""
+    print_design(design, console)
+    print_expected_performance(expected, console)
+    if written:
+        line = Text("wrote ", style="green") + Text(", ".join(str(p) for p in written))
+        console.print(line)
+
+
 def print_expected_performance(perf: dict[str, object], console: Console) -> None:
     """The workload's predicted step, MFU and time to train (from ``clusterforge.perf``)."""
     if not perf.get("available"):
-        console.print(f"[yellow]expected performance unavailable:[/] {perf.get('reason')}")
+        reason = Text(str(perf.get("reason")))
+        console.print(Text("expected performance unavailable: ", style="yellow") + reason)
         return
+
     p = perf
     console.print(
         _kv(
