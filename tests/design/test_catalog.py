@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from clusterforge.errors import CatalogError
+from clusterforge.design import plan
+from clusterforge.errors import CatalogError, SpecError
+from clusterforge.spec import parse_spec
+from tests.conftest import make_spec
 
 
 def test_every_row_has_a_source(catalog):
@@ -23,11 +26,86 @@ def test_every_row_has_a_source(catalog):
             assert row.source.strip(), row.id
 
 
-def test_issue_required_parts_are_present(catalog):
-    for gpu in ("a100-80gb", "h100-sxm", "h200-sxm", "b200", "gb200", "mi300x", "rtx-4090"):
+def test_parts_users_buy_are_present(catalog):
+    for gpu in (
+        "a100-40gb",
+        "a100-80gb",
+        "h100-sxm",
+        "h200-sxm",
+        "b200",
+        "b300",
+        "gb200",
+        "gb300",
+        "mi300x",
+        "rtx-4090",
+    ):
         assert gpu in catalog.gpus
-    for switch in ("qm9700", "sn5600", "q3400", "tomahawk5-51t"):
+    for node in ("dgx-a100-40gb", "dgx-b300", "gb300-nvl72-tray"):
+        assert node in catalog.nodes
+    for switch in ("qm9700", "qm8700", "sb7800", "sn2700", "sn5600", "q3400", "tomahawk5-51t"):
         assert switch in catalog.switches
+    for nic in ("cx8-800g", "cx6-hdr", "cx6-hdr100", "cx5-edr"):
+        assert nic in catalog.nics
+
+
+def test_every_gpu_has_a_default_node_carrying_it_and_dated_rent(catalog):
+    for gpu in catalog.gpus:
+        assert catalog.nodes[gpu.default_node].gpu == gpu.id
+        assert gpu.rent_on_demand_usd_per_gpu_hour >= gpu.rent_reserved_usd_per_gpu_hour > 0
+        assert len(gpu.rent_price_date) == 7, gpu.id  # YYYY-MM
+
+
+def test_hdr100_and_edr_fabrics_have_switch_ports(catalog):
+    assert catalog.switches["qm8700"].radix_at(200) == 40
+    assert catalog.switches["qm8700"].radix_at(100) == 80  # HDR100 on splitter cables
+    assert catalog.switches["sb7800"].radix_at(100) == 36
+
+
+@pytest.mark.parametrize(
+    ("fields", "node"),
+    [
+        ({"gpu": "a100-40gb"}, "dgx-a100-40gb"),
+        ({"gpu": "b300"}, "dgx-b300"),
+        ({"gpu": "gb300", "num_gpus": 72}, "gb300-nvl72-tray"),
+    ],
+)
+def test_new_parts_plan(catalog, fields, node):
+    data = {"num_gpus": 64, **fields, "facility": {"max_rack_kw": 150}}
+    if catalog.nics[catalog.nodes[node].compute_nic].port_gbit_per_s == 800:
+        data["network"] = {"switch": "q3400"}  # Quantum-X800: XDR ports for ConnectX-8
+    design = plan(parse_spec(data), break_even=False)
+    assert design.compute.node.id == node
+
+
+def test_a100_cluster_on_hdr_switches():
+    spec = make_spec(num_gpus=64, node="dgx-a100-40gb", network={"switch": "qm8700"})
+    design = plan(spec, break_even=False)
+    assert design.fabric.switch.id == "qm8700"
+    assert design.fabric.nic_gbit_per_s == 200
+
+
+@pytest.mark.parametrize(
+    ("network", "expected"),
+    [
+        ({"nic_gbit_per_s": 800}, ["network.nic_gbit_per_s", "800", "cx7-400g", "400"]),
+        ({"nics_per_node": 16}, ["network.nics_per_node", "16", "8 compute NIC ports"]),
+    ],
+)
+def test_network_fields_beyond_the_nodes_nic_are_refused(network, expected):
+    with pytest.raises(SpecError) as info:
+        make_spec(node="dgx-h100", network=network)
+    for part in expected:
+        assert part in str(info.value)
+
+
+def test_infiniband_on_an_ethernet_only_nic_is_refused():
+    with pytest.raises(SpecError, match=r"network.fabric: infiniband.*bf3-b3140h"):
+        make_spec(node="hgx-h100-4u-liquid", network={"fabric": "infiniband"})
+
+
+def test_a_slower_port_speed_than_the_nic_is_accepted():
+    spec = make_spec(node="dgx-h100", network={"nic_gbit_per_s": 200})  # NDR200
+    assert spec.network.nic_gbit_per_s == 200
 
 
 def test_published_figures(catalog):

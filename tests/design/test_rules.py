@@ -77,7 +77,7 @@ TRIGGERS: dict[str, dict[str, object]] = {
     "few-cpu-cores-per-gpu": {"min_cpu_cores_per_gpu": 24},
     "all-to-all-on-restricted-topology": {
         "network": {"topology": "rail-only"},
-        "workload": {"expert_parallel": 8},
+        "workload": {"model": "mixtral-8x7b", "expert_parallel": 8},
     },
     "too-small-to-own": {"num_gpus": 16, "workload": {"global_batch": 16}},
 }

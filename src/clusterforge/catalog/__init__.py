@@ -119,8 +119,19 @@ def load_catalog() -> Catalog:
         facility=_load_table("facility.toml", "item", FacilityItem),
         models=_load_table("models.toml", "model", ModelArch),
     )
+    _check_references(catalog)
+    return catalog
+
+
+def _check_references(catalog: Catalog) -> None:
+    """Every id a row names exists, and a GPU's default node carries that GPU."""
     for node in catalog.nodes:
         catalog.gpus[node.gpu]
         catalog.cpus[node.cpu]
         catalog.nics[node.compute_nic]
-    return catalog
+    for gpu in catalog.gpus:
+        if catalog.nodes[gpu.default_node].gpu != gpu.id:
+            raise CatalogError(
+                f"gpus.toml: {gpu.id}.default_node {gpu.default_node!r} carries "
+                f"{catalog.nodes[gpu.default_node].gpu!r}, not {gpu.id!r}"
+            )

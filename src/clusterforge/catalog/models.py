@@ -43,6 +43,14 @@ class Gpu(_Row):
     ecc: bool
     price_usd: float
     price_date: str
+    default_node: str = Field(description="Node model planned when a spec names only the GPU")
+    rent_reserved_usd_per_gpu_hour: float = Field(
+        gt=0, description="1-year contract rent, billed for every hour of the term, $/GPU-h"
+    )
+    rent_on_demand_usd_per_gpu_hour: float = Field(
+        gt=0, description="On-demand list rent, billed per used hour, $/GPU-h"
+    )
+    rent_price_date: str = Field(description="Month of the rent anchors, YYYY-MM")
 
 
 class Cpu(_Row):
@@ -73,6 +81,12 @@ class Node(_Row):
     memory_gib: int
     compute_nic: str
     num_compute_nics: int
+    compute_hca_names: list[str] = Field(
+        default_factory=list,
+        description="RDMA device names of the compute NIC ports in rail order (rail i serves "
+        "GPU i); empty when the vendor publishes no fixed names",
+    )
+    compute_hca_source: str = Field("", description="Where compute_hca_names come from")
     compute_nic_twin_cages: int = Field(
         description="Twin-port OSFP cages carrying the compute NIC ports (0 = one module per NIC)"
     )
@@ -109,6 +123,13 @@ class Switch(_Row):
     port_modes: list[PortMode]
     uplink_ports: int = 0
     uplink_gbit_per_s: float = 0.0
+    default_roles: list[
+        Literal["compute-infiniband", "compute-roce", "in-band", "out-of-band"]
+    ] = Field(
+        default_factory=list,
+        description="Fabrics this switch is planned for when a spec names none (a role is "
+        "held by exactly one switch)",
+    )
 
     def radix_at(self, port_gbit_per_s: float) -> int | None:
         """Number of ports at the given speed, or None when the switch cannot run it."""
@@ -125,6 +146,10 @@ class Switch(_Row):
 class Medium(_Row):
     netbox_type: str
     max_reach_m: float
+    min_gbit_per_s: float = Field(description="Slowest lane rate the medium is sold for, Gb/s")
+    max_gbit_per_s: float = Field(
+        description="Fastest port speed the medium is specified (or recommended) for, Gb/s"
+    )
     pluggable_optics: bool = Field(description="A transceiver is bought per end")
     power_w_per_end: float
     price_usd_per_end: float
@@ -140,6 +165,10 @@ class StorageBlock(_Row):
     power_kw: float
     num_ports: int
     port_gbit_per_s: float
+    parallel: bool = Field(
+        description="A parallel file system that scales out by adding blocks under one "
+        "namespace; false for a single NFS server"
+    )
     price_usd: float
     price_date: str
 

@@ -1,23 +1,13 @@
-"""Bill of materials, capex, opex and build-versus-rent TCO (design.md §6.5-6.6).
+"""Bill of materials and power summary: what is bought and what it draws.
 
-::
-
-    build_total = capex + years × (colo $/kW-mo × 12 × contracted kW
-                                   + average IT kW × PUE × 8,760 h × $/kWh
-                                   + staff + maintenance) − residual value
-    rent_total  = used GPU-hours × $/GPU-h × (1 − discount)
-    used GPU-hours = training GPUs × 8,760 × years × utilization
-    effective build $/GPU-h = build_total / used GPU-hours
-
-Renting is priced per *used* GPU-hour (the capacity one would otherwise rent), so the
-break-even utilization is where both totals meet: ``u* = build_total / (GPUs·8,760·years·price)``.
-Spare nodes are bought, powered and cabled but not counted as training GPU-hours.
+Node prices include their NICs. The totals feed the cost of ownership in
+:mod:`clusterforge.design.tco`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,15 +21,11 @@ from clusterforge.spec import ClusterSpec
 
 __all__ = [
     "BomLine",
-    "CostDesign",
     "Parts",
     "PowerSummary",
     "bill_of_materials",
-    "cost_design",
     "power_summary",
 ]
-
-HOURS_PER_YEAR = 8760.0
 
 
 class BomLine(BaseModel):
@@ -60,30 +46,6 @@ class PowerSummary(BaseModel):
     facility_kw: float = Field(description="it_max_kw x PUE")
     facility_average_kw: float
     optics_w: float = Field(description="Transceiver power (already inside node/switch max)")
-
-
-class CostDesign(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    capex_usd: float
-    capex_by_category_usd: dict[str, float]
-    capex_per_gpu_usd: float
-    opex_per_year_usd: float
-    opex_by_category_per_year_usd: dict[str, float]
-    residual_usd: float
-    years: float
-    build_total_usd: float
-    rent_total_usd: float
-    used_gpu_hours: float
-    effective_build_usd_per_gpu_hour: float
-    cloud_usd_per_gpu_hour: float
-    break_even_utilization: float = Field(
-        description="Utilization where build and rent cost the same"
-    )
-    build_wins: bool
-    savings_usd: float = Field(
-        description="rent_total - build_total (negative: renting is cheaper)"
-    )
-    break_even_gpus: int | None = Field(None, description="Smallest GPU count where building wins")
 
 
 def _line(category: str, item: str, desc: str, qty: float, unit: float, source: str) -> BomLine:
@@ -110,7 +72,11 @@ class Parts:
     layout: Layout
     cabling: list[LinkClass]
     catalog: Catalog
-    num_mgmt_servers: int
+    management: dict[str, int] = field(default_factory=dict)  # role -> servers
+
+    @property
+    def num_mgmt_servers(self) -> int:
+        return sum(self.management.values())
 
 
 def bill_of_materials(parts: Parts) -> list[BomLine]:
@@ -148,9 +114,15 @@ def bill_of_materials(parts: Parts) -> list[BomLine]:
         _line("storage", block.id, block.name, storage.num_blocks, block.price_usd, block.source)
     )
     server = catalog.facility["mgmt-server"]
+    roles = ", ".join(f"{n} {role}" for role, n in p.management.items() if n)
     lines.append(
         _line(
-            "management", server.id, server.name, num_mgmt_servers, server.price_usd, server.source
+            "management",
+            server.id,
+            f"{server.name}: {roles}",
+            num_mgmt_servers,
+            server.price_usd,
+            server.source,
         )
     )
     lines += _facility_lines(layout, catalog)
@@ -264,46 +236,4 @@ def power_summary(parts: Parts) -> PowerSummary:
         facility_kw=it_max * spec.facility.pue,
         facility_average_kw=average * spec.facility.pue,
         optics_w=sum(m.optics_power_w for c in cabling for m in c.media),
-    )
-
-
-def cost_design(
-    spec: ClusterSpec, compute: ComputeDesign, bom: list[BomLine], power: PowerSummary
-) -> CostDesign:
-    """Capex, opex and the build-versus-rent comparison over ``economics.years``."""
-    e, f = spec.economics, spec.facility
-    by_cat: dict[str, float] = defaultdict(float)
-    for line in bom:
-        by_cat[line.category] += line.extended_usd
-    capex = sum(by_cat.values())
-    hardware = capex - by_cat.get("installation", 0.0)
-    opex = {
-        "colocation": f.colo_usd_per_kw_month * 12 * power.it_max_kw,
-        "energy": power.it_average_kw * f.pue * HOURS_PER_YEAR * f.usd_per_kwh,
-        "staff": e.num_staff * e.staff_usd_per_year,
-        "maintenance": e.maintenance_fraction_per_year * hardware,
-    }
-    opex_year = sum(opex.values())
-    residual = e.residual_fraction * hardware
-    build = capex + e.years * opex_year - residual
-    gpus = compute.num_training_gpus
-    used_hours = gpus * HOURS_PER_YEAR * e.years * e.utilization
-    rent_price = e.cloud_usd_per_gpu_hour * (1 - e.rent_discount)
-    rent = used_hours * rent_price
-    return CostDesign(
-        capex_usd=capex,
-        capex_by_category_usd=dict(by_cat),
-        capex_per_gpu_usd=capex / gpus,
-        opex_per_year_usd=opex_year,
-        opex_by_category_per_year_usd=opex,
-        residual_usd=residual,
-        years=e.years,
-        build_total_usd=build,
-        rent_total_usd=rent,
-        used_gpu_hours=used_hours,
-        effective_build_usd_per_gpu_hour=build / used_hours,
-        cloud_usd_per_gpu_hour=rent_price,
-        break_even_utilization=build / (gpus * HOURS_PER_YEAR * e.years * rent_price),
-        build_wins=build < rent,
-        savings_usd=rent - build,
     )

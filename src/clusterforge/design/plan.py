@@ -11,11 +11,9 @@ from clusterforge.design.cabling import LinkClass, design_cabling
 from clusterforge.design.compute import ComputeDesign, size_compute
 from clusterforge.design.cost import (
     BomLine,
-    CostDesign,
     Parts,
     PowerSummary,
     bill_of_materials,
-    cost_design,
     power_summary,
 )
 from clusterforge.design.layout import Density, Layout, Rack, choose_density, lay_out
@@ -27,13 +25,16 @@ from clusterforge.design.network import (
 )
 from clusterforge.design.rules import Finding, evaluate
 from clusterforge.design.storage import StorageDesign, size_storage
+from clusterforge.design.tco import CostDesign, cost_design
 from clusterforge.errors import CapacityError, PlanError
 from clusterforge.job import JobLayout
 from clusterforge.spec import ClusterSpec, WorkloadSpec, job_layout, resolve_node_id
 
-__all__ = ["Design", "break_even_gpus", "plan"]
+__all__ = ["Design", "break_even_gpus", "management_servers", "plan"]
 
 BREAK_EVEN_MAX_GPUS = 32768
+BREAK_EVEN_REFERENCE_GPUS = 2048
+BREAK_EVEN_PLANS = 5  # refinement plans after the two fitted points
 
 
 class Design(BaseModel):
@@ -69,12 +70,48 @@ class Design(BaseModel):
 
     @property
     def num_mgmt_servers(self) -> int:
-        return mgmt_servers(self.spec)
+        return sum(management_servers(self.spec, self.compute).values())
 
 
-def mgmt_servers(spec: ClusterSpec) -> int:
-    """Head nodes: 2 scheduler controllers (HA) + 1 monitoring, + 2 UFM for InfiniBand."""
-    return 3 + (2 if spec.network.fabric == "infiniband" else 0)
+# Management servers by role, after the NVIDIA DGX SuperPOD H100 reference architecture (a
+# 4-SU, 127-node build carries 5 management servers and 4 UFM appliances) and the tools' own
+# scale guidance. Below SMALL_CLUSTER_NODES one head node runs provisioning, the scheduler
+# and monitoring (DGX BasePOD: 2-16 nodes).
+SMALL_CLUSTER_NODES = 16
+HA_HEAD_NODES = 2  # NVIDIA Base Command Manager high availability: active + passive head
+SLURM_CONTROLLERS = 2  # slurmctld primary + backup (Slurm slurm.conf: SlurmctldHost)
+NODES_PER_LOGIN_NODE = 512  # planning figure [U]: one login node per 512 compute nodes
+NODES_PER_MONITORING_PAIR = 2000  # [U] ~1,500 series per node: ~3M series per Prometheus
+UFM_NODES_PER_PAIR = 2000  # [U] one UFM Enterprise HA pair per 2,000 fabric endpoints' nodes
+
+
+def management_servers(spec: ClusterSpec, compute: ComputeDesign) -> dict[str, int]:
+    """Management servers by role for a cluster of ``compute.num_nodes`` nodes.
+
+    * head: Base Command Manager (provisioning, images, monitoring of small clusters); one
+      below SMALL_CLUSTER_NODES, an HA pair above.
+    * slurm: dedicated controllers (primary + backup) above SMALL_CLUSTER_NODES; smaller
+      clusters run slurmctld on the head node.
+    * login: one per NODES_PER_LOGIN_NODE nodes above SMALL_CLUSTER_NODES.
+    * monitoring: the head nodes monitor up to NODES_PER_MONITORING_PAIR nodes; an HA pair
+      of Prometheus servers for each further NODES_PER_MONITORING_PAIR.
+    * ufm: InfiniBand only, above SMALL_CLUSTER_NODES (below it the switch's embedded subnet
+      manager serves): an HA pair per UFM_NODES_PER_PAIR nodes for the compute fabric and
+      another for an InfiniBand storage fabric, as the SuperPOD's 4 UFM appliances.
+    """
+    nodes = compute.num_nodes
+    if nodes <= SMALL_CLUSTER_NODES:
+        return {"head": 1}
+    ufm_pairs = math.ceil(nodes / UFM_NODES_PER_PAIR) if spec.network.fabric == "infiniband" else 0
+    ufm_fabrics = 2 if spec.network.storage_fabric else 1
+    return {
+        "head": HA_HEAD_NODES,
+        "slurm": SLURM_CONTROLLERS,
+        "login": math.ceil(nodes / NODES_PER_LOGIN_NODE),
+        # The head nodes monitor the first NODES_PER_MONITORING_PAIR nodes.
+        "monitoring": 2 * (nodes // NODES_PER_MONITORING_PAIR),
+        "ufm": 2 * ufm_pairs * ufm_fabrics,
+    }
 
 
 def plan(spec: ClusterSpec, catalog: Catalog | None = None, *, break_even: bool = True) -> Design:
@@ -84,7 +121,8 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None, *, break_even: bool 
     storage = size_storage(spec, catalog, compute.num_training_gpus)
     fabric = design_compute_fabric(spec, compute, catalog)
     density = choose_density(spec, compute)
-    mgmt = mgmt_servers(spec)
+    management = management_servers(spec, compute)
+    mgmt = sum(management.values())
     # The OOB fabric needs a port per PDU, known only once racks are laid out: start from an
     # estimate and re-lay until the support fabrics stop changing (one extra pass in practice).
     pdu_estimate = 2 * (
@@ -100,12 +138,14 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None, *, break_even: bool 
         support = resized
         layout = lay_out(spec, compute, fabric, support, storage, catalog, density, mgmt)
     cabling = design_cabling(compute, fabric, support, storage, layout, catalog)
-    parts = Parts(spec, compute, fabric, support, storage, layout, cabling, catalog, mgmt)
+    parts = Parts(spec, compute, fabric, support, storage, layout, cabling, catalog, management)
     bom = bill_of_materials(parts)
     power = power_summary(parts)
-    cost = cost_design(spec, compute, bom, power)
+    cost = cost_design(
+        spec, gpu=compute.gpu, num_training_gpus=compute.num_training_gpus, bom=bom, power=power
+    )
     if break_even and not cost.build_wins:
-        cost = cost.model_copy(update={"break_even_gpus": break_even_gpus(spec, catalog)})
+        cost = cost.model_copy(update={"break_even_gpus": break_even_gpus(spec, catalog, cost)})
     design = Design(
         spec=spec,
         job=job_layout(spec, catalog),
@@ -125,9 +165,9 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None, *, break_even: bool 
     return design.model_copy(update={"findings": evaluate(design)})
 
 
-def _build_wins_at(spec: ClusterSpec, catalog: Catalog, num_gpus: int) -> bool:
-    """Does building beat renting for the same spec at ``num_gpus``?  The workload is reduced
-    to data parallelism so any node multiple is a valid size."""
+def _at_size(spec: ClusterSpec, num_gpus: int) -> ClusterSpec:
+    """The same spec at ``num_gpus``, its workload reduced to data parallelism so that any
+    whole number of nodes is a valid size."""
     workload = spec.workload and spec.workload.model_copy(
         update={
             "tensor_parallel": 1,
@@ -137,50 +177,101 @@ def _build_wins_at(spec: ClusterSpec, catalog: Catalog, num_gpus: int) -> bool:
             "data_parallel": None,
             "global_batch": num_gpus,
             "micro_batch": 1,
+            "pipeline_layers": None,
         }
     )
-    sized = spec.model_copy(update={"num_gpus": num_gpus, "workload": workload})
+    return spec.model_copy(update={"num_gpus": num_gpus, "workload": workload})
+
+
+def _gap_usd(spec: ClusterSpec, catalog: Catalog, num_gpus: int) -> float | None:
+    """Build total minus rent total at ``num_gpus`` (negative: building wins); None when no
+    fabric of the spec's kind, nor a rail-optimized one, reaches that size."""
+    sized = _at_size(spec, num_gpus)
     try:
-        return plan(sized, catalog, break_even=False).cost.build_wins
+        cost = plan(sized, catalog, break_even=False).cost
     except CapacityError:
-        # The spec's own topology may not grow (a single switch): compare on a fabric that does.
+        # The spec's own topology may not grow (a single switch): compare on one that does.
         network = spec.network.model_copy(
-            update={
-                "topology": "rail-optimized",
-                "tiers": None,
-                "link_aggregation": False,
-            }
+            update={"topology": "rail-optimized", "tiers": None, "link_aggregation": False}
         )
-        grown = sized.model_copy(update={"network": network})
-        return plan(grown, catalog, break_even=False).cost.build_wins
+        try:
+            cost = plan(
+                sized.model_copy(update={"network": network}), catalog, break_even=False
+            ).cost
+        except CapacityError:
+            return None
+    return cost.build_total_usd - cost.rent_total_usd
 
 
-def _wins_or_none(spec: ClusterSpec, catalog: Catalog, num_gpus: int) -> bool:
-    try:
-        return _build_wins_at(spec, catalog, num_gpus)
-    except CapacityError:
-        return False  # the fabric cannot grow this far; treat as "not yet"
-
-
-def break_even_gpus(spec: ClusterSpec, catalog: Catalog | None = None) -> int | None:
+def break_even_gpus(
+    spec: ClusterSpec, catalog: Catalog | None = None, cost: CostDesign | None = None
+) -> int | None:
     """Smallest GPU count (whole nodes) at which building beats renting, all else equal.
 
-    Doubles the size until building wins, then bisects in whole nodes; None if it never
-    wins below 32,768 GPUs.
+    Building costs about F + v·N for N GPUs (F: staff, management servers, the smallest
+    fabric; v: a node's share of hardware, power, racks and fabric) and renting r·N, so the
+    gap build − rent is close to linear in N and crosses zero at N* = F / (r − v). The gap
+    is planned at the spec's size (``cost``, when the caller has it) and at a second size
+    (one node when the spec's size already wins, else a larger reference), then N* is refined
+    by regula falsi on planned designs: at most 2 + BREAK_EVEN_PLANS plans in all, none above
+    BREAK_EVEN_MAX_GPUS. Returns the smallest planned size where building won, or None when
+    the gap does not shrink with size or no planned size up to the cap wins.
     """
     catalog = catalog or load_catalog()
-    step = catalog.nodes[resolve_node_id(spec)].num_gpus
-    low, high = 0, step
-    while not _wins_or_none(spec, catalog, high):
-        low, high = high, high * 2
-        if high > BREAK_EVEN_MAX_GPUS:
-            return None
-    while high - low > step:
-        mid = (low + high) // 2 // step * step
-        if mid in (low, high):
+    step = catalog.nodes[resolve_node_id(spec, catalog)].num_gpus
+    points: dict[int, float] = {}
+    if cost is not None:
+        points[spec.num_gpus] = cost.build_total_usd - cost.rent_total_usd
+    elif (gap := _gap_usd(spec, catalog, spec.num_gpus)) is not None:
+        points[spec.num_gpus] = gap
+    if not points:
+        return None
+    second = _second_size(spec.num_gpus, step, wins=points[spec.num_gpus] < 0)
+    if second not in points and (gap := _gap_usd(spec, catalog, second)) is not None:
+        points[second] = gap
+    for _ in range(BREAK_EVEN_PLANS):
+        guess = _next_guess(points, step)
+        if guess is None or guess in points:
             break
-        if _wins_or_none(spec, catalog, mid):
-            high = mid
-        else:
-            low = mid
-    return high
+        gap = _gap_usd(spec, catalog, guess)
+        if gap is None:
+            break
+        points[guess] = gap
+    winners = [n for n, gap in points.items() if gap < 0]
+    return min(winners) if winners else None
+
+
+def _second_size(num_gpus: int, step: int, *, wins: bool) -> int:
+    """The second size of the linear fit: one node when the spec's size already wins (the
+    crossing lies below), else 2,048 GPUs for small specs and half the spec above."""
+    if wins:
+        return step
+    if num_gpus < BREAK_EVEN_REFERENCE_GPUS // 2:
+        return BREAK_EVEN_REFERENCE_GPUS // step * step
+    return max(step, num_gpus // 2 // step * step)
+
+
+def _next_guess(points: dict[int, float], step: int) -> int | None:
+    """Where the line through the two points nearest the sign change crosses zero, rounded up
+    to whole nodes; None when bracketed to one node, when the gap does not shrink with size,
+    or when the crossing lies beyond the cap."""
+    losers = sorted(n for n, gap in points.items() if gap >= 0)
+    winners = sorted(n for n, gap in points.items() if gap < 0)
+    if losers and winners:
+        a, b = losers[-1], winners[0]
+        if b - a <= step:
+            return None
+    elif len(losers) >= 2:
+        a, b = losers[-2], losers[-1]
+    elif len(winners) >= 2:
+        a, b = winners[0], winners[1]
+    else:
+        return None
+    slope = (points[b] - points[a]) / (b - a)
+    if slope >= 0:
+        return None
+    crossing = a - points[a] / slope
+    guess = max(step, math.ceil(crossing / step) * step)
+    if losers and winners:
+        guess = min(max(guess, a + step), b - step)
+    return guess if guess <= BREAK_EVEN_MAX_GPUS else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from clusterforge.design.cooling import COOLING_BAND_KW
 
@@ -19,8 +19,14 @@ if TYPE_CHECKING:
 __all__ = ["RULES", "Finding", "evaluate"]
 
 Severity = Literal["error", "warning", "info"]
-AIR_COMFORT_KW = 20.0  # design.md §4.4: air ≤ 15-20 kW comfortable, ≤ 30 with containment
-MIN_GBIT_PER_GPU_TP = 400.0  # seed brief: TP across nodes needs 400-800 Gb/s per GPU
+# Air cooling is comfortable up to about 20 kW per rack and needs aisle containment above it
+# (ASHRAE TC 9.9, Thermal Guidelines for Data Processing Environments, 5th ed.; Uptime
+# Institute Global Data Center Survey 2024 on rack densities).
+AIR_COMFORT_KW = 20.0
+# Tensor parallelism across nodes needs at least the 400 Gb/s per GPU of NVIDIA's reference
+# designs (DGX SuperPOD H100: one NDR 400 Gb/s port per GPU); Megatron-LM keeps TP inside the
+# NVLink domain for this reason (Narayanan et al. 2021, §3.3).
+MIN_GBIT_PER_GPU_TP = 400.0
 
 
 class Finding(BaseModel):
@@ -30,6 +36,12 @@ class Finding(BaseModel):
     message: str
     numbers: dict[str, float | int | str]
     fix: str
+
+    @field_validator("numbers")
+    @classmethod
+    def _readable(cls, numbers: dict[str, float | int | str]) -> dict[str, float | int | str]:
+        """Floats keep 6 significant digits: 9.9, not 9.899999999999999 (binary rounding)."""
+        return {k: float(f"{v:.6g}") if isinstance(v, float) else v for k, v in numbers.items()}
 
 
 Rule = Callable[["Design"], list[Finding]]
@@ -242,38 +254,6 @@ def nic_per_gpu(d: Design) -> list[Finding]:
 
 
 @rule
-def no_spares(d: Design) -> list[Finding]:
-    if d.compute.num_spare_nodes:
-        return []
-    return [
-        Finding(
-            id="no-spares",
-            severity="warning",
-            message="no spare nodes: a failed node stops a job that needs the whole cluster",
-            numbers={"spare_fraction": d.spec.spare_fraction},
-            fix="keep about 5 % spare nodes (spare_fraction: 0.05)",
-        )
-    ]
-
-
-@rule
-def consumer_gpu(d: Design) -> list[Finding]:
-    gpu = d.compute.gpu
-    if gpu.datacenter:
-        return []
-    return [
-        Finding(
-            id="consumer-gpu",
-            severity="error",
-            message=f"{gpu.name} is a consumer GPU: no NVLink, no ECC, PCIe-only scale-up; fine "
-            "for prototyping, not for production training",
-            numbers={"ecc": str(gpu.ecc), "nvlink_domain_gpus": d.compute.nvlink_domain_gpus},
-            fix="use a data-centre GPU (h100-sxm, h200-sxm, b200)",
-        )
-    ]
-
-
-@rule
 def feed_loss(d: Design) -> list[Finding]:
     node = d.compute.node
     if d.spec.facility.feeds_per_rack < 2 or not node.num_psus:
@@ -341,23 +321,6 @@ def single_switch_lag(d: Design) -> list[Finding]:
 
 
 @rule
-def cpu_cores(d: Design) -> list[Finding]:
-    have, want = d.compute.cpu_cores_per_gpu, d.spec.min_cpu_cores_per_gpu
-    if have >= want:
-        return []
-    return [
-        Finding(
-            id="few-cpu-cores-per-gpu",
-            severity="info",
-            message=f"{have:g} host CPU cores per GPU, under the {want:g} practitioners use for data "
-            "loading (2 x 96-core EPYC per 8 GPUs)",
-            numbers={"cpu_cores_per_gpu": have, "min_cpu_cores_per_gpu": want},
-            fix="profile the data loader; choose higher-core CPUs if it cannot keep up",
-        )
-    ]
-
-
-@rule
 def all_to_all_topology(d: Design) -> list[Finding]:
     if d.job is None or d.job.ep <= 1 or d.fabric.topology not in ("rail-only", "dragonfly"):
         return []
@@ -373,27 +336,5 @@ def all_to_all_topology(d: Design) -> list[Finding]:
     ]
 
 
-@rule
-def rent_cheaper(d: Design) -> list[Finding]:
-    c = d.cost
-    if c.build_wins:
-        return []
-    extra = (
-        f"; building wins from about {c.break_even_gpus} GPUs"
-        if c.break_even_gpus
-        else f"; at {d.spec.economics.utilization:.0%} utilization building does not win at any size"
-    )
-    return [
-        Finding(
-            id="too-small-to-own",
-            severity="warning",
-            message=f"renting at ${c.cloud_usd_per_gpu_hour:.2f}/GPU-h costs "
-            f"${c.rent_total_usd / 1e6:.2f}M over {c.years:g} years vs ${c.build_total_usd / 1e6:.2f}M "
-            f"to build (${c.effective_build_usd_per_gpu_hour:.2f}/GPU-h){extra}",
-            numbers={
-                "build_usd_per_gpu_hour": round(c.effective_build_usd_per_gpu_hour, 3),
-                "break_even_utilization": round(c.break_even_utilization, 3),
-            },
-            fix="rent, or build only above the break-even utilization and size",
-        )
-    ]
+# The node and cost rules register themselves on import (they live apart to keep modules small).
+from clusterforge.design import rules_compute as _rules_compute  # noqa: E402, F401

@@ -1,0 +1,134 @@
+"""Cost of ownership: reserved and on-demand rent, self-built sites, management servers that
+scale with the cluster, and a break-even size found in a bounded number of plans."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from clusterforge.design import plan
+from clusterforge.design.plan import BREAK_EVEN_PLANS, break_even_gpus, management_servers
+from clusterforge.design.tco import HOURS_PER_YEAR, rent_offers
+from clusterforge.spec import EconomicsSpec
+from tests.conftest import make_spec
+
+# The module (the package exports the function of the same name).
+plan_module = importlib.import_module("clusterforge.design.plan")
+
+# --- rent -------------------------------------------------------------------------------
+
+
+def test_reserved_bills_every_hour_of_whole_terms(catalog):
+    e = EconomicsSpec(years=4, reserved_term_years=3, cloud_usd_per_gpu_hour=2.0, utilization=0.5)
+    offers = rent_offers(e, catalog.gpus["h100-sxm"], 64)
+    assert offers.reserved_billed_years == 6  # two 3-year contracts cover 4 years
+    assert offers.reserved_total_usd == pytest.approx(64 * HOURS_PER_YEAR * 6 * 2.0)
+
+
+def test_on_demand_bills_only_used_hours(catalog):
+    gpu = catalog.gpus["h100-sxm"]
+    busy = rent_offers(EconomicsSpec(utilization=1.0), gpu, 64)
+    idle = rent_offers(EconomicsSpec(utilization=0.25), gpu, 64)
+    assert idle.on_demand_total_usd == pytest.approx(busy.on_demand_total_usd / 4)
+    assert idle.reserved_total_usd == busy.reserved_total_usd  # a contract bills idle hours
+
+
+def test_default_prices_come_from_the_gpu_row(catalog):
+    h100 = rent_offers(EconomicsSpec(), catalog.gpus["h100-sxm"], 8)
+    b200 = rent_offers(EconomicsSpec(), catalog.gpus["b200"], 8)
+    assert h100.reserved_usd_per_gpu_hour == catalog.gpus["h100-sxm"].rent_reserved_usd_per_gpu_hour
+    assert b200.on_demand_usd_per_gpu_hour == catalog.gpus["b200"].rent_on_demand_usd_per_gpu_hour
+    assert b200.reserved_usd_per_gpu_hour > h100.reserved_usd_per_gpu_hour
+    assert h100.price_date == catalog.gpus["h100-sxm"].rent_price_date
+
+
+@pytest.mark.parametrize(("utilization", "basis"), [(0.95, "reserved"), (0.5, "on-demand")])
+def test_cheaper_basis_follows_utilization(catalog, utilization, basis):
+    offers = rent_offers(EconomicsSpec(utilization=utilization), catalog.gpus["h100-sxm"], 8)
+    assert offers.basis == basis
+
+
+def test_verdict_states_its_basis():
+    d = plan(make_spec(economics={"rent_basis": "on-demand", "utilization": 0.9}))
+    assert d.cost.rent_basis == "on-demand"
+    assert d.cost.rent_total_usd == d.cost.rent.on_demand_total_usd
+    forced = plan(make_spec(economics={"rent_basis": "reserved"}))
+    assert forced.cost.rent_total_usd == forced.cost.rent.reserved_total_usd
+
+
+# --- self-built data centre ----------------------------------------------------------------
+
+
+def test_self_build_pays_for_the_building():
+    colo = plan(make_spec(num_gpus=256))
+    own = plan(make_spec(num_gpus=256, facility={"colo_usd_per_kw_month": 0}))
+    assert colo.cost.datacenter_capex_usd == 0
+    assert "datacenter" not in colo.cost.capex_by_category_usd
+    expected = 11.7e6 * own.power.it_max_kw / 1000  # $/MW of critical IT load
+    assert own.cost.datacenter_capex_usd == pytest.approx(expected)
+    assert own.cost.capex_usd - colo.cost.capex_usd == pytest.approx(expected)
+    # 4 of 20 years depreciated: 80 % of the building is residual value
+    assert own.cost.residual_usd - colo.cost.residual_usd == pytest.approx(0.8 * expected)
+
+
+# --- management servers ----------------------------------------------------------------------
+
+
+def _mgmt(num_gpus: int, **fields: object) -> dict[str, int]:
+    d = plan(make_spec(num_gpus=num_gpus, **fields), break_even=False)
+    return management_servers(d.spec, d.compute)
+
+
+def test_one_node_gets_one_head_node():
+    assert _mgmt(8, spare_fraction=0) == {"head": 1}
+
+
+def test_four_su_superpod_matches_the_reference_build():
+    """DGX SuperPOD H100, 4 SUs (127 nodes): 5 management servers and 4 UFM appliances."""
+    roles = _mgmt(1016, spare_fraction=0)
+    assert roles["ufm"] == 4
+    assert sum(roles.values()) - roles["ufm"] == 5
+
+
+def test_management_grows_with_the_cluster():
+    small = sum(_mgmt(1016).values())
+    large = sum(_mgmt(32768).values())
+    assert large > small + 10
+
+
+def test_ethernet_fabric_has_no_ufm():
+    roles = _mgmt(1024, network={"fabric": "roce", "switch": "sn5600"})
+    assert roles.get("ufm", 0) == 0
+
+
+# --- break-even --------------------------------------------------------------------------------
+
+
+def test_break_even_is_a_size_where_building_wins_and_is_bounded(monkeypatch):
+    calls: list[int] = []
+    real_plan = plan_module.plan
+
+    def counting_plan(spec, catalog=None, *, break_even=True):
+        calls.append(spec.num_gpus)
+        return real_plan(spec, catalog, break_even=break_even)
+
+    spec = make_spec(
+        num_gpus=8, spare_fraction=0, workload={"tensor_parallel": 8, "global_batch": 8}
+    )
+    monkeypatch.setattr(plan_module, "plan", counting_plan)
+    n = break_even_gpus(spec)
+    monkeypatch.undo()
+    assert len(calls) <= 2 + BREAK_EVEN_PLANS
+    assert n is not None and n % 8 == 0
+    wins = plan(plan_module._at_size(spec, n), break_even=False).cost
+    assert wins.build_total_usd < wins.rent_total_usd
+    half = plan(plan_module._at_size(spec, max(8, n // 2)), break_even=False).cost
+    assert half.build_total_usd > half.rent_total_usd
+
+
+def test_no_break_even_when_renting_is_cheaper_per_gpu():
+    spec = make_spec(
+        num_gpus=64, economics={"cloud_usd_per_gpu_hour": 0.5, "on_demand_usd_per_gpu_hour": 0.6}
+    )
+    assert break_even_gpus(spec) is None
