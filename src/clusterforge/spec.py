@@ -20,8 +20,8 @@ from pydantic import (
     model_validator,
 )
 
-from clusterforge.catalog import Catalog, ModelArch, load_catalog
-from clusterforge.errors import CatalogError, PlanError, SpecError, did_you_mean
+from clusterforge.catalog import Catalog, ModelArch, Node, load_catalog
+from clusterforge.errors import PlanError, SpecError, did_you_mean
 from clusterforge.job import JobLayout
 from clusterforge.spec_yaml import excerpt, load_yaml_text, read_spec_text
 
@@ -291,15 +291,39 @@ class WorkloadSpec(_Section):
     )
 
 
+RentBasis = Literal["cheaper", "reserved", "on-demand"]
+
+
 class EconomicsSpec(_Section):
-    """Build-versus-rent inputs."""
+    """Build-versus-rent inputs. Rent prices left unset come from the GPU's catalog row."""
 
     years: float = Field(4.0, gt=0, le=15, description="Ownership period, years")
-    cloud_usd_per_gpu_hour: float = Field(
-        2.35,
+    rent_basis: RentBasis = Field(
+        "cheaper",
+        description="Rental offer the verdict compares against: reserved (a contract that "
+        "bills every hour of each term), on-demand (bills only the hours used) or whichever "
+        "of the two costs less at this utilization",
+    )
+    cloud_usd_per_gpu_hour: float | None = Field(
+        None,
         gt=0,
         le=1000,
-        description="Rental price to compare against, $/GPU-h (1-year market, Mar 2026)",
+        description="Reserved-contract rent, $/GPU-h, billed for every hour (None = the "
+        "catalog's dated 1-year contract price for the GPU)",
+    )
+    reserved_term_years: float = Field(
+        1.0,
+        gt=0,
+        le=5,
+        description="Length of one reserved contract, years; the ownership period is covered "
+        "by whole terms",
+    )
+    on_demand_usd_per_gpu_hour: float | None = Field(
+        None,
+        gt=0,
+        le=1000,
+        description="On-demand rent, $/GPU-h, billed per used hour (None = the catalog's "
+        "dated list price for the GPU)",
     )
     utilization: float = Field(0.9, gt=0, le=1.0, description="Expected busy share of GPU-hours")
     num_staff: float = Field(
@@ -318,6 +342,21 @@ class EconomicsSpec(_Section):
         0.03, ge=0, le=0.5, description="Integration, installation and burn-in, share of capex"
     )
     rent_discount: float = Field(0.0, ge=0, lt=1.0, description="Negotiated discount on rent")
+    datacenter_usd_per_mw: float = Field(
+        11.7e6,
+        ge=0,
+        le=100e6,
+        description="Self-build only (facility.colo_usd_per_kw_month: 0): construction cost "
+        "per MW of critical IT load, $ (Cushman & Wakefield Data Center Development Cost "
+        "Guide 2025: average of 19 US markets, Oct 2024, land and fit-out excluded)",
+    )
+    datacenter_life_years: float = Field(
+        20.0,
+        gt=0,
+        le=60,
+        description="Self-build only: straight-line life of the building, years; the share "
+        "not yet depreciated at the end of the period counts as residual value",
+    )
 
 
 class ClusterSpec(_Section):
@@ -341,10 +380,12 @@ class ClusterSpec(_Section):
     )
     spare_fraction: float = Field(0.05, ge=0, le=0.5, description="Spare nodes, share of nodes")
     min_cpu_cores_per_gpu: float = Field(
-        24.0,
+        5.0,
         ge=0,
         le=1024,
-        description="Flag fewer host CPU cores per GPU (2x96 cores per 8 GPUs)",
+        description="Flag fewer physical host CPU cores per GPU: the training process, two "
+        "data-loader workers (Megatron-LM --num-workers default), the pin-memory thread and "
+        "NCCL's proxy thread each want a core",
     )
 
     network: NetworkSpec = NetworkSpec()
@@ -373,17 +414,6 @@ class ClusterSpec(_Section):
             raise ValueError("give 'gpu' (e.g. h100-sxm) or 'node' (e.g. dgx-h100)")
         return self
 
-
-# GPU id -> the node model used when the spec names only the GPU.
-DEFAULT_NODE_FOR_GPU = {
-    "a100-80gb": "dgx-a100",
-    "h100-sxm": "dgx-h100",
-    "h200-sxm": "dgx-h200",
-    "b200": "dgx-b200",
-    "gb200": "gb200-nvl72-tray",
-    "mi300x": "mi300x-8gpu",
-    "rtx-4090": "rtx4090-8gpu",
-}
 
 DEFAULT_SPEC_YAML = """\
 # The built-in default: 512 x H100 in a colo with a 15 kW rack cap, training a 70B model
@@ -505,8 +535,11 @@ def _check_against_catalog(spec: ClusterSpec, catalog: Catalog, source: str) -> 
         _lookup("GPU", catalog.gpus.ids(), spec.gpu, "gpu", source)
     if spec.node is not None:
         _lookup("node", catalog.nodes.ids(), spec.node, "node", source)
-    node_id = resolve_node_id(spec)
+    if spec.gpu is not None and spec.node is None:
+        _lookup("node", catalog.nodes.ids(), catalog.gpus[spec.gpu].default_node, "gpu", source)
+    node_id = resolve_node_id(spec, catalog)
     node = catalog.nodes[node_id]
+    _check_compute_nic(spec, node, catalog, source)
     if spec.gpu is not None and node.gpu != spec.gpu:
         raise SpecError(
             f"{source}: node {node_id!r} carries {node.gpu!r}, not gpu {spec.gpu!r}; "
@@ -538,15 +571,36 @@ def _check_against_catalog(spec: ClusterSpec, catalog: Catalog, source: str) -> 
     job_layout(spec, catalog, source)
 
 
-def resolve_node_id(spec: ClusterSpec) -> str:
-    """The node model: the spec's, or the default for its GPU."""
+def resolve_node_id(spec: ClusterSpec, catalog: Catalog) -> str:
+    """The node model: the spec's, or the catalog's default node for its GPU."""
     if spec.node is not None:
         return spec.node
     assert spec.gpu is not None  # guaranteed by ClusterSpec._gpu_or_node
-    try:
-        return DEFAULT_NODE_FOR_GPU[spec.gpu]
-    except KeyError:
-        raise CatalogError(f"no default node for GPU {spec.gpu!r}; set 'node'") from None
+    return catalog.gpus[spec.gpu].default_node
+
+
+def _check_compute_nic(spec: ClusterSpec, node: Node, catalog: Catalog, source: str) -> None:
+    """network.* against the node's compute NIC: speed, count and fabric must be ones the
+    NIC can run (a ConnectX-7 runs 400, 200 or 100 Gb/s, never 800)."""
+    nic, net = catalog.nics[node.compute_nic], spec.network
+    if net.nic_gbit_per_s is not None and net.nic_gbit_per_s > nic.port_gbit_per_s:
+        raise SpecError(
+            f"{source}: network.nic_gbit_per_s: {net.nic_gbit_per_s:g} is faster than node "
+            f"{node.id!r}'s compute NIC {nic.id!r} ({nic.port_gbit_per_s:g} Gb/s); use at most "
+            f"{nic.port_gbit_per_s:g} or pick a node with faster NICs"
+        )
+    ports = node.num_compute_nics * nic.num_ports
+    if net.nics_per_node is not None and net.nics_per_node > ports:
+        raise SpecError(
+            f"{source}: network.nics_per_node: {net.nics_per_node} is more than node "
+            f"{node.id!r}'s {ports} compute NIC ports; use at most {ports}"
+        )
+    fabric = "infiniband" if net.fabric == "infiniband" else "ethernet"
+    if fabric not in nic.fabrics:
+        raise SpecError(
+            f"{source}: network.fabric: {net.fabric} needs {fabric} NICs, but node "
+            f"{node.id!r}'s compute NIC {nic.id!r} runs {', '.join(nic.fabrics)} only"
+        )
 
 
 def job_layout(spec: ClusterSpec, catalog: Catalog, source: str = "spec") -> JobLayout | None:
