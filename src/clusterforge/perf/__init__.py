@@ -9,7 +9,6 @@ communication through a :class:`~clusterforge.perf.comm.CommModel`, overlap stat
 """
 
 from clusterforge.perf.comm import CommModel, NetsimComm
-from clusterforge.perf.compute import Stack
 from clusterforge.perf.parallel import ParallelPlan, split_layers, validate_plan
 from clusterforge.perf.predict import (
     plan_from_workload,
@@ -18,6 +17,7 @@ from clusterforge.perf.predict import (
     resolve_model,
 )
 from clusterforge.perf.search import search_plans
+from clusterforge.perf.stack import Stack
 from clusterforge.perf.step import FLOP_CONVENTION, Breakdown, Prediction, predict_step
 
 __all__ = [

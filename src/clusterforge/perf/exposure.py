@@ -25,10 +25,10 @@ Per step:
   and the last stage's output layer share one weight, so their ``V h / t`` gradients are
   all-reduced between the two stages after the backward, not overlapped.
 * DP: gradient all-reduce (ZeRO-0) or reduce-scatter + parameter all-gather (ZeRO-1/2,
-  Megatron distributed optimizer); with overlap the reduce hides behind the backward of the
-  last micro-batch and the gather behind the forward of the first. ZeRO-3/FSDP gathers the
-  weights for forward and backward and reduce-scatters the gradients of every micro-batch,
-  hidden behind that micro-batch's compute when it is long enough.
+  Megatron distributed optimizer, and ZeRO-3 under pipeline parallelism, whose stage weights
+  stay gathered for the step); with overlap the reduce hides behind the backward of the
+  last micro-batch and the gather behind the forward of the first. ZeRO-3/FSDP without
+  pipelining gathers unit by unit: :mod:`clusterforge.perf.sharded`.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ import numpy as np
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
-from clusterforge.perf.compute import LayerTimes, Stack, overlapped_s
+from clusterforge.perf.compute import LayerTimes, overlapped_s
 from clusterforge.perf.parallel import ParallelPlan, rank_groups
+from clusterforge.perf.stack import Stack
 
 __all__ = ["LayerComm", "dp_exposed_s", "embedding_sync_s", "layer_comm", "pp_exposed_s"]
 
@@ -170,12 +171,6 @@ def dp_exposed_s(
     groups = rank_groups(plan, "dpcp")  # gradients are reduced over DP x CP (Megatron-Core)
     grads = params * stack.grad_reduce_bytes
     weights = params * ACT_BYTES
-    if plan.zero_stage == 3:
-        gathers = 2 * comm.collective_time_s("all_gather", weights, groups)
-        per_micro = gathers + comm.collective_time_s("reduce_scatter", grads, groups)
-        if not stack.dp_overlap:
-            return num_micro * per_micro
-        return num_micro * overlapped_s(per_micro, forward_mb_s + backward_mb_s)
     if plan.zero_stage == 0:
         reduce = comm.collective_time_s("all_reduce", grads, groups)
         gather = 0.0

@@ -121,13 +121,19 @@ def recompute_flops_per_token(arch: ModelArch, seq_length: int, recompute: Recom
 
 
 def hardware_flops_per_step(
-    arch: ModelArch, global_batch: int, seq_length: int, recompute: Recompute
+    arch: ModelArch,
+    global_batch: int,
+    seq_length: int,
+    recompute: Recompute,
+    recomputed_share: float = 1.0,
 ) -> float:
     """Hardware FLOPs of one step: model FLOPs + recomputation (HFU numerator).
 
-    With ``recompute="full"`` and MHA/4h this is Narayanan et al. 2021 eq. (3).
+    With ``recompute="full"`` and MHA/4h this is Narayanan et al. 2021 eq. (3);
+    ``recomputed_share`` is the share of layers recomputed (block recomputation).
     """
-    extra = recompute_flops_per_token(arch, seq_length, recompute) * global_batch * seq_length
+    per_token = recompute_flops_per_token(arch, seq_length, recompute) * recomputed_share
+    extra = per_token * global_batch * seq_length
     return model_flops_per_step(arch, global_batch, seq_length) + extra
 
 

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.compute import BF16_BYTES
 from clusterforge.perf.flops import ffn_size, kv_heads
-from clusterforge.perf.parallel import ParallelPlan, num_micro_batches
+from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
 from clusterforge.perf.stack import Stack
 
 __all__ = [
     "RUNTIME_RESERVE_GIB",
     "MemoryBreakdown",
     "activation_bytes_per_layer",
+    "layer_params_per_gpu",
     "memory_per_gpu",
     "stage_params",
 ]
@@ -67,6 +68,12 @@ def _layer_params(arch: ModelArch) -> tuple[float, float]:
     if arch.num_experts > 1:
         return dense + h * arch.num_experts, mlp * arch.num_experts
     return dense + mlp, 0.0
+
+
+def layer_params_per_gpu(arch: ModelArch, plan: ParallelPlan) -> float:
+    """Parameters of one transformer layer held by one GPU (dense / TP, experts / TP x EP)."""
+    dense, expert = _layer_params(arch)
+    return dense / plan.tp + expert / (plan.tp * plan.ep)
 
 
 def stage_params(arch: ModelArch, plan: ParallelPlan, layers: int, first: bool) -> float:
@@ -160,8 +167,7 @@ def _gathered_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
     §3.2: a unit is freed after use; ``limit_all_gathers`` bounds the units in flight)."""
     if plan.zero_stage < 3:
         return 0.0
-    dense, expert = _layer_params(arch)
-    layer = dense / plan.tp + expert / (plan.tp * plan.ep)
+    layer = layer_params_per_gpu(arch, plan)
     unit = max(layer, stack.fsdp_unit_params)
     return unit * (BF16_BYTES * (1 + stack.fsdp_prefetch) + stack.grad_buffer_bytes)
 
@@ -172,8 +178,15 @@ def memory_per_gpu(
     """Peak memory of the first pipeline stage's GPUs (most activations in flight)."""
     params = stage_params(arch, plan, stages[0], first=True)
     weights, grads, optimizer = _model_state_bytes(params, plan, stack)
-    weights += _gathered_bytes(arch, plan, stack)
+    if plan.zero_stage >= 3 and plan.pp > 1:  # a stage's weights stay gathered for the step
+        weights += BF16_BYTES * params
+    else:
+        weights += _gathered_bytes(arch, plan, stack)
     per_layer = activation_bytes_per_layer(arch, plan, stack)
+    share = recompute_fraction(plan, stages)
+    if 0.0 < share < 1.0:  # block recomputation: the other layers keep their activations
+        kept = activation_bytes_per_layer(arch, plan.with_(recompute="none"), stack)
+        per_layer = share * per_layer + (1.0 - share) * kept
     activations = per_layer * stages[0] * _in_flight(plan)
     # Embedding output kept for the first layer (+ full-recompute working set of one layer).
     tokens = plan.micro_batch * plan.seq_length / plan.cp

@@ -25,6 +25,7 @@ __all__ = [
     "Precision",
     "num_micro_batches",
     "rank_groups",
+    "recompute_fraction",
     "shard_groups",
     "split_layers",
     "validate_plan",
@@ -52,6 +53,7 @@ class ParallelPlan:
     precision: Precision = "bf16"
     pipeline_layers: tuple[int, ...] | None = None
     shard_size: int | None = None
+    recompute_layers: int | None = None
 
     @property
     def num_gpus(self) -> int:
@@ -65,6 +67,21 @@ class ParallelPlan:
     def with_(self, **changes: object) -> ParallelPlan:
         """A copy with some fields changed (plans are frozen)."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def recompute_fraction(plan: ParallelPlan, stage_layers: tuple[int, ...]) -> float:
+    """Share of a stage's layers whose forward is recomputed in the backward.
+
+    ``recompute = "full"`` recomputes every layer, or, with ``recompute_layers = k``, the
+    first ``k`` layers of each stage and keeps the others' activations (Megatron-LM
+    ``--recompute-granularity full --recompute-method block --recompute-num-layers k``;
+    Korthikanti et al. 2022 §5 discuss recomputing only some layers). Other modes: 0.
+    """
+    if plan.recompute != "full":
+        return 0.0
+    if plan.recompute_layers is None:
+        return 1.0
+    return min(1.0, plan.recompute_layers / max(stage_layers))
 
 
 def num_micro_batches(plan: ParallelPlan) -> int:
@@ -90,6 +107,10 @@ def validate_plan(arch: ModelArch, plan: ParallelPlan, num_gpus: int) -> tuple[i
     layout.check_model(arch, plan.seq_length)
     layout.check_batch(plan.global_batch, plan.micro_batch, plan.vpp)
     _require(plan.zero_stage in (0, 1, 2, 3), f"zero_stage = {plan.zero_stage}: use 0, 1, 2 or 3")
+    _require(
+        plan.recompute_layers is None or plan.recompute_layers >= 0,
+        f"recompute_layers = {plan.recompute_layers}: use 0 or more layers per stage",
+    )
     replicas = plan.dp * plan.cp
     _require(
         plan.shard_size is None or (plan.shard_size >= 1 and replicas % plan.shard_size == 0),

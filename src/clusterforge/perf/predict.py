@@ -13,8 +13,8 @@ from typing import Any
 from clusterforge.catalog import ModelArch, load_catalog
 from clusterforge.errors import SimulationError
 from clusterforge.perf.comm import CommModel, NetsimComm, netsim_available
-from clusterforge.perf.compute import Stack
 from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.stack import Stack
 from clusterforge.perf.step import Prediction, predict_step
 from clusterforge.spec import WorkloadSpec
 

@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterator
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.errors import PlanError
 from clusterforge.perf.comm import CommModel
-from clusterforge.perf.compute import Stack
-from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.memory import memory_per_gpu
+from clusterforge.perf.parallel import ParallelPlan, validate_plan
+from clusterforge.perf.stack import Stack
 from clusterforge.perf.step import Prediction, predict_step
 
-__all__ = ["candidate_plans", "search_plans"]
+__all__ = ["candidate_plans", "least_recompute", "recompute_options", "search_plans"]
 
 RECOMPUTE_ORDER = ("none", "selective", "full")
 MICRO_BATCHES = (1, 2, 4)
@@ -71,17 +72,50 @@ def candidate_plans(
             )
 
 
+def recompute_options(plan: ParallelPlan, max_stage_layers: int) -> Iterator[ParallelPlan]:
+    """Recomputation variants from cheapest to most memory-saving: none, selective, block
+    recomputation of 1, 2, ... layers per stage, full (Korthikanti et al. 2022 §5)."""
+    yield plan.with_(recompute="none", recompute_layers=None)
+    yield plan.with_(recompute="selective", recompute_layers=None)
+    for k in range(1, max_stage_layers):
+        yield plan.with_(recompute="full", recompute_layers=k)
+    yield plan.with_(recompute="full", recompute_layers=None)
+
+
+def least_recompute(
+    arch: ModelArch,
+    plan: ParallelPlan,
+    gpu: Gpu,
+    stack: Stack,
+    modes: tuple[str, ...] = RECOMPUTE_ORDER,
+) -> ParallelPlan | None:
+    """The plan with the least recomputation among ``modes`` that fits in the GPU's memory
+    (checked with the memory model alone, before any timing), or None; block recomputation
+    is tried only when ``modes`` allows both ``"full"`` and something less.
+
+    Raises :class:`PlanError` when the plan itself is invalid.
+    """
+    stages = validate_plan(arch, plan, plan.num_gpus)
+    block = "full" in modes and len(modes) > 1
+    for option in recompute_options(plan, max(stages)):
+        partial = option.recompute_layers is not None
+        if option.recompute not in modes or (partial and not block):
+            continue
+        if memory_per_gpu(arch, option, stages, stack).total_gib <= gpu.hbm_gib:
+            return option
+    return None
+
+
 def _cheapest_fitting(
     arch: ModelArch, plan: ParallelPlan, gpu: Gpu, comm: CommModel, domain: int, stack: Stack
 ) -> Prediction | None:
-    for recompute in RECOMPUTE_ORDER:
-        try:
-            pred = predict_step(arch, plan.with_(recompute=recompute), gpu, comm, domain, stack)
-        except PlanError:
-            return None
-        if pred.fits:
-            return pred
-    return None
+    try:
+        fitting = least_recompute(arch, plan, gpu, stack)
+    except PlanError:
+        return None
+    if fitting is None:
+        return None
+    return predict_step(arch, fitting, gpu, comm, domain, stack)
 
 
 def search_plans(

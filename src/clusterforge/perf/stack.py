@@ -17,21 +17,28 @@ Each named stack states the defaults of that framework with their source:
     delayed scaling; BF16 weights plus an FP8 weight copy cached across micro-batches
     (Transformer Engine ``is_first_microbatch``).
 ``nemo``
-    NeMo 2 on Megatron-Core: the same mechanisms, with NeMo's FP8 recipe
-    (``nemo/collections/llm/recipes/precision/mixed_precision.py``: ``bf16_with_fp8_mixed``:
-    hybrid FP8, delayed scaling, ``fp8_params=True`` so the weights are stored in FP8 only,
-    ``grad_reduce_in_fp32=True``).
+    NeMo's published performance configurations on Megatron-Core
+    (NVIDIA/NeMo-Framework-Launcher ``launcher_scripts/conf/training/*/*.yaml``, e.g.
+    ``nemotron/nemotron_340b.yaml``: ``mcore_distributed_optim`` with
+    ``grad_sync_dtype: bf16``, ``overlap_grad_sync``/``overlap_param_sync``,
+    ``ub_tp_comm_overlap``, ``overlap_p2p_comm``, gradient-accumulation fusion): the
+    Megatron-Core mechanisms with a BF16 gradient buffer reduced in BF16. FP8: Transformer
+    Engine with FP8 parameters (``fp8_params: true``; NeMo's ``bf16_with_fp8_mixed`` recipe
+    in ``nemo/collections/llm/recipes/precision/mixed_precision.py``), so the weights are
+    stored in FP8 only.
 ``deepspeed``
     Megatron-DeepSpeed with DeepSpeed ZeRO (Rajbhandari et al. 2020; BigScience
     ``train/tr11-176B-ml``): unfused attention and dropout, no TP overlap, the pipeline
     engine reduces gradients after the last micro-batch, BF16_Optimizer accumulating in an
-    FP32 buffer (a separate pass). ZeRO-3 fetches parameters in buckets of
+    FP32 buffer (a separate pass), no FP8 recipe of its own (Transformer Engine layers as in
+    Megatron-Core, without the fused norm cast). ZeRO-3 fetches parameters in buckets of
     ``stage3_prefetch_bucket_size`` = 5e7 elements (DeepSpeed config docs) with
     ``overlap_comm``, and keeps BF16 shards plus FP32 master weights.
 ``fsdp``
     PyTorch FSDP (Zhao et al. 2023, arXiv 2304.11277, §3-4): one FSDP unit per transformer
-    block, ``BACKWARD_PRE`` prefetch of one unit, no forward prefetch (the default),
-    parameters resharded after the forward, FP32 sharded parameters with BF16 compute
+    block, ``BACKWARD_PRE`` prefetch of one unit in the backward and, in the forward, the
+    next unit's all-gather issued by the CPU running ahead of the GPU (§3.3.2, with
+    ``limit_all_gathers`` bounding it), parameters resharded after the forward, no TP overlap, FP32 sharded parameters with BF16 compute
     (``MixedPrecision(param_dtype=bf16, reduce_dtype=fp32)``), flash attention (PyTorch SDPA).
 ``torchtitan``
     torchtitan with FSDP2 (Liang et al. 2024, arXiv 2410.06511, §2-3): per-block
@@ -82,6 +89,7 @@ class Stack:
     fsdp_reshard_after_forward: bool = True
     fp8_scaling: Fp8Scaling = "delayed"
     fp8_fused_norm_cast: bool = True
+    fp8_all_gather: bool = False
 
     @classmethod
     def megatron_core(cls) -> Stack:
@@ -108,9 +116,16 @@ def stack_named(name: StackName) -> Stack:
                 grad_reduce_bytes=2,
                 fused_grad_accumulation=False,
                 grad_buffer_bytes=2.0,
+                fsdp_prefetch=0,
             )
         case "nemo":
-            return Stack(name=name, fp8_weight_bytes=1.0, fp8_copy_bytes=0.0)
+            return Stack(
+                name=name,
+                grad_reduce_bytes=2,
+                grad_buffer_bytes=2.0,
+                fp8_weight_bytes=1.0,
+                fp8_copy_bytes=0.0,
+            )
         case "deepspeed":
             return Stack(
                 name=name,
@@ -132,7 +147,6 @@ def stack_named(name: StackName) -> Stack:
                 fp8_weight_bytes=4.0,
                 fp8_copy_bytes=0.0,
                 optimizer_bytes=8.0,
-                fsdp_prefetch=0,
                 fp8_scaling="dynamic",
                 fp8_fused_norm_cast=False,
             )
@@ -146,6 +160,7 @@ def stack_named(name: StackName) -> Stack:
                 optimizer_bytes=8.0,
                 fp8_scaling="dynamic",
                 fp8_fused_norm_cast=False,
+                fp8_all_gather=True,
             )
         case _:
             assert_never(name)

@@ -17,8 +17,8 @@ Overlap assumptions are those of the :class:`~clusterforge.perf.compute.Stack`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, fields
+from typing import Any, TypeVar
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.comm import CommModel
@@ -26,7 +26,6 @@ from clusterforge.perf.compute import (
     BF16_BYTES,
     GpuPerf,
     LayerTimes,
-    Stack,
     gpu_perf,
     layer_times,
     load_constants,
@@ -41,8 +40,21 @@ from clusterforge.perf.exposure import (
     pp_exposed_s,
 )
 from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_step
-from clusterforge.perf.memory import MemoryBreakdown, memory_per_gpu, stage_params
-from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, validate_plan
+from clusterforge.perf.fp8 import fp8_weight_cast_bytes_per_micro
+from clusterforge.perf.memory import (
+    MemoryBreakdown,
+    layer_params_per_gpu,
+    memory_per_gpu,
+    stage_params,
+)
+from clusterforge.perf.parallel import (
+    ParallelPlan,
+    num_micro_batches,
+    recompute_fraction,
+    validate_plan,
+)
+from clusterforge.perf.sharded import zero3_exposed_s
+from clusterforge.perf.stack import Stack
 
 __all__ = ["FLOP_CONVENTION", "Breakdown", "Prediction", "predict_step"]
 
@@ -172,7 +184,7 @@ def grad_accumulation_s(
 
     Unfused stacks run a separate memory-bound ``acc.add_(grad)`` per parameter tensor after
     each micro-batch's backward: read the BF16/FP16 gradient (2 B), read and write the
-    accumulator in the reduce precision (``grad_reduce_bytes`` each): 6 B/parameter for
+    accumulator in its precision (``grad_buffer_bytes`` each): 6 B/parameter for
     Megatron-LM 2021 (FP16 ``main_grad``, ``megatron/model/distributed.py`` param hook),
     10 B for DeepSpeed's BF16_Optimizer (FP32 accumulation; bigscience-workshop/bigscience
     ``train/tr11-176B-ml/README.md``). With gradient-accumulation fusion the weight-gradient
@@ -181,7 +193,7 @@ def grad_accumulation_s(
     """
     if stack.fused_grad_accumulation:
         return 0.0
-    bytes_per_param = BF16_BYTES + 2 * stack.grad_reduce_bytes
+    bytes_per_param = BF16_BYTES + 2 * stack.grad_buffer_bytes
     params = _stage_weights(arch, plan, index, layers)
     kernels = PARAM_TENSORS_PER_LAYER * layers
     return memory_time_s(params * bytes_per_param, perf, num_kernels=kernels)
@@ -216,6 +228,45 @@ def _stage(
     )
 
 
+_T = TypeVar("_T", LayerTimes, LayerComm)
+
+
+def _blend(recomputed: _T, kept: _T, share: float) -> _T:
+    """Per-layer average when ``share`` of the layers is recomputed (every field linear)."""
+    values = {
+        f.name: share * getattr(recomputed, f.name) + (1 - share) * getattr(kept, f.name)
+        for f in fields(recomputed)
+    }
+    return type(recomputed)(**values)
+
+
+def _dp_s(
+    arch: ModelArch,
+    plan: ParallelPlan,
+    comm: CommModel,
+    stack: Stack,
+    times: LayerTimes,
+    first: _Stage,
+    layers: int,
+    num_micro: int,
+) -> float:
+    """Exposed data-parallel seconds per step: unit by unit for ZeRO-3 without pipelining,
+    else once per step (measured on the first stage, which also holds the embedding)."""
+    if plan.zero_stage == 3 and plan.pp == 1 and plan.dp * plan.cp > 1:
+        return zero3_exposed_s(arch, plan, comm, stack, times, layers=layers, num_micro=num_micro)
+    params = stage_params(arch, plan, layers, first=True)
+    return dp_exposed_s(plan, params, comm, stack, first.forward_s, first.backward_s, num_micro)
+
+
+def _fp8_weight_cast_s(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack, perf: GpuPerf, layers: int
+) -> float:
+    """Seconds per micro-batch to cast a stage's weights to FP8 (:mod:`clusterforge.perf.fp8`)."""
+    params = layers * layer_params_per_gpu(arch, plan)
+    num_bytes = fp8_weight_cast_bytes_per_micro(params, plan, stack, num_micro_batches(plan))
+    return memory_time_s(num_bytes, perf, num_kernels=layers) if num_bytes else 0.0
+
+
 def predict_step(
     arch: ModelArch,
     plan: ParallelPlan,
@@ -230,6 +281,13 @@ def predict_step(
     perf = gpu_perf(gpu, plan.precision)
     times = layer_times(arch, plan, perf, stack)
     per_layer_comm = layer_comm(arch, plan, times, comm, stack, nvlink_domain_gpus)
+    share = recompute_fraction(plan, stages)
+    if 0.0 < share < 1.0:  # block recomputation: average a recomputed and a kept layer
+        kept = plan.with_(recompute="none")
+        kept_times = layer_times(arch, kept, perf, stack)
+        kept_comm = layer_comm(arch, kept, kept_times, comm, stack, nvlink_domain_gpus)
+        times = _blend(times, kept_times, share)
+        per_layer_comm = _blend(per_layer_comm, kept_comm, share)
     hbm = perf.hbm_gbyte_per_s * 1e9 * load_constants().hbm_efficiency
     ends = (_embedding_s(arch, plan, hbm), *logits_times(arch, plan, perf))
     per_stage = [
@@ -240,7 +298,8 @@ def predict_step(
             times,
             per_layer_comm,
             ends,
-            grad_accumulation_s(arch, plan, stack, perf, i, n),
+            grad_accumulation_s(arch, plan, stack, perf, i, n)
+            + _fp8_weight_cast_s(arch, plan, stack, perf, n),
         )
         for i, n in enumerate(stages)
     ]
@@ -248,9 +307,8 @@ def predict_step(
     m = num_micro_batches(plan)
 
     params = stage_params(arch, plan, stages[0], first=True)
-    first = per_stage[0]
-    dp_s = dp_exposed_s(plan, params, comm, stack, first.forward_s, first.backward_s, m)
-    owned = params / (plan.dp * plan.cp if plan.zero_stage >= 1 else 1)
+    dp_s = _dp_s(arch, plan, comm, stack, times, per_stage[0], stages[0], m)
+    owned = params / (plan.shard_size or plan.dp * plan.cp) if plan.zero_stage >= 1 else params
     c = load_constants()
     optimizer_s = memory_time_s(owned * c.optimizer_bytes_per_param, perf, num_kernels=4)
     other_s = memory_time_s(params * 4 * 2, perf, num_kernels=4)  # grad-norm read, zeroing
@@ -280,7 +338,13 @@ def _assemble(
     step_s = breakdown.total_s
     tokens = plan.global_batch * plan.seq_length
     model = model_flops_per_step(arch, plan.global_batch, plan.seq_length)
-    hardware = hardware_flops_per_step(arch, plan.global_batch, plan.seq_length, plan.recompute)
+    hardware = hardware_flops_per_step(
+        arch,
+        plan.global_batch,
+        plan.seq_length,
+        plan.recompute,
+        recompute_fraction(plan, stages) if plan.recompute == "full" else 1.0,
+    )
     peak = gpu.bf16_dense_tflops * 1e12 * plan.num_gpus
     memory = memory_per_gpu(arch, plan, stages, stack)
     return Prediction(

@@ -1,0 +1,112 @@
+"""Accuracy of ``clusterforge predict`` on published training runs (tests/validation).
+
+Prints, per run, the published and predicted figure and the signed error; then, for the
+calibration set and the held-out set separately, the mean absolute percentage error (MAPE),
+the median signed error (positive = optimistic) and the Spearman rank correlation between
+published and predicted values, plus the runs that really ran but are predicted not to fit.
+
+``--write`` stores the spread of the signed errors (all runs that fit: 10th and 90th
+percentile) in ``src/clusterforge/perf/data/uncertainty.toml``; every prediction states its
+range from it.
+
+    python benchmarks/validate_predict.py [--write] [--set heldout]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "validation"))
+
+from runs import Outcome, load_runs, predict_run  # noqa: E402
+
+UNCERTAINTY = REPO / "src" / "clusterforge" / "perf" / "data" / "uncertainty.toml"
+
+
+def _row(outcome: Outcome) -> str:
+    run = outcome.run
+    if outcome.prediction is None:
+        return f"  {run.name:<34} {run.subset:<11} {run.published:>9,.1f}  NO PLAN FITS"
+    p = outcome.prediction.plan
+    plan = f"TP{p.tp} PP{p.pp} CP{p.cp} DP{p.dp} mb{p.micro_batch} v{p.vpp} Z{p.zero_stage}"
+    return (
+        f"  {run.name:<34} {run.subset:<11} {run.published:>9,.1f} {outcome.predicted:>9,.1f} "
+        f"{outcome.error * 100:+6.1f} %  {plan} {p.recompute} {p.precision} {run.stack.name}"
+    )
+
+
+def summary(outcomes: list[Outcome]) -> dict[str, float]:
+    """MAPE, median signed error, Spearman rho and the count of runs predicted not to fit."""
+    fitted = [o for o in outcomes if o.prediction is not None]
+    errors = [o.error for o in fitted]
+    rho = spearmanr([o.run.published for o in fitted], [o.predicted for o in fitted])[0]
+    return {
+        "runs": len(outcomes),
+        "mape": statistics.fmean(abs(e) for e in errors),
+        "median_signed": statistics.median(errors),
+        "spearman": float(rho),
+        "no_fit": len(outcomes) - len(fitted),
+        "p10": float(np.percentile(errors, 10)),
+        "p90": float(np.percentile(errors, 90)),
+    }
+
+
+def _print_summary(name: str, stats: dict[str, float]) -> None:
+    print(
+        f"{name:<11} runs {stats['runs']:>3.0f}  MAPE {stats['mape'] * 100:5.1f} %  "
+        f"median signed {stats['median_signed'] * 100:+5.1f} %  Spearman {stats['spearman']:.3f}  "
+        f"signed p10..p90 {stats['p10'] * 100:+.1f} .. {stats['p90'] * 100:+.1f} %  "
+        f"predicted not to fit {stats['no_fit']:.0f}"
+    )
+
+
+def write_uncertainty(stats: dict[str, float]) -> None:
+    """Store the error band: actual = predicted / (1 + error)."""
+    low = 1.0 / (1.0 + stats["p90"]) - 1.0
+    high = 1.0 / (1.0 + stats["p10"]) - 1.0
+    UNCERTAINTY.write_text(
+        "# Range of the real value around a prediction, from the signed errors of the model on\n"
+        "# the published runs of tests/validation (10th and 90th percentile over every run,\n"
+        "# calibration and held-out). Written by benchmarks/validate_predict.py --write.\n"
+        f"low_fraction = {low:.3f}\n"
+        f"high_fraction = {high:.3f}\n"
+        f"num_runs = {stats['runs']:.0f}\n"
+        f"mape = {stats['mape']:.3f}\n"
+    )
+    print(f"wrote {UNCERTAINTY.relative_to(REPO)}: {low * 100:+.1f} % .. {high * 100:+.1f} %")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="update uncertainty.toml")
+    parser.add_argument("--set", choices=("calibration", "heldout"), help="only this set")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    runs = [r for r in load_runs() if args.set is None or r.subset == args.set]
+    print(f"  {'run':<34} {'set':<11} {'published':>9} {'predicted':>9}  error")
+    outcomes = []
+    for run in runs:
+        outcomes.append(predict_run(run))
+        print(_row(outcomes[-1]), flush=True)
+    print()
+    for subset in ("calibration", "heldout"):
+        chosen = [o for o in outcomes if o.run.subset == subset]
+        if chosen:
+            _print_summary(subset, summary(chosen))
+    everything = summary(outcomes)
+    _print_summary("all", everything)
+    print(f"({time.perf_counter() - start:.0f} s)")
+    if args.write:
+        write_uncertainty(everything)
+
+
+if __name__ == "__main__":
+    main()

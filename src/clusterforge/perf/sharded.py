@@ -1,0 +1,92 @@
+"""ZeRO-3 / FSDP communication: per-unit weight all-gathers and gradient reduce-scatters.
+
+Fully sharded data parallelism (Rajbhandari et al. 2020, ZeRO stage 3, §5.3; Zhao et al.
+2023, "PyTorch FSDP", arXiv 2304.11277, §3.3) keeps each GPU's shard of the weights and
+materialises one *unit* at a time (an FSDP unit is a transformer block; DeepSpeed fetches
+buckets of ``stage3_prefetch_bucket_size`` parameters). Per micro-batch and unit:
+
+* forward: all-gather the unit's BF16 weights (FP8 when the stack gathers FP8 weights);
+* backward: all-gather them again when they were freed after the forward
+  (``reshard_after_forward``), then reduce-scatter the unit's gradients.
+
+Each collective runs on the shard group over the real fabric (the :class:`CommModel`
+simulates it, so its latency grows with the group: a ring all-gather over ``n`` GPUs takes
+``n - 1`` steps). With prefetch the gather of the next unit runs while the current unit
+computes, so a unit costs ``max(compute, comm)``: only one unit's compute can hide one
+unit's communication, the first gather and the last reduce-scatter are exposed, and
+overlapped traffic slows the compute it overlaps (:func:`overlapped_s`). Without prefetch
+every gather waits in front of its unit.
+
+Pipeline parallelism: the weights of a stage are gathered once per step and kept for all
+micro-batches, and the gradients reduce-scattered once after the last one (torchtitan's
+``reshard_after_forward=False`` under PP; Liang et al. 2024 §3.1), which costs what ZeRO-2
+costs (:func:`~clusterforge.perf.exposure.dp_exposed_s`).
+
+Hybrid sharding (HSDP, Zhao et al. 2023 §3.2.2) shards inside groups of ``shard_size``
+GPUs and all-reduces the sharded gradients across the replicas once per step, overlapped
+with the last micro-batch's backward.
+"""
+
+from __future__ import annotations
+
+import math
+
+from clusterforge.catalog import ModelArch
+from clusterforge.perf.comm import CommModel
+from clusterforge.perf.compute import BF16_BYTES, LayerTimes, overlapped_s
+from clusterforge.perf.memory import layer_params_per_gpu
+from clusterforge.perf.parallel import ParallelPlan, shard_groups
+from clusterforge.perf.stack import Stack
+
+__all__ = ["fsdp_unit_layers", "zero3_exposed_s"]
+
+
+def fsdp_unit_layers(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> int:
+    """Transformer layers per gathered unit: one (an FSDP unit per block), or as many as
+    fill the stack's prefetch bucket (DeepSpeed ``stage3_prefetch_bucket_size``)."""
+    layer = layer_params_per_gpu(arch, plan)
+    return max(1, round(stack.fsdp_unit_params / layer)) if stack.fsdp_unit_params else 1
+
+
+def _gather_bytes_per_param(plan: ParallelPlan, stack: Stack) -> float:
+    """Wire bytes per gathered weight: FP8 with FP8 all-gather, else BF16."""
+    return 1.0 if plan.precision == "fp8" and stack.fp8_all_gather else float(BF16_BYTES)
+
+
+def zero3_exposed_s(
+    arch: ModelArch,
+    plan: ParallelPlan,
+    comm: CommModel,
+    stack: Stack,
+    times: LayerTimes,
+    *,
+    layers: int,
+    num_micro: int,
+) -> float:
+    """Exposed ZeRO-3/FSDP seconds per step of a stage with ``layers`` layers (PP = 1)."""
+    shard, replicas = shard_groups(plan)
+    per_unit = fsdp_unit_layers(arch, plan, stack)
+    units = math.ceil(layers / per_unit)
+    unit_params = per_unit * layer_params_per_gpu(arch, plan)
+    gather = comm.collective_time_s(
+        "all_gather", unit_params * _gather_bytes_per_param(plan, stack), shard
+    )
+    reduce = comm.collective_time_s("reduce_scatter", unit_params * stack.grad_reduce_bytes, shard)
+    regather = gather if stack.fsdp_reshard_after_forward else 0.0
+    fwd_unit = per_unit * times.forward_s
+    bwd_unit = per_unit * (times.backward_s + times.recompute_s)
+    if stack.fsdp_prefetch == 0:
+        forward = units * gather
+        backward = units * (regather + reduce)
+    else:
+        forward = gather + (units - 1) * overlapped_s(gather, fwd_unit)
+        backward = regather + (units - 1) * overlapped_s(regather + reduce, bwd_unit) + reduce
+    embedding = arch.vocab_size * arch.hidden_size / plan.tp
+    ends = comm.collective_time_s("all_gather", embedding * BF16_BYTES, shard)
+    ends += comm.collective_time_s("reduce_scatter", embedding * stack.grad_reduce_bytes, shard)
+    per_step = num_micro * (forward + backward + ends)
+    if replicas.shape[1] > 1:  # HSDP: all-reduce the gradient shards across replicas
+        owned = (layers * layer_params_per_gpu(arch, plan) + embedding) / shard.shape[1]
+        sync = comm.collective_time_s("all_reduce", owned * stack.grad_reduce_bytes, replicas)
+        per_step += overlapped_s(sync, layers * times.backward_s)
+    return per_step

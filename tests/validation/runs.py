@@ -1,0 +1,258 @@
+"""Published training runs as validation data, and their predictions on designed clusters.
+
+Every TOML file here holds runs of one source. Each run is in one of two sets, written next
+to it (``set``): ``calibration`` (the constants of ``clusterforge/perf/data/efficiency.toml``
+were chosen while looking at these) or ``heldout`` (never used to set a constant).
+
+Two layouts are read: *tables* (``[table]`` + ``[[row]]`` with model dimensions, as the two
+calibration tables transcribe their papers) and *runs* (``[defaults]`` + ``[[row]]``, one
+row per run with its model, cluster, stack and plan). Each run is predicted on a design of
+its cluster (``parse_spec`` + ``design.plan``, collectives simulated on that fabric). What a
+source does not publish is chosen the same way for every row: among the micro-batches and
+interleaving degrees the row allows (a single value when the source gives it) and its
+recomputation modes, the fastest predicted plan that fits in memory (the authors tuned
+their runs); uneven interleaving follows ``split_layers``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from clusterforge.catalog import ModelArch, load_catalog
+from clusterforge.design import Design
+from clusterforge.design import plan as design_cluster
+from clusterforge.errors import PlanError
+from clusterforge.perf.comm import CommModel
+from clusterforge.perf.parallel import ParallelPlan, split_layers
+from clusterforge.perf.predict import design_comm
+from clusterforge.perf.search import least_recompute
+from clusterforge.perf.stack import Stack, stack_named
+from clusterforge.perf.step import Prediction, predict_step
+from clusterforge.spec import parse_spec
+
+HERE = Path(__file__).parent
+MICRO_BATCHES = (1, 2, 4, 8)
+VIRTUAL_STAGES = (1, 2, 3, 4, 6, 8)
+RAIL_IB = {"fabric": "infiniband", "topology": "rail-optimized"}
+TABLE_KEYS = ("set", "source", "stack", "node", "metric", "precision", "sequence_parallel")
+
+Metric = Literal["tokens_per_s_per_gpu", "model_tflops_per_gpu", "hardware_tflops_per_gpu"]
+Subset = Literal["calibration", "heldout"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One published run: what ran, where, and what it measured."""
+
+    file: str
+    name: str
+    subset: Subset
+    source: str
+    arch: ModelArch
+    base: ParallelPlan
+    micro_batches: tuple[int, ...]
+    virtual_stages: tuple[int, ...]
+    recompute: tuple[str, ...]
+    stack: Stack
+    node: str
+    network: tuple[tuple[str, Any], ...]
+    facility: tuple[tuple[str, Any], ...]
+    metric: Metric
+    published: float
+
+
+def _stack(row: dict[str, Any]) -> Stack:
+    stack = stack_named(row["stack"])
+    if "fp8_scaling" in row:
+        stack = replace(stack, fp8_scaling=row["fp8_scaling"])
+    return stack
+
+
+def _arch(row: dict[str, Any]) -> ModelArch:
+    if "arch" in row:
+        return ModelArch(**row["arch"])
+    return load_catalog().models[row["model"]]
+
+
+def _run(file: str, row: dict[str, Any]) -> Run:
+    model_parallel = row["tp"] * row["cp"] * row["pp"]
+    base = ParallelPlan(
+        tp=row["tp"],
+        pp=row["pp"],
+        cp=row["cp"],
+        dp=row["num_gpus"] // model_parallel,
+        global_batch=row["global_batch"],
+        seq_length=row["seq_length"],
+        sequence_parallel=row["tp"] > 1 and row.get("sequence_parallel", True),
+        recompute=row["recompute"][0],
+        zero_stage=row["zero_stage"],
+        precision=row.get("precision", "bf16"),
+        shard_size=row.get("shard_size"),
+    )
+    return Run(
+        file=file,
+        name=row["name"],
+        subset=row["set"],
+        source=row["source"],
+        arch=_arch(row),
+        base=base,
+        micro_batches=tuple(row.get("micro_batch", MICRO_BATCHES)),
+        virtual_stages=tuple(row.get("vpp", VIRTUAL_STAGES)),
+        recompute=tuple(row["recompute"]),
+        stack=_stack(row),
+        node=row["node"],
+        network=tuple(sorted(row["network"].items())),
+        facility=tuple(sorted(row.get("facility", {}).items())),
+        metric=row["metric"],
+        published=float(row["published"]),
+    )
+
+
+def _table_rows(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows of a transcribed paper table in the run layout."""
+    meta = raw["table"]
+    rows = []
+    for r in raw["row"]:
+        arch = {
+            "id": f"{meta['name']}-{r['name']}",
+            "num_layers": r["num_layers"],
+            "hidden_size": r["hidden_size"],
+            "num_heads": r["num_heads"],
+            "vocab_size": meta["vocab_size"],
+            "seq_length": meta["seq_length"],
+            "position_embedding": meta.get("position_embedding", "rope"),
+        }
+        rows.append(
+            {
+                **{k: meta[k] for k in TABLE_KEYS if k in meta},
+                "name": f"{meta['name']}-{r['name']}",
+                "arch": arch,
+                "num_gpus": r["num_gpus"],
+                "tp": r["tp"],
+                "pp": r["pp"],
+                "cp": 1,
+                "global_batch": r["global_batch"],
+                "seq_length": meta["seq_length"],
+                "zero_stage": meta["zero_stage"],
+                "recompute": [meta["recompute"]],
+                "network": RAIL_IB,
+                "published": r["tflops_per_gpu"],
+            }
+        )
+    return rows
+
+
+@cache
+def load_runs() -> tuple[Run, ...]:
+    """Every run of every TOML file in this folder (calibration and held-out)."""
+    runs = []
+    for path in sorted(HERE.glob("*.toml")):
+        raw = tomllib.loads(path.read_text())
+        if "table" in raw:
+            rows = _table_rows(raw)
+        else:
+            rows = [{**raw.get("defaults", {}), **r} for r in raw["row"]]
+        runs += [_run(path.name, row) for row in rows]
+    return tuple(runs)
+
+
+_DESIGNS: dict[tuple[Any, ...], Design] = {}
+
+
+def run_design(run: Run) -> Design:
+    """The run's cluster as a clusterforge design (built once per cluster and layout)."""
+    key = (run.node, run.base.num_gpus, run.network, run.facility, run.arch.id, run.base)
+    if key not in _DESIGNS:
+        workload = {
+            "model": run.arch.model_dump(),
+            "tensor_parallel": run.base.tp,
+            "pipeline_parallel": run.base.pp,
+            "context_parallel": run.base.cp,
+            "global_batch": run.base.global_batch,
+            "seq_length": run.base.seq_length,
+        }
+        spec = parse_spec(
+            {
+                "num_gpus": run.base.num_gpus,
+                "node": run.node,
+                "network": dict(run.network),
+                "facility": dict(run.facility),
+                "workload": workload,
+            },
+            source=f"validation run {run.name}",
+        )
+        _DESIGNS[key] = design_cluster(spec, break_even=False)
+    return _DESIGNS[key]
+
+
+def candidates(run: Run) -> list[ParallelPlan]:
+    """Micro-batch x interleaving plans the run allows (recomputation is chosen per plan).
+
+    Interleaving degrees divide the pipeline slots of a stage into equal chunks: the slots
+    are the layers plus the embedding and the loss when the stages are uneven (Llama 3:
+    126 + 2 = 128 slots, 8 per stage); every stage keeps a layer per chunk.
+    """
+    base = run.base
+    stages = split_layers(run.arch.num_layers, base.pp)
+    slots = run.arch.num_layers + (2 if min(stages) < max(stages) else 0)
+    vpps = [1]
+    if base.pp > 1:
+        vpps = [
+            v
+            for v in run.virtual_stages
+            if v <= min(stages) and (len(run.virtual_stages) == 1 or slots % (base.pp * v) == 0)
+        ]
+    return [base.with_(micro_batch=mb, vpp=v) for mb in run.micro_batches for v in vpps]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A run's prediction: the best fitting plan, or None when no allowed plan fits."""
+
+    run: Run
+    prediction: Prediction | None
+
+    @property
+    def predicted(self) -> float:
+        assert self.prediction is not None
+        return float(getattr(self.prediction, self.run.metric))
+
+    @property
+    def error(self) -> float:
+        """Signed relative error, (predicted - published) / published."""
+        return self.predicted / self.run.published - 1.0
+
+
+_COMMS: dict[int, CommModel] = {}
+
+
+def run_comm(design: Design) -> CommModel:
+    """The netsim communication model of a design (one per design: it memoises)."""
+    if id(design) not in _COMMS:
+        _COMMS[id(design)] = design_comm(design)
+    return _COMMS[id(design)]
+
+
+@cache
+def predict_run(run: Run) -> Outcome:
+    """The fastest predicted plan that fits, among the run's candidates (each with the least
+    recomputation the run allows that fits in memory)."""
+    design = run_design(run)
+    comm = run_comm(design)
+    gpu, domain = design.compute.gpu, design.compute.nvlink_domain_gpus
+    best: Prediction | None = None
+    for plan in candidates(run):
+        try:
+            fitting = least_recompute(run.arch, plan, gpu, run.stack, run.recompute)
+        except PlanError:
+            continue
+        if fitting is None:
+            continue
+        pred = predict_step(run.arch, fitting, gpu, comm, domain, run.stack)
+        if best is None or pred.step_time_s < best.step_time_s:
+            best = pred
+    return Outcome(run, best)

@@ -1,0 +1,40 @@
+"""Published runs vs the model: every run that ran must fit, and the error stays bounded.
+
+Each run is predicted on a design of its cluster with the fabric simulated (see ``runs.py``).
+Targets: on the held-out set (never used to set a constant) MAPE <= 10 % and a median
+signed error within +-5 % (the ``benchmarks/validate_predict.py`` report prints the figures,
+including Spearman rank correlation); every run within 25 %; the calibration set within its
+own 10 % MAPE. ``python benchmarks/validate_predict.py`` prints the per-run table.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+from runs import Run, load_runs, predict_run
+
+RUNS = load_runs()
+ROW_TOLERANCE = 0.25
+MAPE_LIMIT = 0.10
+MEDIAN_LIMIT = 0.05
+
+
+def test_every_run_says_its_set_and_source() -> None:
+    assert {r.subset for r in RUNS} == {"calibration", "heldout"}
+    assert all(r.source for r in RUNS)
+    assert len({r.name for r in RUNS}) == len(RUNS)
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[r.name for r in RUNS])
+def test_run_that_ran_is_predicted_to_fit_and_within_tolerance(run: Run) -> None:
+    outcome = predict_run(run)
+    assert outcome.prediction is not None, f"{run.name} ran but no allowed plan fits"
+    assert abs(outcome.error) < ROW_TOLERANCE
+
+
+@pytest.mark.parametrize("subset", ["calibration", "heldout"])
+def test_set_mape_and_median_signed_error(subset: str) -> None:
+    errors = [predict_run(r).error for r in RUNS if r.subset == subset]
+    assert statistics.fmean(abs(e) for e in errors) <= MAPE_LIMIT
+    assert abs(statistics.median(errors)) <= MEDIAN_LIMIT
