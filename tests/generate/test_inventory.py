@@ -33,7 +33,7 @@ _CABLE_FIELDS = {
     "description",
 }
 
-# Importable fields per object (design.md §5.1, netbox/dcim/forms/bulk_import.py).
+# Importable fields per object (NetBox 4.6, dcim/forms/bulk_import.py: the *ImportForm classes).
 NETBOX_FIELDS = {
     "01-manufacturers.csv": {"name", "slug", "description"},
     "02-device-roles.csv": {"name", "slug", "color", "description"},
@@ -137,7 +137,7 @@ NETBOX_FIELDS = {
         "description",
     },
     "13-cables.csv": _CABLE_FIELDS,
-    # side_X_power_panel: NetBox PR #21873 (issue #21783), cables to dcim.powerfeed.
+    # side_X_power_panel: cables to dcim.powerfeed (NetBox 4.6 CableImportForm).
     "14-power-feed-cables.csv": _CABLE_FIELDS | {"side_a_power_panel", "side_b_power_panel"},
 }
 # NetBox choices (dcim/choices.py) for the values we write.
@@ -193,7 +193,7 @@ def test_rack_positions_fit_and_do_not_overlap(tables: dict[str, list[dict[str, 
 
 
 def test_files_are_in_dependency_order(lab_design: Design) -> None:
-    """Each file only names objects of the files before it (design.md §5.1 import order)."""
+    """Each file only names objects of the files before it (NetBox's import order)."""
     names = [f.path.split("/")[-1] for f in render(lab_design, ["inventory"])]
     assert names == sorted(names) == list(NETBOX_FIELDS)
 

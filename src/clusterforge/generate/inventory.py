@@ -61,7 +61,7 @@ from clusterforge.generate.inventory_power import (
 from clusterforge.generate.inventory_support import support_links
 from clusterforge.generate.streamed import StreamedFile, csv_file
 
-__all__ = ["INVENTORY_FILES", "inventory_files"]
+__all__ = ["INVENTORY_FILES", "NETBOX_MODELS", "inventory_files"]
 
 DEFAULT_COLOR = "9e9e9e"
 
@@ -95,23 +95,25 @@ def _cables(design: Design) -> Rows:
     return chain(cable_rows(_links(design)), power_cable_rows(design))
 
 
-# (file name, columns, rows) in import order.
-INVENTORY_FILES: tuple[tuple[str, Sequence[str], Callable[[Design], Rows]], ...] = (
-    ("01-manufacturers.csv", ("name", "slug"), manufacturer_rows),
-    ("02-device-roles.csv", ("name", "slug", "color"), role_rows),
-    ("03-device-types.csv", DEVICE_TYPE_FIELDS, device_type_rows),
-    ("04-sites.csv", ("name", "slug", "status"), _sites),
-    ("05-rack-roles.csv", ("name", "slug", "color"), _rack_roles),
-    ("06-power-panels.csv", ("site", "name"), _power_panels),
-    ("07-racks.csv", RACK_FIELDS, rack_rows),
-    ("08-power-feeds.csv", POWER_FEED_FIELDS, power_feed_rows),
-    ("09-devices.csv", DEVICE_FIELDS, device_rows),
-    ("10-interfaces.csv", INTERFACE_FIELDS, _interfaces),
-    ("11-power-ports.csv", POWER_PORT_FIELDS, power_port_rows),
-    ("12-power-outlets.csv", POWER_OUTLET_FIELDS, power_outlet_rows),
-    ("13-cables.csv", CABLE_FIELDS, _cables),
-    ("14-power-feed-cables.csv", FEED_CABLE_FIELDS, feed_cable_rows),
+# (file name, NetBox model, columns, rows) in import order.  The model is the path of its
+# import form (``/dcim/cables/import/``) and of its REST endpoint (``/api/dcim/cables/``).
+INVENTORY_FILES: tuple[tuple[str, str, Sequence[str], Callable[[Design], Rows]], ...] = (
+    ("01-manufacturers.csv", "dcim/manufacturers", ("name", "slug"), manufacturer_rows),
+    ("02-device-roles.csv", "dcim/device-roles", ("name", "slug", "color"), role_rows),
+    ("03-device-types.csv", "dcim/device-types", DEVICE_TYPE_FIELDS, device_type_rows),
+    ("04-sites.csv", "dcim/sites", ("name", "slug", "status"), _sites),
+    ("05-rack-roles.csv", "dcim/rack-roles", ("name", "slug", "color"), _rack_roles),
+    ("06-power-panels.csv", "dcim/power-panels", ("site", "name"), _power_panels),
+    ("07-racks.csv", "dcim/racks", RACK_FIELDS, rack_rows),
+    ("08-power-feeds.csv", "dcim/power-feeds", POWER_FEED_FIELDS, power_feed_rows),
+    ("09-devices.csv", "dcim/devices", DEVICE_FIELDS, device_rows),
+    ("10-interfaces.csv", "dcim/interfaces", INTERFACE_FIELDS, _interfaces),
+    ("11-power-ports.csv", "dcim/power-ports", POWER_PORT_FIELDS, power_port_rows),
+    ("12-power-outlets.csv", "dcim/power-outlets", POWER_OUTLET_FIELDS, power_outlet_rows),
+    ("13-cables.csv", "dcim/cables", CABLE_FIELDS, _cables),
+    ("14-power-feed-cables.csv", "dcim/cables", FEED_CABLE_FIELDS, feed_cable_rows),
 )
+NETBOX_MODELS = {name: model for name, model, _, _ in INVENTORY_FILES}
 
 
 def _bind(rows: Callable[[Design], Rows], design: Design) -> Callable[[], Rows]:
@@ -123,5 +125,5 @@ def inventory_files(design: Design) -> list[StreamedFile]:
     site_name(design)  # a bad site name fails here, before anything is written
     return [
         csv_file(f"inventory/{name}", header, _bind(rows, design))
-        for name, header, rows in INVENTORY_FILES
+        for name, _, header, rows in INVENTORY_FILES
     ]

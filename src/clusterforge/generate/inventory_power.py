@@ -4,8 +4,9 @@ Each rack's PDUs (``pdu-a1``, ``pdu-b1``, ...: one per circuit of each feed, as 
 places them) take their feed on an IEC 60309 inlet, three-phase or single-phase as the
 facility's circuits.  Every device PSU gets its own outlet: PSU ``i`` of a device goes to
 feed side A when ``i`` is even and B when odd (an N+N split across the two feeds, so either
-feed alone keeps the device up, as in the 2N distribution of Uptime Institute Tier III/IV),
-and the PDUs of one side share the PSUs round-robin.  Outlets of a three-phase PDU rotate over legs A, B, C to balance the phases.
+feed alone keeps the device up: the dual power paths of Uptime Institute Tier III and IV),
+and the PDUs of one side share the PSUs round-robin.  Outlets of a three-phase PDU rotate
+over legs A, B, C to balance the phases.
 
 Draw per PSU (NetBox ``allocated_draw``, W) is the device's maximum over its PSUs, since
 redundant supplies share the load; ``maximum_draw`` is the PSU rating.  Switches, storage
