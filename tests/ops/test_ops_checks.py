@@ -13,7 +13,7 @@ from clusterforge.ops.checks.net import drop_ratio
 from clusterforge.ops.expect import NodeExpectation, expectation_from_spec
 from clusterforge.ops.nvml import RecordedNvml
 from clusterforge.ops.readings import NicReading
-from clusterforge.ops.runner import Report, run_checks
+from clusterforge.ops.runner import NodeChecker, Report
 from clusterforge.ops.sysfs import SysfsReader
 from clusterforge.ops.xid import load_xid_policy
 from clusterforge.spec import parse_spec
@@ -34,7 +34,15 @@ def run(recorded: Callable[[str], RecordedNvml], fake_root: Callable[[str], Path
     ) -> Report:
         api = recorded(nvml)
         reader = SysfsReader(fake_root(sysfs), timeout_s=2.0)
-        return run_checks("gpu-0001", lambda: api, reader, expect, load_xid_policy(), budget_s=4.0)
+        checker = NodeChecker(
+            node="gpu-0001",
+            nvml_factory=lambda: api,
+            sysfs=reader,
+            expect=expect,
+            policy=load_xid_policy(),
+            budget_s=4.0,
+        )
+        return checker.run()
 
     return go
 

@@ -13,11 +13,13 @@ from ops_fixtures import NVML_FIXTURES
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from clusterforge.cli.check import build_check_fn
 from clusterforge.cli.main import main
 from clusterforge.design import plan
-from clusterforge.ops.expect import node_facts
+from clusterforge.ops.checker import build_checker
+from clusterforge.ops.expect import ExpectOverrides, node_facts
 from clusterforge.ops.exporter import Exporter
+from clusterforge.ops.options import SourceOptions
+from clusterforge.ops.serve import serve_metrics
 from clusterforge.spec import load_spec
 
 EXPECT = ["--gpu", "h100-sxm", "--num-gpus", "8", "--num-nics", "8", "--nic-gbit-per-s", "400",
@@ -105,11 +107,13 @@ def test_bad_spec_is_one_user_error(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "dgx-h1000" in err and "Traceback" not in err
 
 
-def _options(root: Path, nvml: str) -> dict[str, object]:
-    return {"expect_path": None, "node": "gpu-0001", "nvml_fixture": str(NVML_FIXTURES / nvml),
-            "sysfs_root": str(root), "timeout_s": 4.0, "xid_policy": None, "mounts": ("/scratch",),
-            "min_free_gib": None, "gpu_id": "h100-sxm", "num_gpus": 8, "num_nics": 8,
-            "nic_gbit_per_s": 400.0, "fabric": "infiniband", "driver_version": None, "cuda_version": None}  # fmt: skip
+OVERRIDES = ExpectOverrides(gpu_id="h100-sxm", num_gpus=8, num_compute_nics=8,
+                            nic_gbit_per_s=400.0, fabric="infiniband", mounts=("/scratch",))  # fmt: skip
+
+
+def _options(root: Path, nvml: str) -> SourceOptions:
+    return SourceOptions(node="gpu-0001", nvml_fixture=NVML_FIXTURES / nvml, sysfs_root=root,
+                         budget_s=4.0, overrides=OVERRIDES)  # fmt: skip
 
 
 def _families(exporter: Exporter) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -121,8 +125,9 @@ def _families(exporter: Exporter) -> dict[str, list[tuple[dict[str, str], float]
 
 
 def test_exporter_metrics_carry_node_gpu_check_nic_labels(fake_root: Callable[[str], Path]) -> None:
-    _node, check = build_check_fn(_options(fake_root("ib-error-counters.json"), "h100-xid48.json"))
-    exporter = Exporter(check)
+    exporter = Exporter(
+        build_checker(_options(fake_root("ib-error-counters.json"), "h100-xid48.json"))
+    )
     exporter.refresh()
     families = _families(exporter)
     statuses = {
@@ -143,10 +148,8 @@ def test_exporter_metrics_carry_node_gpu_check_nic_labels(fake_root: Callable[[s
 
 def test_exporter_second_run_judges_counter_increase(fake_root: Callable[[str], Path]) -> None:
     # the first run sees 1543 symbol errors since boot (warn); the second sees no increase
-    _node, check = build_check_fn(
-        _options(fake_root("ib-error-counters.json"), "h100-healthy.json")
-    )
-    exporter = Exporter(check)
+    checker = build_checker(_options(fake_root("ib-error-counters.json"), "h100-healthy.json"))
+    exporter = Exporter(checker)
     first, second = exporter.refresh(), exporter.refresh()
     pick = [
         lambda r: next(
@@ -157,13 +160,12 @@ def test_exporter_second_run_judges_counter_increase(fake_root: Callable[[str], 
 
 
 def test_exporter_serves_http(fake_root: Callable[[str], Path]) -> None:
-    _node, check = build_check_fn(_options(fake_root("ib-8x400-healthy.json"), "h100-healthy.json"))
-    exporter = Exporter(check)
+    exporter = Exporter(
+        build_checker(_options(fake_root("ib-8x400-healthy.json"), "h100-healthy.json"))
+    )
     exporter.refresh()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = exporter.serve(port, "127.0.0.1")
+    port = _free_port()
+    server = serve_metrics(exporter, "127.0.0.1", port)
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
             body = response.read().decode()
@@ -171,6 +173,12 @@ def test_exporter_serves_http(fake_root: Callable[[str], Path]) -> None:
         server.shutdown()
         server.server_close()
     assert 'clusterforge_node_healthy{node="gpu-0001"} 1.0' in body
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _spec(tmp_path: Path) -> Path:
@@ -202,11 +210,9 @@ def test_design_facts_of_the_node_are_in_the_report_and_metrics(
     assert facts["rack"] and facts["leaves"][0].startswith("leaf-")
     assert main([a for a in args if a != "--json"]) == 0
     assert "spare" in capsys.readouterr().out
-    options = {**_options(root, "h100-healthy.json"), "expect_path": str(_spec(tmp_path)),
-               "node": "gpu-0001", "gpu_id": None, "num_gpus": None, "num_nics": None,
-               "nic_gbit_per_s": None, "fabric": None}  # fmt: skip
-    _node, check = build_check_fn(options)
-    exporter = Exporter(check)
+    options = SourceOptions(node="gpu-0001", spec_path=_spec(tmp_path), sysfs_root=root,
+                            nvml_fixture=NVML_FIXTURES / "h100-healthy.json", budget_s=4.0)  # fmt: skip
+    exporter = Exporter(build_checker(options))
     exporter.refresh()
     (info,) = _families(exporter)["clusterforge_node_info"]
     wanted = node_facts(plan(load_spec(_spec(tmp_path))), "gpu-0001")

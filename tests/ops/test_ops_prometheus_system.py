@@ -16,8 +16,11 @@ from typing import Any
 import pytest
 from ops_fixtures import NVML_FIXTURES
 
-from clusterforge.cli.check import build_check_fn
+from clusterforge.ops.checker import build_checker
+from clusterforge.ops.expect import ExpectOverrides
 from clusterforge.ops.exporter import Exporter
+from clusterforge.ops.options import SourceOptions
+from clusterforge.ops.serve import serve_metrics
 
 pytestmark = pytest.mark.system
 
@@ -54,15 +57,15 @@ def test_prometheus_scrapes_check_and_nic_series(
     binary = shutil.which("prometheus")
     if binary is None:
         pytest.skip("prometheus is not installed (apt-get install prometheus)")
-    options = {"expect_path": None, "node": "gpu-0007", "nvml_fixture": str(NVML_FIXTURES / "h100-xid48.json"),
-               "sysfs_root": str(fake_root("ib-error-counters.json")), "timeout_s": 4.0, "xid_policy": None,
-               "mounts": (), "min_free_gib": None, "gpu_id": "h100-sxm", "num_gpus": 8, "num_nics": 8,
-               "nic_gbit_per_s": 400.0, "fabric": "infiniband", "driver_version": None, "cuda_version": None}  # fmt: skip
-    _node, check = build_check_fn(options)
-    exporter = Exporter(check)
-    exporter.refresh()
+    overrides = ExpectOverrides(gpu_id="h100-sxm", num_gpus=8, num_compute_nics=8,
+                                nic_gbit_per_s=400.0, fabric="infiniband")  # fmt: skip
+    options = SourceOptions(node="gpu-0007", nvml_fixture=NVML_FIXTURES / "h100-xid48.json",
+                            sysfs_root=fake_root("ib-error-counters.json"), budget_s=4.0,
+                            overrides=overrides)  # fmt: skip
+    exporter = Exporter(build_checker(options), interval_s=3600.0)  # one run: the baseline
     exporter_port, prom_port = _free_port(), _free_port()
-    server = exporter.serve(exporter_port, "127.0.0.1")
+    server = serve_metrics(exporter, "127.0.0.1", exporter_port)
+    exporter.start()
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -103,5 +106,6 @@ def test_prometheus_scrapes_check_and_nic_series(
             prom.kill()
             prom.wait()
         log.close()
+        exporter.stop()
         server.shutdown()
         server.server_close()

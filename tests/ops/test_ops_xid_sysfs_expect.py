@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -11,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from clusterforge.design import plan
-from clusterforge.errors import CheckError, SpecError
+from clusterforge.errors import CatalogError, CheckError
 from clusterforge.ops.checks.base import Thresholds
 from clusterforge.ops.checks.gpu_links import check_power
 from clusterforge.ops.expect import (
+    ExpectOverrides,
     NodeExpectation,
     expectation_from_design,
     expectation_from_spec,
@@ -165,10 +167,21 @@ def test_expectation_follows_the_spec_network() -> None:
 
 
 def test_overrides() -> None:
-    expect = with_overrides(NodeExpectation(), gpu_id="h200-sxm", num_gpus=4, fabric=None)
-    assert expect.num_gpus == 4 and expect.gpu_tdp_w == 700 and expect.fabric is None
-    with pytest.raises(SpecError, match="unknown expectation"):
-        with_overrides(NodeExpectation(), bogus=1)
+    base = NodeExpectation(fabric="roce", mounts=("/home",))
+    expect = with_overrides(base, ExpectOverrides(gpu_id="h200-sxm", num_gpus=4))
+    assert expect.num_gpus == 4 and expect.gpu_tdp_w == 700 and expect.fabric == "roce"
+    assert expect.gpu_nvml_names == ("NVIDIA H200",) and expect.mounts == ("/home",)
+    with pytest.raises(CatalogError, match="h200-sxn"):
+        with_overrides(NodeExpectation(), ExpectOverrides(gpu_id="h200-sxn"))
+
+
+def test_a_gpu_override_is_looked_up_in_the_designs_catalog() -> None:
+    design = plan(parse_spec({"num_gpus": 64, "node": "dgx-h100"}))
+    gpus = design.catalog.gpus
+    renamed = dataclasses.replace(gpus, rows={**gpus.rows, "site-gpu": gpus.rows["h200-sxm"]})
+    catalog = dataclasses.replace(design.catalog, gpus=renamed)
+    expect = with_overrides(NodeExpectation(), ExpectOverrides(gpu_id="site-gpu"), catalog)
+    assert expect.gpu_nvml_names == ("NVIDIA H200",)
 
 
 def test_expectation_from_the_design_matches_the_catalog_view() -> None:

@@ -1,14 +1,20 @@
-"""``clusterforge exporter``: serve the health checks as Prometheus metrics."""
+"""``clusterforge exporter``: serve the health checks as Prometheus metrics.
+
+The work is :func:`clusterforge.ops.serve.start_exporter`; this module parses options,
+prints where it listens and waits for Ctrl-C.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import threading
 
 import click
 from rich.console import Console
+from rich.text import Text
 
-from clusterforge.cli.check import build_check_fn, source_options
-from clusterforge.ops.exporter import Exporter
+from clusterforge.cli.node_options import source_options
+from clusterforge.ops.options import ExporterOptions, SourceOptions
+from clusterforge.ops.serve import start_exporter
 
 __all__ = ["command"]
 
@@ -26,26 +32,16 @@ __all__ = ["command"]
     show_default=True,
     help="Seconds between check runs (scrapes read the last result).",
 )
-def command(port: int, address: str, interval_s: float, **opts: Any) -> int:
+def command(source: SourceOptions, port: int, address: str, interval_s: float) -> int:
     """Serve check results and NIC counters on http://ADDRESS:PORT/metrics."""
-    node, check = build_check_fn(opts)
-    exporter = Exporter(check, interval_s=interval_s)
-    exporter.refresh()
-    try:
-        exporter.serve(port, address)
-    except OSError as exc:
-        from clusterforge.errors import AdapterError
-
-        raise AdapterError(
-            f"cannot listen on {address}:{port}: {exc.strerror}; pick another --port"
-        ) from None
-    Console(stderr=True).print(
-        f"clusterforge exporter for {node} on http://{address}:{port}/metrics "
-        f"(checks every {interval_s:g} s)",
-        highlight=False,
+    options = ExporterOptions(source=source, address=address, port=port, interval_s=interval_s)
+    running = start_exporter(options)
+    line = (
+        f"clusterforge exporter for {running.node} on {running.url} (checks every {interval_s:g} s)"
     )
+    Console(stderr=True).print(Text(line), highlight=False)
     try:
-        exporter.run_forever()
+        threading.Event().wait()
     except KeyboardInterrupt:
-        exporter.stop()
+        running.close()
     return 0

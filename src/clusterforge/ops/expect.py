@@ -9,27 +9,37 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import numpy as np
 
 from clusterforge.catalog import Catalog, load_catalog
-from clusterforge.errors import CheckError, SpecError, did_you_mean
+from clusterforge.errors import CheckError, did_you_mean
 from clusterforge.spec import ClusterSpec, resolve_node_id
+
+if TYPE_CHECKING:
+    from clusterforge.design import Design
 
 __all__ = [
     "NVLINKS_PER_GPU",
+    "ExpectOverrides",
+    "Fabric",
     "NodeExpectation",
     "NodeFacts",
     "UnknownNodeError",
     "expectation_from_design",
     "expectation_from_spec",
+    "node_facts",
     "with_overrides",
 ]
 
-# NVLink links per GPU by generation (catalog Gpu.scaleup).  NVLink 4 (H100/H200): 18 links
-# (stas00/ml-engineering network/README.md, operations.md §17); NVLink 3 (A100): 12 links
-# [unverified: NVIDIA A100 datasheet, from memory].  NVLink 5 (B200): 18 links [unverified].
+Fabric = Literal["infiniband", "roce"]
+T = TypeVar("T")
+
+# NVLink links per GPU by generation (catalog Gpu.scaleup).  NVLink 3 (A100): 12 links of
+# 50 GB/s = 600 GB/s (NVIDIA A100 Tensor Core GPU datasheet); NVLink 4 (H100/H200 SXM): 18
+# links = 900 GB/s (NVIDIA H100 Tensor Core GPU architecture whitepaper, "NVLink"); NVLink 5
+# (B200): 18 links = 1.8 TB/s (NVIDIA Blackwell architecture technical brief).
 NVLINKS_PER_GPU = {"nvlink3": 12, "nvlink4": 18, "nvlink5": 18}
 
 
@@ -46,7 +56,7 @@ class NodeExpectation:
     nvswitch: bool | None = None
     num_compute_nics: int | None = None
     nic_gbit_per_s: float | None = None
-    fabric: Literal["infiniband", "roce"] | None = None
+    fabric: Fabric | None = None
     num_cpus: int | None = None
     memory_gib: float | None = None
     driver_version: str | None = None
@@ -80,23 +90,23 @@ class NodeFacts:
         return ", ".join(parts)
 
 
-def _leaves_of(design: Any, index: int) -> tuple[str, ...]:
-    connectivity = getattr(design.fabric, "connectivity", None)
-    if connectivity is None or index >= connectivity.num_nodes:
+def _leaves_of(design: Design, index: int) -> tuple[str, ...]:
+    connectivity = design.fabric.connectivity
+    if index >= connectivity.num_nodes:  # a spare outside the training fabric
         return ()
     nics = np.arange(connectivity.nics_per_node)
     leaves = connectivity.leaf_of(np.full_like(nics, index), nics)
     return tuple(dict.fromkeys(connectivity.switch_name(int(leaf)) for leaf in leaves))
 
 
-def node_facts(design: Any, node: str) -> NodeFacts:
+def node_facts(design: Design, node: str) -> NodeFacts:
     """The design's facts about ``node``; :class:`UnknownNodeError` (with close matches) when
     the design has no node of that name."""
     names: list[str] = list(design.compute.node_names)
     if node not in names:
         raise UnknownNodeError(
             f"node {node!r} is not in the design (nodes {names[0]} .. {names[-1]})"
-            f"{did_you_mean(node, names)}; pass --node with the design's name of this node"
+            f"{did_you_mean(node, names)}; name this node as the design does"
         )
     index = names.index(node)
     rack = next(
@@ -113,7 +123,9 @@ def node_facts(design: Any, node: str) -> NodeFacts:
 
 
 def expectation_from_spec(spec: ClusterSpec, catalog: Catalog | None = None) -> NodeExpectation:
-    """The node the spec designs: GPU model and count, NICs and their speed, fabric, memory."""
+    """The node the spec designs: GPU model and count, NICs and their speed, fabric, memory.
+
+    Without a design at hand, ``catalog`` defaults to the packaged one."""
     catalog = catalog or load_catalog()
     node = catalog.nodes[resolve_node_id(spec, catalog)]
     gpu = catalog.gpus[node.gpu]
@@ -135,14 +147,14 @@ def expectation_from_spec(spec: ClusterSpec, catalog: Catalog | None = None) -> 
     )
 
 
-def expectation_from_design(design: Any, node: str | None = None) -> NodeExpectation:
+def expectation_from_design(design: Design, node: str | None = None) -> NodeExpectation:
     """The node of a :func:`clusterforge.design.plan` design (its power cap included).
 
     With ``node``, also that node's facts (spare, rack, leaves); a name the design does not
     have raises :class:`UnknownNodeError`.
     """
     compute, fabric = design.compute, design.fabric
-    cap = getattr(design.layout_density, "power_cap", None)
+    cap = design.layout_density.power_cap
     return NodeExpectation(
         num_gpus=compute.gpus_per_node,
         gpu_id=compute.gpu.id,
@@ -153,24 +165,56 @@ def expectation_from_design(design: Any, node: str | None = None) -> NodeExpecta
         nvswitch=compute.nvlink_domain_gpus > 1 and compute.gpu.form_factor == "sxm",
         num_compute_nics=fabric.nics_per_node,
         nic_gbit_per_s=fabric.nic_gbit_per_s,
-        fabric=fabric.fabric,
+        fabric=design.spec.network.fabric,
         num_cpus=compute.node.num_cpus,
         memory_gib=float(compute.node.memory_gib),
         facts=None if node is None else node_facts(design, node),
     )
 
 
+@dataclass(frozen=True)
+class ExpectOverrides:
+    """Site values laid over the design's view of a node; None (or no mounts) = keep it."""
+
+    gpu_id: str | None = None
+    num_gpus: int | None = None
+    num_compute_nics: int | None = None
+    nic_gbit_per_s: float | None = None
+    fabric: Fabric | None = None
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None
+    mounts: tuple[str, ...] = ()
+    min_free_gib: float | None = None
+
+
+def _or(override: T | None, value: T) -> T:
+    return value if override is None else override
+
+
 def with_overrides(
-    expect: NodeExpectation, catalog: Catalog | None = None, **overrides: Any
+    expect: NodeExpectation, overrides: ExpectOverrides, catalog: Catalog | None = None
 ) -> NodeExpectation:
-    """Apply CLI overrides (None values are ignored); ``gpu_id`` also sets names and TDP."""
-    values = {k: v for k, v in overrides.items() if v is not None and v != ()}
-    unknown = set(values) - {f.name for f in dataclasses.fields(NodeExpectation)}
-    if unknown:
-        raise SpecError(f"unknown expectation field(s): {', '.join(sorted(unknown))}")
-    if "gpu_id" in values:
-        gpu = (catalog or load_catalog()).gpus[values["gpu_id"]]
-        values.setdefault("gpu_nvml_names", tuple(gpu.nvml_names))
-        values.setdefault("gpu_tdp_w", gpu.tdp_w)
-        values.setdefault("num_nvlinks_per_gpu", NVLINKS_PER_GPU.get(gpu.scaleup))
-    return dataclasses.replace(expect, **values)
+    """``expect`` with the overrides applied.  A ``gpu_id`` also sets the GPU's NVML names,
+    TDP and NVLink count, from ``catalog``: pass the one the design was planned with; without
+    a design at hand, the packaged catalog is read."""
+    o = overrides
+    if o.gpu_id is not None:
+        gpu = (catalog or load_catalog()).gpus[o.gpu_id]
+        expect = dataclasses.replace(
+            expect,
+            gpu_id=gpu.id,
+            gpu_nvml_names=tuple(gpu.nvml_names),
+            gpu_tdp_w=gpu.tdp_w,
+            num_nvlinks_per_gpu=NVLINKS_PER_GPU.get(gpu.scaleup),
+        )
+    return dataclasses.replace(
+        expect,
+        num_gpus=_or(o.num_gpus, expect.num_gpus),
+        num_compute_nics=_or(o.num_compute_nics, expect.num_compute_nics),
+        nic_gbit_per_s=_or(o.nic_gbit_per_s, expect.nic_gbit_per_s),
+        fabric=_or(o.fabric, expect.fabric),
+        driver_version=_or(o.driver_version, expect.driver_version),
+        cuda_driver_version=_or(o.cuda_driver_version, expect.cuda_driver_version),
+        mounts=o.mounts or expect.mounts,
+        min_free_gib=_or(o.min_free_gib, expect.min_free_gib),
+    )

@@ -1,16 +1,21 @@
-"""Prometheus exporter: the same checks as ``clusterforge check``, plus NIC counters.
+"""Prometheus metrics of the node checks: the same checks as ``clusterforge check``, plus NIC
+and GPU readings.
 
-A background loop runs the checks every ``interval_s`` (scrapes never run checks, so a slow
-node cannot time out Prometheus) and keeps the previous reading so counters are judged by
-their increase (the first run is a baseline, see :mod:`clusterforge.ops.checks`).  Metric
-names (labels node/check/severity/gpu/nic/subject):
+:class:`Exporter` runs the checks every ``interval_s`` in its own thread and renders the
+metrics once per run into a cached snapshot; a scrape only copies those bytes
+(:mod:`clusterforge.ops.serve`), so a slow node, or a hundred scrapers at once, never makes a
+scrape wait for a reading.  The previous reading is kept so counters are judged by their
+increase (the first run is a baseline, see :mod:`clusterforge.ops.checks`).  Metric names
+(labels node/check/severity/gpu/nic/subject):
 
 - ``clusterforge_check_status``: 0 pass, 1 warn, 2 unknown, 3 fail (one series per result)
-- ``clusterforge_node_info{rack, role}`` = 1 with ``--expect``: the node's rack and whether it
-  is a spare, to group failures by rack (a shared cause) in alerts
+- ``clusterforge_node_info{rack, role}`` = 1 with a spec: the node's rack and whether it is
+  a spare, to group failures by rack (a shared cause) in alerts
 - ``clusterforge_node_healthy``: 1 when the node passes (warnings allowed), else 0
 - ``clusterforge_check_read_errors``, ``clusterforge_check_duration_seconds``,
   ``clusterforge_check_last_run_timestamp_seconds``
+- ``clusterforge_exporter_check_failures_total``: check runs that raised (the snapshot then
+  keeps the last good run; alert on its age with the timestamp above)
 - ``clusterforge_nic_counter_total{counter=...}``: raw sysfs / ethtool counters
 - ``clusterforge_nic_up``, ``clusterforge_nic_speed_gbit_per_second``
 - ``clusterforge_gpu_temperature_celsius``, ``clusterforge_gpu_power_watts``,
@@ -18,51 +23,61 @@ names (labels node/check/severity/gpu/nic/subject):
 - ``clusterforge_driver_info{driver_version, cuda_version}`` = 1: alert on
   ``count(count by (driver_version) (clusterforge_driver_info)) > 1`` for a mixed cluster.
 
-Counters are exported as counters and alerted on with ``increase()``, never as "last value"
-gauges (the sticky-XID-gauge complaint of dcgm-exporter #500/#190, operations.md §4).
+Cumulative error counters are exported as Prometheus counters and alerted on with
+``increase()`` (Prometheus documentation, "Metric types": a counter is only meaningful as a
+rate or an increase), never as a "last value" gauge that stays raised after the event.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from clusterforge.ops.checks import STATUS_ORDER
 from clusterforge.ops.readings import NodeReading
-from clusterforge.ops.runner import Report
+from clusterforge.ops.runner import NodeChecker, Report
 
 __all__ = ["Exporter", "HealthCollector"]
 
-CheckFn = Callable[[NodeReading | None], Report]
 
-
-def _label(value: Any) -> str:
+def _label(value: object) -> str:
     return "" if value is None else str(value)
 
 
 class HealthCollector(Collector):
-    """Turns the latest Report into metric families at scrape time."""
+    """Turns the latest Report into metric families (once per check run, see Exporter)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._report: Report | None = None
+        self._num_failed_runs = 0
 
     def update(self, report: Report) -> None:
         with self._lock:
             self._report = report
 
+    def count_failed_run(self) -> None:
+        with self._lock:
+            self._num_failed_runs += 1
+
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            report = self._report
+            report, num_failed = self._report, self._num_failed_runs
+        failures = CounterMetricFamily(
+            "clusterforge_exporter_check_failures",
+            "Check runs that raised instead of returning a report",
+            value=float(num_failed),
+        )
+        yield failures
         if report is None:
             return
         yield from self._checks(report)
+        yield from self._node(report)
         yield from self._nics(report)
         yield from self._gpus(report)
 
@@ -88,43 +103,29 @@ class HealthCollector(Collector):
             role = "spare" if report.facts.spare else "training"
             info.add_metric([node, _label(report.facts.rack), role], 1.0)
             yield info
+
+    def _node(self, report: Report) -> Iterator[Metric]:
         for name, doc, value in (
-            (
-                "clusterforge_node_healthy",
-                "1 when the node passes (warnings allowed)",
-                float(report.exit_code == 0),
-            ),
-            (
-                "clusterforge_check_read_errors",
-                "Readings that failed or timed out",
-                float(len(report.errors)),
-            ),
-            (
-                "clusterforge_check_duration_seconds",
-                "Time the last check run took",
-                report.duration_s,
-            ),
-            (
-                "clusterforge_check_last_run_timestamp_seconds",
-                "When the last check ran",
-                report.reading.taken_at_s,
-            ),
-        ):
+            ("clusterforge_node_healthy", "1 when the node passes (warnings allowed)",
+             float(report.exit_code == 0)),
+            ("clusterforge_check_read_errors", "Readings that failed or timed out",
+             float(len(report.errors))),
+            ("clusterforge_check_duration_seconds", "Time the last check run took",
+             report.duration_s),
+            ("clusterforge_check_last_run_timestamp_seconds", "When the last check ran",
+             report.reading.taken_at_s),
+        ):  # fmt: skip
             family = GaugeMetricFamily(name, doc, labels=["node"])
-            family.add_metric([node], value)
+            family.add_metric([report.node], value)
             yield family
+        gpu = report.reading.gpu
         info = GaugeMetricFamily(
             "clusterforge_driver_info",
             "NVIDIA driver and CUDA driver versions",
             labels=["node", "driver_version", "cuda_version"],
         )
         info.add_metric(
-            [
-                node,
-                _label(report.reading.gpu.driver_version),
-                _label(report.reading.gpu.cuda_driver_version),
-            ],
-            1.0,
+            [report.node, _label(gpu.driver_version), _label(gpu.cuda_driver_version)], 1.0
         )
         yield info
 
@@ -183,33 +184,48 @@ class HealthCollector(Collector):
 
 
 class Exporter:
-    """Runs ``check_fn`` every ``interval_s`` and serves the results."""
+    """Runs the checks every ``interval_s`` in a background thread and keeps the rendered
+    metrics of the last run; :meth:`snapshot` is all a scrape reads."""
 
-    def __init__(self, check_fn: CheckFn, interval_s: float = 60.0) -> None:
-        self.check_fn = check_fn
+    def __init__(self, check: NodeChecker, *, interval_s: float = 60.0) -> None:
+        self.check = check
         self.interval_s = interval_s
         self.collector = HealthCollector()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
         self._previous: NodeReading | None = None
         self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._snapshot = generate_latest(self.registry)
+
+    def snapshot(self) -> bytes:
+        """The metrics of the last check run, in the Prometheus text format."""
+        return self._snapshot  # replaced whole, never mutated: no lock needed to read
 
     def refresh(self) -> Report:
         """Run the checks once (counters judged against the previous run) and publish."""
-        report = self.check_fn(self._previous)
+        report = self.check.run(self._previous)
         self._previous = report.reading
         self.collector.update(report)
+        self._snapshot = generate_latest(self.registry)
         return report
 
-    def serve(self, port: int, address: str = "0.0.0.0") -> Any:
-        """Start the HTTP server in a daemon thread; returns the server (call .shutdown())."""
-        server, _thread = start_http_server(port, addr=address, registry=self.registry)
-        return server
-
-    def run_forever(self) -> None:
+    def _loop(self) -> None:
         while not self._stop.is_set():
-            self.refresh()
+            try:
+                self.refresh()
+            except Exception:  # a bug in one run must not stop the exporter: count it
+                self.collector.count_failed_run()
+                self._snapshot = generate_latest(self.registry)
             self._stop.wait(self.interval_s)
 
-    def stop(self) -> None:
+    def start(self) -> None:
+        """Run the checks now and then every ``interval_s``, in a daemon thread."""
+        self._thread = threading.Thread(target=self._loop, name="clusterforge-checks", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop the loop; a run in progress is left to finish in its daemon thread."""
         self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)

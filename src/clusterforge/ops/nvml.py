@@ -33,6 +33,7 @@ __all__ = [
     "NvmlNotSupported",
     "RecordedNvml",
     "collect_gpu_snapshot",
+    "load_fixture",
     "snapshot_to_fixture",
 ]
 
@@ -205,23 +206,54 @@ GPU_IS_LOST = "GPU_IS_LOST"
 HANG = "HANG"
 
 
-def _load_fixture(path: Path) -> dict[str, Any]:
+_MAX_FIXTURE_DEPTH = 8  # fixtures built on fixtures ("base"), to stop a file naming itself
+
+
+def _read_fixture(path: Path) -> dict[str, Any]:
+    """One fixture file as a JSON object; every way it can be unreadable is a CheckError."""
+    name = repr(str(path))
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CheckError(f"NVML fixture {str(path)!r} does not exist") from None
+        raise CheckError(f"NVML fixture {name} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise CheckError(
+            f"NVML fixture {name} is not a text file (byte {exc.start} is not UTF-8); "
+            "give a JSON file of recorded readings"
+        ) from None
     except json.JSONDecodeError as exc:
-        raise CheckError(f"NVML fixture {str(path)!r} is not valid JSON: {exc}") from None
-    if "base" not in data:
-        return dict(data)
-    base = _load_fixture(path.parent / data["base"])
+        raise CheckError(f"NVML fixture {name} is not valid JSON: {exc}") from None
+    except OSError as exc:
+        raise CheckError(f"NVML fixture {name} cannot be read: {exc.strerror}") from None
+    if not isinstance(data, dict):
+        raise CheckError(
+            f"NVML fixture {name} holds a JSON {type(data).__name__}; expected an object with "
+            "'driver_version' and 'gpus'"
+        )
+    return data
+
+
+def _apply_patches(base: dict[str, Any], data: dict[str, Any], name: str) -> dict[str, Any]:
     gpus = [dict(g) for g in base.get("gpus", [])]
     for index, patch in data.get("gpu_patches", {}).items():
+        if not (str(index).isdigit() and int(index) < len(gpus)):
+            raise CheckError(f"NVML fixture {name}: gpu_patches: no GPU {index!r} in its base")
         gpus[int(index)].update(patch)
     removed = set(data.get("remove_gpus", []))
     base["gpus"] = [g for i, g in enumerate(gpus) if i not in removed]
     base.update({k: v for k, v in data.items() if k not in ("base", "gpu_patches", "remove_gpus")})
     return base
+
+
+def load_fixture(path: Path, depth: int = 0) -> dict[str, Any]:
+    """A recorded NVML fixture (see :class:`RecordedNvml`), its ``base`` chain applied."""
+    data = _read_fixture(path)
+    if "base" not in data:
+        return dict(data)
+    if depth >= _MAX_FIXTURE_DEPTH:
+        raise CheckError(f"NVML fixture {str(path)!r}: 'base' fixtures nest too deep (a loop?)")
+    base = load_fixture(path.parent / str(data["base"]), depth + 1)
+    return _apply_patches(base, data, repr(str(path)))
 
 
 class RecordedNvml:
@@ -240,7 +272,7 @@ class RecordedNvml:
 
     @classmethod
     def from_file(cls, path: str | Path) -> RecordedNvml:
-        return cls(_load_fixture(Path(path)))
+        return cls(load_fixture(Path(path)))
 
     def release(self) -> None:
         """Let every hanging call return (tests call this at teardown)."""

@@ -1,7 +1,7 @@
 """Run every check on this node within one time budget and return a report.
 
 The budget defaults to 45 s because Slurm kills a HealthCheckProgram after 60 s
-(slurm.conf(5), operations.md §7) and the drain itself needs a few seconds of ``scontrol``.
+(slurm.conf(5), HealthCheckProgram) and the drain itself needs a few seconds of ``scontrol``.
 NVML gets 60 % of it; the network, the mounts and the kernel log share the rest.  A read
 that runs out of time is reported in ``Report.errors`` and makes the verdict "unknown"
 (exit 2), never a hang and never a drain (NHC's timeouts drained healthy nodes at scale:
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import socket
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,7 +25,7 @@ from clusterforge.ops.readings import GpuSnapshot, HostReading, NodeReading, to_
 from clusterforge.ops.sysfs import SysfsReader, run_with_timeout
 from clusterforge.ops.xid import XidPolicy, parse_kernel_xids
 
-__all__ = ["Report", "collect_reading", "local_node_name", "make_report", "run_checks"]
+__all__ = ["NodeChecker", "Report", "collect_reading", "local_node_name", "make_report"]
 
 EXIT_CODES = {"pass": 0, "warn": 0, "fail": 1, "unknown": 2}
 # reading.errors keys that mean "the node could not be checked" (exit 2).
@@ -85,6 +86,7 @@ def collect_reading(
     node: str,
     nvml: NvmlApi | None,
     sysfs: SysfsReader,
+    *,
     mounts: tuple[str, ...] = (),
     budget_s: float = 45.0,
     nvml_error: str | None = None,
@@ -142,10 +144,10 @@ def make_report(
     reading: NodeReading,
     expect: NodeExpectation,
     policy: XidPolicy,
+    *,
     limits: Thresholds | None = None,
     previous: NodeReading | None = None,
     duration_s: float = 0.0,
-    notes: tuple[str, ...] = (),
 ) -> Report:
     """Judge a reading: fail beats could-not-check, which beats warn."""
     results = tuple(evaluate(reading, expect, policy, limits, previous))
@@ -168,27 +170,45 @@ def make_report(
         duration_s=duration_s,
         reading=reading,
         baseline=previous is None,
-        notes=notes,
+        facts=expect.facts,
     )
 
 
-def run_checks(
-    node: str,
-    nvml_factory: Any,
-    sysfs: SysfsReader,
-    expect: NodeExpectation,
-    policy: XidPolicy,
-    budget_s: float = 45.0,
-    limits: Thresholds | None = None,
-    previous: NodeReading | None = None,
-    notes: tuple[str, ...] = (),
-) -> Report:
-    """Collect and judge.  ``nvml_factory()`` builds the NvmlApi (it may raise, e.g. no pynvml)."""
-    start = time.monotonic()
-    nvml, nvml_error = None, None
-    try:
-        nvml = nvml_factory()
-    except ClusterforgeError as exc:
-        nvml_error = str(exc)
-    reading = collect_reading(node, nvml, sysfs, expect.mounts, budget_s, nvml_error)
-    return make_report(reading, expect, policy, limits, previous, time.monotonic() - start, notes)
+@dataclass(frozen=True)
+class NodeChecker:
+    """Everything needed to check one node, built once: a one-shot check runs it once, the
+    exporter on every interval.  ``nvml_factory()`` builds the NVML adapter on each run (it
+    may raise a :class:`ClusterforgeError`, e.g. pynvml missing: the run reports it)."""
+
+    node: str
+    nvml_factory: Callable[[], NvmlApi]
+    sysfs: SysfsReader
+    expect: NodeExpectation
+    policy: XidPolicy
+    budget_s: float = 45.0
+    limits: Thresholds = field(default_factory=Thresholds)
+
+    def run(self, previous: NodeReading | None = None) -> Report:
+        """Collect and judge; counters against ``previous`` when given (else a baseline)."""
+        start = time.monotonic()
+        nvml, nvml_error = None, None
+        try:
+            nvml = self.nvml_factory()
+        except ClusterforgeError as exc:
+            nvml_error = str(exc)
+        reading = collect_reading(
+            self.node,
+            nvml,
+            self.sysfs,
+            mounts=self.expect.mounts,
+            budget_s=self.budget_s,
+            nvml_error=nvml_error,
+        )
+        return make_report(
+            reading,
+            self.expect,
+            self.policy,
+            limits=self.limits,
+            previous=previous,
+            duration_s=time.monotonic() - start,
+        )

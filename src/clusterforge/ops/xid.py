@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import yaml
 
-from clusterforge.errors import CheckError
+from clusterforge.errors import CheckError, did_you_mean
 from clusterforge.ops.readings import XidEvent, normalize_pci_bus_id
 
 __all__ = [
@@ -54,31 +54,84 @@ class XidPolicy:
         )
 
 
-def _action(value: Any, where: str) -> XidAction:
-    if value not in _ACTIONS:
-        raise CheckError(f"{where}: action {value!r} is not one of {', '.join(_ACTIONS)}")
-    return value
+_POLICY_KEYS = ("xids", "default_action")
+_POLICY_SHAPE = "an XID policy has 'xids' (XID number: drain, warn or ignore) and 'default_action'"
 
 
-def _parse_policy(data: Any, where: str, base: XidPolicy | None) -> XidPolicy:
-    if not isinstance(data, dict):
-        raise CheckError(f"{where}: an XID policy is a mapping with 'xids' and 'default_action'")
-    rules = dict(base.rules) if base else {}
-    for key, entry in (data.get("xids") or {}).items():
-        try:
-            xid = int(key)
-        except (TypeError, ValueError):
-            raise CheckError(f"{where}: xids: {key!r} is not an XID number") from None
-        entry = {"action": entry} if isinstance(entry, str) else dict(entry)
-        old = rules.get(xid)
-        rules[xid] = XidRule(
-            xid=xid,
-            action=_action(entry.get("action"), f"{where}: xids.{xid}"),
-            mnemonic=str(entry.get("mnemonic", old.mnemonic if old else "")),
-            catalog=str(entry.get("catalog", old.catalog if old else "")),
+def _action(value: object, where: str) -> XidAction:
+    match value:
+        case "drain" | "warn" | "ignore":
+            return value
+        case _:
+            raise CheckError(f"{where}: action {value!r} is not one of {', '.join(_ACTIONS)}")
+
+
+def _check_keys(data: dict[Any, Any], where: str) -> None:
+    """Reject a file that is something else, such as a cluster spec given by mistake."""
+    unknown = [str(k) for k in data if k not in _POLICY_KEYS]
+    if not unknown:
+        return
+    from clusterforge.spec import ClusterSpec
+
+    spec_keys = [k for k in unknown if k in ClusterSpec.model_fields]
+    if spec_keys:
+        raise CheckError(
+            f"{where} looks like a cluster spec (keys {', '.join(spec_keys[:4])}), not an XID "
+            f"policy; {_POLICY_SHAPE}"
         )
+    hint = did_you_mean(unknown[0], _POLICY_KEYS)
+    raise CheckError(f"{where}: unknown key {unknown[0]!r}{hint}; {_POLICY_SHAPE}")
+
+
+def _rule(key: object, entry: object, rules: dict[int, XidRule], where: str) -> XidRule:
+    """One site entry (``79: drain`` or ``79: {action: drain}``), over the rule it replaces."""
+    try:
+        xid = int(str(key))
+    except ValueError:
+        raise CheckError(f"{where}: xids: {key!r} is not an XID number") from None
+    old = rules.get(xid)
+    fields = {"action": entry} if isinstance(entry, str) else entry
+    if not isinstance(fields, dict):
+        raise CheckError(
+            f"{where}: xids.{xid}: {entry!r} is neither an action nor a mapping with 'action'"
+        )
+    return XidRule(
+        xid=xid,
+        action=_action(fields.get("action"), f"{where}: xids.{xid}"),
+        mnemonic=str(fields.get("mnemonic", old.mnemonic if old else "")),
+        catalog=str(fields.get("catalog", old.catalog if old else "")),
+    )
+
+
+def _parse_policy(data: object, where: str, base: XidPolicy | None) -> XidPolicy:
+    if not isinstance(data, dict):
+        raise CheckError(f"{where}: {_POLICY_SHAPE}, as a YAML mapping")
+    _check_keys(data, where)
+    entries = data.get("xids") or {}
+    if not isinstance(entries, dict):
+        raise CheckError(f"{where}: xids: expected a mapping of XID number to action")
+    rules = dict(base.rules) if base else {}
+    for key, entry in entries.items():
+        rule = _rule(key, entry, rules, where)
+        rules[rule.xid] = rule
     default = data.get("default_action", base.default_action if base else "warn")
     return XidPolicy(rules=rules, default_action=_action(default, f"{where}: default_action"))
+
+
+def _read_policy(path: Path) -> object:
+    name = repr(str(path))
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckError(f"XID policy file {name} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise CheckError(
+            f"XID policy file {name} is not a text file (byte {exc.start} is not UTF-8)"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise CheckError(f"XID policy file {name} is not valid YAML: {exc}") from None
+    except OSError as exc:
+        raise CheckError(f"XID policy file {name} cannot be read: {exc.strerror}") from None
 
 
 def load_xid_policy(override: str | Path | None = None) -> XidPolicy:
@@ -89,14 +142,7 @@ def load_xid_policy(override: str | Path | None = None) -> XidPolicy:
     policy = _parse_policy(yaml.safe_load(text), "default XID policy", None)
     if override is None:
         return policy
-    path = Path(override)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckError(f"XID policy file {str(path)!r} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise CheckError(f"XID policy file {str(path)!r} is not valid YAML: {exc}") from None
-    return _parse_policy(data, str(path), policy)
+    return _parse_policy(_read_policy(Path(override)), f"XID policy file {str(override)!r}", policy)
 
 
 _XID_LINE = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+)")
