@@ -12,6 +12,12 @@ rewrite is listed here:
 * node hardware: ``CPUs``/``Sockets``/``CoresPerSocket``/``ThreadsPerCore``/``RealMemory`` to
   what ``slurmd -C`` reports (slurmd drains a node with less than configured), and
   ``NodeHostname``/``NodeAddr`` added so all nodes resolve to this machine;
+* accounting: no slurmdbd runs here (it needs MySQL/MariaDB), and slurmctld refuses to
+  start with ``accounting_storage/slurmdbd`` until the database has answered once, so
+  ``AccountingStorageType`` becomes ``accounting_storage/none`` and the settings that need
+  slurmdbd (``AccountingStorageEnforce``, ``AccountingStorageTRES``) are dropped; the
+  generated fair-share (multifactor priority) and job-accounting settings are used as
+  generated;
 * ``FirstJobId`` in this test's range, so job cgroups (``slurm_<node>/uid_0/job_<id>``)
   never meet those of another emulated cluster with the same node names on this host;
 * process tracking only where cgroups cannot work (see :func:`cgroups_unavailable`):
@@ -198,11 +204,15 @@ class EmulatedSlurm:
             "HealthCheckProgram": str(w / "clusterforge-healthcheck.sh"),
             "Prolog": str(w / "clusterforge-prolog.sh"),
             "Epilog": str(w / "clusterforge-epilog.sh"),
+            "AccountingStorageType": "accounting_storage/none",
         }
         if self.cgroup_fallback:
             replace |= {"ProctrackType": "proctrack/linuxproc", "TaskPlugin": "task/none"}
         for key, value in replace.items():
             text, count = re.subn(rf"^{key}=.*$", f"{key}={value}", text, flags=re.M)
+            assert count == 1, key
+        for key in ("AccountingStorageEnforce", "AccountingStorageTRES"):
+            text, count = re.subn(rf"^{key}=.*\n", "", text, flags=re.M)
             assert count == 1, key
         assert "FirstJobId=" not in text
         text += f"FirstJobId={FIRST_JOB_ID}\n"

@@ -57,7 +57,9 @@ def test_roce_gets_gid_index_and_ib_does_not() -> None:
     roce = plan(load_spec(SPECS / "roce-rail-optimized.yaml"))
     env = dict(launch_plan(roce, 1).nccl_env)
     assert env["NCCL_IB_GID_INDEX"] == "3"
-    assert env["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{i}:1" for i in range(8))
+    assert env["NCCL_IB_HCA"] == "=" + ",".join(
+        f"{name}:1" for name in roce.compute.node.compute_hca_names
+    )
     ib = plan(load_spec(SPECS / "lab-leaf-spine.yaml"))
     assert "NCCL_IB_GID_INDEX" not in dict(launch_plan(ib, 1).nccl_env)
 
@@ -66,7 +68,7 @@ def test_nvl72_gets_a_block_topology_file() -> None:
     design = plan(load_spec(SPECS / "gb200-nvl72.yaml"))
     files = {f.path: f.content for f in render(design, ["slurm"])}
     block = files["slurm/topology-block.conf"]
-    assert block.count("BlockName=") == design.compute.num_nodes // 18
+    assert block.count("BlockName=") == -(-design.compute.num_nodes // 18)
     assert "BlockSizes=18" in block
     assert "Gres=gpu:gb200:4" in files["slurm/slurm.conf"]
 

@@ -169,11 +169,14 @@ def test_generated_job_script_runs_across_nodes(
     training = cluster_design.compute.num_training_nodes
     assert sorted(r[0] for r in rows) == cluster_design.compute.node_names[:training]
     for _, hcas, args in rows:
-        assert hcas == "=" + ",".join(f"mlx5_{i}:1" for i in range(8))
+        assert hcas == "=" + ",".join(
+            f"{n}:1" for n in cluster_design.compute.node.compute_hca_names
+        )
         assert f"--nnodes={training}" in args.split()
         assert "--nproc-per-node=8" in args.split()
         assert "--tensor-model-parallel-size=8" in args.split()
         assert "--pipeline-model-parallel-size=2" in args.split()
+        assert "--num-layers=32" in args.split() and "--bf16" in args.split()
 
 
 def test_jobs_are_confined_by_the_generated_cgroups(

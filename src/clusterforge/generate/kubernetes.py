@@ -158,7 +158,8 @@ def _kueue(design: Design, placements: list[NodePlacement]) -> list[dict[str, An
             "kind": "ResourceFlavor",
             "metadata": _meta(flavor),
             "spec": {
-                "nodeLabels": {LABEL_PREFIX + "cluster": name},
+                # Training nodes only: spares join the queue when a person relabels them.
+                "nodeLabels": {LABEL_PREFIX + "cluster": name, LABEL_PREFIX + "role": "training"},
                 "topologyName": f"{name}-fabric",
             },
         },
@@ -242,7 +243,7 @@ def _topology_annotations(
     """
     nodes = design.compute.num_training_nodes
     levels = [lv for lv in topology_levels(design, placements) if lv != HOSTNAME_LABEL]
-    labelled = [node_labels(design, p) for p in placements]
+    labelled = [node_labels(design, p) for p in placements if not p.spare]
     annotations: dict[str, str] = {TAS_PREFERRED: levels[0]}
     for level in levels:  # coarse to fine: the last that fits wins
         domain_sizes: dict[str, int] = {}

@@ -5,7 +5,7 @@ tree.  Level 0 groups the nodes that share their leaf switches (a scalable unit 
 leaves, a top-of-rack leaf, a rail-only node group, a dragonfly group); level 1 stands for
 the spines above a pod of level-0 groups; level 2 for the core switches above the pods.  A
 tree switch that stands for several real switches lists them in ``members``.  Slurm's
-topology/tree expects exactly this (operations.md §12: leaf switches with nodes, switches
+topology/tree expects exactly this (topology.conf(5): leaf switches with nodes, switches
 above them); a multi-spine Clos is one switch per tier for scheduling, since every spine of a
 pod reaches every leaf of it.
 
@@ -26,10 +26,12 @@ from clusterforge.design.fabric import Connectivity
 from clusterforge.generate.common import checked_name
 
 __all__ = [
+    "SPARE_GROUP",
     "NodePlacement",
     "TreeSwitch",
     "node_placements",
     "nodes_per_nvlink_block",
+    "nvlink_blocks",
     "switch_tree",
 ]
 
@@ -163,12 +165,24 @@ def _three_tier(
     return [*tier1, tier2]
 
 
+SPARE_GROUP = "spare-pool"
+
+
 def switch_tree(design: Design) -> list[TreeSwitch]:
-    """The scheduling tree of ``design``'s compute fabric, level 0 first."""
+    """The scheduling tree of ``design``'s compute fabric, level 0 first.
+
+    Spare nodes that the fabric does not cable with the training nodes (the nodes after the
+    connectivity's ``num_nodes``: a spare pool on its own leaves, or cold spares cabled on
+    swap) form their own level-0 group :data:`SPARE_GROUP` under no spine, so no job spans
+    them and the training nodes.
+    """
     c = design.fabric.connectivity
     names = [checked_name(n, "node name") for n in design.compute.node_names]
     level0 = _level0(c, names)
-    return [*level0, *_upper_levels(c, level0)]
+    tree = [*level0, *_upper_levels(c, level0)]
+    if len(names) > c.num_nodes:
+        tree.insert(len(level0), TreeSwitch(SPARE_GROUP, 0, nodes=tuple(names[c.num_nodes :])))
+    return tree
 
 
 def nodes_per_nvlink_block(design: Design) -> int:
@@ -186,13 +200,40 @@ def _racks_of_nodes(design: Design) -> dict[str, str]:
     }
 
 
+def nvlink_blocks(design: Design) -> dict[str, str]:
+    """NVLink block of each node, for NVLink domains larger than a node (else empty).
+
+    A rack-scale system (GB200/GB300 NVL72: 18 compute trays and their NVLink switch trays)
+    is one rack, so a block is read from the design's racks, never assumed to be N
+    consecutive nodes: the nodes of one rack, in node order, split into domains of
+    :func:`nodes_per_nvlink_block` (a rack holds one domain; a partly filled last rack gives
+    a smaller block).  Blocks are named after their rack (``nvl-<rack>``, with ``-<k>``
+    when a rack holds several).  A design without racks falls back to consecutive nodes.
+    """
+    per_block = nodes_per_nvlink_block(design)
+    if per_block == 1:
+        return {}
+    racks = _racks_of_nodes(design)
+    names = design.compute.node_names
+    by_rack: dict[str, list[str]] = {}
+    for index, name in enumerate(names):
+        by_rack.setdefault(racks.get(name) or f"{index // per_block + 1:04d}", []).append(name)
+    blocks: dict[str, str] = {}
+    for rack, members in by_rack.items():
+        chunks = [members[i : i + per_block] for i in range(0, len(members), per_block)]
+        for k, chunk in enumerate(chunks):
+            block = f"nvl-{rack}" if len(chunks) == 1 else f"nvl-{rack}-{k + 1}"
+            blocks.update(dict.fromkeys(chunk, checked_name(block, "NVLink block name")))
+    return blocks
+
+
 def node_placements(design: Design) -> list[NodePlacement]:
     """Every GPU node with its group, pod, rack and NVLink block, in node order."""
     tree = switch_tree(design)
     group_of = {node: s.name for s in tree if s.level == 0 for node in s.nodes}
     pod_of = {child: s.name for s in tree if s.level == 1 for child in s.children}
     racks = _racks_of_nodes(design)
-    per_block = nodes_per_nvlink_block(design)
+    blocks = nvlink_blocks(design)
     compute = design.compute
     placements = []
     for index, name in enumerate(compute.node_names):
@@ -206,7 +247,7 @@ def node_placements(design: Design) -> list[NodePlacement]:
                 group=group,
                 pod=pod_of.get(group),
                 rack=checked_name(rack, "rack name") if rack is not None else None,
-                nvlink_block=f"nvl-{index // per_block + 1:04d}" if per_block > 1 else None,
+                nvlink_block=blocks.get(name),
             )
         )
     return placements

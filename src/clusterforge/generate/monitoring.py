@@ -3,8 +3,9 @@
 Every GPU node is scraped on three ports: dcgm-exporter (9400), node_exporter (9100) and the
 clusterforge exporter (9410).  Targets are grouped by rack and leaf group so each series carries
 ``rack``, ``leaf_group`` (and ``spine_block``) labels; a ``node`` label comes from the target
-address, which avoids dcgm-exporter's ``Hostname``/``hostname`` label rename (operations.md
-§2.2); InfiniBand series get a ``rail`` label from the HCA name.
+address, which avoids dcgm-exporter's ``Hostname``/``hostname`` label rename (dcgm-exporter
+README, "Kubernetes" notes); InfiniBand series get a ``rail`` label from the HCA name, mapped
+through the node model's compute HCA names (a DGX H100's rail 1 is ``mlx5_3``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from clusterforge.design import Design
 from clusterforge.generate.alert_rules import alert_groups
 from clusterforge.generate.common import GeneratedFile, checked_name, yaml_text
 from clusterforge.generate.dashboards import dashboards
-from clusterforge.generate.launch import HCA_PREFIX
+from clusterforge.generate.launch import hca_names
 from clusterforge.generate.layout import NodePlacement, node_placements
 from clusterforge.generate.monitoring_data import (
     CLUSTERFORGE_EXPORTER_PORT,
@@ -25,11 +26,11 @@ from clusterforge.generate.monitoring_data import (
     NODE_EXPORTER_PORT,
     dcgm_counters_csv,
 )
-from clusterforge.generate.slurm import management_hosts
+from clusterforge.generate.slurm_accounting import management_roles
 
 __all__ = ["SCRAPE_INTERVAL_S", "monitoring_files", "prometheus_config"]
 
-# dcgm-exporter collects every 30 000 ms by default (operations.md §2.2): scrape as often.
+# dcgm-exporter collects every 30 000 ms by default (its -c flag): scrape as often.
 SCRAPE_INTERVAL_S = 30
 EVALUATION_INTERVAL_S = 30
 ALERTMANAGER_PORT = 9093
@@ -75,21 +76,29 @@ def _scrape_config(design: Design, job: str, port: int) -> dict[str, Any]:
         ],
     }
     if job == "node":
-        config["metric_relabel_configs"] = [
-            {
-                "source_labels": ["device"],
-                "regex": f"{HCA_PREFIX}(\\d+)",
-                "target_label": "rail",
-                "replacement": "$1",
-            }
-        ]
+        config["metric_relabel_configs"] = _rail_labels(design)
     return config
+
+
+def _rail_labels(design: Design) -> list[dict[str, str]]:
+    """``rail`` label from the HCA name: one rule per compute HCA (names from the catalog)."""
+    return [
+        {
+            "source_labels": ["device"],
+            "regex": name,
+            "target_label": "rail",
+            "replacement": str(rail),
+        }
+        for rail, name in enumerate(hca_names(design))
+    ]
 
 
 def prometheus_config(design: Design) -> dict[str, Any]:
     """prometheus.yml as data."""
-    hosts = management_hosts(design)
-    alertmanager = hosts[2] if len(hosts) > 2 else "localhost"
+    roles = management_roles(design)
+    # Dedicated monitoring servers when the cluster has them, else the (last) head node.
+    servers = roles.get("monitoring") or roles.get("head") or ["localhost"]
+    alertmanager = servers[-1] if not roles.get("monitoring") else servers[0]
     return {
         "global": {
             "scrape_interval": f"{SCRAPE_INTERVAL_S}s",

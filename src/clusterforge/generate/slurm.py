@@ -1,6 +1,6 @@
 """Slurm files from the design: slurm.conf, gres.conf, topology.conf, cgroup.conf, hooks, job.
 
-Sources (operations.md §12, slurm.conf(5), gres.conf(5), topology.conf(5)):
+Sources (slurm.conf(5), gres.conf(5), topology.conf(5), Slurm "Prolog and Epilog Guide"):
 
 * ``NodeName ... Gres=gpu:<type>:<count>`` with ``GresTypes=gpu`` and ``select/cons_tres``;
 * ``gres.conf`` with ``AutoDetect=nvml`` (``rsmi`` for AMD) plus explicit ``Type``/``File``,
@@ -8,7 +8,11 @@ Sources (operations.md §12, slurm.conf(5), gres.conf(5), topology.conf(5)):
 * ``topology/tree`` from :func:`clusterforge.generate.layout.switch_tree`; NVLink domains
   larger than a node (GB200 NVL72) also get a ``topology/block`` file (Slurm ≥ 23.11);
 * a failing Prolog drains the node and requeues the job, a failing Epilog drains the node;
-  HealthCheckProgram is killed after 60 s (operations.md §7, §10).
+  HealthCheckProgram is killed after 60 s (slurm.conf(5), HealthCheckProgram);
+* spare nodes sit in their own ``spare`` partition, never in the default one, so no job lands
+  on them unless it asks;
+* controllers, accounting and fair share: :mod:`clusterforge.generate.slurm_accounting`;
+  IMEX for multi-node NVLink domains: :mod:`clusterforge.generate.imex`.
 """
 
 from __future__ import annotations
@@ -23,12 +27,20 @@ from clusterforge.catalog import Gpu
 from clusterforge.design import Design
 from clusterforge.errors import GenerateError
 from clusterforge.generate.common import GeneratedFile, checked_name, hostlist, render_template
+from clusterforge.generate.imex import imex_slurm_files, imex_switch_comments
 from clusterforge.generate.launch import RENDEZVOUS_PORT, launch_plan
 from clusterforge.generate.layout import (
+    SPARE_GROUP,
     NodePlacement,
+    TreeSwitch,
     node_placements,
     nodes_per_nvlink_block,
     switch_tree,
+)
+from clusterforge.generate.slurm_accounting import (
+    accounting_settings,
+    controllers,
+    slurmdbd_conf,
 )
 from clusterforge.generate.spec_copy import SPEC_PATH, spec_yaml
 
@@ -37,13 +49,12 @@ __all__ = [
     "HEALTHCHECK_INTERVAL_S",
     "REAL_MEMORY_FRACTION",
     "gres_type",
-    "management_hosts",
     "slurm_files",
 ]
 
 CLUSTERFORGE_PATH = "/usr/local/bin/clusterforge"
 CONF_DIR = "/etc/slurm"
-# NHC's documented Slurm setting (operations.md §7): every 300 s.
+# LBNL Node Health Check's documented Slurm setting (NHC README, "Slurm integration"): 300 s.
 HEALTHCHECK_INTERVAL_S = 300
 # The kernel keeps part of the installed memory; slurmd drains a node reporting less than
 # RealMemory, so configure 97 % of the installed GiB.
@@ -84,17 +95,6 @@ def gres_type(gpu: Gpu) -> str:
     return chosen
 
 
-def management_hosts(design: Design) -> list[str]:
-    """Management servers of the design, sorted: the first two run slurmctld (HA)."""
-    names = sorted(
-        d.name
-        for r in design.racks
-        for d in r.devices
-        if d.kind == "server" and d.role == "management"
-    )
-    return [checked_name(n, "management server") for n in names]
-
-
 def _feature_tag(value: str) -> str:
     return value.replace("-", "_")
 
@@ -132,8 +132,16 @@ def _node_lines(design: Design, placements: list[NodePlacement]) -> list[_NodeLi
 
 
 def _partitions(placements: list[NodePlacement]) -> list[dict[str, str]]:
+    """``gpu`` (default) holds the training nodes only; spares get their own partition."""
+    training = [p.name for p in placements if not p.spare]
     parts = [
-        dict(name="gpu", nodes="ALL", default="YES", max_time="INFINITE", oversubscribe="EXCLUSIVE")
+        dict(
+            name="gpu",
+            nodes=hostlist(training),
+            default="YES",
+            max_time="INFINITE",
+            oversubscribe="EXCLUSIVE",
+        )
     ]
     spares = [p.name for p in placements if p.spare]
     if spares:
@@ -160,13 +168,16 @@ def _topology_comments(design: Design) -> list[str]:
 
 def _slurm_conf(design: Design, placements: list[NodePlacement]) -> str:
     compute = design.compute
-    hosts = management_hosts(design)
+    ctl = controllers(design)
     return render_template(
         "slurm/slurm.conf.j2",
         cluster=checked_name(design.spec.name, "cluster name"),
-        controllers=hosts[:2] or ["slurm-controller"],
+        controllers=list(ctl.hosts),
+        controller_comments=list(ctl.comments),
+        state_save_location=ctl.state_save_location,
         real_memory_pct=round(REAL_MEMORY_FRACTION * 100),
         topology_comments=_topology_comments(design),
+        switch_comments=imex_switch_comments(design),
         healthcheck_path=f"{CONF_DIR}/clusterforge-healthcheck.sh",
         healthcheck_interval_s=HEALTHCHECK_INTERVAL_S,
         prolog_path=f"{CONF_DIR}/clusterforge-prolog.sh",
@@ -175,6 +186,7 @@ def _slurm_conf(design: Design, placements: list[NodePlacement]) -> str:
         num_spare_nodes=compute.num_spare_nodes,
         node_lines=_node_lines(design, placements),
         partitions=_partitions(placements),
+        **accounting_settings(design),
     )
 
 
@@ -192,12 +204,19 @@ def _gres_conf(design: Design) -> str:
     )
 
 
+def _switch_comments(s: TreeSwitch) -> list[str]:
+    if s.name == SPARE_GROUP:
+        return [f"{s.name}: spare nodes outside the training fabric (no job spans both)"]
+    if s.members == (s.name,) or not s.members:
+        return []
+    return [f"{s.name} stands for {hostlist(s.members)}"]
+
+
 def _topology_conf(design: Design) -> str:
     switches = []
     for s in switch_tree(design):
         key, targets = ("Nodes", s.nodes) if s.level == 0 else ("Switches", s.children)
-        same = s.members == (s.name,)
-        comments = [] if same else [f"{s.name} stands for {hostlist(s.members)}"]
+        comments = _switch_comments(s)
         switches.append(dict(name=s.name, key=key, targets=hostlist(targets), comments=comments))
     return render_template(
         "slurm/topology.conf.j2",
@@ -208,11 +227,13 @@ def _topology_conf(design: Design) -> str:
 
 
 def _block_conf(design: Design, placements: list[NodePlacement]) -> str:
+    """One block per NVLink domain, as the racks hold them (not consecutive node numbers)."""
     per_block = nodes_per_nvlink_block(design)
-    blocks = [
-        dict(name=block, nodes=hostlist(p.name for p in group))
-        for block, group in groupby(placements, key=lambda p: p.nvlink_block)
-    ]
+    members: dict[str, list[str]] = {}
+    for p in placements:
+        if p.nvlink_block:
+            members.setdefault(p.nvlink_block, []).append(p.name)
+    blocks = [dict(name=block, nodes=hostlist(names)) for block, names in members.items()]
     return render_template(
         "slurm/topology-block.conf.j2",
         cluster=design.spec.name,
@@ -246,6 +267,7 @@ def _job_script(design: Design) -> str:
         num_leaf_groups=launch.num_leaf_groups,
         fabric=checked_name(design.fabric.fabric, "fabric"),
         nccl_env=[(k, shlex.quote(v)) for k, v in launch.nccl_env],
+        notes=list(launch.notes),
         rendezvous_port=RENDEZVOUS_PORT,
         train_args=[shlex.quote(a) for a in launch.train_args],
     )
@@ -296,6 +318,8 @@ def slurm_files(design: Design) -> list[GeneratedFile]:
         ),
         *_scripts(design),
         GeneratedFile("slurm/clusterforge-spec.yaml", spec_yaml(design)),
+        GeneratedFile("slurm/slurmdbd.conf", slurmdbd_conf(design), 0o600),
+        *imex_slurm_files(design, placements),
     ]
     if nodes_per_nvlink_block(design) > 1:
         files.append(GeneratedFile("slurm/topology-block.conf", _block_conf(design, placements)))

@@ -11,8 +11,8 @@ done <<'NODES'
 gpu-0001 clusterforge.io/cluster=lab clusterforge.io/gpu=h100 clusterforge.io/role=training clusterforge.io/leaf-group=leaf-0001 clusterforge.io/rails=8 clusterforge.io/rack=r001-01 clusterforge.io/spine-block=spines
 gpu-0002 clusterforge.io/cluster=lab clusterforge.io/gpu=h100 clusterforge.io/role=training clusterforge.io/leaf-group=leaf-0001 clusterforge.io/rails=8 clusterforge.io/rack=r001-01 clusterforge.io/spine-block=spines
 gpu-0003 clusterforge.io/cluster=lab clusterforge.io/gpu=h100 clusterforge.io/role=training clusterforge.io/leaf-group=leaf-0001 clusterforge.io/rails=8 clusterforge.io/rack=r001-01 clusterforge.io/spine-block=spines
-gpu-0004 clusterforge.io/cluster=lab clusterforge.io/gpu=h100 clusterforge.io/role=training clusterforge.io/leaf-group=leaf-0001 clusterforge.io/rails=8 clusterforge.io/rack=r001-02 clusterforge.io/spine-block=spines
-gpu-0005 clusterforge.io/cluster=lab clusterforge.io/gpu=h100 clusterforge.io/role=training clusterforge.io/leaf-group=leaf-0002 clusterforge.io/rails=8 clusterforge.io/rack=r001-06 clusterforge.io/spine-block=spines
-gpu-0006 clusterforge.io/cluster=lab clusterforge.io/gpu=h100 clusterforge.io/role=training clusterforge.io/leaf-group=leaf-0002 clusterforge.io/rails=8 clusterforge.io/rack=r001-06 clusterforge.io/spine-block=spines
-gpu-0007 clusterforge.io/cluster=lab clusterforge.io/gpu=h100 clusterforge.io/role=spare clusterforge.io/leaf-group=leaf-0002 clusterforge.io/rails=8 clusterforge.io/rack=r001-06 clusterforge.io/spine-block=spines
+gpu-0004 clusterforge.io/cluster=lab clusterforge.io/gpu=h100 clusterforge.io/role=training clusterforge.io/leaf-group=leaf-0001 clusterforge.io/rails=8 clusterforge.io/rack=r001-03 clusterforge.io/spine-block=spines
+gpu-0005 clusterforge.io/cluster=lab clusterforge.io/gpu=h100 clusterforge.io/role=training clusterforge.io/leaf-group=leaf-0002 clusterforge.io/rails=8 clusterforge.io/rack=r001-05 clusterforge.io/spine-block=spines
+gpu-0006 clusterforge.io/cluster=lab clusterforge.io/gpu=h100 clusterforge.io/role=training clusterforge.io/leaf-group=leaf-0002 clusterforge.io/rails=8 clusterforge.io/rack=r001-05 clusterforge.io/spine-block=spines
+gpu-0007 clusterforge.io/cluster=lab clusterforge.io/gpu=h100 clusterforge.io/role=spare clusterforge.io/leaf-group=leaf-0002 clusterforge.io/rails=8 clusterforge.io/rack=r001-05 clusterforge.io/spine-block=spines
 NODES

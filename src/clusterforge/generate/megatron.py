@@ -1,0 +1,148 @@
+"""Megatron-LM ``pretrain_gpt.py`` arguments for the workload the design was planned for.
+
+Flag names are Megatron-LM's (``megatron/training/arguments.py``, core_r0.12): model shape
+(``--num-layers``, ``--hidden-size``, ``--ffn-hidden-size``, ``--num-attention-heads``,
+``--group-query-attention``/``--num-query-groups``, ``--swiglu``,
+``--position-embedding-type``, ``--untie-embeddings-and-output-weights``, ``--num-experts``,
+``--moe-router-topk``), sequence (``--seq-length``, ``--max-position-embeddings``), batch and
+length of training (``--micro-batch-size``, ``--global-batch-size``, ``--train-samples``),
+parallelism (``--tensor-/--pipeline-/--context-/--expert-model-parallel-size``,
+``--num-virtual-stages-per-pipeline-rank``, ``--sequence-parallel``,
+``--decoder-first-/--decoder-last-pipeline-num-layers``), precision (``--bf16``, ``--fp16``;
+FP8 through Transformer Engine: ``--fp8-format hybrid``, E4M3 forward and E5M2 backward, with
+BF16 master weights), recomputation (``--recompute-granularity selective|full`` with
+``--recompute-method uniform --recompute-num-layers 1`` for full), and optimizer sharding
+(``--use-distributed-optimizer`` shards optimizer state and gradients, ZeRO stages 1-2;
+``--use-torch-fsdp2`` shards parameters too, stage 3).
+
+The tokenizer and data paths are the site's: the job script passes its own arguments on.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from clusterforge.catalog import ModelArch
+from clusterforge.design import Design
+from clusterforge.errors import GenerateError
+from clusterforge.spec import WorkloadSpec
+
+__all__ = ["megatron_args", "workload_model"]
+
+_POSITION_TYPES = {"rope": "rope", "learned": "learned_absolute"}
+
+
+def workload_model(design: Design, workload: WorkloadSpec) -> ModelArch:
+    """The workload's architecture: explicit dimensions or a preset of the design's catalog."""
+    if isinstance(workload.model, ModelArch):
+        return workload.model
+    return design.catalog.models[workload.model]
+
+
+def _shape_args(arch: ModelArch, seq_length: int) -> list[str]:
+    position = _POSITION_TYPES.get(arch.position_embedding)
+    if position is None:
+        raise GenerateError(
+            f"workload.model {arch.id!r} uses {arch.position_embedding} position embeddings, "
+            "which Megatron-LM does not implement; choose a model with rope or learned ones"
+        )
+    args = [
+        f"--num-layers={arch.num_layers}",
+        f"--hidden-size={arch.hidden_size}",
+        f"--num-attention-heads={arch.num_heads}",
+        f"--ffn-hidden-size={arch.ffn_hidden_size or 4 * arch.hidden_size}",
+        f"--seq-length={seq_length}",
+        f"--max-position-embeddings={max(seq_length, arch.seq_length)}",
+        f"--position-embedding-type={position}",
+    ]
+    if arch.num_kv_heads is not None and arch.num_kv_heads != arch.num_heads:
+        args += ["--group-query-attention", f"--num-query-groups={arch.num_kv_heads}"]
+    if arch.gated_mlp:
+        args.append("--swiglu")
+    if not arch.tied_embeddings:
+        args.append("--untie-embeddings-and-output-weights")
+    if arch.num_experts > 1:
+        args += [f"--num-experts={arch.num_experts}", f"--moe-router-topk={arch.top_k}"]
+    return args
+
+
+def _precision_args(w: WorkloadSpec) -> list[str]:
+    match w.precision:
+        case "bf16":
+            return ["--bf16"]
+        case "fp16":
+            return ["--fp16"]
+        case "fp8":
+            return ["--bf16", "--fp8-format=hybrid"]
+        case _:
+            assert_never(w.precision)
+
+
+def _recompute_args(w: WorkloadSpec) -> list[str]:
+    match w.recompute:
+        case "none":
+            return []
+        case "selective":
+            return ["--recompute-granularity=selective"]
+        case "full":
+            return [
+                "--recompute-granularity=full",
+                "--recompute-method=uniform",
+                "--recompute-num-layers=1",
+            ]
+        case _:
+            assert_never(w.recompute)
+
+
+def _sharding_args(w: WorkloadSpec) -> list[str]:
+    match w.zero_stage:
+        case 0:
+            return []
+        case 1 | 2:
+            return ["--use-distributed-optimizer"]
+        case 3:
+            return ["--use-torch-fsdp2"]
+        case _:
+            assert_never(w.zero_stage)
+
+
+def _pipeline_layer_args(w: WorkloadSpec) -> list[str]:
+    """Uneven first/last stages: the only split Megatron-LM takes on the command line."""
+    layers = w.pipeline_layers
+    if not layers or len(set(layers)) == 1:
+        return []
+    middle = layers[1:-1]
+    if len(set(middle)) > 1:
+        raise GenerateError(
+            f"workload.pipeline_layers = {layers[:8]}: Megatron-LM can make only the first "
+            "and last stages different; give the middle stages the same number of layers"
+        )
+    return [
+        f"--decoder-first-pipeline-num-layers={layers[0]}",
+        f"--decoder-last-pipeline-num-layers={layers[-1]}",
+    ]
+
+
+def megatron_args(design: Design) -> tuple[str, ...]:
+    """``pretrain_gpt.py`` flags for the design's workload and job layout."""
+    w, job = design.require_workload("the training job script")
+    arch = workload_model(design, w)
+    seq_length = w.seq_length or arch.seq_length
+    train_samples = round(w.tokens_b * 1e9 / seq_length)  # sequences over the whole run
+    args = [
+        *_shape_args(arch, seq_length),
+        f"--tensor-model-parallel-size={job.tp}",
+        f"--pipeline-model-parallel-size={job.pp}",
+        f"--context-parallel-size={job.cp}",
+        f"--expert-model-parallel-size={job.ep}",
+        f"--micro-batch-size={w.micro_batch}",
+        f"--global-batch-size={w.global_batch}",
+        f"--train-samples={train_samples}",
+    ]
+    if w.virtual_pipeline_stages > 1:
+        args.append(f"--num-virtual-stages-per-pipeline-rank={w.virtual_pipeline_stages}")
+    if w.sequence_parallel and job.tp > 1:
+        args.append("--sequence-parallel")
+    args += _pipeline_layer_args(w)
+    args += _precision_args(w) + _recompute_args(w) + _sharding_args(w)
+    return tuple(args)

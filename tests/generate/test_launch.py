@@ -1,0 +1,130 @@
+"""The job's launch: HCA names per rail from the catalog, RoCE QoS, Megatron-LM flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterforge.catalog import load_catalog
+from clusterforge.design import Design, plan
+from clusterforge.errors import GenerateError
+from clusterforge.generate import render
+from clusterforge.generate.launch import (
+    ROCE_TRAFFIC_CLASS,
+    hca_names,
+    hca_names_assumed,
+    launch_plan,
+)
+from clusterforge.generate.megatron import megatron_args
+from clusterforge.spec import load_spec
+from tests.generate.conftest import SPECS
+
+# DGX H100/H200 User Guide, network modules table: compute ports of GPUs 0-7.
+DGX_H100_COMPUTE_HCAS = [f"mlx5_{i}" for i in (0, 3, 4, 5, 6, 9, 10, 11)]
+
+
+def _with_workload(design: Design, **changes: object) -> Design:
+    assert design.spec.workload is not None
+    workload = design.spec.workload.model_copy(update=changes)
+    return design.model_copy(update={"spec": design.spec.model_copy(update={"workload": workload})})
+
+
+@pytest.mark.parametrize("node", load_catalog().nodes.ids())
+def test_catalog_hca_names_cover_every_compute_nic_with_a_source(node: str) -> None:
+    row = load_catalog().nodes[node]
+    if row.compute_hca_names:
+        assert len(row.compute_hca_names) == row.num_compute_nics
+        assert len(set(row.compute_hca_names)) == row.num_compute_nics
+        assert row.compute_hca_source.startswith("[")
+
+
+def test_dgx_h100_nccl_uses_the_compute_ports_not_storage(lab_design: Design) -> None:
+    assert lab_design.compute.node.id == "dgx-h100"
+    env = dict(launch_plan(lab_design, 1).nccl_env)
+    assert env["NCCL_IB_HCA"] == "=" + ",".join(f"{n}:1" for n in DGX_H100_COMPUTE_HCAS)
+    assert not hca_names_assumed(lab_design)
+
+
+def test_prometheus_rail_label_follows_the_hca_names(lab_design: Design) -> None:
+    files = {f.path: f.content for f in render(lab_design, ["monitoring"])}
+    prometheus = files["monitoring/prometheus.yml"]
+    assert "regex: mlx5_3\n" in prometheus and "replacement: '1'" in prometheus
+    assert "mlx5_(\\d+)" not in prometheus
+
+
+def test_node_without_published_names_says_the_names_are_assumed(lab_design: Design) -> None:
+    node = lab_design.compute.node.model_copy(update={"compute_hca_names": []})
+    design = lab_design.model_copy(
+        update={"compute": lab_design.compute.model_copy(update={"node": node})}
+    )
+    assert hca_names(design) == [f"mlx5_{i}" for i in range(8)]
+    script = {f.path: f.content for f in render(design, ["slurm"])}["slurm/train.sbatch"]
+    assert "ibdev2netdev" in script
+
+
+def test_roce_job_env_carries_the_lossless_traffic_class() -> None:
+    roce = plan(load_spec(SPECS / "roce-rail-optimized.yaml"))
+    env = dict(launch_plan(roce, 1).nccl_env)
+    assert env["NCCL_IB_TC"] == str(ROCE_TRAFFIC_CLASS) == "104"  # DSCP 26 << 2
+    script = {f.path: f.content for f in render(roce, ["slurm"])}["slurm/train.sbatch"]
+    assert "--trust dscp --pfc 0,0,0,1,0,0,0,0" in script
+
+
+def test_infiniband_job_env_has_no_roce_settings(lab_design: Design) -> None:
+    env = dict(launch_plan(lab_design, 1).nccl_env)
+    assert "NCCL_IB_TC" not in env and "NCCL_IB_GID_INDEX" not in env
+
+
+def test_megatron_args_carry_the_model_and_the_recipe(lab_design: Design) -> None:
+    args = megatron_args(lab_design)
+    w = lab_design.spec.workload
+    assert w is not None and w.model == "llama3-8b"
+    for flag in (
+        "--num-layers=32",
+        "--hidden-size=4096",
+        "--num-attention-heads=32",
+        "--num-query-groups=8",
+        "--ffn-hidden-size=14336",
+        "--swiglu",
+        "--seq-length=8192",
+        "--position-embedding-type=rope",
+        f"--tensor-model-parallel-size={lab_design.job.tp if lab_design.job else 0}",
+        "--bf16",
+        "--recompute-granularity=selective",
+    ):
+        assert flag in args, flag
+    assert f"--train-samples={round(w.tokens_b * 1e9 / 8192)}" in args
+
+
+@pytest.mark.parametrize(
+    ("changes", "present", "absent"),
+    [
+        ({"precision": "fp8"}, ["--bf16", "--fp8-format=hybrid"], ["--fp16"]),
+        ({"precision": "fp16"}, ["--fp16"], ["--bf16"]),
+        (
+            {"recompute": "full"},
+            ["--recompute-granularity=full", "--recompute-method=uniform"],
+            ["--recompute-granularity=selective"],
+        ),
+        ({"recompute": "none"}, [], ["--recompute-granularity=selective"]),
+        ({"seq_length": 4096}, ["--seq-length=4096", "--max-position-embeddings=8192"], []),
+        ({"zero_stage": 3}, ["--use-torch-fsdp2"], ["--use-distributed-optimizer"]),
+    ],
+)
+def test_megatron_args_follow_the_workload(
+    lab_design: Design, changes: dict[str, object], present: list[str], absent: list[str]
+) -> None:
+    args = megatron_args(_with_workload(lab_design, **changes))
+    assert all(flag in args for flag in present), args
+    assert not any(flag in args for flag in absent), args
+
+
+def test_job_script_passes_the_model_flags(lab_design: Design) -> None:
+    script = {f.path: f.content for f in render(lab_design, ["slurm"])}["slurm/train.sbatch"]
+    assert "    --num-layers=32 \\\n" in script
+    assert "    --recompute-granularity=selective \\\n" in script
+
+
+def test_uneven_middle_pipeline_stages_are_refused(lab_design: Design) -> None:
+    design = _with_workload(lab_design, pipeline_parallel=4, pipeline_layers=[7, 8, 9, 8])
+    with pytest.raises(GenerateError, match="pipeline_layers"):
+        megatron_args(design)
