@@ -41,7 +41,7 @@ from clusterforge.netsim.routing import check_routing, route_intra, route_net
 from clusterforge.netsim.traffic import Traffic
 from clusterforge.topology import FabricGraph
 
-__all__ = ["simulate_collective", "solve_phases"]
+__all__ = ["collective_time_s", "simulate_collective", "solve_phases"]
 
 _CACHE: weakref.WeakKeyDictionary[FabricGraph, dict[tuple, list[PhaseSolution]]] = (
     weakref.WeakKeyDictionary()
@@ -236,3 +236,26 @@ def simulate_collective(
         best[0],
         bus_factor(collective, n),
     )
+
+
+def collective_time_s(
+    graph: FabricGraph,
+    collective: str,
+    size_bytes: float,
+    groups: np.ndarray,
+    routing: str = "adaptive",
+    num_qps: int = 1,
+) -> float:
+    """Seconds of :func:`simulate_collective` (best algorithm) without building its report:
+    the fast path for callers that need only the time (the performance model's search)."""
+    _check(graph, collective, routing, "auto", num_qps, size_bytes)
+    arr = _groups(graph, groups)
+    if arr.shape[1] < 2:
+        return 0.0
+    pxn = graph.rail_optimized
+    names = candidate_algorithms(graph, collective, ring_order(graph, arr))
+    return min(
+        _time_s(solve_phases(graph, collective, name, arr, routing, int(num_qps), pxn), size_bytes)
+        for name in names
+    )
+
