@@ -258,4 +258,3 @@ def collective_time_s(
         _time_s(solve_phases(graph, collective, name, arr, routing, int(num_qps), pxn), size_bytes)
         for name in names
     )
-
