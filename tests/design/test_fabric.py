@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from clusterforge.catalog import Catalog
-from clusterforge.design.fabric import size_fabric, smallest_divisor_at_least
+from clusterforge.design.fabric import FabricParams, size_fabric, smallest_divisor_at_least
 from clusterforge.errors import CapacityError
 
-# design.md §1.1, "Table 4" of the DGX H100 SuperPOD RA: SUs, nodes, leaves, spines,
+# "Table 4" of NVIDIA's DGX SuperPOD H100 reference architecture (network fabrics page): SUs, nodes, leaves, spines,
 # node/UFM-leaf cables, leaf-spine cables.
 SUPERPOD_H100 = [
     (1, 31, 8, 4, 252, 256),
@@ -30,16 +30,16 @@ def _fabric(
     tiers: int | None = None,
     **kw: object,
 ):
-    return size_fabric(
-        topology=topology,
-        num_nodes=nodes,
-        nics_per_node=nics,
+    params = FabricParams(
+        topology=topology,  # type: ignore[arg-type]
         switch=catalog.switches[switch],
+        nics_per_node=nics,
         nic_gbit_per_s=speed,
         oversubscription=oversub,
         tiers=tiers,
-        **kw,
-    )  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
+    return size_fabric(params, num_nodes=nodes)
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_leaf_down_ports_follow_oversubscription(catalog):
 
 
 def test_two_tier_reaches_r_squared_over_two(catalog):
-    """Non-blocking 2-tier: at most R leaves → R²/2 endpoints (design.md §2.2)."""
+    """Non-blocking 2-tier: at most R leaves → R²/2 endpoints (Al-Fares et al. 2008)."""
     ok = _fabric(catalog, "leaf-spine", 256, tiers=2)  # 2,048 = 64²/2 endpoints
     assert ok.connectivity.num_leaves == 64 and ok.connectivity.num_spines == 32
     with pytest.raises(CapacityError, match="tiers: 3"):

@@ -140,10 +140,10 @@ def test_colossus_scale_anchors():
 
 
 def test_rent_wins_small_build_wins_past_a_hundred():
-    """The trade's rule of thumb (seed brief: cloud cheaper at 20-30 H100s, build at 100+).
+    """The trade's rule of thumb (cloud cheaper at 20-30 H100s, build at 100+).
 
     Inputs that give it: default DGX H100 prices, on-demand rent at $2.99/GPU-h (Lambda H100
-    SXM, 2025, design.md §3.7), 90 % utilization, two SREs at $250k/yr, 4 years, 15 kW colo at
+    SXM, 2025 list price), 90 % utilization, two SREs at $250k/yr, 4 years, 15 kW colo at
     $184/kW-month.
     """
     spec = default_spec()

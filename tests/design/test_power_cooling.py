@@ -1,4 +1,4 @@
-"""Circuit capacity (design.md §4.2 table), breaker choice, power capping, cooling bands."""
+"""Circuit capacity (√3·V·I·0.8), breaker choice, power capping, cooling bands."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from clusterforge.design.power import circuit_kva, phase_current_a, plan_circuit
 from clusterforge.errors import CapacityError
 from clusterforge.spec import FacilitySpec
 
-# (voltage, phases, breaker A, load factor, usable kVA) from design.md §4.2
+# (voltage, phases, breaker A, load factor, usable kVA): P = √3·V_LL·I·f (IEEE 141), f = 0.8
+# for continuous load (NEC 210.19)
 CIRCUIT_TABLE = [
     (208, 1, 30, 0.8, 5.0),
     (208, 3, 30, 0.8, 8.6),
@@ -31,7 +32,7 @@ def test_circuit_table(volts, phases, amps, factor, kva):
 
 
 def test_phase_current_of_a_dgx_h100_on_415v():
-    """design.md §6.3: 10.2 kW at PF 0.95 on 415 V 3φ draws 14.9 A per phase."""
+    """10.2 kW at PF 0.95 on 415 V 3φ draws 10200 / (√3·415·0.95) = 14.9 A per phase."""
     assert phase_current_a(10.2, 415, 3, 0.95) == pytest.approx(14.9, abs=0.05)
 
 

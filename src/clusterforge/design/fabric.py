@@ -5,13 +5,16 @@ an edge list of switch-to-switch bundles.  The simulator and the generators read
 the topology name, so a new topology only has to produce a Connectivity.
 
 Switch ids are global: leaves ``[0, L)``, spines ``[L, L+S)``, cores ``[L+S, L+S+C)``; dragonfly
-routers are leaves.  Formulas (design.md §2):
+routers are leaves.  Formulas (NVIDIA DGX SuperPOD reference architecture; Al-Fares et al.,
+SIGCOMM 2008; Kim et al., ISCA 2008):
 
 * leaf ports: radix R at the NIC speed, ``d`` down and ``u`` up, oversubscription ``r = d/u``,
   so ``d = R·r/(r+1)`` (folded Clos);
+* 1 tier: a single leaf when every node port fits on it (smallest fabric that fits);
 * 2-tier: each leaf sends the same number of links to every spine ("equal links from each leaf
   to each spine"), so the spine count S divides ``u`` and ``S·R ≥ L·u``; feasible while
-  ``L ≤ R``.  This reproduces NVIDIA's DGX H100 SuperPOD table (1-4 SUs: 4, 8, 16, 16 spines);
+  ``L ≤ R``.  This reproduces NVIDIA's DGX H100 SuperPOD compute-fabric table (1-4 SUs: 4, 8,
+  16, 16 spines);
 * 3-tier: pods of ``R/2`` leaves and ``u`` spines (each spine R/2 down, R/2 up), spine j of every
   pod joins core group j; a full k-ary fat tree (Al-Fares 2008) has k³/4 hosts, 5k²/4 switches;
 * dragonfly (Kim et al. 2008): router radix ``k = p + a + h − 1``, balanced ``a = 2p = 2h``,
@@ -22,14 +25,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from clusterforge.catalog import Switch
 from clusterforge.design.connectivity import Connectivity
 from clusterforge.errors import CapacityError
+from clusterforge.spec import Topology
+
+if TYPE_CHECKING:
+    from clusterforge.spec import NetworkSpec
 
 __all__ = [
     "Connectivity",
+    "FabricParams",
     "FabricShape",
     "size_fabric",
     "smallest_divisor_at_least",
@@ -58,7 +66,8 @@ def smallest_divisor_at_least(n: int, lower: float) -> int:
 
 
 def _leaf_ports(radix: int, oversubscription: float) -> tuple[int, int]:
-    """(down, up) ports of a leaf for oversubscription r: d = R·r/(r+1) (design.md §2.2)."""
+    """(down, up) ports of a leaf for oversubscription r: d = R·r/(r+1), so that d/u = r
+    (folded Clos, Al-Fares et al. 2008 §2)."""
     down = int(radix * oversubscription / (oversubscription + 1))
     return down, radix - down
 
@@ -85,6 +94,8 @@ def _clos(
     oversubscription: float,
     core_oversubscription: float = 1.0,
 ) -> FabricShape:
+    if tiers == 1:
+        return _one_leaf(num_nodes, nics, radix)
     num_groups = math.ceil((num_nodes + reserved_slots) / nodes_per_group)
     num_leaves = num_groups * leaves_per_group
     common: dict[str, Any] = dict(
@@ -97,7 +108,7 @@ def _clos(
         reserved_slots=reserved_slots,
     )
     spines = _two_tier_spines(num_leaves, up, radix) if tiers in (None, 2) else None
-    if num_leaves == 1 and tiers in (None, 1):
+    if num_leaves == 1 and tiers is None:
         conn = Connectivity(kind="clos", **common)
         return FabricShape(conn, 1, radix, down, up, oversubscription)
     if spines is not None:
@@ -127,6 +138,25 @@ def _clos(
     )
 
 
+def _one_leaf(num_nodes: int, nics: int, radix: int) -> FabricShape:
+    """One tier: a single switch with every port facing a node (no up-links to keep)."""
+    ports = num_nodes * nics
+    if ports > radix:
+        raise CapacityError(
+            f"network.tiers: one switch tier holds {radix} ports at this speed, this design "
+            f"needs {ports}; set tiers: 2 or leave tiers unset (smallest that fits)"
+        )
+    conn = Connectivity(
+        kind="clos",
+        num_nodes=num_nodes,
+        nics_per_node=nics,
+        rail_optimized=False,
+        num_leaves=1,
+        nodes_per_leaf_group=num_nodes,
+    )
+    return FabricShape(conn, 1, radix, ports, 0, 1.0)
+
+
 def _three_tier(
     common: dict[str, Any],
     num_leaves: int,
@@ -146,7 +176,8 @@ def _three_tier(
     links_leaf_spine = up // spines_per_pod
     num_spines = num_pods * spines_per_pod
     # As many up as down (non-blocking spine tier) unless the core is oversubscribed, as between
-    # Meta's AI zones (ATSW, ~7:1; design.md §2.6): then spine up-links = down-links / r_core.
+    # Meta's AI zones (ATSW, ~7:1; Gangidi et al., SIGCOMM 2024 §3): then spine up-links =
+    # down-links / r_core.
     spine_down = leaves_per_pod * links_leaf_spine
     spine_up = max(1, math.ceil(spine_down / core_oversubscription))
     cores_per_group = smallest_divisor_at_least(spine_up, num_pods * spine_up / radix)
@@ -170,82 +201,142 @@ def _three_tier(
     return FabricShape(conn, 3, radix, down, up, oversubscription)
 
 
-def size_fabric(
-    *,
-    topology: str,
-    num_nodes: int,
-    nics_per_node: int,
-    switch: Switch,
-    nic_gbit_per_s: float,
-    oversubscription: float,
-    tiers: int | None,
-    reserve_ufm_port: bool = False,
-    link_aggregation: bool = False,
-    dragonfly_routers_per_group: int | None = None,
-    planes: int = 1,
-    core_oversubscription: float = 1.0,
-) -> FabricShape:
-    """Size the compute fabric of ``num_nodes`` nodes with ``nics_per_node`` NICs each.
+@dataclass(frozen=True)
+class FabricParams:
+    """What a compute fabric is built from, independent of how many nodes it joins.
 
+    ``nics_per_node`` and ``nic_gbit_per_s`` are resolved (the spec's values or the node's).
     With ``planes`` > 1 (Clos topologies only) each plane is sized for ``nics_per_node /
     planes`` NICs per node and replicated: NIC i joins plane i mod planes, and planes share no
-    switch (multi-plane designs such as Alibaba HPN's dual plane, SIGCOMM 2024).
+    switch (multi-plane designs such as Alibaba HPN's dual plane, SIGCOMM 2024 §4).
     """
-    if planes > 1:
-        return _multi_plane(
-            topology=topology,
-            num_nodes=num_nodes,
-            nics_per_node=nics_per_node,
+
+    topology: Topology
+    switch: Switch
+    nics_per_node: int
+    nic_gbit_per_s: float
+    oversubscription: float = 1.0
+    tiers: int | None = None
+    reserve_ufm_port: bool = False
+    link_aggregation: bool = False
+    dragonfly_routers_per_group: int | None = None
+    planes: int = 1
+    core_oversubscription: float = 1.0
+
+    @classmethod
+    def from_spec(
+        cls, net: NetworkSpec, *, switch: Switch, nics_per_node: int, nic_gbit_per_s: float
+    ) -> FabricParams:
+        return cls(
+            topology=net.topology,
             switch=switch,
+            nics_per_node=nics_per_node,
             nic_gbit_per_s=nic_gbit_per_s,
-            oversubscription=oversubscription,
-            tiers=tiers,
-            reserve_ufm_port=reserve_ufm_port,
-            planes=planes,
-            core_oversubscription=core_oversubscription,
+            oversubscription=net.oversubscription,
+            tiers=net.tiers,
+            reserve_ufm_port=net.reserve_ufm_port,
+            link_aggregation=net.link_aggregation,
+            dragonfly_routers_per_group=net.dragonfly_routers_per_group,
+            planes=net.planes,
+            core_oversubscription=net.core_oversubscription,
         )
-    radix = switch.radix_at(nic_gbit_per_s)
+
+
+def _radix(p: FabricParams) -> int:
+    radix = p.switch.radix_at(p.nic_gbit_per_s)
     if radix is None:
-        speeds = ", ".join(f"{m.port_gbit_per_s:g}" for m in switch.port_modes)
+        speeds = ", ".join(f"{m.port_gbit_per_s:g}" for m in p.switch.port_modes)
         raise CapacityError(
-            f"network.nic_gbit_per_s: switch {switch.id!r} has no {nic_gbit_per_s:g} Gb/s ports "
-            f"(it offers {speeds} Gb/s); change the NIC speed or network.switch"
+            f"network.nic_gbit_per_s: switch {p.switch.id!r} has no {p.nic_gbit_per_s:g} Gb/s "
+            f"ports (it offers {speeds} Gb/s); change the NIC speed or network.switch"
         )
-    down, up = _leaf_ports(radix, oversubscription)
-    if topology == "single-switch":
-        return _single_switch(num_nodes, nics_per_node, radix, switch, link_aggregation)
-    if topology == "dragonfly":
-        return _dragonfly(num_nodes, nics_per_node, radix, dragonfly_routers_per_group)
-    if topology == "rail-only":
-        return _rail_only(num_nodes, nics_per_node, radix, down, up, oversubscription)
-    rail = topology == "rail-optimized"
-    nodes_per_group = down if rail else down // nics_per_node
+    return radix
+
+
+def _check_bounds(p: FabricParams, num_nodes: int, radix: int) -> None:
+    """Refuse fabrics no switch tier can join before any per-port work is done, so that the
+    cost of sizing never grows with an absurd input.  A 3-tier Clos of radix R joins at most
+    R³/4 endpoints (Al-Fares et al. 2008 §2.2) and a node cannot use more NICs than a leaf
+    has ports."""
+    if p.nics_per_node > radix:
+        raise CapacityError(
+            f"network.nics_per_node: {p.nics_per_node} NICs per node exceed the {radix} ports of "
+            f"a {p.switch.id} leaf; use the node's own NIC count"
+        )
+    limit = p.planes * radix**3 // 4
+    clos = p.topology in ("rail-optimized", "leaf-spine", "fat-tree")
+    if clos and num_nodes * p.nics_per_node > limit:
+        raise CapacityError(
+            f"network: {num_nodes:,} nodes x {p.nics_per_node} NICs exceed the {limit:,} "
+            f"endpoints that {p.planes} plane(s) of 3-tier radix-{radix} Clos can join; use a "
+            "larger-radix switch, more planes or fewer GPUs"
+        )
+
+
+def size_fabric(p: FabricParams, *, num_nodes: int) -> FabricShape:
+    """Size the compute fabric that joins ``num_nodes`` nodes built from ``p``.
+
+    One node needs no fabric at all: its GPUs talk over NVLink/PCIe inside the chassis.
+    """
+    if num_nodes <= 1:
+        return _no_fabric(num_nodes, p.nics_per_node)
+    radix = _radix(p)
+    _check_bounds(p, num_nodes, radix)
+    if p.planes > 1:
+        return _multi_plane(p, num_nodes)
+    down, up = _leaf_ports(radix, p.oversubscription)
+    match p.topology:
+        case "single-switch":
+            return _single_switch(num_nodes, p, radix)
+        case "dragonfly":
+            return _dragonfly(num_nodes, p.nics_per_node, radix, p.dragonfly_routers_per_group)
+        case "rail-only":
+            return _rail_only(num_nodes, p.nics_per_node, radix, down, up, p.oversubscription)
+        case "rail-optimized" | "leaf-spine" | "fat-tree":
+            return _clos_of(p, num_nodes, radix, down, up)
+        case _:
+            assert_never(p.topology)
+
+
+def _clos_of(p: FabricParams, num_nodes: int, radix: int, down: int, up: int) -> FabricShape:
+    rail = p.topology == "rail-optimized"
+    nodes_per_group = down if rail else down // p.nics_per_node
     if nodes_per_group < 1:
         raise CapacityError(
-            f"network.nics_per_node: {nics_per_node} NICs do not fit the {down} down ports of a "
-            f"{switch.id} leaf; use topology: rail-optimized or fewer NICs per node"
+            f"network.nics_per_node: {p.nics_per_node} NICs do not fit the {down} down ports of "
+            f"a {p.switch.id} leaf; use topology: rail-optimized or fewer NICs per node"
         )
-    if topology == "fat-tree" and tiers is None:
-        tiers = 3
     return _clos(
         num_nodes=num_nodes,
-        nics=nics_per_node,
+        nics=p.nics_per_node,
         radix=radix,
         down=down,
         up=up,
         nodes_per_group=nodes_per_group,
-        leaves_per_group=nics_per_node if rail else 1,
+        leaves_per_group=p.nics_per_node if rail else 1,
         rail_optimized=rail,
-        tiers=tiers,
-        reserved_slots=1 if reserve_ufm_port and rail else 0,
-        oversubscription=oversubscription,
-        core_oversubscription=core_oversubscription,
+        tiers=p.tiers,
+        reserved_slots=1 if p.reserve_ufm_port and rail else 0,
+        oversubscription=p.oversubscription,
+        core_oversubscription=p.core_oversubscription,
     )
 
 
-def _single_switch(
-    num_nodes: int, nics: int, radix: int, switch: Switch, link_aggregation: bool
-) -> FabricShape:
+def _no_fabric(num_nodes: int, nics: int) -> FabricShape:
+    """No switch: zero or one node (its NICs stay free for storage or a later fabric)."""
+    conn = Connectivity(
+        kind="single-switch",
+        num_nodes=0,
+        nics_per_node=nics,
+        rail_optimized=False,
+        num_leaves=0,
+        nodes_per_leaf_group=max(num_nodes, 1),
+    )
+    return FabricShape(conn, 0, 0, 0, 0, 1.0, notes=("one node: no compute fabric",))
+
+
+def _single_switch(num_nodes: int, p: FabricParams, radix: int) -> FabricShape:
+    nics, switch = p.nics_per_node, p.switch
     ports = num_nodes * nics
     if ports > radix:
         raise CapacityError(
@@ -259,7 +350,7 @@ def _single_switch(
         rail_optimized=False,
         num_leaves=1,
         nodes_per_leaf_group=num_nodes,
-        link_aggregation=link_aggregation,
+        link_aggregation=p.link_aggregation,
     )
     return FabricShape(conn, 1, radix, ports, 0, 1.0)
 
@@ -327,29 +418,27 @@ def _dragonfly(num_nodes: int, nics: int, radix: int, routers_per_group: int | N
     return FabricShape(conn, 2, radix, p, a - 1 + h, 1.0)
 
 
-def _multi_plane(
-    *, topology: str, num_nodes: int, nics_per_node: int, planes: int, **kw: Any
-) -> FabricShape:
-    if topology not in ("rail-optimized", "leaf-spine", "fat-tree"):
+def _multi_plane(p: FabricParams, num_nodes: int) -> FabricShape:
+    if p.topology not in ("rail-optimized", "leaf-spine", "fat-tree"):
         raise CapacityError(
-            f"network.planes: {planes} planes need a Clos topology (rail-optimized, leaf-spine, "
-            f"fat-tree), not {topology!r}; set planes: 1"
+            f"network.planes: {p.planes} planes need a Clos topology (rail-optimized, "
+            f"leaf-spine, fat-tree), not {p.topology!r}; set planes: 1"
         )
-    if nics_per_node % planes:
+    if p.nics_per_node % p.planes:
         raise CapacityError(
-            f"network.planes: {planes} planes do not divide {nics_per_node} NICs per node; use a "
-            "divisor of the NIC count"
+            f"network.planes: {p.planes} planes do not divide {p.nics_per_node} NICs per node; "
+            "use a divisor of the NIC count"
         )
     one = size_fabric(
-        topology=topology, num_nodes=num_nodes, nics_per_node=nics_per_node // planes, **kw
+        replace(p, planes=1, nics_per_node=p.nics_per_node // p.planes), num_nodes=num_nodes
     )
     c = one.connectivity
     conn = replace(
         c,
-        nics_per_node=nics_per_node,
-        num_leaves=c.num_leaves * planes,
-        num_spines=c.num_spines * planes,
-        num_cores=c.num_cores * planes,
-        num_planes=planes,
+        nics_per_node=p.nics_per_node,
+        num_leaves=c.num_leaves * p.planes,
+        num_spines=c.num_spines * p.planes,
+        num_cores=c.num_cores * p.planes,
+        num_planes=p.planes,
     )
     return replace(one, connectivity=conn)

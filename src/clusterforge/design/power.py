@@ -1,10 +1,11 @@
 """Electrical formulas: circuit capacity, breaker choice, feed-loss and power capping.
 
 * Three phase (balanced): ``P = √3 · V_LL · I · PF``; single phase ``P = V · I · PF``
-  (design.md §4.1).
+  (IEEE Std 141, "Red Book", §3).
 * Continuous load ≤ 80 % of the breaker rating (NEC 210.19/210.20/215.3), a parameter
   because IEC practice may rate circuits at nameplate.
-* A and B feeds each carry the whole rack (design.md §4.3).
+* A and B feeds each carry the whole rack (2N distribution, Uptime Institute Tier III/IV
+  concurrent maintainability: either feed alone must carry the load).
 * Power capping: CMOS dynamic power ``P ∝ f·V²`` with ``V ∝ f`` gives ``P ∝ f³``, so a GPU held
   at a share ``c`` of its TDP keeps about ``c^(1/3)`` of its clock-bound throughput.  This is
   an optimistic bound for compute-bound work ([D], first principles); NVIDIA allows power
@@ -21,6 +22,7 @@ from clusterforge.errors import CapacityError
 from clusterforge.spec import FacilitySpec
 
 __all__ = [
+    "MAX_CIRCUITS_PER_FEED",
     "MIN_POWER_CAP_FRACTION",
     "STANDARD_BREAKERS_A",
     "Circuit",
@@ -33,6 +35,9 @@ __all__ = [
 
 STANDARD_BREAKERS_A = (16, 20, 30, 32, 40, 50, 60, 63, 80, 100, 125)
 MIN_POWER_CAP_FRACTION = 0.5
+# Zero-U PDUs hang in a rack's two rear vertical channels, a few per side; beyond four whips
+# per feed the rack cannot hold the PDUs [U, rack vendors' accessory guides].
+MAX_CIRCUITS_PER_FEED = 4
 
 
 class Circuit(BaseModel):
@@ -96,6 +101,13 @@ def plan_circuits(load_kw: float, facility: FacilitySpec) -> Circuit:
         amps = fitting[0] if fitting else STANDARD_BREAKERS_A[-1]
     per_circuit = usable_kw(amps)
     count = max(1, math.ceil(load_kw / per_circuit - 1e-9))
+    if count > MAX_CIRCUITS_PER_FEED:
+        raise CapacityError(
+            f"facility: a {load_kw:.1f} kW rack needs {count:,} circuits per feed at "
+            f"{f.voltage_v:g} V, {amps:g} A ({per_circuit:.2f} kW usable each); a rack takes at "
+            f"most {MAX_CIRCUITS_PER_FEED} PDUs per feed: raise facility.breaker_a or "
+            "facility.voltage_v"
+        )
     return Circuit(
         voltage_v=f.voltage_v,
         phases=f.phases,

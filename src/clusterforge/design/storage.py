@@ -1,11 +1,14 @@
-"""Shared-storage sizing from the workload (design.md §6.4 heuristics).
+"""Shared-storage sizing from the workload.
 
 * checkpoint = parameters × 14 B (BF16 weights 2 B + FP32 master 4 B + Adam moments 8 B);
   writing it within ``checkpoint_write_s`` sets the aggregate write bandwidth;
 * read bandwidth = GPUs × ``read_mbyte_per_s_per_gpu`` (Meta Llama 3: 2 TB/s sustained for
   16K GPUs ≈ 125 MB/s per GPU, arXiv 2407.21783);
 * dataset = tokens × bytes per token id (2 B while the vocabulary fits 16 bits, else 4 B);
-* capacity = kept checkpoints + dataset, with 20 % headroom for file-system fill limits.
+* capacity = kept checkpoints + dataset, with 20 % headroom for file-system fill limits;
+* the block: a parallel file system by default; a single NFS server when one server meets
+  every need (small clusters; NVIDIA's DGX BasePOD reference architecture serves 2-16 nodes
+  from NFS-class storage).
 """
 
 from __future__ import annotations
@@ -84,19 +87,39 @@ def _workload_state(spec: ClusterSpec, catalog: Catalog) -> tuple[float, float]:
     return params, spec.storage.dataset_tbyte or w.tokens_b * 1e9 * token_bytes / 1e12
 
 
+def _blocks_needed(block: StorageBlock, cap_tb: float, read: float, write: float) -> dict[str, int]:
+    return {
+        "capacity": math.ceil(cap_tb / block.usable_tbyte),
+        "read bandwidth": math.ceil(read / block.read_gbyte_per_s),
+        "write bandwidth": math.ceil(write / block.write_gbyte_per_s),
+    }
+
+
+def _choose_block(
+    spec: ClusterSpec, catalog: Catalog, need: tuple[float, float, float]
+) -> tuple[StorageBlock, dict[str, int]]:
+    """The spec's block when it names one; otherwise the cheapest of the default parallel
+    file system and any single server (NFS) that meets every need alone: an NFS server is
+    one namespace on one box, so it never scales out by count."""
+    default = catalog.storage[spec.storage.block]
+    options = [(default, _blocks_needed(default, *need))]
+    if "block" not in spec.storage.model_fields_set:
+        for block in catalog.storage:
+            counts = _blocks_needed(block, *need)
+            if not block.parallel and max(counts.values()) <= 1:
+                options.append((block, counts))
+    return min(options, key=lambda o: max(1, max(o[1].values())) * o[0].price_usd)
+
+
 def size_storage(spec: ClusterSpec, catalog: Catalog, num_gpus: int) -> StorageDesign:
+    """Blocks for the workload's capacity, read and write needs (the largest count wins)."""
     s = spec.storage
-    block = catalog.storage[s.block]
     params, dataset_tb = _workload_state(spec, catalog)
     ckpt_tb = params * CHECKPOINT_BYTES_PER_PARAM / 1e12
     need_cap = s.capacity_tbyte or (s.checkpoints_kept * ckpt_tb + dataset_tb) * CAPACITY_HEADROOM
     need_read = s.read_gbyte_per_s or num_gpus * s.read_mbyte_per_s_per_gpu / 1000
     need_write = s.write_gbyte_per_s or ckpt_tb * 1000 / s.checkpoint_write_s
-    counts = {
-        "capacity": math.ceil(need_cap / block.usable_tbyte),
-        "read bandwidth": math.ceil(need_read / block.read_gbyte_per_s),
-        "write bandwidth": math.ceil(need_write / block.write_gbyte_per_s),
-    }
+    block, counts = _choose_block(spec, catalog, (need_cap, need_read, need_write))
     sized_by = max(counts, key=lambda k: counts[k])
     n = max(1, counts[sized_by])
     if s.num_blocks is not None:

@@ -1,0 +1,229 @@
+"""Physical design: rack-scale systems, cable reach and media, spares, small clusters, bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clusterforge.catalog import Catalog
+from clusterforge.design import plan
+from clusterforge.design.fabric import FabricParams, size_fabric
+from clusterforge.design.media import fiber_media, pick_media
+from clusterforge.design.network import default_switch
+from clusterforge.errors import CapacityError, ClusterforgeError
+from clusterforge.spec import load_spec
+from tests.conftest import EXAMPLES, make_spec
+
+
+def _example(name: str, **network: object):
+    spec = load_spec(EXAMPLES / name)
+    if network:
+        spec = spec.model_copy(update={"network": spec.network.model_copy(update=network)})
+    return plan(spec, break_even=False)
+
+
+# --- rack-scale systems -----------------------------------------------------------------
+
+
+def test_nvl72_racks_hold_whole_systems_with_their_own_power_and_cooling():
+    """GB200 NVL72: 576 GPUs are 8 racks of 18 trays + 9 NVLink switch trays each."""
+    d = _example("gb200-nvl72-pod.yaml")
+    gpu_racks = [r for r in d.racks if r.role == "gpu"]
+    assert len(gpu_racks) == 8
+    for index, rack in enumerate(gpu_racks):
+        kinds = [dev.kind for dev in rack.devices]
+        assert kinds.count("node") == 18
+        assert kinds.count("cdu") == 1
+        assert [dev.role for dev in rack.devices].count("nvlink") == 1
+        assert rack.nvlink_domain == index
+        assert rack.cooling.method == "direct-to-chip"
+        assert rack.circuit.load_kw == pytest.approx(18 * 6.6 + 13.2)
+    # membership is readable: the trays of rack k are nodes 18k .. 18k+17
+    first = [next(dev.name for dev in r.devices if dev.kind == "node") for r in gpu_racks]
+    assert first == [d.compute.node_names[18 * k] for k in range(8)]
+
+
+def test_rack_scale_rule_comes_from_the_catalog(catalog: Catalog):
+    tray = catalog.nodes["gb200-nvl72-tray"]
+    assert tray.rack_scale_nodes * tray.num_gpus == tray.nvlink_domain_gpus == 72
+
+
+# --- cable reach and media ----------------------------------------------------------------
+
+
+def _reach(catalog: Catalog, medium: str) -> float:
+    return catalog.media[medium].max_reach_m
+
+
+def test_colossus_runs_stay_within_reach_and_switches_sit_with_their_pods():
+    d = _example("colossus-100k-h100.yaml")
+    by_name = {(c.fabric, c.name): c for c in d.cabling}
+    for c in d.cabling:
+        longest_reach = max(_reach(d.catalog, m.medium) for m in c.media)
+        assert c.length_m_max <= longest_reach, (c.fabric, c.name)
+    assert by_name[("out-of-band", "device-oob")].length_m_max <= 100  # Cat6 channel
+    # spines stand in their pod: leaf-spine runs are short, unlike the spine-core runs
+    assert by_name[("compute", "leaf-spine")].length_m_max <= 50
+    assert by_name[("compute", "node-leaf")].length_m_max <= 50
+    assert by_name[("in-band", "endpoint-leaf")].length_m_max <= 100
+
+
+def test_a_run_beyond_every_medium_is_an_error(catalog: Catalog):
+    media = fiber_media(catalog, 400)
+    with pytest.raises(CapacityError, match="exceeds"):
+        pick_media(np.array([5.0, 2500.0]), media)
+    with pytest.raises(CapacityError, match="exceeds the 100 m"):
+        pick_media(np.array([120.0]), [catalog.media["cat6"]])
+
+
+def test_media_follow_speed_rules(catalog: Catalog):
+    """AOCs are a 200G-and-below choice; 400G/800G use copper, then transceivers + fibre."""
+    fast = {m.id for m in fiber_media(catalog, 400)}
+    assert "aoc" not in fast and {"dac", "mmf-sr4", "smf-dr4"} <= fast
+    assert "aoc" in {m.id for m in fiber_media(catalog, 100)}
+    for example in ("colo-512-h100.yaml", "hall-4096-b200.yaml"):
+        d = _example(example)
+        for c in d.cabling:
+            if c.gbit_per_s > 200:
+                assert "aoc" not in {m.medium for m in c.media}, (example, c.name)
+
+
+# --- spares ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mode", "leaves", "spines", "pool_leaves", "cold"),
+    [
+        ("spare-ports", 16, 8, 0, 4),  # the reference 2-SU fabric; no free port: 4 cold spares
+        ("spare-pool", 16, 8, 1, 0),  # their own leaf, outside the training fabric
+        ("counted", 24, 16, 0, 0),  # cabled like training nodes: a third SU
+    ],
+)
+def test_spare_attachment_modes_on_the_512_gpu_colo(mode, leaves, spines, pool_leaves, cold):
+    d = _example("colo-512-h100.yaml", spares=mode)
+    assert (d.fabric.num_leaves, d.fabric.num_spines) == (leaves, spines)
+    assert d.fabric.num_spare_pool_leaves == pool_leaves
+    assert d.fabric.num_cold_spares == cold
+    assert d.fabric.num_switches == leaves + spines + pool_leaves
+
+
+def test_spares_cost_what_their_attachment_costs():
+    capex = {
+        mode: _example("colo-512-h100.yaml", spares=mode).cost.capex_usd
+        for mode in ("spare-ports", "spare-pool", "counted")
+    }
+    assert capex["spare-ports"] < capex["spare-pool"] < capex["counted"]
+
+
+def test_default_spares_keep_the_reference_hall_fabric():
+    """16 SUs of B200 with 26 spares: the reference 128 leaves, 128 spines, 64 cores."""
+    d = _example("hall-4096-b200.yaml")
+    assert (d.fabric.num_leaves, d.fabric.num_spines, d.fabric.num_cores) == (128, 128, 64)
+
+
+def test_spares_fill_free_ports_of_a_partly_populated_su():
+    spec = make_spec(num_gpus=240, spare_fraction=0.1)  # 30 training + 3 spare nodes
+    d = plan(spec, break_even=False)
+    assert d.fabric.num_leaves == 8  # one SU of 32 slots: 2 spares cabled, 1 cold
+    assert d.fabric.num_cold_spares == 1
+    counted = spec.model_copy(
+        update={"network": spec.network.model_copy(update={"spares": "counted"})}
+    )
+    assert plan(counted, break_even=False).fabric.num_leaves == 16  # 33 nodes: a second SU
+
+
+# --- small clusters -------------------------------------------------------------------------
+
+
+def test_one_node_needs_no_fabric_and_one_rack():
+    d = _example("lab-8-gpu.yaml")
+    assert d.fabric.num_switches == 0
+    assert not [c for c in d.cabling if c.fabric == "compute"]
+    assert d.storage.block.id == "nfs-server-2u" and d.storage.num_blocks == 1
+    assert "storage" not in {f.name for f in d.support_fabrics}
+    assert len(d.racks) == 1
+
+
+def test_large_clusters_keep_the_parallel_file_system():
+    d = _example("colo-512-h100.yaml")
+    assert d.storage.block.parallel
+    assert "storage" in {f.name for f in d.support_fabrics}
+
+
+# --- fat-tree tiers --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("tiers", "expected"), [(None, 2), (2, 2), (3, 3)])
+def test_fat_tree_honours_tiers(tiers, expected):
+    d = plan(
+        make_spec(num_gpus=64, network={"topology": "fat-tree", "tiers": tiers}),
+        break_even=False,
+    )
+    assert d.fabric.tiers == expected
+    if tiers is None:
+        assert d.fabric.num_switches <= 3  # 2 leaves and 1 spine, not 3 tiers
+
+
+def test_one_tier_is_one_switch_or_an_error(catalog: Catalog):
+    params = FabricParams(
+        topology="fat-tree",
+        switch=catalog.switches["sn5600"],
+        nics_per_node=8,
+        nic_gbit_per_s=400,
+        tiers=1,
+    )
+    assert size_fabric(params, num_nodes=16).connectivity.num_switches == 1
+    with pytest.raises(CapacityError, match="tiers"):
+        size_fabric(params, num_nodes=17)
+
+
+# --- catalog facts and structure --------------------------------------------------------------
+
+
+def test_default_switches_come_from_the_catalog(catalog: Catalog):
+    roles = {
+        role: default_switch(catalog, role).id
+        for role in ("compute-infiniband", "compute-roce", "in-band", "out-of-band")
+    }
+    assert roles == {
+        "compute-infiniband": "qm9700",
+        "compute-roce": "sn5600",
+        "in-band": "sn4600c",
+        "out-of-band": "sn2201",
+    }
+
+
+def test_fabric_counts_have_one_owner():
+    d = _example("colo-512-h100.yaml")
+    c = d.fabric.connectivity
+    dumped = d.fabric.model_dump()
+    assert dumped["num_leaves"] == c.num_leaves and dumped["num_spines"] == c.num_spines
+    assert d.fabric.num_switches == c.num_switches
+
+
+# --- absurd inputs fail at once ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"storage": {"num_blocks": 100_000_000}},
+        {"facility": {"breaker_a": 0.01}},
+        {"facility": {"voltage_v": 1}},
+        {"num_gpus": 1_000_000_000, "workload": {"global_batch": 1_000_000_000 // 8}},
+    ],
+)
+def test_absurd_values_are_clean_errors(fields):
+    with pytest.raises(ClusterforgeError):
+        plan(make_spec(**fields), break_even=False)
+
+
+def test_absurd_nic_counts_are_refused_by_the_sizer(catalog: Catalog):
+    params = FabricParams(
+        topology="rail-optimized",
+        switch=catalog.switches["qm9700"],
+        nics_per_node=100_000,
+        nic_gbit_per_s=400,
+    )
+    with pytest.raises(CapacityError, match="nics_per_node"):
+        size_fabric(params, num_nodes=8)
