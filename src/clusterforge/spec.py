@@ -43,6 +43,7 @@ Topology = Literal[
     "rail-optimized", "leaf-spine", "fat-tree", "dragonfly", "rail-only", "single-switch"
 ]
 Cooling = Literal["air", "rear-door", "direct-to-chip", "immersion"]
+SpareAttach = Literal["spare-ports", "spare-pool", "counted"]
 
 # Upper bounds of the spec's ranges.  Every numeric field has a physical range so that an
 # absurd value is refused at the boundary instead of costing minutes downstream.  GPUs: 2^20
@@ -132,6 +133,14 @@ class NetworkSpec(_Section):
         "None = true for InfiniBand, false for RoCE (a lossy fabric drops on congestion)",
     )
     storage_fabric: bool = Field(True, description="Separate storage fabric (SuperPOD style)")
+    spares: SpareAttach = Field(
+        "spare-ports",
+        description="How spare nodes join the compute fabric: 'spare-ports' = on the free "
+        "leaf ports of the scalable units the training nodes fill, the rest kept cold and "
+        "cabled on swap (the fabric is the reference design's); 'spare-pool' = on their own "
+        "leaves, outside the training fabric; 'counted' = cabled like training nodes (the "
+        "fabric grows for them)",
+    )
     reserve_ufm_port: bool = Field(
         False,
         description="Reserve one leaf port per rail for the UFM appliance (NVIDIA SuperPOD: 31 "
