@@ -19,12 +19,14 @@ and interpolated linearly between the two bracketing points, which is exact for 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from clusterforge.design import Design
 
 __all__ = [
     "Collective",
@@ -104,17 +106,21 @@ def netsim_available() -> bool:
 
 
 class NetsimComm(InterpolatingComm):
-    """Collective times from ``clusterforge.netsim`` on a design's fabric (built once)."""
+    """Collective times from ``clusterforge.netsim`` on a design's fabric (built once).
 
-    def __init__(self, design: Any, routing: str = "adaptive", num_qps: int = 1) -> None:
-        from clusterforge.netsim import build_fabric_graph, simulate_collective
+    Uses the simulator's time-only path (``netsim.simulate.collective_time_s``): the unit-size
+    solution of each collective and group layout is solved once and cached by the simulator.
+    """
+
+    def __init__(self, design: Design, routing: str = "adaptive", num_qps: int = 1) -> None:
+        from clusterforge.netsim import build_fabric_graph
+        from clusterforge.netsim.simulate import collective_time_s
 
         graph = build_fabric_graph(design)
 
         def time_s(collective: str, size: float, groups: np.ndarray) -> float:
-            result = simulate_collective(
+            return collective_time_s(
                 graph, collective, int(size), groups, routing=routing, num_qps=num_qps
             )
-            return float(result.time_s)
 
         super().__init__(time_s)

@@ -12,17 +12,21 @@ cheapest recomputation mode that fits. Communication results are memoised by the
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.errors import PlanError
-from clusterforge.perf.comm import CommModel
+from clusterforge.perf.comm import Collective, CommModel
 from clusterforge.perf.memory import memory_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, validate_plan
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.step import Prediction, predict_step
 
-__all__ = ["candidate_plans", "least_recompute", "recompute_options", "search_plans"]
+__all__ = ["SearchResult", "candidate_plans", "least_recompute", "search", "search_plans"]
 
 RECOMPUTE_ORDER = ("none", "selective", "full")
 MICRO_BATCHES = (1, 2, 4)
@@ -72,16 +76,6 @@ def candidate_plans(
             )
 
 
-def recompute_options(plan: ParallelPlan, max_stage_layers: int) -> Iterator[ParallelPlan]:
-    """Recomputation variants from cheapest to most memory-saving: none, selective, block
-    recomputation of 1, 2, ... layers per stage, full (Korthikanti et al. 2022 §5)."""
-    yield plan.with_(recompute="none", recompute_layers=None)
-    yield plan.with_(recompute="selective", recompute_layers=None)
-    for k in range(1, max_stage_layers):
-        yield plan.with_(recompute="full", recompute_layers=k)
-    yield plan.with_(recompute="full", recompute_layers=None)
-
-
 def least_recompute(
     arch: ModelArch,
     plan: ParallelPlan,
@@ -89,33 +83,121 @@ def least_recompute(
     stack: Stack,
     modes: tuple[str, ...] = RECOMPUTE_ORDER,
 ) -> ParallelPlan | None:
-    """The plan with the least recomputation among ``modes`` that fits in the GPU's memory
-    (checked with the memory model alone, before any timing), or None; block recomputation
-    is tried only when ``modes`` allows both ``"full"`` and something less.
+    """The plan with the least recomputation among ``modes`` that fits in the GPU's memory,
+    checked with the memory model alone (no timing), or None.
 
-    Raises :class:`PlanError` when the plan itself is invalid.
+    Order: none, selective, block recomputation of ``k`` layers per stage (only when
+    ``modes`` allows ``"full"`` and something less), full (Korthikanti et al. 2022 §5).
+    Activation memory is linear in ``k``, so the smallest fitting ``k`` is solved for, not
+    searched. Raises :class:`PlanError` when the plan itself is invalid.
     """
     stages = validate_plan(arch, plan, plan.num_gpus)
-    block = "full" in modes and len(modes) > 1
-    for option in recompute_options(plan, max(stages)):
-        partial = option.recompute_layers is not None
-        if option.recompute not in modes or (partial and not block):
-            continue
-        if memory_per_gpu(arch, option, stages, stack).total_gib <= gpu.hbm_gib:
+
+    def memory_gib(option: ParallelPlan) -> float:
+        return memory_per_gpu(arch, option, stages, stack).total_gib
+
+    for mode in ("none", "selective"):
+        option = plan.with_(recompute=mode, recompute_layers=None)
+        if mode in modes and memory_gib(option) <= gpu.hbm_gib:
             return option
-    return None
+    full = plan.with_(recompute="full", recompute_layers=None)
+    if "full" not in modes or memory_gib(full) > gpu.hbm_gib:
+        return None
+    if len(modes) == 1:
+        return full
+    layers = max(stages)
+    kept, recomputed = (
+        memory_gib(plan.with_(recompute="full", recompute_layers=0)),
+        memory_gib(full),
+    )
+    if kept <= recomputed:
+        return full
+    k = max(1, math.ceil((kept - gpu.hbm_gib) / (kept - recomputed) * layers))
+    for layers_recomputed in range(k, layers):
+        option = plan.with_(recompute="full", recompute_layers=layers_recomputed)
+        if memory_gib(option) <= gpu.hbm_gib:
+            return option
+    return full
 
 
-def _cheapest_fitting(
-    arch: ModelArch, plan: ParallelPlan, gpu: Gpu, comm: CommModel, domain: int, stack: Stack
-) -> Prediction | None:
-    try:
-        fitting = least_recompute(arch, plan, gpu, stack)
-    except PlanError:
-        return None
-    if fitting is None:
-        return None
-    return predict_step(arch, fitting, gpu, comm, domain, stack)
+class _NoComm:
+    """A fabric with free communication: a lower bound on any plan's step time."""
+
+    def collective_time_s(
+        self, collective: Collective, size_bytes: float, groups: np.ndarray
+    ) -> float:
+        return 0.0
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The best plans and how many were looked at: generated, fitting in memory, timed."""
+
+    predictions: list[Prediction]
+    num_candidates: int
+    num_fitting: int
+    num_timed: int
+
+
+def _fitting(
+    arch: ModelArch, plans: list[ParallelPlan], gpu: Gpu, stack: Stack
+) -> list[ParallelPlan]:
+    """Each valid plan with its least fitting recomputation (memory pruning, no timing)."""
+    fitting = []
+    for plan in plans:
+        try:
+            option = least_recompute(arch, plan, gpu, stack)
+        except PlanError:
+            continue
+        if option is not None:
+            fitting.append(option)
+    return fitting
+
+
+def search(
+    arch: ModelArch,
+    base: ParallelPlan,
+    gpu: Gpu,
+    comm: CommModel,
+    nvlink_domain_gpus: int,
+    *,
+    top: int = 10,
+    stack: Stack | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SearchResult:
+    """The ``top`` fitting plans by tokens/s (ties: less memory first), branch and bound.
+
+    Candidates are pruned by memory first; each survivor's step time with free
+    communication is a lower bound on its real time (exposed communication is never
+    negative), so survivors are timed on the fabric in the order of their bound until the
+    next bound is slower than the ``top``-th best time. ``progress(done, total)`` is called
+    after each timed plan.
+    """
+    stack = stack or Stack.megatron_core()
+    candidates = list(candidate_plans(arch, base, base.num_gpus, nvlink_domain_gpus))
+    fitting = _fitting(arch, candidates, gpu, stack)
+    free = _NoComm()
+    bounds = sorted(
+        (
+            (predict_step(arch, p, gpu, free, nvlink_domain_gpus, stack).step_time_s, i, p)
+            for i, p in enumerate(fitting)
+        ),
+    )
+    found: list[Prediction] = []
+    for done, (bound, _, plan) in enumerate(bounds, start=1):
+        if len(found) >= top and bound > found[top - 1].step_time_s:
+            break
+        found.append(predict_step(arch, plan, gpu, comm, nvlink_domain_gpus, stack))
+        found.sort(key=lambda p: (p.step_time_s, p.memory_per_gpu_gib))
+        if progress is not None:
+            progress(done, len(bounds))
+    if not found:
+        raise PlanError(
+            f"no plan of {arch.id} on {base.num_gpus} x {gpu.id} both divides the global batch "
+            f"{base.global_batch} (micro-batch x DP must divide it) and fits in "
+            f"{gpu.hbm_gib:.0f} GiB; change the global batch, the GPU count or the GPU"
+        )
+    return SearchResult(found[:top], len(candidates), len(fitting), len(found))
 
 
 def search_plans(
@@ -128,24 +210,8 @@ def search_plans(
     stack: Stack | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Prediction]:
-    """The ``top`` fitting plans by tokens/s (ties: less memory first).
-
-    ``progress(done, total)`` is called after each candidate (the CLI draws a bar with it).
-    """
-    stack = stack or Stack.megatron_core()
-    found = []
-    candidates = list(candidate_plans(arch, base, base.num_gpus, nvlink_domain_gpus))
-    for done, plan in enumerate(candidates, start=1):
-        pred = _cheapest_fitting(arch, plan, gpu, comm, nvlink_domain_gpus, stack)
-        if progress is not None:
-            progress(done, len(candidates))
-        if pred is not None:
-            found.append(pred)
-    if not found:
-        raise PlanError(
-            f"no plan of {arch.id} on {base.num_gpus} x {gpu.id} both divides the global batch "
-            f"{base.global_batch} (micro-batch x DP must divide it) and fits in "
-            f"{gpu.hbm_gib:.0f} GiB; change the global batch, the GPU count or the GPU"
-        )
-    found.sort(key=lambda p: (-p.tokens_per_s, p.memory_per_gpu_gib))
-    return found[:top]
+    """The ``top`` fitting plans by tokens/s (see :func:`search`)."""
+    result = search(
+        arch, base, gpu, comm, nvlink_domain_gpus, top=top, stack=stack, progress=progress
+    )
+    return result.predictions
