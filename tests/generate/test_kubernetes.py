@@ -1,10 +1,13 @@
 """Kubernetes manifests: core kinds against the Kubernetes schemas (kubernetes-validate,
-offline), CRDs (Kueue, Volcano, PyTorchJob) against structural schemas written from their
-documented fields (operations.md §13, §14), pod templates inside CRDs against the core
-PodTemplate schema, and the node-label script executed with a recording kubectl."""
+offline), CRDs (Kueue, Volcano, PyTorchJob, NicClusterPolicy, ComputeDomain) against
+structural schemas written from their documented fields (each project's API reference), pod
+templates inside CRDs against the core PodTemplate schema, the RDMA path (device resource,
+IPC_LOCK, GPUDirect), and the node-label script executed with a recording kubectl."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,10 @@ import yaml
 
 from clusterforge.design import Design, plan
 from clusterforge.generate import render, write_files
+from clusterforge.generate.kubernetes import topology_levels
+from clusterforge.generate.kubernetes_rdma import K8S_MAX_NODES, scale_warnings
 from clusterforge.generate.layout import node_placements
+from clusterforge.generate.notices import generation_warnings
 from clusterforge.spec import load_spec
 from tests.generate.conftest import GOLDEN_SPEC, MULTI_PLANE_SPEC, SPECS
 
@@ -177,6 +183,46 @@ CRD_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
             },
         }
     ),
+    ("mellanox.com/v1alpha1", "NicClusterPolicy"): _crd(
+        {
+            "type": "object",
+            "required": ["rdmaSharedDevicePlugin"],
+            "properties": {
+                "rdmaSharedDevicePlugin": {
+                    "type": "object",
+                    "required": ["image", "repository", "version", "config"],
+                    "additionalProperties": False,
+                    "properties": {
+                        k: {"type": "string"} for k in ("image", "repository", "version", "config")
+                    },
+                }
+            },
+        }
+    ),
+    ("resource.nvidia.com/v1beta1", "ComputeDomain"): _crd(
+        {
+            "type": "object",
+            "required": ["numNodes", "channel"],
+            "additionalProperties": False,
+            "properties": {
+                "numNodes": {"type": "integer", "minimum": 1},
+                "channel": {
+                    "type": "object",
+                    "required": ["resourceClaimTemplate"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "resourceClaimTemplate": {
+                            "type": "object",
+                            "required": ["name"],
+                            "additionalProperties": False,
+                            "properties": {"name": _NAME},
+                        }
+                    },
+                },
+            },
+        },
+        namespaced=True,
+    ),
     ("kubeflow.org/v1", "PyTorchJob"): _crd(
         {
             "type": "object",
@@ -251,7 +297,7 @@ def test_core_objects_pass_the_kubernetes_schemas(
 
 def test_crds_are_structurally_valid(manifests: dict[str, list[dict[str, Any]]]) -> None:
     crds = [d for d in _all(manifests) if (d["apiVersion"], d["kind"]) in CRD_SCHEMAS]
-    assert {d["kind"] for d in crds} == {k for _, k in CRD_SCHEMAS}
+    assert {d["kind"] for d in crds} == {k for _, k in CRD_SCHEMAS} - {"ComputeDomain"}
     for doc in crds:
         jsonschema.validate(doc, CRD_SCHEMAS[(doc["apiVersion"], doc["kind"])])
 
@@ -338,22 +384,88 @@ def test_topology_levels_are_labels_the_script_sets(
     assert groups == {p.group for p in node_placements(k8s_design)}
 
 
-def test_nvl72_topology_keeps_block_level_only_when_nested() -> None:
+def test_nvl72_topology_has_the_rack_scale_nvlink_level() -> None:
+    """Kueue's NVLink level follows the racks, and every level nests in the one above."""
     design = plan(load_spec(SPECS / "gb200-nvl72.yaml"))
-    placements = node_placements(design)
-    from clusterforge.generate.kubernetes import topology_levels
-
+    placements = [p for p in node_placements(design) if not p.spare]
     levels = topology_levels(design, placements)
-    nested = all(
-        len({p.group for p in placements if p.nvlink_block == b}) == 1
-        for b in {p.nvlink_block for p in placements}
-    )
-    assert ("clusterforge.io/nvlink-block" in levels) == nested
+    assert "clusterforge.io/nvlink-block" in levels
+    racks_of_block: dict[str | None, set[str | None]] = {}
+    for p in placements:
+        racks_of_block.setdefault(p.nvlink_block, set()).add(p.rack)
+    assert all(len(racks) == 1 for racks in racks_of_block.values())
+    keys = {
+        "clusterforge.io/spine-block": lambda p: p.pod,
+        "clusterforge.io/leaf-group": lambda p: p.group,
+        "clusterforge.io/nvlink-block": lambda p: p.nvlink_block,
+    }
+    for coarse, fine in itertools.pairwise(levels[:-1]):
+        parents: dict[str | None, set[str | None]] = {}
+        for p in placements:
+            parents.setdefault(keys[fine](p), set()).add(keys[coarse](p))
+        assert all(len(v) == 1 for v in parents.values()), (coarse, fine)
+
+
+def test_nvl72_job_gets_a_compute_domain_and_claims_its_channel() -> None:
+    design = plan(load_spec(SPECS / "gb200-nvl72.yaml"))
+    files = {f.path: f.content for f in render(design, ["kubernetes"])}
+    domain, job = yaml.safe_load_all(files["kubernetes/training-job.yaml"])
+    assert domain["kind"] == "ComputeDomain"
+    assert domain["spec"]["numNodes"] == design.compute.num_training_nodes
+    template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        pod = replica["template"]["spec"]
+        assert pod["resourceClaims"] == [
+            {"name": "imex-channel", "resourceClaimTemplateName": template}
+        ]
+        assert pod["containers"][0]["resources"]["claims"] == [{"name": "imex-channel"}]
+
+
+def test_hgx_job_has_no_compute_domain(manifests: dict[str, list[dict[str, Any]]]) -> None:
+    assert [d["kind"] for d in manifests["training-job.yaml"]] == ["PyTorchJob"]
+
+
+def test_training_pods_get_rdma_devices_and_ipc_lock(
+    manifests: dict[str, list[dict[str, Any]]],
+) -> None:
+    job = manifests["training-job.yaml"][-1]
+    policy = manifests["network-operator.yaml"][0]
+    config = json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
+    resource = "rdma/" + config["configList"][0]["resourceName"]
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        container = replica["template"]["spec"]["containers"][0]
+        assert container["resources"]["limits"][resource] == 1
+        assert "IPC_LOCK" in container["securityContext"]["capabilities"]["add"]
+
+
+def test_gpu_operator_enables_gpudirect_rdma(k8s_design: Design) -> None:
+    files = {f.path: f.content for f in render(k8s_design, ["kubernetes"])}
+    values = yaml.safe_load(files["kubernetes/gpu-operator-values.yaml"])
+    driver = values["driver"]
+    assert driver["kernelModuleType"] == "open" or driver["rdma"]["enabled"] is True
+
+
+def test_roce_training_pods_use_the_host_network() -> None:
+    design = plan(load_spec(SPECS / "roce-rail-optimized.yaml"))
+    files = {f.path: f.content for f in render(design, ["kubernetes"])}
+    job = list(yaml.safe_load_all(files["kubernetes/training-job.yaml"]))[-1]
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        assert replica["template"]["spec"]["hostNetwork"] is True
+
+
+def test_more_nodes_than_kubernetes_supports_is_a_warning(k8s_design: Design) -> None:
+    big = k8s_design.compute.model_copy(update={"num_nodes": K8S_MAX_NODES + 1})
+    design = k8s_design.model_copy(update={"compute": big})
+    (warning,) = scale_warnings(design)
+    assert "5,000" in warning and "2 clusters" in warning
+    assert scale_warnings(k8s_design) == []
+    assert generation_warnings(design, ["kubernetes"]) == [f"kubernetes: {warning}"]
+    assert generation_warnings(design, ["slurm"]) == []
 
 
 @pytest.mark.parametrize("spec", sorted(SPECS.glob("*.yaml")), ids=lambda p: p.stem)
-def test_kueue_tas_objects_follow_operations_13(spec: Path) -> None:
-    """operations.md §13: the ResourceFlavor names the Topology (same API version), has node
+def test_kueue_tas_objects_are_consistent(spec: Path) -> None:
+    """Kueue TAS: the ResourceFlavor names the Topology (same API version), has node
     labels, and both PodSets of the job carry one TAS annotation naming a Topology level
     (never the hostname) plus the same podset-group-name, so Master and Workers share a domain.
     """
@@ -366,7 +478,7 @@ def test_kueue_tas_objects_follow_operations_13(spec: Path) -> None:
     assert flavor["spec"]["topologyName"] == topology["metadata"]["name"]
     assert flavor["spec"]["nodeLabels"], "a TAS flavor needs at least one node label"
     levels = [lv["nodeLabel"] for lv in topology["spec"]["levels"]]
-    job = yaml.safe_load(files["kubernetes/training-job.yaml"].split("---", 1)[1])
+    job = list(yaml.safe_load_all(files["kubernetes/training-job.yaml"]))[-1]
     replicas = job["spec"]["pytorchReplicaSpecs"]
     annotations = [r["template"]["metadata"]["annotations"] for r in replicas.values()]
     for a in annotations:

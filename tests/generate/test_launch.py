@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from clusterforge.catalog import load_catalog
+from clusterforge.cli.main import main
 from clusterforge.design import Design, plan
 from clusterforge.errors import GenerateError
 from clusterforge.generate import render
@@ -128,3 +131,13 @@ def test_uneven_middle_pipeline_stages_are_refused(lab_design: Design) -> None:
     design = _with_workload(lab_design, pipeline_parallel=4, pipeline_layers=[7, 8, 9, 8])
     with pytest.raises(GenerateError, match="pipeline_layers"):
         megatron_args(design)
+
+
+def test_cli_warns_when_hca_names_are_assumed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "hgx.yaml"
+    spec.write_text((SPECS / "lab-leaf-spine.yaml").read_text().replace("dgx-h100", "hgx-h100"))
+    assert main(["generate", str(spec), "-o", str(tmp_path / "out"), "--only", "slurm"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: slurm: node 'hgx-h100' has no published HCA names" in err

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from clusterforge.design import plan
 from clusterforge.generate.bundle import Progress as Steps
 from clusterforge.generate.bundle import generate, parse_targets
+from clusterforge.generate.notices import generation_warnings
 from clusterforge.spec import load_spec
 
 __all__ = ["command"]
@@ -44,6 +45,8 @@ def command(spec: Path | None, out_dir: Path, only: str | None) -> None:
     Console().print(
         f"wrote {len(files)} files for {design.spec.name!r} into {out_dir}/ ({', '.join(targets)})"
     )
+    for warning in generation_warnings(design, targets):
+        Console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False)
 
 
 @contextmanager
