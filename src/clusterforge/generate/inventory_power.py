@@ -114,13 +114,21 @@ def _psu_ratings_w(design: Design, d: RackDevice) -> tuple[int, int]:
     return 0, 0
 
 
-def _rack_psus(design: Design, rack: Rack, names: dict[tuple[str, str], str]) -> Iterator[Psu]:
+def _rack_psus(
+    design: Design,
+    rack: Rack,
+    names: dict[tuple[str, str], str],
+    ratings: dict[tuple[str, str, float], tuple[int, int]],
+) -> Iterator[Psu]:
     c = rack.circuit
     sides = "ab"[: c.num_feeds]
     next_circuit = dict.fromkeys(sides, 0)
     outlets: dict[str, int] = {}
     for d in rack.devices:
-        count, rating_w = _psu_ratings_w(design, d)
+        key = (d.kind, d.model, d.max_kw)
+        if key not in ratings:
+            ratings[key] = _psu_ratings_w(design, d)
+        count, rating_w = ratings[key]
         for i in range(count):
             side = sides[i % len(sides)]
             pdu = names[(rack.name, f"pdu-{side}{next_circuit[side] % c.circuits_per_feed + 1}")]
@@ -155,8 +163,9 @@ def pdus(design: Design) -> Iterator[Pdu]:
 def psus(design: Design) -> Iterator[Psu]:
     """Every device PSU with the outlet it plugs into, rack by rack."""
     names = rack_device_names(design)
+    ratings: dict[tuple[str, str, float], tuple[int, int]] = {}
     for rack in design.racks:
-        yield from _rack_psus(design, rack, names)
+        yield from _rack_psus(design, rack, names, ratings)
 
 
 def power_port_rows(design: Design) -> Iterator[tuple[object, ...]]:
