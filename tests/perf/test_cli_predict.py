@@ -72,3 +72,25 @@ def test_inconsistent_plan_is_one_clear_error(capsys) -> None:
     err = capsys.readouterr().err
     assert "does not divide" in err
     assert "Traceback" not in err
+
+
+def test_stack_option_changes_the_mechanisms(capsys) -> None:
+    (core,) = run_json(capsys, "--stack", "megatron-core")
+    (old,) = run_json(capsys, "--stack", "megatron-2021")
+    assert (core["stack"], old["stack"]) == ("megatron-core", "megatron-2021")
+    assert old["step_time_s"] > core["step_time_s"]  # no overlap, unfused attention
+
+
+def test_every_prediction_states_its_range(capsys) -> None:
+    (row,) = run_json(capsys)
+    low, high = row["tokens_per_s_per_gpu_range"]
+    assert low < row["tokens_per_s_per_gpu"] < high
+    assert main(["predict"]) == 0
+    assert "tokens/s per GPU" in capsys.readouterr().out
+
+
+def test_search_over_gpu_counts_reports_plans_evaluated(capsys) -> None:
+    rows = run_json(capsys, "--search", "--gpus", "256,512", "--top", "2")
+    assert [r["num_gpus"] for r in rows] == [256, 512]
+    counts = rows[0]["plans_evaluated"]
+    assert counts["generated"] >= counts["fit_in_memory"] >= counts["timed"] >= 2

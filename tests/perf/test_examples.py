@@ -27,8 +27,8 @@ def test_example_workload_predicts_a_plausible_mfu(path: Path) -> None:
 @pytest.mark.parametrize("name", SEARCHED)
 def test_search_ranks_fitting_plans_no_worse_than_the_specs_own(name: str) -> None:
     design = plan(load_spec(EXAMPLES / f"{name}.yaml"))
-    arch = resolve_model(design.spec.workload)
-    base = plan_from_workload(design.spec.workload, design.compute.num_training_gpus, arch)
+    arch = resolve_model(design.spec.workload, design.catalog)
+    base = plan_from_workload(design.spec.workload, design.job, arch)
     found = search_plans(
         arch,
         base,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.compute import Stack
 from clusterforge.perf.memory import activation_bytes_per_layer, memory_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, split_layers
+from clusterforge.perf.stack import Stack
 
 GPT = ModelArch(num_layers=96, hidden_size=12288, num_heads=96, vocab_size=51200)
 S, B, H, A = 2048, 1, 12288, 96

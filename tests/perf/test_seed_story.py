@@ -26,9 +26,9 @@ def designs():
 
 def _predict(design, **changes):
     workload = design.spec.workload
-    arch = resolve_model(workload)
-    plan = plan_from_workload(workload, design.compute.num_training_gpus, arch)
-    return predict_plan(design, plan.with_(**changes), arch)
+    arch = resolve_model(workload, design.catalog)
+    plan = plan_from_workload(workload, design.job, arch)
+    return predict_plan(design, plan.with_(**changes))
 
 
 def test_70b_class_pipeline_plan_is_network_bound_on_design_a(designs) -> None:
@@ -48,9 +48,9 @@ def test_7b_class_data_parallel_training_halves_on_design_a(designs) -> None:
     preds = {}
     for name, design in designs.items():
         workload = design.spec.workload
-        plan = plan_from_workload(workload, design.compute.num_training_gpus, arch)
+        plan = plan_from_workload(workload, design.job, arch)
         plan = plan.with_(tp=1, pp=1, dp=512, sequence_parallel=False, seq_length=4096)
-        preds[name] = predict_plan(design, plan, arch)
+        preds[name] = predict_plan(design, plan, arch=arch)
     assert preds["a"].mfu < 0.7 * preds["b"].mfu
     assert preds["a"].breakdown.largest_overhead() == "dp_comm_s"
 

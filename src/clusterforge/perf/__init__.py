@@ -6,34 +6,49 @@ attention and memory-bound time on one GPU, capped by the measured matmul ceilin
 :mod:`memory` (weights, gradients, optimizer, activations) → :mod:`exposure` (TP/PP/DP/CP/EP
 communication through a :class:`~clusterforge.perf.comm.CommModel`, overlap stated) →
 :mod:`step` (assembly with a breakdown) → :mod:`search` and :mod:`predict` (on a design).
+The software stack's mechanisms are :mod:`stack`; FP8 costs :mod:`fp8`; ZeRO-3/FSDP
+:mod:`sharded`; the error band of every prediction :mod:`uncertainty`.
 """
 
 from clusterforge.perf.comm import CommModel, NetsimComm
 from clusterforge.perf.parallel import ParallelPlan, split_layers, validate_plan
 from clusterforge.perf.predict import (
+    PlanOverrides,
+    PredictOutcome,
+    PredictRequest,
     plan_from_workload,
     predict_plan,
     predict_workload,
     resolve_model,
+    run_predict,
 )
-from clusterforge.perf.search import search_plans
-from clusterforge.perf.stack import Stack
+from clusterforge.perf.search import SearchResult, search, search_plans
+from clusterforge.perf.stack import STACK_NAMES, Stack, StackName, stack_named
 from clusterforge.perf.step import FLOP_CONVENTION, Breakdown, Prediction, predict_step
 
 __all__ = [
     "FLOP_CONVENTION",
+    "STACK_NAMES",
     "Breakdown",
     "CommModel",
     "NetsimComm",
     "ParallelPlan",
+    "PlanOverrides",
+    "PredictOutcome",
+    "PredictRequest",
     "Prediction",
+    "SearchResult",
     "Stack",
+    "StackName",
     "plan_from_workload",
     "predict_plan",
     "predict_step",
     "predict_workload",
     "resolve_model",
+    "run_predict",
+    "search",
     "search_plans",
     "split_layers",
+    "stack_named",
     "validate_plan",
 ]

@@ -1,64 +1,118 @@
-"""Predictions on a designed cluster: the spec's workload, or any plan, over the real fabric.
+"""Predictions on a designed cluster: the spec's workload, any plan, or a search, on the real fabric.
 
 :func:`predict_workload` is what ``clusterforge plan`` prints (expected MFU, tokens/s, time to
-train the requested tokens); :func:`predict_plan` serves ``clusterforge predict``. Both time
-communication with the flow-level simulator on the design's fabric
-(:class:`~clusterforge.perf.comm.NetsimComm`) unless a :class:`CommModel` is given.
+train the requested tokens); :func:`run_predict` serves ``clusterforge predict``: the spec's
+plan with a user's changes (:class:`PlanOverrides`), or a search over plans and, optionally,
+cluster sizes. Communication is timed with the flow-level simulator on the design's fabric
+(:class:`~clusterforge.perf.comm.NetsimComm`) unless a :class:`CommModel` is given. The
+parallel degrees come from the design's :class:`~clusterforge.job.JobLayout` (``design.job``);
+a changed degree makes a new layout with :meth:`JobLayout.for_gpus`, the one place DP is
+derived.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from clusterforge.catalog import ModelArch, load_catalog
-from clusterforge.errors import SimulationError
+from clusterforge.catalog import Catalog, ModelArch
+from clusterforge.errors import PlanError, SimulationError
+from clusterforge.job import JobLayout
 from clusterforge.perf.comm import CommModel, NetsimComm, netsim_available
-from clusterforge.perf.parallel import ParallelPlan
-from clusterforge.perf.stack import Stack
+from clusterforge.perf.flops import Recompute
+from clusterforge.perf.parallel import ParallelPlan, Precision
+from clusterforge.perf.search import search
+from clusterforge.perf.stack import Stack, StackName, stack_named
 from clusterforge.perf.step import Prediction, predict_step
 from clusterforge.spec import WorkloadSpec
 
+if TYPE_CHECKING:
+    from clusterforge.design import Design
+
 __all__ = [
+    "PlanOverrides",
+    "PredictOutcome",
+    "PredictRequest",
+    "apply_overrides",
     "design_comm",
     "plan_from_workload",
     "predict_plan",
     "predict_workload",
     "resolve_model",
+    "run_predict",
 ]
 
 
-def resolve_model(workload: WorkloadSpec) -> ModelArch:
-    """The workload's architecture: a catalog preset or the explicit dimensions."""
+def resolve_model(workload: WorkloadSpec, catalog: Catalog) -> ModelArch:
+    """The workload's architecture: a preset of ``catalog`` or the explicit dimensions."""
     if isinstance(workload.model, ModelArch):
         return workload.model
-    return load_catalog().models[workload.model]
+    return catalog.models[workload.model]
 
 
-def plan_from_workload(workload: WorkloadSpec, num_gpus: int, arch: ModelArch) -> ParallelPlan:
-    """The plan the spec asks for (DP = GPUs / (TP x PP x CP) when not given)."""
-    model_parallel = workload.tensor_parallel * workload.pipeline_parallel
-    model_parallel *= workload.context_parallel
-    dp = workload.data_parallel or max(1, num_gpus // model_parallel)
+def plan_from_workload(workload: WorkloadSpec, job: JobLayout, arch: ModelArch) -> ParallelPlan:
+    """The plan the spec asks for, with the degrees of its job layout."""
     layers = tuple(workload.pipeline_layers) if workload.pipeline_layers else None
     return ParallelPlan(
-        tp=workload.tensor_parallel,
-        pp=workload.pipeline_parallel,
-        dp=dp,
-        cp=workload.context_parallel,
-        ep=workload.expert_parallel,
+        tp=job.tp,
+        pp=job.pp,
+        dp=job.dp,
+        cp=job.cp,
+        ep=job.ep,
         vpp=workload.virtual_pipeline_stages,
         micro_batch=workload.micro_batch,
         global_batch=workload.global_batch,
         seq_length=workload.seq_length or arch.seq_length,
-        sequence_parallel=workload.sequence_parallel,
+        sequence_parallel=workload.sequence_parallel and job.tp > 1,
         recompute=workload.recompute,
         zero_stage=workload.zero_stage,
         precision=workload.precision,
         pipeline_layers=layers,
+        shard_size=workload.fsdp_shard_size,
     )
 
 
-def design_comm(design: Any) -> CommModel:
+_DEGREES = ("tp", "pp", "cp", "ep", "dp")
+
+
+@dataclass(frozen=True)
+class PlanOverrides:
+    """Changes to the spec's plan (None = keep the spec's value)."""
+
+    tp: int | None = None
+    pp: int | None = None
+    cp: int | None = None
+    ep: int | None = None
+    dp: int | None = None
+    micro_batch: int | None = None
+    global_batch: int | None = None
+    vpp: int | None = None
+    zero_stage: int | None = None
+    recompute: Recompute | None = None
+    precision: Precision | None = None
+
+
+def apply_overrides(plan: ParallelPlan, changes: PlanOverrides, num_gpus: int) -> ParallelPlan:
+    """``plan`` with ``changes`` on ``num_gpus`` GPUs; a new layout when a degree changes."""
+    values = {k: v for k, v in vars(changes).items() if v is not None}
+    degrees = {k: values.pop(k, getattr(plan, k)) for k in ("tp", "pp", "cp", "ep")}
+    explicit_dp = values.pop("dp", None)
+    keep_dp = (
+        explicit_dp is None
+        and num_gpus == plan.num_gpus
+        and degrees == {k: getattr(plan, k) for k in degrees}
+    )
+    job = JobLayout.for_gpus(num_gpus, **degrees, dp=plan.dp if keep_dp else explicit_dp)
+    new = plan.with_(**values, **job.degrees())
+    if new.tp == 1:
+        new = new.with_(sequence_parallel=False)
+    if new.pipeline_layers is not None and len(new.pipeline_layers) != new.pp:
+        new = new.with_(pipeline_layers=None)  # the spec's split was for another PP
+    return new
+
+
+def design_comm(design: Design) -> CommModel:
     """The netsim-backed communication model of a design (build once, reuse)."""
     if not netsim_available():
         raise SimulationError(
@@ -68,28 +122,139 @@ def design_comm(design: Any) -> CommModel:
     return NetsimComm(design)
 
 
+def _workload(design: Design) -> tuple[WorkloadSpec, JobLayout, ModelArch]:
+    workload, job = design.require_workload("a prediction")
+    return workload, job, resolve_model(workload, design.catalog)
+
+
 def predict_plan(
-    design: Any,
+    design: Design,
     plan: ParallelPlan,
+    *,
     arch: ModelArch | None = None,
     comm: CommModel | None = None,
     stack: Stack | None = None,
 ) -> Prediction:
-    """Predict ``plan`` on ``design`` (its GPU, NVLink domain and fabric)."""
-    arch = arch or resolve_model(design.require_workload("a prediction")[0])
+    """Predict ``plan`` on ``design`` (its GPU, NVLink domain and fabric) for ``arch``
+    (default: the spec's model) with ``stack`` (default: the spec's)."""
+    workload, _, spec_arch = _workload(design)
     return predict_step(
-        arch,
+        arch or spec_arch,
         plan,
         design.compute.gpu,
         comm or design_comm(design),
         design.compute.nvlink_domain_gpus,
-        stack,
+        stack or stack_named(workload.stack),
     )
 
 
-def predict_workload(design: Any, comm: CommModel | None = None) -> Prediction:
+def predict_workload(design: Design, comm: CommModel | None = None) -> Prediction:
     """Predict the spec's own workload on the design (``clusterforge plan`` prints this)."""
-    workload, _ = design.require_workload("a prediction")
-    arch = resolve_model(workload)
-    plan = plan_from_workload(workload, design.compute.num_training_gpus, arch)
-    return predict_plan(design, plan, arch, comm)
+    workload, job, arch = _workload(design)
+    return predict_plan(design, plan_from_workload(workload, job, arch), arch=arch, comm=comm)
+
+
+@dataclass(frozen=True)
+class PredictRequest:
+    """What ``clusterforge predict`` asks: changes, stack, and whether to search."""
+
+    overrides: PlanOverrides = field(default_factory=PlanOverrides)
+    stack: StackName | None = None
+    search: bool = False
+    top: int = 10
+    gpu_counts: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class PredictOutcome:
+    """Predictions (best first when searched) and the work it took."""
+
+    predictions: list[Prediction]
+    model_id: str
+    gpu_id: str
+    tokens: float
+    searched: bool
+    num_candidates: int = 1
+    num_fitting: int = 1
+    num_timed: int = 1
+
+
+def _searched(
+    design: Design,
+    arch: ModelArch,
+    seed: ParallelPlan,
+    request: PredictRequest,
+    stack: Stack,
+    comm: CommModel,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[list[Prediction], tuple[int, int, int]]:
+    result = search(
+        arch,
+        seed,
+        design.compute.gpu,
+        comm,
+        design.compute.nvlink_domain_gpus,
+        top=request.top,
+        stack=stack,
+        progress=progress,
+    )
+    return result.predictions, (result.num_candidates, result.num_fitting, result.num_timed)
+
+
+def _grown(design: Design, num_gpus: int) -> Design:
+    """The same spec designed for ``num_gpus`` training GPUs (its layout's DP re-derived)."""
+    from clusterforge.design import plan
+
+    spec = design.spec
+    workload = spec.workload.model_copy(update={"data_parallel": None}) if spec.workload else None
+    grown = spec.model_copy(update={"num_gpus": num_gpus, "workload": workload})
+    return plan(grown, design.catalog, break_even=False)
+
+
+def run_predict(
+    design: Design,
+    request: PredictRequest,
+    progress: Callable[[int, int], None] | None = None,
+) -> PredictOutcome:
+    """Predict the spec's plan with the request's changes, or search plans.
+
+    With several GPU counts each count is predicted (or searched: its best plan) on the
+    first GPUs of the designed fabric; a count above the design's GPUs designs the spec
+    again at that size first.
+    """
+    counts = request.gpu_counts or (design.compute.num_training_gpus,)
+    if min(counts) < 1:
+        raise PlanError(f"GPU counts {list(counts)}: use counts of at least 1")
+    if max(counts) > design.compute.num_training_gpus:
+        design = _grown(design, max(counts))
+    workload, job, arch = _workload(design)
+    stack = stack_named(request.stack or workload.stack)
+    comm = design_comm(design)
+    total = design.compute.num_training_gpus
+    base = plan_from_workload(workload, job, arch)
+    found: list[Prediction] = []
+    tally = (0, 0, 0)
+    for n in counts:
+        if not request.search:
+            plan = apply_overrides(base, request.overrides, n)
+            found.append(predict_plan(design, plan, arch=arch, comm=comm, stack=stack))
+            continue
+        kept = PlanOverrides(
+            **{k: v for k, v in vars(request.overrides).items() if k not in _DEGREES}
+        )
+        seed = apply_overrides(base, kept, total).with_(
+            tp=1, pp=1, cp=1, ep=1, dp=n, pipeline_layers=None
+        )
+        best, counted = _searched(design, arch, seed, request, stack, comm, progress)
+        found += best[:1] if len(counts) > 1 else best
+        tally = (tally[0] + counted[0], tally[1] + counted[1], tally[2] + counted[2])
+    return PredictOutcome(
+        predictions=found,
+        model_id=arch.id,
+        gpu_id=design.compute.gpu.id,
+        tokens=workload.tokens_b * 1e9,
+        searched=request.search,
+        num_candidates=tally[0] if request.search else len(found),
+        num_fitting=tally[1] if request.search else len(found),
+        num_timed=tally[2] if request.search else len(found),
+    )

@@ -55,6 +55,7 @@ from clusterforge.perf.parallel import (
 )
 from clusterforge.perf.sharded import zero3_exposed_s
 from clusterforge.perf.stack import Stack
+from clusterforge.perf.uncertainty import Band, validation_band
 
 __all__ = ["FLOP_CONVENTION", "Breakdown", "Prediction", "predict_step"]
 
@@ -113,6 +114,11 @@ class Prediction:
     def memory_per_gpu_gib(self) -> float:
         return self.memory.total_gib
 
+    @property
+    def band(self) -> Band:
+        """Where the real throughput lies around this one (spread on published runs)."""
+        return validation_band()
+
     def time_to_train_s(self, tokens: float) -> float:
         """Seconds to train ``tokens`` tokens at this step rate (no restarts or failures)."""
         return tokens / self.tokens_per_s
@@ -139,6 +145,8 @@ class Prediction:
             "breakdown": asdict(self.breakdown),
             "largest_overhead": self.breakdown.largest_overhead(),
             "stack": self.stack,
+            "tokens_per_s_per_gpu_range": list(self.band.range_of(self.tokens_per_s_per_gpu)),
+            "range_fraction": [self.band.low_fraction, self.band.high_fraction],
             "flop_convention": FLOP_CONVENTION,
         }
 

@@ -1,0 +1,130 @@
+"""Rendering of ``clusterforge predict``: plan tables, step breakdown, range and JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from clusterforge.perf import FLOP_CONVENTION, ParallelPlan, Prediction, PredictOutcome
+
+__all__ = ["predict_json", "print_predict"]
+
+
+def plan_label(plan: ParallelPlan) -> str:
+    """``TP8 PP4 DP16 mb1 v5 Z1 sel``: a plan on one line."""
+    parts = [f"TP{plan.tp}", f"PP{plan.pp}"]
+    parts += [f"CP{plan.cp}"] if plan.cp > 1 else []
+    parts += [f"EP{plan.ep}"] if plan.ep > 1 else []
+    parts += [f"DP{plan.dp}", f"mb{plan.micro_batch}"]
+    parts += [f"v{plan.vpp}"] if plan.vpp > 1 else []
+    parts += [f"Z{plan.zero_stage}"]
+    if plan.shard_size:
+        parts += [f"shard{plan.shard_size}"]
+    match plan.recompute:
+        case "none":
+            parts += ["-"]
+        case "selective":
+            parts += ["sel"]
+        case "full":
+            layers = plan.recompute_layers
+            parts += ["full" if layers is None else f"full{layers}"]
+    return " ".join(parts)
+
+
+def _si(value: float) -> str:
+    for unit, scale in (("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g}{unit}"
+    return f"{value:.0f}"
+
+
+def _summary_table(predictions: list[Prediction], title: str) -> Table:
+    table = Table(title=title)
+    table.add_column("#", justify="right")
+    table.add_column("GPUs", justify="right")
+    table.add_column("plan", no_wrap=True)
+    for header in ("step s", "tok/s", "tok/s/GPU", "TFLOP/s", "MFU", "HFU", "GiB", "fits"):
+        table.add_column(header, justify="right")
+    table.add_column("top overhead")
+    for index, p in enumerate(predictions, 1):
+        table.add_row(
+            str(index),
+            str(p.plan.num_gpus),
+            plan_label(p.plan),
+            f"{p.step_time_s:.2f}",
+            _si(p.tokens_per_s),
+            f"{p.tokens_per_s_per_gpu:,.0f}",
+            f"{p.model_tflops_per_gpu:.0f}",
+            f"{p.mfu:.1%}",
+            f"{p.hfu:.1%}",
+            f"{p.memory_per_gpu_gib:.1f}",
+            "yes" if p.fits else "[red]NO[/]",
+            p.breakdown.largest_overhead().removesuffix("_s").replace("_", " "),
+        )
+    return table
+
+
+def _breakdown_table(p: Prediction) -> Table:
+    table = Table(title="step time breakdown")
+    table.add_column("part")
+    table.add_column("seconds", justify="right")
+    table.add_column("share", justify="right")
+    for name, seconds in vars(p.breakdown).items():
+        label = name.removesuffix("_s").replace("_", " ")
+        table.add_row(label, f"{seconds:.3f}", f"{seconds / p.step_time_s:.1%}")
+    mem = p.memory
+    table.caption = (
+        f"memory/GPU {mem.total_gib:.1f} GiB = weights {mem.weights_gib:.1f} + grads "
+        f"{mem.gradients_gib:.1f} + optimizer {mem.optimizer_gib:.1f} + activations "
+        f"{mem.activations_gib:.1f} + reserve {mem.reserve_gib:.1f}; layers per stage "
+        f"{list(p.stage_layers)}"
+    )
+    return table
+
+
+def predict_json(outcome: PredictOutcome) -> str:
+    """One JSON object per prediction (``clusterforge predict --json``)."""
+    rows: list[dict[str, Any]] = []
+    for p in outcome.predictions:
+        row = p.as_dict()
+        row["time_to_train_days"] = p.time_to_train_s(outcome.tokens) / 86400
+        if outcome.searched:
+            row["plans_evaluated"] = {
+                "generated": outcome.num_candidates,
+                "fit_in_memory": outcome.num_fitting,
+                "timed": outcome.num_timed,
+            }
+        rows.append(row)
+    return json.dumps(rows, indent=2)
+
+
+def print_predict(outcome: PredictOutcome, console: Console) -> None:
+    """Tables, the range of the best prediction, time to train and the conventions."""
+    best = outcome.predictions[0]
+    gpus = sorted({p.plan.num_gpus for p in outcome.predictions})
+    sizes = f"{gpus[0]}" if len(gpus) == 1 else f"{gpus[0]}-{gpus[-1]}"
+    title = f"{outcome.model_id} on {sizes} x {outcome.gpu_id}"
+    if outcome.searched:
+        title = f"best {len(outcome.predictions)} plans: {title}"
+    console.print(_summary_table(outcome.predictions, title))
+    if len(outcome.predictions) == 1:
+        console.print(_breakdown_table(best))
+    band = best.band
+    console.print(
+        f"tokens/s per GPU {band.describe(best.tokens_per_s_per_gpu)}: the range holds 80 % of "
+        f"{band.num_runs} published runs (validation MAPE {band.mape:.1%})"
+    )
+    if outcome.searched:
+        console.print(
+            f"plans evaluated: {outcome.num_candidates:,} generated, {outcome.num_fitting:,} "
+            f"fit in memory, {outcome.num_timed:,} timed on the fabric"
+        )
+    days = best.time_to_train_s(outcome.tokens) / 86400
+    console.print(
+        f"time to train {outcome.tokens / 1e9:,.0f}B tokens: {days:,.1f} days at "
+        f"{best.tokens_per_s:,.0f} tokens/s (no failures or restarts)"
+    )
+    console.print(f"[dim]{FLOP_CONVENTION}; software stack: {best.stack}[/]")
