@@ -23,6 +23,7 @@ from pydantic import (
 from clusterforge.catalog import Catalog, ModelArch, Node, load_catalog
 from clusterforge.errors import PlanError, SpecError, did_you_mean
 from clusterforge.job import JobLayout
+from clusterforge.spec_errors import format_validation_error
 from clusterforge.spec_yaml import excerpt, load_yaml_text, read_spec_text
 
 __all__ = [
@@ -47,8 +48,9 @@ SpareAttach = Literal["spare-ports", "spare-pool", "counted"]
 
 # Upper bounds of the spec's ranges.  Every numeric field has a physical range so that an
 # absurd value is refused at the boundary instead of costing minutes downstream.  GPUs: 2^20
-# (1,048,576), about five times the largest training cluster announced in service (xAI
-# Colossus, 200,000 GPUs, 2025) and the size of the next announced ones.
+# (1,048,576), five times the largest training cluster announced (xAI Colossus: 100,000 H100
+# being doubled to 200,000, NVIDIA press release 2024-10-28).
+
 MAX_GPUS = 2**20
 MAX_LAYERS = 1000
 
@@ -115,7 +117,7 @@ class NetworkSpec(_Section):
     link_aggregation: bool = Field(
         False,
         description="single-switch only: bond each node's NICs into one aggregated link "
-        "(the seed's 'design A'); traffic then hashes per flow onto one member link",
+        "(a LAG, IEEE 802.1AX); traffic then hashes per flow onto one member link",
     )
     planes: int = Field(
         1,
@@ -457,46 +459,6 @@ economics:
 """
 
 
-MAX_SHOWN_ERRORS = 5  # problems listed in one message; the rest are counted
-
-
-def _format_validation_error(exc: ValidationError, source: str) -> str:
-    """One clause per problem: ``field.path (got value): message``; values are cut short."""
-    errors = exc.errors()
-    parts = [_format_one(err) for err in errors[:MAX_SHOWN_ERRORS]]
-    if len(errors) > MAX_SHOWN_ERRORS:
-        parts.append(f"and {len(errors) - MAX_SHOWN_ERRORS} more problems")
-    return f"{source}: " + "; ".join(parts)
-
-
-def _format_one(err: Any) -> str:
-    loc = ".".join(excerpt(p, 40) if not isinstance(p, str) else p[:40] for p in err["loc"])
-    value = err.get("input")
-    shown = "" if isinstance(value, dict) else f" (got {excerpt(value)})"
-    msg = err["msg"].removeprefix("Value error, ")
-    match err["type"]:
-        case "extra_forbidden":
-            section_fields = _known_fields(err["loc"][:-1])
-            msg = f"unknown field{did_you_mean(str(err['loc'][-1])[:40], section_fields)}"
-            shown = ""
-        case "model_type" | "dict_type" | "model_attributes_type":
-            msg = "must be a section: a mapping of field: value lines"
-        case "finite_number":
-            msg = "must be a finite number (not .inf or .nan)"
-    return f"{loc or '(top level)'}{shown}: {msg}"
-
-
-def _known_fields(loc: tuple[Any, ...]) -> list[str]:
-    model: type[BaseModel] = ClusterSpec
-    for part in loc:
-        field = model.model_fields.get(str(part))
-        annotation = field.annotation if field else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return []
-        model = annotation
-    return list(model.model_fields)
-
-
 def parse_spec(data: Any, source: str = "spec", catalog: Catalog | None = None) -> ClusterSpec:
     """Validate a parsed YAML mapping into a :class:`ClusterSpec` (ids and divisibility too)."""
     if not isinstance(data, dict):
@@ -506,7 +468,7 @@ def parse_spec(data: Any, source: str = "spec", catalog: Catalog | None = None) 
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(_format_validation_error(exc, source)) from None
+        raise SpecError(format_validation_error(exc, source, ClusterSpec)) from None
     _check_against_catalog(spec, catalog or load_catalog(), source)
     return spec
 

@@ -101,3 +101,9 @@ def test_piped_tables_keep_whole_words(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "transceivers" in out and "…" not in out
     assert max(len(line) for line in out.splitlines()) <= 120
+
+
+def test_simulate_plot_into_a_missing_folder_is_refused(capsys, tmp_path):
+    target = tmp_path / "x" / "y.svg"
+    err = _fails(capsys, "simulate", "--plot", str(target))
+    assert "does not exist" in err and not (tmp_path / "x").exists()

@@ -214,7 +214,8 @@ def _write_plot(path: str | None, cases: list[_Case], runs: list[list[Collective
         for c, r in zip(cases, runs, strict=True)
     ]
     title = f"{runs[0][0].collective} bus bandwidth"
-    write_atomically(Path(path).parent, {Path(path).name: busbw_chart_svg(title, series)})
+    svg = {Path(path).name: busbw_chart_svg(title, series)}
+    write_atomically(Path(path).parent, svg, create=False)  # a missing folder is an error
 
 
 @click.command("simulate")

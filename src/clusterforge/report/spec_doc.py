@@ -45,7 +45,7 @@ def spec_sections() -> list[tuple[str, type[BaseModel]]]:
 
 
 def _number(value: object) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e6:
+    if isinstance(value, float) and value.is_integer() and abs(value) <= 1e15:
         value = int(value)
     if isinstance(value, int) and abs(value) >= 10_000:
         return f"{value:,}"
