@@ -225,6 +225,7 @@ def _oob_devices(design: Design) -> int:
     return (
         design.compute.num_nodes
         + design.fabric.num_switches
+        + sum(f.num_switches for f in design.support_fabrics)
         + design.storage.num_blocks
         + design.num_mgmt_servers
         + pdus

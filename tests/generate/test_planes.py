@@ -31,7 +31,7 @@ def _fat_tree_two_planes() -> Design:
                 "name": "fat-tree-2p",
                 "num_gpus": 4096,
                 "node": "dgx-h100",
-                "network": {"topology": "fat-tree", "planes": 2},
+                "network": {"topology": "fat-tree", "tiers": 3, "planes": 2},
                 "facility": {"max_rack_kw": 40},
                 "workload": {"tensor_parallel": 8, "pipeline_parallel": 4, "global_batch": 1024},
             }

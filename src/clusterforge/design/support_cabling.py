@@ -16,6 +16,8 @@ Leaf up-links run from each leaf's rack to the spines in the core block.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from clusterforge.catalog import Catalog
@@ -25,17 +27,22 @@ from clusterforge.design.network import SupportFabric
 from clusterforge.design.racks import Layout, Rack, RackDevice
 from clusterforge.design.storage import StorageDesign
 
-__all__ = ["endpoint_ports", "support_cabling"]
+__all__ = ["endpoint_ports", "endpoint_runs_m", "ports_of", "support_cabling", "uplink_runs_m"]
 
 MGMT_SERVER_INBAND_PORTS = 2
 
 
-def _ports_of(
-    device: RackDevice, fab: str, compute: ComputeDesign, storage: StorageDesign, shared: bool
+def ports_of(
+    device: RackDevice,
+    fab: SupportFabric,
+    compute: ComputeDesign,
+    storage: StorageDesign,
+    support: Sequence[SupportFabric],
 ) -> int:
-    """Ports ``device`` has on support fabric ``fab`` (``shared``: storage rides in-band)."""
+    """Ports ``device`` has on support fabric ``fab``."""
     node = compute.node
-    match fab, device.kind:
+    shared = "storage" not in {f.name for f in support}  # storage rides the in-band fabric
+    match fab.name, device.kind:
         case "out-of-band", "node" | "storage" | "server" | "pdu":
             return 1
         case "out-of-band", "switch":
@@ -50,7 +57,14 @@ def _ports_of(
             return MGMT_SERVER_INBAND_PORTS
         case "in-band", "storage":
             return storage.block.num_ports if shared else 0
+        case "in-band", "switch" if device.role == "out-of-band":
+            return _oob_uplinks_per_leaf(support)
     return 0
+
+
+def _oob_uplinks_per_leaf(support: Sequence[SupportFabric]) -> int:
+    oob = next((f for f in support if f.name == "out-of-band"), None)
+    return oob.num_uplinks // oob.num_leaves if oob and oob.num_leaves else 0
 
 
 def endpoint_ports(
@@ -58,18 +72,23 @@ def endpoint_ports(
     fab: SupportFabric,
     compute: ComputeDesign,
     storage: StorageDesign,
-    *,
-    shared_storage: bool,
-    oob_uplinks_per_leaf: int,
+    support: Sequence[SupportFabric],
 ) -> np.ndarray:
     """Endpoint ports of ``fab`` in each rack, floor order."""
-    counts = np.zeros(len(racks), dtype=np.int64)
-    for i, rack in enumerate(racks):
-        for d in rack.devices:
-            counts[i] += _ports_of(d, fab.name, compute, storage, shared_storage)
-            if fab.name == "in-band" and d.role == "out-of-band":
-                counts[i] += oob_uplinks_per_leaf
-    return counts
+    return np.array(
+        [sum(ports_of(d, fab, compute, storage, support) for d in r.devices) for r in racks],
+        dtype=np.int64,
+    )
+
+
+def endpoint_runs_m(
+    layout: Layout, fab: SupportFabric, rack_of_port: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(leaf, run in m) of each endpoint port, ports given in floor order by their rack:
+    port i plugs into leaf i // ports_per_leaf, where the floor plan stood that leaf."""
+    leaf = np.minimum(np.arange(rack_of_port.size) // fab.ports_per_leaf, fab.num_leaves - 1)
+    leaf_rack = layout.support_rack[fab.name][: fab.num_leaves]
+    return leaf, run_lengths_m(layout, rack_of_port, leaf_rack[leaf])
 
 
 def support_cabling(
@@ -80,19 +99,9 @@ def support_cabling(
     catalog: Catalog,
 ) -> list[LinkClass]:
     """Endpoint-leaf and leaf-spine classes of every support fabric."""
-    names = {f.name for f in support}
-    oob = next((f for f in support if f.name == "out-of-band"), None)
-    oob_up = oob.num_uplinks // oob.num_leaves if oob and oob.num_leaves else 0
     classes = []
     for fab in support:
-        ports = endpoint_ports(
-            layout.racks,
-            fab,
-            compute,
-            storage,
-            shared_storage="storage" not in names,
-            oob_uplinks_per_leaf=oob_up,
-        )
+        ports = endpoint_ports(layout.racks, fab, compute, storage, support)
         classes.append(_endpoint_class(fab, ports, layout, catalog))
         if fab.num_spines:
             classes.append(_uplink_class(fab, layout, catalog))
@@ -102,10 +111,7 @@ def support_cabling(
 def _endpoint_class(
     fab: SupportFabric, ports: np.ndarray, layout: Layout, catalog: Catalog
 ) -> LinkClass:
-    rack_of_port = np.repeat(np.arange(ports.size), ports)
-    leaf = np.minimum(np.arange(rack_of_port.size) // fab.ports_per_leaf, fab.num_leaves - 1)
-    leaf_rack = layout.support_rack[fab.name][: fab.num_leaves]
-    lengths = run_lengths_m(layout, rack_of_port, leaf_rack[leaf])
+    _, lengths = endpoint_runs_m(layout, fab, np.repeat(np.arange(ports.size), ports))
     if fab.name == "out-of-band":
         media = [catalog.media["cat6"]]
         ends = ("BMC / mgmt port", "oob switch")
@@ -115,13 +121,18 @@ def _endpoint_class(
     return link_class(fab.name, "endpoint-leaf", ends, fab.port_gbit_per_s, lengths, media)
 
 
-def _uplink_class(fab: SupportFabric, layout: Layout, catalog: Catalog) -> LinkClass:
-    """Each leaf's up-links, dealt round-robin over the spines."""
+def uplink_runs_m(layout: Layout, fab: SupportFabric) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(leaf, spine, run in m) of each leaf up-link: a leaf's up-links are dealt round-robin
+    over the spines (switch indices within ``fab``: spines follow the leaves)."""
     racks = layout.support_rack[fab.name]
     per_leaf = fab.num_uplinks // fab.num_leaves
     leaf = np.repeat(np.arange(fab.num_leaves), per_leaf)
     spine = fab.num_leaves + np.arange(leaf.size) % max(fab.num_spines, 1)
-    lengths = run_lengths_m(layout, racks[leaf], racks[np.minimum(spine, racks.size - 1)])
+    return leaf, spine, run_lengths_m(layout, racks[leaf], racks[spine])
+
+
+def _uplink_class(fab: SupportFabric, layout: Layout, catalog: Catalog) -> LinkClass:
+    _, _, lengths = uplink_runs_m(layout, fab)
     ends = (f"{fab.name} leaf", f"{fab.name} spine")
     media = fiber_media(catalog, fab.port_gbit_per_s)
     return link_class(fab.name, "leaf-spine", ends, fab.port_gbit_per_s, lengths, media)

@@ -19,6 +19,7 @@ import numpy as np
 from clusterforge.catalog import Medium
 from clusterforge.design import Design
 from clusterforge.design.cabling import TIER_NAMES, pick_media, run_lengths_m
+from clusterforge.design.media import fiber_media as design_fiber_media
 from clusterforge.generate.common import checked_name
 from clusterforge.generate.launch import hca_names
 
@@ -104,11 +105,10 @@ def rack_device_names(design: Design) -> dict[tuple[str, str], str]:
     }
 
 
-def fiber_media(design: Design) -> tuple[Medium, ...]:
-    """Every medium of the design's catalog but copper Ethernet, by reach: what the cabling
-    stage picks from."""
-    media = (m for m in design.catalog.media if m.id != "cat6")
-    return tuple(sorted(media, key=lambda m: m.max_reach_m))
+def fiber_media(design: Design, gbit_per_s: float | None = None) -> tuple[Medium, ...]:
+    """The media the cabling stage picks from: the design catalog's data-link media by
+    reach, only those specified for ``gbit_per_s`` when given."""
+    return tuple(design_fiber_media(design.catalog, gbit_per_s))
 
 
 def media_for(lengths: np.ndarray, media: Sequence[Medium]) -> tuple[list[str], list[float]]:
@@ -150,7 +150,7 @@ def _node_links(design: Design, ports: Ports, switches: list[str]) -> Iterator[L
     layout = design.layout
     node, nic, leaf = c.node_links()
     runs = run_lengths_m(layout, layout.node_rack[node], layout.switch_rack[leaf])
-    cables, lengths = media_for(runs, fiber_media(design))
+    cables, lengths = media_for(runs, fiber_media(design, design.fabric.nic_gbit_per_s))
     names = [checked_name(n, "node name") for n in design.compute.node_names]
     hcas, rails, kind = hca_names(design), _rail_descriptions(design), interface_type(design)
     for n, i, sw, cable, length in zip(
@@ -168,7 +168,7 @@ def _switch_links(design: Design, ports: Ports, switches: list[str]) -> Iterator
     layout = design.layout
     a, b, count, tier = c.switch_links()
     runs = run_lengths_m(layout, layout.switch_rack[a], layout.switch_rack[b])
-    cables, lengths = media_for(runs, fiber_media(design))
+    cables, lengths = media_for(runs, fiber_media(design, design.fabric.nic_gbit_per_s))
     kind = interface_type(design)
     for sa, sb, k, t, cable, length in zip(
         a.tolist(), b.tolist(), count.tolist(), tier.tolist(), cables, lengths, strict=True

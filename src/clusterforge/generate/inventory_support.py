@@ -12,9 +12,10 @@ are those the design counts, in the design's order:
   management server and PDU (the design sizes the PDU share from a rack estimate; the real
   PDUs are cabled here while the OOB leaves have ports).
 
-Lengths follow the cabling stage: a node port runs to the core block, everything else sits
-in it (``CORE_BLOCK_RUN_M``); the medium is chosen by reach as for the compute fabric, Cat6
-for out-of-band.
+Endpoints are listed rack by rack in floor order and their lengths follow the cabling stage
+(``clusterforge.design.support_cabling``): port i plugs into leaf i // ports-per-leaf, which
+the floor plan stood beside those racks; the medium is chosen by speed and reach as for the
+compute fabric, Cat6 for out-of-band.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import NamedTuple
 import numpy as np
 
 from clusterforge.design import Design
-from clusterforge.design.cabling import CORE_BLOCK_RUN_M, run_lengths_m
 from clusterforge.design.network import SupportFabric
+from clusterforge.design.support_cabling import endpoint_runs_m, ports_of, uplink_runs_m
 from clusterforge.errors import GenerateError
 from clusterforge.generate.common import checked_name
 from clusterforge.generate.inventory_ports import (
@@ -62,81 +63,47 @@ def support_switch_names(fab: SupportFabric) -> tuple[list[str], list[str]]:
     return names[: fab.num_leaves], names[fab.num_leaves :]
 
 
-def _node_runs_m(design: Design) -> list[float]:
-    layout = design.layout
-    core = np.full(layout.node_rack.size, layout.core_rack)
-    return [float(x) for x in run_lengths_m(layout, layout.node_rack, core)]
+_PORT_NAMES = {
+    ("out-of-band", "switch"): ("mgmt0", "management port"),
+    ("out-of-band", "pdu"): ("mgmt0", "PDU metering"),
+    ("storage", "node"): ("storage{k}", "storage port"),
+    ("storage", "storage"): ("p{n}", "storage port"),
+    ("in-band", "node"): ("inband{k}", "in-band port"),
+    ("in-band", "server"): ("eth{k}", "in-band port"),
+    ("in-band", "storage"): ("p{n}", "storage port"),
+    ("in-band", "switch"): ("up{n}", "out-of-band up-link"),
+}
 
 
-def _node_ports(design: Design, ports: list[str], what: str) -> list[Endpoint]:
-    runs = _node_runs_m(design)
-    return [
-        Endpoint(checked_name(name, "node name"), port, runs[n], what)
-        for n, name in enumerate(design.compute.node_names)
-        for port in ports
+def _port(fab: str, kind: str, k: int) -> tuple[str, str]:
+    """Port name and description of a device's k-th port on support fabric ``fab``."""
+    name, what = _PORT_NAMES.get((fab, kind), ("bmc", "BMC"))
+    return name.format(k=k, n=k + 1), what
+
+
+def floor_endpoints(design: Design, fab: SupportFabric) -> list[Endpoint]:
+    """Every port ``fab`` serves, rack by rack in floor order, with its run to the leaf the
+    design plugs it into (:func:`clusterforge.design.support_cabling.endpoint_runs_m`)."""
+    names = rack_device_names(design)
+    found = [
+        (r, rack.name, d, k)
+        for r, rack in enumerate(design.racks)
+        for d in rack.devices
+        for k in range(ports_of(d, fab, design.compute, design.storage, design.support_fabrics))
     ]
-
-
-def _core_ports(devices: list[str], ports: list[str], what: str) -> list[Endpoint]:
-    """Ports of devices in the core block (switches, storage, management servers, PDUs)."""
-    return [Endpoint(d, port, CORE_BLOCK_RUN_M, what) for d in devices for port in ports]
-
-
-def _numbered(prefix: str, count: int, first: int = 0) -> list[str]:
-    return [f"{prefix}{i}" for i in range(first, first + count)]
-
-
-def _storage_names(design: Design) -> list[str]:
-    return [f"storage-{i + 1:03d}" for i in range(design.storage.num_blocks)]
-
-
-def _mgmt_names(design: Design) -> list[str]:
-    return [f"mgmt-{i + 1:02d}" for i in range(design.num_mgmt_servers)]
-
-
-def _fabric(design: Design, name: str) -> SupportFabric | None:
-    return next((f for f in design.support_fabrics if f.name == name), None)
-
-
-def _storage_block_ports(design: Design) -> list[Endpoint]:
-    ports = _numbered("p", design.storage.block.num_ports, 1)
-    return _core_ports(_storage_names(design), ports, "storage port")
-
-
-def _storage_endpoints(design: Design) -> list[Endpoint]:
-    node_ports = _numbered("storage", design.compute.node.num_storage_ports)
-    return _node_ports(design, node_ports, "storage port") + _storage_block_ports(design)
-
-
-def _inband_endpoints(design: Design) -> list[Endpoint]:
-    node_ports = _numbered("inband", design.compute.node.num_inband_ports)
-    ends = _node_ports(design, node_ports, "in-band port")
-    ends += _core_ports(_mgmt_names(design), ["eth0", "eth1"], "in-band port")
-    if _fabric(design, "storage") is None:
-        ends += _storage_block_ports(design)
-    oob = _fabric(design, "out-of-band")
-    if oob is not None and oob.num_leaves:
-        leaves, _ = support_switch_names(oob)
-        uplinks = _numbered("up", oob.num_uplinks // oob.num_leaves, 1)
-        ends += _core_ports(leaves, uplinks, "out-of-band up-link")
+    racks = np.array([r for r, *_ in found], dtype=np.int64)
+    _, runs = endpoint_runs_m(design.layout, fab, racks)
+    ends = []
+    for (_, rack, d, k), run in zip(found, runs.tolist(), strict=True):
+        port, what = _port(fab.name, d.kind, k)
+        ends.append(Endpoint(names[(rack, d.name)], port, run, what))
     return ends
 
 
 def oob_endpoints(design: Design) -> list[Endpoint]:
-    """Every device that reports over out-of-band, in the design's order."""
-    runs = _node_runs_m(design)
-    c = design.fabric.connectivity
-    ends = [
-        Endpoint(checked_name(n, "node name"), "bmc", runs[i], "BMC")
-        for i, n in enumerate(design.compute.node_names)
-    ]
-    switches = [checked_name(c.switch_name(s), "switch name") for s in range(c.num_switches)]
-    ends += _core_ports(switches, ["mgmt0"], "management port")
-    ends += _core_ports(_storage_names(design), ["bmc"], "BMC")
-    ends += _core_ports(_mgmt_names(design), ["bmc"], "BMC")
-    names = rack_device_names(design)
-    pdus = [names[(r.name, d.name)] for r in design.racks for d in r.devices if d.kind == "pdu"]
-    return ends + _core_ports(pdus, ["mgmt0"], "PDU metering")
+    """Every device that reports over out-of-band, in floor order."""
+    oob = next((f for f in design.support_fabrics if f.name == "out-of-band"), None)
+    return floor_endpoints(design, oob) if oob is not None else []
 
 
 def _interface_type(fab: SupportFabric) -> str:
@@ -155,7 +122,7 @@ def _endpoint_links(
 ) -> Iterator[Link]:
     leaves, _ = support_switch_names(fab)
     oob = fab.name == "out-of-band"
-    media = (design.catalog.media["cat6"],) if oob else fiber_media(design)
+    media = (design.catalog.media["cat6"],) if oob else fiber_media(design, fab.port_gbit_per_s)
     cables, lengths = media_for(np.array([e.run_m for e in ends]), media)
     per_leaf = max(1, _ports_per_leaf(fab, len(ends)))
     kind = _interface_type(fab)
@@ -171,31 +138,25 @@ def _endpoint_links(
 
 
 def _uplinks(design: Design, fab: SupportFabric, ports: Ports) -> Iterator[Link]:
-    """Each leaf's up-links, round-robin over the spines (``half`` per leaf)."""
-    leaves, spines = support_switch_names(fab)
-    if not spines:
+    """Each leaf's up-links, round-robin over the spines, at the design's run lengths."""
+    if not fab.num_spines:
         return
-    (cable,), (length,) = media_for(np.array([CORE_BLOCK_RUN_M]), fiber_media(design))
+    names = [*(n for tier in support_switch_names(fab) for n in tier)]
+    leaf, spine, runs = uplink_runs_m(design.layout, fab)
+    cables, lengths = media_for(runs, fiber_media(design, fab.port_gbit_per_s))
     kind = _interface_type(fab)
-    per_leaf = fab.num_uplinks // fab.num_leaves
-    for k in range(fab.num_uplinks):
-        leaf, spine = leaves[k // per_leaf], spines[k % len(spines)]
+    for a, b, cable, length in zip(leaf.tolist(), spine.tolist(), cables, lengths, strict=True):
         yield Link(
-            leaf, ports.take(leaf), spine, ports.take(spine), cable, length, kind,
-            fab.name, "leaf-spine", f"to {spine}",
+            names[a], ports.take(names[a]), names[b], ports.take(names[b]), cable, length,
+            kind, fab.name, "leaf-spine", f"to {names[b]}",
         )  # fmt: skip
 
 
 def support_links(design: Design) -> Iterator[Link]:
     """Every cable of the storage, in-band and out-of-band fabrics, fabric by fabric."""
-    endpoints = {
-        "storage": _storage_endpoints,
-        "in-band": _inband_endpoints,
-        "out-of-band": oob_endpoints,
-    }
     ports = Ports()
     for fab in design.support_fabrics:
-        ends = endpoints[fab.name](design)
+        ends = floor_endpoints(design, fab)
         if fab.name != "out-of-band" and len(ends) != fab.num_endpoint_ports:
             raise GenerateError(  # a bug: the design and this module disagree on who plugs in
                 f"{fab.name}: {len(ends)} endpoints found, the design counts "
