@@ -145,9 +145,22 @@ def render_findings_md(design: Design) -> str:
         lines.append("No findings: every rule passed.")
     for f in design.findings:
         lines += [f"## [{f.severity}] {f.id}", "", f.message + ".", "", f"**Fix:** {f.fix}.", ""]
-        lines += [f"- `{k}` = {v}" for k, v in f.numbers.items()]
+        lines += [f"- `{k}` = {_figure(v)}" for k, v in f.numbers.items()]
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _figure(value: object) -> str:
+    """A finding's number for people: six significant digits without float noise
+    (9.899999999999999 -> 9.9), thousands separated; other values as they are."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    rounded = float(f"{value:.6g}")
+    if rounded.is_integer() and abs(rounded) < 1e15:
+        return f"{int(rounded):,}"
+    return f"{rounded:g}"
 
 
 def design_json(design: Design, extra: dict[str, object] | None = None) -> str:
