@@ -23,11 +23,20 @@ SIGCOMM 2008; Kim et al., ISCA 2008):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from clusterforge.catalog import Switch
+from clusterforge.design.clos import (
+    FabricShape,
+    clos,
+    dragonfly,
+    leaf_ports,
+    no_fabric,
+    rail_only,
+    single_switch,
+    smallest_divisor_at_least,
+)
 from clusterforge.design.connectivity import Connectivity
 from clusterforge.errors import CapacityError
 from clusterforge.spec import Topology
@@ -42,163 +51,6 @@ __all__ = [
     "size_fabric",
     "smallest_divisor_at_least",
 ]
-
-
-@dataclass(frozen=True)
-class FabricShape:
-    """Sizing result of one fabric: the connectivity plus the port arithmetic behind it."""
-
-    connectivity: Connectivity
-    tiers: int
-    radix: int
-    leaf_down_ports: int
-    leaf_up_ports: int
-    oversubscription: float
-    notes: tuple[str, ...] = ()
-
-
-def smallest_divisor_at_least(n: int, lower: float) -> int:
-    """Smallest divisor of ``n`` that is ≥ ``lower`` (n itself if none smaller)."""
-    for d in range(max(1, math.ceil(lower)), n + 1):
-        if n % d == 0:
-            return d
-    return n
-
-
-def _leaf_ports(radix: int, oversubscription: float) -> tuple[int, int]:
-    """(down, up) ports of a leaf for oversubscription r: d = R·r/(r+1), so that d/u = r
-    (folded Clos, Al-Fares et al. 2008 §2)."""
-    down = int(radix * oversubscription / (oversubscription + 1))
-    return down, radix - down
-
-
-def _two_tier_spines(num_leaves: int, up: int, radix: int) -> int | None:
-    """Spines for a 2-tier Clos with equal links leaf→spine, or None if 2 tiers cannot do it."""
-    if num_leaves > radix or up == 0:
-        return None
-    return smallest_divisor_at_least(up, num_leaves * up / radix)
-
-
-def _clos(
-    *,
-    num_nodes: int,
-    nics: int,
-    radix: int,
-    down: int,
-    up: int,
-    nodes_per_group: int,
-    leaves_per_group: int,
-    rail_optimized: bool,
-    tiers: int | None,
-    reserved_slots: int,
-    oversubscription: float,
-    core_oversubscription: float = 1.0,
-) -> FabricShape:
-    if tiers == 1:
-        return _one_leaf(num_nodes, nics, radix)
-    num_groups = math.ceil((num_nodes + reserved_slots) / nodes_per_group)
-    num_leaves = num_groups * leaves_per_group
-    common: dict[str, Any] = dict(
-        num_nodes=num_nodes,
-        nics_per_node=nics,
-        rail_optimized=rail_optimized,
-        num_leaves=num_leaves,
-        nodes_per_leaf_group=nodes_per_group,
-        leaves_per_group=leaves_per_group,
-        reserved_slots=reserved_slots,
-    )
-    spines = _two_tier_spines(num_leaves, up, radix) if tiers in (None, 2) else None
-    if num_leaves == 1 and tiers is None:
-        conn = Connectivity(kind="clos", **common)
-        return FabricShape(conn, 1, radix, down, up, oversubscription)
-    if spines is not None:
-        conn = Connectivity(
-            kind="clos",
-            num_spines=spines,
-            leaves_per_pod=num_leaves,
-            spines_per_pod=spines,
-            links_leaf_spine=up // spines,
-            **common,
-        )
-        return FabricShape(conn, 2, radix, down, up, oversubscription)
-    if tiers == 2:
-        raise CapacityError(
-            f"network.tiers: 2 tiers reach at most {radix} leaves of radix {radix}, this design "
-            f"needs {num_leaves}; set tiers: 3, a larger-radix switch, or fewer GPUs"
-        )
-    return _three_tier(
-        common,
-        num_leaves,
-        radix,
-        down,
-        up,
-        oversubscription,
-        leaves_per_group,
-        core_oversubscription,
-    )
-
-
-def _one_leaf(num_nodes: int, nics: int, radix: int) -> FabricShape:
-    """One tier: a single switch with every port facing a node (no up-links to keep)."""
-    ports = num_nodes * nics
-    if ports > radix:
-        raise CapacityError(
-            f"network.tiers: one switch tier holds {radix} ports at this speed, this design "
-            f"needs {ports}; set tiers: 2 or leave tiers unset (smallest that fits)"
-        )
-    conn = Connectivity(
-        kind="clos",
-        num_nodes=num_nodes,
-        nics_per_node=nics,
-        rail_optimized=False,
-        num_leaves=1,
-        nodes_per_leaf_group=num_nodes,
-    )
-    return FabricShape(conn, 1, radix, ports, 0, 1.0)
-
-
-def _three_tier(
-    common: dict[str, Any],
-    num_leaves: int,
-    radix: int,
-    down: int,
-    up: int,
-    oversubscription: float,
-    leaves_per_group: int,
-    core_oversubscription: float = 1.0,
-) -> FabricShape:
-    half = radix // 2
-    # A pod holds whole leaf groups (SUs) and at most R/2 leaves: each spine has R/2 down ports.
-    groups_per_pod = max(1, half // leaves_per_group)
-    leaves_per_pod = groups_per_pod * leaves_per_group
-    num_pods = math.ceil(num_leaves / leaves_per_pod)
-    spines_per_pod = smallest_divisor_at_least(up, up * leaves_per_pod / half)
-    links_leaf_spine = up // spines_per_pod
-    num_spines = num_pods * spines_per_pod
-    # As many up as down (non-blocking spine tier) unless the core is oversubscribed, as between
-    # Meta's AI zones (ATSW, ~7:1; Gangidi et al., SIGCOMM 2024 §3): then spine up-links =
-    # down-links / r_core.
-    spine_down = leaves_per_pod * links_leaf_spine
-    spine_up = max(1, math.ceil(spine_down / core_oversubscription))
-    cores_per_group = smallest_divisor_at_least(spine_up, num_pods * spine_up / radix)
-    if num_pods * spine_up / cores_per_group > radix:
-        raise CapacityError(
-            f"network: {num_leaves} leaves exceed what a 3-tier fabric of radix-{radix} switches "
-            f"can join (at most {radix**3 // 4} endpoints); use a larger-radix switch, "
-            "oversubscription, or topology: dragonfly"
-        )
-    conn = Connectivity(
-        kind="clos",
-        num_spines=num_spines,
-        num_cores=spines_per_pod * cores_per_group,
-        leaves_per_pod=leaves_per_pod,
-        spines_per_pod=spines_per_pod,
-        links_leaf_spine=links_leaf_spine,
-        cores_per_group=cores_per_group,
-        links_spine_core=spine_up // cores_per_group,
-        **common,
-    )
-    return FabricShape(conn, 3, radix, down, up, oversubscription)
 
 
 @dataclass(frozen=True)
@@ -279,19 +131,19 @@ def size_fabric(p: FabricParams, *, num_nodes: int) -> FabricShape:
     One node needs no fabric at all: its GPUs talk over NVLink/PCIe inside the chassis.
     """
     if num_nodes <= 1:
-        return _no_fabric(num_nodes, p.nics_per_node)
+        return no_fabric(num_nodes, p.nics_per_node)
     radix = _radix(p)
     _check_bounds(p, num_nodes, radix)
     if p.planes > 1:
         return _multi_plane(p, num_nodes)
-    down, up = _leaf_ports(radix, p.oversubscription)
+    down, up = leaf_ports(radix, p.oversubscription)
     match p.topology:
         case "single-switch":
-            return _single_switch(num_nodes, p, radix)
+            return single_switch(num_nodes, p.nics_per_node, radix, p.switch, p.link_aggregation)
         case "dragonfly":
-            return _dragonfly(num_nodes, p.nics_per_node, radix, p.dragonfly_routers_per_group)
+            return dragonfly(num_nodes, p.nics_per_node, radix, p.dragonfly_routers_per_group)
         case "rail-only":
-            return _rail_only(num_nodes, p.nics_per_node, radix, down, up, p.oversubscription)
+            return rail_only(num_nodes, p.nics_per_node, radix, down, up, p.oversubscription)
         case "rail-optimized" | "leaf-spine" | "fat-tree":
             return _clos_of(p, num_nodes, radix, down, up)
         case _:
@@ -306,7 +158,7 @@ def _clos_of(p: FabricParams, num_nodes: int, radix: int, down: int, up: int) ->
             f"network.nics_per_node: {p.nics_per_node} NICs do not fit the {down} down ports of "
             f"a {p.switch.id} leaf; use topology: rail-optimized or fewer NICs per node"
         )
-    return _clos(
+    return clos(
         num_nodes=num_nodes,
         nics=p.nics_per_node,
         radix=radix,
@@ -320,102 +172,6 @@ def _clos_of(p: FabricParams, num_nodes: int, radix: int, down: int, up: int) ->
         oversubscription=p.oversubscription,
         core_oversubscription=p.core_oversubscription,
     )
-
-
-def _no_fabric(num_nodes: int, nics: int) -> FabricShape:
-    """No switch: zero or one node (its NICs stay free for storage or a later fabric)."""
-    conn = Connectivity(
-        kind="single-switch",
-        num_nodes=0,
-        nics_per_node=nics,
-        rail_optimized=False,
-        num_leaves=0,
-        nodes_per_leaf_group=max(num_nodes, 1),
-    )
-    return FabricShape(conn, 0, 0, 0, 0, 1.0, notes=("one node: no compute fabric",))
-
-
-def _single_switch(num_nodes: int, p: FabricParams, radix: int) -> FabricShape:
-    nics, switch = p.nics_per_node, p.switch
-    ports = num_nodes * nics
-    if ports > radix:
-        raise CapacityError(
-            f"network.topology: single-switch needs {ports} ports but {switch.id} has {radix} at "
-            "this speed; use leaf-spine or rail-optimized, or a larger (chassis) switch"
-        )
-    conn = Connectivity(
-        kind="single-switch",
-        num_nodes=num_nodes,
-        nics_per_node=nics,
-        rail_optimized=False,
-        num_leaves=1,
-        nodes_per_leaf_group=num_nodes,
-        link_aggregation=p.link_aggregation,
-    )
-    return FabricShape(conn, 1, radix, ports, 0, 1.0)
-
-
-def _rail_only(
-    num_nodes: int, nics: int, radix: int, down: int, up: int, oversubscription: float
-) -> FabricShape:
-    """Rail-only (Wang et al., arXiv 2307.12169): one Clos per rail, no spine across rails."""
-    leaves_per_rail = math.ceil(num_nodes / (radix if num_nodes <= radix else down))
-    spines = 0
-    nodes_per_leaf = num_nodes if leaves_per_rail == 1 else down
-    if leaves_per_rail > 1:
-        spines = _two_tier_spines(leaves_per_rail, up, radix) or 0
-        if spines == 0:
-            raise CapacityError(
-                f"network.topology: rail-only with 2-tier rails reaches {radix * radix // 2} nodes "
-                f"per rail at radix {radix}; this design has {num_nodes}"
-            )
-    conn = Connectivity(
-        kind="rail-only",
-        num_nodes=num_nodes,
-        nics_per_node=nics,
-        rail_optimized=True,
-        num_leaves=leaves_per_rail * nics,
-        num_spines=spines * nics,
-        nodes_per_leaf_group=nodes_per_leaf,
-        leaves_per_rail=leaves_per_rail,
-        spines_per_rail=spines,
-        links_leaf_spine=(up // spines) if spines else 0,
-    )
-    tiers = 2 if spines else 1
-    return FabricShape(conn, tiers, radix, nodes_per_leaf, up if spines else 0, oversubscription)
-
-
-def _dragonfly(num_nodes: int, nics: int, radix: int, routers_per_group: int | None) -> FabricShape:
-    """Balanced dragonfly a = 2p = 2h with k = p + a + h − 1 ≤ R (Kim et al. 2008)."""
-    p = (radix + 1) // 4
-    a = routers_per_group or 2 * p
-    h = p
-    if p + a + h - 1 > radix:
-        raise CapacityError(
-            f"network.dragonfly_routers_per_group: {a} routers per group need radix "
-            f"{p + a + h - 1} > {radix}; use at most {radix - 2 * p + 1}"
-        )
-    endpoints = num_nodes * nics
-    groups = max(1, math.ceil(endpoints / (a * p)))
-    if groups > a * h + 1:
-        raise CapacityError(
-            f"network.topology: a dragonfly of radix {radix} reaches {a * p * (a * h + 1)} "
-            f"endpoints; this design has {endpoints}"
-        )
-    per_pair = (a * h) // (groups - 1) if groups > 1 else 0
-    conn = Connectivity(
-        kind="dragonfly",
-        num_nodes=num_nodes,
-        nics_per_node=nics,
-        rail_optimized=False,
-        num_leaves=groups * a,
-        routers_per_group=a,
-        terminals_per_router=p,
-        global_links_per_router=h,
-        num_groups=groups,
-        links_per_group_pair=per_pair,
-    )
-    return FabricShape(conn, 2, radix, p, a - 1 + h, 1.0)
 
 
 def _multi_plane(p: FabricParams, num_nodes: int) -> FabricShape:
