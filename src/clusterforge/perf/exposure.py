@@ -65,20 +65,26 @@ class LayerComm:
 
 
 def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel) -> float:
-    """All TP collectives of one layer and micro-batch, seconds (not yet overlapped)."""
+    """All TP collectives of one layer and micro-batch, seconds (not yet overlapped).
+
+    A parallel block (GPT-J; Chowdhery et al. 2022, PaLM §2) sums the attention and MLP
+    outputs before one reduction and feeds both branches from one gathered input: one
+    collective pair per layer and direction instead of two.
+    """
     if plan.tp == 1:
         return 0.0
     groups = rank_groups(plan, "tp")
     size = plan.micro_batch * plan.seq_length / plan.cp * arch.hidden_size * ACT_BYTES
     recompute = plan.recompute == "full"
+    pairs = 1 if arch.parallel_block else 2
     if plan.sequence_parallel:
         gather = comm.collective_time_s("all_gather", size, groups)
         scatter = comm.collective_time_s("reduce_scatter", size, groups)
-        forward = 2 * (gather + scatter)
-        backward = 2 * (gather + scatter) + 2 * gather
+        forward = pairs * (gather + scatter)
+        backward = pairs * (gather + scatter) + pairs * gather
         return forward * (2 if recompute else 1) + backward
     reduce = comm.collective_time_s("all_reduce", size, groups)
-    return reduce * (2 + 2 + (2 if recompute else 0))
+    return reduce * pairs * (2 + (1 if recompute else 0))
 
 
 def _tp_exposed_s(

@@ -82,7 +82,7 @@ class Breakdown:
 
     @property
     def total_s(self) -> float:
-        return sum(vars(self).values())
+        return float(sum(vars(self).values()))
 
     def largest_overhead(self) -> str:
         """The biggest non-compute line, e.g. ``"dp_comm_s"``: what to fix first."""
@@ -290,7 +290,7 @@ def predict_step(
     times = layer_times(arch, plan, perf, stack)
     per_layer_comm = layer_comm(arch, plan, times, comm, stack, nvlink_domain_gpus)
     share = recompute_fraction(plan, stages)
-    if 0.0 < share < 1.0:  # block recomputation: average a recomputed and a kept layer
+    if plan.recompute == "full" and share < 1.0:  # block recomputation: average a recomputed and a kept layer
         kept = plan.with_(recompute="none")
         kept_times = layer_times(arch, kept, perf, stack)
         kept_comm = layer_comm(arch, kept, kept_times, comm, stack, nvlink_domain_gpus)
