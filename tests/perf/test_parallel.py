@@ -60,3 +60,18 @@ def test_heads_must_divide_by_tp(models) -> None:
     plan = ParallelPlan(tp=16, pp=1, dp=32, global_batch=512, seq_length=4096)
     with pytest.raises(PlanError, match="does not divide the 40 attention heads"):
         validate_plan(models["llama2-13b"], plan, 512)
+
+
+def test_plan_groups_are_its_job_layouts() -> None:
+    plan = ParallelPlan(tp=4, pp=2, dp=4, cp=2, global_batch=64, seq_length=8192)
+    assert plan.layout.num_gpus == plan.num_gpus
+    for kind in ("tp", "cp", "dp", "dpcp"):
+        assert np.array_equal(rank_groups(plan, kind), plan.layout.groups(kind, stage=0))
+    assert np.array_equal(rank_groups(plan, "pp", stage=1), plan.layout.pipeline_pairs(1))
+
+
+def test_hsdp_shard_size_must_divide_the_replicas(models) -> None:
+    plan = ParallelPlan(tp=8, pp=1, dp=64, global_batch=512, zero_stage=3, shard_size=24)
+    with pytest.raises(PlanError, match="fsdp_shard_size = 24"):
+        validate_plan(models["llama3-70b"], plan, 512)
+    assert validate_plan(models["llama3-70b"], plan.with_(shard_size=16), 512)
