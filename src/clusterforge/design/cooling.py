@@ -1,12 +1,14 @@
 """Cooling: method per rack density, heat and airflow.
 
-Bands (practical kW per rack, design.md §4.4): air with hot/cold-aisle containment ≤ 30 kW
+Bands (practical kW per rack; ASHRAE TC 9.9 liquid-cooling guidance and vendor sizing guides):
+air with hot/cold-aisle containment ≤ 30 kW
 (AMD ROCm dc-design: raised floor not recommended above 30 kW); active rear-door heat
 exchanger ≤ 75 kW (HPE/Motivair bands); direct-to-chip liquid ≤ 140 kW (NVL72 at 120-132 kW),
 removing ~70 % of the heat to liquid (AMD: 60-80 %), the rest to air; single-phase immersion
 ≤ 150 kW per tank (two-phase reaches 250 but carries PFAS concerns).
 
-Heat: 1 kW = 3,412 BTU/h; airflow ``CFM = 3,412·kW / (1.08·ΔT°F)`` (design.md §4.1), with
+Heat: 1 kW = 3,412 BTU/h; airflow ``CFM = 3,412·kW / (1.08·ΔT°F)`` (the sensible-heat
+equation for standard air, ASHRAE Handbook—Fundamentals), with
 ΔT = 20 °F by default (≈ 158 CFM per kW).
 """
 

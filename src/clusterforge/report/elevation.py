@@ -5,6 +5,7 @@ from __future__ import annotations
 from xml.sax.saxutils import escape
 
 from clusterforge.design import Design
+from clusterforge.design.racks import Rack
 
 __all__ = ["MAX_RACKS_DRAWN", "elevation_svg"]
 
@@ -23,15 +24,25 @@ COLORS = {
 }
 
 
-def _rack_svg(x: int, rack_u: int, rack: object) -> list[str]:
-    r = rack  # a design Rack
+def _title(rack: Rack) -> str:
+    """Rack name, with its NVLink domain when the rack is one rack-scale system."""
+    if rack.nvlink_domain is None:
+        return rack.name
+    return f"{rack.name} (NVLink {rack.nvlink_domain + 1})"
+
+
+def _rack_svg(x: int, rack_u: int, r: Rack) -> list[str]:
     height = rack_u * U_PX
+    middle = x + RACK_W / 2
     parts = [
-        f'<rect x="{x}" y="{TOP}" width="{RACK_W}" height="{height}" fill="#f4f4f4" stroke="#333"/>',
-        f'<text x="{x + RACK_W / 2}" y="{TOP - 22}" text-anchor="middle" font-weight="bold">{escape(r.name)}</text>',  # type: ignore[attr-defined]
-        f'<text x="{x + RACK_W / 2}" y="{TOP - 8}" text-anchor="middle">{r.max_kw:.1f} kW {escape(r.cooling.method)}</text>',  # type: ignore[attr-defined]
+        f'<rect x="{x}" y="{TOP}" width="{RACK_W}" height="{height}" fill="#f4f4f4" '
+        'stroke="#333"/>',
+        f'<text x="{middle}" y="{TOP - 22}" text-anchor="middle" font-weight="bold">'
+        f"{escape(_title(r))}</text>",
+        f'<text x="{middle}" y="{TOP - 8}" text-anchor="middle">{r.max_kw:.1f} kW '
+        f"{escape(r.cooling.method)}</text>",
     ]
-    for dev in r.devices:  # type: ignore[attr-defined]
+    for dev in r.devices:
         if dev.u_height == 0:
             continue
         top_u = dev.u_position + dev.u_height - 1
