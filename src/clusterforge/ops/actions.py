@@ -214,11 +214,14 @@ def _core_api() -> Any:
             "the k8s-taint action needs the 'kubernetes' package; install it with: "
             "pip install 'clusterforge[k8s]'"
         ) from None
+    # The kubernetes package has no type hints: name its loaders with the types we rely on.
+    load_incluster: Callable[[], None] = config.load_incluster_config
+    load_kubeconfig: Callable[[], None] = config.load_kube_config
     try:
-        config.load_incluster_config()
+        load_incluster()
     except config.ConfigException:
         try:
-            config.load_kube_config()
+            load_kubeconfig()
         except (config.ConfigException, OSError) as exc:
             raise AdapterError(
                 f"no Kubernetes credentials (in-cluster or kubeconfig): {exc}"

@@ -30,8 +30,10 @@ rate or an increase), never as a "last value" gauge that stays raised after the 
 
 from __future__ import annotations
 
+import gzip
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -42,7 +44,7 @@ from clusterforge.ops.checks import STATUS_ORDER
 from clusterforge.ops.readings import NodeReading
 from clusterforge.ops.runner import NodeChecker, Report
 
-__all__ = ["Exporter", "HealthCollector"]
+__all__ = ["Exporter", "HealthCollector", "Snapshot"]
 
 
 def _label(value: object) -> str:
@@ -183,6 +185,20 @@ class HealthCollector(Collector):
             yield family
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """Rendered metrics: the Prometheus text format, and the same gzip-compressed for
+    scrapers that accept it (Prometheus asks for gzip, RFC 9110 section 12.5.3)."""
+
+    text: bytes
+    gzip: bytes
+
+    @classmethod
+    def render(cls, registry: CollectorRegistry) -> Snapshot:
+        text = generate_latest(registry)
+        return cls(text=text, gzip=gzip.compress(text, mtime=0))
+
+
 class Exporter:
     """Runs the checks every ``interval_s`` in a background thread and keeps the rendered
     metrics of the last run; :meth:`snapshot` is all a scrape reads."""
@@ -196,18 +212,18 @@ class Exporter:
         self._previous: NodeReading | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._snapshot = generate_latest(self.registry)
+        self._snapshot = Snapshot.render(self.registry)
 
-    def snapshot(self) -> bytes:
-        """The metrics of the last check run, in the Prometheus text format."""
-        return self._snapshot  # replaced whole, never mutated: no lock needed to read
+    def snapshot(self) -> Snapshot:
+        """The metrics of the last check run (replaced whole on each run, never mutated)."""
+        return self._snapshot
 
     def refresh(self) -> Report:
         """Run the checks once (counters judged against the previous run) and publish."""
         report = self.check.run(self._previous)
         self._previous = report.reading
         self.collector.update(report)
-        self._snapshot = generate_latest(self.registry)
+        self._snapshot = Snapshot.render(self.registry)
         return report
 
     def _loop(self) -> None:
@@ -216,7 +232,7 @@ class Exporter:
                 self.refresh()
             except Exception:  # a bug in one run must not stop the exporter: count it
                 self.collector.count_failed_run()
-                self._snapshot = generate_latest(self.registry)
+                self._snapshot = Snapshot.render(self.registry)
             self._stop.wait(self.interval_s)
 
     def start(self) -> None:

@@ -38,7 +38,8 @@ def import_pynvml() -> ModuleType:
             "the NVML checks need the 'nvidia-ml-py' package; "
             "install it with: pip install 'clusterforge[nvml]'"
         ) from None
-    return pynvml
+    module: ModuleType = pynvml
+    return module
 
 
 def _text(value: Any) -> str:

@@ -33,22 +33,23 @@ _GIB = 1024**3
 
 def run_with_timeout(fn: Callable[[], T], timeout_s: float) -> T:
     """Run ``fn`` in a daemon thread; raise TimeoutError if it has not returned in time."""
-    box: dict[str, Any] = {}
+    values: list[T] = []
+    errors: list[BaseException] = []
 
     def target() -> None:
         try:
-            box["value"] = fn()
+            values.append(fn())
         except BaseException as exc:
-            box["error"] = exc
+            errors.append(exc)
 
     thread = threading.Thread(target=target, name="clusterforge-probe", daemon=True)
     thread.start()
     thread.join(timeout_s)
     if thread.is_alive():
         raise TimeoutError(f"did not return within {timeout_s:g} s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    if errors:
+        raise errors[0]
+    return values[0]
 
 
 def parse_ethtool_stats(text: str) -> dict[str, int]:
