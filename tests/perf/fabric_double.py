@@ -2,9 +2,9 @@
 
 Not the production model (that is ``clusterforge.perf.comm.NetsimComm`` on the designed
 fabric); it lets the performance model be tested without ``clusterforge.netsim``.
-Bus bandwidths: ring all-reduce at ~80 % of the NVLink link rate (performance.md §3.2 and
-§5.2: 234.9 of 300 GB/s on A100, ~370 of 450 GB/s on H100) and ~90 % of the NIC rate. A
-group with ``g`` members per node runs ``g`` NCCL channels through ``g`` rail NICs, so its
+Bus bandwidths: ring all-reduce at ~80 % of the NVLink link rate (NVIDIA GTC 2024 talk
+S62129 slides and nccl-tests measurements: 234.9 of 300 GB/s on A100, ~370 of 450 GB/s on
+H100) and ~90 % of the NIC rate. A group with ``g`` members per node runs ``g`` NCCL channels through ``g`` rail NICs, so its
 inter-node bus bandwidth is ``g`` NICs' worth (capped by NVLink): the reason 8-GPU nodes
 with 8 x 200G HCAs reach ~185 GB/s all-reduce bus bandwidth across nodes.
 """

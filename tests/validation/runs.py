@@ -148,10 +148,12 @@ def _table_rows(raw: dict[str, Any]) -> list[dict[str, Any]]:
 
 @cache
 def load_runs() -> tuple[Run, ...]:
-    """Every run of every TOML file in this folder (calibration and held-out)."""
+    """Every training run of the TOML files in this folder (calibration and held-out)."""
     runs = []
     for path in sorted(HERE.glob("*.toml")):
         raw = tomllib.loads(path.read_text())
+        if path.name.startswith("nccl_"):
+            continue  # collective benchmarks of the network simulator, not training runs
         if "table" in raw:
             rows = _table_rows(raw)
         else:

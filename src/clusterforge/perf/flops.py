@@ -1,6 +1,7 @@
 """FLOPs of a decoder-only transformer: per layer, embedding/logits, model vs hardware FLOPs.
 
-Conventions (declared everywhere a number is printed; ``shared/reference/performance.md`` §2.0):
+Conventions (declared everywhere a number is printed; MFU as defined by Chowdhery et al. 2022,
+PaLM, arXiv 2204.02311, Appendix B, and Korthikanti et al. 2022, arXiv 2205.05198, §6):
 
 * One multiply-add = 2 FLOPs. A GEMM ``(m x k) @ (k x n)`` costs ``2 m n k``.
 * Backward = 2 x forward (gradients w.r.t. inputs and weights), so a training step costs

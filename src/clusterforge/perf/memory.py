@@ -184,7 +184,9 @@ def memory_per_gpu(
         weights += _gathered_bytes(arch, plan, stack)
     per_layer = activation_bytes_per_layer(arch, plan, stack)
     share = recompute_fraction(plan, stages)
-    if plan.recompute == "full" and share < 1.0:  # block recomputation: the other layers keep their activations
+    if (
+        plan.recompute == "full" and share < 1.0
+    ):  # block recomputation: the other layers keep their activations
         kept = activation_bytes_per_layer(arch, plan.with_(recompute="none"), stack)
         per_layer = share * per_layer + (1.0 - share) * kept
     activations = per_layer * stages[0] * _in_flight(plan)

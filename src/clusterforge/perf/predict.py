@@ -182,7 +182,7 @@ class PredictOutcome:
 def _searched(
     design: Design,
     arch: ModelArch,
-    seed: ParallelPlan,
+    start: ParallelPlan,
     request: PredictRequest,
     stack: Stack,
     comm: CommModel,
@@ -190,7 +190,7 @@ def _searched(
 ) -> tuple[list[Prediction], tuple[int, int, int]]:
     result = search(
         arch,
-        seed,
+        start,
         design.compute.gpu,
         comm,
         design.compute.nvlink_domain_gpus,
@@ -242,10 +242,10 @@ def run_predict(
         kept = PlanOverrides(
             **{k: v for k, v in vars(request.overrides).items() if k not in _DEGREES}
         )
-        seed = apply_overrides(base, kept, total).with_(
+        start = apply_overrides(base, kept, total).with_(
             tp=1, pp=1, cp=1, ep=1, dp=n, pipeline_layers=None
         )
-        best, counted = _searched(design, arch, seed, request, stack, comm, progress)
+        best, counted = _searched(design, arch, start, request, stack, comm, progress)
         found += best[:1] if len(counts) > 1 else best
         tally = (tally[0] + counted[0], tally[1] + counted[1], tally[2] + counted[2])
     return PredictOutcome(

@@ -290,7 +290,9 @@ def predict_step(
     times = layer_times(arch, plan, perf, stack)
     per_layer_comm = layer_comm(arch, plan, times, comm, stack, nvlink_domain_gpus)
     share = recompute_fraction(plan, stages)
-    if plan.recompute == "full" and share < 1.0:  # block recomputation: average a recomputed and a kept layer
+    if (
+        plan.recompute == "full" and share < 1.0
+    ):  # block recomputation: average a recomputed and a kept layer
         kept = plan.with_(recompute="none")
         kept_times = layer_times(arch, kept, perf, stack)
         kept_comm = layer_comm(arch, kept, kept_times, comm, stack, nvlink_domain_gpus)

@@ -1,4 +1,4 @@
-"""The seed's story: the same training on design A (4 bonded NICs into one switch) and
+"""Two designs of one cluster: the same training on design A (4 bonded NICs into one switch) and
 design B (non-blocking 2-tier leaf-spine, 8 x 400G) predicts clearly different MFU, and the
 breakdown names the network. Runs the production path: design + flow-level simulator."""
 
