@@ -187,12 +187,13 @@ def _three_tier(
     return FabricShape(conn, 3, radix, down, up, oversubscription)
 
 
-def no_fabric(num_nodes: int, nics: int) -> FabricShape:
-    """No switch: zero or one node (its NICs stay free for storage or a later fabric)."""
+def no_fabric(num_nodes: int) -> FabricShape:
+    """No switch: one node (or none) talks over NVLink/PCIe inside its chassis; no NIC of it
+    is cabled to a compute fabric (``nics_per_node`` 0), its NICs stay free."""
     conn = Connectivity(
         kind="single-switch",
-        num_nodes=0,
-        nics_per_node=nics,
+        num_nodes=num_nodes,
+        nics_per_node=0,
         rail_optimized=False,
         num_leaves=0,
         nodes_per_leaf_group=max(num_nodes, 1),

@@ -131,7 +131,7 @@ def size_fabric(p: FabricParams, *, num_nodes: int) -> FabricShape:
     One node needs no fabric at all: its GPUs talk over NVLink/PCIe inside the chassis.
     """
     if num_nodes <= 1:
-        return no_fabric(num_nodes, p.nics_per_node)
+        return no_fabric(num_nodes)
     radix = _radix(p)
     _check_bounds(p, num_nodes, radix)
     if p.planes > 1:
