@@ -11,12 +11,14 @@ import types
 import typing
 from typing import Any
 
+import annotated_types as at
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from clusterforge.errors import did_you_mean
 from clusterforge.spec_yaml import excerpt
 
-__all__ = ["MAX_SHOWN_ERRORS", "format_validation_error"]
+__all__ = ["MAX_SHOWN_ERRORS", "field_range", "format_validation_error"]
 
 MAX_SHOWN_ERRORS = 5  # problems listed in one message; the rest are counted
 
@@ -44,6 +46,10 @@ def _format_one(err: Any, root: type[BaseModel]) -> str:
             msg = "must be a section: a mapping of field: value lines"
         case "finite_number":
             msg = "must be a finite number (not .inf or .nan)"
+        case "greater_than" | "greater_than_equal" | "less_than" | "less_than_equal":
+            field = _field_at(root, err["loc"])
+            if field is not None and field_range(field):
+                msg = f"out of range ({field_range(field)})"
     return f"{loc or '(top level)'}{shown}: {msg}"
 
 
@@ -64,6 +70,15 @@ def _section_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+def _field_at(root: type[BaseModel], loc: tuple[Any, ...]) -> FieldInfo | None:
+    """The field at ``loc`` (a section path, then a field name), or None."""
+    model: type[BaseModel] | None = root
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part)) if model else None
+        model = _section_model(field.annotation) if field else None
+    return model.model_fields.get(str(loc[-1])) if model and loc else None
+
+
 def _known_fields(root: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """The field names of the section at ``loc`` (empty when ``loc`` is not a section)."""
     model: type[BaseModel] | None = root
@@ -71,3 +86,32 @@ def _known_fields(root: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
         field = model.model_fields.get(str(part)) if model else None
         model = _section_model(field.annotation) if field else None
     return list(model.model_fields) if model else []
+
+
+def _number(value: object) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) <= 1e15:
+        value = int(value)
+    if isinstance(value, int) and abs(value) >= 10_000:
+        return f"{value:,}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def field_range(field: FieldInfo) -> str:
+    """The accepted range of a numeric field, e.g. ``1 to 32`` or ``> 0 to 1,000,000``; "" when
+    the field has no bounds (text, choices, flags)."""
+    low = high = ""
+    for bound in field.metadata:
+        match bound:
+            case at.Ge(ge=v):
+                low = _number(v)
+            case at.Gt(gt=v):
+                low = f"> {_number(v)}"
+            case at.Le(le=v):
+                high = _number(v)
+            case at.Lt(lt=v):
+                high = f"< {_number(v)}"
+    if low and high:
+        return f"{low} to {high.removeprefix('< ')}" + (" (excl.)" if high[0] == "<" else "")
+    if low:
+        return f"at least {low}"
+    return f"at most {high}" if high else ""

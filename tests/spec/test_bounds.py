@@ -89,7 +89,7 @@ def test_absurd_values_from_the_field_report_are_refused(section, name, value):
 
 def test_a_billion_gpus_with_a_matching_batch_is_refused():
     data = {**BASE, "num_gpus": 10**9, "workload": {"global_batch": 10**9 // 8}}
-    _refused(data, "num_gpus", f"{MAX_GPUS}")
+    _refused(data, "num_gpus", f"{MAX_GPUS:,}")
 
 
 def test_a_million_layer_custom_model_is_refused():
@@ -164,3 +164,8 @@ def test_cross_field_checks_run_at_validation(workload, expected):
 
 def test_more_nics_than_the_node_has_is_refused():
     _refused({**BASE, "network": {"nics_per_node": 16}}, "nics_per_node", "at most 8")
+
+
+def test_an_out_of_range_value_names_the_range():
+    _refused(_with("storage", "num_blocks", 10**8), "out of range (1 to 10,000)")
+    _refused(_with("facility", "voltage_v", 1), "out of range (100 to 1000)")

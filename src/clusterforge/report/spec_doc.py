@@ -10,12 +10,12 @@ import types
 import typing
 from typing import Any
 
-import annotated_types as at
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from clusterforge.spec import ClusterSpec
+from clusterforge.spec_errors import field_range
 
 __all__ = ["field_range", "render_spec_reference", "spec_sections"]
 
@@ -42,35 +42,6 @@ def spec_sections() -> list[tuple[str, type[BaseModel]]]:
         if model is not None:
             sections.append((name, model))
     return sections
-
-
-def _number(value: object) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) <= 1e15:
-        value = int(value)
-    if isinstance(value, int) and abs(value) >= 10_000:
-        return f"{value:,}"
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def field_range(field: FieldInfo) -> str:
-    """The accepted range of a numeric field, e.g. ``1 to 32`` or ``> 0 to 1e+06``; "" when
-    the field has no bounds (text, choices, flags)."""
-    low = high = ""
-    for bound in field.metadata:
-        match bound:
-            case at.Ge(ge=v):
-                low = _number(v)
-            case at.Gt(gt=v):
-                low = f"> {_number(v)}"
-            case at.Le(le=v):
-                high = _number(v)
-            case at.Lt(lt=v):
-                high = f"< {_number(v)}"
-    if low and high:
-        return f"{low} to {high.removeprefix('< ')}" + (" (excl.)" if high[0] == "<" else "")
-    if low:
-        return f"at least {low}"
-    return f"at most {high}" if high else ""
 
 
 def _default(field: FieldInfo) -> str:
