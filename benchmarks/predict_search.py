@@ -15,6 +15,7 @@ import time
 
 from clusterforge.catalog import ModelArch
 from clusterforge.design import plan as design_cluster
+from clusterforge.job import JobLayout
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.predict import design_comm
 from clusterforge.perf.search import search
@@ -55,9 +56,8 @@ def main() -> None:
     )
     design = design_cluster(spec, break_even=False)
     comm = design_comm(design)
-    base = ParallelPlan(
-        tp=8, pp=1, dp=args.gpus // 8, global_batch=args.global_batch, seq_length=2048
-    )
+    job = JobLayout.for_gpus(args.gpus, tp=8)
+    base = ParallelPlan(**job.degrees(), global_batch=args.global_batch, seq_length=2048)
     for attempt in range(args.repeat):
         start = time.perf_counter()
         result = search(

@@ -26,6 +26,7 @@ from clusterforge.catalog import ModelArch, load_catalog
 from clusterforge.design import Design
 from clusterforge.design import plan as design_cluster
 from clusterforge.errors import PlanError
+from clusterforge.job import JobLayout
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.parallel import ParallelPlan, split_layers
 from clusterforge.perf.predict import design_comm
@@ -79,12 +80,9 @@ def _arch(row: dict[str, Any]) -> ModelArch:
 
 
 def _run(file: str, row: dict[str, Any]) -> Run:
-    model_parallel = row["tp"] * row["cp"] * row["pp"]
+    job = JobLayout.for_gpus(row["num_gpus"], tp=row["tp"], pp=row["pp"], cp=row["cp"])
     base = ParallelPlan(
-        tp=row["tp"],
-        pp=row["pp"],
-        cp=row["cp"],
-        dp=row["num_gpus"] // model_parallel,
+        **job.degrees(),
         global_batch=row["global_batch"],
         seq_length=row["seq_length"],
         sequence_parallel=row["tp"] > 1 and row.get("sequence_parallel", True),

@@ -156,8 +156,8 @@ def embedding_sync_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack
     """Seconds per step to all-reduce the tied embedding gradient between first and last stage."""
     if plan.pp == 1 or not arch.tied_embeddings:
         return 0.0
-    grid = np.arange(plan.num_gpus).reshape(plan.pp, -1)  # [stage, rank within the stage]
-    pairs = np.stack([grid[0], grid[-1]], axis=1)
+    pipelines = plan.layout.groups("pp")  # every rank's pipeline, stage by stage
+    pairs = pipelines[:, [0, -1]]  # first and last stage hold the tied weights
     size = arch.vocab_size * arch.hidden_size / plan.tp * stack.grad_reduce_bytes
     return comm.collective_time_s("all_reduce", size, pairs)
 

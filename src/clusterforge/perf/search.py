@@ -20,6 +20,7 @@ import numpy as np
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.errors import PlanError
+from clusterforge.job import JobLayout
 from clusterforge.perf.comm import Collective, CommModel
 from clusterforge.perf.memory import memory_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, validate_plan
@@ -39,40 +40,38 @@ def _powers_of_two(limit: int) -> list[int]:
     return [2**i for i in range(limit.bit_length()) if 2**i <= limit]
 
 
-def _degrees(
+def _layouts(
     arch: ModelArch, base: ParallelPlan, num_gpus: int, domain: int
-) -> Iterator[tuple[int, int, int, int]]:
-    """(tp, pp, cp, ep) combinations whose product divides the GPU count."""
+) -> Iterator[JobLayout]:
+    """Job layouts of ``num_gpus`` GPUs over the degrees tried (DP from the layout)."""
     tps = [t for t in _powers_of_two(min(domain, arch.num_heads)) if arch.num_heads % t == 0]
     pps = [p for p in range(1, min(arch.num_layers, MAX_PP) + 1) if num_gpus % p == 0]
     cps = _powers_of_two(8) if base.seq_length >= LONG_SEQUENCE else [1]
     eps = [e for e in _powers_of_two(arch.num_experts) if arch.num_experts % e == 0]
     for tp, pp, cp, ep in itertools.product(tps, pps, cps, eps):
-        if num_gpus % (tp * pp * cp) == 0:
-            yield tp, pp, cp, ep
+        try:
+            yield JobLayout.for_gpus(num_gpus, tp=tp, pp=pp, cp=cp, ep=ep)
+        except PlanError:
+            continue  # the degrees do not divide the GPUs, or EP does not divide DP x CP
 
 
 def candidate_plans(
     arch: ModelArch, base: ParallelPlan, num_gpus: int, domain: int
 ) -> Iterator[ParallelPlan]:
     """Plans to try (not yet validated), keeping batch, sequence and precision of ``base``."""
-    for tp, pp, cp, ep in _degrees(arch, base, num_gpus, domain):
-        dp = num_gpus // (tp * pp * cp)
-        vpps = VIRTUAL_STAGES if pp > 1 else (1,)
+    for job in _layouts(arch, base, num_gpus, domain):
+        vpps = VIRTUAL_STAGES if job.pp > 1 else (1,)
         for mb, vpp, zero in itertools.product(MICRO_BATCHES, vpps, (1, 3)):
-            if zero == 3 and pp > 1:
+            if zero == 3 and job.pp > 1:
                 continue  # FSDP/ZeRO-3 with pipelining is not a configuration people run
             yield base.with_(
-                tp=tp,
-                pp=pp,
-                cp=cp,
-                ep=ep,
-                dp=dp,
+                **job.degrees(),
                 micro_batch=mb,
                 vpp=vpp,
                 zero_stage=zero,
-                sequence_parallel=tp > 1,
+                sequence_parallel=job.tp > 1,
                 pipeline_layers=None,
+                recompute_layers=None,
             )
 
 
