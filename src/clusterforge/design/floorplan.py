@@ -147,24 +147,44 @@ def plan_floor(
     zone_nodes = np.bincount(node_zone, minlength=len(zones))[order]
     zone_leaves = np.bincount(leaf_zone, minlength=len(zones))[order]
     zone_whips = np.bincount(block_zone, weights=gpu_rack_whips, minlength=len(zones))[order]
-    node = compute.node
-    homes: dict[str, np.ndarray] = {}
     zone_spines = np.bincount(spine_zone[spine_zone != CORE], minlength=len(zones))[order]
-    oob_extra = zone_leaves + zone_spines + zone_whips.astype(np.int64)
-    for fab in support:
-        per_node, extra = {
-            "storage": (node.num_storage_ports, 0 * zone_nodes),
-            "in-band": (node.num_inband_ports, 0 * zone_nodes),
-            "out-of-band": (1, oob_extra),
-        }[fab.name]
-        weights = _support_weights(fab, zone_nodes, extra, per_node)
-        core_at = slots.index(CORE)
-        weights = np.insert(weights[:-1], core_at, weights[-1])
-        homes[fab.name] = _home(weights, slots, fab.num_leaves, fab.ports_per_leaf)
-        if fab.name != "out-of-band":
-            homed = homes[fab.name]
-            oob_extra = oob_extra + np.bincount(homed[homed != CORE], minlength=len(zones))
+    devices = zone_leaves + zone_spines + zone_whips.astype(np.int64)
+    homes = _support_homes(support, compute, slots, zone_nodes, devices)
     return FloorPlan(blocks, block_zone, slots, leaf_zone, spine_zone, homes)
+
+
+def _support_homes(
+    support: list[SupportFabric],
+    compute: ComputeDesign,
+    slots: list[int],
+    zone_nodes: np.ndarray,
+    zone_devices: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Slot of every support leaf.  Out-of-band ports per zone: its nodes, compute switches
+    and PDUs (``zone_devices``) and the storage and in-band leaves standing there; in-band
+    ports include the out-of-band leaves' up-links, so the fabrics are placed twice."""
+    node = compute.node
+    oob_fabric = next((f for f in support if f.name == "out-of-band"), None)
+    oob_up = oob_fabric.num_uplinks // max(oob_fabric.num_leaves, 1) if oob_fabric else 0
+    inband_extra = 0 * zone_nodes
+    homes: dict[str, np.ndarray] = {}
+    for _ in range(2 if oob_fabric else 1):
+        oob_extra = zone_devices
+        for fab in support:
+            per_node, extra = {
+                "storage": (node.num_storage_ports, 0 * zone_nodes),
+                "in-band": (node.num_inband_ports, inband_extra),
+                "out-of-band": (1, oob_extra),
+            }[fab.name]
+            weights = _support_weights(fab, zone_nodes, extra, per_node)
+            weights = np.insert(weights[:-1], slots.index(CORE), weights[-1])
+            homed = _home(weights, slots, fab.num_leaves, fab.ports_per_leaf)
+            homes[fab.name] = homed
+            if fab.name != "out-of-band":
+                oob_extra = oob_extra + np.bincount(homed[homed != CORE], minlength=len(zone_nodes))
+        oob_home = homes.get("out-of-band", np.zeros(0, dtype=np.int64))
+        inband_extra = np.bincount(oob_home[oob_home != CORE], minlength=len(zone_nodes)) * oob_up
+    return homes
 
 
 def _pod_starts(c: Connectivity, leaf_zone: np.ndarray) -> list[int]:
