@@ -124,11 +124,14 @@ class Ports:
     """Hands out the next free port of each switch: ``p1, p2, ...``."""
 
     def __init__(self) -> None:
-        self._next: dict[str, int] = {}
+        self._used: dict[str, int] = {}
+        self._names: list[str] = []  # "p1", "p2", ... made once, shared by every switch
 
     def take(self, switch: str) -> str:
-        n = self._next[switch] = self._next.get(switch, 0) + 1
-        return f"p{n}"
+        n = self._used[switch] = self._used.get(switch, 0) + 1
+        while len(self._names) < n:
+            self._names.append(f"p{len(self._names) + 1}")
+        return self._names[n - 1]
 
 
 def switch_names(design: Design) -> list[str]:
