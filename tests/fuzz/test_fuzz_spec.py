@@ -31,7 +31,7 @@ from clusterforge.spec import ClusterSpec
 BASE: dict[str, Any] = {"name": "fuzz", "num_gpus": 16, "node": "dgx-h100"}
 REFUSAL_GUARD_S = 2.0  # a refusal is validation only (milliseconds); this catches hangs
 SETTINGS = settings(
-    max_examples=150,
+    max_examples=250,
     deadline=None,  # the hang guard above is explicit; planning a valid extreme may take seconds
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     database=None,
@@ -151,3 +151,16 @@ def test_yaml_level_attacks(attack, target, size):
     if name in ("num_gpus", "node"):
         text = prelude + body + ("node: dgx-h100\n" if name == "num_gpus" else "num_gpus: 16\n")
     _check(text, ["line", "YAML", "expands", "itself", "twice", name])
+
+
+@settings(SETTINGS, max_examples=150)
+@given(changes=st.lists(st.tuples(st.sampled_from(_fields()), VALUES), min_size=2, max_size=5))
+def test_several_fields_at_once(changes):
+    data: dict[str, Any] = dict(BASE)
+    for (section, name), value in changes:
+        if section:
+            data.setdefault(section, {})[name] = value
+        else:
+            data[name] = value
+    names = [n for (_, n), _ in changes] + [s for (s, _), _ in changes if s]
+    _check(_dump(data), [*names, "num_gpus", "node", "gpu"])
