@@ -80,7 +80,7 @@ def test_groups_placement_and_routing_options(capsys):
 def test_user_errors_are_one_red_line_and_exit_1(capsys):
     assert main(["simulate", B, "--size", "lots"]) == 1
     err = capsys.readouterr().err
-    assert "--size" in err and len(err.strip().splitlines()) == 1
+    assert "size" in err and "lots" in err and len(err.strip().splitlines()) == 1
     assert main(["simulate", A, "--algorithm", "nvls", "--size", "1GiB"]) == 1
     assert "nvls" in capsys.readouterr().err
 
@@ -114,4 +114,35 @@ def test_json_and_table_say_whether_the_fabric_drops_or_pauses(capsys):
     assert 0 < res["drop_fraction"] < 1
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "lossy RoCE" in out and "would drop" in out
+    assert "lossy RoCE" in out and "would drop" in out and "go-back-N" in out
+
+
+def test_sweep_prints_every_size_with_algorithm_and_protocol(capsys):
+    assert main(["simulate", B, "--sweep", "8B:16GiB", "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)["table"]
+    assert [r["size"] for r in table] == [2**e for e in range(3, 35)]
+    assert {"size", "count", "type", "time_us", "algbw", "busbw"} <= table[0].keys()
+    assert table[0]["protocol"] == "ll" and table[-1]["protocol"] == "simple"
+    busbw = [r["busbw"] for r in table]
+    assert busbw[-1] > 20 * busbw[table.index(next(r for r in table if r["size"] == 2**20))]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--seed", "-5", "--placement", "fragmented", "--size", "1GiB"], ["seed", "-5"]),
+        (["--qps", "10000", "--size", "1GiB", "--routing", "ecmp"], ["128"]),
+        (["--sweep", "1GiB:8B"], ["sweep"]),
+        (["--plot", "/nonexistent-folder-xyz/plot.svg", "--size", "1GiB"], ["does not exist"]),
+    ],
+)
+def test_bad_options_are_one_line_errors(capsys, args, words):
+    assert main(["simulate", B, *args]) == 1
+    err = capsys.readouterr().err
+    assert all(w in err for w in words) and len(err.strip().splitlines()) == 1
+
+
+def test_plot_does_not_create_missing_folders(tmp_path, capsys):
+    target = tmp_path / "missing" / "plot.svg"
+    assert main(["simulate", B, "--size", "1GiB", "--plot", str(target)]) == 1
+    assert not target.parent.exists()

@@ -31,7 +31,21 @@ def lossless():
 def test_same_traffic_congests_both_fabrics_the_same_way(lossy, lossless):
     assert lossy.congested and lossless.congested
     assert lossy.max_offered_load == pytest.approx(lossless.max_offered_load, rel=1e-9)
-    assert lossy.busbw_gbyte_per_s == pytest.approx(lossless.busbw_gbyte_per_s, rel=1e-9)
+
+
+def test_drops_cost_goodput_on_lossy_roce_only(lossy, lossless):
+    """Go-back-N resends every packet in flight behind a drop: the lossy fabric is slower."""
+    assert lossless.goodput_share == 1.0
+    assert 0 < lossy.goodput_share < 1 - lossy.drop_fraction
+    assert lossy.busbw_gbyte_per_s < lossless.busbw_gbyte_per_s * (1 - lossy.drop_fraction)
+
+
+def test_go_back_n_goodput_share_formula():
+    from clusterforge.netsim.congestion import go_back_n_goodput_share
+
+    assert go_back_n_goodput_share(0.0, 50) == 1.0
+    assert go_back_n_goodput_share(0.1, 1) == pytest.approx(0.9)  # one packet: just the loss
+    assert go_back_n_goodput_share(0.1, 10) == pytest.approx(0.9 / (0.9 + 1.0))
 
 
 def test_lossy_roce_reports_drops_of_about_one_minus_capacity_over_offered(lossy):

@@ -1,4 +1,4 @@
-"""User errors are SimulationErrors that name the option and the fix."""
+"""User errors are SimulationErrors that name the field and the fix (never a CLI flag)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,13 @@ def graph():
     ("kwargs", "match"),
     [
         ({"collective": "allreduce"}, "did you mean 'all_reduce'"),
-        ({"routing": "spray"}, "--routing"),
-        ({"algorithm": "nvlsx"}, "--algorithm"),
-        ({"num_qps": 0}, "--qps"),
-        ({"size_bytes": 0}, "--size"),
+        ({"routing": "spray"}, "routing"),
+        ({"algorithm": "nvlsx"}, "algorithm: unknown"),
+        ({"protocol": "ll64"}, "protocol: unknown"),
+        ({"num_qps": 0}, "num_qps"),
+        ({"num_qps": 10_000}, "1 to 128"),  # NCCL's own limit; memory grows with the count
+        ({"size_bytes": 0}, "size"),
+        ({"size_bytes": float("inf")}, "size"),
         ({"groups": np.array([[0, 0]])}, "twice"),
         ({"groups": np.array([[0, 99]])}, "outside"),
         ({"groups": np.array([[0.5, 1.5]])}, "integer"),
@@ -43,6 +46,13 @@ def test_algorithm_that_does_not_fit_the_hardware_or_the_collective():
         simulate_collective(a100, "all_reduce", 2**20, np.arange(8)[None], algorithm="tree")
     with pytest.raises(SimulationError, match="all_gather"):
         simulate_collective(a100, "all_gather", 2**20, np.arange(8)[None], algorithm="direct")
+
+
+def test_protocol_that_nccl_does_not_run_with_the_algorithm(graph):
+    with pytest.raises(SimulationError, match="does not run nvls with ll"):
+        simulate_collective(
+            graph, "all_reduce", 2**20, np.arange(8)[None], algorithm="nvls", protocol="ll"
+        )
 
 
 def test_a_one_gpu_group_communicates_nothing(graph):

@@ -48,13 +48,18 @@ def test_fragmented_placement_scatters_nodes_but_keeps_tp_inside_a_node():
     assert groups_for(design, "all").shape == (1, 512)
 
 
-def test_bad_requests_name_the_option():
+def test_bad_requests_name_the_field():
     design = make_design()
-    with pytest.raises(SimulationError, match="--groups"):
+    with pytest.raises(SimulationError, match="groups: unknown"):
         groups_for(design, "ep")
-    with pytest.raises(SimulationError, match="--placement"):
+    with pytest.raises(SimulationError, match="placement: unknown"):
         groups_for(design, "dp", placement="random")
-    with pytest.raises(SimulationError, match="--gpus"):
+    with pytest.raises(SimulationError, match="num_gpus"):
         groups_for(design, "dp", num_gpus=100)
-    with pytest.raises(SimulationError, match="--gpus"):
+    with pytest.raises(SimulationError, match="num_gpus"):
         groups_for(design, "all", num_gpus=4096)
+
+
+def test_negative_seed_is_a_clear_error_not_a_numpy_traceback():
+    with pytest.raises(SimulationError, match="seed: -5"):
+        groups_for(make_design(), "dp", placement="fragmented", seed=-5)

@@ -64,8 +64,9 @@ def test_busbw_falls_off_at_small_sizes_like_nccl_tests() -> None:
         for s in sizes
     ]
     assert all(b2 > b1 for b1, b2 in itertools.pairwise(busbw))
-    assert busbw[0] < 0.01 * busbw[-1]  # 32 KiB is latency bound
-    assert busbw[sizes.index(2**20)] < 0.15 * busbw[-1]  # 1 MiB well below peak
+    # 32 KiB is latency bound: NCCL's ring LL latency on 8 NVLink GPUs is 6.6 + 14 x 0.6 µs
+    assert busbw[0] < 0.02 * busbw[-1]
+    assert busbw[sizes.index(2**20)] < 0.2 * busbw[-1]  # 1 MiB well below peak (ring LL)
 
 
 @pytest.mark.parametrize("row", PUBLISHED["h100_nvls_by_gpus"], ids=lambda r: str(r["num_gpus"]))
@@ -89,4 +90,5 @@ def test_nvlink_is_the_limiting_link_class_inside_a_node() -> None:
     res = simulate_collective(graph, "all_gather", LARGE, ALL8)
     assert res.limiting_link is not None and res.limiting_link.link_class == "nvlink"
     assert res.link_class_utilization["nvlink"].max_utilization == pytest.approx(1.0, abs=0.01)
-    assert res.link_class_utilization["nic-leaf"].max_utilization == 0
+    nic = res.link_class_utilization.get("nic-leaf")
+    assert nic is None or nic.max_utilization == 0

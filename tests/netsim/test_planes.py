@@ -15,7 +15,8 @@ from tests.netsim.designs import make_design
 
 GIB = 2**30
 FAT_TREE = {"topology": "fat-tree", "switch": "qm8700", "nic_gbit_per_s": 200}
-OVERSUBSCRIBED = {"oversubscription": 3.0, "fabric": "roce", "switch": "sn5600"}
+# lossless (PFC): the bandwidth then follows the load; drops would add go-back-N losses
+OVERSUBSCRIBED = {"oversubscription": 3.0, "fabric": "roce", "switch": "sn5600", "lossless": True}
 
 
 def _graph(num_gpus: int = 512, **network: Any) -> tuple[Any, FabricGraph]:

@@ -123,6 +123,9 @@ class Switch(_Row):
     port_modes: list[PortMode]
     uplink_ports: int = 0
     uplink_gbit_per_s: float = 0.0
+    in_network_reduction: bool = Field(
+        False, description="Reduces in the switch (InfiniBand SHARP), so NCCL CollNet can run"
+    )
     default_roles: list[
         Literal["compute-infiniband", "compute-roce", "in-band", "out-of-band"]
     ] = Field(

@@ -8,12 +8,12 @@
     res.busbw_gbyte_per_s, res.limiting_link
 """
 
-from clusterforge.netsim.collectives import ALGORITHMS
 from clusterforge.netsim.groups import GROUP_KINDS, PLACEMENTS, groups_for
 from clusterforge.netsim.model import COLLECTIVES, bus_factor
 from clusterforge.netsim.result import ClassUtilization, CollectiveResult, LinkLoad
 from clusterforge.netsim.routing import ROUTINGS
 from clusterforge.netsim.simulate import simulate_collective
+from clusterforge.netsim.vocab import ALGORITHMS, PROTOCOLS
 from clusterforge.topology import FabricGraph, build_fabric_graph
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "COLLECTIVES",
     "GROUP_KINDS",
     "PLACEMENTS",
+    "PROTOCOLS",
     "ROUTINGS",
     "ClassUtilization",
     "CollectiveResult",

@@ -35,8 +35,8 @@ def _pairs(seq: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ng, n = seq.shape
     if ng * n * (n - 1) > MAX_PAIRS:
         raise SimulationError(
-            f"--collective all_to_all: {ng} group(s) of {n} GPUs make {ng * n * (n - 1):,} "
-            f"flows (limit {MAX_PAIRS:,}); simulate fewer GPUs (--gpus) or expert-parallel "
+            f"collective all_to_all: {ng} group(s) of {n} GPUs make {ng * n * (n - 1):,} "
+            f"flows (limit {MAX_PAIRS:,}); simulate fewer GPUs or expert-parallel "
             "sized groups"
         )
     i, j = np.nonzero(~np.eye(n, dtype=bool))

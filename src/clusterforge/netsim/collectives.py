@@ -7,124 +7,52 @@ demand per byte of the nccl-tests ``size`` (so one solve serves every message si
 * **ring** (NCCL's default for bandwidth): GPUs ordered node by node; one ring per channel,
   each channel leaving a node through its own NIC (rail-aligned: NIC c to NIC c), so a node's
   NICs all carry traffic.  Ring all-reduce moves 2(n−1)/n·S per edge, all-gather and
-  reduce-scatter (n−1)/n·S (nccl-tests PERFORMANCE.md derivation).
-* **tree**: NCCL's double binary tree between nodes (two complementary trees, each carrying
-  half the data; Sanders, Speck & Träff 2009, adopted by NCCL 2.4 [U: from memory]) with a
-  chain inside each node.
-* **hierarchical**: reduce-scatter inside the node, all-reduce of S/k between the GPUs with
-  the same position on every node (k rail rings), all-gather inside the node.  The three
-  phases are *pipelined*: like NCCL's own multi-stage algorithms, the buffer is cut into
-  chunks (:data:`~clusterforge.netsim.model.PIPELINE_CHUNK_BYTES`) and a chunk moves to the
-  next stage as soon as it is done, so the time is the slowest stage plus one chunk of the
-  others (:func:`~clusterforge.netsim.model.pipelined_time_s`), but never less than the
-  busiest link needs for all three stages together (stages overlap only on disjoint links:
-  NVLink vs NICs; inside one NVL72 domain, or on a PCIe GPU's x16 link, they share).
-* **ring on a full mesh** (MI300X xGMI, no switch): one ring would use one 64 GB/s peer link
-  per hop, so RCCL runs several rings over different GPU orders [U: RCCL's exact ring
-  search not re-checked].  We run the stride-c rings ``0, c, 2c, ...`` for every c coprime
-  with the group size: each is Hamiltonian and they use pairwise disjoint directed peer
-  links (8 GPUs: c = 1, 3, 5, 7, four rings), the data split evenly over them.
-* **nvls**: NVLink SHARP; each GPU sends S to the NVSwitch and receives S back.
-* **direct** (all-to-all): every ordered pair exchanges S/n; with PXN (NCCL ≥ 2.12 on
-  rail-optimized fabrics [U: version from memory]; performance.md §1.2 SimCCL models PXN) the message first crosses NVLink to the local GPU on the
-  destination's rail, so the fabric only carries rail-local traffic.
+  reduce-scatter (n−1)/n·S (nccl-tests ``doc/PERFORMANCE.md``).
+* **tree**, **nvls**, **nvls_tree**: :mod:`clusterforge.netsim.trees`.
+* **collnet** (NCCL CollNet with in-network reduction, InfiniBand SHARP): each node's GPUs
+  reduce over the scale-up links and each NIC sends its 1/C share of S once to the switch
+  tree and receives the result once: the NICs carry S per node per direction, half of a
+  ring's 2(n−1)/n·S (Graham et al., "Scalable Hierarchical Aggregation and Reduction
+  Protocol (SHArP)", COMHPC 2016).
+* **pat** (NCCL's Parallel Aggregated Trees for all-gather and reduce-scatter with one GPU
+  per node): the same bytes per NIC as a ring, in log2(n) aggregated steps.
+* **hierarchical** (only when asked for): reduce-scatter inside the node, all-reduce of
+  S/k between the GPUs with the same position on every node (k rail rings), all-gather
+  inside the node; the three phases pipeline chunks
+  (:func:`~clusterforge.netsim.model.pipelined_time_s`).
+* **ring on a full mesh** (MI300X xGMI, no switch): one ring would use one peer link per hop,
+  so we run the stride-c rings ``0, c, 2c, ...`` for every c coprime with the group size:
+  each is Hamiltonian and they use pairwise disjoint directed peer links (8 GPUs: c = 1, 3,
+  5, 7, four rings), the data split evenly over them.
+* **direct** (all-to-all): :mod:`clusterforge.netsim.alltoall`.
 * **chain** (broadcast, reduce) and **pairs** (sendrecv: rank i sends S to rank i+1).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from clusterforge.errors import SimulationError
 from clusterforge.netsim.alltoall import direct_all_to_all
-from clusterforge.netsim.routing import NetSegments
-from clusterforge.netsim.traffic import Traffic, empty_ids, empty_segments
+from clusterforge.netsim.edges import edge_traffic, merge, ring_order, uniform_blocks
+from clusterforge.netsim.traffic import Traffic
+from clusterforge.netsim.trees import (
+    nvls_phases,
+    nvls_possible,
+    nvls_tree_phases,
+    tree_phases,
+)
+from clusterforge.netsim.vocab import ALGORITHMS, Algorithm, Collective
 from clusterforge.topology import FabricGraph
 
-__all__ = ["ALGORITHMS", "Traffic", "build_phases", "candidate_algorithms"]
+__all__ = ["ALGORITHMS", "Traffic", "build_phases", "candidate_algorithms", "ring_order"]
 
-ALGORITHMS = ("auto", "ring", "tree", "nvls", "hierarchical", "direct")
-
-_NVLS_MIN_GPUS = 5  # NCCL picks NVLS only above 4 GPUs on H200 (operations.md §15)
-
-
-@dataclass(frozen=True)
-class _Blocks:
-    """Per position of an ordered group: start (flat index) and length of its node block."""
-
-    start: np.ndarray
-    length: np.ndarray
-
-
-def ring_order(graph: FabricGraph, groups: np.ndarray) -> np.ndarray:
-    """Members of each group ordered node by node (nodes in order of first appearance,
-    rank order inside a node): NCCL keeps a ring's intra-node hops on NVLink."""
-    ng, n = groups.shape
-    node = groups // graph.gpus_per_node
-    key = (np.arange(ng)[:, None] * graph.num_nodes + node).ravel()
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    first_pos = first[inverse].reshape(ng, n) - np.arange(ng)[:, None] * n
-    order = np.argsort(first_pos * n + np.arange(n), axis=1, kind="stable")
-    return np.take_along_axis(groups, order, axis=1)
-
-
-def _blocks(graph: FabricGraph, seq: np.ndarray) -> _Blocks:
-    node = seq // graph.gpus_per_node
-    new = np.ones(node.shape, bool)
-    new[:, 1:] = node[:, 1:] != node[:, :-1]
-    flat_new = new.ravel()
-    starts = np.flatnonzero(flat_new)
-    lengths = np.diff(np.append(starts, flat_new.size))
-    run = np.cumsum(flat_new) - 1
-    return _Blocks(starts[run].reshape(seq.shape), lengths[run].reshape(seq.shape))
-
-
-def _edge_traffic(
-    graph: FabricGraph,
-    seq: np.ndarray,
-    src_pos: np.ndarray,
-    dst_pos: np.ndarray,
-    per_edge: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, NetSegments, np.ndarray, int]:
-    """Segments of edges seq[:, src_pos] -> seq[:, dst_pos] over C channels.
-
-    Returns (intra_src, intra_dst, intra_owner, net arrays..., net_owner, C) where owner is
-    (row·C + channel) or, with ``per_edge``, the edge index (one demand per edge)."""
-    ng = seq.shape[0]
-    blocks = _blocks(graph, seq)
-    src, dst = seq[:, src_pos], seq[:, dst_pos]
-    net = graph.domain_of(src) != graph.domain_of(dst)
-    channels = int(min(blocks.length.max(), graph.nics_per_node)) if net.any() else 1
-    edge = np.arange(src.size).reshape(src.shape)
-    row = np.repeat(np.arange(ng), src_pos.size).reshape(src.shape)
-    start, length = blocks.start[:, src_pos], blocks.length[:, src_pos]
-    parts: dict[str, list[np.ndarray]] = {
-        k: [] for k in ("is", "id", "io", "sn", "si", "dn", "di", "key", "no", "sg", "dg")
-    }
-    flat_seq = seq.ravel()
-    for c in range(channels):
-        owner = edge if per_edge else row * channels + c
-        intra = ~net
-        parts["is"].append(src[intra])
-        parts["id"].append(dst[intra])
-        parts["io"].append(owner[intra])
-        member = flat_seq[start[net] + (c * length[net]) // channels]
-        nic = graph.nic_of_local(member % graph.gpus_per_node)
-        s, d = src[net], dst[net]
-        parts["sn"].append(s // graph.gpus_per_node)
-        parts["si"].append(nic)
-        parts["dn"].append(d // graph.gpus_per_node)
-        parts["di"].append(nic)
-        parts["key"].append((s * graph.num_gpus + d) * channels + c)
-        parts["no"].append(owner[net])
-        parts["sg"].append(s)
-        parts["dg"].append(d)
-    cat = {k: np.concatenate(v) if v else empty_ids() for k, v in parts.items()}
-    segs = NetSegments(cat["sn"], cat["si"], cat["dn"], cat["di"], cat["key"], cat["sg"], cat["dg"])
-    return cat["is"], cat["id"], cat["io"], segs, cat["no"], channels
+# NCCL enables NVLS for a communicator of more than 4 GPUs on one NVSwitch domain; below
+# that ring is faster (NVIDIA/nccl issue #1455: NVLS 420-480 GB/s for 5-8 H100, ring below).
+_NVLS_MIN_GPUS = 5
 
 
 def _ring_like(
@@ -133,7 +61,7 @@ def _ring_like(
     *,
     closed: bool,
     per_edge_volume: float,
-    algorithm: str,
+    algorithm: Algorithm,
     steps: int,
     reverse: bool = False,
     per_edge: bool = False,
@@ -143,126 +71,41 @@ def _ring_like(
     dst_pos = (src_pos + 1) % n
     if reverse:
         src_pos, dst_pos = dst_pos, src_pos
-    i_s, i_d, i_o, net, n_o, channels = _edge_traffic(graph, seq, src_pos, dst_pos, per_edge)
-    num_demands = seq.shape[0] * (src_pos.size if per_edge else channels)
-    share = 1.0 if per_edge else 1.0 / channels
+    e = edge_traffic(graph, seq, src_pos, dst_pos, per_edge=per_edge)
+    num_demands = seq.shape[0] * (src_pos.size if per_edge else e.num_channels)
+    share = 1.0 if per_edge else 1.0 / e.num_channels
     volume = np.full(num_demands, per_edge_volume * share)
-    return Traffic(algorithm, i_s, i_d, i_o, net, n_o, volume, steps)
+    return Traffic(
+        algorithm, e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, steps
+    )
 
 
-def _ring(graph: FabricGraph, seq: np.ndarray, per_edge_volume: float, steps: int) -> Traffic:
+def _ring(
+    graph: FabricGraph, seq: np.ndarray, per_edge_volume: float, steps: int, algorithm: Algorithm
+) -> Traffic:
     """A closed ring; over a full-mesh domain, the disjoint stride rings (module docstring)."""
     n = seq.shape[1]
     dom = graph.domain_of(seq)
+    kw = {"closed": True, "algorithm": algorithm, "steps": steps}
     if not (graph.mesh and n >= 3 and bool(np.all(dom == dom[:, :1]))):
-        return _ring_like(
-            graph, seq, closed=True, per_edge_volume=per_edge_volume, algorithm="ring", steps=steps
-        )
+        return _ring_like(graph, seq, per_edge_volume=per_edge_volume, **kw)  # type: ignore[arg-type]
     strides = [c for c in range(1, n) if math.gcd(c, n) == 1]
     share = per_edge_volume / len(strides)
-    return _merge(
+    return merge(
         [
-            _ring_like(
-                graph,
-                seq[:, (np.arange(n) * c) % n],
-                closed=True,
-                per_edge_volume=share,
-                algorithm="ring",
-                steps=steps,
-            )
+            _ring_like(graph, seq[:, (np.arange(n) * c) % n], per_edge_volume=share, **kw)  # type: ignore[arg-type]
             for c in strides
         ]
     )
 
 
-def _uniform_blocks(graph: FabricGraph, seq: np.ndarray) -> int:
-    """GPUs per node of every group when all nodes hold the same number, else 0."""
-    length = _blocks(graph, seq).length
-    k = int(length[0, 0])
-    ok = bool(np.all(length == k)) and seq.shape[1] % k == 0
-    return k if ok else 0
-
-
-def _tree(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
-    """Double binary tree between nodes, chain inside each node; all_reduce only."""
-    ng, n = seq.shape
-    k = _uniform_blocks(graph, seq)
-    m = n // k if k else 0
-    if m < 2:
-        raise SimulationError(
-            "--algorithm tree: needs groups spanning 2+ nodes with the same GPUs per node; "
-            "use ring or auto"
-        )
-    nodes = np.arange(1, m)
-    parent1 = (nodes - 1) // 2
-    child2 = m - 1 - nodes  # tree 2 mirrors tree 1: its root is the last node
-    parent2 = m - 1 - parent1
-    traffics = []
-    for child, parent in ((nodes, parent1), (child2, parent2)):
-        # positions of the block heads; up and down edges, plus the chains inside each node
-        heads_c, heads_p = child * k, parent * k
-        chain = np.arange(n).reshape(m, k)[:, :-1].ravel() if k > 1 else empty_ids()
-        src_pos = np.concatenate([heads_c, heads_p, chain, chain + 1])
-        dst_pos = np.concatenate([heads_p, heads_c, chain + 1, chain])
-        i_s, i_d, i_o, net, n_o, channels = _edge_traffic(graph, seq, src_pos, dst_pos, False)
-        volume = np.full(ng * channels, 0.5 / channels)
-        steps = 2 * (int(np.ceil(np.log2(m))) + k - 1)
-        traffics.append(Traffic("tree", i_s, i_d, i_o, net, n_o, volume, steps))
-    return [_merge(traffics)]
-
-
-def _merge(parts: list[Traffic]) -> Traffic:
-    """Concatenate phases that run at the same time (demand ids renumbered)."""
-    offs = np.cumsum([0] + [p.volume.size for p in parts])
-    cat = np.concatenate
-    net = NetSegments(
-        *(
-            cat([getattr(p.net, f) for p in parts])
-            for f in ("src_node", "src_nic", "dst_node", "dst_nic", "key", "src_gpu", "dst_gpu")
-        )
-    )
-    return Traffic(
-        parts[0].algorithm,
-        cat([p.intra_src for p in parts]),
-        cat([p.intra_dst for p in parts]),
-        cat([p.intra_demand + o for p, o in zip(parts, offs, strict=False)]),
-        net,
-        cat([p.net_demand + o for p, o in zip(parts, offs, strict=False)]),
-        cat([p.volume for p in parts]),
-        max(p.steps for p in parts),
-        cat([p.weights() for p in parts]),
-    )
-
-
-def _nvls(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
-    ng, n = seq.shape
-    if not nvls_possible(graph, seq):
-        raise SimulationError(
-            f"--algorithm nvls: needs NVLink SHARP ({graph.scaleup} has "
-            f"{'it' if graph.nvls else 'none'}) and every group inside one NVLink domain of "
-            f"{graph.domain_gpus} GPUs; use ring or auto"
-        )
-    demand = np.repeat(np.arange(ng), n)
-    return [
-        Traffic(
-            "nvls", seq.ravel(), seq.ravel(), demand, empty_segments(), empty_ids(), np.ones(ng), 2
-        )
-    ]
-
-
-def nvls_possible(graph: FabricGraph, seq: np.ndarray) -> bool:
-    """NVLS needs NVLink SHARP hardware and each group inside one scale-up domain."""
-    dom = graph.domain_of(seq)
-    return graph.nvls and bool(np.all(dom == dom[:, :1]))
-
-
 def _hierarchical(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
     ng, n = seq.shape
-    k = _uniform_blocks(graph, seq)
+    k = uniform_blocks(graph, seq)
     m = n // k if k else 0
     if m < 2 or k < 2:
         raise SimulationError(
-            "--algorithm hierarchical: needs groups spanning 2+ nodes with 2+ GPUs on each "
+            "algorithm hierarchical: needs groups spanning 2+ nodes with 2+ GPUs on each "
             "(same count per node); use ring or auto"
         )
     local = seq.reshape(ng * m, k)
@@ -280,41 +123,101 @@ def _hierarchical(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
     return [replace(p, pipelined=True) for p in (rs, ar, rs)]
 
 
-def candidate_algorithms(graph: FabricGraph, collective: str, seq: np.ndarray) -> list[str]:
-    """Algorithms NCCL would consider; ``auto`` picks the fastest of them per size, like
-    NCCL's tuner does with its own cost model."""
-    if collective == "all_to_all":
-        return ["direct"]
-    if collective != "all_reduce":
-        return ["ring"]
+def collnet_possible(graph: FabricGraph, seq: np.ndarray) -> bool:
+    """CollNet needs switches that reduce in the network and groups spanning 2+ nodes
+    with the same GPUs on each."""
+    k = uniform_blocks(graph, seq)
+    return graph.in_network_reduction and k > 0 and seq.shape[1] // k >= 2
+
+
+def _collnet(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
+    """Reduce inside the node (NVLS where the switch can, else a ring reduce-scatter), each
+    rail sends its S/k once up the switch tree and gets the result once (a pair of
+    messages to the rail's peer node stands in for the switch: same NIC bytes), then an
+    all-gather inside the node; the stages pipeline."""
+    if not collnet_possible(graph, seq):
+        raise SimulationError(
+            "algorithm collnet: needs switches with in-network reduction (InfiniBand SHARP) "
+            "and groups spanning 2+ nodes with the same GPUs on each; use ring or auto"
+        )
+    ng, n = seq.shape
+    k = uniform_blocks(graph, seq)
+    m = n // k
+    local = seq.reshape(ng * m, k)
+    rails = seq.reshape(ng, m, k).transpose(0, 2, 1).reshape(ng * k, m)
+    pair = np.stack([rails[:, 0], rails[:, 1]], axis=1)
+    up = _ring_like(graph, pair, closed=True, per_edge_volume=1.0 / k, algorithm="collnet", steps=2)
+    stages = [up]
+    if k > 1:
+        rs = _ring_like(
+            graph, local, closed=True, per_edge_volume=(k - 1) / k, algorithm="ring", steps=k - 1
+        )
+        stages = [rs, up, rs]
+    return [replace(p, pipelined=True) for p in stages]
+
+
+def pat_possible(seq: np.ndarray, graph: FabricGraph) -> bool:
+    """NCCL runs PAT only with one GPU per node (``ncclPatEnable``)."""
+    nodes = seq // graph.gpus_per_node
+    srt = np.sort(nodes, axis=1)
+    return seq.shape[1] >= 2 and not bool(np.any(srt[:, 1:] == srt[:, :-1]))
+
+
+def candidate_algorithms(
+    graph: FabricGraph, collective: Collective, seq: np.ndarray
+) -> list[Algorithm]:
+    """Algorithms NCCL's tuner weighs for ``collective`` on groups ``seq`` with its default
+    settings (CollNet off: ``NCCL_COLLNET_ENABLE`` is 0 unless set)."""
+    match collective:
+        case "all_to_all":
+            return ["direct"]
+        case "all_gather" | "reduce_scatter":
+            return ["ring", "pat"] if pat_possible(seq, graph) else ["ring"]
+        case "broadcast" | "reduce" | "sendrecv":
+            return ["chain"] if collective != "sendrecv" else ["ring"]
+        case "all_reduce":
+            return _all_reduce_candidates(graph, seq)
+
+
+def _all_reduce_candidates(graph: FabricGraph, seq: np.ndarray) -> list[Algorithm]:
     if seq.shape[1] >= _NVLS_MIN_GPUS and nvls_possible(graph, seq):
         return ["nvls", "ring"]
-    k = _uniform_blocks(graph, seq)
-    return ["ring", "tree"] if k and seq.shape[1] // k >= 2 else ["ring"]
+    k = uniform_blocks(graph, seq)
+    if not k or seq.shape[1] // k < 2:
+        return ["ring"]
+    out: list[Algorithm] = ["ring", "tree"]
+    local = seq.reshape(-1, k)
+    if k >= 2 and graph.nvls and nvls_possible(graph, local):
+        out.append("nvls_tree")
+    return out
 
 
 def build_phases(
-    graph: FabricGraph, collective: str, algorithm: str, seq: np.ndarray, pxn: bool
+    graph: FabricGraph, collective: Collective, algorithm: Algorithm, seq: np.ndarray, pxn: bool
 ) -> list[Traffic]:
     """Phases of ``collective`` run with ``algorithm`` on groups ``seq`` (ring-ordered)."""
     n = seq.shape[1]
-    if algorithm == "nvls" and collective == "all_reduce":
-        return _nvls(graph, seq)
-    if algorithm == "tree" and collective == "all_reduce":
-        return _tree(graph, seq)
-    if algorithm == "hierarchical" and collective == "all_reduce":
-        return _hierarchical(graph, seq)
-    if algorithm == "direct" and collective == "all_to_all":
-        return direct_all_to_all(graph, seq, pxn)
-    if collective == "all_to_all" or algorithm != "ring":
-        raise SimulationError(f"--algorithm {algorithm}: not available for {collective}; use auto")
-    if collective == "all_reduce":
-        return [_ring(graph, seq, 2 * (n - 1) / n, 2 * (n - 1))]
-    if collective in ("all_gather", "reduce_scatter"):
-        return [_ring(graph, seq, (n - 1) / n, n - 1)]
-    if collective == "sendrecv":
-        return [
-            _ring_like(
+    match (collective, algorithm):
+        case ("all_reduce", "nvls"):
+            return nvls_phases(graph, seq)
+        case ("all_reduce", "tree"):
+            return tree_phases(graph, seq)
+        case ("all_reduce", "nvls_tree"):
+            return nvls_tree_phases(graph, seq)
+        case ("all_reduce", "hierarchical"):
+            return _hierarchical(graph, seq)
+        case ("all_reduce", "collnet"):
+            return _collnet(graph, seq)
+        case ("all_reduce", "ring"):
+            return [_ring(graph, seq, 2 * (n - 1) / n, 2 * (n - 1), "ring")]
+        case ("all_gather" | "reduce_scatter", "ring" | "pat"):
+            if algorithm == "pat" and not pat_possible(seq, graph):
+                raise SimulationError("algorithm pat: needs one GPU per node; use ring or auto")
+            return [_ring(graph, seq, (n - 1) / n, n - 1, algorithm)]
+        case ("all_to_all", "direct"):
+            return direct_all_to_all(graph, seq, pxn)
+        case ("sendrecv", "ring"):
+            pairs = _ring_like(
                 graph,
                 seq,
                 closed=True,
@@ -323,15 +226,16 @@ def build_phases(
                 steps=1,
                 per_edge=True,
             )
-        ]
-    return [
-        _ring_like(
-            graph,
-            seq,
-            closed=False,
-            per_edge_volume=1.0,
-            algorithm="chain",
-            steps=n - 1,
-            reverse=collective == "reduce",
-        )
-    ]
+            return [pairs]
+        case ("broadcast" | "reduce", "chain" | "ring"):
+            chain = _ring_like(
+                graph,
+                seq,
+                closed=False,
+                per_edge_volume=1.0,
+                algorithm="chain",
+                steps=n - 1,
+                reverse=collective == "reduce",
+            )
+            return [chain]
+    raise SimulationError(f"algorithm {algorithm}: not available for {collective}; use auto")

@@ -61,3 +61,29 @@ def backpressure(
     victim[seg[paused[link] & ~crossing[seg]]] = True
     others = max(int((~crossing).sum()), 1)
     return Backpressure(int(hot.sum()), int(paused.sum()), round(float(victim.sum()) / others, 4))
+
+
+# RoCE's reliable-connection transport recovers a lost packet by go-back-N: the responder
+# NAKs the first out-of-sequence packet and the requester resends everything from there
+# (InfiniBand Architecture Specification Vol. 1, §9.7.5, which RoCEv2 inherits).  Without PFC
+# every drop therefore also throws away the packets already in flight behind it; Mittal et
+# al., "Revisiting Network Support for RDMA" (SIGCOMM 2018) measure the resulting collapse.
+ROCE_MTU_BYTES = 4096
+
+
+def go_back_n_goodput_share(drop_fraction: float, window_packets: float) -> float:
+    """Share of a lossy link's forwarded bytes that are useful under go-back-N.
+
+    With a drop probability p per packet and W packets in flight, each loss costs W
+    transmissions, so useful / sent = (1 − p) / (1 − p + p·W) (the classic go-back-N
+    throughput, Bertsekas & Gallager, *Data Networks*, 2nd ed., §2.4)."""
+    p = min(max(drop_fraction, 0.0), 1.0)
+    if p == 0.0:
+        return 1.0
+    w = max(window_packets, 1.0)
+    return (1.0 - p) / (1.0 - p + p * w)
+
+
+def window_packets(capacity_gbyte_per_s: float, path_latency_s: float) -> float:
+    """Packets in flight on one path: the bandwidth-delay product over one round trip."""
+    return capacity_gbyte_per_s * 1e9 * 2 * path_latency_s / ROCE_MTU_BYTES

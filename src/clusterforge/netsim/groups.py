@@ -36,7 +36,8 @@ def _place(design: Design, num_gpus: int, placement: str, seed: int) -> np.ndarr
     total_nodes = design.compute.num_nodes
     if nodes_needed > total_nodes:
         raise SimulationError(
-            f"--gpus: {num_gpus} GPUs need {nodes_needed} nodes, the design has {total_nodes}"
+            f"num_gpus: {num_gpus} GPUs need {nodes_needed} nodes, the design has "
+            f"{total_nodes}; ask for at most {total_nodes * gpn}"
         )
     if placement == "packed":
         nodes = np.arange(nodes_needed)
@@ -61,14 +62,18 @@ def groups_for(
     TP/PP/CP default to the spec's workload; ``num_gpus`` to the design's training GPUs.
     """
     if kind not in GROUP_KINDS:
-        raise SimulationError(f"--groups: unknown group kind {kind!r}; use one of {GROUP_KINDS}")
+        raise SimulationError(
+            f"groups: unknown group kind {kind!r}; use one of {', '.join(GROUP_KINDS)}"
+        )
     if placement not in PLACEMENTS:
         raise SimulationError(
-            f"--placement: unknown placement {placement!r}; use packed or fragmented"
+            f"placement: unknown placement {placement!r}; use packed or fragmented"
         )
     num_gpus = design.compute.num_training_gpus if num_gpus is None else int(num_gpus)
     if num_gpus < 1:
-        raise SimulationError(f"--gpus: {num_gpus}; use at least 1")
+        raise SimulationError(f"num_gpus: {num_gpus}; use at least 1")
+    if not 0 <= int(seed) < 2**63:
+        raise SimulationError(f"seed: {seed}; use a whole number from 0 to 2^63 - 1")
     gpu_of_rank = _place(design, num_gpus, placement, seed)
     if kind == "all":
         return gpu_of_rank[None, :]
@@ -81,6 +86,6 @@ def groups_for(
             cp=job.cp if cp is None else cp,
         )
     except PlanError as exc:
-        raise SimulationError(f"--gpus: {exc}") from None
+        raise SimulationError(f"num_gpus: {exc}") from None
     job_kind: GroupKind = {"tp": "tp", "cp": "cp", "dp": "dp", "pp": "pp"}[kind]  # type: ignore[assignment]
     return gpu_of_rank[layout.groups(job_kind)]

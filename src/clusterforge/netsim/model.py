@@ -3,48 +3,43 @@
 The flow model gives the *bandwidth* time of a collective from link capacities.  Three
 corrections turn it into what nccl-tests measures:
 
-1. **Protocol efficiency** per algorithm and link kind: the share of a link's rate that carries
-   payload.  Folded into the flow model as extra wire bytes (so link utilization is wire
-   occupancy and a saturated link reads 1.0).
-2. **Latency (alpha)**: a fixed launch/synchronisation cost plus one path latency per
-   algorithm step (2(n−1) for a ring all-reduce, 2·log2 for a tree, 2 for NVLS).
-3. **Pipeline ramp**: mid-size messages do not fill the pipeline of chunks and channels.
-   ``eta(S) = 1 / (1 + (S_ramp / S)^p)`` multiplies the bandwidth.
-
-The alpha and the ramp are fitted to the 8× H200 NVLS all-reduce sweep of performance.md §3.2
-(stas00/ml-engineering: 32 KiB 1.44 · 1 MiB 39.9 · 16 MiB 219.9 · 128 MiB 401.9 ·
-1 GiB 463.6 · 16 GiB 482.3 GB/s busbw) and used as the shape for every algorithm.
+1. **Payload share** per algorithm and link kind: the share of a link's rate that carries
+   payload with NCCL's Simple protocol.  Folded into the flow model as extra wire bytes (so
+   link utilization is wire occupancy and a saturated link reads 1.0).  LL and LL128 scale
+   it further (:mod:`clusterforge.netsim.tuner`).
+2. **Latency**: NCCL's own latency model per algorithm, protocol and link kind
+   (:mod:`clusterforge.netsim.tuner`).
+3. **Pipeline ramp** of the Simple protocol: mid-size messages do not fill NCCL's pipeline
+   of chunks and channels; ``eta(S) = 1 / (1 + (S_ramp / S)^p)`` multiplies its bandwidth.
+   Fitted (calibration) to the 8x H200 NVLS all-reduce sweep of stas00/ml-engineering
+   (``network/README.md``, NCCL 2.27.7: 1 MiB 39.9, 16 MiB 219.9, 128 MiB 401.9, 1 GiB
+   463.6 GB/s busbw) on top of NCCL's NVLS latency.
 """
 
 from __future__ import annotations
 
+from clusterforge.netsim.vocab import COLLECTIVES as _COLLECTIVES
+
 __all__ = [
     "BUS_FACTOR",
     "COLLECTIVES",
-    "LAUNCH_S",
     "NETWORK_EFFICIENCY",
+    "P2P_NETWORK_EFFICIENCY",
     "PIPELINE_CHUNK_BYTES",
     "RAMP_BYTES",
     "RAMP_EXPONENT",
     "SCALEUP_EFFICIENCY",
     "SCALEUP_EFFICIENCY_BY_GENERATION",
     "bus_factor",
+    "network_efficiency",
     "pipeline_efficiency",
     "pipelined_time_s",
     "scaleup_efficiency",
 ]
 
-COLLECTIVES = (
-    "all_reduce",
-    "reduce_scatter",
-    "all_gather",
-    "all_to_all",
-    "broadcast",
-    "reduce",
-    "sendrecv",
-)
+COLLECTIVES = _COLLECTIVES
 
-# nccl-tests doc/PERFORMANCE.md (operations.md §15, performance.md §3.1): busbw = algbw × f.
+# nccl-tests doc/PERFORMANCE.md: busbw = algbw × f.
 BUS_FACTOR = {
     "all_reduce": "2(n-1)/n",
     "reduce_scatter": "(n-1)/n",
@@ -67,7 +62,7 @@ def bus_factor(collective: str, n: int) -> float:
 
 # Payload share of a scale-up (NVLink/PCIe) link, by algorithm:
 # * ring/tree/chain: H100 ring all-reduce ~370 GB/s busbw on 450 GB/s NVLink4 ("~20 % protocol
-#   overhead", sjeaugey in NVIDIA/nccl-tests #212; performance.md §3.2) -> 370/450 = 0.82;
+#   overhead", sjeaugey in NVIDIA/nccl-tests #212) -> 370/450 = 0.82;
 #   H200 all_gather 361.4 and reduce_scatter 362.9 sit on the same line.
 # * direct (all-to-all): NVIDIA GTC25 slide, 8-GPU all-to-all busbw A100 210 / H100 320 /
 #   B200 640 GB/s on 300/450/900 GB/s links -> 0.70/0.71/0.71; we use 320/450.
@@ -79,10 +74,12 @@ SCALEUP_EFFICIENCY = {
     "chain": 370 / 450,
     "direct": 320 / 450,
     "nvls": 275 / 450,
+    "collnet": 370 / 450,
+    "pat": 370 / 450,
 }
 
 # NVLink5 (B200, GB200 NVL72) reaches a smaller share of its 900 GB/s than NVLink4 does of
-# 450 (performance.md §3.2):
+# 450 (stas00/ml-engineering network/README.md; NVIDIA GTC25 S72583 slide):
 # * ring: 8x B200 682.2 GB/s busbw (stas00, 8 GiB), GTC25 slide 700 for B200 and 680 for GB200
 #   NVL72 (32 GPUs) -> 690/900.
 # * nvls: busbw is flat near 850 from 8 GPUs (B200 838.0-845.7, stas00; slide 850) to 32 GPUs
@@ -90,6 +87,11 @@ SCALEUP_EFFICIENCY = {
 #   share; the share is the geometric middle of the two fits, 845.7/(900·1.75) and
 #   850/(900·1.9375), so both land within 5 %.
 SCALEUP_EFFICIENCY_BY_GENERATION = {
+    # NVLink3 (A100): 8x A100 ring all-reduce 234.9 GB/s busbw at 16 GiB on 300 GB/s
+    # (stas00/ml-engineering network/README.md; NVIDIA's GTC24 slide shows 232).
+    ("nvlink3", "ring"): 234.9 / 300,
+    ("nvlink3", "tree"): 234.9 / 300,
+    ("nvlink3", "chain"): 234.9 / 300,
     ("nvlink5", "ring"): 690 / 900,
     ("nvlink5", "tree"): 690 / 900,
     ("nvlink5", "chain"): 690 / 900,
@@ -102,16 +104,25 @@ def scaleup_efficiency(algorithm: str, scaleup: str) -> float:
     return SCALEUP_EFFICIENCY_BY_GENERATION.get((scaleup, algorithm), SCALEUP_EFFICIENCY[algorithm])
 
 
-# Payload share of a NIC/fabric link.  The seed's acceptance rule for nccl-tests ("if it doesn't
-# hit >90 % of theoretical bandwidth, your network or topology is wrong") is the figure a
-# healthy fabric reaches; performance.md §5 quotes ~73 % per NIC for hierarchical all-reduce
-# at >= 1 GiB, which the pipeline ramp and the intra-node phases reproduce on top of this.
-NETWORK_EFFICIENCY = 0.90
+# Payload share of a NIC/fabric link for NCCL's Simple protocol: NVIDIA's NCCL maintainers
+# quote 46-48 GB/s of ring bus bandwidth per NDR 400 Gb/s NIC (AddyLaddy, NVIDIA/nccl-tests
+# #290) and 24 GB/s per HDR 200 Gb/s NIC "on perfect setups" (sjeaugey, NVIDIA/nccl-tests
+# #160): 47/50 and 24/25, we take the middle, 0.95.
+NETWORK_EFFICIENCY = 0.95
 
-# Fitted to the H200 NVLS sweep above (least squares by eye on the log busbw, within 15 %
-# at every point from 32 KiB to 16 GiB): launch + sync ~35 µs, ramp 7 MiB, exponent 0.7.
-LAUNCH_S = 35e-6
-RAMP_BYTES = 7 * 2**20
+# Grouped point-to-point (all-to-all) reaches a smaller share than a ring: on NVLink the
+# 8-GPU all-to-all gets 320 of 450 GB/s against the ring's 370 (NVIDIA GTC25 all-to-all
+# slide; NVIDIA/nccl-tests #212); we carry the same ratio onto the network links.
+P2P_NETWORK_EFFICIENCY = NETWORK_EFFICIENCY * 320 / 370
+
+
+def network_efficiency(algorithm: str) -> float:
+    """Payload share of a network link for traffic of ``algorithm``."""
+    return P2P_NETWORK_EFFICIENCY if algorithm == "direct" else NETWORK_EFFICIENCY
+
+
+# Pipeline ramp of the Simple protocol, fitted as described in the module docstring.
+RAMP_BYTES = 11 * 2**20
 RAMP_EXPONENT = 0.7
 
 

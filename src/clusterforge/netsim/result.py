@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from clusterforge.netsim.model import LAUNCH_S
 from clusterforge.topology import LINK_CLASSES, NETWORK_CLASSES, FabricGraph
 
 __all__ = [
     "CONGESTION_RESPONSES",
     "OVERLOAD",
     "Backpressure",
+    "Choice",
     "ClassUtilization",
     "CollectiveResult",
     "LinkLoad",
@@ -54,15 +54,28 @@ class PhaseSolution:
     """One phase solved at unit size: seconds per byte, latency, per-link loads."""
 
     unit_time_s: float
-    latency_s: float
+    latency_s: float  # steps x the longest path: a floor under NCCL's latency model
     utilization: np.ndarray = field(repr=False)  # steady-state wire occupancy per link
     busy_fraction: np.ndarray = field(repr=False)  # wire bytes / (capacity x phase time)
     offered_load: np.ndarray = field(repr=False)  # offered / capacity per link
     view: np.ndarray = field(repr=False)  # links of the routing's view
     num_flows: int
     num_demands: int
+    net_path_latency_s: float = 0.0  # longest network path, GPU port to GPU port
     backpressure: Backpressure = Backpressure(0, 0, 0.0)
     pipelined: bool = False  # overlaps the other pipelined phases (hierarchical)
+
+
+@dataclass(frozen=True, eq=False)
+class Choice:
+    """The (algorithm, protocol) pair picked for one size, its time and its phases."""
+
+    algorithm: str
+    protocol: str
+    time_s: float
+    latency_s: float
+    phases: list[PhaseSolution]
+    goodput_share: float  # useful share of a lossy hot link's bytes (1 when nothing drops)
 
 
 @dataclass(frozen=True)
@@ -96,6 +109,7 @@ class CollectiveResult:
 
     collective: str
     algorithm: str
+    protocol: str
     routing: str
     num_qps: int
     size_bytes: float
@@ -115,6 +129,7 @@ class CollectiveResult:
     lossless: bool
     congestion_response: str  # one of CONGESTION_RESPONSES
     drop_fraction: float  # lossy: expected share of the hot link's offered bytes dropped
+    goodput_share: float  # lossy: useful share of the hot link's bytes (go-back-N resends)
     num_paused_links: int  # lossless: upstream links PFC/credit back-pressure reaches
     hol_victim_share: float  # lossless: share of other demands head-of-line blocked
     num_flows: int
@@ -195,17 +210,18 @@ def _hotspot(graph: FabricGraph, phase: PhaseSolution, network: np.ndarray) -> L
 
 def summarize(
     graph: FabricGraph,
+    *,
     collective: str,
-    algorithm: str,
     routing: str,
     num_qps: int,
     size_bytes: float,
     groups: np.ndarray,
-    phases: list[PhaseSolution],
-    time_s: float,
+    choice: Choice | None,
     factor: float,
 ) -> CollectiveResult:
-    """Assemble the result from the phases of the chosen algorithm."""
+    """Assemble the result from the chosen algorithm (None: nothing to communicate)."""
+    phases = choice.phases if choice else []
+    time_s = choice.time_s if choice else 0.0
     dom = _dominant(phases)
     network = np.isin(graph.link_class, [LINK_CLASSES.index(c) for c in NETWORK_CLASSES])
     worst = 0.0
@@ -217,7 +233,8 @@ def summarize(
     pushed = dom.backpressure if dom is not None and response == "pause" else Backpressure(0, 0, 0)
     return CollectiveResult(
         collective=collective,
-        algorithm=algorithm,
+        algorithm=choice.algorithm if choice else "none",
+        protocol=choice.protocol if choice else "none",
         routing=routing,
         num_qps=num_qps,
         size_bytes=float(size_bytes),
@@ -226,7 +243,7 @@ def summarize(
         time_s=time_s,
         algbw_gbyte_per_s=algbw,
         busbw_gbyte_per_s=algbw * factor,
-        latency_s=LAUNCH_S + sum(p.latency_s for p in phases) if phases else 0.0,
+        latency_s=choice.latency_s if choice else 0.0,
         link_class_utilization=_class_stats(graph, dom) if dom else {},
         top_links=_top_links(graph, dom) if dom else (),
         hotspot=_hotspot(graph, dom, network) if dom else None,
@@ -237,6 +254,7 @@ def summarize(
         lossless=graph.lossless,
         congestion_response=response,
         drop_fraction=round(1.0 - 1.0 / worst, 4) if response == "drop" else 0.0,
+        goodput_share=round(choice.goodput_share, 4) if choice else 1.0,
         num_paused_links=pushed.num_paused_links,
         hol_victim_share=pushed.hol_victim_share,
         num_flows=sum(p.num_flows for p in phases),

@@ -146,11 +146,11 @@ def check_routing(graph: FabricGraph, routing: str) -> None:
     """Reject unknown routings, and Valiant/UGAL on fabrics that are not dragonflies."""
     if routing not in ROUTINGS:
         raise SimulationError(
-            f"--routing: unknown routing {routing!r}; use one of {', '.join(ROUTINGS)}"
+            f"routing: unknown routing {routing!r}; use one of {', '.join(ROUTINGS)}"
         )
     if routing in DRAGONFLY_ROUTINGS and graph.kind != "dragonfly":
         raise SimulationError(
-            f"--routing {routing}: Valiant/UGAL non-minimal routing exists only on a dragonfly "
+            f"routing {routing}: Valiant/UGAL non-minimal routing exists only on a dragonfly "
             f"(this design's fabric is {graph.kind}); use ecmp or adaptive, or "
             "network.topology: dragonfly"
         )

@@ -1,77 +1,102 @@
 """``simulate_collective``: one collective, many concurrent groups, on a :class:`FabricGraph`.
 
-The bandwidth part of a collective scales linearly with the message size, so each
-(groups, collective, algorithm, routing) combination is solved once per graph at unit size
-and cached; every size after that costs a few float operations (the perf model calls this
-many times).  Time at size S (nccl-tests ``size``)::
+For every (algorithm, protocol) pair NCCL would consider, the time at size S (nccl-tests
+``size``) is NCCL's cost model with our bandwidth::
 
-    t(S) = LAUNCH_S + Σ_phases [ steps·path_latency + unit_time·S / eta(S) ]
+    t(S) = latency(algorithm, protocol)                       (tuner: NCCL's constants)
+         + Σ_phases unit_time · S / (share(protocol) · eta(S))  (flow model, max-min rates)
 
-with constants and sources in :mod:`clusterforge.netsim.model`.
+and the fastest pair is reported, as NCCL's tuner picks it (``ncclTopoGetAlgoTime``).  On a
+lossy fabric whose hottest link is offered more than it carries, the bandwidth time is divided
+by the go-back-N goodput share (:func:`~clusterforge.netsim.congestion.go_back_n_goodput_share`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import weakref
+import math
+from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from clusterforge.errors import SimulationError, did_you_mean
-from clusterforge.netsim.collectives import (
-    ALGORITHMS,
-    build_phases,
-    candidate_algorithms,
-    ring_order,
-)
-from clusterforge.netsim.congestion import backpressure
-from clusterforge.netsim.maxmin import completion_time, incidence
+from clusterforge.netsim.collectives import candidate_algorithms, ring_order
+from clusterforge.netsim.congestion import go_back_n_goodput_share, window_packets
 from clusterforge.netsim.model import (
-    COLLECTIVES,
-    LAUNCH_S,
     NETWORK_EFFICIENCY,
     bus_factor,
     pipeline_efficiency,
     pipelined_time_s,
-    scaleup_efficiency,
 )
-from clusterforge.netsim.result import CollectiveResult, PhaseSolution, summarize
-from clusterforge.netsim.routing import check_routing, route_intra, route_net
-from clusterforge.netsim.traffic import Traffic
+from clusterforge.netsim.result import Choice, CollectiveResult, PhaseSolution, summarize
+from clusterforge.netsim.routing import check_routing
+from clusterforge.netsim.solve import solve_phases
+from clusterforge.netsim.tuner import (
+    TuningContext,
+    busbw_cap_gbyte_per_s,
+    generation_of,
+    latency_s,
+    payload_share,
+    protocols_for,
+)
+from clusterforge.netsim.vocab import (
+    ALGORITHMS,
+    COLLECTIVES,
+    PROTOCOLS,
+    Algorithm,
+    AlgorithmChoice,
+    Collective,
+    Protocol,
+    ProtocolChoice,
+)
 from clusterforge.topology import FabricGraph
 
-__all__ = ["collective_time_s", "simulate_collective", "solve_phases"]
+__all__ = ["MAX_QPS", "collective_time_s", "simulate_collective"]
 
-_CACHE: weakref.WeakKeyDictionary[FabricGraph, dict[tuple, list[PhaseSolution]]] = (
-    weakref.WeakKeyDictionary()
-)
-_CACHE_ENTRIES = 128
+# NCCL opens at most 128 queue pairs per connection (NCCL_IB_MAX_QPS in NCCL's
+# src/transport/net_ib/common.h); more would also cost memory linear in the count.
+MAX_QPS = 128
+
+# NCCL's correction of tree bandwidth for medium sizes, by protocol (LL, LL128, Simple) and
+# log2(size / 64 B) from 0 to 22 (``treeCorrectionFactor`` in NCCL's src/graph/tuning.cc).
+_TREE_CORRECTION = {
+    "ll": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0,
+           1.0, 1.0, 1.0),
+    "ll128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9,
+              .9, .9, 1.0, 1.0),
+    "simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7,
+               .8, .9, .9),
+}  # fmt: skip
 
 
-def _check(
-    graph: FabricGraph,
-    collective: str,
-    routing: str,
-    algorithm: str,
-    num_qps: int,
-    size_bytes: float,
-) -> None:
-    if collective not in COLLECTIVES:
+@dataclass(frozen=True)
+class _Request:
+    collective: Collective
+    routing: str
+    num_qps: int
+    algorithm: AlgorithmChoice
+    protocol: ProtocolChoice
+    pxn: bool
+
+
+def _check(graph: FabricGraph, req: _Request, size_bytes: float) -> None:
+    for field, value, allowed in (
+        ("collective", req.collective, COLLECTIVES),
+        ("algorithm", req.algorithm, ALGORITHMS),
+        ("protocol", req.protocol, PROTOCOLS),
+    ):
+        if value not in allowed:
+            raise SimulationError(
+                f"{field}: unknown {field} {value!r}{did_you_mean(str(value), allowed)}; "
+                f"use one of {', '.join(allowed)}"
+            )
+    check_routing(graph, req.routing)
+    if not 1 <= int(req.num_qps) <= MAX_QPS:
         raise SimulationError(
-            f"--collective: unknown collective {collective!r}"
-            f"{did_you_mean(collective, COLLECTIVES)}; use one of {', '.join(COLLECTIVES)}"
+            f"num_qps: {req.num_qps} queue pairs per connection; use 1 to {MAX_QPS} "
+            "(NCCL's limit, NCCL_IB_MAX_QPS)"
         )
-    check_routing(graph, routing)
-    if algorithm not in ALGORITHMS:
-        raise SimulationError(
-            f"--algorithm: unknown algorithm {algorithm!r}"
-            f"{did_you_mean(algorithm, ALGORITHMS)}; use one of {', '.join(ALGORITHMS)}"
-        )
-    if int(num_qps) < 1:
-        raise SimulationError(f"--qps: {num_qps} queue pairs; use 1 or more")
-    if not size_bytes > 0:
-        raise SimulationError(f"--size: {size_bytes} bytes; use a positive size such as 1GiB")
+    if not (size_bytes > 0 and math.isfinite(size_bytes)):
+        raise SimulationError(f"size: {size_bytes} bytes; use a positive size such as 1GiB")
 
 
 def _groups(graph: FabricGraph, groups: np.ndarray) -> np.ndarray:
@@ -87,7 +112,7 @@ def _groups(graph: FabricGraph, groups: np.ndarray) -> np.ndarray:
     if arr.min() < 0 or arr.max() >= graph.num_gpus:
         raise SimulationError(
             f"groups: GPU rank {int(arr.max())} outside this design's {graph.num_gpus} GPUs; "
-            "use --gpus at most the cluster size"
+            "ask for at most the cluster size"
         )
     srt = np.sort(arr, axis=1)
     if np.any(srt[:, 1:] == srt[:, :-1]):
@@ -95,166 +120,149 @@ def _groups(graph: FabricGraph, groups: np.ndarray) -> np.ndarray:
     return arr
 
 
-def solve_phase(graph: FabricGraph, traffic: Traffic, routing: str, num_qps: int) -> PhaseSolution:
-    """Route one phase, allocate max-min rates and time it at unit size."""
-    seg_i, link_i, frac_i = route_intra(graph, traffic.intra_src, traffic.intra_dst)
-    seg_n, link_n, frac_n, load_n = route_net(
-        graph, traffic.net, routing, num_qps, traffic.net_demand
-    )
-    eff = scaleup_efficiency(traffic.algorithm, graph.scaleup)
-    link = np.concatenate([link_i, link_n])
-    demand = np.concatenate([traffic.intra_demand[seg_i], traffic.net_demand[seg_n]])
-    weight_i = traffic.weights()[seg_i]
-    coef = np.concatenate([frac_i * weight_i / eff, load_n / NETWORK_EFFICIENCY])
-    a, at = incidence(link, demand, coef, graph.num_links, traffic.volume.size)
-    cap = graph.capacity_gbyte_per_s
-    done = completion_time(a, at, cap, traffic.volume)
-    lat = graph.latency_s
-    path = 2 * float(lat[link_i].max()) if link_i.size else 0.0
-    if seg_n.size:
-        path = max(path, float(np.bincount(seg_n, weights=lat[link_n] * frac_n).max()))
-    view = graph.in_ecmp if routing == "ecmp" else graph.in_adaptive
-    offered = _offered(graph, a, cap) / cap
-    return PhaseSolution(
-        unit_time_s=done.time_s / 1e9,
-        latency_s=traffic.steps * path,
-        utilization=(a @ np.where(np.isfinite(done.steady_rate), done.steady_rate, 0)) / cap,
-        busy_fraction=(a @ traffic.volume) / cap / max(done.time_s, 1e-300),
-        offered_load=offered,
-        view=view,
-        backpressure=backpressure(graph, seg_n, link_n, offered, view),
-        pipelined=traffic.pipelined,
-        num_flows=int(np.unique(seg_n).size + traffic.intra_src.size)
-        if seg_n.size
-        else int(traffic.intra_src.size),
-        num_demands=int(traffic.volume.size),
+def _context(graph: FabricGraph, collective: Collective, seq: np.ndarray) -> TuningContext:
+    nodes = np.unique(seq[0] // graph.gpus_per_node).size
+    return TuningContext(
+        collective=collective,
+        num_ranks=int(seq.shape[1]),
+        num_nodes=int(nodes),
+        generation=generation_of(graph.scaleup),
+        intra="nvlink" if graph.scaleup_class in ("nvlink", "xgmi") else "pci",
+        net_path_latency_s=0.0,
+        node_net_gbyte_per_s=(
+            graph.nics_per_node
+            * graph.nic_gbyte_per_s
+            / graph.gpus_per_node
+            * (seq.shape[1] / nodes)
+            * NETWORK_EFFICIENCY
+        ),
     )
 
 
-def _offered(graph: FabricGraph, a: sp.csr_matrix, cap: np.ndarray) -> np.ndarray:
-    """Load each link would get if every demand sent at its fair share of its first hop
-    (GPU port or NIC port), i.e. before the fabric pushes back: the congestion indicator."""
-    coo = a.tocoo()
-    first_hop = (coo.row < graph.num_gpus) | (
-        (coo.row >= 2 * graph.num_gpus) & (coo.row < 2 * graph.num_gpus + graph.num_ports)
-    )
-    row_load = np.asarray(a.sum(axis=1)).ravel()
-    rate = np.full(a.shape[1], np.inf)
-    r, c = coo.row[first_hop], coo.col[first_hop]
-    np.minimum.at(rate, c, cap[r] / row_load[r])
-    rate[~np.isfinite(rate)] = 0.0
-    return np.asarray(a @ rate).ravel()
-
-
-def _cache_key(
-    collective: str, algorithm: str, routing: str, num_qps: int, pxn: bool, groups: np.ndarray
-) -> tuple:
-    digest = hashlib.blake2b(groups.tobytes(), digest_size=16).hexdigest()
-    return (collective, algorithm, routing, num_qps, pxn, groups.shape, digest)
-
-
-def solve_phases(
-    graph: FabricGraph,
-    collective: str,
-    algorithm: str,
-    groups: np.ndarray,
-    routing: str,
-    num_qps: int,
-    pxn: bool,
-) -> list[PhaseSolution]:
-    """Unit-size solutions of every phase (cached per graph)."""
-    memo = _CACHE.setdefault(graph, {})
-    key = _cache_key(collective, algorithm, routing, num_qps, pxn, groups)
-    if key not in memo:
-        seq = ring_order(graph, groups)
-        phases = build_phases(graph, collective, algorithm, seq, pxn)
-        memo[key] = [solve_phase(graph, p, routing, num_qps) for p in phases]
-        while len(memo) > _CACHE_ENTRIES:
-            memo.pop(next(iter(memo)))
-    return memo[key]
-
-
-def _time_s(phases: list[PhaseSolution], size_bytes: float) -> float:
-    """Launch + every phase's latency + bandwidth time; phases that pipeline chunks
-    (``pipelined``) overlap, see :func:`pipelined_time_s`."""
-    eta = pipeline_efficiency(size_bytes)
-    bandwidth = [p.unit_time_s * size_bytes / eta for p in phases]
+def _bandwidth_s(phases: list[PhaseSolution], size_bytes: float, share: float) -> float:
+    """Bandwidth time: serial phases add, pipelined phases overlap (never faster than the
+    busiest link needs for all of them together)."""
+    bandwidth = [p.unit_time_s * size_bytes / share for p in phases]
     serial = sum(t for t, p in zip(bandwidth, phases, strict=True) if not p.pipelined)
     overlapped = [t for t, p in zip(bandwidth, phases, strict=True) if p.pipelined]
-    shared = _shared_link_s([p for p in phases if p.pipelined]) * size_bytes / eta
-    latency = sum(p.latency_s for p in phases)
-    return LAUNCH_S + latency + serial + max(pipelined_time_s(overlapped, size_bytes), shared)
+    piped = [p for p in phases if p.pipelined]
+    shared = 0.0
+    if len(piped) > 1:
+        shared = float(np.max(sum(p.busy_fraction * p.unit_time_s for p in piped)))
+    return serial + max(pipelined_time_s(overlapped, size_bytes), shared * size_bytes / share)
 
 
-def _shared_link_s(phases: list[PhaseSolution]) -> float:
-    """Seconds per byte the busiest link needs for all overlapping phases together: stages
-    that share a link (one NVL72 domain, a PCIe GPU's x16 link) cannot overlap on it."""
-    if len(phases) < 2:
-        return 0.0
-    busy = sum(p.busy_fraction * p.unit_time_s for p in phases)
-    return float(np.max(busy))
+def _goodput_share(graph: FabricGraph, phases: list[PhaseSolution]) -> float:
+    """Go-back-N goodput of a lossy fabric's hottest link (1 on lossless fabrics)."""
+    if graph.lossless or not phases:
+        return 1.0
+    dom = max(phases, key=lambda p: p.unit_time_s)
+    worst = float(dom.offered_load[dom.view].max()) if dom.view.any() else 0.0
+    if worst <= 1.001:
+        return 1.0
+    window = window_packets(graph.nic_gbyte_per_s, max(dom.net_path_latency_s, 1e-6))
+    return go_back_n_goodput_share(1.0 - 1.0 / worst, window)
+
+
+def _time(
+    phases: list[PhaseSolution],
+    algorithm: Algorithm,
+    protocol: Protocol,
+    ctx: TuningContext,
+    size_bytes: float,
+) -> float:
+    share = payload_share(algorithm, protocol, ctx)
+    if protocol == "simple":
+        share *= pipeline_efficiency(size_bytes)
+    if algorithm == "tree" and ctx.collective == "all_reduce":
+        log_size = int(size_bytes // 64).bit_length() - 1
+        if 0 <= log_size < len(_TREE_CORRECTION[protocol]):
+            share *= _TREE_CORRECTION[protocol][log_size]
+    bw_s = _bandwidth_s(phases, size_bytes, share)
+    cap = busbw_cap_gbyte_per_s(algorithm, protocol, ctx)
+    bw_s = max(bw_s, size_bytes * bus_factor(ctx.collective, ctx.num_ranks) / (cap * 1e9))
+    return latency_s(algorithm, protocol, ctx) + bw_s
+
+
+def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: float) -> Choice:
+    seq = ring_order(graph, arr)
+    base = _context(graph, req.collective, seq)
+    names: list[Algorithm]
+    if req.algorithm == "auto":
+        names = candidate_algorithms(graph, req.collective, seq)
+    else:
+        names = [req.algorithm]
+    best: Choice | None = None
+    for name in names:
+        phases = solve_phases(graph, req.collective, name, arr, req.routing, req.num_qps, req.pxn)
+        path = max((p.net_path_latency_s for p in phases), default=0.0)
+        ctx = TuningContext(**{**base.__dict__, "net_path_latency_s": path})
+        goodput = _goodput_share(graph, phases)
+        protocols = protocols_for(name, ctx)
+        if req.protocol != "auto":
+            if req.protocol not in protocols:
+                raise SimulationError(
+                    f"protocol: NCCL does not run {name} with {req.protocol} here; use one of "
+                    f"{', '.join(protocols)} or auto"
+                )
+            protocols = (req.protocol,)
+        for proto in protocols:
+            t = _time(phases, name, proto, ctx, size_bytes * 1.0)
+            lat = latency_s(name, proto, ctx)
+            t = lat + (t - lat) / goodput
+            if best is None or t < best.time_s:
+                best = Choice(name, proto, t, lat, phases, goodput)
+    assert best is not None  # names and protocols are never empty
+    return best
 
 
 def simulate_collective(
     graph: FabricGraph,
-    collective: str,
+    collective: Collective,
     size_bytes: float,
     groups: np.ndarray,
     routing: str = "adaptive",
     num_qps: int = 1,
-    algorithm: str = "auto",
+    algorithm: AlgorithmChoice = "auto",
     pxn: bool | None = None,
+    protocol: ProtocolChoice = "auto",
 ) -> CollectiveResult:
     """Simulate ``collective`` of ``size_bytes`` (the nccl-tests ``size``) run by every row of
-    ``groups`` at once.  Groups of one GPU communicate nothing: time 0, bandwidths 0.  ``pxn`` (default: on for rail-optimized fabrics) forwards over NVLink
-    to the GPU on the destination's rail before entering the fabric."""
-    _check(graph, collective, routing, algorithm, num_qps, size_bytes)
+    ``groups`` at once, with NCCL's algorithm and protocol choice unless ``algorithm`` /
+    ``protocol`` force one.  Groups of one GPU communicate nothing: time 0, bandwidths 0.
+    ``pxn`` (default: on for rail-optimized fabrics) forwards over NVLink to the GPU on the
+    destination's rail before entering the fabric."""
+    req = _Request(
+        collective, routing, int(num_qps), algorithm, protocol,
+        graph.rail_optimized if pxn is None else pxn,
+    )  # fmt: skip
+    _check(graph, req, size_bytes)
     arr = _groups(graph, groups)
     n = arr.shape[1]
-    pxn = graph.rail_optimized if pxn is None else pxn
-    if n < 2:
-        return summarize(graph, collective, "none", routing, num_qps, size_bytes, arr, [], 0.0, 0.0)
-    names = [algorithm]
-    if algorithm == "auto":
-        names = candidate_algorithms(graph, collective, ring_order(graph, arr))
-    best: tuple[float, str, list[PhaseSolution]] | None = None
-    for name in names:
-        phases = solve_phases(graph, collective, name, arr, routing, int(num_qps), pxn)
-        t = _time_s(phases, size_bytes)
-        if best is None or t < best[0]:
-            best = (t, name, phases)
-    assert best is not None  # names is never empty
+    choice = _choose(graph, req, arr, size_bytes) if n >= 2 else None
     return summarize(
         graph,
-        collective,
-        best[1],
-        routing,
-        int(num_qps),
-        size_bytes,
-        arr,
-        best[2],
-        best[0],
-        bus_factor(collective, n),
+        collective=collective,
+        routing=routing,
+        num_qps=req.num_qps,
+        size_bytes=size_bytes,
+        groups=arr,
+        choice=choice,
+        factor=bus_factor(collective, n) if n >= 2 else 0.0,
     )
 
 
 def collective_time_s(
     graph: FabricGraph,
-    collective: str,
+    collective: Collective,
     size_bytes: float,
     groups: np.ndarray,
     routing: str = "adaptive",
     num_qps: int = 1,
 ) -> float:
-    """Seconds of :func:`simulate_collective` (best algorithm) without building its report:
-    the fast path for callers that need only the time (the performance model's search)."""
-    _check(graph, collective, routing, "auto", num_qps, size_bytes)
+    """Seconds of :func:`simulate_collective` (NCCL's choice of algorithm and protocol)
+    without building its report: the fast path of the performance model's plan search."""
+    req = _Request(collective, routing, int(num_qps), "auto", "auto", graph.rail_optimized)
+    _check(graph, req, size_bytes)
     arr = _groups(graph, groups)
-    if arr.shape[1] < 2:
-        return 0.0
-    pxn = graph.rail_optimized
-    names = candidate_algorithms(graph, collective, ring_order(graph, arr))
-    return min(
-        _time_s(solve_phases(graph, collective, name, arr, routing, int(num_qps), pxn), size_bytes)
-        for name in names
-    )
+    return _choose(graph, req, arr, size_bytes).time_s if arr.shape[1] >= 2 else 0.0

@@ -121,6 +121,7 @@ class FabricGraph:
     fabric: str
     nic_gbyte_per_s: float
     lossless: bool
+    in_network_reduction: bool  # the fabric's switches reduce in the network (SHARP)
     node_names: tuple[str, ...] = field(repr=False)
     # one entry per directed link
     link_class: np.ndarray = field(repr=False)
@@ -370,6 +371,7 @@ def build_fabric_graph(design: Design) -> FabricGraph:
         fabric=fab.fabric,
         nic_gbyte_per_s=nic_gbyte_per_s,
         lossless=bool(fab.lossless),
+        in_network_reduction=fab.fabric == "infiniband" and fab.switch.in_network_reduction,
         node_names=tuple(compute.node_names),
         link_class=cls_arr,
         capacity_gbyte_per_s=cap,

@@ -1,0 +1,112 @@
+"""Solve the phases of a collective at unit size: route, allocate max-min rates, cache.
+
+The bandwidth part of a collective scales linearly with the message size, so each
+(groups, collective, algorithm, routing) combination is solved once per graph at unit size
+and cached; every size after that costs a few float operations (the perf model calls this
+many times).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+
+import numpy as np
+import scipy.sparse as sp
+
+from clusterforge.netsim.collectives import build_phases, ring_order
+from clusterforge.netsim.congestion import backpressure
+from clusterforge.netsim.maxmin import completion_time, incidence
+from clusterforge.netsim.model import network_efficiency, scaleup_efficiency
+from clusterforge.netsim.result import PhaseSolution
+from clusterforge.netsim.routing import route_intra, route_net
+from clusterforge.netsim.traffic import Traffic
+from clusterforge.netsim.vocab import Algorithm, Collective
+from clusterforge.topology import FabricGraph
+
+__all__ = ["solve_phase", "solve_phases"]
+
+_CACHE: weakref.WeakKeyDictionary[FabricGraph, dict[tuple[object, ...], list[PhaseSolution]]] = (
+    weakref.WeakKeyDictionary()
+)
+_CACHE_ENTRIES = 128
+
+
+def solve_phase(graph: FabricGraph, traffic: Traffic, routing: str, num_qps: int) -> PhaseSolution:
+    """Route one phase, allocate max-min rates and time it at unit size."""
+    seg_i, link_i, frac_i = route_intra(graph, traffic.intra_src, traffic.intra_dst)
+    seg_n, link_n, frac_n, load_n = route_net(
+        graph, traffic.net, routing, num_qps, traffic.net_demand
+    )
+    eff = scaleup_efficiency(traffic.algorithm, graph.scaleup)
+    link = np.concatenate([link_i, link_n])
+    demand = np.concatenate([traffic.intra_demand[seg_i], traffic.net_demand[seg_n]])
+    weight_i = traffic.weights()[seg_i]
+    coef = np.concatenate([frac_i * weight_i / eff, load_n / network_efficiency(traffic.algorithm)])
+    a, at = incidence(link, demand, coef, graph.num_links, traffic.volume.size)
+    cap = graph.capacity_gbyte_per_s
+    done = completion_time(a, at, cap, traffic.volume)
+    lat = graph.latency_s
+    intra_path = 2 * float(lat[link_i].max()) if link_i.size else 0.0
+    net_path = float(np.bincount(seg_n, weights=lat[link_n] * frac_n).max()) if seg_n.size else 0.0
+    path = max(intra_path, net_path)
+    view = graph.in_ecmp if routing == "ecmp" else graph.in_adaptive
+    offered = _offered(graph, a, cap) / cap
+    return PhaseSolution(
+        unit_time_s=done.time_s / 1e9,
+        latency_s=traffic.steps * path,
+        net_path_latency_s=net_path,
+        utilization=(a @ np.where(np.isfinite(done.steady_rate), done.steady_rate, 0)) / cap,
+        busy_fraction=(a @ traffic.volume) / cap / max(done.time_s, 1e-300),
+        offered_load=offered,
+        view=view,
+        backpressure=backpressure(graph, seg_n, link_n, offered, view),
+        pipelined=traffic.pipelined,
+        num_flows=int(np.unique(seg_n).size + traffic.intra_src.size)
+        if seg_n.size
+        else int(traffic.intra_src.size),
+        num_demands=int(traffic.volume.size),
+    )
+
+
+def _offered(graph: FabricGraph, a: sp.csr_matrix, cap: np.ndarray) -> np.ndarray:
+    """Load each link would get if every demand sent at its fair share of its first hop
+    (GPU port or NIC port), i.e. before the fabric pushes back: the congestion indicator."""
+    coo = a.tocoo()
+    first_hop = (coo.row < graph.num_gpus) | (
+        (coo.row >= 2 * graph.num_gpus) & (coo.row < 2 * graph.num_gpus + graph.num_ports)
+    )
+    row_load = np.asarray(a.sum(axis=1)).ravel()
+    rate = np.full(a.shape[1], np.inf)
+    r, c = coo.row[first_hop], coo.col[first_hop]
+    np.minimum.at(rate, c, cap[r] / row_load[r])
+    rate[~np.isfinite(rate)] = 0.0
+    return np.asarray(a @ rate).ravel()
+
+
+def _cache_key(
+    collective: str, algorithm: str, routing: str, num_qps: int, pxn: bool, groups: np.ndarray
+) -> tuple[object, ...]:
+    digest = hashlib.blake2b(groups.tobytes(), digest_size=16).hexdigest()
+    return (collective, algorithm, routing, num_qps, pxn, groups.shape, digest)
+
+
+def solve_phases(
+    graph: FabricGraph,
+    collective: Collective,
+    algorithm: Algorithm,
+    groups: np.ndarray,
+    routing: str,
+    num_qps: int,
+    pxn: bool,
+) -> list[PhaseSolution]:
+    """Unit-size solutions of every phase (cached per graph)."""
+    memo = _CACHE.setdefault(graph, {})
+    key = _cache_key(collective, algorithm, routing, num_qps, pxn, groups)
+    if key not in memo:
+        seq = ring_order(graph, groups)
+        phases = build_phases(graph, collective, algorithm, seq, pxn)
+        memo[key] = [solve_phase(graph, p, routing, num_qps) for p in phases]
+        while len(memo) > _CACHE_ENTRIES:
+            memo.pop(next(iter(memo)))
+    return memo[key]

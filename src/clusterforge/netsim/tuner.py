@@ -1,0 +1,235 @@
+"""NCCL's cost model for choosing an algorithm and a protocol, restated over our flow model.
+
+NCCL times every (algorithm, protocol) pair of a collective as ``latency + size / bandwidth``
+and runs the fastest (``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime`` in NCCL's
+``src/graph/tuning.cc``, NVIDIA/nccl at commit 5067397, 2026).  We keep its structure and its
+published constants; the *bandwidth* of an algorithm is not NCCL's per-channel estimate but the
+bottleneck our max-min flow model finds on the real link graph, scaled by the protocol's payload
+share below.
+
+Protocols (NCCL ``NCCL_PROTO``; payload shares from the same file):
+
+* ``simple``: bulk copies with one flag per chunk; full bandwidth, highest latency.
+* ``ll128``: 128-byte lines with an 8-byte flag, ``120/128`` of the wire carries data; NCCL
+  charges 0.92 on rings.  Enabled only where the GPUs of a node talk over NVLink.
+* ``ll``: 8-byte lines of 4 data bytes and a 4-byte flag: half the bandwidth, capped at
+  ``LL_MAX_BUSBW`` per generation, lowest latency.
+
+Latencies (microseconds) are NCCL's base latency per algorithm and protocol plus a hardware
+latency per step, by link kind (NVLink, PCIe, network); a network step also pays the path
+latency of our graph (twice for ``simple``: the receive flush).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, assert_never
+
+from clusterforge.netsim.vocab import Algorithm, Collective, Protocol
+
+__all__ = [
+    "GENERATIONS",
+    "Generation",
+    "LinkKind",
+    "TuningContext",
+    "busbw_cap_gbyte_per_s",
+    "generation_of",
+    "latency_s",
+    "payload_share",
+    "protocols_for",
+]
+
+Generation = Literal["volta", "ampere", "hopper", "blackwell"]
+GENERATIONS: tuple[Generation, ...] = ("volta", "ampere", "hopper", "blackwell")
+LinkKind = Literal["nvlink", "pci", "net"]
+
+# GPU architecture behind each scale-up technology of the catalog (``gpu.scaleup``); NCCL
+# indexes its tables by compute capability (7.x Volta, 8.x Ampere/Ada, 9.x Hopper, 10.x
+# Blackwell).  PCIe-only GPUs (L40S, compute capability 8.9) and AMD GPUs use the Ampere row.
+_GENERATION_OF_SCALEUP: dict[str, Generation] = {
+    "nvlink2": "volta",
+    "nvlink3": "ampere",
+    "nvlink4": "hopper",
+    "nvlink5": "blackwell",
+}
+
+# NCCL ``baseLatencies`` (µs) per algorithm, (LL, LL128, Simple).
+_BASE_US: dict[Algorithm, tuple[float, float, float]] = {
+    "tree": (6.8, 14.0, 8.4),
+    "ring": (6.6, 14.0, 8.4),
+    "chain": (6.6, 14.0, 8.4),
+    "direct": (6.6, 14.0, 8.4),
+    "hierarchical": (6.6, 14.0, 8.4),
+    "collnet": (0.0, 0.0, 0.0),
+    "nvls": (0.0, 0.0, 0.0),
+    "nvls_tree": (0.0, 0.0, 0.0),
+    "pat": (8.0, 8.0, 8.0),
+}
+
+# NCCL ``hwLatencies`` (µs per step) by link kind and algorithm, (LL, LL128, Simple).
+_HW_US: dict[LinkKind, dict[str, tuple[float, float, float]]] = {
+    "nvlink": {
+        "tree": (0.6, 1.25, 4.0),
+        "ring": (0.6, 1.9, 3.4),
+        "collnet": (0.0, 0.0, 3.7),
+        "nvls": (0.0, 0.0, 25.0),
+        "nvls_tree": (0.0, 0.0, 25.0),
+        "pat": (0.0, 0.0, 4.0),
+    },
+    "pci": {
+        "tree": (1.0, 1.9, 4.0),
+        "ring": (1.0, 2.5, 5.7),
+        "collnet": (0.0, 0.0, 3.7),
+        "nvls": (0.0, 0.0, 0.0),
+        "nvls_tree": (0.0, 0.0, 0.0),
+        "pat": (0.0, 0.0, 4.0),
+    },
+    "net": {
+        "tree": (5.0, 8.5, 14.0),
+        "ring": (2.7, 4.0, 14.0),
+        "collnet": (0.0, 0.0, 31.0),
+        "nvls": (0.0, 0.0, 18.0),
+        "nvls_tree": (0.0, 0.0, 20.9),
+        "pat": (0.0, 0.0, 14.0),
+    },
+}
+
+# NCCL ``llMaxBws`` (GB/s of bus bandwidth) by generation, for 1 / 2 / 3+ nodes (multi-node
+# rows are NCCL's Intel-host figures).
+_LL_MAX_BUSBW: dict[Generation, tuple[float, float, float]] = {
+    "volta": (39.0, 39.0, 20.4),
+    "ampere": (87.7, 39.0, 20.4),
+    "hopper": (141.0, 39.0, 20.4),
+    "blackwell": (282.0, 39.0, 20.4),
+}
+
+_NET_OVERHEAD_US = 1.0  # NCCL getNetOverhead: 1 µs per network operation on an x86 host
+_PROTOCOL_INDEX: dict[Protocol, int] = {"ll": 0, "ll128": 1, "simple": 2}
+
+
+@dataclass(frozen=True)
+class TuningContext:
+    """What NCCL's tuner looks at: the communicator's shape, the GPU and the link kinds."""
+
+    collective: Collective
+    num_ranks: int
+    num_nodes: int
+    generation: Generation
+    intra: Literal["nvlink", "pci"]
+    net_path_latency_s: float  # one network traversal of our graph, GPU to GPU
+    node_net_gbyte_per_s: float = math.inf  # NIC payload rate of the group's GPUs on a node
+
+    @property
+    def ranks_per_node(self) -> int:
+        return max(1, self.num_ranks // max(1, self.num_nodes))
+
+
+def generation_of(scaleup: str) -> Generation:
+    """NCCL's GPU generation for a catalog scale-up technology (Ampere when unknown)."""
+    return _GENERATION_OF_SCALEUP.get(scaleup, "ampere")
+
+
+def protocols_for(algorithm: Algorithm, ctx: TuningContext) -> tuple[Protocol, ...]:
+    """Protocols NCCL considers for ``algorithm``: NVLS, CollNet and PAT run Simple only,
+    LL128 needs NVLink between the GPUs of a node (NCCL enables it up to ``PATH_NVB``)."""
+    match algorithm:
+        case "ring" | "tree" | "chain":
+            return ("ll", "ll128", "simple") if ctx.intra == "nvlink" else ("ll", "simple")
+        case "nvls" | "nvls_tree" | "collnet" | "pat" | "hierarchical" | "direct":
+            return ("simple",)
+        case _:
+            assert_never(algorithm)
+
+
+def payload_share(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
+    """Share of the Simple-protocol bandwidth that ``protocol`` reaches on ``algorithm``
+    (NCCL ``ncclTopoTuneModel`` refinements: LL 0.5 on rings and 1/3.8 on trees, LL128
+    0.92 on rings, 120/128 on inter-node trees and 7/9 inside a node, trees 0.92, PAT 0.75)."""
+    tree = 0.92 if ctx.collective == "all_reduce" else 1.0
+    match algorithm:
+        case "ring" | "chain":
+            return {"simple": 1.0, "ll128": 0.92, "ll": 0.5}[protocol]
+        case "tree":
+            ll128 = 7.0 / 9.0 if ctx.num_nodes == 1 else 120.0 / 128.0
+            return tree * {"simple": 1.0, "ll128": ll128, "ll": 1.0 / 3.8}[protocol]
+        case "pat":
+            return 0.75
+        case "nvls" | "nvls_tree" | "collnet" | "hierarchical" | "direct":
+            return 1.0
+        case _:
+            assert_never(algorithm)
+
+
+def busbw_cap_gbyte_per_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
+    """Bus-bandwidth ceilings of NCCL's model: the LL protocol's ``llMaxBws``, and trees (and
+    NVLS trees) over more than 2 nodes limited to the inter-node bandwidth (NCCL takes
+    ``bwInter`` for them; on 2 nodes it doubles it for NVLS trees, and our flow model finds
+    the same: each node then sends S and receives S)."""
+    cap = math.inf
+    if protocol == "ll" and algorithm in ("ring", "tree", "chain"):
+        cap = _LL_MAX_BUSBW[ctx.generation][min(ctx.num_nodes, 3) - 1]
+    if algorithm in ("tree", "nvls_tree") and ctx.num_nodes > 2:
+        cap = min(cap, ctx.node_net_gbyte_per_s)
+    return cap
+
+
+def _log2i(n: int) -> int:
+    return max(0, int(n).bit_length() - 1)
+
+
+def _hw_us(kind: LinkKind, algorithm: str, protocol: Protocol) -> float:
+    table = _HW_US[kind]
+    key = algorithm if algorithm in table else "ring"
+    return table[key][_PROTOCOL_INDEX[protocol]]
+
+
+def _inter_us(algorithm: str, protocol: Protocol, ctx: TuningContext) -> float:
+    """One network step: NCCL's hardware latency (the tree figure when ranks are alone on
+    their node) plus our path latency, twice for Simple (the receive flush)."""
+    key = "tree" if ctx.ranks_per_node == 1 else algorithm
+    path_us = ctx.net_path_latency_s * 1e6
+    return _hw_us("net", key, protocol) + path_us * (2 if protocol == "simple" else 1)
+
+
+def _ring_us(algorithm: str, protocol: Protocol, ctx: TuningContext) -> float:
+    n, m = ctx.num_ranks, ctx.num_nodes
+    steps = {"all_reduce": 2 * (n - 1), "reduce_scatter": n - 1, "all_gather": n - 1}
+    nsteps = steps.get(ctx.collective, n)
+    intra = _hw_us(ctx.intra, algorithm, protocol)
+    if m > 1:
+        intra = max(intra, _NET_OVERHEAD_US * (3 if protocol == "simple" else 1))
+    inter_steps = 0 if m == 1 else (2 * (m - 1) if ctx.collective == "all_reduce" else m - 1)
+    inter_steps = min(inter_steps, nsteps)
+    total = (nsteps - inter_steps) * intra + inter_steps * _inter_us(algorithm, protocol, ctx)
+    if protocol == "simple" and m > 1 and ctx.collective == "all_reduce":
+        total *= 1.4  # NCCL's "plateau effect of ring" on Ampere and newer
+    return total
+
+
+def latency_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
+    """NCCL's latency of one collective call (seconds), before any byte moves."""
+    base = _BASE_US[algorithm][_PROTOCOL_INDEX[protocol]]
+    ppn, m = ctx.ranks_per_node, ctx.num_nodes
+    intra = _hw_us(ctx.intra, algorithm, protocol)
+    inter = _inter_us(algorithm, protocol, ctx)
+    match algorithm:
+        case "ring" | "chain" | "hierarchical":
+            us = base + _ring_us("ring", protocol, ctx)
+        case "tree":
+            us = base + 2 * ((ppn - 1) * intra + _log2i(m) * inter)
+        case "nvls":
+            us = intra + (inter if m > 1 else 0.0)
+        case "nvls_tree":
+            us = base + intra + 2 * _log2i(m) * inter
+        case "collnet":
+            us = base + 2 * (min(1, ppn - 1) * intra + (ppn - 1) * 0.4) + inter
+        case "pat":
+            us = base + _log2i(m) * inter / 3.5 + ctx.num_ranks * 2.8
+        case "direct":
+            # grouped send/receive: one proxy operation per peer, one network round trip
+            us = base + _hw_us(ctx.intra, "ring", protocol) + (inter if m > 1 else 0.0)
+            us += (ctx.num_ranks - 1) * _NET_OVERHEAD_US * (1 if m > 1 else 0)
+        case _:
+            assert_never(algorithm)
+    return us * 1e-6

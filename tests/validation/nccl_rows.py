@@ -1,0 +1,67 @@
+"""Simulate the published nccl-tests rows of ``nccl_tests_published.toml`` and score them."""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clusterforge.design import plan
+from clusterforge.netsim import build_fabric_graph, simulate_collective
+from clusterforge.spec import parse_spec
+
+__all__ = ["ROWS", "Scored", "mean_abs_error", "score"]
+
+ROWS: list[dict[str, Any]] = tomllib.loads(
+    (Path(__file__).with_name("nccl_tests_published.toml")).read_text()
+)["row"]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One row: measured and simulated busbw, relative error, what the simulator chose."""
+
+    row: dict[str, Any]
+    simulated_gbyte_per_s: float
+    algorithm: str
+    protocol: str
+
+    @property
+    def error(self) -> float:
+        return self.simulated_gbyte_per_s / self.row["busbw"] - 1.0
+
+
+@functools.cache
+def _graph(node: str, num_nodes: int, nics_per_node: int | None):
+    gpus = 8 * num_nodes
+    spec: dict[str, Any] = {
+        "name": f"{node}-x{num_nodes}",
+        "num_gpus": gpus,
+        "node": node,
+        "spare_fraction": 0,
+        "workload": {"tensor_parallel": 8 if gpus >= 8 else gpus, "global_batch": gpus},
+    }
+    if nics_per_node is not None:
+        spec["network"] = {"nics_per_node": nics_per_node}
+    return build_fabric_graph(plan(parse_spec(spec)))
+
+
+def score(row: dict[str, Any]) -> Scored:
+    graph = _graph(row["node"], row["num_nodes"], row.get("nics_per_node"))
+    num_gpus = row.get("num_gpus", graph.gpus_per_node * row["num_nodes"])
+    res = simulate_collective(
+        graph,
+        row["collective"],
+        row["size_bytes"],
+        np.arange(num_gpus)[None, :],
+        algorithm=row["algorithm"],
+    )
+    return Scored(row, res.busbw_gbyte_per_s, res.algorithm, res.protocol)
+
+
+def mean_abs_error(scored: list[Scored]) -> float:
+    return float(np.mean([abs(s.error) for s in scored])) if scored else 0.0
