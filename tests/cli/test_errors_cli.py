@@ -107,3 +107,11 @@ def test_simulate_plot_into_a_missing_folder_is_refused(capsys, tmp_path):
     target = tmp_path / "x" / "y.svg"
     err = _fails(capsys, "simulate", "--plot", str(target))
     assert "does not exist" in err and not (tmp_path / "x").exists()
+
+
+def test_output_with_a_long_name_or_a_link_loop_is_one_line(capsys, tmp_path):
+    spec = _spec(tmp_path, BASE)
+    assert "too long" in _fails(capsys, "plan", spec, "-o", str(tmp_path / ("z" * 300)))
+    loop = tmp_path / "loop"
+    os.symlink(loop, loop)
+    assert "link loop" in _fails(capsys, "plan", spec, "-o", str(loop / "out"))
