@@ -108,19 +108,23 @@ def netsim_available() -> bool:
 class NetsimComm(InterpolatingComm):
     """Collective times from ``clusterforge.netsim`` on a design's fabric (built once).
 
-    Uses the simulator's time-only path (``netsim.simulate.collective_time_s``): the unit-size
-    solution of each collective and group layout is solved once and cached by the simulator.
+    Uses the simulator's time-only path (``netsim.simulate.collective_time_s``, which skips
+    the per-link report) when the simulator has it, else :func:`simulate_collective`.
     """
 
     def __init__(self, design: Design, routing: str = "adaptive", num_qps: int = 1) -> None:
-        from clusterforge.netsim import build_fabric_graph
-        from clusterforge.netsim.simulate import collective_time_s
+        from clusterforge import netsim
+        from clusterforge.netsim import simulate
 
-        graph = build_fabric_graph(design)
+        graph = netsim.build_fabric_graph(design)
+        fast = getattr(simulate, "collective_time_s", None)
 
         def time_s(collective: str, size: float, groups: np.ndarray) -> float:
-            return collective_time_s(
+            if fast is not None:
+                return float(fast(graph, collective, int(size), groups, routing, num_qps))
+            result = netsim.simulate_collective(
                 graph, collective, int(size), groups, routing=routing, num_qps=num_qps
             )
+            return float(result.time_s)
 
         super().__init__(time_s)
