@@ -54,15 +54,20 @@ def _free_port() -> int:
 
 
 async def _read_response(reader: asyncio.StreamReader) -> bool:
+    """Read one response; True when it is a 200 with its whole body.  A response without
+    Content-Length (an HTTP/1.0 server) ends when the server closes the connection."""
     head = await reader.readuntil(b"\r\n\r\n")
-    status_ok = head.startswith(b"HTTP/1.1 200")
-    length = next(
+    status_ok = head.split(b" ", 2)[1:2] == [b"200"]
+    lengths = [
         int(line.split(b":", 1)[1])
         for line in head.split(b"\r\n")
         if line.lower().startswith(b"content-length:")
-    )
-    body = await reader.readexactly(length)
-    return status_ok and len(body) == length
+    ]
+    if not lengths:
+        await reader.read()
+        return status_ok
+    body = await reader.readexactly(lengths[0])
+    return status_ok and len(body) == lengths[0]
 
 
 async def _scrape_new_connection(port: int, request: bytes) -> bool:
@@ -112,18 +117,22 @@ async def _scraper(load: Load, start_s: float, out: list[float | None]) -> None:
                 ok = await asyncio.wait_for(
                     _scrape_new_connection(port, load.request), SCRAPE_TIMEOUT_S
                 )
-        except (OSError, TimeoutError, asyncio.IncompleteReadError, StopIteration, ValueError):
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError):
             ok, connection = False, None
         out.append(time.monotonic() - started_s if ok else None)
 
 
-def _client(load: Load, start_s: float) -> list[float | None]:
+def _client(load: Load, start_s: float) -> tuple[list[float | None], float]:
+    """This process's scrape latencies, and the CPU seconds it spent on them."""
+
     async def run() -> list[float | None]:
         out: list[float | None] = []
         await asyncio.gather(*(_scraper(load, start_s, out) for _ in range(load.num_scrapers)))
         return out
 
-    return asyncio.run(run())
+    cpu_before_s = time.process_time()
+    results = asyncio.run(run())
+    return results, time.process_time() - cpu_before_s
 
 
 def _start_exporter(root: Path, port: int) -> subprocess.Popen[bytes]:
@@ -160,7 +169,9 @@ def _percentile(sorted_s: list[float], fraction: float) -> float:
     return sorted_s[min(len(sorted_s) - 1, int(fraction * len(sorted_s)))]
 
 
-def _report(results: list[float | None], seconds: float, body_bytes: int, cpu_s: float) -> None:
+def _report(
+    results: list[float | None], seconds: float, body_bytes: int, cpu_s: tuple[float, float]
+) -> None:
     latencies = sorted(r for r in results if r is not None)
     errors = len(results) - len(latencies)
     print(f"scrapes     {len(results):>9,}   ({len(results) / seconds:,.0f} scrapes/s)")
@@ -170,9 +181,9 @@ def _report(results: list[float | None], seconds: float, body_bytes: int, cpu_s:
         print(f"p99         {1000 * _percentile(latencies, 0.99):>9.1f} ms")
         print(f"max         {1000 * latencies[-1]:>9.1f} ms")
     print(f"body        {body_bytes:>9,} bytes")
-    print(
-        f"exporter    {cpu_s:>9.1f} CPU s ({1e6 * cpu_s / max(1, len(results)):,.0f} us per scrape)"
-    )
+    for name, spent_s in zip(("exporter", "scrapers"), cpu_s, strict=True):
+        per_scrape_us = 1e6 * spent_s / max(1, len(results))
+        print(f"{name:<11} {spent_s:>9.1f} CPU s ({per_scrape_us:,.0f} us per scrape)")
 
 
 def main() -> None:
@@ -208,8 +219,10 @@ def main() -> None:
             ]
             cpu_before_s = _cpu_s(exporter.pid)
             with multiprocessing.Pool(args.processes) as pool:
-                results = [x for part in pool.starmap(_client, jobs) for x in part]
+                parts = pool.starmap(_client, jobs)
             cpu_s = _cpu_s(exporter.pid) - cpu_before_s
+            results = [x for part, _cpu in parts for x in part]
+            client_cpu_s = sum(cpu for _part, cpu in parts)
         finally:
             exporter.terminate()
             exporter.wait(timeout=10)
@@ -217,7 +230,7 @@ def main() -> None:
     mode += ", identity" if args.identity else ", gzip"
     pace = f"every {args.interval_s:g} s" if args.interval_s > 0 else "back to back"
     print(f"{args.scrapers} concurrent scrapers for {args.seconds:g} s, {pace}, {mode}")
-    _report(results, args.seconds, body_bytes, cpu_s)
+    _report(results, args.seconds, body_bytes, (cpu_s, client_cpu_s))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Real Slurm (Debian slurm-wlm) with four emulated nodes: drain, resume, hands off, breaker.
 
-The recipe is shared/notes/emulated-slurm.md: one slurmctld and one ``slurmd -N`` per node
-on this machine, empty files standing in for /dev/nvidia*.  Ports 16917 (controller) and
+One slurmctld and one ``slurmd -N`` per node run on this machine (Slurm's multiple-slurmd
+mode, slurmd(8) ``-N``), with empty files standing in for /dev/nvidia*.  Ports 16917 (controller) and
 17101-17104 (nodes) and ClusterName ``cfops`` keep clear of other Slurm tests.
 """
 

@@ -32,13 +32,13 @@ from clusterforge.spec import parse_spec
 
 @pytest.mark.parametrize("xid", [48, 79, 94, 95])
 def test_default_policy_drains_on_fatal_xids(xid: int) -> None:
-    # the issue: "48, 79, 94, 95 drain"; DCGM counts them "devastating" (operations.md §1.2)
+    # DCGM's health watch fails on these everywhere ("devastating", DcgmHealthWatch.cpp)
     assert load_xid_policy().rule(xid).action == "drain"
 
 
 @pytest.mark.parametrize("xid", [13, 31, 43])
 def test_default_policy_leaves_application_xids_alone(xid: int) -> None:
-    # the issue: "13, 31, 43 are usually the application's"
+    # NVIDIA's XID catalog buckets these RESTART_APP: the application's fault, not the GPU's
     assert load_xid_policy().rule(xid).action == "ignore"
 
 

@@ -1,6 +1,8 @@
 """Act on a report: drain/resume a Slurm node, or cordon+taint/uncordon a Kubernetes node.
 
-Rules, after LBNL NHC and NVIDIA NVSentinel (operations.md §0.3, §6, §7):
+Rules, after LBNL NHC (github.com/mej/nhc: its ``NHC:`` drain reasons and
+``MARK_OFFLINE``) and NVIDIA NVSentinel (docs.nvidia.com/nvsentinel: cordon labels and the
+fault-quarantine circuit breaker):
 
 - **Ownership.** clusterforge only undoes what it did: a Slurm node is resumed only when its
   Reason starts with ``clusterforge:`` (NHC resumes only ``NHC:`` reasons); a Kubernetes
@@ -230,7 +232,7 @@ def _core_api() -> Any:
 
 
 def _taint_dicts(node: Any) -> list[dict[str, Any]]:
-    taints = getattr(node.spec, "taints", None) or []
+    taints = node.spec.taints or []  # V1NodeSpec.taints is None when the node has none
     return [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
 
 

@@ -39,7 +39,7 @@ T = TypeVar("T")
 # NVLink links per GPU by generation (catalog Gpu.scaleup).  NVLink 3 (A100): 12 links of
 # 50 GB/s = 600 GB/s (NVIDIA A100 Tensor Core GPU datasheet); NVLink 4 (H100/H200 SXM): 18
 # links = 900 GB/s (NVIDIA H100 Tensor Core GPU architecture whitepaper, "NVLink"); NVLink 5
-# (B200): 18 links = 1.8 TB/s (NVIDIA Blackwell architecture technical brief).
+# (B200): 18 links = 1.8 TB/s (NVIDIA DGX B200 datasheet, "NVLink" row).
 NVLINKS_PER_GPU = {"nvlink3": 12, "nvlink4": 18, "nvlink5": 18}
 
 

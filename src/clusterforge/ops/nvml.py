@@ -8,9 +8,10 @@ fixture (tests, demos), and ``clusterforge.ops.nvml_pynvml.PynvmlApi`` calls the
 a budget (``per_call_s``) and the whole collection has one too (``budget_s``); a call that
 does not return in time is reported as hung and the readings taken so far are kept.  The
 worker is a daemon thread: a hung NVML call (a GPU that fell off the bus can block the driver)
-cannot keep the process alive, and Slurm's 60 s HealthCheckProgram kill (slurm.conf(5),
-operations.md §7) is never reached.  "Not supported" becomes ``None``, never an exception
-(operations.md §19: "missing data must not count as failure").
+cannot keep the process alive, and Slurm's kill of a HealthCheckProgram that runs over 60 s
+(slurm.conf(5), HealthCheckProgram) is never reached.  "Not supported" becomes ``None``, never an exception:
+a field an older GPU or driver lacks (NVML_ERROR_NOT_SUPPORTED, NVML API reference "Error
+Codes") says nothing about the node's health.
 """
 
 from __future__ import annotations

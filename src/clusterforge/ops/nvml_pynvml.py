@@ -1,8 +1,9 @@
 """The real NVML behind :class:`~clusterforge.ops.nvml.NvmlApi`, through ``pynvml``.
 
 ``pynvml`` is the module of the PyPI package ``nvidia-ml-py`` (the package named ``pynvml``
-is deprecated, operations.md §19) and is imported lazily, with an install hint.  Function
-and constant names below are those of nvidia-ml-py 13.615.71 (operations.md §19).  Every
+is deprecated: its README points to nvidia-ml-py) and is imported lazily, with an install
+hint.  Function and constant names below are those of nvidia-ml-py 13.615.71 (its
+``pynvml.py``, which follows the NVML API reference).  Every
 NVML error code that means "this GPU or driver does not have it" becomes
 :class:`NvmlNotSupported`; "GPU is lost" and the rest become :class:`NvmlCallError`.
 """

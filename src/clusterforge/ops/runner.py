@@ -5,7 +5,7 @@ The budget defaults to 45 s because Slurm kills a HealthCheckProgram after 60 s
 NVML gets 60 % of it; the network, the mounts and the kernel log share the rest.  A read
 that runs out of time is reported in ``Report.errors`` and makes the verdict "unknown"
 (exit 2), never a hang and never a drain (NHC's timeouts drained healthy nodes at scale:
-mej/nhc #161, #95).
+github.com/mej/nhc, GitHub issues 161 and 95).
 """
 
 from __future__ import annotations

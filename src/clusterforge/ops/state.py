@@ -5,7 +5,7 @@ their lifetime totals say little about the node *now*: a cable that threw 2,000 
 last month and none since is fine.  The exporter keeps its previous reading in memory; a
 one-shot check (Slurm's HealthCheckProgram, a DaemonSet loop) keeps it in a small JSON file
 instead, so the checks judge the increase since the last run (rate per time), as DCGM's
-health watches judge deltas over a window (operations.md §1.2).
+health watches judge deltas over a window (DCGM ``DcgmHealthWatch.cpp``).
 
 The file holds one node's counters with the time they were read.  It is written atomically
 (a temporary file in the same folder, then ``os.replace``), so a check killed mid-write leaves

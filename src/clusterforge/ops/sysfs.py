@@ -21,7 +21,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from clusterforge.ops.readings import HostReading, MountReading, NicReading
 

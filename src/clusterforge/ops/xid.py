@@ -1,10 +1,10 @@
 """XID policy (what an XID means for the node) and the kernel-log parser that finds XIDs.
 
-The default policy is data: ``data/xid_policy.yaml`` (NVIDIA's XID catalog buckets and
-DCGM's fatal list, operations.md §1.2 and §18).  A site file given with ``--xid-policy``
-overrides single codes.  Kernel lines look like
-``NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen off the bus.`` (the format the
-Azure NHC check ``azure_gpu_xid.nhc`` greps, operations.md §8).
+The default policy is data: ``data/xid_policy.yaml`` (the "Resolution Bucket" of NVIDIA's
+XID catalog, and the XIDs DCGM's health watch fails on in ``DcgmHealthWatch.cpp``).  A site
+policy file overrides single codes.  Kernel lines look like
+``NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen off the bus.`` (the format of
+NVIDIA's "Xid Errors" document, which Azure HPC health checks' ``check_gpu_xid`` greps).
 """
 
 from __future__ import annotations
@@ -163,8 +163,8 @@ def parse_kernel_xids(
     """XIDs in ``dmesg --time-format iso`` output, newest last.
 
     With ``window_s``, lines older than that are dropped: an XID from yesterday that a reset
-    cleared should not drain the node forever (Azure NHC counts only the last 2 h,
-    operations.md §8).  Lines without a timestamp are kept.
+    cleared should not drain the node forever (Azure HPC health checks' ``check_gpu_xid``
+    counts only the last 2 h by default).  Lines without a timestamp are kept.
     """
     events = []
     for line in text.splitlines():

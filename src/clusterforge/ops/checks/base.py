@@ -1,7 +1,8 @@
 """The result vocabulary of every check, and the thresholds they use.
 
 A check result has an id (``gpu.ecc``), a severity, a status (pass / warn / fail / unknown,
-the vocabulary of operations.md §21.2 less SKIP: a check with no expectation is not emitted),
+the PASS/WARN/FAIL of DCGM's health results plus "unknown" for a reading that failed; a
+check with no expectation is not emitted),
 the observed and expected values as short text, and a remedy for the operator.
 """
 
@@ -91,11 +92,14 @@ def counter_increase(now: int | None, before: int | None) -> int | None:
 class Thresholds:
     """Limits the checks compare against; each default names its source."""
 
-    # DCGM health watch limits (common/DcgmGPUHardwareLimits.h, operations.md §1.2).
+    # DCGM health watch limits (NVIDIA/DCGM common/DcgmGPUHardwareLimits.h).
     max_retired_pages: int = 63  # DCGM_LIMIT_MAX_RETIRED_PAGES
     max_uncorrectable_remapped_rows: int = 512  # DCGM_LIMIT_MAX_ROW_REMAP_UNCORRECTABLE
     max_nvlink_crc_per_s: float = 100.0  # DCGM_LIMIT_MAX_NVLINK_CRC_ERROR
-    # The issue's rule (clusterforge issue 6): a NIC drop rate over 0.1 % is a failure.
+    # A NIC dropping over 0.1 % of its packets fails: a reliable RDMA connection resends
+    # everything from the lost packet on (go-back-N; InfiniBand Architecture Specification
+    # vol. 1, ch. 9, reliable service), so goodput falls much faster than the loss rate.  A
+    # site default, not a published threshold.
     max_drop_ratio: float = 0.001
     # Site defaults, not published figures: change them per site.
     max_pause_ratio: float = 0.01  # pause frames per received packet before a warning
@@ -108,6 +112,6 @@ class Thresholds:
     # file or with a new one) cannot see a rate, only totals since the counters were reset,
     # which may be months old.  They warn only on totals this large; site defaults.
     baseline_max_nic_errors: int = 1000  # any one InfiniBand error counter
-    baseline_max_ecc_dbe_aggregate: int = 15  # as DCGM's DBE retired-page soft limit (§1.2)
-    # Kernel-log XIDs count for 2 h, as Azure NHC's check_gpu_xid (operations.md §8).
+    baseline_max_ecc_dbe_aggregate: int = 15  # as DCGM's DBE retired-page soft limit
+    # Kernel-log XIDs count for 2 h, the default of Azure HPC health checks' check_gpu_xid.
     xid_window_s: float = 7200.0

@@ -1,6 +1,7 @@
 """GPU inventory and memory-reliability checks: count, model, driver, NVML, ECC, remaps, XIDs.
 
-Limits follow DCGM's health watches (operations.md §1.2) and NVIDIA's XID catalog (§18).
+Limits follow DCGM's health watches (``DcgmHealthWatch.cpp``, ``DcgmGPUHardwareLimits.h``)
+and NVIDIA's XID catalog ("Analyzing Xid Catalog", docs.nvidia.com/deploy/xid-errors).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ __all__ = [
     "check_xids",
 ]
 
-# nvmlGpuRecoveryAction_t (pynvml.py, operations.md §18).
+# nvmlGpuRecoveryAction_t (NVML API reference; nvidia-ml-py's pynvml.py).
 RECOVERY_ACTIONS = {
     0: "none",
     1: "GPU reset",
@@ -348,7 +349,8 @@ def check_xids(
 
 
 def check_recovery_action(gpus: tuple[GpuReading, ...]) -> list[CheckResult]:
-    """NVML's GPU recovery action: anything but 'none' needs the operator (operations.md §18)."""
+    """NVML's GPU recovery action: anything but 'none' needs the operator (NVIDIA XID catalog,
+    "GPU recovery action" linked to XID 154)."""
     out = []
     for gpu in gpus:
         action = gpu.recovery_action

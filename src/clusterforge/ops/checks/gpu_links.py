@@ -1,7 +1,7 @@
 """GPU clocks, temperature, power, PCIe, NVLink and fabric-manager checks.
 
-Clock-event bits are NVML's ``nvmlClocksEventReason*`` (operations.md §19); NVLink and PCIe
-limits follow DCGM's health watches (§1.2).
+Clock-event bits are NVML's ``nvmlClocksEventReason*`` (NVML API reference, "Clocks Event
+Reasons"); NVLink and PCIe limits follow DCGM's health watches (``DcgmHealthWatch.cpp``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ __all__ = [
     "check_thermal",
 ]
 
-# nvmlClocksEventReason* bits (pynvml.py; operations.md §19).
+# nvmlClocksEventReason* bits (NVML API reference; the same values in nvidia-ml-py's pynvml.py).
 SW_POWER_CAP = 0x4
 HW_SLOWDOWN = 0x8
 SW_THERMAL = 0x20
@@ -151,7 +151,7 @@ def check_pcie(gpus: tuple[GpuReading, ...]) -> list[CheckResult]:
     Idle GPUs lower their PCIe generation to save power ("may be reduced when the GPU is not
     in use", nvidia-smi(1) [unverified wording, from memory]), so a low generation alone is
     only a warning; confirm under load with ``dcgmi diag -r 2`` (its pcie plugin checks the
-    minimum generation and width per SKU, operations.md §1.1).
+    minimum generation and width per SKU: DCGM diagnostics documentation, "pcie" plugin).
     """
     out = []
     for gpu in gpus:

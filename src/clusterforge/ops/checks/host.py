@@ -1,7 +1,8 @@
 """Host checks: required filesystems, free space, memory, and GPU/NIC NUMA affinity.
 
-NHC's ``check_fs_mount_rw``, ``check_fs_free`` and ``check_hw_physmem`` are the model
-(operations.md §7); affinity follows Azure NHC's ``check_hw_topology`` (§8): each GPU should
+LBNL NHC's ``check_fs_mount_rw``, ``check_fs_free`` and ``check_hw_physmem`` are the model
+(github.com/mej/nhc, ``scripts/ww_fs.nhc`` and ``ww_hw.nhc``); affinity follows Azure HPC health checks'
+``check_hw_topology`` (github.com/Azure/azurehpc-health-checks): each GPU should
 have its NIC on the same NUMA node, as on DGX/HGX boards where GPU and NIC share a PCIe switch.
 """
 

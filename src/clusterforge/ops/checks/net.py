@@ -211,7 +211,8 @@ def check_nic_drops(
     limits: Thresholds,
     elapsed_s: float | None = None,
 ) -> list[CheckResult]:
-    """Drops over 0.1 % of packets since the last run fail (issue 6): RDMA collapses under loss.
+    """Drops over 0.1 % of packets since the last run fail (``Thresholds.max_drop_ratio``):
+    RDMA goodput collapses under loss.
 
     A baseline run sees only the ratio since the counters were reset; above the limit that is
     already absurd for a lossless fabric, but it may be history, so it only warns.
