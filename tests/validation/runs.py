@@ -67,9 +67,12 @@ class Run:
 
 
 def _stack(row: dict[str, Any]) -> Stack:
+    """The row's stack, with the run's own settings where its configuration states them."""
     stack = stack_named(row["stack"])
     if "fp8_scaling" in row:
         stack = replace(stack, fp8_scaling=row["fp8_scaling"])
+    if "dropout" in row:
+        stack = replace(stack, dropout=row["dropout"])
     return stack
 
 
