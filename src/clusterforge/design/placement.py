@@ -21,6 +21,7 @@ from clusterforge.design.racks import (
     PackedRack,
     RackDevice,
     RackRole,
+    device,
     finish_racks,
 )
 from clusterforge.design.storage import StorageDesign
@@ -58,17 +59,7 @@ class Packer:
             if current and (u + height > usable or kw + dev_kw > limit):
                 self._close(role, current, index)
                 current, index, u, kw, limit = [], len(self.racks), 0.0, 0.0, self.limit_kw
-            current.append(
-                RackDevice.model_construct(
-                    name=name,
-                    kind=kind,  # type: ignore[arg-type]
-                    model=model,
-                    role=dev_role,
-                    u_position=int(u) + 1,
-                    u_height=height,
-                    max_kw=dev_kw,
-                )
-            )
+            current.append(device(name, kind, model, dev_role, int(u) + 1, height, dev_kw))
             u += height
             kw += dev_kw
             where.append(index)
@@ -99,41 +90,31 @@ def node_devices(
     devices: list[RackDevice] = []
     u = 1
     if node.cooling == "liquid":
-        devices.append(
-            RackDevice.model_construct(
-                name="cdu",
-                kind="cdu",
-                model="rack-cdu",
-                role="cooling",
-                u_position=1,
-                u_height=CDU_U,
-                max_kw=0.0,
-            )
-        )
+        devices.append(device("cdu", "cdu", "rack-cdu", "cooling", 1, CDU_U, 0.0))
         u += CDU_U
     for i in nodes:
         devices.append(
-            RackDevice.model_construct(
-                name=compute.node_names[i],
-                kind="node",
-                model=node.id,
-                role="compute",
-                u_position=u,
-                u_height=node.u_height,
-                max_kw=density.node_max_kw,
+            device(
+                compute.node_names[i],
+                "node",
+                node.id,
+                "compute",
+                u,
+                node.u_height,
+                density.node_max_kw,
             )
         )
         u += node.u_height
     if node.rack_overhead_kw:
         devices.append(
-            RackDevice.model_construct(
-                name="nvlink-switch-trays",
-                kind="switch",
-                model=node.id,
-                role="nvlink",
-                u_position=u,
-                u_height=node.rack_overhead_u,
-                max_kw=node.rack_overhead_kw,
+            device(
+                "nvlink-switch-trays",
+                "switch",
+                node.id,
+                "nvlink",
+                u,
+                node.rack_overhead_u,
+                node.rack_overhead_kw,
             )
         )
     return devices

@@ -8,7 +8,7 @@ packer's device lists into racks with their place on the floor, their circuits (
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 import numpy as np
@@ -29,6 +29,7 @@ __all__ = [
     "Rack",
     "RackDevice",
     "RackRole",
+    "device",
     "finish_racks",
 ]
 
@@ -95,9 +96,8 @@ class Layout:
 
 
 def finish_racks(spec: ClusterSpec, packed: list[PackedRack], compute: ComputeDesign) -> list[Rack]:
-    """Racks with their floor position, circuits, cooling and zero-U PDUs.  Racks and devices
-    are built from values computed here, so they skip pydantic validation (model_construct):
-    a 100k-GPU hall has some 100,000 devices."""
+    """Racks with their floor position, circuits, cooling and zero-U PDUs (PDUs, patch panels
+    and circuits of equal racks are shared: they are frozen)."""
     f = spec.facility
     racks: list[Rack] = []
     circuits: dict[float, Circuit] = {}  # racks of one kind share a load: plan each load once
@@ -116,7 +116,7 @@ def finish_racks(spec: ClusterSpec, packed: list[PackedRack], compute: ComputeDe
         pdus = _pdus(circuit.num_feeds, circuit.circuits_per_feed)
         patch = _patch_panel(f.rack_u)
         racks.append(
-            Rack.model_construct(
+            Rack(
                 name=name,
                 role=role,
                 row=row + 1,
@@ -138,7 +138,7 @@ def finish_racks(spec: ClusterSpec, packed: list[PackedRack], compute: ComputeDe
 def _pdus(num_feeds: int, per_feed: int) -> list[RackDevice]:
     """Zero-U metered PDUs, one per whip (frozen devices: racks share the instances)."""
     return [
-        RackDevice.model_construct(
+        RackDevice(
             name=f"pdu-{feed}{i + 1}",
             kind="pdu",
             model="pdu-3ph",
@@ -154,7 +154,7 @@ def _pdus(num_feeds: int, per_feed: int) -> list[RackDevice]:
 
 @cache
 def _patch_panel(rack_u: int) -> RackDevice:
-    return RackDevice.model_construct(
+    return RackDevice(
         name="patch-panel",
         kind="patch-panel",
         model="patch-panel",
@@ -162,4 +162,27 @@ def _patch_panel(rack_u: int) -> RackDevice:
         u_position=rack_u,
         u_height=PATCH_PANEL_U,
         max_kw=0.0,
+    )
+
+
+@lru_cache(maxsize=1 << 18)
+def device(
+    name: str,
+    kind: DeviceKind,
+    model: str,
+    role: str,
+    u_position: int,
+    u_height: int,
+    max_kw: float,
+) -> RackDevice:
+    """A racked device.  Devices are frozen, and the planner lays the hall out more than once
+    (until the out-of-band port count settles): equal devices are made once and shared."""
+    return RackDevice(
+        name=name,
+        kind=kind,
+        model=model,
+        role=role,
+        u_position=u_position,
+        u_height=u_height,
+        max_kw=max_kw,
     )

@@ -74,11 +74,17 @@ def endpoint_ports(
     storage: StorageDesign,
     support: Sequence[SupportFabric],
 ) -> np.ndarray:
-    """Endpoint ports of ``fab`` in each rack, floor order."""
-    return np.array(
-        [sum(ports_of(d, fab, compute, storage, support) for d in r.devices) for r in racks],
-        dtype=np.int64,
-    )
+    """Endpoint ports of ``fab`` in each rack, floor order (a device's ports depend on its
+    kind and role only: each pair is looked up once)."""
+    table: dict[tuple[str, str], int] = {}
+    counts = np.zeros(len(racks), dtype=np.int64)
+    for i, rack in enumerate(racks):
+        for d in rack.devices:
+            key = (d.kind, d.role)
+            if key not in table:
+                table[key] = ports_of(d, fab, compute, storage, support)
+            counts[i] += table[key]
+    return counts
 
 
 def endpoint_runs_m(
