@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
+import subprocess
+import sys
+import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -242,3 +246,31 @@ def test_exporter_for_a_node_not_in_the_design_is_one_user_error(
     assert main(args) == 1
     err = capsys.readouterr().err
     assert "not in the design" in err and "Traceback" not in err
+
+
+def test_the_exporter_command_serves_at_once_and_stops_on_ctrl_c(
+    fake_root: Callable[[str], Path],
+) -> None:
+    port = _free_port()
+    args = [sys.executable, "-m", "clusterforge.cli.main", "exporter", "--address", "127.0.0.1",
+            "--port", str(port), "--node", "gpu-0001", "--interval-s", "3600",
+            "--nvml-fixture", str(NVML_FIXTURES / "h100-healthy.json"),
+            "--sysfs-root", str(fake_root("ib-8x400-healthy.json")), "--timeout-s", "4"]  # fmt: skip
+    process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    try:
+        body = ""
+        deadline = time.monotonic() + 30
+        while "clusterforge_node_healthy" not in body and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    body = r.read().decode()
+            except OSError:
+                time.sleep(0.1)
+        assert 'clusterforge_node_healthy{node="gpu-0001"} 1.0' in body
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        _out, err = process.communicate()
+    assert f"on http://127.0.0.1:{port}/metrics" in err and "Traceback" not in err

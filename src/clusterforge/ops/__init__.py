@@ -9,10 +9,15 @@ Modules (imported directly; this package imports nothing so ``clusterforge plan`
 - ``xid``: the XID policy (data/xid_policy.yaml) and the kernel-log parser
 - ``expect``: what a node should look like, from the spec through the catalog
 - ``checks``: verdicts (pass / warn / fail / unknown) from readings
-- ``runner``: collect + judge within a time budget -> ``Report``
-- ``state``: the previous run's counters for a one-shot check (``--state-file``)
+- ``runner``: ``NodeChecker``: collect + judge within a time budget -> ``Report``
+- ``options``: the frozen options of a check and of the exporter (``SourceOptions``,
+  ``CheckOptions``, ``ExporterOptions``)
+- ``checker``: ``build_checker``: every input read and validated once -> ``NodeChecker``
+- ``state``: the previous run's counters for a one-shot check (a state file)
 - ``actions``: Slurm drain/resume and Kubernetes cordon/taint with ownership and a breaker
-- ``exporter``: Prometheus metrics of the same checks
+- ``oneshot``: ``run_check``: one check with its state file, time budget and action
+- ``exporter``: Prometheus metrics of the same checks, rendered once per run
+- ``serve``: ``start_exporter``: the checks on their interval and the HTTP side
 """
 
 __all__: list[str] = []
