@@ -9,6 +9,7 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from clusterforge.catalog import Table, load_catalog
@@ -20,6 +21,7 @@ from clusterforge.generate import streamed as streamed_module
 from clusterforge.generate.bundle import generate
 from clusterforge.generate.common import GeneratedFile
 from clusterforge.generate.inventory import INVENTORY_FILES
+from clusterforge.generate.inventory_ports import occurrences
 from clusterforge.generate.streamed import StreamedFile, csv_chunks, csv_file
 from clusterforge.spec import load_spec
 from tests.generate.conftest import GOLDEN_SPEC
@@ -106,3 +108,9 @@ def test_inventory_uses_the_catalog_the_design_was_planned_with() -> None:
     assert {t["manufacturer"] for t in types if t["model"] == node.name} == {"Acme"}
     makers = list(csv.DictReader(io.StringIO(files["inventory/01-manufacturers.csv"])))
     assert "Acme" in {m["name"] for m in makers}
+
+
+def test_switch_ports_count_each_switch_in_link_order() -> None:
+    ids = np.array([5, 7, 5, 5, 2, 7])
+    assert occurrences(ids).tolist() == [1, 1, 2, 3, 1, 2]
+    assert occurrences(np.array([], dtype=np.int64)).tolist() == []

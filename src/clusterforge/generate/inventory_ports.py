@@ -148,7 +148,19 @@ def _rail_descriptions(design: Design) -> list[str]:
     ]
 
 
-def _node_links(design: Design, ports: Ports, switches: list[str]) -> Iterator[Link]:
+def occurrences(ids: np.ndarray) -> np.ndarray:
+    """1-based running count of each value in ``ids``: ``[5, 7, 5] -> [1, 1, 2]``.  Port
+    ``p<k>`` of a switch is its k-th appearance in the order links are laid."""
+    order = np.argsort(ids, kind="stable")
+    ranked = ids[order]
+    first = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])  # start of each value's run
+    run_start = np.repeat(first, np.diff(np.r_[first, ids.size]))
+    counts = np.empty(ids.size, dtype=np.int64)
+    counts[order] = np.arange(ids.size) - run_start + 1
+    return counts
+
+
+def _node_links(design: Design, switches: list[str], ports: list[str]) -> Iterator[Link]:
     c = design.fabric.connectivity
     layout = design.layout
     node, nic, leaf = c.node_links()
@@ -156,41 +168,51 @@ def _node_links(design: Design, ports: Ports, switches: list[str]) -> Iterator[L
     cables, lengths = media_for(runs, fiber_media(design, design.fabric.nic_gbit_per_s))
     names = [checked_name(n, "node name") for n in design.compute.node_names]
     hcas, rails, kind = hca_names(design), _rail_descriptions(design), interface_type(design)
-    for n, i, sw, cable, length in zip(
-        node.tolist(), nic.tolist(), leaf.tolist(), cables, lengths, strict=True
+    for n, i, sw, port, cable, length in zip(
+        node.tolist(), nic.tolist(), leaf.tolist(), ports, cables, lengths, strict=True
     ):
-        switch = switches[sw]
         yield Link(
-            names[n], hcas[i], switch, ports.take(switch), cable, length, kind,
+            names[n], hcas[i], switches[sw], port, cable, length, kind,
             "compute", "node-leaf", rails[i],
         )  # fmt: skip
 
 
-def _switch_links(design: Design, ports: Ports, switches: list[str]) -> Iterator[Link]:
-    c = design.fabric.connectivity
+_Bundles = tuple[np.ndarray, np.ndarray, np.ndarray]  # switch a, switch b, tier: one per cable
+
+
+def _switch_links(
+    design: Design, bundles: _Bundles, switches: list[str], ports: list[str]
+) -> Iterator[Link]:
+    """One link per cable of each switch-to-switch bundle; ``ports`` alternates a, b."""
     layout = design.layout
-    a, b, count, tier = c.switch_links()
+    a, b, tier = bundles
     runs = run_lengths_m(layout, layout.switch_rack[a], layout.switch_rack[b])
     cables, lengths = media_for(runs, fiber_media(design, design.fabric.nic_gbit_per_s))
     kind = interface_type(design)
-    for sa, sb, k, t, cable, length in zip(
-        a.tolist(), b.tolist(), count.tolist(), tier.tolist(), cables, lengths, strict=True
+    classes = [TIER_NAMES[t][0] for t in tier.tolist()]
+    for sa, sb, port_a, port_b, cable, length, link_class in zip(
+        a.tolist(), b.tolist(), ports[::2], ports[1::2], cables, lengths, classes, strict=True
     ):
-        name_a, name_b = switches[sa], switches[sb]
-        link_class = TIER_NAMES[t][0]
-        for _ in range(k):
-            yield Link(
-                name_a, ports.take(name_a), name_b, ports.take(name_b), cable, length, kind,
-                "compute", link_class, "",
-            )  # fmt: skip
+        yield Link(
+            switches[sa], port_a, switches[sb], port_b, cable, length, kind,
+            "compute", link_class, "",
+        )  # fmt: skip
 
 
 def compute_links(design: Design) -> Iterator[Link]:
-    """Every cable of the compute fabric, node links first."""
-    ports = Ports()
+    """Every cable of the compute fabric, node links first.  Switch ports are numbered in
+    that order: node links, then each switch-to-switch cable's a end before its b end."""
+    c = design.fabric.connectivity
     switches = switch_names(design)
-    yield from _node_links(design, ports, switches)
-    yield from _switch_links(design, ports, switches)
+    _, _, leaf = c.node_links()
+    a, b, count, tier = c.switch_links()
+    cables: _Bundles = (np.repeat(a, count), np.repeat(b, count), np.repeat(tier, count))
+    ends = np.concatenate([leaf, np.column_stack(cables[:2]).ravel()]).astype(np.int64)
+    numbers = occurrences(ends).tolist()
+    names = [f"p{k}" for k in range(1 + max(numbers, default=0))]
+    ports = [names[k] for k in numbers]
+    yield from _node_links(design, switches, ports[: leaf.size])
+    yield from _switch_links(design, cables, switches, ports[leaf.size :])
 
 
 def interface_rows(links: Iterable[Link]) -> Iterator[tuple[str, ...]]:
