@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.design import plan
-from clusterforge.design.rules import RULES
+from clusterforge.design.rules import RULES, Finding
+from clusterforge.report.files import render_findings_md
 from tests.conftest import make_spec
 
 GOOD = dict(  # 512 x H100, 4 per 50 kW rear-door rack, 1:1 rail-optimized, TP in the node
@@ -109,3 +110,26 @@ def test_findings_carry_numbers_and_fix():
     assert finding.numbers["oversubscription"] == 3
     assert "non-blocking" in finding.fix
     assert design.findings[0].severity == "error"  # errors sort first
+
+
+def test_nvidia_reference_nodes_pass_the_cpu_core_rule_by_default():
+    """DGX H100 (14 cores per GPU) and DGX B200 have enough cores for a training process."""
+    for node in ("dgx-h100", "dgx-b200", "dgx-a100"):
+        design = plan(make_spec(node=node, num_gpus=64), break_even=False)
+        assert "few-cpu-cores-per-gpu" not in {f.id for f in design.findings}, node
+
+
+def test_finding_numbers_drop_binary_noise():
+    finding = Finding(id="x", severity="info", message="m", numbers={"kw": 3 * 3.3}, fix="f")
+    assert 3 * 3.3 == 9.899999999999999
+    assert finding.numbers["kw"] == 9.9
+    design = plan(make_spec(**{**GOOD, **TRIGGERS["feed-loss-exceeds-psus"]}))
+    assert "9.899999999999999" not in render_findings_md(design)
+    assert "= 9.9" in render_findings_md(design)
+
+
+def test_rent_finding_names_the_rental_offer():
+    design = plan(make_spec(**{**GOOD, **TRIGGERS["too-small-to-own"]}))
+    finding = next(f for f in design.findings if f.id == "too-small-to-own")
+    assert finding.numbers["rent_basis"] == design.cost.rent_basis
+    assert ("reserved" in finding.message) or ("on demand" in finding.message)

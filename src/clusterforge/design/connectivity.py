@@ -106,18 +106,18 @@ class Connectivity:
             nic = np.asarray(nic)
             plane = nic % self.num_planes
             local = self.plane_view().leaf_of(node, nic // self.num_planes)
-            return plane * (self.num_leaves // self.num_planes) + local
+            return np.asarray(plane * (self.num_leaves // self.num_planes) + local)
         slot = np.asarray(node) + self.reserved_slots
         nic = np.asarray(nic)
         if self.kind == "single-switch":
             return np.zeros_like(slot)
         if self.kind == "dragonfly":
-            return (slot * self.nics_per_node + nic) // self.terminals_per_router
+            return np.asarray((slot * self.nics_per_node + nic) // self.terminals_per_router)
         if self.kind == "rail-only":
-            return nic * self.leaves_per_rail + slot // self.nodes_per_leaf_group
+            return np.asarray(nic * self.leaves_per_rail + slot // self.nodes_per_leaf_group)
         group = slot // self.nodes_per_leaf_group
         if self.rail_optimized:
-            return group * self.leaves_per_group + nic
+            return np.asarray(group * self.leaves_per_group + nic)
         return group
 
     def switch_name(self, switch_id: int) -> str:
