@@ -19,6 +19,7 @@ from clusterforge.design.connectivity import Connectivity
 from clusterforge.errors import CapacityError
 
 __all__ = [
+    "ClosPorts",
     "FabricShape",
     "clos",
     "dragonfly",
@@ -65,38 +66,44 @@ def _two_tier_spines(num_leaves: int, up: int, radix: int) -> int | None:
     return smallest_divisor_at_least(up, num_leaves * up / radix)
 
 
-def clos(
-    *,
-    num_nodes: int,
-    nics: int,
-    radix: int,
-    down: int,
-    up: int,
-    nodes_per_group: int,
-    leaves_per_group: int,
-    rail_optimized: bool,
-    tiers: int | None,
-    reserved_slots: int,
-    oversubscription: float,
-    core_oversubscription: float = 1.0,
-) -> FabricShape:
+@dataclass(frozen=True)
+class ClosPorts:
+    """The port arithmetic of one Clos plane: what every tier is sized from."""
+
+    nics_per_node: int
+    radix: int
+    down: int  # leaf ports toward nodes
+    up: int  # leaf ports toward spines
+    nodes_per_group: int  # nodes sharing one set of leaves (SU, ToR group)
+    leaves_per_group: int  # rails per SU; 1 for a top-of-rack leaf
+    rail_optimized: bool
+    reserved_slots: int  # node slots held for UFM appliances
+    oversubscription: float
+    core_oversubscription: float = 1.0
+
+    def shape(self, conn: Connectivity, tiers: int) -> FabricShape:
+        return FabricShape(conn, tiers, self.radix, self.down, self.up, self.oversubscription)
+
+
+def clos(ports: ClosPorts, *, num_nodes: int, tiers: int | None) -> FabricShape:
+    """The smallest Clos (or exactly ``tiers`` tiers) that joins ``num_nodes`` nodes."""
     if tiers == 1:
-        return _one_leaf(num_nodes, nics, radix)
-    num_groups = math.ceil((num_nodes + reserved_slots) / nodes_per_group)
-    num_leaves = num_groups * leaves_per_group
+        return _one_leaf(num_nodes, ports.nics_per_node, ports.radix)
+    num_groups = math.ceil((num_nodes + ports.reserved_slots) / ports.nodes_per_group)
+    num_leaves = num_groups * ports.leaves_per_group
     common: dict[str, Any] = dict(
         num_nodes=num_nodes,
-        nics_per_node=nics,
-        rail_optimized=rail_optimized,
+        nics_per_node=ports.nics_per_node,
+        rail_optimized=ports.rail_optimized,
         num_leaves=num_leaves,
-        nodes_per_leaf_group=nodes_per_group,
-        leaves_per_group=leaves_per_group,
-        reserved_slots=reserved_slots,
+        nodes_per_leaf_group=ports.nodes_per_group,
+        leaves_per_group=ports.leaves_per_group,
+        reserved_slots=ports.reserved_slots,
     )
-    spines = _two_tier_spines(num_leaves, up, radix) if tiers in (None, 2) else None
     if num_leaves == 1 and tiers is None:
-        conn = Connectivity(kind="clos", **common)
-        return FabricShape(conn, 1, radix, down, up, oversubscription)
+        return ports.shape(Connectivity(kind="clos", **common), 1)
+    radix, up = ports.radix, ports.up
+    spines = _two_tier_spines(num_leaves, up, radix) if tiers in (None, 2) else None
     if spines is not None:
         conn = Connectivity(
             kind="clos",
@@ -106,22 +113,13 @@ def clos(
             links_leaf_spine=up // spines,
             **common,
         )
-        return FabricShape(conn, 2, radix, down, up, oversubscription)
+        return ports.shape(conn, 2)
     if tiers == 2:
         raise CapacityError(
             f"network.tiers: 2 tiers reach at most {radix} leaves of radix {radix}, this design "
             f"needs {num_leaves}; set tiers: 3, a larger-radix switch, or fewer GPUs"
         )
-    return _three_tier(
-        common,
-        num_leaves,
-        radix,
-        down,
-        up,
-        oversubscription,
-        leaves_per_group,
-        core_oversubscription,
-    )
+    return _three_tier(ports, common, num_leaves)
 
 
 def _one_leaf(num_nodes: int, nics: int, radix: int) -> FabricShape:
@@ -143,16 +141,8 @@ def _one_leaf(num_nodes: int, nics: int, radix: int) -> FabricShape:
     return FabricShape(conn, 1, radix, ports, 0, 1.0)
 
 
-def _three_tier(
-    common: dict[str, Any],
-    num_leaves: int,
-    radix: int,
-    down: int,
-    up: int,
-    oversubscription: float,
-    leaves_per_group: int,
-    core_oversubscription: float = 1.0,
-) -> FabricShape:
+def _three_tier(ports: ClosPorts, common: dict[str, Any], num_leaves: int) -> FabricShape:
+    radix, up, leaves_per_group = ports.radix, ports.up, ports.leaves_per_group
     half = radix // 2
     # A pod holds whole leaf groups (SUs) and at most R/2 leaves: each spine has R/2 down ports.
     groups_per_pod = max(1, half // leaves_per_group)
@@ -165,7 +155,7 @@ def _three_tier(
     # Meta's AI zones (ATSW, ~7:1; Gangidi et al., SIGCOMM 2024 §3): then spine up-links =
     # down-links / r_core.
     spine_down = leaves_per_pod * links_leaf_spine
-    spine_up = max(1, math.ceil(spine_down / core_oversubscription))
+    spine_up = max(1, math.ceil(spine_down / ports.core_oversubscription))
     cores_per_group = smallest_divisor_at_least(spine_up, num_pods * spine_up / radix)
     if num_pods * spine_up / cores_per_group > radix:
         raise CapacityError(
@@ -184,7 +174,7 @@ def _three_tier(
         links_spine_core=spine_up // cores_per_group,
         **common,
     )
-    return FabricShape(conn, 3, radix, down, up, oversubscription)
+    return ports.shape(conn, 3)
 
 
 def no_fabric(num_nodes: int) -> FabricShape:

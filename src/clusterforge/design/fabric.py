@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, assert_never
 
 from clusterforge.catalog import Switch
 from clusterforge.design.clos import (
+    ClosPorts,
     FabricShape,
     clos,
     dragonfly,
@@ -158,20 +159,19 @@ def _clos_of(p: FabricParams, num_nodes: int, radix: int, down: int, up: int) ->
             f"network.nics_per_node: {p.nics_per_node} NICs do not fit the {down} down ports of "
             f"a {p.switch.id} leaf; use topology: rail-optimized or fewer NICs per node"
         )
-    return clos(
-        num_nodes=num_nodes,
-        nics=p.nics_per_node,
+    ports = ClosPorts(
+        nics_per_node=p.nics_per_node,
         radix=radix,
         down=down,
         up=up,
         nodes_per_group=nodes_per_group,
         leaves_per_group=p.nics_per_node if rail else 1,
         rail_optimized=rail,
-        tiers=p.tiers,
         reserved_slots=1 if p.reserve_ufm_port and rail else 0,
         oversubscription=p.oversubscription,
         core_oversubscription=p.core_oversubscription,
     )
+    return clos(ports, num_nodes=num_nodes, tiers=p.tiers)
 
 
 def _multi_plane(p: FabricParams, num_nodes: int) -> FabricShape:
