@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,15 +49,42 @@ class PowerSummary(BaseModel):
     optics_w: float = Field(description="Transceiver power (already inside node/switch max)")
 
 
-def _line(category: str, item: str, desc: str, qty: float, unit: float, source: str) -> BomLine:
+def _line(
+    *, category: str, item: str, description: str, quantity: float, unit_usd: float, source: str
+) -> BomLine:
     return BomLine(
         category=category,
         item=item,
-        description=desc,
-        quantity=qty,
-        unit_usd=unit,
-        extended_usd=qty * unit,
+        description=description,
+        quantity=quantity,
+        unit_usd=unit_usd,
+        extended_usd=quantity * unit_usd,
         source=source,
+    )
+
+
+class _PricedRow(Protocol):
+    """A catalog row with a price: node, switch, storage block or facility item."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def price_usd(self) -> float: ...
+    @property
+    def source(self) -> str: ...
+
+
+def _row_line(category: str, row: _PricedRow, *, quantity: float, note: str = "") -> BomLine:
+    """A BOM line for ``quantity`` of a catalog row at its catalog price."""
+    return _line(
+        category=category,
+        item=row.id,
+        description=f"{row.name}{note}",
+        quantity=quantity,
+        unit_usd=row.price_usd,
+        source=row.source,
     )
 
 
@@ -82,59 +110,32 @@ class Parts:
 def bill_of_materials(parts: Parts) -> list[BomLine]:
     """Every purchasable item with unit and extended cost; node prices include their NICs."""
     p = parts
-    spec, compute, fabric, support = p.spec, p.compute, p.fabric, p.support
-    storage, layout, cabling, catalog = p.storage, p.layout, p.cabling, p.catalog
-    num_mgmt_servers = p.num_mgmt_servers
-    node, sw = compute.node, fabric.switch
     lines = [
-        _line("compute", node.id, node.name, compute.num_nodes, node.price_usd, node.source),
-        _line(
-            "network",
-            sw.id,
-            f"{sw.name} (compute fabric)",
-            fabric.num_switches,
-            sw.price_usd,
-            sw.source,
+        _row_line("compute", p.compute.node, quantity=p.compute.num_nodes),
+        _row_line(
+            "network", p.fabric.switch, quantity=p.fabric.num_switches, note=" (compute fabric)"
         ),
     ]
-    for fab in support:
-        lines.append(
-            _line(
-                "network",
-                fab.switch.id,
-                f"{fab.switch.name} ({fab.name} fabric)",
-                fab.num_switches,
-                fab.switch.price_usd,
-                fab.switch.source,
-            )
-        )
-    lines += _media_lines(cabling, catalog)
-    block = storage.block
-    lines.append(
-        _line("storage", block.id, block.name, storage.num_blocks, block.price_usd, block.source)
-    )
-    server = catalog.facility["mgmt-server"]
+    lines += [
+        _row_line("network", fab.switch, quantity=fab.num_switches, note=f" ({fab.name} fabric)")
+        for fab in p.support
+    ]
+    lines += _media_lines(p.cabling, p.catalog)
+    lines.append(_row_line("storage", p.storage.block, quantity=p.storage.num_blocks))
     roles = ", ".join(f"{n} {role}" for role, n in p.management.items() if n)
+    server = p.catalog.facility["mgmt-server"]
+    lines.append(_row_line("management", server, quantity=p.num_mgmt_servers, note=f": {roles}"))
+    lines += _facility_lines(p.layout, p.catalog)
+    hardware_usd = sum(line.extended_usd for line in lines)
+    share = p.spec.economics.install_fraction
     lines.append(
         _line(
-            "management",
-            server.id,
-            f"{server.name}: {roles}",
-            num_mgmt_servers,
-            server.price_usd,
-            server.source,
-        )
-    )
-    lines += _facility_lines(layout, catalog)
-    hardware = sum(line.extended_usd for line in lines)
-    lines.append(
-        _line(
-            "installation",
-            "install",
-            "Integration, installation and burn-in",
-            1,
-            hardware * spec.economics.install_fraction,
-            f"economics.install_fraction = {spec.economics.install_fraction:g} of hardware",
+            category="installation",
+            item="install",
+            description="Integration, installation and burn-in",
+            quantity=1,
+            unit_usd=hardware_usd * share,
+            source=f"economics.install_fraction = {share:g} of hardware",
         )
     )
     return [line for line in lines if line.quantity > 0]
@@ -154,63 +155,38 @@ def _media_lines(cabling: list[LinkClass], catalog: Catalog) -> list[BomLine]:
     for medium_id in sorted(cables):
         medium = catalog.media[medium_id]
         if modules[medium_id]:
-            per_module = optics_usd[medium_id] / modules[medium_id]
             lines.append(
                 _line(
-                    "optics",
-                    f"{medium_id}-transceiver",
-                    f"{medium.name}: transceiver modules",
-                    modules[medium_id],
-                    per_module,
-                    medium.source,
+                    category="optics",
+                    item=f"{medium_id}-transceiver",
+                    description=f"{medium.name}: transceiver modules",
+                    quantity=modules[medium_id],
+                    unit_usd=optics_usd[medium_id] / modules[medium_id],
+                    source=medium.source,
                 )
             )
         lines.append(
             _line(
-                "cabling",
-                f"{medium_id}-cable",
-                f"{medium.name}: cables",
-                cables[medium_id],
-                medium.cable_price_usd,
-                medium.source,
+                category="cabling",
+                item=f"{medium_id}-cable",
+                description=f"{medium.name}: cables",
+                quantity=cables[medium_id],
+                unit_usd=medium.cable_price_usd,
+                source=medium.source,
             )
         )
     return lines
 
 
 def _facility_lines(layout: Layout, catalog: Catalog) -> list[BomLine]:
-    racks = len(layout.racks)
-    pdus = sum(r.circuit.num_whips for r in layout.racks)
-    cdus = sum(1 for r in layout.racks for d in r.devices if d.kind == "cdu")
-    rdhx = sum(1 for r in layout.racks if r.cooling.method == "rear-door")
     f = catalog.facility
-    return [
-        _line(
-            "facility",
-            "rack-48u",
-            f["rack-48u"].name,
-            racks,
-            f["rack-48u"].price_usd,
-            f["rack-48u"].source,
-        ),
-        _line(
-            "facility",
-            "pdu-3ph",
-            f["pdu-3ph"].name,
-            pdus,
-            f["pdu-3ph"].price_usd,
-            f["pdu-3ph"].source,
-        ),
-        _line(
-            "facility",
-            "rack-cdu",
-            f["rack-cdu"].name,
-            cdus,
-            f["rack-cdu"].price_usd,
-            f["rack-cdu"].source,
-        ),
-        _line("facility", "rdhx", f["rdhx"].name, rdhx, f["rdhx"].price_usd, f["rdhx"].source),
-    ]
+    counts = {
+        "rack-48u": len(layout.racks),
+        "pdu-3ph": sum(r.circuit.num_whips for r in layout.racks),
+        "rack-cdu": sum(1 for r in layout.racks for d in r.devices if d.kind == "cdu"),
+        "rdhx": sum(1 for r in layout.racks if r.cooling.method == "rear-door"),
+    }
+    return [_row_line("facility", f[item], quantity=n) for item, n in counts.items()]
 
 
 def power_summary(parts: Parts) -> PowerSummary:
