@@ -37,6 +37,14 @@ class Gpu(_Row):
     fp8_dense_tflops: float
     scaleup: str
     scaleup_gbyte_per_s: float = Field(description="Bidirectional scale-up bandwidth per GPU")
+    scaleup_fabric: Literal["switch", "mesh", "pcie"] = Field(
+        "switch",
+        description="How the GPUs of a scale-up domain meet: an NVSwitch, a switchless full "
+        "mesh of peer links (AMD Infinity Fabric), or the host's PCIe complex",
+    )
+    nvlink_sharp: bool = Field(
+        False, description="The NVSwitch reduces in the switch (NVLink SHARP, NCCL's NVLS)"
+    )
     nvlink_domain_max: int
     form_factor: str
     datacenter: bool

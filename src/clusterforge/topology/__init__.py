@@ -1,25 +1,21 @@
 """Graph builders over a design's fabric, as arrays, and their metrics."""
 
+from clusterforge.topology.build import build_fabric_graph
 from clusterforge.topology.graph import (
     LINK_CLASSES,
-    MESH_SCALEUPS,
     NETWORK_CLASSES,
     NETWORK_LINK_LATENCY_S,
     NVLINK_LATENCY_S,
-    NVLS_SCALEUPS,
     SCALEUP_CLASSES,
     FabricGraph,
-    build_fabric_graph,
 )
 from clusterforge.topology.metrics import LinkClassSummary, link_class_summary
 
 __all__ = [
     "LINK_CLASSES",
-    "MESH_SCALEUPS",
     "NETWORK_CLASSES",
     "NETWORK_LINK_LATENCY_S",
     "NVLINK_LATENCY_S",
-    "NVLS_SCALEUPS",
     "SCALEUP_CLASSES",
     "FabricGraph",
     "LinkClassSummary",
