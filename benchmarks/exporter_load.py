@@ -17,7 +17,11 @@ that takes longer than 10 s (Prometheus' default scrape_timeout), fails to conne
 not answer 200 with the announced body counts as an error.  Latency runs from the connect to
 the last byte of the body.  The client shares the machine's cores with the exporter, so the
 latencies include the client's own scheduling delays; the exporter's CPU time per scrape
-(from /proc) does not depend on them.
+(from /proc) does not depend on them.  On a machine busy with other work, the latencies
+mostly measure the wait for a core: ``chrt -f 10 python benchmarks/exporter_load.py`` (root)
+runs exporter and scrapers ahead of the other work, as a node's own agent would be.  The
+exporter's CPU time includes its check runs (about 20 ms a second here with checks every
+second); the idle cost is what is left with ``--scrapers 0``.
 """
 
 from __future__ import annotations
@@ -128,6 +132,7 @@ def _client(load: Load, start_s: float) -> tuple[list[float | None], float]:
     async def run() -> list[float | None]:
         out: list[float | None] = []
         await asyncio.gather(*(_scraper(load, start_s, out) for _ in range(load.num_scrapers)))
+        await asyncio.sleep(max(0.0, start_s + load.seconds - time.monotonic()))  # --scrapers 0
         return out
 
     cpu_before_s = time.process_time()
@@ -182,8 +187,8 @@ def _report(
         print(f"max         {1000 * latencies[-1]:>9.1f} ms")
     print(f"body        {body_bytes:>9,} bytes")
     for name, spent_s in zip(("exporter", "scrapers"), cpu_s, strict=True):
-        per_scrape_us = 1e6 * spent_s / max(1, len(results))
-        print(f"{name:<11} {spent_s:>9.1f} CPU s ({per_scrape_us:,.0f} us per scrape)")
+        per_scrape = f" ({1e6 * spent_s / len(results):,.0f} us per scrape)" if results else ""
+        print(f"{name:<11} {spent_s:>9.2f} CPU s{per_scrape}")
 
 
 def main() -> None:
