@@ -69,11 +69,11 @@ class InterpolatingComm:
     Times below the grid's first point are scaled from it (latency-dominated anyway).
     """
 
-    def __init__(self, time_s: Callable[[str, float, np.ndarray], float]) -> None:
+    def __init__(self, time_s: Callable[[Collective, float, np.ndarray], float]) -> None:
         self._time_s = time_s
         self._memo: dict[tuple[str, int, tuple[int, ...], bytes], float] = {}
 
-    def _at(self, collective: str, size: float, groups: np.ndarray) -> float:
+    def _at(self, collective: Collective, size: float, groups: np.ndarray) -> float:
         key = (collective, round(size), groups.shape, groups.tobytes())
         if key not in self._memo:
             self._memo[key] = float(self._time_s(collective, size, groups))
@@ -109,22 +109,16 @@ class NetsimComm(InterpolatingComm):
     """Collective times from ``clusterforge.netsim`` on a design's fabric (built once).
 
     Uses the simulator's time-only path (``netsim.simulate.collective_time_s``, which skips
-    the per-link report) when the simulator has it, else :func:`simulate_collective`.
+    the per-link report of ``simulate_collective``).
     """
 
     def __init__(self, design: Design, routing: str = "adaptive", num_qps: int = 1) -> None:
-        from clusterforge import netsim
-        from clusterforge.netsim import simulate
+        from clusterforge.netsim import build_fabric_graph
+        from clusterforge.netsim.simulate import collective_time_s
 
-        graph = netsim.build_fabric_graph(design)
-        fast = getattr(simulate, "collective_time_s", None)
+        graph = build_fabric_graph(design)
 
-        def time_s(collective: str, size: float, groups: np.ndarray) -> float:
-            if fast is not None:
-                return float(fast(graph, collective, int(size), groups, routing, num_qps))
-            result = netsim.simulate_collective(
-                graph, collective, int(size), groups, routing=routing, num_qps=num_qps
-            )
-            return float(result.time_s)
+        def time_s(collective: Collective, size: float, groups: np.ndarray) -> float:
+            return collective_time_s(graph, collective, int(size), groups, routing, num_qps)
 
         super().__init__(time_s)

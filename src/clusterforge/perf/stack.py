@@ -49,7 +49,7 @@ Each named stack states the defaults of that framework with their source:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, assert_never, get_args
 
 __all__ = ["STACK_NAMES", "Fp8Scaling", "Stack", "StackName", "stack_named"]
@@ -100,24 +100,43 @@ class Stack:
         return stack_named("megatron-2021")
 
 
+def _unfused_2021(name: str, **changes: object) -> Stack:
+    """Megatron-LM of 2021 and Megatron-DeepSpeed: explicit attention, dropout, no overlap."""
+    base = Stack(
+        name=name,
+        attention="unfused",
+        dropout=True,
+        tp_overlap=False,
+        dp_overlap=False,
+        pp_overlap=False,
+        fused_grad_accumulation=False,
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def _pytorch(name: str, **changes: object) -> Stack:
+    """PyTorch FSDP stacks: FP32 sharded parameters and moments, torchao float8 (dynamic
+    scaling, no persistent FP8 copy, no fused norm cast), no Megatron TP overlap."""
+    base = Stack(
+        name=name,
+        tp_overlap=False,
+        weight_bytes=4.0,
+        fp8_weight_bytes=4.0,
+        fp8_copy_bytes=0.0,
+        optimizer_bytes=8.0,
+        fp8_scaling="dynamic",
+        fp8_fused_norm_cast=False,
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
 def stack_named(name: StackName) -> Stack:
     """The documented mechanisms of stack ``name`` (see the module docstring for sources)."""
     match name:
         case "megatron-core":
             return Stack()
         case "megatron-2021":
-            return Stack(
-                name=name,
-                attention="unfused",
-                dropout=True,
-                tp_overlap=False,
-                dp_overlap=False,
-                pp_overlap=False,
-                grad_reduce_bytes=2,
-                fused_grad_accumulation=False,
-                grad_buffer_bytes=2.0,
-                fsdp_prefetch=0,
-            )
+            return _unfused_2021(name, grad_reduce_bytes=2, grad_buffer_bytes=2.0, fsdp_prefetch=0)
         case "nemo":
             return Stack(
                 name=name,
@@ -127,40 +146,10 @@ def stack_named(name: StackName) -> Stack:
                 fp8_copy_bytes=0.0,
             )
         case "deepspeed":
-            return Stack(
-                name=name,
-                attention="unfused",
-                dropout=True,
-                tp_overlap=False,
-                dp_overlap=False,
-                pp_overlap=False,
-                fused_grad_accumulation=False,
-                fsdp_unit_params=5e7,
-                fp8_fused_norm_cast=False,
-            )
+            return _unfused_2021(name, fsdp_unit_params=5e7, fp8_fused_norm_cast=False)
         case "fsdp":
-            return Stack(
-                name=name,
-                tp_overlap=False,
-                pp_overlap=False,
-                weight_bytes=4.0,
-                fp8_weight_bytes=4.0,
-                fp8_copy_bytes=0.0,
-                optimizer_bytes=8.0,
-                fp8_scaling="dynamic",
-                fp8_fused_norm_cast=False,
-            )
+            return _pytorch(name, pp_overlap=False)
         case "torchtitan":
-            return Stack(
-                name=name,
-                tp_overlap=False,
-                weight_bytes=4.0,
-                fp8_weight_bytes=4.0,
-                fp8_copy_bytes=0.0,
-                optimizer_bytes=8.0,
-                fp8_scaling="dynamic",
-                fp8_fused_norm_cast=False,
-                fp8_all_gather=True,
-            )
+            return _pytorch(name, fp8_all_gather=True)
         case _:
             assert_never(name)
