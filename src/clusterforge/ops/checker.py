@@ -23,7 +23,7 @@ from clusterforge.ops.xid import load_xid_policy
 __all__ = ["build_checker", "expectation_for"]
 
 # A single sysfs or /proc read takes microseconds; one that blocks (a hung NFS mount under
-# statvfs, a wedged driver file) is abandoned after this share of the budget, at most 5 s.
+# statvfs, a wedged driver file) is abandoned after a quarter of the budget, at most 5 s.
 _MAX_SYSFS_CALL_S = 5.0
 
 
