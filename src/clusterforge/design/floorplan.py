@@ -36,7 +36,7 @@ CORE = -1  # slot id of the core block
 @dataclass(frozen=True)
 class FloorPlan:
     """Where each switch goes: ``slots`` lists zone ids in floor order (CORE = core block);
-    ``*_slot`` arrays give the slot id (a zone or CORE) of each switch."""
+    the ``*_zone`` arrays give the slot (a zone id or CORE) of each switch."""
 
     blocks: list[range]  # node indices of each GPU rack, in floor order
     block_zone: np.ndarray  # zone of each GPU rack
@@ -98,8 +98,9 @@ def _slots(zones: list[int], leaf_pod_start: list[int]) -> list[int]:
     if not zones:
         return [CORE]
     middle = (len(zones) + 1) // 2
-    if leaf_pod_start:
-        middle = min(leaf_pod_start, key=lambda z: abs(z - middle))
+    inner = [z for z in leaf_pod_start if z > 0]
+    if inner:
+        middle = min(inner, key=lambda z: abs(z - middle))
     return [*zones[:middle], CORE, *zones[middle:]]
 
 
