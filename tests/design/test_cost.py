@@ -4,12 +4,14 @@ scale with the cluster, and a break-even size found in a bounded number of plans
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 
 from clusterforge.design import plan
 from clusterforge.design.plan import BREAK_EVEN_PLANS, break_even_gpus, management_servers
 from clusterforge.design.tco import HOURS_PER_YEAR, rent_offers
+from clusterforge.report.files import design_json
 from clusterforge.spec import EconomicsSpec
 from tests.conftest import make_spec
 
@@ -55,6 +57,9 @@ def test_verdict_states_its_basis():
     assert d.cost.rent_total_usd == d.cost.rent.on_demand_total_usd
     forced = plan(make_spec(economics={"rent_basis": "reserved"}))
     assert forced.cost.rent_total_usd == forced.cost.rent.reserved_total_usd
+    cost = json.loads(design_json(forced))["cost"]
+    assert cost["rent_basis"] == "reserved"
+    assert cost["rent"]["reserved_term_years"] == 1.0 and cost["rent"]["price_date"]
 
 
 # --- self-built data centre ----------------------------------------------------------------

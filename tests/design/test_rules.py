@@ -6,6 +6,7 @@ import pytest
 
 from clusterforge.design import plan
 from clusterforge.design.rules import RULES, Finding
+from clusterforge.errors import ClusterforgeError
 from clusterforge.report.files import render_findings_md
 from tests.conftest import make_spec
 
@@ -133,3 +134,12 @@ def test_rent_finding_names_the_rental_offer():
     finding = next(f for f in design.findings if f.id == "too-small-to-own")
     assert finding.numbers["rent_basis"] == design.cost.rent_basis
     assert ("reserved" in finding.message) or ("on demand" in finding.message)
+
+
+def test_empty_cooling_list_is_named_as_empty_not_as_liquid():
+    """DGX H100 is air-cooled: an empty list must not be reported as a liquid-cooling gap."""
+    with pytest.raises(ClusterforgeError) as info:
+        plan(make_spec(node="dgx-h100", facility={"cooling_available": []}))
+    message = str(info.value)
+    assert "facility.cooling_available" in message and "empty" in message
+    assert "liquid-cooled" not in message
