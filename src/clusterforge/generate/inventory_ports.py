@@ -227,10 +227,17 @@ def interface_rows(links: Iterable[Link]) -> Iterator[tuple[str, ...]]:
 
 def cable_rows(links: Iterable[Link]) -> Iterator[tuple[str, ...]]:
     """One data cable per link, columns of :data:`CABLE_FIELDS`."""
+    lengths: dict[float, str] = {}  # few distinct runs: format each once
+    classes: dict[tuple[str, str], str] = {}
     for link in links:
+        length = lengths.get(link.length_m) or lengths.setdefault(
+            link.length_m, f"{link.length_m:g}"
+        )
+        key = (link.fabric, link.link_class)
+        description = classes.get(key) or classes.setdefault(key, " ".join(key).strip())
         yield (
             link.a_device, "dcim.interface", link.a_port,
             link.b_device, "dcim.interface", link.b_port,
-            link.cable_type, STATUS, f"{link.length_m:g}", "m",
-            f"{link.a_device}:{link.a_port}", f"{link.fabric} {link.link_class}".strip(),
+            link.cable_type, STATUS, length, "m",
+            f"{link.a_device}:{link.a_port}", description,
         )  # fmt: skip
