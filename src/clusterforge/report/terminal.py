@@ -89,6 +89,11 @@ def _fabric(d: Design) -> Table:
         ("bisection", f"{f.bisection_gbit_per_s / 1000:,.1f} Tb/s"),
         ("max switch hops", str(f.max_switch_hops)),
     ]
+    if not f.radix:  # one node: no compute fabric
+        rows = [("topology", "; ".join(f.notes) or "no compute fabric")]
+    elif d.compute.num_spare_nodes:
+        pool = f", {f.num_spare_pool_leaves} pool leaves" if f.num_spare_pool_leaves else ""
+        rows.append(("spares", f"{f.spares}: {f.num_cold_spares} cold (cabled on swap){pool}"))
     rows += [(f"{s.name} fabric", f"{s.num_switches} x {s.switch.id}") for s in d.support_fabrics]
     return _kv("Network", rows)
 
