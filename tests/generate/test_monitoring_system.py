@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
-from clusterforge.design import Design
+from clusterforge.design import Design, plan
 from clusterforge.generate import render, write_files
 from clusterforge.generate.alert_rules import alert_groups
 from clusterforge.generate.dashboards import dashboards
+from clusterforge.spec import load_spec
+from tests.generate.conftest import SPECS
 
 pytestmark = [
     pytest.mark.system,
@@ -38,18 +40,54 @@ def _s(metric: str, labels: str, values: str) -> dict[str, str]:
     return {"series": f"{metric}{{{labels}}}", "values": values}
 
 
+# alerts whose labels are not those of one GPU
+NOT_PER_GPU = {
+    "NodeUnhealthy",
+    "ExporterDown",
+    "NicDropRateHigh",
+    "IbPortDown",
+    "IbLinkDowned",
+    "IbLinkErrorRecovery",
+    "IbSymbolErrors",
+    "IbPortErrorRate",
+    "RackPowerNearFeedLimit",
+    "RocePfcPauseHigh",
+    "RoceEcnMarksHigh",
+    "RoceCnpRateHigh",
+}
+
 # alert -> (eval time, failing series, healthy series, extra labels of the firing alert, summary)
 CASES: dict[str, tuple[str, list[dict[str, str]], list[dict[str, str]], dict[str, str], str]] = {
-    "GpuXidError": (
+    # Hardware XIDs page; the raw gauge keeps the last XID forever, the windowed count is back
+    # to 0 in the healthy series; an application XID (13) is not a hardware page.
+    "GpuXidHardware": (
         "3m",
-        [_s("DCGM_EXP_XID_ERRORS_COUNT", GPU + ', xid="79"', "0 0 1 1")],
-        # the raw gauge keeps the last XID forever; the windowed count is back to 0
+        [_s("DCGM_EXP_XID_ERRORS_COUNT", GPU + ', xid="79"', "0 1 1 1")],
         [
             _s("DCGM_EXP_XID_ERRORS_COUNT", GPU + ', xid="79"', "1 1 0 0"),
             _s("DCGM_FI_DEV_XID_ERRORS", GPU, "79 79 79 79"),
+            _s("DCGM_EXP_XID_ERRORS_COUNT", GPU + ', xid="13"', "1 1 1 1"),
         ],
         {"xid": "79"},
-        "XID 79 on gpu-0001 GPU 0 in the last window",
+        "XID 79 on gpu-0001 GPU 0: a hardware fault, drain the node and reset or replace the GPU",
+    ),
+    "GpuXidWarning": (
+        "3m",
+        [_s("DCGM_EXP_XID_ERRORS_COUNT", GPU + ', xid="63"', "0 1 1 1")],
+        [
+            _s("DCGM_EXP_XID_ERRORS_COUNT", GPU + ', xid="79"', "1 1 1 1"),
+            _s("DCGM_EXP_XID_ERRORS_COUNT", GPU + ', xid="31"', "1 1 1 1"),
+        ],
+        {"xid": "63"},
+        "XID 63 on gpu-0001 GPU 0: watch for repeats",
+    ),
+    "GpuXidApplication": (
+        "3m",
+        [_s("DCGM_EXP_XID_ERRORS_COUNT", GPU + ', xid="13"', "0 1 1 1")],
+        # a single scrape with the count up does not last the one minute of `for`
+        [_s("DCGM_EXP_XID_ERRORS_COUNT", GPU + ', xid="13"', "0 0 0 1")],
+        {"xid": "13"},
+        "XID 13 on gpu-0001 GPU 0: the application's fault (tell the job's owner)",
     ),
     "GpuDoubleBitEcc": (
         "4m",
@@ -137,6 +175,47 @@ CASES: dict[str, tuple[str, list[dict[str, str]], list[dict[str, str]], dict[str
         dict(NIC_LABELS),
         "gpu-0002 mlx5_3 (rail 3) drops more than 0.1 % of packets",
     ),
+    "IbPortDown": (
+        "5m",
+        [_s("node_infiniband_state_id", NIC, "4 1 1 1 1 1")],
+        [_s("node_infiniband_state_id", NIC, "4 4 4 4 4 4")],
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) is not ACTIVE: the rail is down",
+    ),
+    "IbLinkDowned": (
+        "4m",
+        [_s("node_infiniband_link_downed_total", NIC, "0 0 1 1 1")],
+        [_s("node_infiniband_link_downed_total", NIC, "2 2 2 2 2")],
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) went down and came back (link downed)",
+    ),
+    "IbLinkErrorRecovery": (
+        "4m",
+        [_s("node_infiniband_link_error_recovery_total", NIC, "0 0 1 1 1")],
+        [_s("node_infiniband_link_error_recovery_total", NIC, "7 7 7 7 7")],
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) retrained its link in the last hour (check cable and transceiver)",
+    ),
+    "IbSymbolErrors": (
+        "30m",
+        [_s("node_infiniband_symbol_error_total", NIC, "0+2x30")],  # 60 in 30 minutes
+        [_s("node_infiniband_symbol_error_total", NIC, "100+0x30")],  # old errors, none new
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) counts symbol errors (a marginal cable or transceiver)",
+    ),
+    "IbPortErrorRate": (
+        "20m",
+        [
+            _s("node_infiniband_port_packets_received_total", NIC, "0+1000000x20"),
+            _s("node_infiniband_port_errors_received_total", NIC, "0+100x20"),  # 1e-4
+        ],
+        [
+            _s("node_infiniband_port_packets_received_total", NIC, "0+1000000x20"),
+            _s("node_infiniband_port_errors_received_total", NIC, "0+1x20"),  # 1e-6
+        ],
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) receives packets with errors",
+    ),
     "NodeUnhealthy": (
         "10m",
         [_s("clusterforge_node_healthy", 'node="gpu-0004"', "0x10")],
@@ -183,8 +262,9 @@ def test_every_alert_has_a_case(lab_design: Design) -> None:
         for g in alert_groups(lab_design).values()
         for grp in g["groups"]
         for r in grp["rules"]
+        if "alert" in r
     }
-    assert alerts == set(CASES)
+    assert alerts == set(CASES) | {"RackPowerNearFeedLimit"}
 
 
 def _rule_file_of(alert: str, monitoring_dir: Path) -> str:
@@ -194,10 +274,13 @@ def _rule_file_of(alert: str, monitoring_dir: Path) -> str:
     raise AssertionError(f"no rule file has {alert}")
 
 
-def _unit_test(alert: str, rule_file: str, severity: str) -> dict[str, Any]:
-    eval_time, failing, healthy, extra, summary = CASES[alert]
+Case = tuple[str, list[dict[str, str]], list[dict[str, str]], dict[str, str], str]
+
+
+def _unit_test(alert: str, rule_file: str, severity: str, case: Case) -> dict[str, Any]:
+    eval_time, failing, healthy, extra, summary = case
     labels = {
-        **({} if alert in {"NodeUnhealthy", "ExporterDown", "NicDropRateHigh"} else GPU_LABELS),
+        **({} if alert in NOT_PER_GPU else GPU_LABELS),
         **extra,
     }
     labels["severity"] = severity
@@ -229,24 +312,168 @@ def _unit_test(alert: str, rule_file: str, severity: str) -> dict[str, Any]:
     }
 
 
-def _severity(alert: str, lab_design: Design) -> str:
-    for g in alert_groups(lab_design).values():
+def _severity(alert: str, design: Design) -> str:
+    for g in alert_groups(design).values():
         for grp in g["groups"]:
             for rule in grp["rules"]:
-                if rule["alert"] == alert:
+                if rule.get("alert") == alert:
                     return str(rule["labels"]["severity"])
     raise AssertionError(alert)
+
+
+def _run_case(alert: str, case: Case, design: Design, rules_dir: Path, tmp_path: Path) -> None:
+    test_file = tmp_path / f"{alert}.test.yml"
+    spec = _unit_test(alert, _rule_file_of(alert, rules_dir), _severity(alert, design), case)
+    test_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = _promtool("test", "rules", str(test_file), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("alert", sorted(CASES))
 def test_alert_fires_on_failure_and_stays_quiet_when_healthy(
     alert: str, lab_design: Design, monitoring_dir: Path, tmp_path: Path
 ) -> None:
-    test_file = tmp_path / f"{alert}.test.yml"
-    spec = _unit_test(alert, _rule_file_of(alert, monitoring_dir), _severity(alert, lab_design))
-    test_file.write_text(yaml.safe_dump(spec, sort_keys=False))
-    result = _promtool("test", "rules", str(test_file), cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
+    _run_case(alert, CASES[alert], lab_design, monitoring_dir, tmp_path)
+
+
+def test_rack_power_from_the_pdus_alerts_near_the_feed_limit(
+    lab_design: Design, monitoring_dir: Path, tmp_path: Path
+) -> None:
+    """Two PDUs of one rack (APC MIB: hundredths of kW) add up past 90 % of the feed."""
+    usable_kw = min(r.circuit.usable_kw for r in lab_design.racks if r.role == "gpu")
+    limit_w = round(0.9 * usable_kw * 1000)
+    half = limit_w / 2 / 10  # each PDU, in the MIB's hundredths of kW
+    pdu = 'job="pdu", rack="r001-01", pdu="{}"'
+    over, under = f"{half + 50:g}x15", f"{half - 50:g}x15"
+    case: Case = (
+        "15m",
+        [_s("rPDU2DeviceStatusPower", pdu.format(p), over) for p in ("a1", "b1")],
+        [_s("rPDU2DeviceStatusPower", pdu.format(p), under) for p in ("a1", "b1")],
+        {"rack": "r001-01"},
+        f"rack r001-01 draws more than {limit_w} W, 90% of its feed's usable power (PDU reading)",
+    )
+    _run_case("RackPowerNearFeedLimit", case, lab_design, monitoring_dir, tmp_path)
+
+
+ROCE_NIC = 'node="gpu-0002", nic="mlx5_3", port="1"'
+ROCE_CASES: dict[str, Case] = {
+    "RocePfcPauseHigh": (
+        "20m",
+        # paused 30 of every 60 s on priority 3 (the counter is in microseconds)
+        [
+            _s(
+                "clusterforge_nic_counter_total",
+                ROCE_NIC + ', counter="rx_prio3_pause_duration"',
+                "0+30000000x20",
+            )
+        ],
+        [
+            _s(
+                "clusterforge_nic_counter_total",
+                ROCE_NIC + ', counter="rx_prio3_pause_duration"',
+                "0+600000x20",
+            )
+        ],
+        {"node": "gpu-0002", "nic": "mlx5_3", "port": "1", "counter": "rx_prio3_pause_duration"},
+        "gpu-0002 mlx5_3 is paused by PFC more than 10% of the time",
+    ),
+    "RoceEcnMarksHigh": (
+        "25m",
+        [
+            _s(
+                "clusterforge_nic_counter_total",
+                ROCE_NIC + ', counter="port_rcv_packets"',
+                "0+1000000x25",
+            ),
+            _s(
+                "clusterforge_nic_counter_total",
+                ROCE_NIC + ', counter="np_ecn_marked_roce_packets"',
+                "0+50000x25",
+            ),
+        ],
+        [
+            _s(
+                "clusterforge_nic_counter_total",
+                ROCE_NIC + ', counter="port_rcv_packets"',
+                "0+1000000x25",
+            ),
+            _s(
+                "clusterforge_nic_counter_total",
+                ROCE_NIC + ', counter="np_ecn_marked_roce_packets"',
+                "0+1000x25",
+            ),
+        ],
+        {"node": "gpu-0002", "nic": "mlx5_3", "port": "1"},
+        "gpu-0002 mlx5_3: more than 1% of received RoCE packets are ECN-marked",
+    ),
+    "RoceCnpRateHigh": (
+        "25m",
+        [
+            _s(
+                "clusterforge_nic_counter_total",
+                ROCE_NIC + ', counter="rp_cnp_handled"',
+                "0+1200000x25",
+            )
+        ],
+        [
+            _s(
+                "clusterforge_nic_counter_total",
+                ROCE_NIC + ', counter="rp_cnp_handled"',
+                "0+6000x25",
+            )
+        ],
+        {"node": "gpu-0002", "nic": "mlx5_3", "port": "1", "counter": "rp_cnp_handled"},
+        "gpu-0002 mlx5_3 is told to slow down (CNPs) more than 10000 times a second",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def roce_design() -> Design:
+    return plan(load_spec(SPECS / "roce-rail-optimized.yaml"))
+
+
+@pytest.mark.parametrize("alert", sorted(ROCE_CASES))
+def test_roce_congestion_alerts(
+    alert: str, roce_design: Design, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    out = tmp_path_factory.mktemp("cfgen-roce-monitoring")
+    write_files(render(roce_design, ["monitoring"]), out)
+    rules = _promtool(
+        "check",
+        "rules",
+        *sorted(str(p) for p in (out / "monitoring" / "rules").glob("*.yml")),
+        cwd=out,
+    )
+    assert rules.returncode == 0, rules.stdout + rules.stderr
+    _run_case(alert, ROCE_CASES[alert], roce_design, out / "monitoring", tmp_path)
+
+
+def test_roce_alerts_exist_only_on_roce(roce_design: Design, lab_design: Design) -> None:
+    def names(design: Design) -> set[str]:
+        return {
+            r["alert"]
+            for g in alert_groups(design).values()
+            for grp in g["groups"]
+            for r in grp["rules"]
+            if "alert" in r
+        }
+
+    assert set(ROCE_CASES) <= names(roce_design)
+    assert not set(ROCE_CASES) & names(lab_design)
+
+
+def test_pdu_scrape_job_reaches_every_pdu_through_the_snmp_exporter(
+    lab_design: Design, monitoring_dir: Path
+) -> None:
+    config = yaml.safe_load((monitoring_dir / "prometheus.yml").read_text())
+    job = next(j for j in config["scrape_configs"] if j["job_name"] == "pdu")
+    targets = [t for group in job["static_configs"] for t in group["targets"]]
+    pdus = [d for r in lab_design.racks for d in r.devices if d.kind == "pdu"]
+    assert len(targets) == len(set(targets)) == len(pdus)
+    generator = yaml.safe_load((monitoring_dir / "snmp" / "generator.yml").read_text())
+    assert job["params"]["module"][0] in generator["modules"]
+    assert job["params"]["auth"][0] in generator["auths"]
 
 
 def test_dashboard_queries_parse(lab_design: Design, tmp_path: Path) -> None:

@@ -47,6 +47,10 @@ SCRIPT_VALUES = {
     "rendezvous_port": "int",
     "train_args": "shlex.quote",
     "lines": "checked_name node + checked_label_value labels, in a quoted here-document",
+    "notes": "constants, ints and a checked_name node id (comment lines)",
+    "nodes_config": "constant",
+    "domains": "checked_name block names and hostlist() of checked names, in a quoted "
+    "here-document",
 }
 
 

@@ -1,20 +1,22 @@
-"""Prometheus alert rules for the design's GPUs, NICs and nodes (built as data, dumped as YAML).
+"""Prometheus alert rules for the design's GPUs and nodes (built as data, dumped as YAML).
 
-Sources and the pitfalls they encode (operations.md §2, §4):
+Sources and the pitfalls they encode:
 
 * XIDs use ``DCGM_EXP_XID_ERRORS_COUNT``, a count over dcgm-exporter's window (5 min by
   default, labelled ``xid``): the raw ``DCGM_FI_DEV_XID_ERRORS`` gauge holds the *last* XID
-  and never resets, so ``> 0`` fires forever and a repeated XID is invisible
-  (dcgm-exporter #500, #190).
+  and never resets, so ``> 0`` fires forever and a repeated XID is invisible (dcgm-exporter
+  issues #500, #190).  XIDs are split by the policy the node checks use
+  (:mod:`clusterforge.generate.xid_classes`): hardware XIDs page (critical), the others warn,
+  application XIDs (13, 31, 43, ...) are information for the job's owner.  Each waits one
+  minute (``for``), so one scrape of a stale count does not page.
 * ECC, NVLink errors and violation times are counters that must be enabled in the counters
-  CSV (:mod:`monitoring_data`); violation times are microseconds (dcgm_fields.h).
+  CSV (:mod:`monitoring_data`); violation times are microseconds (DCGM ``dcgm_fields.h``).
 * PCIe: a lower link *width* is a fault; a lower *generation* is normal power saving at idle,
   so it only counts while the GPU is busy.
-* NIC drop rate over 0.1 % is a failure (issue 6); node_exporter's InfiniBand collector
-  exposes ``node_infiniband_port_{discards,packets}_{received,transmitted}_total`` with
-  ``device`` and ``port`` labels, for RoCE HCAs too.
 * "Allocated" GPUs carry dcgm-exporter's ``pod`` label (Kubernetes) or ``hpc_job`` label
   (Slurm with ``--hpc-job-mapping-dir``).
+
+Network and rack power rules: :mod:`clusterforge.generate.alert_rules_net`.
 """
 
 from __future__ import annotations
@@ -22,22 +24,25 @@ from __future__ import annotations
 from typing import Any
 
 from clusterforge.design import Design
-from clusterforge.generate.launch import hca_names
+from clusterforge.generate.alert_rules_net import alert as _alert
+from clusterforge.generate.alert_rules_net import network_rules, power_rules
 from clusterforge.generate.monitoring_data import EXPORTER_HEALTH_METRIC
+from clusterforge.generate.xid_classes import xid_classes
 
 __all__ = [
-    "DROP_RATE_LIMIT",
     "IDLE_UTIL_PCT",
     "THROTTLE_FRACTION",
+    "XID_FOR",
     "alert_groups",
     "gpu_power_limit_w",
 ]
 
 THROTTLE_FRACTION = 0.05  # share of time clocks were held back, over 5 min
-DROP_RATE_LIMIT = 0.001  # 0.1 % of packets (issue 6)
 IDLE_UTIL_PCT = 5  # mean utilisation over 30 min below which an allocated GPU is "idle"
 BUSY_UTIL_PCT = 50
 US_PER_S = 1_000_000
+XID_FOR = "1m"  # shorter than dcgm-exporter's 5-minute XID window, or it could never fire
+_ON = "{{ $labels.node }} GPU {{ $labels.gpu }}"
 
 
 def gpu_power_limit_w(design: Design) -> float:
@@ -46,61 +51,86 @@ def gpu_power_limit_w(design: Design) -> float:
     return cap.gpu_power_limit_w if cap is not None else design.compute.gpu.tdp_w
 
 
-def _alert(name: str, expr: str, for_: str, severity: str, summary: str) -> dict[str, Any]:
-    rule: dict[str, Any] = {"alert": name, "expr": expr}
-    if for_ != "0m":
-        rule["for"] = for_
-    rule["labels"] = {"severity": severity}
-    rule["annotations"] = {"summary": summary}
-    return rule
-
-
-def _gpu_rules(design: Design) -> list[dict[str, Any]]:
-    limit_w = gpu_power_limit_w(design)
-    rules = [
+def _xid_rules() -> list[dict[str, Any]]:
+    """One rule per XID class of the policy: page, warn, inform."""
+    classes = xid_classes()
+    metric = "DCGM_EXP_XID_ERRORS_COUNT"
+    known = f"{classes.regex('drain')}|{classes.regex('ignore')}"
+    summary = "XID {{ $labels.xid }} on " + _ON
+    return [
         _alert(
-            "GpuXidError",
-            "DCGM_EXP_XID_ERRORS_COUNT > 0",
-            "0m",
+            "GpuXidHardware",
+            f'{metric}{{xid=~"{classes.regex("drain")}"}} > 0',
+            XID_FOR,
             "critical",
-            "XID {{ $labels.xid }} on {{ $labels.node }} GPU {{ $labels.gpu }} in the last window",
+            summary + ": a hardware fault, drain the node and reset or replace the GPU",
         ),
+        _alert(
+            "GpuXidWarning",
+            f'{metric}{{xid!~"{known}"}} > 0',
+            XID_FOR,
+            "warning",
+            summary + ": watch for repeats",
+        ),
+        _alert(
+            "GpuXidApplication",
+            f'{metric}{{xid=~"{classes.regex("ignore")}"}} > 0',
+            XID_FOR,
+            "info",
+            summary + ": the application's fault (tell the job's owner)",
+        ),
+    ]
+
+
+def _memory_rules() -> list[dict[str, Any]]:
+    return [
         _alert(
             "GpuDoubleBitEcc",
             "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0",
             "0m",
             "critical",
-            "Double-bit ECC errors on {{ $labels.node }} GPU {{ $labels.gpu }}",
+            f"Double-bit ECC errors on {_ON}",
         ),
         _alert(
             "GpuRowRemapFailure",
             "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0",
             "0m",
             "critical",
-            "Row remapping failed on {{ $labels.node }} GPU {{ $labels.gpu }}: replace the GPU",
+            f"Row remapping failed on {_ON}: replace the GPU",
         ),
+    ]
+
+
+def _clock_rules(design: Design) -> list[dict[str, Any]]:
+    limit_w = gpu_power_limit_w(design)
+    share = f"/ {US_PER_S} > {THROTTLE_FRACTION:g}"
+    return [
         _alert(
             "GpuThermalThrottling",
-            f"rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) / {US_PER_S} > {THROTTLE_FRACTION:g}",
+            f"rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) {share}",
             "10m",
             "warning",
-            "{{ $labels.node }} GPU {{ $labels.gpu }} is thermally throttled",
+            f"{_ON} is thermally throttled",
         ),
         _alert(
             "GpuPowerThrottling",
-            f"rate(DCGM_FI_DEV_POWER_VIOLATION[5m]) / {US_PER_S} > {THROTTLE_FRACTION:g}",
+            f"rate(DCGM_FI_DEV_POWER_VIOLATION[5m]) {share}",
             "10m",
             "warning",
-            "{{ $labels.node }} GPU {{ $labels.gpu }} is power throttled",
+            f"{_ON} is power throttled",
         ),
         _alert(
             "GpuPowerOverCap",
             f"DCGM_FI_DEV_POWER_USAGE > {limit_w:g}",
             "5m",
             "warning",
-            f"{{{{ $labels.node }}}} GPU {{{{ $labels.gpu }}}} draws more than the {limit_w:g} W "
-            "the racks were sized for",
+            f"{_ON} draws more than the {limit_w:g} W the racks were sized for",
         ),
+    ]
+
+
+def _link_rules(design: Design) -> list[dict[str, Any]]:
+    rules = [
         _alert(
             "GpuPcieLinkDowngraded",
             "DCGM_FI_DEV_PCIE_LINK_WIDTH < DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH"
@@ -108,15 +138,7 @@ def _gpu_rules(design: Design) -> list[dict[str, Any]]:
             f" and (DCGM_FI_DEV_GPU_UTIL > {BUSY_UTIL_PCT}))",
             "10m",
             "warning",
-            "PCIe link of {{ $labels.node }} GPU {{ $labels.gpu }} runs below its maximum",
-        ),
-        _alert(
-            "GpuIdleWhileAllocated",
-            f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{pod!=""}}[30m]) < {IDLE_UTIL_PCT}'
-            f' or avg_over_time(DCGM_FI_DEV_GPU_UTIL{{hpc_job!=""}}[30m]) < {IDLE_UTIL_PCT}',
-            "0m",
-            "info",
-            "{{ $labels.node }} GPU {{ $labels.gpu }} is allocated but idle",
+            f"PCIe link of {_ON} runs below its maximum",
         ),
     ]
     if design.compute.nvlink_domain_gpus > 1:
@@ -128,31 +150,32 @@ def _gpu_rules(design: Design) -> list[dict[str, Any]]:
                 " or increase(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL[10m]) > 0",
                 "0m",
                 "warning",
-                "NVLink errors on {{ $labels.node }} GPU {{ $labels.gpu }}",
+                f"NVLink errors on {_ON}",
             )
         )
     return rules
 
 
-def _nic_rules(design: Design) -> list[dict[str, Any]]:
-    devices = "|".join(hca_names(design))
-    sel = f'{{device=~"{devices}"}}'
-    dropped = (
-        f"rate(node_infiniband_port_discards_received_total{sel}[5m])"
-        f" + rate(node_infiniband_port_discards_transmitted_total{sel}[5m])"
-    )
-    packets = (
-        f"rate(node_infiniband_port_packets_received_total{sel}[5m])"
-        f" + rate(node_infiniband_port_packets_transmitted_total{sel}[5m])"
-    )
+def _usage_rules() -> list[dict[str, Any]]:
     return [
         _alert(
-            "NicDropRateHigh",
-            f"({dropped}) / ({packets}) > {DROP_RATE_LIMIT:g}",
-            "5m",
-            "warning",
-            "{{ $labels.node }} {{ $labels.device }} (rail {{ $labels.rail }}) drops more than 0.1 % of packets",
+            "GpuIdleWhileAllocated",
+            f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{pod!=""}}[30m]) < {IDLE_UTIL_PCT}'
+            f' or avg_over_time(DCGM_FI_DEV_GPU_UTIL{{hpc_job!=""}}[30m]) < {IDLE_UTIL_PCT}',
+            "0m",
+            "info",
+            f"{_ON} is allocated but idle",
         ),
+    ]
+
+
+def _gpu_rules(design: Design) -> list[dict[str, Any]]:
+    return [
+        *_xid_rules(),
+        *_memory_rules(),
+        *_clock_rules(design),
+        *_link_rules(design),
+        *_usage_rules(),
     ]
 
 
@@ -176,9 +199,11 @@ def _node_rules() -> list[dict[str, Any]]:
 
 
 def alert_groups(design: Design) -> dict[str, dict[str, Any]]:
-    """Rule files by name (``gpu``, ``network``, ``node``), each a Prometheus rule file."""
+    """Rule files by name (``gpu``, ``network``, ``node``, ``power``), each a rule file."""
+    power = power_rules(design)
     return {
         "gpu": {"groups": [{"name": "gpu", "rules": _gpu_rules(design)}]},
-        "network": {"groups": [{"name": "network", "rules": _nic_rules(design)}]},
+        "network": {"groups": [{"name": "network", "rules": network_rules(design)}]},
         "node": {"groups": [{"name": "node", "rules": _node_rules()}]},
+        "power": {"groups": [{"name": "power", "rules": power}]},
     }

@@ -1,9 +1,11 @@
 """Grafana dashboards (JSON): cluster overview, per node, network, power per rack.
 
-NVIDIA's dashboard 12239 has eight panels and no health rows (operations.md §3); these add
-XID counts, remapped rows, PCIe replays, NVLink errors and clock-event time, and group by
-the ``rack``, ``leaf_group`` and ``rail`` labels that prometheus.yml attaches.  Panels use
-the current ``timeseries``/``stat``/``bargauge`` types, not the deprecated ``graph``.
+The panels are listed in :mod:`clusterforge.generate.dashboard_panels`; this module lays them
+out in Grafana's dashboard model (Grafana documentation, "JSON model"): a 24-column grid,
+``templating`` variables for the data source, racks and nodes, and the current
+``timeseries``/``stat``/``bargauge`` panel types, not the deprecated ``graph``.  The tests
+parse every dashboard with Grafana's own model (grafana-foundation-sdk), so a field Grafana
+does not know fails there.
 """
 
 from __future__ import annotations
@@ -12,14 +14,21 @@ import json
 from typing import Any
 
 from clusterforge.design import Design
-from clusterforge.generate.monitoring_data import EXPORTER_HEALTH_METRIC
+from clusterforge.generate.dashboard_panels import (
+    PanelSpec,
+    network_panels,
+    node_gpu_panels,
+    node_health_panels,
+    overview_panels,
+    power_panels,
+)
 
-__all__ = ["dashboards"]
+__all__ = ["SCHEMA_VERSION", "dashboards"]
 
-SCHEMA_VERSION = 39
-PANEL_W, PANEL_H = 12, 8
+SCHEMA_VERSION = 39  # Grafana 10.4's dashboard schema; newer Grafana migrates it on load
+GRID_COLUMNS = 24
+PANEL_W, PANEL_H = GRID_COLUMNS // 2, 8
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-_SEL = '{rack=~"$rack", node=~"$node"}'
 
 
 def _variable(name: str, query: str) -> dict[str, Any]:
@@ -47,13 +56,12 @@ def _templating(with_node: bool) -> dict[str, Any]:
     return {"list": variables}
 
 
-def _panel(
-    index: int, title: str, kind: str, targets: list[tuple[str, str]], unit: str, **options: Any
-) -> dict[str, Any]:
-    panel = {
+def _panel(index: int, spec: PanelSpec) -> dict[str, Any]:
+    """Panel ``index`` of a two-column grid."""
+    return {
         "id": index + 1,
-        "title": title,
-        "type": kind,
+        "title": spec.title,
+        "type": spec.kind,
         "datasource": DATASOURCE,
         "gridPos": {
             "x": (index % 2) * PANEL_W,
@@ -61,7 +69,7 @@ def _panel(
             "w": PANEL_W,
             "h": PANEL_H,
         },
-        "fieldConfig": {"defaults": {"unit": unit, **options}, "overrides": []},
+        "fieldConfig": {"defaults": {"unit": spec.unit, **spec.options}, "overrides": []},
         "targets": [
             {
                 "refId": chr(ord("A") + i),
@@ -69,15 +77,12 @@ def _panel(
                 "legendFormat": legend,
                 "datasource": DATASOURCE,
             }
-            for i, (expr, legend) in enumerate(targets)
+            for i, (expr, legend) in enumerate(spec.targets)
         ],
     }
-    return panel
 
 
-def _dashboard(
-    uid: str, title: str, panels: list[tuple[Any, ...]], with_node: bool
-) -> dict[str, Any]:
+def _dashboard(uid: str, title: str, panels: list[PanelSpec], *, with_node: bool) -> dict[str, Any]:
     return {
         "uid": uid,
         "title": title,
@@ -87,261 +92,31 @@ def _dashboard(
         "time": {"from": "now-6h", "to": "now"},
         "refresh": "1m",
         "templating": _templating(with_node),
-        "panels": [
-            _panel(i, *spec[:4], **(spec[4] if len(spec) > 4 else {}))
-            for i, spec in enumerate(panels)
-        ],
+        "panels": [_panel(i, spec) for i, spec in enumerate(panels)],
     }
-
-
-def _overview(design: Design) -> dict[str, Any]:
-    gpus = design.compute.num_gpus_total
-    return _dashboard(
-        f"{design.spec.name}-overview",
-        f"{design.spec.name}: cluster overview",
-        [
-            (
-                "GPUs reporting (of the design's)",
-                "stat",
-                [("count(DCGM_FI_DEV_GPU_TEMP)", "reporting"), (f"vector({gpus})", "designed")],
-                "none",
-            ),
-            (
-                "Unhealthy nodes",
-                "stat",
-                [(f"count({EXPORTER_HEALTH_METRIC} == 0) or vector(0)", "unhealthy")],
-                "none",
-            ),
-            (
-                "GPU utilisation by rack",
-                "timeseries",
-                [('avg by (rack) (DCGM_FI_DEV_GPU_UTIL{rack=~"$rack"})', "{{rack}}")],
-                "percent",
-            ),
-            (
-                "XIDs in the window",
-                "timeseries",
-                [
-                    (
-                        'sum by (node, xid) (DCGM_EXP_XID_ERRORS_COUNT{rack=~"$rack"})',
-                        "{{node}} xid {{xid}}",
-                    )
-                ],
-                "none",
-            ),
-            (
-                "Tensor core activity",
-                "timeseries",
-                [('avg(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{rack=~"$rack"})', "mean")],
-                "percentunit",
-            ),
-            (
-                "GPU power, total",
-                "timeseries",
-                [('sum(DCGM_FI_DEV_POWER_USAGE{rack=~"$rack"}) / 1000', "kW")],
-                "kwatt",
-            ),
-        ],
-        with_node=False,
-    )
-
-
-def _per_node(design: Design) -> dict[str, Any]:
-    return _dashboard(
-        f"{design.spec.name}-node",
-        f"{design.spec.name}: per node",
-        [
-            (
-                "GPU utilisation",
-                "timeseries",
-                [(f"DCGM_FI_DEV_GPU_UTIL{_SEL}", "{{node}} gpu {{gpu}}")],
-                "percent",
-            ),
-            (
-                "GPU temperature",
-                "timeseries",
-                [(f"DCGM_FI_DEV_GPU_TEMP{_SEL}", "{{node}} gpu {{gpu}}")],
-                "celsius",
-            ),
-            (
-                "GPU power",
-                "timeseries",
-                [(f"DCGM_FI_DEV_POWER_USAGE{_SEL}", "{{node}} gpu {{gpu}}")],
-                "watt",
-            ),
-            (
-                "Framebuffer used",
-                "timeseries",
-                [(f"DCGM_FI_DEV_FB_USED{_SEL}", "{{node}} gpu {{gpu}}")],
-                "mbytes",
-            ),
-            (
-                "XIDs in the window",
-                "timeseries",
-                [(f"DCGM_EXP_XID_ERRORS_COUNT{_SEL}", "{{node}} xid {{xid}}")],
-                "none",
-            ),
-            (
-                "Remapped rows (uncorrectable)",
-                "timeseries",
-                [(f"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{_SEL}", "{{node}} gpu {{gpu}}")],
-                "none",
-            ),
-            (
-                "PCIe replays per second",
-                "timeseries",
-                [(f"rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{_SEL}[5m])", "{{node}} gpu {{gpu}}")],
-                "ops",
-            ),
-            (
-                "NVLink errors per second",
-                "timeseries",
-                [
-                    (
-                        f"rate(DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL{_SEL}[5m])",
-                        "{{node}} gpu {{gpu}} recovery",
-                    ),
-                    (
-                        f"rate(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL{_SEL}[5m])",
-                        "{{node}} gpu {{gpu}} crc",
-                    ),
-                ],
-                "ops",
-            ),
-            (
-                "Clock-event time (share)",
-                "timeseries",
-                [
-                    (
-                        f"rate(DCGM_FI_DEV_POWER_VIOLATION{_SEL}[5m]) / 1e6",
-                        "{{node}} gpu {{gpu}} power",
-                    ),
-                    (
-                        f"rate(DCGM_FI_DEV_THERMAL_VIOLATION{_SEL}[5m]) / 1e6",
-                        "{{node}} gpu {{gpu}} thermal",
-                    ),
-                ],
-                "percentunit",
-            ),
-            (
-                "clusterforge check",
-                "timeseries",
-                [(f"{EXPORTER_HEALTH_METRIC}{_SEL}", "{{node}}")],
-                "none",
-            ),
-        ],
-        with_node=True,
-    )
-
-
-def _network(design: Design) -> dict[str, Any]:
-    sel = _SEL
-    return _dashboard(
-        f"{design.spec.name}-network",
-        f"{design.spec.name}: network",
-        [
-            (
-                "Receive by rail",
-                "timeseries",
-                [
-                    (
-                        f"sum by (rail) (rate(node_infiniband_port_data_received_bytes_total{sel}[5m])) * 8",
-                        "rail {{rail}}",
-                    )
-                ],
-                "bps",
-            ),
-            (
-                "Transmit by rail",
-                "timeseries",
-                [
-                    (
-                        f"sum by (rail) (rate(node_infiniband_port_data_transmitted_bytes_total{sel}[5m])) * 8",
-                        "rail {{rail}}",
-                    )
-                ],
-                "bps",
-            ),
-            (
-                "Discards by leaf group",
-                "timeseries",
-                [
-                    (
-                        f"sum by (leaf_group) (rate(node_infiniband_port_discards_received_total{sel}[5m])"
-                        f" + rate(node_infiniband_port_discards_transmitted_total{sel}[5m]))",
-                        "{{leaf_group}}",
-                    )
-                ],
-                "pps",
-            ),
-            (
-                "Receive errors by node and rail",
-                "timeseries",
-                [
-                    (
-                        f"rate(node_infiniband_port_errors_received_total{sel}[5m]) > 0",
-                        "{{node}} rail {{rail}}",
-                    )
-                ],
-                "pps",
-            ),
-        ],
-        with_node=True,
-    )
-
-
-def _power(design: Design) -> dict[str, Any]:
-    gpu_racks = [r for r in design.racks if r.role == "gpu"]
-    budget_kw = min(
-        (r.circuit.usable_kw for r in gpu_racks), default=design.spec.facility.max_rack_kw
-    )
-    thresholds = {
-        "mode": "absolute",
-        "steps": [
-            {"color": "green", "value": None},
-            {"color": "orange", "value": round(0.8 * budget_kw, 2)},
-            {"color": "red", "value": round(budget_kw, 2)},
-        ],
-    }
-    return _dashboard(
-        f"{design.spec.name}-power",
-        f"{design.spec.name}: power per rack",
-        [
-            (
-                "GPU power by rack (kW; red = usable feed power)",
-                "bargauge",
-                [('sum by (rack) (DCGM_FI_DEV_POWER_USAGE{rack=~"$rack"}) / 1000', "{{rack}}")],
-                "kwatt",
-                {"thresholds": thresholds, "max": round(budget_kw, 2)},
-            ),
-            (
-                "GPU power by rack over time",
-                "timeseries",
-                [('sum by (rack) (DCGM_FI_DEV_POWER_USAGE{rack=~"$rack"}) / 1000', "{{rack}}")],
-                "kwatt",
-            ),
-            (
-                "GPU energy per rack, last 24 h (kWh)",
-                "stat",
-                [
-                    (
-                        'sum by (rack) (increase(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{rack=~"$rack"}[24h])) / 3.6e9',
-                        "{{rack}}",
-                    )
-                ],
-                "kwatth",
-            ),
-        ],
-        with_node=False,
-    )
 
 
 def dashboards(design: Design) -> dict[str, str]:
     """Dashboard JSON texts by file stem."""
+    name = design.spec.name
     boards = {
-        "cluster-overview": _overview(design),
-        "node": _per_node(design),
-        "network": _network(design),
-        "power-per-rack": _power(design),
+        "cluster-overview": _dashboard(
+            f"{name}-overview",
+            f"{name}: cluster overview",
+            overview_panels(design),
+            with_node=False,
+        ),
+        "node": _dashboard(
+            f"{name}-node",
+            f"{name}: per node",
+            node_gpu_panels() + node_health_panels(),
+            with_node=True,
+        ),
+        "network": _dashboard(
+            f"{name}-network", f"{name}: network", network_panels(design), with_node=True
+        ),
+        "power-per-rack": _dashboard(
+            f"{name}-power", f"{name}: power per rack", power_panels(design), with_node=False
+        ),
     }
-    return {name: json.dumps(board, indent=2) + "\n" for name, board in boards.items()}
+    return {stem: json.dumps(board, indent=2) + "\n" for stem, board in boards.items()}

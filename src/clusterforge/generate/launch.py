@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterforge.design import Design
+from clusterforge.generate.common import checked_name
 from clusterforge.generate.megatron import megatron_args
 
 __all__ = [
@@ -100,7 +101,7 @@ def _notes(design: Design) -> tuple[str, ...]:
     notes = []
     if hca_names_assumed(design):
         notes += [
-            f"{design.compute.node.id} publishes no HCA names for its "
+            f"{checked_name(design.compute.node.id, 'node model')} publishes no HCA names for its "
             f"{design.fabric.nics_per_node} rails: NCCL_IB_HCA assumes mlx5_<rail>;",
             "check the compute ports with ibdev2netdev and correct it.",
         ]

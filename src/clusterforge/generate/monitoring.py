@@ -1,4 +1,5 @@
-"""Monitoring files: prometheus.yml, alert rules, alertmanager.yml, dashboards, counters CSV.
+"""Monitoring files: prometheus.yml, alert rules, alertmanager.yml, dashboards, counters CSV,
+and the SNMP exporter generator config for the rack PDUs.
 
 Every GPU node is scraped on three ports: dcgm-exporter (9400), node_exporter (9100) and the
 clusterforge exporter (9410).  Targets are grouped by rack and leaf group so each series carries
@@ -26,9 +27,10 @@ from clusterforge.generate.monitoring_data import (
     NODE_EXPORTER_PORT,
     dcgm_counters_csv,
 )
+from clusterforge.generate.pdu_snmp import generator_config, pdu_scrape_config
 from clusterforge.generate.slurm_accounting import management_roles
 
-__all__ = ["SCRAPE_INTERVAL_S", "monitoring_files", "prometheus_config"]
+__all__ = ["SCRAPE_INTERVAL_S", "monitoring_files", "monitoring_host", "prometheus_config"]
 
 # dcgm-exporter collects every 30 000 ms by default (its -c flag): scrape as often.
 SCRAPE_INTERVAL_S = 30
@@ -93,12 +95,19 @@ def _rail_labels(design: Design) -> list[dict[str, str]]:
     ]
 
 
+def monitoring_host(design: Design) -> str:
+    """Where Prometheus, Alertmanager and the SNMP exporter run: the first dedicated
+    monitoring server, else the last head node."""
+    roles = management_roles(design)
+    if roles.get("monitoring"):
+        return roles["monitoring"][0]
+    heads = roles.get("head") or ["localhost"]
+    return heads[-1]
+
+
 def prometheus_config(design: Design) -> dict[str, Any]:
     """prometheus.yml as data."""
-    roles = management_roles(design)
-    # Dedicated monitoring servers when the cluster has them, else the (last) head node.
-    servers = roles.get("monitoring") or roles.get("head") or ["localhost"]
-    alertmanager = servers[-1] if not roles.get("monitoring") else servers[0]
+    host = monitoring_host(design)
     return {
         "global": {
             "scrape_interval": f"{SCRAPE_INTERVAL_S}s",
@@ -107,11 +116,12 @@ def prometheus_config(design: Design) -> dict[str, Any]:
         },
         "rule_files": ["rules/*.yml"],
         "alerting": {
-            "alertmanagers": [
-                {"static_configs": [{"targets": [f"{alertmanager}:{ALERTMANAGER_PORT}"]}]}
-            ]
+            "alertmanagers": [{"static_configs": [{"targets": [f"{host}:{ALERTMANAGER_PORT}"]}]}]
         },
-        "scrape_configs": [_scrape_config(design, job, port) for job, port in JOBS],
+        "scrape_configs": [
+            *(_scrape_config(design, job, port) for job, port in JOBS),
+            pdu_scrape_config(design, host),
+        ],
     }
 
 
@@ -155,6 +165,15 @@ def monitoring_files(design: Design) -> list[GeneratedFile]:
             "monitoring/alertmanager.yml", _yaml(_alertmanager(), f"Alertmanager for {name}")
         ),
         GeneratedFile(f"monitoring/{DCGM_COUNTERS_FILE}", dcgm_counters_csv(design)),
+        GeneratedFile(
+            "monitoring/snmp/generator.yml",
+            _yaml(
+                generator_config(),
+                f"snmp_exporter generator config for the PDUs of {name}: run the generator "
+                "with the PDU vendor MIBs to make snmp.yml, and set the pdu job's module "
+                "in prometheus.yml to your PDUs' vendor",
+            ),
+        ),
     ]
     for stem, rules in alert_groups(design).items():
         files.append(
