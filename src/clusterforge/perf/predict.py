@@ -245,9 +245,19 @@ def run_predict(
         start = apply_overrides(base, kept, total).with_(
             tp=1, pp=1, cp=1, ep=1, dp=n, pipeline_layers=None
         )
-        best, counted = _searched(design, arch, start, request, stack, comm, progress)
+        try:
+            best, counted = _searched(design, arch, start, request, stack, comm, progress)
+        except PlanError:
+            if len(counts) == 1:
+                raise
+            continue  # nothing fits at this size: the other sizes still answer
         found += best[:1] if len(counts) > 1 else best
         tally = (tally[0] + counted[0], tally[1] + counted[1], tally[2] + counted[2])
+    if not found:
+        raise PlanError(
+            f"no plan of {arch.id} fits on any of {list(counts)} x {design.compute.gpu.id} "
+            f"with global batch {base.global_batch}; change the batch, the sizes or the GPU"
+        )
     return PredictOutcome(
         predictions=found,
         model_id=arch.id,

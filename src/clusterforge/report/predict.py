@@ -122,9 +122,11 @@ def print_predict(outcome: PredictOutcome, console: Console) -> None:
             f"plans evaluated: {outcome.num_candidates:,} generated, {outcome.num_fitting:,} "
             f"fit in memory, {outcome.num_timed:,} timed on the fabric"
         )
-    days = best.time_to_train_s(outcome.tokens) / 86400
+    fastest = max(outcome.predictions, key=lambda p: p.tokens_per_s)
+    days = fastest.time_to_train_s(outcome.tokens) / 86400
     console.print(
         f"time to train {outcome.tokens / 1e9:,.0f}B tokens: {days:,.1f} days at "
-        f"{best.tokens_per_s:,.0f} tokens/s (no failures or restarts)"
+        f"{fastest.tokens_per_s:,.0f} tokens/s on {fastest.plan.num_gpus:,} GPUs "
+        "(no failures or restarts)"
     )
     console.print(f"[dim]{FLOP_CONVENTION}; software stack: {best.stack}[/]")
