@@ -94,3 +94,8 @@ def test_search_over_gpu_counts_reports_plans_evaluated(capsys) -> None:
     assert [r["num_gpus"] for r in rows] == [256, 512]
     counts = rows[0]["plans_evaluated"]
     assert counts["generated"] >= counts["fit_in_memory"] >= counts["timed"] >= 2
+
+
+def test_gpu_count_sweep_skips_sizes_where_nothing_fits(capsys) -> None:
+    rows = run_json(capsys, "--search", "--gpus", "8,512", "--top", "1")
+    assert [r["num_gpus"] for r in rows] == [512]  # 70B does not fit on one 8-GPU node
