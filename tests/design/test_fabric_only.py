@@ -45,3 +45,14 @@ def test_predict_command_asks_for_a_workload(tmp_path: Path, capsys):
     assert main(["predict", str(spec)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "needs a workload" in err
+
+
+def test_generate_writes_the_cluster_files_without_a_job(tmp_path: Path, capsys):
+    spec = tmp_path / "fabric.yaml"
+    spec.write_text(FABRIC_ONLY)
+    out = tmp_path / "out"
+    assert main(["generate", str(spec), "-o", str(out)]) == 0
+    assert (out / "slurm" / "slurm.conf").is_file()
+    assert (out / "kubernetes" / "kueue.yaml").is_file()
+    assert not (out / "slurm" / "train.sbatch").exists()
+    assert not (out / "kubernetes" / "training-job.yaml").exists()

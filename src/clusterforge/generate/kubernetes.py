@@ -197,10 +197,17 @@ def kubernetes_files(design: Design) -> list[GeneratedFile]:
             *kueue_objects(design, placements),
         ),
         file("volcano.yaml", f"Volcano queue and HyperNodes of {name}", *volcano_objects(design)),
-        file(
-            "training-job.yaml",
-            f"Training job: {nodes} nodes, queued through Kueue",
-            *_training_objects(design, placements),
+        # A spec without a workload gets the cluster's files but no training job.
+        *(
+            [
+                file(
+                    "training-job.yaml",
+                    f"Training job: {nodes} nodes, queued through Kueue",
+                    *_training_objects(design, placements),
+                )
+            ]
+            if design.job
+            else []
         ),
         file(
             "health-agent.yaml",

@@ -302,7 +302,8 @@ def _scripts(design: Design) -> list[GeneratedFile]:
             ),
             0o755,
         ),
-        GeneratedFile("slurm/train.sbatch", _job_script(design), 0o755),
+        # A spec without a workload gets the cluster's files but no training job script.
+        *([GeneratedFile("slurm/train.sbatch", _job_script(design), 0o755)] if design.job else []),
     ]
 
 
