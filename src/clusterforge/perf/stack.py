@@ -45,6 +45,12 @@ Each named stack states the defaults of that framework with their source:
     ``fully_shard`` with implicit forward and backward prefetch of one block, FP32 sharded
     parameters and gradients, BF16 compute, SDPA flash attention, float8 with dynamic
     tensor-wise scaling (torchao) and FP8 weight all-gather; no persistent FP8 weight copy.
+
+Pipeline schedule: every stack above defaults to the non-interleaved 1F1B schedule
+(Megatron-LM and NeMo without ``--num-layers-per-virtual-pipeline-stage`` /
+``virtual_pipeline_model_parallel_size``, torchtitan ``pipeline_parallel_schedule = "1F1B"``,
+DeepSpeed's ``PipelineEngine``); interleaving is the plan's ``vpp`` (the workload's
+``virtual_pipeline_stages``), as the published recipes set it per model.
 """
 
 from __future__ import annotations
