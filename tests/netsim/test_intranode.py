@@ -1,4 +1,4 @@
-"""One 8-GPU node against published nccl-tests figures (performance.md §3.2)."""
+"""One 8-GPU node against published nccl-tests figures (sources in nccl_published.toml)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_nvls_bus_bandwidth_grows_with_gpu_count(row: dict) -> None:
 
 
 def test_pcie_only_node_all_reduce_near_the_pcie_gen4_figure() -> None:
-    # GTC slide (performance.md §3.2): PCIe Gen4 all_reduce ~24 GB/s busbw
+    # NVIDIA GTC24 S62129 slide: PCIe Gen4 all_reduce ~24 GB/s busbw
     _, graph = single_node("rtx4090-8gpu")
     res = simulate_collective(graph, "all_reduce", LARGE, ALL8)
     assert res.busbw_gbyte_per_s == pytest.approx(24, rel=0.2)

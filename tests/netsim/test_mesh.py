@@ -1,4 +1,5 @@
-"""MI300X: xGMI is a switchless full mesh, 7 links of 64 GB/s per GPU (performance.md §4),
+"""MI300X: xGMI is a switchless full mesh, 7 links of 64 GB/s per GPU (AMD Instinct
+MI300X data sheet),
 so intra-node collectives are bounded by the per-peer links, not by a switch port."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from clusterforge.netsim import simulate_collective
 from tests.netsim.designs import single_node
 
 LARGE = 16 * 2**30
-PER_PEER_GBYTE_PER_S = 64.0  # performance.md §4: "only 64 GB/s per peer"
+PER_PEER_GBYTE_PER_S = 64.0  # AMD Instinct MI300X data sheet: 64 GB/s per peer link
 
 
 @pytest.fixture(scope="module")

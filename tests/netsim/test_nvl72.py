@@ -1,5 +1,5 @@
-"""GB200 NVL72: one 72-GPU NVLink domain over 18 trays (performance.md §3.2: GB200 NVL72,
-32 GPUs, NVLink 680 / NVLink SHARP 850 GB/s busbw)."""
+"""GB200 NVL72: one 72-GPU NVLink domain over 18 trays (NVIDIA GTC25 S72583 slide: GB200
+NVL72, 32 GPUs, NVLink 680 / NVLink SHARP 850 GB/s busbw)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""The seed's 64-node story (shared/seed): design A (4 x 400G per node bonded into one LAG on
-one switch) against design B (8 x 400G per node, non-blocking two-tier leaf-spine).
+"""The two 64-node example designs: A (examples/seed-design-a.yaml: 4 x 400G per node
+bonded into one LAG on one switch) against B (examples/seed-design-b.yaml: 8 x 400G per
+node, non-blocking two-tier leaf-spine).
 
-The seed reports 15 % utilization on A and 95 % on B for the same training job, with ~30 %
-packet loss on A's RoCE fabric; we pin the direction and size of that gap, not our floats.
+A's LAG hashes flows onto single 400G members and its lossy RoCE fabric drops where they
+collide; B runs near line rate.  We pin the direction and size of that gap, not our floats.
 """
 
 from __future__ import annotations

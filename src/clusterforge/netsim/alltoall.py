@@ -3,7 +3,8 @@
 * Pairs inside one scale-up domain cross NVLink (one demand per pair).
 * Without PXN each GPU sends through its own NIC to the peer's NIC, one connection (and one
   hashed flow) per pair.
-* With PXN (NCCL ≥ 2.12 [U: from memory], default on rail-optimized fabrics; forced on rail-only fabrics, which
+* With PXN (NCCL 2.12 and later, NVIDIA technical blog "Doubling all2all Performance with
+  NVIDIA Collective Communication Library 2.12", 2022; default on rail-optimized fabrics; forced on rail-only fabrics, which
   have no path between rails) a GPU hands the message over NVLink to the local GPU on the
   destination's rail, and that proxy sends it.  All sources of one node then share the
   proxy's connection to the destination, so the fabric flow is (source node, destination GPU)

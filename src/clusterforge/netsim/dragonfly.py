@@ -6,7 +6,7 @@
   al. 2008 §4.2): every inter-group flow detours through an intermediate group, spread
   evenly over all other groups (the flow-level limit of a random choice per packet), then
   minimally to the destination.  Two global hops: it spreads an adversarial pattern over
-  every global link but halves the throughput of uniform traffic (design.md §2.4).
+  every global link but halves the throughput of uniform traffic (Kim et al. 2008 §4.2).
 * ``ugal``: UGAL-G (Singh, PhD thesis, Stanford 2005; Kim et al. 2008 §4.2) per group pair:
   minimal unless ``q_min·H_min > q_nm·H_nm``, with ``q`` the flows per global link of the
   path when every flow routes minimally and ``H`` the router hops (3 minimal, 5
@@ -91,7 +91,9 @@ def _intermediate_groups(
     return seg, k + (k >= hi)
 
 
-def _legs(graph: FabricGraph, g_s: np.ndarray, g_d: np.ndarray) -> tuple[tuple, tuple, np.ndarray]:
+def _legs(
+    graph: FabricGraph, g_s: np.ndarray, g_d: np.ndarray
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], np.ndarray]:
     """Both global legs of every (item, intermediate group), split over the bundles."""
     item, mid = _intermediate_groups(g_s, g_d, graph.connectivity.num_groups)
     no_key = np.zeros(mid.size, np.int64)
@@ -179,7 +181,7 @@ def _mean_detour_load(q: np.ndarray, ps: np.ndarray, pd: np.ndarray) -> np.ndarr
     rows = np.arange(ps.size)
     mask[rows, ps] = False
     mask[rows, pd] = False
-    return (legs * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)
+    return np.asarray((legs * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1))
 
 
 def _global_choices(

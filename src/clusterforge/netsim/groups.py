@@ -88,4 +88,4 @@ def groups_for(
     except PlanError as exc:
         raise SimulationError(f"num_gpus: {exc}") from None
     job_kind: GroupKind = {"tp": "tp", "cp": "cp", "dp": "dp", "pp": "pp"}[kind]  # type: ignore[assignment]
-    return gpu_of_rank[layout.groups(job_kind)]
+    return np.asarray(gpu_of_rank[layout.groups(job_kind)], np.int64)

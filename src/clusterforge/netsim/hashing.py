@@ -34,7 +34,7 @@ def hashed_member(
     """Link id of the hashed member of the bundle u-v, in the direction u -> v."""
     b = graph.bundle_index(u, v)
     base = np.where(u < v, graph.member_up_base[b], graph.member_down_base[b])
-    return base + pick(key, salt, graph.bundle_n[b])
+    return np.asarray(base + pick(key, salt, graph.bundle_n[b]), np.int64)
 
 
 def bundle_hop(
@@ -44,4 +44,4 @@ def bundle_hop(
     if ecmp:
         return hashed_member(graph, u, v, key, salt)
     b = graph.bundle_index(u, v)
-    return np.where(u < v, graph.bundle_up_link[b], graph.bundle_down_link[b])
+    return np.asarray(np.where(u < v, graph.bundle_up_link[b], graph.bundle_down_link[b]))

@@ -6,7 +6,7 @@ The *demand* is the unit that gets one rate: a single flow, or a whole pipelined
 ring crossings and protocol overhead folded in).
 
 Progressive filling (Bertsekas & Gallager, *Data Networks*, 2nd ed., max-min fairness in
-ch. 6 [U: section not re-checked]): raise every unfrozen demand's rate together until a link
+ch. 6, flow control and max-min fairness): raise every unfrozen demand's rate together until a link
 saturates, freeze the demands crossing it, repeat.  Each round is two sparse mat-vecs, so the
 cost is O(nnz) per distinct bottleneck level, with no Python loop over flows.
 :func:`completion_time` re-runs the allocation when demands finish (a flow-level

@@ -68,7 +68,7 @@ def bus_factor(collective: str, n: int) -> float:
 #   B200 640 GB/s on 300/450/900 GB/s links -> 0.70/0.71/0.71; we use 320/450.
 # * nvls (NVLink SHARP all-reduce): H100 busbw ~480 at algbw ~275 GB/s (#212); each GPU moves
 #   S up and S down its port, so payload share = 275/450.
-SCALEUP_EFFICIENCY = {
+SCALEUP_EFFICIENCY: dict[str, float] = {
     "ring": 370 / 450,
     "tree": 370 / 450,
     "chain": 370 / 450,
@@ -86,7 +86,7 @@ SCALEUP_EFFICIENCY = {
 #   on NVL72 (slide 850), while the flow model's busbw grows as 2(n-1)/n at a fixed payload
 #   share; the share is the geometric middle of the two fits, 845.7/(900·1.75) and
 #   850/(900·1.9375), so both land within 5 %.
-SCALEUP_EFFICIENCY_BY_GENERATION = {
+SCALEUP_EFFICIENCY_BY_GENERATION: dict[tuple[str, str], float] = {
     # NVLink3 (A100): 8x A100 ring all-reduce 234.9 GB/s busbw at 16 GiB on 300 GB/s
     # (stas00/ml-engineering network/README.md; NVIDIA's GTC24 slide shows 232).
     ("nvlink3", "ring"): 234.9 / 300,
@@ -148,4 +148,4 @@ def pipeline_efficiency(size_bytes: float) -> float:
     """Share of the steady bandwidth a message of ``size_bytes`` reaches (0..1]."""
     if size_bytes <= 0:
         return 1.0
-    return 1.0 / (1.0 + (RAMP_BYTES / size_bytes) ** RAMP_EXPONENT)
+    return 1.0 / (1.0 + float((RAMP_BYTES / size_bytes) ** RAMP_EXPONENT))

@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 _TOP_LINKS = 10
-OVERLOAD = 1.001  # offered load above capacity by more than 0.1 % (the seed's loss budget)
+OVERLOAD = 1.001  # offered load above capacity by more than 0.1 % (float rounding tolerance)
 # What an overloaded link does: nothing to report, drop (lossy), pause upstream (lossless).
 CONGESTION_RESPONSES = ("none", "drop", "pause")
 

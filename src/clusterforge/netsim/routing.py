@@ -10,7 +10,8 @@ Valiant routing shares the middle of the path between segments of one demand).
 * ``ecmp``: static hashing of each flow onto one equal-cost path (one member of every
   bundle), as switches do with the 5-tuple; with ``num_qps`` > 1 a flow is split over that
   many queue pairs, each hashed on its own (RoCE spreads load by QP: different UDP source
-  ports; performance.md §5 item 3: "ECMP hashing *per QP*").
+  ports; NCCL's ``NCCL_IB_QPS_PER_CONNECTION`` exists for this "routing entropy", NCCL
+  environment-variable documentation).
 * ``adaptive``: ideal adaptive routing / packet spraying, an even split over all equal-cost
   paths (the graph's aggregate links; exact for a symmetric Clos).
 * ``valiant`` / ``ugal`` (dragonfly only): non-minimal routing through an intermediate
@@ -20,7 +21,8 @@ Valiant routing shares the middle of the path between segments of one demand).
   plane, global ids from :class:`~clusterforge.topology.FabricGraph`); planes share no switch,
   so a flow between two planes is an error here: the collective builders forward it over
   NVLink to a NIC of the destination's plane first (PXN).
-* link aggregation (the seed's design A): a LAG picks its member link per flow by hash at the
+* link aggregation (a node's NICs bonded into one LAG, as in ``examples/seed-design-a.yaml``):
+  a LAG picks its member link per flow by hash at the
   host and again at the switch egress, whatever the routing mode (LACP hashing).
 """
 

@@ -70,7 +70,7 @@ def parse_sweep(text: str) -> tuple[int, ...]:
     lo, hi = parse_size(lo_text, "sweep"), parse_size(hi_text, "sweep")
     if hi < lo:
         raise SimulationError(f"sweep: {text!r} ends below its start; write MIN:MAX")
-    sizes = []
+    sizes: list[int] = []
     size = lo
     while size <= hi and len(sizes) < MAX_SWEEP_POINTS:
         sizes.append(size)

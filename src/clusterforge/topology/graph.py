@@ -171,7 +171,9 @@ class FabricGraph:
 
     def nic_up(self, node: np.ndarray, nic: np.ndarray) -> np.ndarray:
         """Link id NIC port -> its leaf."""
-        return 2 * self.num_gpus + np.asarray(node, np.int64) * self.nics_per_node + nic
+        return np.asarray(
+            2 * self.num_gpus + np.asarray(node, np.int64) * self.nics_per_node + nic, np.int64
+        )
 
     def nic_down(self, node: np.ndarray, nic: np.ndarray) -> np.ndarray:
         """Link id leaf -> NIC port."""
@@ -201,7 +203,7 @@ class FabricGraph:
         """Global pod id of each leaf: ``plane·pods_per_plane + local pod`` (a rail of a
         rail-only fabric is a pod)."""
         plane, local = np.divmod(np.asarray(leaf), self.leaves_per_plane)
-        return plane * self.pods_per_plane + local // self.leaves_per_pod
+        return np.asarray(plane * self.pods_per_plane + local // self.leaves_per_pod)
 
     def domain_of(self, gpu: np.ndarray) -> np.ndarray:
         """Scale-up domain of each GPU (the node for PCIe-only GPUs)."""
@@ -219,7 +221,7 @@ class FabricGraph:
         pos = np.minimum(pos, max(self.bundle_keys_sorted.size - 1, 0))
         if self.bundle_keys_sorted.size == 0 or np.any(self.bundle_keys_sorted[pos] != keys):
             raise SimulationError("routing asked for a switch pair with no link between them")
-        return self.bundle_key_order[pos]
+        return np.asarray(self.bundle_key_order[pos], np.int64)
 
     def vertex_name(self, vertex: int) -> str:
         """Readable name of a vertex: gpu-0001/g3, nvswitch-0001, gpu-0001/nic2, leaf-0001."""
