@@ -69,10 +69,8 @@ def test_hdr100_and_edr_fabrics_have_switch_ports(catalog):
         ({"gpu": "gb300", "num_gpus": 72}, "gb300-nvl72-tray"),
     ],
 )
-def test_new_parts_plan(catalog, fields, node):
+def test_new_parts_plan(fields, node):
     data = {"num_gpus": 64, **fields, "facility": {"max_rack_kw": 150}}
-    if catalog.nics[catalog.nodes[node].compute_nic].port_gbit_per_s == 800:
-        data["network"] = {"switch": "q3400"}  # Quantum-X800: XDR ports for ConnectX-8
     design = plan(parse_spec(data), break_even=False)
     assert design.compute.node.id == node
 
@@ -120,3 +118,9 @@ def test_published_figures(catalog):
 def test_unknown_id_suggests(catalog):
     with pytest.raises(CatalogError, match="did you mean 'dgx-h100'"):
         catalog.nodes["dgx-h10"]
+
+
+def test_800g_nics_get_an_xdr_switch_by_default():
+    design = plan(parse_spec({"num_gpus": 64, "gpu": "b300"}), break_even=False)
+    assert design.fabric.nic_gbit_per_s == 800
+    assert design.fabric.switch.id == "q3400"  # Quantum-X800; the NDR default has no 800G

@@ -119,9 +119,16 @@ class FabricDesign(BaseModel):
         return self.connectivity.link_aggregation
 
 
-def _compute_switch(net: NetworkSpec, catalog: Catalog) -> Switch:
+def _compute_switch(net: NetworkSpec, catalog: Catalog, *, gbit_per_s: float) -> Switch:
     role: SwitchRole = "compute-infiniband" if net.fabric == "infiniband" else "compute-roce"
     switch = catalog.switches[net.switch] if net.switch else default_switch(catalog, role)
+    if net.switch is None and switch.radix_at(gbit_per_s) is None:
+        # The role's default cannot run the NICs' speed (XDR 800G ConnectX-8 on an NDR
+        # switch): take the switch of that fabric with the lowest price per port that can.
+        fits = [s for s in catalog.switches if s.fabric == switch.fabric and s.radix_at(gbit_per_s)]
+        switch = min(
+            fits, key=lambda s: s.price_usd / (s.radix_at(gbit_per_s) or 1), default=switch
+        )
     expected = "infiniband" if net.fabric == "infiniband" else "ethernet"
     if switch.fabric != expected:
         raise CapacityError(
@@ -136,8 +143,8 @@ def design_compute_fabric(
 ) -> FabricDesign:
     """Size the compute fabric; spare nodes join it as ``network.spares`` says."""
     net = spec.network
-    switch = _compute_switch(net, catalog)
     nic = catalog.nics[compute.node.compute_nic]
+    switch = _compute_switch(net, catalog, gbit_per_s=net.nic_gbit_per_s or nic.port_gbit_per_s)
     if net.link_aggregation and net.topology != "single-switch":
         raise CapacityError(
             "network.link_aggregation: only meaningful with topology: single-switch; remove it"
