@@ -1,6 +1,6 @@
 """Bring up the generated Slurm files on one machine: slurmctld plus one ``slurmd -N`` per node.
 
-Recipe: shared/notes/emulated-slurm.md.  Only machine-specific lines are rewritten, and each
+Only machine-specific lines are rewritten, and each
 rewrite is listed here:
 
 * ``SlurmctldHost`` -> this host; ``SlurmUser`` -> the current user (the tests run as root);

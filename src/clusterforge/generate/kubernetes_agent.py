@@ -2,7 +2,8 @@
 
 Least privilege: the agent may read and patch nodes (cordon, taint and label need ``patch``)
 and write events; nothing else.  The DaemonSet tolerates every taint, so it keeps running on
-the nodes it tainted and can untaint them once healthy (issue 6's ownership rule).
+the nodes it tainted and can untaint them once healthy: the agent that took a node out is the
+one that puts it back, never a person's cordon.
 """
 
 from __future__ import annotations

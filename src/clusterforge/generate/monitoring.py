@@ -82,7 +82,7 @@ def _scrape_config(design: Design, job: str, port: int) -> dict[str, Any]:
     return config
 
 
-def _rail_labels(design: Design) -> list[dict[str, str]]:
+def _rail_labels(design: Design) -> list[dict[str, Any]]:
     """``rail`` label from the HCA name: one rule per compute HCA (names from the catalog)."""
     return [
         {

@@ -1,9 +1,11 @@
 """Metric names, scrape ports and the dcgm-exporter counters file.
 
-dcgm-exporter reads a CSV of ``DCGM field, Prometheus type, help`` (operations.md §2.1).  Its
+dcgm-exporter reads a CSV of ``DCGM field, Prometheus type, help`` (dcgm-exporter README,
+"Changing Metrics").  Its
 default file leaves out ECC, NVLink errors, clock-event violations and the windowed XID count
 that the alert rules need; an alert on a field that is not collected silently never fires
-(operations.md §4, pitfall 2).  :data:`DCGM_COUNTERS` is the default active set plus those.
+(the exporter only serves the fields the CSV lists).  :data:`DCGM_COUNTERS` is the default
+active set plus those.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ __all__ = [
     "dcgm_counters_csv",
 ]
 
-DCGM_EXPORTER_PORT = 9400  # dcgm-exporter `-a :9400` (operations.md §2.2)
+DCGM_EXPORTER_PORT = 9400  # dcgm-exporter's default `-a :9400`
 NODE_EXPORTER_PORT = 9100
-CLUSTERFORGE_EXPORTER_PORT = 9410  # `clusterforge exporter --port 9410` (issue 6)
+CLUSTERFORGE_EXPORTER_PORT = 9410  # `clusterforge exporter --port 9410`
 DCGM_COUNTERS_FILE = "dcgm-counters.csv"
-# 1 when the node passes every check of `clusterforge check`, 0 otherwise (issue 6 exporter).
+# 1 when the node passes every check of `clusterforge check`, 0 otherwise (the exporter's).
 EXPORTER_HEALTH_METRIC = "clusterforge_node_healthy"
 
 # (field, type, help).  "default" = active in dcgm-exporter's etc/default-counters.csv at
