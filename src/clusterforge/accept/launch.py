@@ -1,0 +1,171 @@
+"""Launchers: run a worker step on a set of nodes through Slurm, Kubernetes or locally.
+
+A :class:`Step` is what to run (worker arguments) and where (nodes, ranks per node); a
+launcher returns the ``CFACCEPT`` records the workers printed and the raw log.  Launchers
+are thin adapters around ``sbatch``/``srun``, ``kubectl`` or subprocesses; the suite never
+knows which one it talks to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from clusterforge.errors import AcceptError
+
+__all__ = ["Launcher", "LocalLauncher", "SlurmLauncher", "Step", "StepRun", "records_of"]
+
+MARKER = "CFACCEPT "
+
+
+@dataclass(frozen=True)
+class Step:
+    """One worker run: ``python -m clusterforge.accept.worker *args`` on ``nodes``."""
+
+    name: str
+    args: tuple[str, ...]
+    nodes: tuple[str, ...]
+    ranks_per_node: int = 1
+    timeout_s: float = 900.0
+
+
+@dataclass(frozen=True)
+class StepRun:
+    step: Step
+    records: list[dict[str, Any]]
+    log: str
+    returncode: int
+
+
+def records_of(text: str) -> list[dict[str, Any]]:
+    """The worker's result lines in a job's output (anything else is the tools' own text)."""
+    out = []
+    for line in text.splitlines():
+        _, marker, payload = line.partition(MARKER)
+        if marker:
+            try:
+                out.append(json.loads(payload))
+            except json.JSONDecodeError:
+                continue  # a line cut by interleaved output; the log keeps it
+    return out
+
+
+class Launcher(Protocol):
+    def run(self, step: Step) -> StepRun: ...
+
+
+def _worker_argv(python: str, step: Step) -> list[str]:
+    return [python, "-m", "clusterforge.accept.worker", *step.args]
+
+
+@dataclass
+class LocalLauncher:
+    """Every 'node' is a label on this machine: one process per rank, rendezvous on
+    127.0.0.1.  For a single node, or a laptop rehearsal of the suite."""
+
+    python: str = sys.executable
+    port: int = 29531
+
+    def run(self, step: Step) -> StepRun:
+        world = len(step.nodes) * step.ranks_per_node
+        procs = []
+        for rank in range(world):
+            env = os.environ | {
+                "CF_NODE": step.nodes[rank // step.ranks_per_node],
+                "RANK": str(rank),
+                "WORLD_SIZE": str(world),
+                "LOCAL_RANK": str(rank % step.ranks_per_node),
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(self.port),
+                "CF_PEER_ADDRS": ",".join(["127.0.0.1"] * len(step.nodes)),
+            }
+            procs.append(
+                subprocess.Popen(
+                    _worker_argv(self.python, step),
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+            )
+        self.port += 1  # a fresh rendezvous port per step
+        logs, code = [], 0
+        for proc in procs:
+            out, _ = proc.communicate(timeout=step.timeout_s)
+            logs.append(out)
+            code = code or proc.returncode
+        log = "".join(logs)
+        return StepRun(step, records_of(log), log, code)
+
+
+def _sbatch_script(step: Step, python: str, out_file: Path, port: int) -> str:
+    nodes = ",".join(step.nodes)
+    worker = shlex.join(_worker_argv(python, step))
+    return "\n".join(
+        [
+            "#!/bin/bash",
+            f"#SBATCH --job-name=cf-accept-{step.name}",
+            f"#SBATCH --nodes={len(step.nodes)}",
+            f"#SBATCH --nodelist={nodes}",
+            f"#SBATCH --ntasks-per-node={step.ranks_per_node}",
+            "#SBATCH --exclusive",  # acceptance owns the whole node: nothing else may run
+            f"#SBATCH --output={out_file}",
+            f"#SBATCH --time={max(1, int(step.timeout_s // 60) + 1)}",
+            "# The rendezvous address is the first node's NodeAddr (it resolves everywhere).",
+            'first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)',
+            'export MASTER_ADDR=$(scontrol show node "$first" | '
+            "sed -n 's/.*NodeAddr=\\([^ ]*\\).*/\\1/p')",
+            f"export MASTER_PORT={port}",
+            "CF_PEER_ADDRS=",
+            f"for n in {' '.join(step.nodes)}; do",
+            "  addr=$(scontrol show node \"$n\" | sed -n 's/.*NodeAddr=\\([^ ]*\\).*/\\1/p')",
+            '  CF_PEER_ADDRS="${CF_PEER_ADDRS:+$CF_PEER_ADDRS,}$addr"',
+            "done",
+            "export CF_PEER_ADDRS",
+            f"srun --kill-on-bad-exit=0 {worker}",
+            "",
+        ]
+    )
+
+
+@dataclass
+class SlurmLauncher:
+    """``sbatch --wait`` a script whose ``srun`` starts the worker on every rank.
+
+    ``work`` must be readable here after the job (the batch output file is written by the
+    first node: on a real cluster, a shared file system)."""
+
+    work: Path
+    python: str = sys.executable
+    port: int = 29631
+    extra_sbatch: tuple[str, ...] = field(default_factory=tuple)
+
+    def run(self, step: Step) -> StepRun:
+        if shutil.which("sbatch") is None:
+            raise AcceptError("could not run through Slurm: 'sbatch' is not on PATH")
+        self.work.mkdir(parents=True, exist_ok=True)
+        out_file = self.work / f"{step.name}.out"
+        script = self.work / f"{step.name}.sbatch"
+        script.write_text(_sbatch_script(step, self.python, out_file, self.port))
+        self.port += 1
+        proc = subprocess.run(
+            ["sbatch", "--wait", "--parsable", *self.extra_sbatch, str(script)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=step.timeout_s + 120,
+        )
+        if not out_file.exists():
+            raise AcceptError(
+                f"could not run through Slurm: sbatch exited {proc.returncode}: "
+                f"{(proc.stderr or proc.stdout).strip()[:300]}"
+            )
+        log = out_file.read_text(errors="replace")
+        return StepRun(step, records_of(log), log, proc.returncode)

@@ -1,0 +1,250 @@
+"""The acceptance worker: what runs on each node, started by the scheduler.
+
+``python -m clusterforge.accept.worker node|collective|net [options]``
+
+Every result is one line ``CFACCEPT {json}`` on stdout, so that the launcher can collect
+them from the job's output whatever else the tools print.  The worker never decides a
+verdict: it measures and reports; targets and verdicts live in :mod:`.suite`.
+
+- ``node``: dense GEMM throughput (torch on the GPU, bf16; numpy on the CPU when there is
+  no GPU), memory copy bandwidth, a burn-in that checks every result against the first
+  (a burn tool's exit code is not evidence), fio on the storage path, ``dcgmi diag``.
+- ``collective``: torch.distributed collectives over all ranks (NCCL on GPUs, gloo on
+  CPUs), sizes doubling, timed like nccl-tests: the slowest rank's time, algbw = size/time
+  and busbw = algbw x the collective's factor (nccl-tests ``doc/PERFORMANCE.md``), with a
+  check of the reduced values.
+- ``net``: iperf3 from this node to the next one in the list (in-band network).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BUSBW_FACTOR", "emit", "load_torch", "main", "node_name"]
+
+MARKER = "CFACCEPT "
+# busbw = algbw x factor(n): the traffic each rank must move relative to the buffer size
+# (nccl-tests doc/PERFORMANCE.md, "Bus bandwidth").
+BUSBW_FACTOR: dict[str, Callable[[int], float]] = {
+    "all_reduce": lambda n: 2.0 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+}
+
+
+def emit(record: dict[str, Any]) -> None:
+    """One result line for the launcher to collect."""
+    record.setdefault("node", node_name())
+    print(MARKER + json.dumps(record, sort_keys=True), flush=True)
+
+
+def node_name() -> str:
+    return os.environ.get("SLURMD_NODENAME") or os.environ.get("CF_NODE") or socket.gethostname()
+
+
+def load_torch() -> Any | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+# --- node tests ------------------------------------------------------------------------
+
+
+def _gemm_numpy(n: int, seconds: float) -> tuple[float, int, int]:
+    """fp32 matmul on the CPU: (TFLOP/s, products checked, mismatching products)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    reference = a @ b
+    count, bad, start = 0, 0, time.perf_counter()
+    while True:
+        out = a @ b
+        count += 1
+        bad += int(not np.array_equal(out, reference))
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds and count >= 3:
+            break
+    return 2.0 * n**3 * count / elapsed / 1e12, count, bad
+
+
+def _gemm_torch(torch: Any, n: int, seconds: float) -> tuple[float, int, int]:
+    """bf16 matmul on GPU 0: (TFLOP/s, products checked, mismatching products)."""
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    gen = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16, generator=gen)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16, generator=gen)
+    reference = a @ b
+    torch.cuda.synchronize(device)
+    count, bad, start = 0, 0, time.perf_counter()
+    while True:
+        for _ in range(10):
+            out = a @ b
+            count += 1
+        bad += int(not torch.equal(out, reference))
+        torch.cuda.synchronize(device)
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            break
+    return 2.0 * n**3 * count / elapsed / 1e12, count, bad
+
+
+def _copy_gbyte_per_s(torch: Any | None, gpu: bool, mib: int) -> float:
+    """Device memory copy (read + write) bandwidth, or host memory on a CPU-only node."""
+    if gpu and torch is not None:
+        src = torch.empty(mib * 2**20, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(20):
+            dst.copy_(src)
+        torch.cuda.synchronize()
+        return float(2 * 20 * src.numel() / (time.perf_counter() - start) / 1e9)
+    host = np.ones(mib * 2**20, dtype=np.uint8)
+    out = np.empty_like(host)
+    start = time.perf_counter()
+    for _ in range(5):
+        np.copyto(out, host)
+    return 2 * 5 * host.size / (time.perf_counter() - start) / 1e9
+
+
+def _fio(path: str, seconds: float) -> dict[str, Any]:
+    if shutil.which("fio") is None:
+        return {"test": "storage", "skipped": "fio is not installed on this node"}
+    from clusterforge.accept.parsers import parse_fio
+
+    results: dict[str, Any] = {"test": "storage"}
+    with tempfile.TemporaryDirectory(dir=path, prefix="cf-accept-fio-") as tmp:
+        target = os.path.join(tmp, "fio.dat")
+        for name, rw, bs, depth in (
+            ("randread", "randread", "4k", 16),
+            ("seqwrite", "write", "1M", 4),
+        ):
+            out = subprocess.run(
+                [
+                    "fio",
+                    f"--name={name}",
+                    f"--filename={target}",
+                    "--size=128M",
+                    f"--rw={rw}",
+                    f"--bs={bs}",
+                    f"--iodepth={depth}",
+                    "--ioengine=libaio",
+                    "--direct=1",
+                    f"--runtime={seconds:g}",
+                    "--time_based",
+                    "--output-format=json",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=seconds + 120,
+            )
+            if out.returncode:  # O_DIRECT is refused by some file systems (tmpfs)
+                out = subprocess.run(
+                    [a for a in out.args if a != "--direct=1"],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    timeout=seconds + 120,
+                )
+            results |= parse_fio(out.stdout)
+    return results
+
+
+def _dcgm(level: int) -> dict[str, Any]:
+    if shutil.which("dcgmi") is None:
+        return {"test": "dcgm", "skipped": "DCGM (dcgmi) is not installed on this node"}
+    from clusterforge.accept.parsers import parse_dcgmi_diag
+
+    out = subprocess.run(
+        ["dcgmi", "diag", "-r", str(level)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=3600,
+    )
+    rows = parse_dcgmi_diag(out.stdout)
+    return {"test": "dcgm", "rows": [r.__dict__ for r in rows]}
+
+
+def run_node(args: argparse.Namespace) -> None:
+    torch = load_torch()
+    gpu = bool(torch is not None and torch.cuda.is_available())
+    if gpu:
+        tflops, count, bad = _gemm_torch(torch, args.gemm_n or 8192, args.burn_s)
+    else:
+        tflops, count, bad = _gemm_numpy(args.gemm_n or 512, args.burn_s)
+    kind = "bf16 GEMM (GPU)" if gpu else "fp32 GEMM (CPU, numpy)"
+    emit({"test": "gemm", "tflops": tflops, "device": "gpu" if gpu else "cpu", "kind": kind})
+    emit({"test": "burn-in", "products": count, "mismatches": bad, "seconds": args.burn_s})
+    emit(
+        {
+            "test": "memory",
+            "gbyte_per_s": _copy_gbyte_per_s(torch, gpu, 1024 if gpu else 64),
+            "device": "gpu" if gpu else "cpu",
+        }
+    )
+    if args.storage_path:
+        emit(_fio(args.storage_path, args.fio_s))
+    if args.dcgm_level:
+        emit(_dcgm(args.dcgm_level))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="clusterforge-accept-worker")
+    sub = parser.add_subparsers(dest="suite", required=True)
+    node = sub.add_parser("node")
+    node.add_argument("--burn-s", type=float, default=2.0)
+    node.add_argument("--gemm-n", type=int, default=0)
+    node.add_argument("--storage-path", default="")
+    node.add_argument("--fio-s", type=float, default=2.0)
+    node.add_argument("--dcgm-level", type=int, default=0)
+    coll = sub.add_parser("collective")
+    coll.add_argument("--ops", default="all_reduce,all_gather,reduce_scatter,all_to_all")
+    coll.add_argument("--min-bytes", type=int, default=1 << 20)
+    coll.add_argument("--max-bytes", type=int, default=1 << 24)
+    coll.add_argument("--iters", type=int, default=5)
+    coll.add_argument("--backend", choices=("auto", "gloo"), default="auto")
+    net = sub.add_parser("net")
+    net.add_argument("--peers", required=True)
+    net.add_argument("--port", type=int, default=5301)
+    net.add_argument("--seconds", type=float, default=2.0)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    # torch marks the *_tensor collectives deprecated in favour of newer names; the old
+    # names work on every torch >= 2.1 this worker supports.
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    args = _parser().parse_args(argv)
+    from clusterforge.accept.worker_collective import run_collective, run_net
+
+    runners = {"node": run_node, "collective": run_collective, "net": run_net}
+    try:
+        runners[args.suite](args)
+    except Exception as exc:  # report, never hide: the launcher turns this into a failure
+        emit({"test": args.suite, "error": f"{type(exc).__name__}: {exc}"})
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

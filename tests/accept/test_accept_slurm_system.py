@@ -1,0 +1,152 @@
+"""``clusterforge accept --via slurm`` end to end on an emulated 4-node Slurm cluster.
+
+The generated Slurm files are brought up on this machine (slurmctld plus one ``slurmd -N``
+per node, see tests/generate/emulated_slurm.py), one node's slurmd is moved into a cgroup v1
+``cpu`` group capped at 20 % of one core (its jobs inherit the cap: Slurm's own cgroups use
+other controllers), and the whole suite runs through ``sbatch``/``srun`` with the CPU
+stand-ins (numpy GEMM, gloo collectives, real fio and iperf3).  The capped node must be
+named by the per-node peer rule and by the bisection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clusterforge.cli.main import main
+from clusterforge.design import plan
+from clusterforge.generate.slurm import slurm_files
+from clusterforge.spec import parse_spec
+from tests.generate import test_slurm_system
+from tests.generate.emulated_slurm import EmulatedSlurm
+
+SPEC = {
+    "name": "accept-lab",
+    "num_gpus": 32,
+    "node": "dgx-h100",
+    "spare_fraction": 0,
+    "network": {"topology": "rail-optimized"},
+    "workload": {"model": "llama3-8b", "tensor_parallel": 8, "global_batch": 32},
+}
+SLOW_NODE_INDEX = 2  # gpu-0003
+munge = test_slurm_system.munge  # the session fixture that starts munged
+CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
+
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not all(shutil.which(p) for p in ("slurmctld", "slurmd", "munged", "sbatch")),
+        reason="needs slurm-wlm and munge (apt-get install slurm-wlm munge)",
+    ),
+    pytest.mark.skipif(
+        not (CPU_CGROUP / "cgroup.procs").exists() or not os.access(CPU_CGROUP, os.W_OK),
+        reason="needs a writable cgroup v1 cpu controller to slow one node down",
+    ),
+]
+torch = pytest.importorskip("torch", reason="the gloo collectives need torch (pip install torch)")
+
+
+@pytest.fixture(scope="module")
+def spec_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import yaml
+
+    path = tmp_path_factory.mktemp("accept-spec") / "spec.yaml"
+    path.write_text(yaml.safe_dump(SPEC))
+    return path
+
+
+@pytest.fixture(scope="module")
+def slurm(
+    munge: None, spec_file: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EmulatedSlurm]:
+    design = plan(parse_spec(SPEC), break_even=False)
+    base = tmp_path_factory.mktemp("accept-slurm")
+    generated = base / "generated"
+    generated.mkdir()
+    for f in slurm_files(design):
+        target = generated / Path(f.path).name
+        target.write_text(f.content)
+        target.chmod(f.mode)
+    emulated = EmulatedSlurm(generated, base / "work", cluster="cfaccept")
+    emulated.prepare()
+    try:
+        emulated.start()
+        assert emulated.wait_idle(90), "emulated nodes did not come up idle"
+        yield emulated
+    finally:
+        emulated.stop()
+
+
+@pytest.fixture()
+def slowed_node(slurm: EmulatedSlurm) -> Iterator[str]:
+    """Cap one node's slurmd (and so its job steps) at 20 % of a core."""
+    node = slurm.nodes[SLOW_NODE_INDEX]
+    pid = slurm.processes[1 + SLOW_NODE_INDEX].pid  # processes: slurmctld, then slurmd per node
+    group = CPU_CGROUP / f"cf-accept-slow-{os.getpid()}"
+    group.mkdir(exist_ok=True)
+    (group / "cpu.cfs_period_us").write_text("100000")
+    (group / "cpu.cfs_quota_us").write_text("20000")
+    (group / "cgroup.procs").write_text(str(pid))
+    try:
+        yield node
+    finally:
+        for task in (group / "cgroup.procs").read_text().split():
+            try:
+                (CPU_CGROUP / "cgroup.procs").write_text(task)
+            except OSError:
+                continue  # the task ended meanwhile
+        group.rmdir()
+
+
+def test_accept_through_slurm_names_the_slowed_node(
+    slurm: EmulatedSlurm,
+    slowed_node: str,
+    spec_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
+    out = tmp_path / "report"
+    code = main(
+        [
+            "accept",
+            str(spec_file),
+            "--via",
+            "slurm",
+            "--cpu",
+            "--serial-nodes",
+            "--burn-s",
+            "2",
+            "--max-size",
+            "4MiB",
+            "--repeats",
+            "1",
+            "--storage-path",
+            str(tmp_path),
+            "--storage-p999-ms",
+            "10000",
+            "-o",
+            str(out),
+            "--json",
+        ]
+    )
+    report = json.loads((out / "report.json").read_text())
+    assert code == 1, capsys.readouterr()
+    assert report["failed_nodes"] == [slowed_node]
+    assert report["localization"]["culprit"] == slowed_node
+    gemm = {r["node"]: r["verdict"] for r in report["results"] if r["test"] == "gemm"}
+    assert gemm[slowed_node] == "fail"
+    assert sorted(v for n, v in gemm.items() if n != slowed_node) == ["pass"] * 3
+    ops = {row["op"] for row in report["collective"]}
+    assert {"all_reduce", "all_gather"} <= ops
+    assert any(r["test"] == "in-band net" for r in report["results"])
+    assert any(r["test"] == "storage p99.9" and r["verdict"] == "pass" for r in report["results"])
+    raw = sorted(p.name for p in (out / "raw").iterdir())
+    assert "collective.out" in raw and "collective.sbatch" in raw
