@@ -14,6 +14,7 @@ root once, prints one red line and exits 1.  Anything else is a bug and keeps it
     ├── SimulationError    a simulation request does not fit the design
     ├── GenerateError      a generator cannot render a file from the design
     ├── CheckError         a health check could not run (e.g. NVML missing)
+    ├── AcceptError        an acceptance test could not run, or its output cannot be read
     └── AdapterError       an optional dependency or external program is missing or failed
 """
 
@@ -23,6 +24,7 @@ import difflib
 from collections.abc import Iterable
 
 __all__ = [
+    "AcceptError",
     "AdapterError",
     "CapacityError",
     "CatalogError",
@@ -66,6 +68,10 @@ class GenerateError(ClusterforgeError):
 
 class CheckError(ClusterforgeError):
     """A health check could not be run at all."""
+
+
+class AcceptError(ClusterforgeError):
+    """An acceptance test could not run, or a tool's output cannot be read."""
 
 
 class AdapterError(ClusterforgeError):

@@ -32,6 +32,7 @@ __all__ = [
     "EconomicsSpec",
     "FacilitySpec",
     "NetworkSpec",
+    "ReliabilitySpec",
     "StorageSpec",
     "WorkloadSpec",
     "default_spec",
@@ -273,19 +274,6 @@ class WorkloadSpec(_Section):
         max_length=1024,
         description="Explicit layers per pipeline stage (None = automatic split)",
     )
-
-    @field_validator("model")
-    @classmethod
-    def _model_in_range(cls, model: str | ModelArch) -> str | ModelArch:
-        """A custom model's dimensions stay within :data:`MODEL_LIMITS`."""
-        if isinstance(model, str):
-            return model
-        for name, limit in MODEL_LIMITS.items():
-            value = getattr(model, name)
-            if value is not None and value > limit:
-                raise ValueError(f"{name} = {value} is more than {limit:,}; use 1 to {limit:,}")
-        return model
-
     stack: Literal["megatron-2021", "megatron-core", "nemo", "deepspeed", "fsdp", "torchtitan"] = (
         Field(
             "megatron-core",
@@ -300,6 +288,18 @@ class WorkloadSpec(_Section):
         description="ZeRO-3/FSDP: GPUs per shard group for hybrid sharding (HSDP); None = "
         "shard over all of DP x CP",
     )
+
+    @field_validator("model")
+    @classmethod
+    def _model_in_range(cls, model: str | ModelArch) -> str | ModelArch:
+        """A custom model's dimensions stay within :data:`MODEL_LIMITS`."""
+        if isinstance(model, str):
+            return model
+        for name, limit in MODEL_LIMITS.items():
+            value = getattr(model, name)
+            if value is not None and value > limit:
+                raise ValueError(f"{name} = {value} is more than {limit:,}; use 1 to {limit:,}")
+        return model
 
 
 RentBasis = Literal["cheaper", "reserved", "on-demand"]
@@ -370,6 +370,56 @@ class EconomicsSpec(_Section):
     )
 
 
+class ReliabilitySpec(_Section):
+    """Failures, checkpoints and restarts: the inputs of the goodput model."""
+
+    checkpoint: Literal["sync", "async"] = Field(
+        "sync",
+        description="sync: training waits while the checkpoint is written to storage; async: "
+        "training waits only for the copy of each GPU's shard to host memory",
+    )
+    checkpoint_interval_s: float | None = Field(
+        None,
+        gt=0,
+        le=30 * 86400.0,
+        description="Seconds of training between checkpoints (None = Young/Daly optimum)",
+    )
+    detection_s: float = Field(
+        600.0,
+        ge=0,
+        le=86400.0,
+        description="Seconds from a failure to the job noticing it (PyTorch's default NCCL "
+        "collective timeout is 10 minutes)",
+    )
+    restart_s: float = Field(
+        300.0,
+        ge=0,
+        le=86400.0,
+        description="Seconds to requeue, start containers and initialise NCCL (stated "
+        "assumption; measure yours), on top of reading the checkpoint back",
+    )
+    repair_days: float = Field(
+        5.0,
+        gt=0,
+        le=365.0,
+        description="Days until a failed node returns to the spare pool (repair or RMA; "
+        "stated assumption)",
+    )
+    failure_rate_scale: float = Field(
+        1.0,
+        ge=0,
+        le=100.0,
+        description="Multiplier on every catalog failure rate (1 = the Llama 3 H100 fleet)",
+    )
+    async_copy_gbyte_per_s: float = Field(
+        50.0,
+        gt=0,
+        le=10000.0,
+        description="async checkpoints: device-to-host copy per GPU, GB/s (PCIe Gen5 x16 "
+        "carries 64 GB/s per direction before protocol overhead)",
+    )
+
+
 class ClusterSpec(_Section):
     """A whole requirement: what to build, where, for which workload, at which price."""
 
@@ -408,6 +458,7 @@ class ClusterSpec(_Section):
         "job scripts need it)",
     )
     economics: EconomicsSpec = EconomicsSpec()
+    reliability: ReliabilitySpec = ReliabilitySpec()
 
     @model_validator(mode="before")
     @classmethod

@@ -31,12 +31,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "clusterforge.cli.generate",
         "Write Slurm, Kubernetes, monitoring, inventory files.",
     ),
+    "accept": (
+        "clusterforge.cli.accept",
+        "Acceptance and burn-in through Slurm, Kubernetes or locally.",
+    ),
     "goodput": (
         "clusterforge.cli.goodput",
         "Failures, checkpoints, spares and the real time to train.",
     ),
     "check": ("clusterforge.cli.check", "Run node health checks; optionally drain/cordon."),
     "exporter": ("clusterforge.cli.exporter", "Serve health-check metrics for Prometheus."),
+    "report": ("clusterforge.cli.report", "Write the design as one self-contained HTML page."),
+    "serve": ("clusterforge.cli.serve", "A local web planner: edit the spec, see the design."),
 }
 
 

@@ -148,7 +148,8 @@ def _peak_in_repair(hw_times: np.ndarray, repair_s: float) -> np.ndarray:
     shifted = np.where(finite, hw_times, span) + offsets
     lower = np.searchsorted(shifted.ravel(), (shifted - repair_s).ravel(), side="right")
     count = (np.arange(shifted.size) + 1 - lower).reshape(runs, cols)
-    return np.where(finite, count, 0).max(axis=1)
+    peak: np.ndarray = np.where(finite, count, 0).max(axis=1)
+    return peak
 
 
 def simulate_lives(p: LifeParams, *, runs: int, seed: int = 0) -> Lives:
