@@ -153,3 +153,16 @@ def test_goodput_of_a_fabric_only_spec_asks_for_a_workload(tmp_path, capsys) -> 
     assert "Traceback" not in err
     # With --days the failure-free time is given, so no workload is needed.
     assert main(["goodput", str(spec_file), "--runs", "10", "--days", "3", "--json"]) == 0
+
+
+def test_plan_reports_time_to_train_with_failures() -> None:
+    from clusterforge.design import plan
+    from clusterforge.report.expected import expected_performance
+    from clusterforge.spec import load_spec
+
+    perf = expected_performance(plan(load_spec("examples/colo-512-h100.yaml"), break_even=False))
+    goodput = perf["goodput"]
+    assert goodput["available"]
+    assert 0.5 < goodput["ettr"] < 1.0
+    assert goodput["expected_days"] > perf["time_to_train_days"]
+    assert goodput["p90_days"] >= goodput["p50_days"]

@@ -44,4 +44,29 @@ def expected_performance(design: Design) -> dict[str, Any]:
         "fits": p.fits,
         "tokens_to_train": tokens,
         "time_to_train_days": p.time_to_train_s(tokens) / SECONDS_PER_DAY,
+        "goodput": expected_goodput_summary(design, p.time_to_train_s(tokens) / SECONDS_PER_DAY),
+    }
+
+
+def expected_goodput_summary(design: Design, ideal_days: float, runs: int = 200) -> dict[str, Any]:
+    """Time to train once failures, checkpoints and restarts are counted
+    (:mod:`clusterforge.goodput`: the expected model and ``runs`` simulated lives)."""
+    from clusterforge.goodput import goodput_report
+
+    try:
+        report = goodput_report(design, runs=runs, days=ideal_days)
+    except ClusterforgeError as exc:
+        return {"available": False, "reason": str(exc)}
+    exp = report.expected
+    return {
+        "available": True,
+        "interruptions_per_day": exp.interruptions_per_day,
+        "checkpoint_interval_s": exp.checkpoint_interval_s,
+        "checkpoint_s": exp.checkpoint_s,
+        "restart_s": exp.restart_s,
+        "ettr": exp.ettr,
+        "expected_days": exp.wall_s / SECONDS_PER_DAY,
+        "p50_days": report.percentile_days(50),
+        "p90_days": report.percentile_days(90),
+        "spares_for_99_percent": exp.spares.spares_for_99,
     }
