@@ -170,7 +170,9 @@ def _cost(d: Design) -> Table:
         (
             "verdict",
             ("build" if c.build_wins else "rent")
-            + f" (break-even utilization {c.break_even_utilization:.0%})",
+            + f" against {c.rent_basis} rent (prices {c.rent.price_date}); building beats "
+            f"on-demand above {c.break_even_utilization:.0%} utilization"
+            + (f", wins from about {c.break_even_gpus:,} GPUs" if c.break_even_gpus else ""),
         ),
     ]
     return _kv("Cost and TCO", rows)
@@ -248,6 +250,26 @@ def print_expected_performance(perf: dict[str, object], console: Console) -> Non
                     "time to train",
                     f"{p['time_to_train_days']:.1f} days for {float(str(p['tokens_to_train'])) / 1e9:,.0f}B tokens",
                 ),
+                *_goodput_rows(p.get("goodput")),
             ],
         )
     )
+
+
+def _goodput_rows(goodput: object) -> list[tuple[str, str]]:
+    """Time to train with failures (clusterforge goodput), when it could be computed."""
+    if not isinstance(goodput, dict) or not goodput.get("available"):
+        return []
+    g = goodput
+    return [
+        (
+            "with failures",
+            f"{g['expected_days']:.1f} days expected (P50 {g['p50_days']:.1f}, P90 "
+            f"{g['p90_days']:.1f}), ETTR {g['ettr']:.1%}",
+        ),
+        (
+            "interruptions",
+            f"{g['interruptions_per_day']:.2f} per day; checkpoint every "
+            f"{g['checkpoint_interval_s'] / 60:.0f} min ({g['checkpoint_s']:.0f} s each)",
+        ),
+    ]
