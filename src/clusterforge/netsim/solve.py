@@ -62,9 +62,7 @@ def solve_phase(graph: FabricGraph, traffic: Traffic, routing: str, num_qps: int
         view=view,
         backpressure=backpressure(graph, seg_n, link_n, offered, view),
         pipelined=traffic.pipelined,
-        num_flows=int(np.unique(seg_n).size + traffic.intra_src.size)
-        if seg_n.size
-        else int(traffic.intra_src.size),
+        num_flows=traffic.num_flows,  # every segment is routed: its NIC link at least
         num_demands=int(traffic.volume.size),
     )
 
