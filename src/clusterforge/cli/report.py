@@ -1,0 +1,79 @@
+"""``clusterforge report``: a design as one self-contained HTML page, or two side by side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from clusterforge.design import plan
+from clusterforge.spec import load_spec
+
+__all__ = ["ReportCommandOptions", "command", "run"]
+
+
+@dataclass(frozen=True)
+class ReportCommandOptions:
+    """What ``report`` was asked for."""
+
+    spec: Path | None
+    other: Path | None
+    output: Path
+    studies: bool
+
+
+def run(opts: ReportCommandOptions) -> int:
+    """Plan the spec (and the other one), render the page, write it whole or not at all."""
+    from clusterforge.report.html import (
+        ReportOptions,
+        build_comparison,
+        build_report,
+        check_page_path,
+        render_comparison,
+        render_html,
+        write_page,
+    )
+    from clusterforge.report.html.charts import require_plotly
+
+    require_plotly()  # before seconds of planning: say how to install it at once
+    check_page_path(opts.output)
+    options = ReportOptions(studies=opts.studies)
+    design = plan(load_spec(opts.spec))
+    if opts.other is None:
+        html = render_html(build_report(design, options))
+    else:
+        other = plan(load_spec(opts.other))
+        html = render_comparison(build_comparison(design, other, options))
+    path = write_page(opts.output, html)
+    click.echo(f"wrote {path} ({len(html.encode()) / 1e6:.1f} MB)")
+    return 0
+
+
+@click.command(name="report")
+@click.argument("spec", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--vs",
+    "other",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A second spec: both designs side by side, with the differences.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("design.html"),
+    show_default=True,
+    help="The HTML file to write (its folder must exist).",
+)
+@click.option(
+    "--no-studies",
+    "no_studies",
+    is_flag=True,
+    help="Leave out the simulated bandwidth, performance and goodput (faster).",
+)
+def command(spec: Path | None, other: Path | None, output: Path, no_studies: bool) -> int:
+    """Write the design of SPEC (YAML) as one HTML page that opens offline; without SPEC, the
+    built-in 512 x H100 colo design."""
+    return run(ReportCommandOptions(spec=spec, other=other, output=output, studies=not no_studies))

@@ -1,0 +1,154 @@
+"""Two designs side by side: their headline figures with the difference, their bandwidth and
+cost curves on shared axes, and each one's findings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from clusterforge.report.html import charts, facts, money, studies
+from clusterforge.report.html.model import Figure, Section, Table, kw, num, pct
+from clusterforge.report.html.model import money as usd
+from clusterforge.report.html.render import ReportOptions, page_assets, template_env
+
+if TYPE_CHECKING:
+    from clusterforge.design import Design
+
+__all__ = ["Comparison", "build_comparison", "render_comparison"]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One compared figure: how to read it from a design, how to show it, and whether more
+    is better (for the colour of the difference)."""
+
+    label: str
+    read: Callable[[Design], float]
+    show: Callable[[float], str]
+    higher_is_better: bool
+
+
+ROWS = (
+    Row("training GPUs", lambda d: d.compute.num_training_gpus, num, True),
+    Row("nodes", lambda d: d.compute.num_nodes, num, False),
+    Row("racks", lambda d: len(d.racks), num, False),
+    Row("fabric switches", lambda d: d.fabric.num_switches, num, False),
+    Row("bandwidth per GPU (Gb/s)", lambda d: d.fabric.gbit_per_s_per_gpu, num, True),
+    Row("bisection (Tb/s)", lambda d: d.fabric.bisection_gbit_per_s / 1000, num, True),
+    Row("IT power, max", lambda d: d.power.it_max_kw, kw, False),
+    Row("facility power", lambda d: d.power.facility_kw, kw, False),
+    Row("capex", lambda d: d.cost.capex_usd, usd, False),
+    Row("capex per GPU", lambda d: d.cost.capex_per_gpu_usd, usd, False),
+    Row("opex per year", lambda d: d.cost.opex_per_year_usd, usd, False),
+    Row("build total", lambda d: d.cost.build_total_usd, usd, False),
+    Row("rent total", lambda d: d.cost.rent_total_usd, usd, False),
+    Row("break-even utilization", lambda d: d.cost.break_even_utilization, pct, False),
+    Row("findings", lambda d: len(d.findings), num, False),
+)
+
+
+@dataclass(frozen=True)
+class DeltaRow:
+    label: str
+    a: str
+    b: str
+    delta: str
+    verdict: str  # "better", "worse" or "" (equal)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything the comparison page shows, formatted."""
+
+    title: str
+    names: tuple[str, str]
+    rows: tuple[DeltaRow, ...]
+    sections: tuple[Section, ...]
+    findings: tuple[Section, Section]
+
+
+def _delta_row(row: Row, a: Design, b: Design) -> DeltaRow:
+    return _pair_row(row, float(row.read(a)), float(row.read(b)))
+
+
+def _pair_row(row: Row, va: float, vb: float) -> DeltaRow:
+    """The row's two values and b - a, with its relative change and verdict."""
+    if vb == va:
+        return DeltaRow(row.label, row.show(va), row.show(vb), "=", "")
+    change = f" ({(vb - va) / abs(va):+.0%})" if va else ""
+    better = (vb > va) == row.higher_is_better
+    sign = "+" if vb > va else "-"
+    return DeltaRow(
+        row.label, row.show(va), row.show(vb), f"{sign}{row.show(abs(vb - va))}{change}",
+        "better" if better else "worse",
+    )  # fmt: skip
+
+
+EXPECTED_ROWS = (
+    ("mfu", Row("MFU (spec's plan)", lambda _: 0.0, pct, True)),
+    ("time_to_train_days",
+     Row("time to train, no failures (days)", lambda _: 0.0, lambda v: num(v, 1), False)),
+)  # fmt: skip
+
+
+def _expected_rows(ea: dict[str, Any], eb: dict[str, Any]) -> list[DeltaRow]:
+    """The predicted figures of both designs' workloads, when both could be predicted."""
+    if not (ea["available"] and eb["available"]):
+        return []
+    return [_pair_row(row, float(ea[key]), float(eb[key])) for key, row in EXPECTED_ROWS]
+
+
+def build_comparison(a: Design, b: Design, options: ReportOptions | None = None) -> Comparison:
+    """Design ``b`` against design ``a``: differences are b - a."""
+    options = options or ReportOptions()
+    rows = [_delta_row(r, a, b) for r in ROWS]
+    sections = [_tco_section(a, b), _capex_section(a, b)]
+    if options.studies:
+        from clusterforge.report.expected import expected_performance
+
+        rows += _expected_rows(expected_performance(a), expected_performance(b))
+        curves = [studies.busbw_curve(a), studies.busbw_curve(b)]
+        sections.insert(0, studies.busbw_section(curves))
+    return Comparison(
+        title=f"{a.spec.name} vs {b.spec.name}",
+        names=(a.spec.name, b.spec.name),
+        rows=tuple(rows),
+        sections=tuple(sections),
+        findings=(facts.findings_section(a), facts.findings_section(b)),
+    )
+
+
+def _tco_section(a: Design, b: Design) -> Section:
+    series = []
+    for d in (a, b):
+        years, build, rent = money.tco_curves(d)
+        series += [(f"{d.spec.name}: build", years, build), (f"{d.spec.name}: rent", years, rent)]
+    figure = charts.line_chart(
+        "build vs rent, both designs", series=series, x_title="years",
+        y_title="cumulative cost ($M)", markers=False,
+    )  # fmt: skip
+    lead = " ".join(f"{d.spec.name}: {money.tco_section(d).lead}" for d in (a, b))
+    return Section("tco", "Build vs rent", lead, (Figure(figure, "tco"),))
+
+
+def _capex_section(a: Design, b: Design) -> Section:
+    categories = list(dict.fromkeys([*a.cost.capex_by_category_usd, *b.cost.capex_by_category_usd]))
+    series = [
+        (d.spec.name, [d.cost.capex_by_category_usd.get(k, 0.0) / 1e6 for k in categories])
+        for d in (a, b)
+    ]
+    figure = charts.bar_chart("capex by category", labels=categories, series=series, y_title="$M")
+    rows = Table(
+        headers=("category", a.spec.name, b.spec.name),
+        rows=tuple((k, usd(series[0][1][i] * 1e6), usd(series[1][1][i] * 1e6))
+                   for i, k in enumerate(categories)),
+        numeric=(False, True, True),
+    )  # fmt: skip
+    return Section("capex", "Capex by category", "", (Figure(figure, "capex"),), (rows,))
+
+
+def render_comparison(comparison: Comparison) -> str:
+    """The comparison as one self-contained HTML page."""
+    template = template_env().get_template("compare.html.j2")
+    return template.render(report=comparison, **page_assets())

@@ -1,0 +1,237 @@
+"""Report sections read straight from a design: summary, findings, floor, racks, fabric,
+cabling and power. Nothing here re-derives a design fact; it selects and formats."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from clusterforge.report.html import charts
+from clusterforge.report.html.model import Figure, Metric, Section, kw, money, num, pct, table
+
+if TYPE_CHECKING:
+    from clusterforge.design import Design
+    from clusterforge.design.cabling import LinkClass
+    from clusterforge.design.racks import Rack
+
+__all__ = [
+    "cabling_section",
+    "elevation_data",
+    "fabric_section",
+    "findings_section",
+    "floor_section",
+    "power_section",
+    "racks_section",
+    "summary_metrics",
+]
+
+LONGEST_RUNS = 10
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def summary_metrics(design: Design) -> tuple[Metric, ...]:
+    """The headline figures of a design, each read from the design model."""
+    c, f, p = design.compute, design.fabric, design.power
+    return (
+        Metric("GPUs", num(c.num_gpus_total),
+               f"{num(c.num_training_gpus)} training; {num(c.num_nodes)} x {c.node.name} "
+               f"({num(c.num_spare_nodes)} spare)"),
+        Metric("racks", num(len(design.racks)), f"{c.node.u_height}U nodes"),
+        Metric("fabric", f"{f.topology}, {f.tiers} tier(s)",
+               f"{num(f.num_switches)} x {f.switch.name}; {f.fabric}"),
+        Metric("IT power (max)", kw(p.it_max_kw), f"average {kw(p.it_average_kw)}"),
+        Metric("facility power", kw(p.facility_kw), f"average {kw(p.facility_average_kw)}"),
+        Metric("capex", money(design.cost.capex_usd),
+               f"{money(design.cost.capex_per_gpu_usd)} per GPU"),
+        Metric("build vs rent", "build wins" if design.cost.build_wins else "rent wins",
+               f"build {money(design.cost.build_total_usd)}, rent "
+               f"{money(design.cost.rent_total_usd)} over {design.cost.years:g} years"),
+    )  # fmt: skip
+
+
+def findings_section(design: Design) -> Section:
+    """The rule findings, most severe first."""
+    findings = sorted(design.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
+    lead = (
+        f"{len(findings)} finding(s) from the design rules."
+        if findings
+        else "No findings: every design rule passed."
+    )
+    rows = table(
+        ("severity", "rule", "what", "fix"),
+        findings,
+        lambda f: (f.severity, f.id, f.message, f.fix),
+    )
+    return Section(
+        "findings", "Findings", lead, tables=(rows,) if findings else (), open_tables=True
+    )
+
+
+def floor_section(design: Design) -> Section:
+    """Racks at their floor positions, coloured by their maximum draw."""
+    racks = design.racks
+    symbols = {"gpu": "square", "network": "diamond", "core": "diamond"}
+    figure = charts.floor_chart(
+        f"floor plan: {len(racks)} racks in {len({r.row for r in racks})} rows",
+        x_m=[r.x_m for r in racks],
+        y_m=[r.y_m for r in racks],
+        value_kw=[r.max_kw for r in racks],
+        hover=[f"{r.name} ({r.role}): {r.max_kw:.1f} kW, {r.cooling.method}" for r in racks],
+        symbols=[symbols.get(r.role, "circle") for r in racks],
+    )
+    rows = table(
+        ("rack", "role", "row", "position", "x (m)", "y (m)", "max kW", "U used", "cooling"),
+        racks,
+        lambda r: (r.name, r.role, str(r.row), str(r.position), f"{r.x_m:.1f}", f"{r.y_m:.1f}",
+                   f"{r.max_kw:.1f}", str(r.u_used), r.cooling.method),
+        numeric=(False, False, True, True, True, True, True, True, False),
+    )  # fmt: skip
+    cooling = sorted({r.cooling.method for r in racks})
+    lead = (
+        f"{len(racks)} racks; squares are GPU racks, diamonds network racks; colour is the "
+        f"rack's maximum draw in kW. Cooling: {', '.join(cooling)}."
+    )
+    return Section("floor", "Floor plan", lead, (Figure(figure, "floor plan"),), (rows,))
+
+
+def elevation_data(design: Design) -> str:
+    """The racks of each row as compact JSON for the elevation viewer: per rack its name,
+    role, kW and devices as [U position, U height, kind, name, model]."""
+    rows: dict[int, list[object]] = {}
+    for r in design.racks:
+        devices = [
+            [d.u_position, d.u_height, d.kind, d.name, d.model] for d in r.devices if d.u_height > 0
+        ]
+        rows.setdefault(r.row, []).append([r.name, r.role, round(r.max_kw, 2), devices])
+    payload = {"rack_u": design.spec.facility.rack_u, "rows": sorted(rows.items())}
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def racks_section(design: Design) -> Section:
+    """Rack elevations, one row at a time (drawn by the page from :func:`elevation_data`)."""
+    racks = design.racks
+    rows = table(
+        ("rack", "row", "devices (U: name)", "max kW"),
+        racks,
+        lambda r: (r.name, str(r.row), _devices_text(r), f"{r.max_kw:.1f}"),
+        numeric=(False, True, False, True),
+    )
+    lead = (
+        f"{len(racks)} racks of {design.spec.facility.rack_u}U in "
+        f"{len({r.row for r in racks})} rows; pick a row to see its racks front-on."
+    )
+    return Section("racks", "Rack elevations", lead, (), (rows,))
+
+
+def _devices_text(rack: Rack) -> str:
+    shown = [d for d in rack.devices if d.u_height > 0]
+    return "; ".join(
+        f"U{d.u_position}: {d.name}" for d in sorted(shown, key=lambda d: d.u_position)
+    )
+
+
+def fabric_section(design: Design) -> Section:
+    """The compute fabric by tier (aggregated at any size) and the support fabrics."""
+    f, c = design.fabric, design.compute
+    tiers = [
+        ("nodes", c.num_nodes, f.num_node_links, "-"),
+        ("leaves", f.num_leaves, f.num_leaf_spine_links, f"{f.oversubscription:g}:1"),
+        ("spines", f.num_spines, f.num_spine_core_links, f"{f.core_oversubscription:g}:1"),
+        ("cores", f.num_cores, 0, "-"),
+    ]
+    tiers = [t for t in tiers if t[1] > 0]
+    nodes = [f"{num(count)} {name}" for name, count, _, _ in tiers]
+    links = [
+        (i, i + 1, float(tiers[i][2]), f"{num(tiers[i][2])} links")
+        for i in range(len(tiers) - 1)
+        if tiers[i][2] > 0
+    ]
+    figure = charts.sankey_chart(
+        f"compute fabric: {f.topology}, {f.tiers} tier(s), {f.gbit_per_s_per_gpu:g} Gb/s per GPU",
+        nodes=nodes,
+        links=links,
+    )
+    tier_rows = table(
+        ("tier", "count", "links up", "oversubscription up"),
+        tiers,
+        lambda t: (t[0], num(t[1]), num(t[2]), t[3]),
+        caption="compute fabric by tier",
+        numeric=(False, True, True, False),
+    )
+    support = table(
+        ("fabric", "switch", "endpoint ports", "leaves", "spines", "Gb/s per port"),
+        design.support_fabrics,
+        lambda s: (s.name, s.switch.name, num(s.num_endpoint_ports), num(s.num_leaves),
+                   num(s.num_spines), f"{s.port_gbit_per_s:g}"),
+        caption="support fabrics",
+    )  # fmt: skip
+    lead = (
+        f"{num(f.num_switches)} x {f.switch.name} ({f.radix} ports) for {num(c.num_nodes)} "
+        f"nodes; bisection {num(f.bisection_gbit_per_s / 1000, 1)} Tb/s, at most "
+        f"{f.max_switch_hops} switch hops, {'lossless' if f.lossless else 'lossy'} {f.fabric}."
+    )
+    return Section(
+        "fabric", "Fabric", lead, (Figure(figure, "fabric tiers"),), (tier_rows, support)
+    )
+
+
+def cabling_section(design: Design) -> Section:
+    """Links by class and medium, and the longest runs."""
+    classes = design.cabling
+    media = sorted({m.medium for c in classes for m in c.media})
+    labels = [f"{c.fabric}: {c.name}" for c in classes]
+    series = [(m, [_links_of(c, m) for c in classes]) for m in media]
+    figure = charts.bar_chart(
+        "links by class and medium", labels=labels, series=series, y_title="links", stacked=True
+    )
+    by_medium = table(
+        ("fabric", "class", "a", "b", "Gb/s", "medium", "links", "transceivers", "cost"),
+        [(c, m) for c in classes for m in c.media],
+        lambda cm: (cm[0].fabric, cm[0].name, cm[0].endpoint_a, cm[0].endpoint_b,
+                    f"{cm[0].gbit_per_s:g}", cm[1].medium, num(cm[1].num_links),
+                    num(cm[1].num_transceivers), money(cm[1].cost_usd)),
+        caption="links by class and medium",
+    )  # fmt: skip
+    longest = table(
+        ("fabric", "class", "longest (m)", "median (m)", "links"),
+        sorted(classes, key=lambda c: c.length_m_max, reverse=True)[:LONGEST_RUNS],
+        lambda c: (c.fabric, c.name, f"{c.length_m_max:.1f}", f"{c.length_m_median:.1f}",
+                   num(c.num_links)),
+        caption="longest runs",
+    )  # fmt: skip
+    total = sum(c.num_links for c in classes)
+    lead = f"{num(total)} links in {len(classes)} classes over {len(media)} media."
+    return Section("cabling", "Cabling", lead, (Figure(figure, "links"),), (by_medium, longest))
+
+
+def _links_of(link_class: LinkClass, medium: str) -> int:
+    return sum(m.num_links for m in link_class.media if m.medium == medium)
+
+
+def power_section(design: Design) -> Section:
+    """Each rack's feed load against the feed's usable capacity."""
+    racks = design.racks
+    figure = charts.bar_chart(
+        "feed load per rack (each feed carries the whole rack)",
+        labels=[r.name for r in racks],
+        series=[("load / usable capacity (%)", [100 * r.circuit.utilization for r in racks])],
+        y_title="% of the feed's usable capacity",
+        limit=("circuit limit", [100.0] * len(racks)),
+    )
+    rows = table(
+        ("rack", "load kW", "feeds", "circuits per feed", "breaker", "usable kW per circuit",
+         "phase current (A)", "utilization"),
+        racks,
+        lambda r: (r.name, f"{r.circuit.load_kw:.1f}", str(r.circuit.num_feeds),
+                   str(r.circuit.circuits_per_feed),
+                   f"{r.circuit.breaker_a:g} A {r.circuit.phases}-phase {r.circuit.voltage_v:g} V",
+                   f"{r.circuit.usable_kw:.1f}", f"{r.circuit.phase_current_a:.1f}",
+                   pct(r.circuit.utilization)),
+    )  # fmt: skip
+    worst = max(racks, key=lambda r: r.circuit.utilization)
+    p = design.power
+    lead = (
+        f"IT load {kw(p.it_max_kw)} at most, {kw(p.facility_kw)} at the facility; the most "
+        f"loaded feed is {worst.name}'s at {pct(worst.circuit.utilization)} of its capacity."
+    )
+    return Section("power", "Power", lead, (Figure(figure, "power per rack"),), (rows,))

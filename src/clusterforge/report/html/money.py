@@ -1,0 +1,99 @@
+"""Report sections about money: the bill of materials and building against renting."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from clusterforge.report.html import charts
+from clusterforge.report.html.model import Figure, Section, money, num, pct, table
+
+if TYPE_CHECKING:
+    from clusterforge.design import Design
+
+__all__ = ["bom_section", "tco_curves", "tco_section"]
+
+CURVE_STEPS = 48
+
+
+def bom_section(design: Design) -> Section:
+    """Capex by category (a bar chart) and every BOM line."""
+    by_category = design.cost.capex_by_category_usd
+    figure = charts.bar_chart(
+        "capex by category",
+        labels=list(by_category),
+        series=[("capex ($M)", [v / 1e6 for v in by_category.values()])],
+        y_title="$M",
+    )
+    lines = table(
+        ("category", "item", "description", "quantity", "unit", "extended", "source"),
+        design.bom,
+        lambda b: (b.category, b.item, b.description, f"{b.quantity:,g}", money(b.unit_usd),
+                   money(b.extended_usd), b.source),
+        numeric=(False, False, False, True, True, True, False),
+    )  # fmt: skip
+    cost = design.cost
+    lead = (
+        f"capex {money(cost.capex_usd)} ({money(cost.capex_per_gpu_usd)} per GPU) in "
+        f"{len(design.bom)} lines; opex {money(cost.opex_per_year_usd)} per year."
+    )
+    return Section("bom", "Bill of materials", lead, (Figure(figure, "capex"),), (lines,))
+
+
+def tco_curves(design: Design) -> tuple[list[float], list[float], list[float]]:
+    """Cumulative cost over the ownership period, $M: (years, build, rent).
+
+    Building is the capex up front plus the design's opex per year, less the resale value at
+    the end; renting is the design's rent total spread evenly over the years. These are the
+    design's own cost totals (:class:`~clusterforge.design.tco.CostDesign`) laid over time.
+    """
+    c = design.cost
+    years = [c.years * i / CURVE_STEPS for i in range(CURVE_STEPS + 1)]
+    build = [(c.capex_usd + c.opex_per_year_usd * t) / 1e6 for t in years]
+    rent = [c.rent_total_usd / c.years * t / 1e6 for t in years]
+    build[-1] -= c.residual_usd / 1e6
+    return years, build, rent
+
+
+def tco_section(design: Design) -> Section:
+    """Build against rent over the ownership period, with the break-even figures."""
+    c = design.cost
+    years, build, rent = tco_curves(design)
+    figure = charts.line_chart(
+        f"build vs rent at {pct(design.spec.economics.utilization)} utilization",
+        series=[("build", years, build), (f"rent ({c.rent_basis})", years, rent)],
+        x_title="years",
+        y_title="cumulative cost ($M)",
+        markers=False,
+    )
+    rows = table(
+        ("quantity", "value"),
+        _tco_rows(design),
+        lambda row: row,
+        numeric=(False, True),
+    )
+    verdict = "building wins" if c.build_wins else "renting wins"
+    lead = (
+        f"Over {c.years:g} years {verdict}: build {money(c.build_total_usd)} against rent "
+        f"{money(c.rent_total_usd)}; building breaks even at {pct(c.break_even_utilization)} "
+        "utilization."
+    )
+    return Section("tco", "Build vs rent", lead, (Figure(figure, "build vs rent"),), (rows,))
+
+
+def _tco_rows(design: Design) -> list[tuple[str, str]]:
+    c = design.cost
+    rows = [
+        ("capex", money(c.capex_usd)),
+        ("opex per year", money(c.opex_per_year_usd)),
+        *((f"  opex: {k}", money(v)) for k, v in c.opex_by_category_per_year_usd.items()),
+        ("residual value", money(c.residual_usd)),
+        ("build total", money(c.build_total_usd)),
+        (f"rent total ({c.rent_basis})", money(c.rent_total_usd)),
+        ("used GPU-hours", num(c.used_gpu_hours)),
+        ("effective build $/GPU-hour", f"${c.effective_build_usd_per_gpu_hour:.2f}"),
+        ("cloud $/GPU-hour", f"${c.cloud_usd_per_gpu_hour:.2f}"),
+        ("break-even utilization", pct(c.break_even_utilization)),
+    ]
+    if c.break_even_gpus is not None:
+        rows.append(("break-even size (GPUs)", num(c.break_even_gpus)))
+    return rows

@@ -1,0 +1,135 @@
+"""The HTML report: every section present, the design's own numbers shown, one file that
+needs no network, and the comparison of two designs with their differences."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import pytest
+
+from clusterforge.cli.main import main
+from clusterforge.design import plan
+from clusterforge.errors import AdapterError
+from clusterforge.report.expected import expected_performance
+from clusterforge.report.html import (
+    ReportOptions,
+    build_comparison,
+    build_report,
+    render_comparison,
+    render_html,
+)
+from clusterforge.report.html.charts import plotly_js
+from clusterforge.report.html.model import money, num, pct
+from clusterforge.spec import load_spec
+from tests.conftest import EXAMPLES
+
+pytest.importorskip("plotly", reason="the HTML report needs the ui extra (plotly)")
+
+SECTIONS = ("findings", "floor", "racks", "fabric", "cabling", "power", "busbw",
+            "performance", "goodput", "bom", "tco")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def design():
+    return plan(load_spec(EXAMPLES / "colo-512-h100.yaml"))
+
+
+@pytest.fixture(scope="module")
+def html(design):
+    return render_html(build_report(design, ReportOptions(top_plans=3, goodput_runs=50)))
+
+
+def test_every_section_is_present_in_order_after_the_summary(html):
+    positions = [html.index(f'<section id="{s}">') for s in ("summary", *SECTIONS)]
+    assert positions == sorted(positions)
+
+
+def test_the_design_numbers_are_shown(design, html):
+    assert f"{design.compute.num_training_gpus:,}" in html
+    assert money(design.cost.capex_usd) in html
+    assert f"{len(design.racks)} racks" in html
+    assert f"{num(design.fabric.num_switches)} x {design.fabric.switch.name}" in html
+    for finding in design.findings:
+        assert finding.id in html
+
+
+def test_the_predicted_mfu_is_the_expected_performance(design, html):
+    expected = expected_performance(design)
+    assert expected["available"]
+    assert f"MFU {pct(expected['mfu'])}" in html
+
+
+def test_the_page_loads_nothing_from_the_network(html):
+    assert not re.search(r"<script[^>]+src=", html)
+    assert not re.search(r"<link[^>]+href=", html)
+    own = html.replace(plotly_js(), "")  # the bundle names its CDN only as a config default
+    assert "://" not in re.sub(r"<script>.*?</script>", "", own, flags=re.S)
+    assert "Plotly.newPlot" in own  # charts drawn by the inlined library
+
+
+def test_elevation_data_holds_every_rack_by_row(design, html):
+    block = re.search(r'<script type="application/json" id="elevation-data">(.*?)</script>', html)
+    data = json.loads(block.group(1))
+    assert data["rack_u"] == design.spec.facility.rack_u
+    names = [rack[0] for _, racks in data["rows"] for rack in racks]
+    assert sorted(names) == sorted(r.name for r in design.racks)
+
+
+def test_user_text_is_escaped(design):
+    named = design.model_copy(
+        update={"spec": design.spec.model_copy(update={"name": "<script>alert(1)</script>"})}
+    )
+    page = render_html(build_report(named, ReportOptions(studies=False)))
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_a_report_without_studies_leaves_the_models_out(design):
+    page = render_html(build_report(design, ReportOptions(studies=False)))
+    assert '<section id="tco">' in page
+    assert '<section id="performance">' not in page
+
+
+def test_a_spec_without_workload_says_why_there_is_no_prediction(tmp_path):
+    spec = tmp_path / "fabric.yaml"
+    spec.write_text("name: fabric-only\nnum_gpus: 64\nnode: dgx-h100\n")
+    report = build_report(plan(load_spec(spec)), ReportOptions(goodput_runs=20))
+    performance = next(s for s in report.sections if s.id == "performance")
+    assert "workload" in performance.lead and not performance.figures
+
+
+def test_comparison_shows_both_designs_and_the_differences():
+    a = plan(load_spec(EXAMPLES / "seed-design-a.yaml"))
+    b = plan(load_spec(EXAMPLES / "seed-design-b.yaml"))
+    comparison = build_comparison(a, b, ReportOptions(studies=False))
+    racks = next(r for r in comparison.rows if r.label == "racks")
+    assert (racks.a, racks.b) == (num(len(a.racks)), num(len(b.racks)))
+    assert racks.delta.startswith(f"+{len(b.racks) - len(a.racks)}")
+    assert racks.verdict == "worse"
+    page = render_comparison(comparison)
+    assert "seed-design-a" in page and "seed-design-b" in page
+    assert "single-switch-link-aggregation" in page  # design A's finding, the why
+
+
+def test_report_command_writes_one_file(tmp_path, capsys):
+    out = tmp_path / "design.html"
+    spec = str(EXAMPLES / "lab-8-gpu.yaml")
+    assert main(["report", spec, "-o", str(out), "--no-studies"]) == 0
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    assert [p.name for p in tmp_path.iterdir()] == ["design.html"]  # no staging left
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_report_command_fails_on_a_missing_folder(tmp_path, capsys):
+    assert main(["report", "-o", str(tmp_path / "no" / "x.html"), "--no-studies"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_missing_plotly_says_how_to_install(monkeypatch):
+    from clusterforge.report.html.charts import require_plotly
+
+    monkeypatch.setitem(sys.modules, "plotly.io", None)
+    with pytest.raises(AdapterError, match=r"pip install 'clusterforge\[ui\]'"):
+        require_plotly()
