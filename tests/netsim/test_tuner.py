@@ -1,0 +1,100 @@
+"""NCCL's algorithm and protocol choice: latency model, protocols, trees, sweep shape."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numpy as np
+import pytest
+
+from clusterforge.netsim import build_fabric_graph, groups_for, simulate_collective
+from clusterforge.netsim.trees import dtree_parents
+from clusterforge.netsim.tuner import TuningContext, latency_s, protocols_for
+from tests.netsim.designs import make_design, single_node
+
+
+def _ctx(**kw: object) -> TuningContext:
+    base: dict[str, object] = {
+        "collective": "all_reduce",
+        "num_ranks": 8,
+        "num_nodes": 1,
+        "generation": "hopper",
+        "intra": "nvlink",
+        "net_path_latency_s": 0.0,
+    }
+    base.update(kw)
+    return TuningContext(**base)  # type: ignore[arg-type]
+
+
+def test_ring_latency_is_nccls_base_plus_one_hop_per_step():
+    # NCCL tuning.cc: ring LL base 6.6 µs + 2(n-1) steps x 0.6 µs on NVLink
+    assert latency_s("ring", "ll", _ctx()) == pytest.approx((6.6 + 14 * 0.6) * 1e-6)
+    assert latency_s("ring", "simple", _ctx()) == pytest.approx((8.4 + 14 * 3.4) * 1e-6)
+    # NVLS: one NVLink step of 25 µs, no base
+    assert latency_s("nvls", "simple", _ctx()) == pytest.approx(25e-6)
+
+
+def test_inter_node_steps_pay_the_network_latency_and_the_path():
+    one = latency_s("ring", "simple", _ctx(num_ranks=32, num_nodes=4))
+    far = latency_s("ring", "simple", _ctx(num_ranks=32, num_nodes=4, net_path_latency_s=5e-6))
+    # 2(m-1) = 6 network steps, Simple pays the path twice (flush), x1.4 ring plateau
+    assert far - one == pytest.approx(6 * 2 * 5e-6 * 1.4)
+
+
+def test_tree_latency_grows_with_log_of_the_node_count():
+    t8 = latency_s("tree", "ll", _ctx(num_ranks=64, num_nodes=8))
+    t64 = latency_s("tree", "ll", _ctx(num_ranks=512, num_nodes=64))
+    assert t64 - t8 == pytest.approx(2 * 3 * 5.0e-6)  # 3 more tree levels, 5 µs each (LL)
+
+
+def test_protocols_nccl_considers():
+    assert protocols_for("nvls", _ctx()) == ("simple",)
+    assert "ll128" in protocols_for("ring", _ctx())
+    assert "ll128" not in protocols_for("ring", _ctx(intra="pci"))  # LL128 needs NVLink
+
+
+@pytest.mark.parametrize("m", [2, 3, 4, 5, 8, 13, 16, 64])
+def test_double_binary_tree_spans_every_node_and_each_is_a_leaf_in_one_tree(m):
+    for child, parent in dtree_parents(m):
+        assert set(parent.tolist()) <= set(range(m))
+        assert len(set(child.tolist())) == m - 1  # every node but the root has one parent
+        assert not np.any(child == parent)
+    (_, p1), (_, p2) = dtree_parents(m)
+    interior1, interior2 = set(p1.tolist()), set(p2.tolist())
+    if m % 2 == 0:  # NCCL mirrors the tree: no node is interior in both
+        assert not (interior1 & interior2)
+
+
+@functools.cache
+def _four_nodes():
+    design = make_design(num_gpus=32, workload={"tensor_parallel": 8, "global_batch": 32})
+    return build_fabric_graph(design), groups_for(design, "all")
+
+
+def test_sweep_has_nccls_shape_on_four_nodes():
+    """LL for tiny messages, Simple at the top, and the knee between 1 MiB and 256 MiB."""
+    graph, groups = _four_nodes()
+    sizes = [2**e for e in range(3, 35)]
+    res = [simulate_collective(graph, "all_reduce", s, groups) for s in sizes]
+    assert res[0].protocol == "ll" and res[-1].protocol == "simple"
+    peak = max(r.busbw_gbyte_per_s for r in res)
+    at = {r.size_bytes: r.busbw_gbyte_per_s for r in res}
+    assert at[2**20] < 0.5 * peak
+    assert at[2**28] > 0.7 * peak
+    assert all(b.time_s >= a.time_s for a, b in itertools.pairwise(res))
+
+
+def test_small_messages_are_latency_bound_at_nccls_ll_latency():
+    _, graph = single_node("dgx-h100")
+    res = simulate_collective(graph, "all_reduce", 8, np.arange(8)[None])
+    assert (res.algorithm, res.protocol) == ("ring", "ll")
+    assert res.time_s == pytest.approx(15e-6, rel=0.01)
+
+
+def test_forced_protocol_is_reported():
+    graph, groups = _four_nodes()
+    res = simulate_collective(graph, "all_reduce", 2**34, groups, algorithm="ring", protocol="ll")
+    auto = simulate_collective(graph, "all_reduce", 2**34, groups, algorithm="ring")
+    assert res.protocol == "ll" and auto.protocol == "simple"
+    assert res.busbw_gbyte_per_s < 0.6 * auto.busbw_gbyte_per_s  # LL carries half the wire
