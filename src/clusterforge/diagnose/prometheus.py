@@ -1,0 +1,76 @@
+"""The HTTP adapter: instant queries against Prometheus's API (``/api/v1/query``).
+
+Prometheus HTTP API (prometheus.io/docs/prometheus/latest/querying/api/): a GET with
+``query`` and ``time`` returns ``{"status": "success", "data": {"resultType": "vector",
+"result": [{"metric": {...}, "value": [t, "v"]}]}}``.  Standard library only, so the
+command runs on a bare login node.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from clusterforge.errors import AdapterError
+
+__all__ = ["PrometheusClient", "PrometheusError", "PrometheusUnreachableError", "Sample"]
+
+
+class PrometheusError(AdapterError):
+    """Prometheus answered, but not with a result (a bad query, an error status)."""
+
+
+class PrometheusUnreachableError(AdapterError):
+    """Nothing answered at the Prometheus address."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    labels: dict[str, str]
+    value: float
+
+
+@dataclass(frozen=True)
+class PrometheusClient:
+    """Instant queries at one fixed evaluation time (seconds since the epoch)."""
+
+    base_url: str
+    at_s: float
+    timeout_s: float = 10.0
+
+    def _get(self, path: str, params: dict[str, str]) -> Any:
+        url = self.base_url.rstrip("/") + path + "?" + urllib.parse.urlencode(params)
+        try:
+            with urllib.request.urlopen(url, timeout=self.timeout_s) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:  # 400/422/503 carry a JSON error body
+            try:
+                body = json.loads(exc.read())
+            except ValueError:
+                raise PrometheusError(f"Prometheus at {self.base_url}: HTTP {exc.code}") from None
+            raise PrometheusError(f"Prometheus: {body.get('error', exc.reason)}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise PrometheusUnreachableError(
+                f"cannot reach Prometheus at {self.base_url}: {reason}"
+            ) from None
+        except ValueError:
+            raise PrometheusError(f"{self.base_url} did not answer with JSON") from None
+
+    def query(self, promql: str) -> list[Sample]:
+        """An instant vector; NaN and infinite values (0/0, x/0) are left out."""
+        body = self._get("/api/v1/query", {"query": promql, "time": f"{self.at_s:.3f}"})
+        if body.get("status") != "success":
+            raise PrometheusError(f"Prometheus: {body.get('error', 'query failed')}")
+        data = body["data"]
+        if data.get("resultType") != "vector":
+            raise PrometheusError(
+                f"expected a vector from {promql!r}, got {data.get('resultType')}"
+            )
+        samples = [Sample(dict(r["metric"]), float(r["value"][1])) for r in data["result"]]
+        return [s for s in samples if math.isfinite(s.value)]

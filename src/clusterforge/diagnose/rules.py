@@ -1,0 +1,256 @@
+"""Verdict rules over plain readings: why a job is slow, per GPU, node and job.
+
+What the DCGM profiling fields mean (NVIDIA DCGM User Guide, "Profiling Metrics"):
+``GR_ENGINE_ACTIVE`` is the share of time any graphics/compute context is active,
+``SM_ACTIVE`` the share of cycles an SM has at least one warp, ``PIPE_TENSOR_ACTIVE`` the
+share of cycles the tensor (HMMA/IMMA) pipe is busy, ``DRAM_ACTIVE`` the share of cycles the
+device memory interface sends or receives data, a memory-bandwidth utilization (1.0 is the
+peak bandwidth).  Violation counters count microseconds of clocks held back (``dcgm_fields.h``),
+so their rate over 1e6 is a share of time.  The throttle-reason bits are NVML's
+``nvmlClocksThrottleReasons`` (``nvml.h``).
+
+The rules (thresholds in :class:`Thresholds`; the practitioner rules are marked there):
+
+* idle: the engine is active less than ``idle_gr_max``; **hung** if a process still holds
+  the framebuffer (``hung_fb_min_share``), else **idle**.  Nothing else is judged then.
+* throttled: power or thermal violation time above ``throttle_share_min``, or a power or
+  thermal bit set in the throttle reasons.
+* memory-bound: DRAM active above ``memory_bound_dram_min``.
+* compute-bound: engine active at least ``busy_gr_min`` and DRAM below the memory rule.
+* input-bound: engine active below ``starved_gr_max`` and DRAM below ``starved_dram_max``
+  while the host is busy: CPUs, iowait, a disk, or NFS retransmitting.
+* network-bound: a compute port near line rate, or congestion (PFC pauses, drops, ECN
+  marks, TCP retransmits) above the limits the generated alert rules use.
+* straggler: in a synchronous job every rank runs the same steps, so one GPU whose SM
+  clock is ``straggler_clock_dev`` under the peers' median, or whose engine activity is
+  ``straggler_activity_dev`` off it, holds the others back; a node is named when all its
+  GPUs are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Literal, get_args
+
+from clusterforge.diagnose.readings import GpuReading, NodeReading, Thresholds
+
+__all__ = [
+    "PRIORITY",
+    "Diagnosis",
+    "Finding",
+    "NodeVerdict",
+    "Verdict",
+    "node_findings",
+    "node_mean",
+]
+
+Verdict = Literal[
+    "hung",
+    "idle",
+    "throttled",
+    "straggler",
+    "network-bound",
+    "input-bound",
+    "memory-bound",
+    "compute-bound",
+    "inconclusive",
+]
+# The order a node's or job's headline verdict is chosen in: the first that applies.
+PRIORITY: tuple[Verdict, ...] = get_args(Verdict)
+
+# nvmlClocksThrottleReasons bits (nvml.h): power and thermal causes only.
+_POWER_BITS = 0x4 | 0x80  # SwPowerCap, HwPowerBrakeSlowdown
+_THERMAL_BITS = 0x20 | 0x40  # SwThermalSlowdown, HwThermalSlowdown
+_HW_SLOWDOWN_BIT = 0x8  # HwSlowdown: thermal or power brake, either
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One verdict about one subject, with the rule that tripped and the numbers."""
+
+    verdict: Verdict
+    subject: str
+    rule: str
+    evidence: dict[str, float]
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    node: str
+    verdict: Verdict
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    job: str | None
+    window: str
+    verdict: Verdict
+    nodes: tuple[NodeVerdict, ...]
+    findings: tuple[Finding, ...]
+    num_gpus: int
+
+    @property
+    def verdicts(self) -> set[Verdict]:
+        return {f.verdict for f in self.findings}
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def node_mean(node: str, gpus: list[GpuReading]) -> GpuReading:
+    """The node's GPUs averaged field by field (throttle bits OR-ed together)."""
+    averaged: dict[str, float | None] = {}
+    for f in fields(GpuReading):
+        if f.name in ("node", "gpu", "throttle_reasons"):
+            continue
+        averaged[f.name] = _mean([getattr(g, f.name) for g in gpus])
+    bits = [g.throttle_reasons for g in gpus if g.throttle_reasons is not None]
+    reasons = None
+    if bits:
+        reasons = 0
+        for b in bits:
+            reasons |= b
+    return GpuReading(node=node, gpu="*", throttle_reasons=reasons, **averaged)
+
+
+def _present(**values: float | None) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in values.items() if v is not None}
+
+
+def _above(value: float | None, limit: float) -> bool:
+    return value is not None and value > limit
+
+
+def _below(value: float | None, limit: float) -> bool:
+    return value is not None and value < limit
+
+
+def _idle(g: GpuReading, subject: str, t: Thresholds) -> Finding | None:
+    if not _below(g.gr_engine_active, t.idle_gr_max):
+        return None
+    evidence = _present(gr_engine_active=g.gr_engine_active, fb_used_share=g.fb_used_share)
+    if g.fb_used_share is not None and g.fb_used_share >= t.hung_fb_min_share:
+        rule = (
+            f"engine active < {t.idle_gr_max:g} while framebuffer held >= {t.hung_fb_min_share:g}"
+        )
+        return Finding("hung", subject, rule, evidence)
+    return Finding("idle", subject, f"engine active < {t.idle_gr_max:g}", evidence)
+
+
+def _throttled(g: GpuReading, subject: str, t: Thresholds) -> Finding | None:
+    bits = g.throttle_reasons or 0
+    by_share = _above(g.power_violation_share, t.throttle_share_min) or _above(
+        g.thermal_violation_share, t.throttle_share_min
+    )
+    by_bits = bool(bits & (_POWER_BITS | _THERMAL_BITS | _HW_SLOWDOWN_BIT))
+    if not (by_share or by_bits):
+        return None
+    evidence = _present(
+        power_violation_share=g.power_violation_share,
+        thermal_violation_share=g.thermal_violation_share,
+        sm_clock_mhz=g.sm_clock_mhz,
+        power_w=g.power_w,
+        throttle_reasons=None if g.throttle_reasons is None else float(g.throttle_reasons),
+    )
+    rule = (
+        f"power or thermal violation time > {t.throttle_share_min:g} of the window, "
+        "or a power/thermal throttle-reason bit set"
+    )
+    return Finding("throttled", subject, rule, evidence)
+
+
+def _memory(g: GpuReading, subject: str, t: Thresholds) -> Finding | None:
+    if not _above(g.dram_active, t.memory_bound_dram_min):
+        return None
+    evidence = _present(dram_active=g.dram_active, gr_engine_active=g.gr_engine_active)
+    return Finding("memory-bound", subject, f"DRAM active > {t.memory_bound_dram_min:g}", evidence)
+
+
+def _compute(g: GpuReading, subject: str, t: Thresholds) -> Finding | None:
+    busy = g.gr_engine_active is not None and g.gr_engine_active >= t.busy_gr_min
+    if not busy or _above(g.dram_active, t.memory_bound_dram_min):
+        return None
+    evidence = _present(
+        gr_engine_active=g.gr_engine_active,
+        sm_active=g.sm_active,
+        tensor_active=g.tensor_active,
+        dram_active=g.dram_active,
+    )
+    rule = f"engine active >= {t.busy_gr_min:g}, DRAM active <= {t.memory_bound_dram_min:g}"
+    return Finding("compute-bound", subject, rule, evidence)
+
+
+def _host_busy(n: NodeReading, t: Thresholds) -> bool:
+    return (
+        _above(n.cpu_busy_share, t.cpu_busy_min)
+        or _above(n.iowait_share, t.iowait_min)
+        or _above(n.disk_busy_share, t.disk_busy_min)
+        or _above(n.nfs_retransmits_per_s, 0.0)
+    )
+
+
+def _input(g: GpuReading, n: NodeReading, t: Thresholds) -> Finding | None:
+    starved = _below(g.gr_engine_active, t.starved_gr_max) and _below(
+        g.dram_active, t.starved_dram_max
+    )
+    if not (starved and _host_busy(n, t)):
+        return None
+    evidence = _present(
+        gr_engine_active=g.gr_engine_active,
+        dram_active=g.dram_active,
+        cpu_busy_share=n.cpu_busy_share,
+        iowait_share=n.iowait_share,
+        disk_busy_share=n.disk_busy_share,
+        nfs_retransmits_per_s=n.nfs_retransmits_per_s,
+    )
+    rule = (
+        f"engine active < {t.starved_gr_max:g} and DRAM active < {t.starved_dram_max:g} while "
+        f"CPU > {t.cpu_busy_min:g}, iowait > {t.iowait_min:g}, a disk > {t.disk_busy_min:g} "
+        "busy or NFS retransmits"
+    )
+    return Finding("input-bound", n.node, rule, evidence)
+
+
+def _network(n: NodeReading, t: Thresholds) -> Finding | None:
+    tripped = (
+        _above(n.nic_line_share, t.nic_line_share_min)
+        or _above(n.pause_share, t.pause_share_max)
+        or _above(n.drop_share, t.drop_share_max)
+        or _above(n.ecn_marked_share, t.ecn_marked_share_max)
+        or _above(n.tcp_retransmit_share, t.tcp_retransmit_share_max)
+    )
+    if not tripped:
+        return None
+    evidence = _present(
+        nic_line_share=n.nic_line_share,
+        nic_gbyte_per_s=n.nic_gbyte_per_s,
+        pause_share=n.pause_share,
+        drop_share=n.drop_share,
+        ecn_marked_share=n.ecn_marked_share,
+        tcp_retransmit_share=n.tcp_retransmit_share,
+    )
+    rule = (
+        f"a port > {t.nic_line_share_min:g} of line rate, or PFC pauses > {t.pause_share_max:g}"
+        f", drops > {t.drop_share_max:g}, ECN marks > {t.ecn_marked_share_max:g}, "
+        f"TCP retransmits > {t.tcp_retransmit_share_max:g}"
+    )
+    return Finding("network-bound", n.node, rule, evidence)
+
+
+def node_findings(gpus: list[GpuReading], host: NodeReading, t: Thresholds) -> list[Finding]:
+    """Every rule but the straggler's, on the node's averaged GPUs and its host."""
+    g = node_mean(host.node, gpus) if gpus else GpuReading(node=host.node, gpu="*")
+    idle = _idle(g, host.node, t)
+    if idle is not None:
+        return [idle]
+    found = [
+        _throttled(g, host.node, t),
+        _network(host, t),
+        _input(g, host, t),
+        _memory(g, host.node, t),
+        _compute(g, host.node, t),
+    ]
+    return [f for f in found if f is not None]
