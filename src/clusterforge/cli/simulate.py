@@ -6,14 +6,28 @@ import json
 
 import click
 
-from clusterforge.netsim import ALGORITHMS, COLLECTIVES, PLACEMENTS, PROTOCOLS, ROUTINGS
+from clusterforge.netsim import (
+    ALGORITHMS,
+    COLLECTIVES,
+    GROUP_KINDS,
+    PLACEMENTS,
+    PROTOCOLS,
+    ROUTINGS,
+)
 from clusterforge.netsim.study import (
     DEFAULT_SWEEP,
     StudyRequest,
     parse_size,
     parse_sweep,
 )
-from clusterforge.netsim.vocab import AlgorithmChoice, Collective, ProtocolChoice
+from clusterforge.netsim.vocab import (
+    AlgorithmChoice,
+    Collective,
+    Communicators,
+    Placement,
+    ProtocolChoice,
+    Routing,
+)
 from clusterforge.report.simulate import (
     render_studies,
     run_with_progress,
@@ -45,7 +59,7 @@ __all__ = ["command", "parse_size"]
     "kind",
     default="all",
     show_default=True,
-    type=click.Choice(["all", "dp", "tp", "pp", "cp"]),
+    type=click.Choice(GROUP_KINDS),
     help="Communicators: one over all GPUs, or every DP/TP/PP/CP group at once",
 )
 @click.option("--placement", default="packed", show_default=True, type=click.Choice(PLACEMENTS))
@@ -95,9 +109,9 @@ def command(
     size_text: str | None,
     sweep_text: str | None,
     gpus: int | None,
-    kind: str,
-    placement: str,
-    routing: str,
+    kind: Communicators,
+    placement: Placement,
+    routing: Routing,
     qps: int,
     algorithm: AlgorithmChoice,
     protocol: ProtocolChoice,

@@ -86,17 +86,28 @@ def _ring(
     """A closed ring; over a full-mesh domain, the disjoint stride rings (module docstring)."""
     n = seq.shape[1]
     dom = graph.domain_of(seq)
-    kw = {"closed": True, "algorithm": algorithm, "steps": steps}
     if not (graph.mesh and n >= 3 and bool(np.all(dom == dom[:, :1]))):
-        return _ring_like(graph, seq, per_edge_volume=per_edge_volume, **kw)  # type: ignore[arg-type]
+        return _ring_like(
+            graph,
+            seq,
+            closed=True,
+            per_edge_volume=per_edge_volume,
+            algorithm=algorithm,
+            steps=steps,
+        )
     strides = [c for c in range(1, n) if math.gcd(c, n) == 1]
-    share = per_edge_volume / len(strides)
-    return merge(
-        [
-            _ring_like(graph, seq[:, (np.arange(n) * c) % n], per_edge_volume=share, **kw)  # type: ignore[arg-type]
-            for c in strides
-        ]
-    )
+    rings = [
+        _ring_like(
+            graph,
+            seq[:, (np.arange(n) * c) % n],
+            closed=True,
+            per_edge_volume=per_edge_volume / len(strides),
+            algorithm=algorithm,
+            steps=steps,
+        )
+        for c in strides
+    ]
+    return merge(rings)
 
 
 def _hierarchical(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:

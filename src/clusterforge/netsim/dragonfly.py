@@ -22,6 +22,7 @@ import numpy as np
 
 from clusterforge.errors import SimulationError
 from clusterforge.netsim.hashing import bundle_hop, pick
+from clusterforge.netsim.vocab import Routing
 from clusterforge.topology import FabricGraph
 
 __all__ = ["DRAGONFLY_ROUTINGS", "UGAL_MINIMAL_HOPS", "UGAL_NONMINIMAL_HOPS", "route_dragonfly"]
@@ -38,7 +39,7 @@ def route_dragonfly(
     r_s: np.ndarray,
     r_d: np.ndarray,
     key: np.ndarray,
-    routing: str,
+    routing: Routing,
     owner: np.ndarray,
 ) -> tuple[np.ndarray, ...]:
     """(segment, link, fraction, multiplicity) of router-to-router segments; ``owner`` is the

@@ -13,23 +13,26 @@ crossing many leaves).  Global GPU id = node · gpus_per_node + local GPU.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 import numpy as np
 
 from clusterforge.errors import PlanError, SimulationError
 from clusterforge.job import GroupKind, JobLayout
+from clusterforge.netsim.vocab import GROUP_KINDS as _GROUP_KINDS
+from clusterforge.netsim.vocab import PLACEMENTS as _PLACEMENTS
+from clusterforge.netsim.vocab import Communicators, Placement
 
 if TYPE_CHECKING:
     from clusterforge.design import Design
 
 __all__ = ["GROUP_KINDS", "PLACEMENTS", "groups_for"]
 
-GROUP_KINDS = ("tp", "cp", "dp", "pp", "all")
-PLACEMENTS = ("packed", "fragmented")
+GROUP_KINDS = _GROUP_KINDS
+PLACEMENTS = _PLACEMENTS
 
 
-def _place(design: Design, num_gpus: int, placement: str, seed: int) -> np.ndarray:
+def _place(design: Design, num_gpus: int, placement: Placement, seed: int) -> np.ndarray:
     """Global GPU id of each job rank."""
     gpn = design.compute.gpus_per_node
     nodes_needed = -(-num_gpus // gpn)
@@ -49,10 +52,10 @@ def _place(design: Design, num_gpus: int, placement: str, seed: int) -> np.ndarr
 
 def groups_for(
     design: Design,
-    kind: str = "dp",
+    kind: Communicators = "dp",
     tp: int | None = None,
     pp: int | None = None,
-    placement: str = "packed",
+    placement: Placement = "packed",
     num_gpus: int | None = None,
     seed: int = 0,
     cp: int | None = None,
@@ -87,5 +90,14 @@ def groups_for(
         )
     except PlanError as exc:
         raise SimulationError(f"num_gpus: {exc}") from None
-    job_kind: GroupKind = {"tp": "tp", "cp": "cp", "dp": "dp", "pp": "pp"}[kind]  # type: ignore[assignment]
-    return np.asarray(gpu_of_rank[layout.groups(job_kind)], np.int64)
+    return np.asarray(gpu_of_rank[layout.groups(_job_kind(kind))], np.int64)
+
+
+def _job_kind(kind: Communicators) -> GroupKind:
+    match kind:
+        case "tp" | "cp" | "dp" | "pp":
+            return kind
+        case "all":
+            raise AssertionError("'all' is one group over every GPU, not a job group kind")
+        case _:
+            assert_never(kind)

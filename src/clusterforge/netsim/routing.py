@@ -36,6 +36,8 @@ import numpy as np
 from clusterforge.errors import SimulationError
 from clusterforge.netsim.dragonfly import DRAGONFLY_ROUTINGS, route_dragonfly
 from clusterforge.netsim.hashing import flow_hash, hashed_member, pick
+from clusterforge.netsim.vocab import ROUTINGS as _ROUTINGS
+from clusterforge.netsim.vocab import Routing
 from clusterforge.topology import FabricGraph
 
 __all__ = [
@@ -49,7 +51,7 @@ __all__ = [
     "route_net",
 ]
 
-ROUTINGS = ("ecmp", "adaptive", *DRAGONFLY_ROUTINGS)
+ROUTINGS = _ROUTINGS
 
 
 class Routes(NamedTuple):
@@ -92,7 +94,7 @@ def route_intra(graph: FabricGraph, src: np.ndarray, dst: np.ndarray) -> tuple[n
 def route_net(
     graph: FabricGraph,
     segs: NetSegments,
-    routing: str,
+    routing: Routing,
     num_qps: int,
     owner: np.ndarray | None = None,
 ) -> Routes:

@@ -47,6 +47,7 @@ from clusterforge.netsim.vocab import (
     Collective,
     Protocol,
     ProtocolChoice,
+    Routing,
 )
 from clusterforge.topology import FabricGraph
 
@@ -71,7 +72,7 @@ _TREE_CORRECTION = {
 @dataclass(frozen=True)
 class _Request:
     collective: Collective
-    routing: str
+    routing: Routing
     num_qps: int
     algorithm: AlgorithmChoice
     protocol: ProtocolChoice
@@ -221,7 +222,7 @@ def simulate_collective(
     collective: Collective,
     size_bytes: float,
     groups: np.ndarray,
-    routing: str = "adaptive",
+    routing: Routing = "adaptive",
     num_qps: int = 1,
     algorithm: AlgorithmChoice = "auto",
     pxn: bool | None = None,
@@ -257,7 +258,7 @@ def collective_time_s(
     collective: Collective,
     size_bytes: float,
     groups: np.ndarray,
-    routing: str = "adaptive",
+    routing: Routing = "adaptive",
     num_qps: int = 1,
 ) -> float:
     """Seconds of :func:`simulate_collective` (NCCL's choice of algorithm and protocol)

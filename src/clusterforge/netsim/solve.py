@@ -21,7 +21,7 @@ from clusterforge.netsim.model import network_efficiency, scaleup_efficiency
 from clusterforge.netsim.result import PhaseSolution
 from clusterforge.netsim.routing import route_intra, route_net
 from clusterforge.netsim.traffic import Traffic
-from clusterforge.netsim.vocab import Algorithm, Collective
+from clusterforge.netsim.vocab import Algorithm, Collective, Routing
 from clusterforge.topology import FabricGraph
 
 __all__ = ["solve_phase", "solve_phases"]
@@ -32,7 +32,9 @@ _CACHE: weakref.WeakKeyDictionary[FabricGraph, dict[tuple[object, ...], list[Pha
 _CACHE_ENTRIES = 128
 
 
-def solve_phase(graph: FabricGraph, traffic: Traffic, routing: str, num_qps: int) -> PhaseSolution:
+def solve_phase(
+    graph: FabricGraph, traffic: Traffic, routing: Routing, num_qps: int
+) -> PhaseSolution:
     """Route one phase, allocate max-min rates and time it at unit size."""
     seg_i, link_i, frac_i = route_intra(graph, traffic.intra_src, traffic.intra_dst)
     seg_n, link_n, frac_n, load_n = route_net(
@@ -94,7 +96,7 @@ def solve_phases(
     collective: Collective,
     algorithm: Algorithm,
     groups: np.ndarray,
-    routing: str,
+    routing: Routing,
     num_qps: int,
     pxn: bool,
 ) -> list[PhaseSolution]:

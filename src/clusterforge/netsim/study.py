@@ -20,7 +20,14 @@ from clusterforge.errors import SimulationError
 from clusterforge.netsim.groups import groups_for
 from clusterforge.netsim.result import CollectiveResult
 from clusterforge.netsim.simulate import simulate_collective
-from clusterforge.netsim.vocab import AlgorithmChoice, Collective, ProtocolChoice
+from clusterforge.netsim.vocab import (
+    AlgorithmChoice,
+    Collective,
+    Communicators,
+    Placement,
+    ProtocolChoice,
+    Routing,
+)
 from clusterforge.spec import load_spec
 from clusterforge.topology import build_fabric_graph
 
@@ -85,11 +92,11 @@ class StudyRequest:
     specs: tuple[str | None, ...]
     collective: Collective
     sizes: tuple[int, ...]
-    group_kind: str = "all"
-    placement: str = "packed"
+    group_kind: Communicators = "all"
+    placement: Placement = "packed"
     num_gpus: int | None = None
     seed: int = 0
-    routing: str = "adaptive"
+    routing: Routing = "adaptive"
     num_qps: int = 1
     algorithm: AlgorithmChoice = "auto"
     protocol: ProtocolChoice = "auto"

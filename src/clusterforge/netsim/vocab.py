@@ -11,12 +11,18 @@ from typing import Literal, get_args
 __all__ = [
     "ALGORITHMS",
     "COLLECTIVES",
+    "GROUP_KINDS",
+    "PLACEMENTS",
     "PROTOCOLS",
+    "ROUTINGS",
     "Algorithm",
     "AlgorithmChoice",
     "Collective",
+    "Communicators",
+    "Placement",
     "Protocol",
     "ProtocolChoice",
+    "Routing",
 ]
 
 Collective = Literal[
@@ -44,6 +50,19 @@ AlgorithmChoice = Literal[
 Protocol = Literal["simple", "ll", "ll128"]
 ProtocolChoice = Literal["auto", "simple", "ll", "ll128"]
 
+# ecmp: static hashing per flow (or QP); adaptive: ideal spraying over equal-cost paths;
+# valiant / ugal: non-minimal dragonfly routing (Kim et al., ISCA 2008, §4.2).
+Routing = Literal["ecmp", "adaptive", "valiant", "ugal"]
+
+# How a job's ranks land on nodes: packed in node order, or fragmented over random nodes.
+Placement = Literal["packed", "fragmented"]
+
+# Which communicators run at once: one of each parallel kind, or one over all GPUs.
+Communicators = Literal["tp", "cp", "dp", "pp", "all"]
+
 COLLECTIVES: tuple[Collective, ...] = get_args(Collective)
+ROUTINGS: tuple[Routing, ...] = get_args(Routing)
+PLACEMENTS: tuple[Placement, ...] = get_args(Placement)
+GROUP_KINDS: tuple[Communicators, ...] = get_args(Communicators)
 ALGORITHMS: tuple[AlgorithmChoice, ...] = get_args(AlgorithmChoice)
 PROTOCOLS: tuple[ProtocolChoice, ...] = get_args(ProtocolChoice)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from clusterforge.design import Design
+    from clusterforge.netsim.vocab import Routing
 
 __all__ = [
     "Collective",
@@ -112,7 +113,7 @@ class NetsimComm(InterpolatingComm):
     the per-link report of ``simulate_collective``).
     """
 
-    def __init__(self, design: Design, routing: str = "adaptive", num_qps: int = 1) -> None:
+    def __init__(self, design: Design, routing: Routing = "adaptive", num_qps: int = 1) -> None:
         from clusterforge.netsim import build_fabric_graph
         from clusterforge.netsim.simulate import collective_time_s
 
