@@ -166,3 +166,14 @@ def test_plan_reports_time_to_train_with_failures() -> None:
     assert 0.5 < goodput["ettr"] < 1.0
     assert goodput["expected_days"] > perf["time_to_train_days"]
     assert goodput["p90_days"] >= goodput["p50_days"]
+
+
+def test_predict_json_carries_time_to_train_with_failures(capsys) -> None:
+    import json
+
+    from clusterforge.cli.main import main
+
+    assert main(["predict", "examples/colo-512-h100.yaml", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    goodput = rows[0]["goodput"]
+    assert goodput["available"] and goodput["expected_days"] > rows[0]["time_to_train_days"]

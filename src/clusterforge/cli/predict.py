@@ -58,7 +58,7 @@ def _gpu_counts(gpus: str | None, max_gpus: int | None) -> tuple[int, ...]:
 def _run(options: PredictOptions) -> None:
     from clusterforge.design import plan as design_plan
     from clusterforge.perf import PredictRequest, run_predict
-    from clusterforge.report.predict import predict_json, print_predict
+    from clusterforge.report.predict import goodput_of_best, predict_json, print_predict
     from clusterforge.report.terminal import make_console
     from clusterforge.spec import load_spec
 
@@ -71,12 +71,13 @@ def _run(options: PredictOptions) -> None:
         gpu_counts=options.gpu_counts,
     )
     outcome = run_predict(design, request)
+    goodput = goodput_of_best(design, outcome)
     if options.as_json:
-        click.echo(predict_json(outcome))
+        click.echo(predict_json(outcome, goodput))
         return
     console = make_console()
     console.width = max(console.width, 132)  # ten columns stay readable when piped
-    print_predict(outcome, console)
+    print_predict(outcome, console, goodput)
 
 
 @click.command("predict")

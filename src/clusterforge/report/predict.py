@@ -8,9 +8,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from clusterforge.design import Design
 from clusterforge.perf import FLOP_CONVENTION, ParallelPlan, Prediction, PredictOutcome
 
-__all__ = ["predict_json", "print_predict"]
+__all__ = ["goodput_of_best", "predict_json", "print_predict"]
 
 
 def plan_label(plan: ParallelPlan) -> str:
@@ -85,12 +86,26 @@ def _breakdown_table(p: Prediction) -> Table:
     return table
 
 
-def predict_json(outcome: PredictOutcome) -> str:
-    """One JSON object per prediction (``clusterforge predict --json``)."""
+def goodput_of_best(design: Design, outcome: PredictOutcome) -> dict[str, Any] | None:
+    """Time to train with failures for the best prediction when it runs on the design's own
+    training GPUs (the job the design's spares, storage and failure exposure are for)."""
+    from clusterforge.report.expected import expected_goodput_summary
+
+    best = outcome.predictions[0]
+    if best.plan.num_gpus != design.compute.num_training_gpus:
+        return None
+    return expected_goodput_summary(design, best.time_to_train_s(outcome.tokens) / 86400)
+
+
+def predict_json(outcome: PredictOutcome, goodput: dict[str, Any] | None = None) -> str:
+    """One JSON object per prediction (``clusterforge predict --json``); the first carries
+    the time to train with failures when it was computed."""
     rows: list[dict[str, Any]] = []
-    for p in outcome.predictions:
+    for i, p in enumerate(outcome.predictions):
         row = p.as_dict()
         row["time_to_train_days"] = p.time_to_train_s(outcome.tokens) / 86400
+        if i == 0 and goodput is not None:
+            row["goodput"] = goodput
         if outcome.searched:
             row["plans_evaluated"] = {
                 "generated": outcome.num_candidates,
@@ -101,7 +116,9 @@ def predict_json(outcome: PredictOutcome) -> str:
     return json.dumps(rows, indent=2)
 
 
-def print_predict(outcome: PredictOutcome, console: Console) -> None:
+def print_predict(
+    outcome: PredictOutcome, console: Console, goodput: dict[str, Any] | None = None
+) -> None:
     """Tables, the range of the best prediction, time to train and the conventions."""
     best = outcome.predictions[0]
     gpus = sorted({p.plan.num_gpus for p in outcome.predictions})
@@ -129,4 +146,11 @@ def print_predict(outcome: PredictOutcome, console: Console) -> None:
         f"{fastest.tokens_per_s:,.0f} tokens/s on {fastest.plan.num_gpus:,} GPUs "
         "(no failures or restarts)"
     )
+    if goodput and goodput.get("available"):
+        console.print(
+            f"with failures and restarts ({best.plan.num_gpus:,} GPUs): {goodput['expected_days']:,.1f} "
+            f"days expected, P50 {goodput['p50_days']:,.1f}, P90 {goodput['p90_days']:,.1f} "
+            f"(ETTR {goodput['ettr']:.1%}, {goodput['interruptions_per_day']:.2f} interruptions "
+            "per day; clusterforge goodput for the detail)"
+        )
     console.print(f"[dim]{FLOP_CONVENTION}; software stack: {best.stack}[/]")
