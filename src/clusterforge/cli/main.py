@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "check": ("clusterforge.cli.check", "Run node health checks; optionally drain/cordon."),
     "exporter": ("clusterforge.cli.exporter", "Serve health-check metrics for Prometheus."),
+    "diagnose": ("clusterforge.cli.diagnose", "Why is my job slow: verdicts from Prometheus."),
     "report": ("clusterforge.cli.report", "Write the design as one self-contained HTML page."),
     "serve": ("clusterforge.cli.serve", "A local web planner: edit the spec, see the design."),
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterforge.diagnose.collect import JobSelector, NoSeriesError, read_job
@@ -45,6 +46,7 @@ __all__ = [
     "Verdict",
     "diagnose_readings",
     "expand_hostlist",
+    "expected_prediction",
     "run_diagnose",
 ]
 
@@ -59,6 +61,16 @@ class DiagnoseRequest:
     at_s: float | None = None  # evaluation time; None = now
     tokens_query: str | None = None  # PromQL giving the job's tokens/s, when it exports one
     thresholds: Thresholds = field(default_factory=Thresholds)
+    expect_spec: Path | None = None  # compare with what `predict` expects of this spec
+
+
+def expected_prediction(spec_path: Path) -> Prediction:
+    """What ``predict`` expects of the spec's workload on the spec's design."""
+    from clusterforge.design import plan
+    from clusterforge.perf import predict_workload
+    from clusterforge.spec import load_spec
+
+    return predict_workload(plan(load_spec(spec_path)))
 
 
 @dataclass(frozen=True)
@@ -68,8 +80,8 @@ class DiagnoseResult:
     comparison: Comparison | None
 
 
-def run_diagnose(request: DiagnoseRequest, prediction: Prediction | None = None) -> DiagnoseResult:
-    """Read, judge and compare; raises :class:`PrometheusUnreachableError` when nothing
+def run_diagnose(request: DiagnoseRequest) -> DiagnoseResult:
+    """Read, judge and compare (with ``request.expect_spec``); raises :class:`PrometheusUnreachableError` when nothing
     answers and :class:`NoSeriesError` when the job has no GPU series."""
     at_s = time.time() if request.at_s is None else request.at_s
     client = PrometheusClient(request.prometheus_url, at_s)
@@ -77,5 +89,7 @@ def run_diagnose(request: DiagnoseRequest, prediction: Prediction | None = None)
         client, request.selector, window=request.window, tokens_query=request.tokens_query
     )
     diagnosis = diagnose_readings(readings, request.thresholds)
-    comparison = compare(readings, prediction) if prediction is not None else None
+    comparison = None
+    if request.expect_spec is not None:
+        comparison = compare(readings, expected_prediction(request.expect_spec))
     return DiagnoseResult(diagnosis, readings, comparison)

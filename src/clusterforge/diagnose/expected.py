@@ -1,6 +1,7 @@
 """Achieved against predicted: how far the job runs from what ``predict`` expects.
 
-With a tokens/s series the comparison is direct.  Without one, the tensor pipe's active
+With a tokens/s series the comparison is direct, per GPU (the job may run on fewer or more
+GPUs than the spec's workload that ``predict`` times).  Without one, the tensor pipe's active
 share is the proxy: ``PIPE_TENSOR_ACTIVE`` is the share of cycles the tensor pipe is busy
 (NVIDIA DCGM User Guide, "Profiling Metrics"), so at full occupancy it approaches the
 share of the GPU's dense tensor peak in use, which is what the prediction's hardware FLOPs
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Basis", "Comparison", "compare"]
 
-Basis = Literal["tokens-per-s", "tensor-active"]
+Basis = Literal["tokens-per-s-per-gpu", "tensor-active"]
 
 
 @dataclass(frozen=True)
@@ -45,17 +46,17 @@ class Comparison:
 
 
 def compare(readings: JobReadings, prediction: Prediction) -> Comparison | None:
-    """Tokens/s when measured, else mean tensor-active against predicted HFU; ``None``
+    """Tokens/s per GPU when measured, else mean tensor-active against predicted HFU; ``None``
     when the job reports neither."""
     common = {
         "predicted_tokens_per_s": prediction.tokens_per_s,
         "predicted_mfu": prediction.mfu,
     }
-    if readings.tokens_per_s is not None:
+    if readings.tokens_per_s is not None and readings.gpus:
         return Comparison(
-            basis="tokens-per-s",
-            achieved=readings.tokens_per_s,
-            predicted=prediction.tokens_per_s,
+            basis="tokens-per-s-per-gpu",
+            achieved=readings.tokens_per_s / len(readings.gpus),
+            predicted=prediction.tokens_per_s_per_gpu,
             **common,
         )
     tensor = [g.tensor_active for g in readings.gpus if g.tensor_active is not None]
