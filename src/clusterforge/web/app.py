@@ -1,0 +1,190 @@
+"""The local planner: a FastAPI app (https://fastapi.tiangolo.com/) around one spec.
+
+``GET /`` is the spec as a form beside its report; each change is posted to ``/api/form``,
+which validates it, plans the design and renders the report again (without the simulation
+studies, so it stays interactive). ``POST /api/plan`` is the JSON API for scripts, described
+at ``/openapi.json``; ``/download/...`` serves the spec and every output file. Nothing is
+loaded from outside: Swagger UI and ReDoc, which come from a CDN, are switched off.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from fastapi import FastAPI, HTTPException
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+from pydantic import BaseModel, Field
+
+from clusterforge.design import Design, plan
+from clusterforge.errors import ClusterforgeError
+from clusterforge.report.html import ReportOptions, build_report, render_html
+from clusterforge.spec import ClusterSpec, default_spec, parse_spec
+from clusterforge.web.form import FormErrors, spec_from_form
+from clusterforge.web.page import planner_page
+
+__all__ = ["FormResult", "FormSubmission", "PlanResult", "Planner", "create_app"]
+
+QUICK = ReportOptions(studies=False)
+MEDIA_TYPES = {".json": "application/json", ".csv": "text/csv", ".md": "text/markdown",
+               ".svg": "image/svg+xml", ".yaml": "application/yaml", ".html": "text/html"}  # fmt: skip
+
+
+class FormSubmission(BaseModel):
+    """The planner form: values by dotted field path, and which optional sections are on."""
+
+    values: dict[str, Any] = Field(description="Field path (e.g. 'facility.max_rack_kw') -> value")
+    enabled: dict[str, bool] = Field(default_factory=dict, description="Optional sections on")
+
+
+class FormResult(BaseModel):
+    """What a form change did: the errors by field path, or the new design's headline."""
+
+    ok: bool
+    errors: dict[str, str] = Field(default_factory=dict, description="'' = the whole spec")
+    headline: str = ""
+    version: int = Field(0, description="Report version: GET /report.html?v=<version>")
+    elapsed_s: float = Field(0.0, description="Time to validate, plan and render, seconds")
+
+
+class PlanResult(BaseModel):
+    """A planned design: the whole design model as JSON and its findings."""
+
+    name: str
+    num_training_gpus: int
+    capex_usd: float
+    findings: list[dict[str, Any]]
+    design: dict[str, Any]
+
+
+@dataclass
+class Planner:
+    """The planner's state: the current spec, its design and its rendered report."""
+
+    spec: ClusterSpec
+    design: Design
+    report_html: str
+    version: int = 0
+
+    @classmethod
+    def start(cls, spec: ClusterSpec | None) -> Planner:
+        spec = spec or default_spec()
+        design = plan(spec)
+        return cls(spec, design, render_html(build_report(design, QUICK)))
+
+    def update(self, spec: ClusterSpec) -> None:
+        """Plan ``spec`` and render its report; the state changes only when both succeed."""
+        design = plan(spec)
+        html = render_html(build_report(design, QUICK))
+        self.spec, self.design, self.report_html = spec, design, html
+        self.version += 1
+
+
+def _headline(design: Design) -> str:
+    c = design.compute
+    return (
+        f"{design.spec.name}: {c.num_training_gpus:,} GPUs in {c.num_nodes:,} nodes, "
+        f"{len(design.racks)} racks, {design.fabric.num_switches:,} fabric switches, capex "
+        f"${design.cost.capex_usd / 1e6:,.2f}M, {len(design.findings)} finding(s)"
+    )
+
+
+def create_app(spec: ClusterSpec | None = None) -> FastAPI:
+    """The planner app for ``spec`` (None: the built-in default)."""
+    app = FastAPI(
+        title="clusterforge planner",
+        summary="Plan a GPU cluster from a spec; the JSON API for scripts is POST /api/plan.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    planner = Planner.start(spec)
+    lock = threading.Lock()
+    _page_routes(app, planner, lock)
+    _api_routes(app, planner, lock)
+    _download_routes(app, planner, lock)
+    return app
+
+
+def _page_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index() -> str:
+        with lock:
+            return planner_page(planner.spec, _headline(planner.design), planner.version)
+
+    @app.get("/report.html", response_class=HTMLResponse, include_in_schema=False)
+    def report() -> str:
+        with lock:
+            return planner.report_html
+
+
+def _api_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:
+    @app.post("/api/form", response_model=FormResult)
+    def change(submission: FormSubmission) -> FormResult:
+        """Validate the form, plan it and render the report; errors come back by field."""
+        start = time.perf_counter()
+        try:
+            spec = spec_from_form(submission.values, submission.enabled)
+            with lock:
+                planner.update(spec)
+                headline, version = _headline(planner.design), planner.version
+        except FormErrors as exc:
+            return FormResult(ok=False, errors=exc.errors)
+        except ClusterforgeError as exc:
+            return FormResult(ok=False, errors={"": str(exc)})
+        return FormResult(ok=True, headline=headline, version=version,
+                          elapsed_s=time.perf_counter() - start)  # fmt: skip
+
+    @app.post("/api/plan", response_model=PlanResult)
+    def plan_spec(spec: ClusterSpec) -> PlanResult:
+        """Plan a spec (the YAML spec's fields as JSON); 422 names a bad field."""
+        try:
+            design = plan(parse_spec(spec.model_dump(mode="json", exclude_unset=True), "body"))
+        except ClusterforgeError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from None
+        data = design.model_dump(mode="json")
+        return PlanResult(
+            name=design.spec.name,
+            num_training_gpus=design.compute.num_training_gpus,
+            capex_usd=design.cost.capex_usd,
+            findings=data["findings"],
+            design=data,
+        )
+
+
+def _download_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:
+    @app.get("/download/spec.yaml", response_class=PlainTextResponse)
+    def spec_yaml() -> Response:
+        """The current spec as YAML (the fields that differ from their defaults)."""
+        with lock:
+            data = planner.spec.model_dump(mode="json", exclude_defaults=True)
+        return _attachment("spec.yaml", yaml.safe_dump(data, sort_keys=False))
+
+    @app.get("/download/design.html")
+    def full_report() -> Response:
+        """The full report, with the simulation, performance and goodput studies (seconds)."""
+        with lock:
+            design = planner.design
+        return _attachment("design.html", render_html(build_report(design)))
+
+    @app.get("/download/{name}")
+    def output_file(name: str) -> Response:
+        """One of the files ``clusterforge plan -o`` writes (design.json, bom.csv, ...)."""
+        from clusterforge.report.expected import expected_performance
+        from clusterforge.report.files import design_files, plan_files
+
+        with lock:
+            design = planner.design
+        if name not in design_files(design):
+            raise HTTPException(
+                404, f"no output {name!r}; one of {', '.join(design_files(design))}"
+            )
+        return _attachment(name, plan_files(design, expected_performance(design))[name])
+
+
+def _attachment(name: str, text: str) -> Response:
+    media = MEDIA_TYPES.get("." + name.rsplit(".", 1)[-1], "text/plain")
+    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+    return Response(content=text, media_type=media, headers=headers)
