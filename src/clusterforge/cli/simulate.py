@@ -6,21 +6,14 @@ import json
 
 import click
 
-from clusterforge.netsim import (
+from clusterforge.netsim.study import DEFAULT_SWEEP, StudyRequest, parse_size, parse_sweep
+from clusterforge.netsim.vocab import (
     ALGORITHMS,
     COLLECTIVES,
     GROUP_KINDS,
     PLACEMENTS,
     PROTOCOLS,
     ROUTINGS,
-)
-from clusterforge.netsim.study import (
-    DEFAULT_SWEEP,
-    StudyRequest,
-    parse_size,
-    parse_sweep,
-)
-from clusterforge.netsim.vocab import (
     AlgorithmChoice,
     Collective,
     Communicators,
@@ -28,12 +21,7 @@ from clusterforge.netsim.vocab import (
     ProtocolChoice,
     Routing,
 )
-from clusterforge.report.simulate import (
-    render_studies,
-    run_with_progress,
-    study_json,
-    write_plot,
-)
+from clusterforge.report.simulate import render_studies, run_with_progress, study_json, write_plot
 from clusterforge.report.terminal import make_console
 
 __all__ = ["command", "parse_size"]

@@ -10,10 +10,17 @@ block of each tier.  Sizing (how many of each) lives in :mod:`clusterforge.desig
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Literal, assert_never
 
 import numpy as np
 
-__all__ = ["Connectivity"]
+__all__ = ["Connectivity", "ConnectivityKind"]
+
+# How switches join the nodes: a folded Clos (leaf-spine, fat tree, rail-optimized), a
+# dragonfly of router groups, one switch, or a rail-only fabric (one Clos per rail, no
+# path between rails: Wang et al., "How to Build Low-cost Networks for Large Language
+# Models (without Sacrificing Performance)", 2023).
+ConnectivityKind = Literal["clos", "dragonfly", "single-switch", "rail-only"]
 
 
 @dataclass(frozen=True)
@@ -23,7 +30,7 @@ class Connectivity:
     ``node_slot`` shifts node indices when slots are reserved (UFM takes SU 0's slot 0).
     """
 
-    kind: str  # "clos" | "dragonfly" | "single-switch" | "rail-only"
+    kind: ConnectivityKind
     num_nodes: int
     nics_per_node: int
     rail_optimized: bool
@@ -109,16 +116,20 @@ class Connectivity:
             return np.asarray(plane * (self.num_leaves // self.num_planes) + local)
         slot = np.asarray(node) + self.reserved_slots
         nic = np.asarray(nic)
-        if self.kind == "single-switch":
-            return np.zeros_like(slot)
-        if self.kind == "dragonfly":
-            return np.asarray((slot * self.nics_per_node + nic) // self.terminals_per_router)
-        if self.kind == "rail-only":
-            return np.asarray(nic * self.leaves_per_rail + slot // self.nodes_per_leaf_group)
-        group = slot // self.nodes_per_leaf_group
-        if self.rail_optimized:
-            return np.asarray(group * self.leaves_per_group + nic)
-        return group
+        match self.kind:
+            case "single-switch":
+                return np.zeros_like(slot)
+            case "dragonfly":
+                return np.asarray((slot * self.nics_per_node + nic) // self.terminals_per_router)
+            case "rail-only":
+                return np.asarray(nic * self.leaves_per_rail + slot // self.nodes_per_leaf_group)
+            case "clos":
+                group = slot // self.nodes_per_leaf_group
+                if self.rail_optimized:
+                    return np.asarray(group * self.leaves_per_group + nic)
+                return np.asarray(group)
+            case _:
+                assert_never(self.kind)
 
     def switch_name(self, switch_id: int) -> str:
         """Stable host name of a switch: leaf-0001, spine-0001, core-0001 (router-0001 for a
@@ -158,14 +169,18 @@ class Connectivity:
                 np.concatenate([x[2] for x in parts]),
                 np.concatenate([x[3] for x in parts]),
             )
-        if self.kind == "dragonfly":
-            return _dragonfly_links(self)
-        if self.kind == "rail-only":
-            return _rail_only_links(self)
-        if self.num_spines == 0:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty, empty
-        return _clos_links(self)
+        empty = np.zeros(0, dtype=np.int64)
+        match self.kind:
+            case "dragonfly":
+                return _dragonfly_links(self)
+            case "rail-only":
+                return _rail_only_links(self)
+            case "single-switch":
+                return empty, empty, empty, empty
+            case "clos":
+                return _clos_links(self) if self.num_spines else (empty, empty, empty, empty)
+            case _:
+                assert_never(self.kind)
 
 
 def _clos_links(c: Connectivity) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
