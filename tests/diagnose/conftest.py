@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from scenarios import openmetrics  # noqa: E402
+from scenarios import openmetrics
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import LoadedPrometheus
 
 from clusterforge.cli.main import main
+from conftest import LoadedPrometheus
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "lab-8-gpu.yaml"
 

@@ -183,12 +183,19 @@ def _compute(g: GpuReading, subject: str, t: Thresholds) -> Finding | None:
     return Finding("compute-bound", subject, rule, evidence)
 
 
-def _host_busy(n: NodeReading, t: Thresholds) -> bool:
-    return (
-        _above(n.cpu_busy_share, t.cpu_busy_min)
-        or _above(n.iowait_share, t.iowait_min)
-        or _above(n.disk_busy_share, t.disk_busy_min)
-        or _above(n.nfs_retransmits_per_s, 0.0)
+def _tripped(conditions: list[tuple[str, float | None, float]]) -> list[str]:
+    """``name > limit`` for each condition whose value exceeds its limit."""
+    return [f"{name} > {limit:g}" for name, value, limit in conditions if _above(value, limit)]
+
+
+def _host_busy(n: NodeReading, t: Thresholds) -> list[str]:
+    return _tripped(
+        [
+            ("CPU busy", n.cpu_busy_share, t.cpu_busy_min),
+            ("iowait", n.iowait_share, t.iowait_min),
+            ("disk busy", n.disk_busy_share, t.disk_busy_min),
+            ("NFS retransmits/s", n.nfs_retransmits_per_s, 0.0),
+        ]
     )
 
 
@@ -196,7 +203,8 @@ def _input(g: GpuReading, n: NodeReading, t: Thresholds) -> Finding | None:
     starved = _below(g.gr_engine_active, t.starved_gr_max) and _below(
         g.dram_active, t.starved_dram_max
     )
-    if not (starved and _host_busy(n, t)):
+    busy = _host_busy(n, t)
+    if not (starved and busy):
         return None
     evidence = _present(
         gr_engine_active=g.gr_engine_active,
@@ -207,20 +215,21 @@ def _input(g: GpuReading, n: NodeReading, t: Thresholds) -> Finding | None:
         nfs_retransmits_per_s=n.nfs_retransmits_per_s,
     )
     rule = (
-        f"engine active < {t.starved_gr_max:g} and DRAM active < {t.starved_dram_max:g} while "
-        f"CPU > {t.cpu_busy_min:g}, iowait > {t.iowait_min:g}, a disk > {t.disk_busy_min:g} "
-        "busy or NFS retransmits"
+        f"engine active < {t.starved_gr_max:g} and DRAM active < {t.starved_dram_max:g} "
+        f"while {', '.join(busy)}"
     )
     return Finding("input-bound", n.node, rule, evidence)
 
 
 def _network(n: NodeReading, t: Thresholds) -> Finding | None:
-    tripped = (
-        _above(n.nic_line_share, t.nic_line_share_min)
-        or _above(n.pause_share, t.pause_share_max)
-        or _above(n.drop_share, t.drop_share_max)
-        or _above(n.ecn_marked_share, t.ecn_marked_share_max)
-        or _above(n.tcp_retransmit_share, t.tcp_retransmit_share_max)
+    tripped = _tripped(
+        [
+            ("port share of line rate", n.nic_line_share, t.nic_line_share_min),
+            ("PFC paused share", n.pause_share, t.pause_share_max),
+            ("dropped share", n.drop_share, t.drop_share_max),
+            ("ECN-marked share", n.ecn_marked_share, t.ecn_marked_share_max),
+            ("TCP retransmitted share", n.tcp_retransmit_share, t.tcp_retransmit_share_max),
+        ]
     )
     if not tripped:
         return None
@@ -232,12 +241,7 @@ def _network(n: NodeReading, t: Thresholds) -> Finding | None:
         ecn_marked_share=n.ecn_marked_share,
         tcp_retransmit_share=n.tcp_retransmit_share,
     )
-    rule = (
-        f"a port > {t.nic_line_share_min:g} of line rate, or PFC pauses > {t.pause_share_max:g}"
-        f", drops > {t.drop_share_max:g}, ECN marks > {t.ecn_marked_share_max:g}, "
-        f"TCP retransmits > {t.tcp_retransmit_share_max:g}"
-    )
-    return Finding("network-bound", n.node, rule, evidence)
+    return Finding("network-bound", n.node, ", ".join(tripped), evidence)
 
 
 def node_findings(gpus: list[GpuReading], host: NodeReading, t: Thresholds) -> list[Finding]:
