@@ -3,10 +3,10 @@
 With a tokens/s series the comparison is direct, per GPU (the job may run on fewer or more
 GPUs than the spec's workload that ``predict`` times).  Without one, the tensor pipe's active
 share is the proxy: ``PIPE_TENSOR_ACTIVE`` is the share of cycles the tensor pipe is busy
-(NVIDIA DCGM User Guide, "Profiling Metrics"), so at full occupancy it approaches the
-share of the GPU's dense tensor peak in use, which is what the prediction's hardware FLOPs
-utilization (HFU: model plus recompute FLOPs over peak, Korthikanti et al. 2022, "Reducing
-Activation Recomputation in Large Transformer Models", section 6) measures.  The proxy
+(NVIDIA DCGM User Guide, "Feature Overview", "Profiling Metrics"), so at full occupancy it
+approaches the share of the GPU's dense tensor peak in use, which is what the prediction's
+hardware FLOPs utilization (HFU: model plus recompute FLOPs over peak, Korthikanti et al.
+2022, "Reducing Activation Recomputation in Large Transformer Models", section 6) measures.  The proxy
 ignores the clock (DCGM counts cycles, the peak assumes the boost clock), so a throttled
 GPU looks better by it than it is.
 """

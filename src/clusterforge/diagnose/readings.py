@@ -3,7 +3,7 @@
 Every field is an average over the diagnosis window, in the unit its name carries; ``None``
 means the series was not collected (a rule that needs it is then not applied, and says so
 nowhere: no evidence is no verdict).  Ratios are 0..1, as DCGM reports its profiling fields
-(NVIDIA DCGM User Guide, "Profiling Metrics").
+(NVIDIA DCGM User Guide, "Feature Overview", "Profiling Metrics").
 """
 
 from __future__ import annotations
@@ -81,10 +81,12 @@ class Thresholds:
     verdict and an alert never disagree.
     """
 
-    memory_bound_dram_min: float = 0.8  # practitioner rule: DRAM active > 80 %
+    # practitioner rule: DRAM active > 80 %, the practical peak the DCGM guide gives
+    memory_bound_dram_min: float = 0.8
     starved_dram_max: float = 0.3  # practitioner rule: DRAM active < 30 % with idle SMs
     starved_gr_max: float = 0.6  # practitioner rule: "GPU idle" = engine busy < 60 %
-    busy_gr_min: float = 0.8  # practitioner rule: a busy GPU's engine is active > 80 %
+    # a busy GPU's engine is active > 80 % (the DCGM guide's SM-active figure for effective use)
+    busy_gr_min: float = 0.8
     idle_gr_max: float = 0.05  # engine active < 5 %: nothing runs
     hung_fb_min_share: float = 0.1  # framebuffer still held by a process that does nothing
     cpu_busy_min: float = 0.85  # practitioner rule

@@ -1,13 +1,14 @@
 """Verdict rules over plain readings: why a job is slow, per GPU, node and job.
 
-What the DCGM profiling fields mean (NVIDIA DCGM User Guide, "Profiling Metrics"):
-``GR_ENGINE_ACTIVE`` is the share of time any graphics/compute context is active,
-``SM_ACTIVE`` the share of cycles an SM has at least one warp, ``PIPE_TENSOR_ACTIVE`` the
-share of cycles the tensor (HMMA/IMMA) pipe is busy, ``DRAM_ACTIVE`` the share of cycles the
-device memory interface sends or receives data, a memory-bandwidth utilization (1.0 is the
-peak bandwidth).  Violation counters count microseconds of clocks held back (``dcgm_fields.h``),
-so their rate over 1e6 is a share of time.  The throttle-reason bits are NVML's
-``nvmlClocksThrottleReasons`` (``nvml.h``).
+What the DCGM profiling fields mean (NVIDIA DCGM User Guide, "Feature Overview", section
+"Profiling Metrics"): ``GR_ENGINE_ACTIVE`` is the share of time a graphics/compute engine is
+active, ``SM_ACTIVE`` the share of cycles an SM has at least one warp (the guide: 0.8 or more
+is necessary for effective use, under 0.5 likely ineffective), ``PIPE_TENSOR_ACTIVE`` the
+share of cycles the tensor pipe is busy, ``DRAM_ACTIVE`` the share of cycles the device
+memory interface sends or receives data (the guide: about 0.8 is the most achievable in
+practice, so above it the memory interface is saturated).  Violation counters count
+microseconds of clocks held back (DCGM ``dcgm_fields.h``), so their rate over 1e6 is a share
+of time.  The throttle-reason bits are NVML's ``nvmlClocksThrottleReasons`` (``nvml.h``).
 
 The rules (thresholds in :class:`Thresholds`; the practitioner rules are marked there):
 
