@@ -110,10 +110,9 @@ def scaleup_efficiency(algorithm: str, scaleup: str) -> float:
 # #160): 47/50 and 24/25, we take the middle, 0.95.
 NETWORK_EFFICIENCY = 0.95
 
-# Grouped point-to-point (all-to-all) reaches a smaller share than a ring: on NVLink the
-# 8-GPU all-to-all gets 320 of 450 GB/s against the ring's 370 (NVIDIA GTC25 all-to-all
-# slide; NVIDIA/nccl-tests #212); we carry the same ratio onto the network links.
-P2P_NETWORK_EFFICIENCY = NETWORK_EFFICIENCY * 320 / 370
+# Grouped point-to-point (all-to-all) over the network: "CX-7 NICs at NDR rate (400 Gbps)
+# should achieve up to 48-49 GB/s per NIC" (AddyLaddy, NVIDIA, in NVIDIA/nccl-tests #267).
+P2P_NETWORK_EFFICIENCY = 48.5 / 50
 
 
 def network_efficiency(algorithm: str) -> float:

@@ -23,6 +23,7 @@ from clusterforge.netsim.collectives import candidate_algorithms, ring_order
 from clusterforge.netsim.congestion import go_back_n_goodput_share, window_packets
 from clusterforge.netsim.model import (
     NETWORK_EFFICIENCY,
+    P2P_NETWORK_EFFICIENCY,
     bus_factor,
     pipeline_efficiency,
     pipelined_time_s,
@@ -123,6 +124,7 @@ def _groups(graph: FabricGraph, groups: np.ndarray) -> np.ndarray:
 
 def _context(graph: FabricGraph, collective: Collective, seq: np.ndarray) -> TuningContext:
     nodes = np.unique(seq[0] // graph.gpus_per_node).size
+    gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
     return TuningContext(
         collective=collective,
         num_ranks=int(seq.shape[1]),
@@ -130,13 +132,8 @@ def _context(graph: FabricGraph, collective: Collective, seq: np.ndarray) -> Tun
         generation=generation_of(graph.scaleup),
         intra="nvlink" if graph.scaleup_class in ("nvlink", "xgmi") else "pci",
         net_path_latency_s=0.0,
-        node_net_gbyte_per_s=(
-            graph.nics_per_node
-            * graph.nic_gbyte_per_s
-            / graph.gpus_per_node
-            * (seq.shape[1] / nodes)
-            * NETWORK_EFFICIENCY
-        ),
+        node_net_gbyte_per_s=gpu_nic * (seq.shape[1] / nodes) * NETWORK_EFFICIENCY,
+        gpu_p2p_net_gbyte_per_s=gpu_nic * P2P_NETWORK_EFFICIENCY,
     )
 
 

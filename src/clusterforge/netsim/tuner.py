@@ -119,6 +119,7 @@ class TuningContext:
     intra: Literal["nvlink", "pci"]
     net_path_latency_s: float  # one network traversal of our graph, GPU to GPU
     node_net_gbyte_per_s: float = math.inf  # NIC payload rate of the group's GPUs on a node
+    gpu_p2p_net_gbyte_per_s: float = math.inf  # one GPU's NIC share, point-to-point payload
 
     @property
     def ranks_per_node(self) -> int:
@@ -162,7 +163,11 @@ def payload_share(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) 
 
 
 def busbw_cap_gbyte_per_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
-    """Bus-bandwidth ceilings of NCCL's model: the LL protocol's ``llMaxBws``, and trees (and
+    """Bus-bandwidth ceilings of NCCL's model: the LL protocol's ``llMaxBws``; an all-to-all
+    across nodes at one GPU's NIC share (NCCL runs the peers in rounds, rank r sending to
+    r + i in round i, and from 2 nodes on nearly every round has a peer behind a NIC, so the
+    rounds go at NIC pace; "Alltoall cannot aggregate the bandwidth of multiple NICs",
+    sjeaugey in NVIDIA/nccl-tests #267); trees (and
     NVLS trees) over more than 2 nodes limited to the inter-node bandwidth (NCCL takes
     ``bwInter`` for them; on 2 nodes it doubles it for NVLS trees, and our flow model finds
     the same: each node then sends S and receives S)."""
@@ -171,6 +176,8 @@ def busbw_cap_gbyte_per_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningC
         cap = _LL_MAX_BUSBW[ctx.generation][min(ctx.num_nodes, 3) - 1]
     if algorithm in ("tree", "nvls_tree") and ctx.num_nodes > 2:
         cap = min(cap, ctx.node_net_gbyte_per_s)
+    if algorithm == "direct" and ctx.num_nodes > 1:
+        cap = min(cap, ctx.gpu_p2p_net_gbyte_per_s)
     return cap
 
 
