@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 
 STEP_S = 30  # the generated scrape interval
 HISTORY_S = 40 * 60
+EARLY_S = 10 * 60
+LATE_S = 8 * 60
+_STOPPED = {"DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.0, "DCGM_FI_PROF_SM_ACTIVE": 0.0,
+            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.0, "DCGM_FI_PROF_DRAM_ACTIVE": 0.0}  # fmt: skip
 
 GPU_GAUGES = {
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.92,
@@ -64,6 +68,8 @@ class Scenario:
     host: dict[str, float] = field(default_factory=dict)  # overrides for every node
     odd: dict[tuple[int, int | None], dict[str, float]] = field(default_factory=dict)
     tokens_per_s: float | None = None
+    early: dict[str, float] = field(default_factory=dict)  # GPU gauges for the first 10 min
+    late: dict[str, float] = field(default_factory=dict)  # GPU gauges for the last 8 min
 
     def node(self, i: int) -> str:
         return f"{self.key}-{i:02d}"
@@ -100,9 +106,11 @@ SCENARIOS = (
              gpu={"DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.0, "DCGM_FI_PROF_SM_ACTIVE": 0.0,
                   "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.0, "DCGM_FI_PROF_DRAM_ACTIVE": 0.0,
                   "DCGM_FI_DEV_FB_USED": 0.0, "DCGM_FI_DEV_FB_FREE": 80_000.0}),
-    Scenario("hung", "111", _set("hung"),
-             gpu={"DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.0, "DCGM_FI_PROF_SM_ACTIVE": 0.0,
-                  "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.0, "DCGM_FI_PROF_DRAM_ACTIVE": 0.0}),
+    Scenario("hung", "111", _set("hung"), gpu=_STOPPED),
+    # ran well for 22 of the 30 minutes, then stopped with its memory held
+    Scenario("stalled", "112", _set("hung"), late=_STOPPED),
+    # loaded its data for the first 10 of 40 minutes, then ran well: busy now
+    Scenario("warmup", "113", _set("compute-bound"), early=_STOPPED),
 )  # fmt: skip
 
 # Generated names -> (metric, extra labels).  Host counters with a shape of their own.
@@ -130,7 +138,10 @@ _HOST_SERIES: dict[str, list[tuple[str, dict[str, str]]]] = {
 }  # fmt: skip
 
 
-def _gpu_series(s: Scenario) -> Iterator[tuple[str, dict[str, str], float, bool]]:
+Series = tuple[str, dict[str, str], float, bool, dict[str, float], dict[str, float]]
+
+
+def _gpu_series(s: Scenario) -> Iterator[Series]:
     for i in range(s.num_nodes):
         for g in range(s.gpus_per_node):
             values = {**GPU_GAUGES, **GPU_COUNTERS, **s.gpu}
@@ -138,20 +149,20 @@ def _gpu_series(s: Scenario) -> Iterator[tuple[str, dict[str, str], float, bool]
             values.update(s.odd.get((i, g), {}))
             labels = {"node": s.node(i), "gpu": str(g), "hpc_job": s.job, "job": "dcgm"}
             for metric, value in values.items():
-                yield metric, labels, value, metric in GPU_COUNTERS
+                yield metric, labels, value, metric in GPU_COUNTERS, s.early, s.late
 
 
-def _host_series(s: Scenario) -> Iterator[tuple[str, dict[str, str], float, bool]]:
+def _host_series(s: Scenario) -> Iterator[Series]:
     for i in range(s.num_nodes):
         values = {**NODE_GAUGES, **NODE_COUNTERS, **s.host}
         base = {"node": s.node(i), "job": "node"}
         for name, value in values.items():
             counter = name in NODE_COUNTERS
             for metric, extra in _HOST_SERIES.get(name, [(name, {})]):
-                yield metric, {**base, **extra}, value, counter
+                yield metric, {**base, **extra}, value, counter, {}, {}
         if s.tokens_per_s is not None and i == 0:
             labels = {"node": s.node(i), "hpc_job": s.job, "job": "trainer"}
-            yield "train_tokens_per_second", labels, s.tokens_per_s, False
+            yield "train_tokens_per_second", labels, s.tokens_per_s, False, {}, {}
 
 
 def _fmt(labels: dict[str, str]) -> str:
@@ -160,15 +171,22 @@ def _fmt(labels: dict[str, str]) -> str:
 
 def openmetrics(end_s: int) -> str:
     """Every scenario's history ending at ``end_s``; families kept contiguous."""
-    families: dict[str, list[tuple[dict[str, str], float, bool]]] = defaultdict(list)
+    families: dict[str, list[Series]] = defaultdict(list)
     for s in SCENARIOS:
-        for metric, labels, value, counter in [*_gpu_series(s), *_host_series(s)]:
-            families[metric].append((labels, value, counter))
+        for series in [*_gpu_series(s), *_host_series(s)]:
+            families[series[0]].append(series)
     start_s = end_s - HISTORY_S
     lines = []
-    for metric, series in families.items():
-        for labels, value, counter in series:
+    for metric, members in families.items():
+        for _, labels, value, counter, early, late in members:
             for t in range(start_s, end_s + 1, STEP_S):
-                sample = value * (t - start_s) if counter else value
+                if counter:
+                    sample = value * (t - start_s)
+                elif t < start_s + EARLY_S:
+                    sample = early.get(metric, value)
+                elif t > end_s - LATE_S:
+                    sample = late.get(metric, value)
+                else:
+                    sample = value
                 lines.append(f"{metric}{{{_fmt(labels)}}} {sample:.6g} {t}")
     return "\n".join(lines) + "\n# EOF\n"

@@ -150,3 +150,16 @@ def test_headline_follows_priority() -> None:
     assert diagnosis.verdicts == {"throttled", "network-bound", "compute-bound"}
     assert diagnosis.verdict == "throttled"
     assert [n.verdict for n in diagnosis.nodes] == ["throttled", "throttled"]
+
+
+def test_job_that_stopped_lately_is_hung_though_its_window_average_is_high() -> None:
+    stopped = replace(BUSY, gr_engine_active=0.7, gr_engine_active_recent=0.0)
+    findings = diagnose_readings(_job(stopped)).findings
+    assert [f.verdict for f in findings] == ["hung"]
+    assert "lately" in findings[0].rule
+    assert findings[0].evidence["gr_engine_active"] == 0.7
+
+
+def test_job_busy_lately_is_not_idle_though_its_window_started_idle() -> None:
+    started = replace(BUSY, gr_engine_active=0.03, gr_engine_active_recent=0.9)
+    assert "idle" not in _verdicts(started) and "hung" not in _verdicts(started)

@@ -19,11 +19,13 @@ from clusterforge.diagnose.prometheus import PrometheusClient, PrometheusError
 from clusterforge.diagnose.readings import GpuReading, JobReadings, NodeReading
 from clusterforge.errors import SpecError
 from clusterforge.generate.launch import ROCE_PRIORITY
+from clusterforge.generate.monitoring import SCRAPE_INTERVAL_S
 
 __all__ = ["JobSelector", "NoSeriesError", "read_gpus", "read_job", "read_nodes", "window_ok"]
 
 US_PER_S = 1e6  # DCGM violation counters count microseconds (dcgm_fields.h)
 BYTES_PER_GBYTE = 1e9
+RECENT_S = 10 * SCRAPE_INTERVAL_S  # "lately" for the idle rule: ten scrapes
 _WINDOW_RE = re.compile(r"^[1-9]\d*[smhd]$")
 _SAFE_LABEL_RE = re.compile(r"^[A-Za-z0-9_.:\-]+$")
 
@@ -59,6 +61,15 @@ def _node_matcher(nodes: tuple[str, ...]) -> str:
     return 'node=~"' + "|".join(re.escape(n).replace("\\", "\\\\") for n in nodes) + '"'
 
 
+def _seconds(window: str) -> int:
+    return int(window[:-1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[window[-1]]
+
+
+def _recent(window: str) -> str:
+    """The last :data:`RECENT_S` of the window (all of it when shorter)."""
+    return window if _seconds(window) <= RECENT_S else f"{RECENT_S}s"
+
+
 def _eq(label: str, value: str) -> str:
     return f',{label}="{value}"'
 
@@ -76,6 +87,8 @@ def _gpu_queries(m: str, w: str) -> dict[str, str]:
 
     return {
         "gr_engine_active": avg("DCGM_FI_PROF_GR_ENGINE_ACTIVE"),
+        "gr_engine_active_recent": f"avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{m}}}"
+        f"[{_recent(w)}])",
         "sm_active": avg("DCGM_FI_PROF_SM_ACTIVE"),
         "tensor_active": avg("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"),
         "dram_active": avg("DCGM_FI_PROF_DRAM_ACTIVE"),

@@ -27,6 +27,8 @@ class GpuReading:
     node: str
     gpu: str
     gr_engine_active: float | None = None  # DCGM_FI_PROF_GR_ENGINE_ACTIVE, ratio
+    # the same over the last few minutes only: a job that stopped late in the window
+    gr_engine_active_recent: float | None = None
     sm_active: float | None = None  # DCGM_FI_PROF_SM_ACTIVE, ratio
     tensor_active: float | None = None  # DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, ratio
     dram_active: float | None = None  # DCGM_FI_PROF_DRAM_ACTIVE, ratio

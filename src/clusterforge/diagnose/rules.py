@@ -12,7 +12,8 @@ of time.  The throttle-reason bits are NVML's ``nvmlClocksThrottleReasons`` (``n
 
 The rules (thresholds in :class:`Thresholds`; the practitioner rules are marked there):
 
-* idle: the engine is active less than ``idle_gr_max``; **hung** if a process still holds
+* idle: the engine is active less than ``idle_gr_max`` in the last minutes of the window
+  (a job that stopped late still averages high over it); **hung** if a process still holds
   the framebuffer (``hung_fb_min_share``), else **idle**.  Nothing else is judged then.
 * throttled: power or thermal violation time above ``throttle_share_min``, or a power or
   thermal bit set in the throttle reasons.
@@ -130,15 +131,24 @@ def _below(value: float | None, limit: float) -> bool:
 
 
 def _idle(g: GpuReading, subject: str, t: Thresholds) -> Finding | None:
-    if not _below(g.gr_engine_active, t.idle_gr_max):
+    """Idle over the window, or stopped lately (the recent average, when read, decides)."""
+    recent = g.gr_engine_active_recent
+    activity = recent if recent is not None else g.gr_engine_active
+    if not _below(activity, t.idle_gr_max):
         return None
-    evidence = _present(gr_engine_active=g.gr_engine_active, fb_used_share=g.fb_used_share)
+    evidence = _present(
+        gr_engine_active=g.gr_engine_active,
+        gr_engine_active_recent=recent,
+        fb_used_share=g.fb_used_share,
+    )
+    when = "lately" if recent is not None else "over the window"
     if g.fb_used_share is not None and g.fb_used_share >= t.hung_fb_min_share:
         rule = (
-            f"engine active < {t.idle_gr_max:g} while framebuffer held >= {t.hung_fb_min_share:g}"
+            f"engine active {when} < {t.idle_gr_max:g} while framebuffer held "
+            f">= {t.hung_fb_min_share:g}"
         )
         return Finding("hung", subject, rule, evidence)
-    return Finding("idle", subject, f"engine active < {t.idle_gr_max:g}", evidence)
+    return Finding("idle", subject, f"engine active {when} < {t.idle_gr_max:g}", evidence)
 
 
 def _throttled(g: GpuReading, subject: str, t: Thresholds) -> Finding | None:
