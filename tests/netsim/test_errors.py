@@ -58,3 +58,14 @@ def test_protocol_that_nccl_does_not_run_with_the_algorithm(graph):
 def test_a_one_gpu_group_communicates_nothing(graph):
     res = simulate_collective(graph, "all_reduce", 2**20, np.array([[3]]))
     assert res.time_s == 0 and res.busbw_gbyte_per_s == 0 and res.algbw_gbyte_per_s == 0
+
+
+def test_queue_pairs_times_flows_are_bounded_before_memory_grows():
+    from clusterforge.netsim import build_fabric_graph, groups_for
+    from tests.netsim.designs import make_design
+
+    design = make_design()
+    graph = build_fabric_graph(design)
+    groups = groups_for(design, "all")
+    with pytest.raises(SimulationError, match="hashed paths"):
+        simulate_collective(graph, "all_to_all", 2**30, groups, routing="ecmp", num_qps=128)

@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 
+from clusterforge.errors import SimulationError
 from clusterforge.netsim.collectives import build_phases, ring_order
 from clusterforge.netsim.congestion import backpressure
 from clusterforge.netsim.maxmin import completion_time, incidence
@@ -24,18 +25,29 @@ from clusterforge.netsim.traffic import Traffic
 from clusterforge.netsim.vocab import Algorithm, Collective, Routing
 from clusterforge.topology import FabricGraph
 
-__all__ = ["solve_phase", "solve_phases"]
+__all__ = ["MAX_ROUTED_PATHS", "solve_phase", "solve_phases"]
 
 _CACHE: weakref.WeakKeyDictionary[FabricGraph, dict[tuple[object, ...], list[PhaseSolution]]] = (
     weakref.WeakKeyDictionary()
 )
 _CACHE_ENTRIES = 128
 
+# Queue pairs multiply the hashed paths to route: each costs ~300 B of routing and rate
+# arrays, so 2 million keep a solve under ~1 GiB (one QP per flow is never refused).
+MAX_ROUTED_PATHS = 2_000_000
+
 
 def solve_phase(
     graph: FabricGraph, traffic: Traffic, routing: Routing, num_qps: int
 ) -> PhaseSolution:
     """Route one phase, allocate max-min rates and time it at unit size."""
+    paths = traffic.net.src_node.size * num_qps
+    if num_qps > 1 and paths > MAX_ROUTED_PATHS:
+        raise SimulationError(
+            f"num_qps: {num_qps} queue pairs x {traffic.net.src_node.size:,} flows = "
+            f"{paths:,} hashed paths (limit {MAX_ROUTED_PATHS:,}, about 1 GiB of memory); "
+            "use fewer queue pairs or fewer GPUs"
+        )
     seg_i, link_i, frac_i = route_intra(graph, traffic.intra_src, traffic.intra_dst)
     seg_n, link_n, frac_n, load_n = route_net(
         graph, traffic.net, routing, num_qps, traffic.net_demand
