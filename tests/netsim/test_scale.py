@@ -1,8 +1,8 @@
-"""The simulator stays vectorized: a 16,384-GPU DP all-reduce takes well under a second."""
+"""A 16,384-GPU DP all-reduce on three tiers: one flow per GPU, bandwidth under the NIC.
+
+Its speed is measured by ``benchmarks/simulate_scale.py``, not asserted here."""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -23,9 +23,6 @@ def test_all_dp_groups_of_16k_gpus_on_three_tiers_with_ecmp():
     design = plan(parse_spec(spec))
     graph = build_fabric_graph(design)
     groups = groups_for(design, "dp", placement="fragmented")
-    start = time.perf_counter()
     res = simulate_collective(graph, "all_reduce", 2**30, groups, routing="ecmp", algorithm="ring")
-    elapsed = time.perf_counter() - start
     assert res.num_flows == 16384  # one ring edge per GPU, DP groups have one GPU per node
-    assert elapsed < 5.0
     assert 0 < res.busbw_gbyte_per_s <= 50
