@@ -169,10 +169,10 @@ def _fmt(labels: dict[str, str]) -> str:
     return ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
 
 
-def openmetrics(end_s: int) -> str:
+def openmetrics(end_s: int, scenarios: tuple[Scenario, ...] = SCENARIOS) -> str:
     """Every scenario's history ending at ``end_s``; families kept contiguous."""
     families: dict[str, list[Series]] = defaultdict(list)
-    for s in SCENARIOS:
+    for s in scenarios:
         for series in [*_gpu_series(s), *_host_series(s)]:
             families[series[0]].append(series)
     start_s = end_s - HISTORY_S

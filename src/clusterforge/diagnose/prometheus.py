@@ -1,7 +1,7 @@
 """The HTTP adapter: instant queries against Prometheus's API (``/api/v1/query``).
 
-Prometheus HTTP API (prometheus.io/docs/prometheus/latest/querying/api/): a GET with
-``query`` and ``time`` returns ``{"status": "success", "data": {"resultType": "vector",
+Prometheus HTTP API (prometheus.io/docs/prometheus/latest/querying/api/): a GET or a
+form-encoded POST with ``query`` and ``time`` returns ``{"status": "success", "data": {"resultType": "vector",
 "result": [{"metric": {...}, "value": [t, "v"]}]}}``.  Standard library only, so the
 command runs on a bare login node.
 """
@@ -43,10 +43,12 @@ class PrometheusClient:
     at_s: float
     timeout_s: float = 10.0
 
-    def _get(self, path: str, params: dict[str, str]) -> Any:
-        url = self.base_url.rstrip("/") + path + "?" + urllib.parse.urlencode(params)
+    def _post(self, path: str, params: dict[str, str]) -> Any:
+        """POST the form: a host-list matcher for thousands of nodes outgrows a GET URL."""
+        body = urllib.parse.urlencode(params).encode()
+        request = urllib.request.Request(self.base_url.rstrip("/") + path, data=body)
         try:
-            with urllib.request.urlopen(url, timeout=self.timeout_s) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as exc:  # 400/422/503 carry a JSON error body
             try:
@@ -64,7 +66,7 @@ class PrometheusClient:
 
     def query(self, promql: str) -> list[Sample]:
         """An instant vector; NaN and infinite values (0/0, x/0) are left out."""
-        body = self._get("/api/v1/query", {"query": promql, "time": f"{self.at_s:.3f}"})
+        body = self._post("/api/v1/query", {"query": promql, "time": f"{self.at_s:.3f}"})
         if body.get("status") != "success":
             raise PrometheusError(f"Prometheus: {body.get('error', 'query failed')}")
         data = body["data"]
