@@ -135,7 +135,7 @@ def floor_chart(
 ) -> str:
     """Racks as squares at their floor position, coloured by kW (the colour bar)."""
     trace = {
-        "type": "scattergl" if len(x_m) > 2000 else "scatter",
+        "type": "scatter",  # SVG: WebGL (scattergl) is refused by GPU-less browsers
         "mode": "markers", "x": list(x_m), "y": list(y_m), "text": list(hover),
         "hoverinfo": "text",
         "marker": {"symbol": list(symbols), "size": 12, "color": list(value_kw),
