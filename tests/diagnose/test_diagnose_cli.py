@@ -72,3 +72,28 @@ def test_host_list_without_series_exits_2(
             "--at", str(loaded_prometheus.at_s)]  # fmt: skip
     assert main(argv) == 2
     assert "no DCGM_FI_PROF_GR_ENGINE_ACTIVE series for the named hosts" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [("memory_bound_dram=0.7", "does not exist (did you mean 'memory_bound_dram_min'?)"),
+     ("memory_bound_dram_min=lots", "is not a number"),
+     ("memory_bound_dram_min=80", "must be a share between 0 and 1"),
+     ("min_peers=1", "at least 2 peers")],
+)  # fmt: skip
+def test_bad_threshold_is_a_user_error(
+    setting: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["diagnose", "--prometheus", "http://x", "--job", "1", "--threshold", setting]
+    assert main(argv) == 1
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.system
+def test_threshold_changes_the_verdict(
+    loaded_prometheus: LoadedPrometheus, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["diagnose", "--prometheus", loaded_prometheus.url, "--job", "101", "--json",
+            "--at", str(loaded_prometheus.at_s)]  # fmt: skip
+    assert main([*base, "--threshold", "memory_bound_dram_min=0.4"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "memory-bound"  # DRAM 45 %

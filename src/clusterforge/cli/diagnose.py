@@ -19,6 +19,7 @@ from clusterforge.diagnose import (
     PrometheusUnreachableError,
     expand_hostlist,
     run_diagnose,
+    thresholds_from,
 )
 from clusterforge.report.diagnose import diagnose_json, print_diagnose
 from clusterforge.report.terminal import make_console
@@ -35,10 +36,14 @@ def parse_request(
     expect: Path | None,
     tokens_query: str | None,
     at: float | None,
+    threshold: tuple[str, ...] = (),
 ) -> DiagnoseRequest:
     """Options into the request; exactly one of ``--job`` and ``--nodes``."""
     if (job is None) == (nodes is None):
         raise click.UsageError("give exactly one of --job and --nodes")
+    pairs = [item.partition("=") for item in threshold]
+    if any(not sep for _, sep, _ in pairs):
+        raise click.UsageError("--threshold takes NAME=VALUE, e.g. memory_bound_dram_min=0.7")
     selector = (
         JobSelector(job=job) if job is not None else JobSelector(nodes=expand_hostlist(nodes or ""))
     )
@@ -49,6 +54,7 @@ def parse_request(
         at_s=at,
         tokens_query=tokens_query,
         expect_spec=expect,
+        thresholds=thresholds_from({name: value for name, _, value in pairs}),
     )
 
 
@@ -72,6 +78,12 @@ def _could_not(exc: Exception) -> int:
 )
 @click.option("--tokens-query", help="PromQL giving the job's tokens/s, if it exports one.")
 @click.option("--at", type=float, help="Evaluate at this Unix time instead of now.")
+@click.option(
+    "--threshold",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Change a rule's threshold, e.g. memory_bound_dram_min=0.7 (repeatable).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the diagnosis as JSON.")
 def command(
     prometheus: str,
@@ -81,12 +93,13 @@ def command(
     expect: Path | None,
     tokens_query: str | None,
     at: float | None,
+    threshold: tuple[str, ...],
     as_json: bool,
 ) -> int:
     """Why is my job slow: a verdict per job and node, with the numbers behind it."""
     request = parse_request(
         prometheus=prometheus, job=job, nodes=nodes, since=since, expect=expect,
-        tokens_query=tokens_query, at=at,
+        tokens_query=tokens_query, at=at, threshold=threshold,
     )  # fmt: skip
     try:
         result = run_diagnose(request)

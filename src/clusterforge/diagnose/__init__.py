@@ -22,7 +22,13 @@ from clusterforge.diagnose.prometheus import (
     PrometheusError,
     PrometheusUnreachableError,
 )
-from clusterforge.diagnose.readings import GpuReading, JobReadings, NodeReading, Thresholds
+from clusterforge.diagnose.readings import (
+    GpuReading,
+    JobReadings,
+    NodeReading,
+    Thresholds,
+    thresholds_from,
+)
 from clusterforge.diagnose.rules import Diagnosis, Finding, NodeVerdict, Verdict
 
 if TYPE_CHECKING:
@@ -48,6 +54,7 @@ __all__ = [
     "expand_hostlist",
     "expected_prediction",
     "run_diagnose",
+    "thresholds_from",
 ]
 
 

@@ -3,6 +3,7 @@ the headline verdict (the first in :data:`PRIORITY` that any finding carries).""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from statistics import median
 
@@ -68,9 +69,8 @@ def stragglers(gpus: list[GpuReading], t: Thresholds) -> list[Finding]:
         lagging = [g for g in members if g.name in odd_names]
         if not lagging:
             continue
-        subjects = [(node, lagging)] if len(lagging) == len(members) else [
-            (g.name, [g]) for g in lagging
-        ]  # fmt: skip
+        whole_node = len(lagging) == len(members)
+        subjects = [(node, lagging)] if whole_node else [(g.name, [g]) for g in lagging]
         for subject, group in subjects:
             evidence = dict(medians)
             evidence["sm_clock_mhz"] = _avg([g.sm_clock_mhz for g in group])
@@ -85,7 +85,7 @@ def _avg(values: list[float | None]) -> float:
 
 
 def _rounded(evidence: dict[str, float]) -> dict[str, float]:
-    return {k: round(v, 4) for k, v in evidence.items() if v == v}  # drop NaN
+    return {k: round(v, 4) for k, v in evidence.items() if not math.isnan(v)}
 
 
 def diagnose_readings(readings: JobReadings, thresholds: Thresholds | None = None) -> Diagnosis:

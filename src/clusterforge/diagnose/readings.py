@@ -8,8 +8,10 @@ nowhere: no evidence is no verdict).  Ratios are 0..1, as DCGM reports its profi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+from typing import Any
 
+from clusterforge.errors import SpecError, did_you_mean
 from clusterforge.generate.alert_rules import THROTTLE_FRACTION
 from clusterforge.generate.alert_rules_net import (
     DROP_RATE_LIMIT,
@@ -17,7 +19,7 @@ from clusterforge.generate.alert_rules_net import (
     PAUSE_SHARE_LIMIT,
 )
 
-__all__ = ["GpuReading", "JobReadings", "NodeReading", "Thresholds"]
+__all__ = ["GpuReading", "JobReadings", "NodeReading", "Thresholds", "thresholds_from"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,3 +105,22 @@ class Thresholds:
     straggler_activity_dev: float = 0.2  # practitioner rule: 20 % off the peers' median
     straggler_clock_dev: float = 0.1  # practitioner rule: SM clock 10 % under the median
     min_peers: int = 3  # a median needs at least this many GPUs
+
+
+def thresholds_from(settings: dict[str, str], base: Thresholds | None = None) -> Thresholds:
+    """``base`` (the defaults) with some thresholds changed, by name; values are numbers."""
+    names = [f.name for f in fields(Thresholds)]
+    changes: dict[str, Any] = {}  # float, or int for min_peers
+    for name, text in settings.items():
+        if name not in names:
+            raise SpecError(f"threshold {name!r} does not exist{did_you_mean(name, names)}")
+        try:
+            value = int(text) if name == "min_peers" else float(text)
+        except ValueError:
+            raise SpecError(f"threshold {name}={text!r} is not a number") from None
+        if name == "min_peers" and value < 2:
+            raise SpecError(f"threshold min_peers={text!r}: a median needs at least 2 peers")
+        if name != "min_peers" and not 0 <= value <= 1:
+            raise SpecError(f"threshold {name}={text!r} must be a share between 0 and 1")
+        changes[name] = value
+    return replace(base or Thresholds(), **changes)
