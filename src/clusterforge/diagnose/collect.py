@@ -165,6 +165,8 @@ def read_gpus(client: PrometheusClient, selector: JobSelector, window: str) -> l
         what = f"Slurm job {selector.job}" if selector.job else "the named hosts"
         raise NoSeriesError(
             f"no DCGM_FI_PROF_GR_ENGINE_ACTIVE series for {what} in the last {window}"
+            " (dcgm-exporter serves it when its counters file lists it and the GPU supports"
+            " profiling; a job's GPUs carry hpc_job with --hpc-job-mapping-dir)"
         )
     readings = []
     for node, gpu in keys:

@@ -220,10 +220,12 @@ def _input(g: GpuReading, n: NodeReading, t: Thresholds) -> Finding | None:
     evidence = _present(
         gr_engine_active=g.gr_engine_active,
         dram_active=g.dram_active,
+        pcie_gbyte_per_s=g.pcie_gbyte_per_s,
         cpu_busy_share=n.cpu_busy_share,
         iowait_share=n.iowait_share,
         disk_busy_share=n.disk_busy_share,
         nfs_retransmits_per_s=n.nfs_retransmits_per_s,
+        memory_used_share=n.memory_used_share,
     )
     rule = (
         f"engine active < {t.starved_gr_max:g} and DRAM active < {t.starved_dram_max:g} "
