@@ -97,3 +97,16 @@ def test_threshold_changes_the_verdict(
             "--at", str(loaded_prometheus.at_s)]  # fmt: skip
     assert main([*base, "--threshold", "memory_bound_dram_min=0.4"]) == 0
     assert json.loads(capsys.readouterr().out)["verdict"] == "memory-bound"  # DRAM 45 %
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--prometheus", "file:///etc/passwd", "--job", "1"], "must start with http://"),
+     (["--prometheus", "http://x", "--job", '1"} or vector(1)'], "is not a Slurm job id"),
+     (["--prometheus", "http://x", "--nodes", "gpu-[1-2"], "unbalanced brackets")],
+)  # fmt: skip
+def test_unsafe_input_never_reaches_a_query(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["diagnose", *argv]) == 1
+    assert message in capsys.readouterr().err

@@ -43,6 +43,8 @@ class JobSelector:
 
     def gpu_matcher(self) -> str:
         if self.job is not None:
+            if not _SAFE_LABEL_RE.fullmatch(self.job):
+                raise SpecError(f"job id {self.job!r} is not a Slurm job id (e.g. 4242 or 4242_7)")
             return f'hpc_job="{self.job}"'
         return _node_matcher(self.nodes)
 

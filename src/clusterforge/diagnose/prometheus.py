@@ -16,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.errors import AdapterError
+from clusterforge.errors import AdapterError, SpecError
 
 __all__ = ["PrometheusClient", "PrometheusError", "PrometheusUnreachableError", "Sample"]
 
@@ -42,6 +42,13 @@ class PrometheusClient:
     base_url: str
     at_s: float
     timeout_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        scheme = urllib.parse.urlsplit(self.base_url).scheme
+        if scheme not in ("http", "https"):
+            raise SpecError(
+                f"Prometheus address {self.base_url!r} must start with http:// or https://"
+            )
 
     def _post(self, path: str, params: dict[str, str]) -> Any:
         """POST the form: a host-list matcher for thousands of nodes outgrows a GET URL."""
