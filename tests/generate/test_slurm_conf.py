@@ -15,6 +15,7 @@ from clusterforge.generate.slurm_accounting import (
 )
 from clusterforge.spec import load_spec
 from tests.generate.conftest import SPECS
+from tests.generate.emulated_slurm import expand_hostlist
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +86,20 @@ def test_spare_nodes_are_only_in_the_spare_partition(lab_design: Design) -> None
     assert "Nodes=gpu-[0001-0006] Default=YES" in gpu
     assert "Nodes=gpu-0007 Default=NO" in spare
     assert "ALL" not in settings["PartitionName"]
+
+
+def test_spares_outside_the_fabric_are_their_own_tree_group() -> None:
+    """Spares the fabric does not cable with the training nodes (the reference design's spare
+    ports are full) get a level-0 group under no spine, so no job spans them and training."""
+    design = plan(load_spec(SPECS / "fat-tree-3tier.yaml"))
+    outside = design.compute.node_names[design.fabric.connectivity.num_nodes :]
+    assert outside, "the spec should leave spares outside the compute fabric"
+    files = _slurm(design)
+    topology = files["slurm/topology.conf"]
+    line = next(x for x in topology.splitlines() if x.startswith("SwitchName=spare-pool "))
+    assert set(expand_hostlist(line.split("Nodes=")[1])) == set(outside)
+    assert not any("spare-pool" in x for x in topology.splitlines() if "Switches=" in x)
+    spare = next(
+        x for x in files["slurm/slurm.conf"].splitlines() if x.startswith("PartitionName=spare ")
+    )
+    assert set(outside) <= set(expand_hostlist(spare.split()[1].removeprefix("Nodes=")))
