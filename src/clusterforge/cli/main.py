@@ -44,6 +44,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diagnose": ("clusterforge.cli.diagnose", "Why is my job slow: verdicts from Prometheus."),
     "report": ("clusterforge.cli.report", "Write the design as one self-contained HTML page."),
     "serve": ("clusterforge.cli.serve", "A local web planner: edit the spec, see the design."),
+    "rehearse": (
+        "clusterforge.cli.rehearse",
+        "Bring the design up as an emulated Slurm cluster and run failure drills.",
+    ),
 }
 
 

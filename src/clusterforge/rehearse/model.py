@@ -37,6 +37,8 @@ class RehearseOptions:
     cluster: str = "cfrehearse"
     ports: Ports = REHEARSE_PORTS
     slow_cpu_fraction: float = 0.2  # the slowed node gets this share of one core
+    prometheus_port: int = 18990
+    first_exporter_port: int = 18951  # node i's exporter listens on this + i
 
 
 @dataclass(frozen=True)

@@ -11,17 +11,11 @@ from clusterforge.errors import ClusterforgeError
 from clusterforge.rehearse.cluster import Lab, close_lab, open_lab
 from clusterforge.rehearse.drills import accept_drill, bring_up_drill, slow_node_drill, xid_drill
 from clusterforge.rehearse.model import DrillName, DrillResult, RehearseOptions, RehearseReport
+from clusterforge.rehearse.prom import prometheus_drill
 
 __all__ = ["rehearse"]
 
 Progress = Callable[[str], None]
-
-# The generated XID alerts read the DCGM exporter's DCGM_FI_DEV_XID_ERRORS; no emulated node
-# serves DCGM metrics, so the alert half of the XID drill is not rehearsed here.
-_PROMETHEUS_SKIP = (
-    "not rehearsed: the generated XID alerts read DCGM exporter metrics, "
-    "which the emulated nodes do not serve"
-)
 
 
 def _drill(name: DrillName, lab: Lab, options: RehearseOptions, started_s: float) -> DrillResult:
@@ -33,7 +27,7 @@ def _drill(name: DrillName, lab: Lab, options: RehearseOptions, started_s: float
         case "xid":
             return xid_drill(lab)
         case "prometheus":
-            return DrillResult("prometheus", "skip", (_PROMETHEUS_SKIP,))
+            return prometheus_drill(lab, options)
         case "slow-node":
             return slow_node_drill(lab, options)
         case _:

@@ -1,0 +1,111 @@
+"""The pure parts of ``rehearse``: drill results and report, readings, CLI parsing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from clusterforge.cli.main import main
+from clusterforge.design import plan
+from clusterforge.rehearse import cluster
+from clusterforge.rehearse.fixtures import healthy_readings, write_readings, xid_readings
+from clusterforge.rehearse.model import DrillResult, RehearseReport
+from clusterforge.report.rehearse import print_rehearse, rehearse_json, seconds
+from tests.conftest import make_spec
+
+SPEC_YAML = "name: lab\nnum_gpus: 16\nnode: dgx-h100\nspare_fraction: 0\n"
+
+
+def _report(*drills: DrillResult, kept: bool = False) -> RehearseReport:
+    reach = {"SLURM_CONF": "/w/slurm/slurm.conf"} if kept else {}
+    return RehearseReport("cf", ("gpu-0001", "gpu-0002"), drills, Path("/w"), kept, reach)
+
+
+def test_a_failed_drill_fails_the_rehearsal_and_a_skipped_one_does_not() -> None:
+    passed = DrillResult("bring-up", "pass", ("2/2 idle",), 3.0)
+    skipped = DrillResult("prometheus", "skip", ("no DCGM",))
+    failed = DrillResult("xid", "fail", ("not drained",), 30.0, detect_s=2.0)
+    assert _report(passed, skipped).exit_code == 0
+    assert _report(passed, skipped, failed).exit_code == 1
+
+
+def test_json_carries_every_drill_with_its_timing_rounded() -> None:
+    drill = DrillResult("xid", "pass", ("drained",), 4.321, 2.04, 2.061, 2.255)
+    data = json.loads(rehearse_json(_report(drill)))
+    assert data["exit_code"] == 0 and data["nodes"] == ["gpu-0001", "gpu-0002"]
+    assert data["drills"] == [
+        {
+            "drill": "xid",
+            "verdict": "pass",
+            "evidence": ["drained"],
+            "duration_s": 4.32,
+            "detect_s": 2.04,
+            "drain_s": 2.06,
+            "recover_s": 2.25,
+        }
+    ]
+
+
+def test_table_shows_verdicts_times_evidence_and_how_to_reach_a_kept_cluster() -> None:
+    console = Console(record=True, width=200)
+    drill = DrillResult("xid", "fail", ("sinfo: idle|[none]",), 31.0, detect_s=2.0)
+    print_rehearse(_report(drill, kept=True), console)
+    text = console.export_text()
+    assert "xid" in text and "fail" in text and "31.0 s" in text and "2.0 s" in text
+    assert "sinfo: idle|[none]" in text  # evidence printed literally, not as markup
+    assert "SLURM_CONF: /w/slurm/slurm.conf" in text
+    assert seconds(None) == ""
+
+
+def _check(
+    readings: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> tuple[int, set[str]]:
+    sysfs = tmp_path / "sys"
+    sysfs.mkdir(exist_ok=True)
+    code = main(["check", "--json", "--node", "gpu-0001", "--nvml-fixture", str(readings),
+                 "--sysfs-root", str(sysfs), "--gpu", "h100-sxm", "--num-gpus", "8",
+                 "--num-nics", "0", "--state-file", "none"])  # fmt: skip
+    results = json.loads(capsys.readouterr().out)["results"]
+    return code, {r["check"] for r in results if r["status"] == "fail"}
+
+
+def test_healthy_readings_pass_the_check_and_xid79_fails_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    design = plan(make_spec(num_gpus=16, spare_fraction=0), break_even=False)
+    path = tmp_path / "node.json"
+    write_readings(path, healthy_readings(design))
+    assert _check(path, capsys, tmp_path) == (0, set())
+    write_readings(path, xid_readings(design, gpu_index=3))
+    assert _check(path, capsys, tmp_path) == (1, {"gpu.xid", "gpu.nvml"})
+    assert not path.with_suffix(".tmp").exists()
+
+
+def test_the_design_is_resized_to_the_rehearsed_nodes(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: big\nnum_gpus: 512\nnode: dgx-h100\n")
+    design = cluster.rehearsal_design(spec, 3)
+    assert design.compute.node_names == ["gpu-0001", "gpu-0002", "gpu-0003"]
+
+
+def test_missing_slurm_or_root_exits_2_and_says_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC_YAML)
+    monkeypatch.setattr(cluster, "missing_requirements", lambda: ["slurmctld (apt-get install)"])
+    assert main(["rehearse", str(spec), "--nodes", "2"]) == 2
+    assert "needs slurmctld (apt-get install)" in capsys.readouterr().err
+
+
+def test_an_unknown_drill_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC_YAML)
+    assert main(["rehearse", str(spec), "--drills", "bring-up,nic-flap"]) == 1
+    err = capsys.readouterr().err
+    assert "drills: unknown nic-flap" in err and "slow-node" in err
