@@ -80,9 +80,11 @@ def unit_of(name: str) -> str:
 
 
 def _section_model(annotation: Any) -> type[BaseModel] | None:
-    for arg in (annotation, *typing.get_args(annotation)):
-        if isinstance(arg, type) and issubclass(arg, BaseModel) and arg is not ClusterSpec:
-            return arg if arg.__module__ == ClusterSpec.__module__ else None
+    """The section model of a field annotated ``Section`` or ``Section | None``; None for a
+    value field (``str | ModelArch`` included: a value that may also be given inline)."""
+    args = [a for a in (typing.get_args(annotation) or (annotation,)) if a is not type(None)]
+    if len(args) == 1 and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+        return args[0]
     return None
 
 

@@ -1,0 +1,111 @@
+"""The planner in a real browser (headless Chromium driven by Selenium): the page loads with
+no script errors, changing a field re-plans and updates the page, and an invalid value is
+shown at its field. The app runs on a loopback port in this process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("uvicorn", reason="the planner needs the ui extra (uvicorn)")
+webdriver = pytest.importorskip("selenium.webdriver", reason="Selenium drives Chromium")
+pytestmark = pytest.mark.system
+
+WAIT_S = 60.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    import uvicorn
+
+    from clusterforge.web.app import create_app
+
+    port = _free_port()
+    config = uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + WAIT_S
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (binary and driver):
+        pytest.skip("Chromium and chromedriver are not installed (Debian: chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1600,1000",
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"):  # fmt: skip
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    chrome = webdriver.Chrome(options=options, service=Service(driver))
+    yield chrome
+    chrome.quit()
+
+
+def _wait(predicate, what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def _set(browser, path: str, value: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    field = browser.find_element(By.ID, f"f-{path}")
+    field.clear()
+    field.send_keys(value, Keys.TAB)  # leaving the field fires 'change'
+
+
+def _errors(browser) -> list[str]:
+    return [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_the_planner_replans_on_change_and_shows_field_errors(server, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    browser.get(server + "/")
+    headline = browser.find_element(By.ID, "headline")
+    assert "76 racks" in headline.text
+    _set(browser, "facility.max_rack_kw", "35")
+    _wait(lambda: "76 racks" not in headline.text, "the new design's headline")
+    frame = browser.find_element(By.ID, "report")
+    assert not frame.get_attribute("src").endswith("v=0")  # the frame loads the new version
+    browser.switch_to.frame(frame)
+    _wait(lambda: len(browser.find_elements(By.CSS_SELECTOR, ".main-svg")) > 0, "the charts")
+    browser.switch_to.default_content()
+    _set(browser, "network.switch", "qm970")
+    error = browser.find_element(By.ID, "error-network.switch")
+    _wait(error.is_displayed, "the field error")
+    assert "qm9700" in error.text
+    shot = tmp_path / "planner.png"
+    browser.save_screenshot(str(shot))
+    if folder := os.environ.get("CLUSTERFORGE_TEST_ARTIFACTS"):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(folder) / shot.name)
+    assert _errors(browser) == []
