@@ -4,6 +4,7 @@ follow the design's racks, never N consecutive node numbers."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,7 +103,7 @@ def test_imex_setup_writes_the_trays_of_its_own_rack(nvl72: Design, tmp_path: Pa
     bin_dir.mkdir()
     hostnames = "\n".join(
         [
-            "#!/usr/bin/env python3",
+            f"#!{sys.executable}",
             "import sys",
             f"sys.path.insert(0, {str(Path(__file__).parents[2])!r})",
             "from tests.generate.emulated_slurm import expand_hostlist",
