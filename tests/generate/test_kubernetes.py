@@ -438,6 +438,18 @@ def test_training_pods_get_rdma_devices_and_ipc_lock(
         assert "IPC_LOCK" in container["securityContext"]["capabilities"]["add"]
 
 
+def test_cluster_queue_covers_every_resource_the_pods_request(
+    manifests: dict[str, list[dict[str, Any]]],
+) -> None:
+    """Kueue admits a workload only when its ClusterQueue covers each requested resource."""
+    queue = next(d for d in manifests["kueue.yaml"] if d["kind"] == "ClusterQueue")
+    covered = set(queue["spec"]["resourceGroups"][0]["coveredResources"])
+    job = manifests["training-job.yaml"][-1]
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        for container in replica["template"]["spec"]["containers"]:
+            assert set(container["resources"]["limits"]) <= covered
+
+
 def test_gpu_operator_enables_gpudirect_rdma(k8s_design: Design) -> None:
     files = {f.path: f.content for f in render(k8s_design, ["kubernetes"])}
     values = yaml.safe_load(files["kubernetes/gpu-operator-values.yaml"])

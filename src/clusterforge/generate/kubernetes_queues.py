@@ -16,6 +16,7 @@ from typing import Any
 from clusterforge.design import Design
 from clusterforge.generate.common import checked_label_value, checked_name
 from clusterforge.generate.kubernetes_agent import LABEL_PREFIX, TRAINING_NAMESPACE
+from clusterforge.generate.kubernetes_rdma import RDMA_RESOURCE
 from clusterforge.generate.layout import NodePlacement, switch_tree
 from clusterforge.generate.slurm import gres_type
 
@@ -108,12 +109,16 @@ def topology_levels(design: Design, placements: list[NodePlacement]) -> list[str
 
 
 def _resources(design: Design) -> dict[str, str | int]:
+    """Quota of the training nodes.  Kueue admits a workload only when the ClusterQueue
+    covers every resource its pods request, so the RDMA device (one per training pod) is
+    part of the quota too."""
     compute = design.compute
     nodes = compute.num_training_nodes
     return {
         "cpu": nodes * compute.cpu_cores_per_node,
         "memory": f"{nodes * compute.node.memory_gib}Gi",
         "nvidia.com/gpu": compute.num_training_gpus,
+        RDMA_RESOURCE: nodes,
     }
 
 
