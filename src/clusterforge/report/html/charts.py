@@ -143,7 +143,8 @@ def floor_chart(
                    "line": {"width": 1}},
     }  # fmt: skip
     layout = {
-        "xaxis": {"title": {"text": "x (m)"}},
+        # equal metres on both axes; the plot narrows instead of padding x with empty floor
+        "xaxis": {"title": {"text": "x (m)"}, "constrain": "domain"},
         "yaxis": {"title": {"text": "y (m)"}, "scaleanchor": "x", "autorange": "reversed"},
     }
     return _html([trace], title, layout, height_px=min(900, max(HEIGHT_PX, 60 * len(set(y_m)))))
