@@ -133,3 +133,14 @@ def test_missing_plotly_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "plotly.io", None)
     with pytest.raises(AdapterError, match=r"pip install 'clusterforge\[ui\]'"):
         require_plotly()
+
+
+def test_one_scalable_unit_is_shown_rail_by_rail(design):
+    from clusterforge.report.html.facts import rail_table
+
+    rails = rail_table(design)
+    assert len(rails.headers) == 1 + design.fabric.nics_per_node
+    assert len(rails.rows) == design.fabric.connectivity.nodes_per_leaf_group
+    first = rails.rows[0][1:]
+    assert len(set(first)) == design.fabric.nics_per_node  # each NIC on its own rail's leaf
+    assert all(row[1:] == first for row in rails.rows)  # the same rail leaves for the SU

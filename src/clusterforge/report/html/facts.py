@@ -7,7 +7,17 @@ import json
 from typing import TYPE_CHECKING
 
 from clusterforge.report.html import charts
-from clusterforge.report.html.model import Figure, Metric, Section, kw, money, num, pct, table
+from clusterforge.report.html.model import (
+    Figure,
+    Metric,
+    Section,
+    Table,
+    kw,
+    money,
+    num,
+    pct,
+    table,
+)
 
 if TYPE_CHECKING:
     from clusterforge.design import Design
@@ -22,6 +32,7 @@ __all__ = [
     "floor_section",
     "power_section",
     "racks_section",
+    "rail_table",
     "summary_metrics",
 ]
 
@@ -170,9 +181,35 @@ def fabric_section(design: Design) -> Section:
         f"nodes; bisection {num(f.bisection_gbit_per_s / 1000, 1)} Tb/s, at most "
         f"{f.max_switch_hops} switch hops, {'lossless' if f.lossless else 'lossy'} {f.fabric}."
     )
-    return Section(
-        "fabric", "Fabric", lead, (Figure(figure, "fabric tiers"),), (tier_rows, support)
+    tables = (tier_rows, rail_table(design), support)
+    return Section("fabric", "Fabric", lead, (Figure(figure, "fabric tiers"),), tables)
+
+
+def rail_table(design: Design) -> Table:
+    """The first node group (a scalable unit on a rail-optimized fabric, a ToR leaf on a
+    leaf-spine) in full: which leaf each node NIC plugs into, read from the fabric's
+    connectivity (the one owner of that wiring)."""
+    import numpy as np
+
+    from clusterforge.design.compute import node_name
+
+    conn = design.fabric.connectivity
+    node, nic, leaf = conn.node_links()
+    group_nodes = np.flatnonzero(conn.group_of(np.arange(conn.num_nodes)) == 0)
+    hcas = design.compute.node.compute_hca_names
+    headers = ["node"] + [
+        f"NIC {i}" + (f" ({hcas[i]})" if i < len(hcas) else "") for i in range(conn.nics_per_node)
+    ]
+    leaf_at = {
+        (int(n), int(i)): conn.switch_name(int(sw))
+        for n, i, sw in zip(node, nic, leaf, strict=True)
+    }
+    rows = tuple(
+        (node_name(int(n)), *(leaf_at.get((int(n), i), "-") for i in range(conn.nics_per_node)))
+        for n in group_nodes
     )
+    caption = f"node group 1 in full ({len(rows)} nodes): the leaf each compute NIC plugs into"
+    return Table(headers=tuple(headers), rows=rows, caption=caption)
 
 
 def cabling_section(design: Design) -> Section:
