@@ -144,3 +144,10 @@ def test_one_scalable_unit_is_shown_rail_by_rail(design):
     first = rails.rows[0][1:]
     assert len(set(first)) == design.fabric.nics_per_node  # each NIC on its own rail's leaf
     assert all(row[1:] == first for row in rails.rows)  # the same rail leaves for the SU
+
+
+@pytest.mark.slow
+def test_the_100k_gpu_report_stays_under_10_mb():
+    design = plan(load_spec(EXAMPLES / "colossus-100k-h100.yaml"))
+    page = render_html(build_report(design, ReportOptions(studies=False)))
+    assert len(page.encode()) < 10e6
