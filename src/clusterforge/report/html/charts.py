@@ -10,6 +10,7 @@ validation, which costs a quarter of a second per chart. plotly is an optional d
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,6 +42,7 @@ def require_plotly() -> Any:
     return pio
 
 
+@functools.cache
 def plotly_js() -> str:
     """The plotly.js bundle shipped inside the plotly package (about 4.8 MB, MIT licence)."""
     require_plotly()

@@ -59,11 +59,12 @@ def busbw_section(curves: list[BusbwCurve]) -> Section:
         log_x=True,
     )  # fmt: skip
     tables = tuple(_busbw_table(c) for c in curves)
-    last = curves[0].results[-1]
-    lead = (
-        f"nccl-tests-style all-reduce on {num(last.num_ranks)} GPUs reaches "
-        f"{num(last.busbw_gbyte_per_s, 1)} GB/s bus bandwidth at the largest size."
+    reached = "; ".join(
+        f"{c.name} reaches {num(c.results[-1].busbw_gbyte_per_s, 1)} GB/s on "
+        f"{num(c.results[-1].num_ranks)} GPUs"
+        for c in curves
     )
+    lead = f"nccl-tests-style all-reduce bus bandwidth at the largest size: {reached}."
     return Section("busbw", "Collective bandwidth", lead, (Figure(figure, "busbw"),), tables)
 
 
