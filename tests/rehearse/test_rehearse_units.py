@@ -109,3 +109,22 @@ def test_an_unknown_drill_is_one_error_line(
     assert main(["rehearse", str(spec), "--drills", "bring-up,nic-flap"]) == 1
     err = capsys.readouterr().err
     assert "drills: unknown nic-flap" in err and "slow-node" in err
+
+
+def test_a_running_checker_sees_its_replayed_readings_change(tmp_path: Path) -> None:
+    """The exporter builds its checker once; a drill breaks the node by rewriting the file."""
+    from clusterforge.ops.checker import build_checker
+    from clusterforge.ops.expect import ExpectOverrides
+    from clusterforge.ops.options import SourceOptions
+
+    design = plan(make_spec(num_gpus=16, spare_fraction=0), break_even=False)
+    path = tmp_path / "node.json"
+    write_readings(path, healthy_readings(design))
+    (tmp_path / "sys").mkdir()
+    overrides = ExpectOverrides(gpu_id="h100-sxm", num_gpus=8, num_compute_nics=0)
+    source = SourceOptions(node="gpu-0001", nvml_fixture=path, sysfs_root=tmp_path / "sys",
+                           budget_s=10, overrides=overrides)  # fmt: skip
+    checker = build_checker(source)
+    assert checker.run().exit_code == 0
+    write_readings(path, xid_readings(design, gpu_index=3))
+    assert checker.run().exit_code == 1

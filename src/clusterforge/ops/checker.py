@@ -44,10 +44,11 @@ def expectation_for(source: SourceOptions, node: str) -> NodeExpectation:
 
 
 def _nvml_factory(source: SourceOptions) -> Callable[[], NvmlApi]:
-    """A recorded fixture is read and validated now; the real NVML is opened on every run."""
-    if source.nvml_fixture is not None:
-        data = load_fixture(source.nvml_fixture)
-        return lambda: RecordedNvml(data)
+    """A recorded fixture is validated now and read again on every run (so a replayed node
+    changes when its file does, as a real GPU does); the real NVML is opened on every run."""
+    if (path := source.nvml_fixture) is not None:
+        load_fixture(path)
+        return lambda: RecordedNvml(load_fixture(path))
 
     def real() -> NvmlApi:
         from clusterforge.ops.nvml_pynvml import PynvmlApi

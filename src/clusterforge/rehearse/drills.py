@@ -126,9 +126,23 @@ def _back_in_service(state: str, reason: str) -> bool:
     return state.rstrip("*") in ("idle", "mixed", "allocated")
 
 
+def _idle(state: str, reason: str) -> bool:
+    return state == "idle"
+
+
 def xid_drill(lab: Lab) -> DrillResult:
     """XID 79 on one node is drained by the generated health check; healed, it is resumed."""
     node = lab.nodes[min(1, len(lab.nodes) - 1)]
+    # No job or epilog in flight: an epilog's own check would see the fault first and Slurm
+    # would drain the node with its own reason ("Epilog error"), which no check may resume.
+    _wait_state(lab, node, _idle, 120)
+    try:
+        return _inject_xid(lab, node)
+    finally:
+        write_readings(lab.readings(node), healthy_readings(lab.design))
+
+
+def _inject_xid(lab: Lab, node: str) -> DrillResult:
     evidence: list[str] = [f"XID 79 on GPU {_XID_GPU} of {node} (replayed NVML)"]
     start = time.monotonic()
     write_readings(lab.readings(node), xid_readings(lab.design, gpu_index=_XID_GPU))
@@ -148,14 +162,12 @@ def xid_drill(lab: Lab) -> DrillResult:
         seen = _wait_state(lab, node, _back_in_service, 30)
     except TimeoutError as exc:
         evidence.append(f"not resumed: {exc}")
-        return DrillResult(
-            "xid", "fail", tuple(evidence), time.monotonic() - start, detect_s, drain_s
-        )
+        elapsed = time.monotonic() - start
+        return DrillResult("xid", "fail", tuple(evidence), elapsed, detect_s, drain_s)
     recover_s = time.monotonic() - healed
     evidence.append(f"healed, resumed: sinfo: {seen}")
-    return DrillResult(
-        "xid", "pass", tuple(evidence), time.monotonic() - start, detect_s, drain_s, recover_s
-    )
+    elapsed = time.monotonic() - start
+    return DrillResult("xid", "pass", tuple(evidence), elapsed, detect_s, drain_s, recover_s)
 
 
 def cgroup_v1_cpu_missing() -> str | None:

@@ -102,8 +102,13 @@ def _exporter(lab: Lab, node: str, port: int) -> subprocess.Popen[bytes]:
         "--sysfs-root", str(lab.work / "sysfs"), "--num-nics", "0", "--port", str(port),
         "--address", "127.0.0.1", "--interval-s", str(EXPORTER_INTERVAL_S),
     ]  # fmt: skip
-    log = (lab.work / "prometheus" / f"exporter-{node}.log").open("wb")
-    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    return _spawn(argv, lab.work / "prometheus" / f"exporter-{node}.log")
+
+
+def _spawn(argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start ``argv`` with its output in ``log_path`` (the child keeps the file open)."""
+    with log_path.open("wb") as log:
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
 
 
 def _write_prometheus_files(lab: Lab, targets: dict[str, str]) -> Path:
@@ -127,12 +132,11 @@ def start_monitoring(lab: Lab, *, prometheus_port: int, first_exporter_port: int
     config = _write_prometheus_files(lab, {n: f"127.0.0.1:{p}" for n, p in ports.items()})
     monitoring = Monitoring(f"http://127.0.0.1:{prometheus_port}")
     monitoring.processes = [_exporter(lab, n, p) for n, p in ports.items()]
-    log = (lab.work / "prometheus" / "prometheus.log").open("wb")
     argv = [
         "prometheus", f"--config.file={config}", f"--web.listen-address=127.0.0.1:{prometheus_port}",
         f"--storage.tsdb.path={lab.work / 'prometheus' / 'data'}",
     ]  # fmt: skip
-    monitoring.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+    monitoring.processes.append(_spawn(argv, lab.work / "prometheus" / "prometheus.log"))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         try:
@@ -206,4 +210,6 @@ def prometheus_drill(lab: Lab, options: RehearseOptions) -> DrillResult:
     try:
         return _alert_drill(lab, monitoring, node)
     finally:
+        write_readings(lab.readings(node), healthy_readings(lab.design))
         monitoring.stop()
+        lab.run_hook(node)  # resumes the node if Slurm's periodic health check drained it
