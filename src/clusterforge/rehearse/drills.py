@@ -65,7 +65,16 @@ def bring_up_drill(lab: Lab, started_s: float) -> DrillResult:
     return DrillResult("bring-up", "pass" if ok else "fail", evidence, elapsed, detect_s=elapsed)
 
 
+def _all_idle(lab: Lab) -> None:
+    """Every node idle before a suite: a job sent to a drained node would wait forever."""
+    states = lab.slurm.wait_idle(120)
+    busy = {n: s for n, s in states.items() if n in lab.nodes and s != "idle"}
+    if busy or set(lab.nodes) - set(states):
+        raise TimeoutError(f"nodes not idle after 120 s: {busy or states}")
+
+
 def _accept(lab: Lab, options: RehearseOptions, tests: tuple[str, ...], tag: str) -> AcceptReport:
+    _all_idle(lab)
     suite = AcceptOptions(
         tests=tests,  # type: ignore[arg-type]
         burn_s=options.burn_s, max_bytes=options.max_bytes, min_bytes=min(1 << 20, options.max_bytes),
