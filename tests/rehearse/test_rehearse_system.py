@@ -2,8 +2,9 @@
 
 Needs root, Debian's slurm-wlm and munge, and for the monitoring drill Prometheus (marked
 ``system`` and ``slow``).  Runs the drills that fit a few minutes on a small machine: bring-up,
-the XID 79 drain and resume through the generated health check, and the generated alert in
-a real Prometheus.  Its own ports (controller 18819, nodes 18931+, Prometheus 18991,
+the acceptance suite through Slurm, the XID 79 drain and resume through the generated health
+check, and the generated alert in a real Prometheus (the slowed-node drill needs a third node
+to compare with and a second acceptance run: ``benchmarks/rehearse_drills.py`` runs it).  Its own ports (controller 18819, nodes 18931+, Prometheus 18991,
 exporters 18961+) keep clear of other emulated clusters.
 """
 
@@ -37,18 +38,20 @@ def _pids_of(pattern: str) -> list[str]:
     return out.stdout.split()
 
 
-def test_rehearse_drains_heals_and_alerts_then_leaves_nothing_running(tmp_path: Path) -> None:
+def test_rehearse_accepts_drains_heals_and_alerts_then_leaves_nothing_running(
+    tmp_path: Path,
+) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC)
     options = RehearseOptions(
-        spec=spec, num_nodes=2, drills=("bring-up", "xid", "prometheus"), cluster="cfrehtest",
+        spec=spec, num_nodes=2, drills=("bring-up", "accept", "xid", "prometheus"), cluster="cfrehtest",
         ports=Ports(18819, 18931, 18819000), prometheus_port=18991, first_exporter_port=18961,
     )  # fmt: skip
     report = rehearse(options).as_dict()
     drills = {d["drill"]: d for d in report["drills"]}
     assert report["exit_code"] == 0, report
     assert report["nodes"] == ["gpu-0001", "gpu-0002"]
-    assert [d["drill"] for d in report["drills"]] == ["bring-up", "xid", "prometheus"]
+    assert [d["drill"] for d in report["drills"]] == ["bring-up", "accept", "xid", "prometheus"]
     assert all(d["verdict"] == "pass" for d in report["drills"]), report
     xid = drills["xid"]
     assert any("drained|clusterforge:" in e and "gpu.xid: gpu3" in e for e in xid["evidence"])

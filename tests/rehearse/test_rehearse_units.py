@@ -128,3 +128,27 @@ def test_a_running_checker_sees_its_replayed_readings_change(tmp_path: Path) -> 
     assert checker.run().exit_code == 0
     write_readings(path, xid_readings(design, gpu_index=3))
     assert checker.run().exit_code == 1
+
+
+def test_prometheus_config_keeps_the_generated_rules_and_points_at_the_local_exporters() -> None:
+    import yaml
+
+    from clusterforge.generate.monitoring import monitoring_files
+    from clusterforge.rehearse.prom import FAST_INTERVAL_S, prometheus_config
+
+    design = plan(make_spec(num_gpus=16, spare_fraction=0), break_even=False)
+    files = {f.path: f.content for f in monitoring_files(design)}
+    generated = yaml.safe_load(files["monitoring/prometheus.yml"])
+    targets = {"gpu-0001": "127.0.0.1:18951", "gpu-0002": "127.0.0.1:18952"}
+    config = prometheus_config(generated, targets)
+    assert config["rule_files"] == generated["rule_files"]
+    assert "alerting" not in config
+    assert config["global"]["external_labels"] == generated["global"]["external_labels"]
+    assert config["global"]["scrape_interval"] == f"{FAST_INTERVAL_S}s"
+    (job,) = config["scrape_configs"]
+    assert job["job_name"] == "clusterforge"
+    assert [(c["targets"], c["labels"]["node"]) for c in job["static_configs"]] == [
+        (["127.0.0.1:18951"], "gpu-0001"),
+        (["127.0.0.1:18952"], "gpu-0002"),
+    ]
+    assert all(c["labels"]["cluster"] == design.spec.name for c in job["static_configs"])
