@@ -201,6 +201,10 @@ def _alert_drill(lab: Lab, monitoring: Monitoring, node: str) -> DrillResult:
 def prometheus_drill(lab: Lab, options: RehearseOptions) -> DrillResult:
     """XID 79 on one node turns the generated health alert on in a real Prometheus; healing
     clears it."""
+    if shutil.which("prometheus") is None:
+        return DrillResult(
+            "prometheus", "skip", ("prometheus is not installed (apt-get install prometheus)",)
+        )
     monitoring = start_monitoring(
         lab,
         prometheus_port=options.prometheus_port,
