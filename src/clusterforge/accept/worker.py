@@ -29,6 +29,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -67,21 +68,48 @@ def load_torch() -> Any | None:
 # --- node tests ------------------------------------------------------------------------
 
 
+WINDOW_S = 0.25  # a rate sample spans several 100 ms CFS periods, so a CPU quota shows
+
+
+@dataclass
+class _Windows:
+    """Products per time window: the rate is judged per window, not over the whole run."""
+
+    flops_per_product: float
+    rates: list[float] = field(default_factory=list)
+    count: int = 0
+    bad: int = 0
+    _in_window: int = 0
+    _window_start: float = field(default_factory=time.perf_counter)
+
+    def add(self, products: int, mismatched: bool) -> None:
+        self.count += products
+        self._in_window += products
+        self.bad += int(mismatched)
+        now = time.perf_counter()
+        if now - self._window_start >= WINDOW_S:
+            self.rates.append(self.flops_per_product * self._in_window / (now - self._window_start))
+            self._in_window, self._window_start = 0, now
+
+    def tflops(self, statistic: str) -> float:
+        """Best window on a shared CPU (interference only slows a window down); median on a
+        GPU (a GPU that throttles as it heats must show it)."""
+        if not self.rates:
+            return 0.0
+        value = max(self.rates) if statistic == "best" else float(np.median(self.rates))
+        return value / 1e12
+
+
 def _gemm_numpy(n: int, seconds: float) -> tuple[float, int, int]:
     """fp32 matmul on the CPU: (TFLOP/s, products checked, mismatching products)."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
     reference = a @ b
-    count, bad, start = 0, 0, time.perf_counter()
-    while True:
-        out = a @ b
-        count += 1
-        bad += int(not np.array_equal(out, reference))
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds and count >= 3:
-            break
-    return 2.0 * n**3 * count / elapsed / 1e12, count, bad
+    windows, start = _Windows(2.0 * n**3), time.perf_counter()
+    while time.perf_counter() - start < seconds or len(windows.rates) < 3:
+        windows.add(1, not np.array_equal(a @ b, reference))
+    return windows.tflops("best"), windows.count, windows.bad
 
 
 def _gemm_torch(torch: Any, n: int, seconds: float) -> tuple[float, int, int]:
@@ -92,17 +120,14 @@ def _gemm_torch(torch: Any, n: int, seconds: float) -> tuple[float, int, int]:
     b = torch.randn(n, n, device=device, dtype=torch.bfloat16, generator=gen)
     reference = a @ b
     torch.cuda.synchronize(device)
-    count, bad, start = 0, 0, time.perf_counter()
-    while True:
-        for _ in range(10):
-            out = a @ b
-            count += 1
-        bad += int(not torch.equal(out, reference))
-        torch.cuda.synchronize(device)
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            break
-    return 2.0 * n**3 * count / elapsed / 1e12, count, bad
+    windows, start = _Windows(2.0 * n**3), time.perf_counter()
+    while time.perf_counter() - start < seconds or len(windows.rates) < 3:
+        for _ in range(9):
+            a @ b
+        out = a @ b
+        mismatched = not torch.equal(out, reference)  # synchronizes: the window's work is done
+        windows.add(10, mismatched)
+    return windows.tflops("median"), windows.count, windows.bad
 
 
 def _copy_gbyte_per_s(torch: Any | None, gpu: bool, mib: int) -> float:
@@ -119,10 +144,12 @@ def _copy_gbyte_per_s(torch: Any | None, gpu: bool, mib: int) -> float:
         return float(2 * 20 * src.numel() / (time.perf_counter() - start) / 1e9)
     host = np.ones(mib * 2**20, dtype=np.uint8)
     out = np.empty_like(host)
-    start = time.perf_counter()
-    for _ in range(5):
+    best = 0.0
+    for _ in range(5):  # best of five copies, each long enough to span CFS periods
+        start = time.perf_counter()
         np.copyto(out, host)
-    return 2 * 5 * host.size / (time.perf_counter() - start) / 1e9
+        best = max(best, 2 * host.size / (time.perf_counter() - start) / 1e9)
+    return best
 
 
 def _fio(path: str, seconds: float) -> dict[str, Any]:
@@ -198,7 +225,7 @@ def run_node(args: argparse.Namespace) -> None:
     emit(
         {
             "test": "memory",
-            "gbyte_per_s": _copy_gbyte_per_s(torch, gpu, 1024 if gpu else 64),
+            "gbyte_per_s": _copy_gbyte_per_s(torch, gpu, 1024 if gpu else 256),
             "device": "gpu" if gpu else "cpu",
         }
     )

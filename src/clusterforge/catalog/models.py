@@ -134,12 +134,12 @@ class Switch(_Row):
     in_network_reduction: bool = Field(
         False, description="Reduces in the switch (InfiniBand SHARP), so NCCL CollNet can run"
     )
-    default_roles: list[
-        Literal["compute-infiniband", "compute-roce", "in-band", "out-of-band"]
-    ] = Field(
-        default_factory=list,
-        description="Fabrics this switch is planned for when a spec names none (a role is "
-        "held by exactly one switch)",
+    default_roles: list[Literal["compute-infiniband", "compute-roce", "in-band", "out-of-band"]] = (
+        Field(
+            default_factory=list,
+            description="Fabrics this switch is planned for when a spec names none (a role is "
+            "held by exactly one switch)",
+        )
     )
 
     def radix_at(self, port_gbit_per_s: float) -> int | None:

@@ -76,7 +76,7 @@ def render_spec_reference() -> str:
     lines = [
         "# Spec reference",
         "",
-        f"Generated from `src/clusterforge/spec.py` by {COMMAND} (a test keeps it current).",
+        f"Generated from `src/clusterforge/spec/` by {COMMAND} (a test keeps it current).",
         "Units are in the field names and descriptions; only `num_gpus` and `gpu` or `node` "
         "are required. A value outside its range is refused with a one-line error; a section "
         "left empty (every line commented out) takes its defaults.",

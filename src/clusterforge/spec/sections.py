@@ -1,0 +1,177 @@
+"""The hardware sections of a spec: compute fabric, facility and storage."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import (
+    Field,
+)
+
+from clusterforge.spec.base import (
+    Cooling,
+    Section,
+    SpareAttach,
+    Topology,
+)
+
+__all__ = ["FacilitySpec", "NetworkSpec", "StorageSpec"]
+
+
+class NetworkSpec(Section):
+    """The compute (back-end) fabric."""
+
+    fabric: Literal["infiniband", "roce"] = Field(
+        "infiniband", description="InfiniBand or RDMA over Converged Ethernet"
+    )
+    topology: Topology = Field("rail-optimized", description="Fabric topology")
+    tiers: int | None = Field(
+        None, ge=1, le=3, description="Switch tiers (leaf-spine: 2 or 3; None = smallest that fits)"
+    )
+    oversubscription: float = Field(
+        1.0,
+        ge=1.0,
+        le=16.0,
+        description="Leaf downlink:uplink bandwidth ratio (1.0 = non-blocking)",
+    )
+    core_oversubscription: float = Field(
+        1.0,
+        ge=1.0,
+        le=16.0,
+        description="3-tier fabrics: spine down:up ratio toward the core (Meta's AI zones join "
+        "through an ~7:1 aggregation layer); 1.0 = non-blocking",
+    )
+    nics_per_node: int | None = Field(
+        None,
+        ge=1,
+        le=32,
+        description="Compute NICs per node, at most the node model's ports (None = all of them)",
+    )
+    nic_gbit_per_s: float | None = Field(
+        None,
+        ge=1,
+        le=3200,
+        description="Speed of each compute NIC port in Gb/s (None = the NIC's speed)",
+    )
+    switch: str | None = Field(
+        None, description="Catalog switch id (None = qm9700 for InfiniBand, sn5600 for RoCE)"
+    )
+    link_aggregation: bool = Field(
+        False,
+        description="single-switch only: bond each node's NICs into one aggregated link "
+        "(a LAG, IEEE 802.1AX); traffic then hashes per flow onto one member link",
+    )
+    planes: int = Field(
+        1,
+        ge=1,
+        le=8,
+        description="Independent fabric planes (Clos only): NIC i joins plane i mod planes; "
+        "planes share no switch, cross-plane traffic hops over NVLink",
+    )
+    dragonfly_routers_per_group: int | None = Field(
+        None, ge=2, le=1024, description="Dragonfly a (None = balanced a = 2p)"
+    )
+    lossless: bool | None = Field(
+        None,
+        description="Lossless fabric: InfiniBand credit flow control, or RoCE with PFC. "
+        "None = true for InfiniBand, false for RoCE (a lossy fabric drops on congestion)",
+    )
+    storage_fabric: bool = Field(True, description="Separate storage fabric (SuperPOD style)")
+    spares: SpareAttach = Field(
+        "spare-ports",
+        description="How spare nodes join the compute fabric: 'spare-ports' = on the free "
+        "leaf ports of the scalable units the training nodes fill, the rest kept cold and "
+        "cabled on swap (the fabric is the reference design's); 'spare-pool' = on their own "
+        "leaves, outside the training fabric; 'counted' = cabled like training nodes (the "
+        "fabric grows for them)",
+    )
+    reserve_ufm_port: bool = Field(
+        False,
+        description="Reserve one leaf port per rail for the UFM appliance (NVIDIA SuperPOD: 31 "
+        "nodes per SU instead of 32)",
+    )
+
+
+class FacilitySpec(Section):
+    """Where the cluster lives: rack power cap, circuits, cooling, energy and colo prices."""
+
+    max_rack_kw: float = Field(40.0, ge=1, le=1000, description="Contracted power per rack, kW")
+    rack_u: int = Field(48, ge=10, le=60, description="Usable rack units per rack")
+    voltage_v: float = Field(
+        415.0,
+        ge=100,
+        le=1000,
+        description="Line-to-line feed voltage, V (IEC 60038 low voltage: up to 1,000 V AC)",
+    )
+    phases: Literal[1, 3] = Field(3, description="Feed phases")
+    breaker_a: float | None = Field(
+        None,
+        ge=6,
+        le=800,
+        description="Breaker rating per feed, A (None = smallest standard size that fits)",
+    )
+    continuous_load_factor: float = Field(
+        0.8,
+        ge=0.5,
+        le=1.0,
+        description="Usable share of the breaker for continuous load (NEC 80 %)",
+    )
+    power_factor: float = Field(0.95, ge=0.5, le=1.0, description="PSU power factor")
+    feeds_per_rack: Literal[1, 2] = Field(2, description="1 = single feed, 2 = A+B feeds")
+    cooling_available: list[Cooling] = Field(
+        default_factory=lambda: list[Cooling](["air", "rear-door", "direct-to-chip"]),
+        description="Cooling methods the facility can provide",
+    )
+    pue: float = Field(1.4, ge=1.0, le=3.0, description="Power usage effectiveness")
+    usd_per_kwh: float = Field(0.09, ge=0, le=5, description="Energy price, $/kWh")
+    colo_usd_per_kw_month: float = Field(
+        184.0,
+        ge=0,
+        le=5000,
+        description="Colocation rent per contracted kW per month (CBRE H2 2024)",
+    )
+    racks_per_row: int = Field(16, ge=1, le=200, description="Racks in one row")
+    rack_width_m: float = Field(0.6, ge=0.3, le=2.0, description="Rack width, m")
+    row_pitch_m: float = Field(3.0, ge=0.5, le=20.0, description="Distance between row centres, m")
+
+    allow_power_capping: bool = Field(
+        False,
+        description="Cap GPU power so a node fits when one node exceeds the rack limit "
+        "(off: such a spec is refused, with the cap it would need in the message)",
+    )
+
+
+class StorageSpec(Section):
+    """Shared storage; None fields are derived from the workload."""
+
+    block: str = Field("nvme-pfs-2u", description="Catalog storage building block id")
+    num_blocks: int | None = Field(
+        None,
+        ge=1,
+        le=10_000,
+        description="Fixed number of blocks (existing storage); None = sized here",
+    )
+    capacity_tbyte: float | None = Field(
+        None, gt=0, le=1e6, description="Usable capacity, TB (at most 1 EB)"
+    )
+    read_gbyte_per_s: float | None = Field(
+        None, gt=0, le=1e5, description="Aggregate read, GB/s (at most 100 TB/s)"
+    )
+    write_gbyte_per_s: float | None = Field(
+        None, gt=0, le=1e5, description="Aggregate write, GB/s (at most 100 TB/s)"
+    )
+    checkpoint_write_s: float = Field(
+        60.0, ge=1, le=86400, description="Target time to write one full checkpoint, s"
+    )
+    checkpoints_kept: int = Field(
+        10, ge=1, le=1000, description="Checkpoints kept on the fast tier"
+    )
+    read_mbyte_per_s_per_gpu: float = Field(
+        125.0,
+        gt=0,
+        le=100_000,
+        description="Training read per GPU, MB/s (Meta Llama 3: 2 TB/s for 16K GPUs)",
+    )
+    dataset_tbyte: float | None = Field(
+        None, gt=0, le=1e6, description="Tokenised dataset size, TB (at most 1 EB)"
+    )

@@ -1,0 +1,86 @@
+"""The training job a cluster is planned for: model, tokens and parallel layout."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import (
+    Field,
+    field_validator,
+)
+
+from clusterforge.catalog import ModelArch
+from clusterforge.spec.base import (
+    MAX_GPUS,
+    MAX_LAYERS,
+    MODEL_LIMITS,
+    Section,
+)
+
+__all__ = ["WorkloadSpec"]
+
+
+class WorkloadSpec(Section):
+    """The training job the cluster is for, and the parallelism the user intends."""
+
+    model: str | ModelArch = Field(
+        "llama3-70b", description="Catalog model preset id, or explicit dimensions"
+    )
+    params_b: float | None = Field(
+        None, gt=0, le=100_000, description="Parameters, billions (None = from the model)"
+    )
+    tokens_b: float = Field(
+        2000.0, gt=0, le=1e6, description="Training tokens, billions (at most 10^15 tokens)"
+    )
+    tensor_parallel: int = Field(8, ge=1, le=1024, description="TP degree")
+    pipeline_parallel: int = Field(1, ge=1, le=1024, description="PP degree")
+    context_parallel: int = Field(1, ge=1, le=1024, description="CP (sequence/context) degree")
+    expert_parallel: int = Field(1, ge=1, le=1024, description="EP degree (MoE)")
+    data_parallel: int | None = Field(
+        None, ge=1, le=MAX_GPUS, description="DP degree (None = GPUs / (TP x PP x CP))"
+    )
+    sequence_parallel: bool = Field(True, description="Megatron sequence parallelism with TP")
+    virtual_pipeline_stages: int = Field(
+        1, ge=1, le=128, description="Interleaved 1F1B chunks per stage"
+    )
+    global_batch: int = Field(1024, ge=1, le=2**24, description="Sequences per optimizer step")
+    micro_batch: int = Field(1, ge=1, le=65536, description="Sequences per micro-batch")
+    seq_length: int | None = Field(
+        None, gt=0, le=2**24, description="Tokens per sequence (None = model's)"
+    )
+    precision: Literal["bf16", "fp16", "fp8"] = Field("bf16", description="Matmul precision")
+    recompute: Literal["none", "selective", "full"] = Field(
+        "selective", description="Activation recomputation"
+    )
+    zero_stage: Literal[0, 1, 2, 3] = Field(1, description="ZeRO stage / FSDP (3 = full shard)")
+    pipeline_layers: list[Annotated[int, Field(ge=1, le=MAX_LAYERS)]] | None = Field(
+        None,
+        max_length=1024,
+        description="Explicit layers per pipeline stage (None = automatic split)",
+    )
+    stack: Literal["megatron-2021", "megatron-core", "nemo", "deepspeed", "fsdp", "torchtitan"] = (
+        Field(
+            "megatron-core",
+            description="Training software stack: its documented kernels, overlaps, memory "
+            "layout and FP8 recipe (see clusterforge.perf.stack)",
+        )
+    )
+    fsdp_shard_size: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_GPUS,
+        description="ZeRO-3/FSDP: GPUs per shard group for hybrid sharding (HSDP); None = "
+        "shard over all of DP x CP",
+    )
+
+    @field_validator("model")
+    @classmethod
+    def _model_in_range(cls, model: str | ModelArch) -> str | ModelArch:
+        """A custom model's dimensions stay within :data:`MODEL_LIMITS`."""
+        if isinstance(model, str):
+            return model
+        for name, limit in MODEL_LIMITS.items():
+            value = getattr(model, name)
+            if value is not None and value > limit:
+                raise ValueError(f"{name} = {value} is more than {limit:,}; use 1 to {limit:,}")
+        return model
