@@ -17,7 +17,10 @@ from tests.conftest import EXAMPLES
             {"num_gpus": 512, "gpu": "h100-sxm", "gpus_per_node": 7},
             ["gpus_per_node", "7", "gpus_per_node: 8"],
         ),
-        ({"num_gpus": -8, "gpu": "h100-sxm"}, ["num_gpus", "-8", "out of range (> 0 to 1,048,576)"]),
+        (
+            {"num_gpus": -8, "gpu": "h100-sxm"},
+            ["num_gpus", "-8", "out of range (> 0 to 1,048,576)"],
+        ),
         ({"num_gpus": 100, "gpu": "h100-sxm"}, ["num_gpus", "100", "use 104"]),
         (
             {"num_gpus": 512, "gpu": "h100-sxm", "netwrok": {}},
