@@ -91,6 +91,32 @@ def busbw_chart_svg(title: str, series: Sequence[Series]) -> str:
     )
 
 
+def _tco_grid(years: float, y_hi: float) -> list[str]:
+    """Frame, horizontal grid with $M labels, year ticks and axis titles of the TCO chart."""
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    body = [
+        f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="white" stroke="#333"/>'
+    ]
+    for i in range(6):
+        y = TOP + plot_h - plot_h * i / 5
+        body.append(
+            f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
+        )
+        body.append(
+            f'<text x="{LEFT - 8}" y="{y + 4:.1f}" text-anchor="end">{y_hi * i / 5:,.1f}</text>'
+        )
+    for year in range(math.floor(years) + 1):
+        x = LEFT + plot_w * year / years
+        body.append(f'<text x="{x:.1f}" y="{TOP + plot_h + 18}" text-anchor="middle">{year}</text>')
+    body.append(
+        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 14}" text-anchor="middle">years</text>'
+    )
+    body.append(
+        f'<text x="18" y="{TOP + plot_h / 2}" transform="rotate(-90 18 {TOP + plot_h / 2})" text-anchor="middle">cumulative cost ($M)</text>'
+    )
+    return body
+
+
 def tco_chart_svg(
     title: str,
     years: float,
@@ -113,26 +139,7 @@ def tco_chart_svg(
     def xy(t: float, v: float) -> str:
         return f"{LEFT + plot_w * t / years:.1f},{TOP + plot_h - plot_h * v / y_hi:.1f}"
 
-    body = [
-        f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="white" stroke="#333"/>'
-    ]
-    for i in range(6):
-        y = TOP + plot_h - plot_h * i / 5
-        body.append(
-            f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
-        )
-        body.append(
-            f'<text x="{LEFT - 8}" y="{y + 4:.1f}" text-anchor="end">{y_hi * i / 5:,.1f}</text>'
-        )
-    for year in range(math.floor(years) + 1):
-        x = LEFT + plot_w * year / years
-        body.append(f'<text x="{x:.1f}" y="{TOP + plot_h + 18}" text-anchor="middle">{year}</text>')
-    body.append(
-        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 14}" text-anchor="middle">years</text>'
-    )
-    body.append(
-        f'<text x="18" y="{TOP + plot_h / 2}" transform="rotate(-90 18 {TOP + plot_h / 2})" text-anchor="middle">cumulative cost ($M)</text>'
-    )
+    body = _tco_grid(years, y_hi)
     for i, (label, times, values) in enumerate((("build", build_ts, build), ("rent", ts, rent))):
         color = COLORS[i]
         points = " ".join(xy(t, v) for t, v in zip(times, values, strict=True))
