@@ -24,7 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.stats import poisson
+import numpy as np
+from scipy.special import pdtr, pdtrc
 
 __all__ = [
     "SparePool",
@@ -93,8 +94,18 @@ class SparePool:
 
 
 def spare_pool(*, num_spares: int, spare_failures_per_h: float, repair_h: float) -> SparePool:
-    """Nodes in repair ~ Poisson(lambda · repair); P(no spare) = P(N >= spares)."""
+    """Nodes in repair ~ Poisson(lambda · repair); P(no spare) = P(N >= spares).
+
+    Poisson CDF through the regularized incomplete gamma function (``scipy.special.pdtr``),
+    which keeps ``scipy.stats`` (seconds to import) out of every ``plan``."""
     mean = spare_failures_per_h * repair_h
-    p_none = float(poisson.sf(num_spares - 1, mean)) if num_spares > 0 else 1.0
-    needed = int(poisson.ppf(0.99, mean)) if mean > 0 else 0
-    return SparePool(num_spares, mean, p_none, needed)
+    p_none = float(pdtrc(num_spares - 1, mean)) if num_spares > 0 else 1.0
+    return SparePool(num_spares, mean, p_none, _poisson_quantile(0.99, mean))
+
+
+def _poisson_quantile(q: float, mean: float) -> int:
+    """Smallest k with P(N <= k) >= q for N ~ Poisson(mean)."""
+    if mean <= 0:
+        return 0
+    ks = np.arange(int(mean + 12.0 * np.sqrt(mean) + 20.0))
+    return int(np.argmax(pdtr(ks, mean) >= q))
