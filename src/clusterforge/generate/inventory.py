@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 
 from clusterforge.design import Design
+from clusterforge.generate.common import checked_name
 from clusterforge.generate.inventory_devices import (
     DEVICE_FIELDS,
     DEVICE_TYPE_FIELDS,
@@ -122,7 +123,13 @@ def _bind(rows: Callable[[Design], Rows], design: Design) -> Callable[[], Rows]:
 
 def inventory_files(design: Design) -> list[StreamedFile]:
     """Every NetBox CSV for ``design``, paths under ``inventory/``, rendered when written."""
-    site_name(design)  # a bad site name fails here, before anything is written
+    # Names are checked here, before anything is written: the rows are only rendered later,
+    # while their file streams out.
+    site_name(design)
+    for rack in design.racks:
+        checked_name(rack.name, "rack name")
+        for device in rack.devices:
+            checked_name(device.name, "device name")
     return [
         csv_file(f"inventory/{name}", header, _bind(rows, design))
         for name, _, header, rows in INVENTORY_FILES
