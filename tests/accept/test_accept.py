@@ -174,3 +174,11 @@ def test_kubernetes_without_kubectl_could_not_run(tmp_path, monkeypatch, capsys)
     assert code == 2
     assert "kubectl" in capsys.readouterr().err
     assert (tmp_path / "o" / "raw" / "node.yaml").exists()
+
+
+def test_two_nodes_name_no_straggler_by_the_peer_rule() -> None:
+    records = [
+        {"test": "gemm", "node": "a", "tflops": 1.0, "device": "cpu"},
+        {"test": "gemm", "node": "b", "tflops": 0.5, "device": "cpu"},
+    ]
+    assert {r.verdict for r in node_results(records, _targets())} == {"info"}

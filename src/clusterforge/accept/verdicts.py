@@ -55,8 +55,11 @@ class _Metric:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+MIN_PEERS = 3  # with two nodes, which one is 'slow' is undecidable: no majority is normal
+
+
 def _peer_target(values: Sequence[float], unit: str) -> Target | None:
-    if len(values) < 2:
+    if len(values) < MIN_PEERS:
         return None
     median = statistics.median(values)
     return Target(
