@@ -1,6 +1,6 @@
 """clusterforge: design, simulate, generate and operate GPU clusters for AI training.
 
-The library is organised along the pipeline (see STYLE.md): ``catalog`` and ``spec`` at the
+The library is organised along the pipeline: ``catalog`` and ``spec`` at the
 bottom, then ``design``, ``topology``, ``netsim``, ``perf``, ``generate``, ``ops``, ``report``
 and the thin ``cli`` on top.
 """
