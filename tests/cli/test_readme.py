@@ -25,10 +25,7 @@ SKIP = {
     "(tests/accept runs it on an emulated one)",
 }
 # Known defects outside the CLI, tracked here so the line flips to a failure once fixed.
-KNOWN_BROKEN = {
-    "--placement fragmented": "netsim: a fragmented placement that lands on a spare-pool leaf "
-    "finds no fabric path ('different planes of this 1-plane fabric')",
-}
+KNOWN_BROKEN: dict[str, str] = {}
 # ``check`` inspects the GPUs of this machine: 0 healthy, 1 unhealthy, 2 could not check.
 EXIT_CODES = {"clusterforge check": {0, 1, 2}}
 PLACEHOLDER = re.compile(r"[\[\]$<>]|\.\.\.|\bSPEC\b|\bOUT\b")

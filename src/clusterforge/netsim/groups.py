@@ -7,8 +7,9 @@ ranks are adjacent, then context parallel, then data parallel, then pipeline par
 
 The job's ranks land on GPUs by ``placement``: ``packed`` fills nodes in order (a scheduler
 with topology-aware placement: consecutive nodes share leaves and rails), ``fragmented``
-scatters the job over randomly chosen nodes of the whole cluster (a busy cluster's leftovers,
-crossing many leaves).  Global GPU id = node · gpus_per_node + local GPU.
+scatters the job over randomly chosen nodes of the whole fabric (a busy cluster's leftovers,
+crossing many leaves).  Both use only nodes cabled to the compute fabric: spares outside it
+(cold, or on a separate spare pool) never carry a rank.  Global GPU id = node · gpus_per_node + local GPU.
 """
 
 from __future__ import annotations
@@ -32,20 +33,38 @@ GROUP_KINDS = _GROUP_KINDS
 PLACEMENTS = _PLACEMENTS
 
 
+def _fabric_nodes(design: Design) -> int:
+    """Nodes a job may run on: those cabled to the compute fabric, node ids ``[0, n)``.
+
+    Training nodes come first, then spares (:class:`~clusterforge.design.ComputeDesign`);
+    the fabric cables the first ``connectivity.num_nodes`` of them: all of them when spares
+    are 'counted', the spares that fill free leaf ports with 'spare-ports', none with
+    'spare-pool' (the pool's own leaves join no training leaf).  The other spares have no
+    fabric link (cold spares are cabled in when they replace a failed node), so no job
+    rank lands on them.
+    """
+    return min(design.fabric.connectivity.num_nodes, design.compute.num_nodes)
+
+
 def _place(design: Design, num_gpus: int, placement: Placement, seed: int) -> np.ndarray:
-    """Global GPU id of each job rank."""
+    """Global GPU id of each job rank, on nodes cabled to the compute fabric."""
     gpn = design.compute.gpus_per_node
     nodes_needed = -(-num_gpus // gpn)
-    total_nodes = design.compute.num_nodes
-    if nodes_needed > total_nodes:
+    usable = _fabric_nodes(design)
+    if nodes_needed > usable:
+        uncabled = design.compute.num_nodes - usable
+        why = f" ({uncabled} spare nodes are not cabled to the fabric)" if uncabled else ""
         raise SimulationError(
-            f"num_gpus: {num_gpus} GPUs need {nodes_needed} nodes, the design has "
-            f"{total_nodes}; ask for at most {total_nodes * gpn}"
+            f"num_gpus: {num_gpus} GPUs need {nodes_needed} nodes, the design's fabric joins "
+            f"{usable}{why}; ask for at most {usable * gpn}"
         )
-    if placement == "packed":
-        nodes = np.arange(nodes_needed)
-    else:
-        nodes = np.random.default_rng(seed).permutation(total_nodes)[:nodes_needed]
+    match placement:
+        case "packed":
+            nodes = np.arange(nodes_needed)
+        case "fragmented":
+            nodes = np.random.default_rng(seed).permutation(usable)[:nodes_needed]
+        case _:
+            assert_never(placement)
     ranks = np.arange(num_gpus)
     return nodes[ranks // gpn] * gpn + ranks % gpn
 

@@ -119,7 +119,24 @@ def _groups(graph: FabricGraph, groups: np.ndarray) -> np.ndarray:
     srt = np.sort(arr, axis=1)
     if np.any(srt[:, 1:] == srt[:, :-1]):
         raise SimulationError("groups: a GPU appears twice in one group; give distinct ranks")
+    _check_cabled(graph, arr)
     return arr
+
+
+def _check_cabled(graph: FabricGraph, arr: np.ndarray) -> None:
+    """A group that leaves its scale-up domain needs the fabric: every node of it must be
+    cabled (the fabric joins nodes ``[0, connectivity.num_nodes)``; the spares after them
+    are cold or on a separate pool)."""
+    domain = arr // graph.domain_gpus
+    spans = domain.min(axis=1) != domain.max(axis=1)
+    node = arr // graph.gpus_per_node
+    off = spans[:, None] & (node >= graph.connectivity.num_nodes)
+    if off.any():
+        name = graph.node_names[int(node[off][0])]
+        raise SimulationError(
+            f"groups: node {name} is a spare not cabled to the compute fabric, and a group "
+            "spanning nodes uses it; place ranks with clusterforge.netsim.groups_for"
+        )
 
 
 def _context(graph: FabricGraph, collective: Collective, seq: np.ndarray) -> TuningContext:
