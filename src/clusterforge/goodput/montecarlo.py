@@ -1,4 +1,4 @@
-"""Monte Carlo of a training job's life, vectorized over lives (numpy, no per-life loop).
+"""Monte Carlo of a training job's life, vectorized over lives and over failures (numpy).
 
 The process is the one the expected-value model prices (:mod:`.model`): Poisson failures
 of rate 1/M on the wall clock; work in segments of ``tau`` followed by a checkpoint of
@@ -9,18 +9,28 @@ spare; when every spare is still in repair the job waits for the earliest to ret
 Because failed nodes return in the order they failed, the pool is a FIFO: the k-th
 hardware failure reuses the node of failure k - spares, ready at ``T[k-spares] + repair``.
 
-Each loop iteration advances every unfinished life by one failure-free interval, so the
-loop runs about as many times as a life has failures (thousands for 100,000 GPUs over
-90 days), each step a handful of array operations over the lives.
+Two observations make the whole life array arithmetic rather than a loop per failure:
+
+1. Waiting for a spare shifts the clock but changes neither the work saved by an interval
+   nor the draws that follow, so the sequence of intervals, restarts and hardware failures
+   of a life is drawn first, in blocks of columns (:func:`_draw_events`), with the clock of
+   each failure *as if no life ever waited* (its base time ``b``).
+2. The waits then follow from a running maximum: with ``W`` the total wait before a
+   failure, failure k happens at ``b_k + W`` and the job resumes once the node of failure
+   k - s is back, so ``W`` after failure k is ``max(W, T[k-s] + repair - b_k)``: a
+   cumulative maximum.  It only needs times of failures at least ``s`` (spares) earlier,
+   so blocks of ``s`` failures are settled at once (:func:`spare_waits`): tens of steps
+   for a 100,000-GPU job, not one per failure.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["LifeParams", "Lives", "simulate_lives"]
+__all__ = ["LifeParams", "Lives", "simulate_lives", "spare_waits"]
 
 
 @dataclass(frozen=True)
@@ -47,124 +57,261 @@ class Lives:
     peak_in_repair: np.ndarray = field(repr=False)
 
 
-@dataclass
-class _State:
-    t: np.ndarray
-    rem: np.ndarray
+@dataclass(frozen=True)
+class _Events:
+    """A life's draws with no spare waits: its wall time, failure count and the hardware
+    failures as (life, base time, count) rows in time order within each life."""
+
+    base_wall_s: np.ndarray
     failures: np.ndarray
-    wait: np.ndarray
+    hw_life: np.ndarray
+    hw_time_s: np.ndarray
     hw_count: np.ndarray
-    hw_times: np.ndarray
 
 
-def _record_hardware(state: _State, idx: np.ndarray, count: np.ndarray, p: LifeParams) -> None:
-    """Lives ``idx`` each lose ``count`` nodes to hardware failures now: each takes a spare,
-    and the life waits until the last spare it needs is back from repair."""
-    keep = count > 0
-    idx, count = idx[keep], count[keep]
-    if idx.size == 0:
-        return
-    t_fail = state.t[idx]
-    k0 = state.hw_count[idx]
-    width = int(count.max())
-    cols = state.hw_times.shape[1]
-    while int((k0 + count).max()) > cols:
-        grow = np.full((state.hw_times.shape[0], 2 * cols), np.inf)
-        grow[:, :cols] = state.hw_times
-        state.hw_times, cols = grow, 2 * cols
-    flat = state.hw_times.reshape(-1)  # a view: rows are contiguous
-    k = k0[:, None] + np.arange(width)[None, :]  # [lives, width] failure ordinals
-    used = np.arange(width)[None, :] < count[:, None]
-    row = (idx * cols)[:, None]
-    # Written first: a failure may need the node that failed earlier in the same batch.
-    flat[(row + k)[used]] = np.broadcast_to(t_fail[:, None], k.shape)[used]
-    if p.num_spares == 0:
-        wait = np.full(idx.size, p.repair_s)
-    else:
-        prev = k - p.num_spares
-        ready = np.where(prev >= 0, flat[row + np.maximum(prev, 0)] + p.repair_s, 0.0)
-        wait = np.maximum(0.0, np.where(used, ready, 0.0) - t_fail[:, None]).max(axis=1)
-    state.wait[idx] += wait
-    state.t[idx] += wait
-    state.hw_count[idx] += count
-
-
-def _restart_time(n: int, p: LifeParams, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Seconds to complete ``n`` restarts, and the failures that interrupted each.
+def _restarts(shape: tuple[int, int], p: LifeParams, rng: np.random.Generator):
+    """Seconds to complete each restart of an array of restarts, and the failures that
+    interrupted each.
 
     A restart succeeds when no failure comes within R: the failed attempts before it are
     geometric with success probability e^(-R/M), and each lasts an exponential time
     truncated to [0, R) (sampled by inverting its CDF)."""
     if not np.isfinite(p.mtbf_s) or p.restart_s <= 0:
-        return np.full(n, p.restart_s), np.zeros(n, dtype=np.int64)
+        return np.full(shape, p.restart_s), np.zeros(shape, dtype=np.int64)
     survive = np.exp(-p.restart_s / p.mtbf_s)
     if survive <= 0.0:
         raise ValueError("restart can never complete")  # guarded by expected_goodput
-    failed = rng.geometric(survive, n) - 1
-    width = int(failed.max()) if n else 0
-    u = rng.random((n, width))
-    attempts = -p.mtbf_s * np.log1p(-u * (1.0 - survive))
-    attempts *= np.arange(width)[None, :] < failed[:, None]
-    return p.restart_s + attempts.sum(axis=1), failed
+    # Failed attempts: a geometric count (from 0) by inversion, F(k) = 1 - (1-s)^(k+1).
+    u = rng.random(shape)
+    failed = np.floor(np.log1p(-u) * (1.0 / np.log1p(-survive))).astype(np.int64)
+    total = int(failed.sum())
+    attempt_s = -p.mtbf_s * np.log1p(-rng.random(total) * (1.0 - survive))
+    # Each restart's attempts are consecutive in attempt_s: differences of a running sum.
+    running = np.concatenate([[0.0], np.cumsum(attempt_s)])
+    end = np.cumsum(failed.ravel())
+    lost_s = (running[end] - running[end - failed.ravel()]).reshape(shape)
+    return p.restart_s + lost_s, failed
 
 
-def _step(state: _State, p: LifeParams, rng: np.random.Generator) -> None:
-    """Advance every unfinished life to its next failure and through the restart after it.
+def _block_size(p: LifeParams, rem: np.ndarray, per_work_s: float) -> int:
+    """Columns to draw next: the failures expected before ``rem`` is saved, plus margin."""
+    expected = float(rem.mean()) * per_work_s
+    return int(min(max(1.3 * expected + 8.0, 8.0), 4096.0))
 
-    Working lives finish, or fail and lose the work since their last checkpoint; a failed
-    life then restarts (failures during the restart are counted and may need spares: they
-    are placed at the start of the restart, minutes off against repairs of days)."""
-    live = np.flatnonzero(state.rem > 0)
-    x = (
-        rng.exponential(p.mtbf_s, live.size)
-        if np.isfinite(p.mtbf_s)
-        else np.full(live.size, np.inf)
+
+@dataclass
+class _Block:
+    """One block of columns drawn for the lives still working."""
+
+    finished: np.ndarray
+    intervals: np.ndarray
+    spent_s: np.ndarray
+    failures: np.ndarray
+    saved_s: np.ndarray
+    hw: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _draw_block(p: LifeParams, rem: np.ndarray, clock: np.ndarray, cols: int, rng) -> _Block:
+    """Draw ``cols`` intervals for each working life (work left ``rem``, clock ``clock``)
+    and play them until the life finishes or the block ends."""
+    shape = (rem.size, cols)
+    x = rng.exponential(p.mtbf_s, shape)
+    saved = np.floor(x * (1.0 / (p.tau_s + p.delta_s))) * p.tau_s
+    left = rem[:, None] - np.cumsum(saved, axis=1)
+    left += saved
+    ends = x >= left + p.delta_s * np.ceil(left * (1.0 / p.tau_s))
+    finished = ends.any(axis=1)
+    stop = np.where(finished, ends.argmax(axis=1), cols)  # failed intervals per life
+    width = int(stop.max())
+    last = np.minimum(stop, cols - 1)[:, None]
+    final = np.take_along_axis(left, last, axis=1)[:, 0]
+    final_s = np.where(finished, final + p.delta_s * np.ceil(final / p.tau_s), 0.0)
+    x, saved = x[:, :width], saved[:, :width]
+    failed = np.arange(width)[None, :] < stop[:, None]
+    restart_s, extra = _restarts((rem.size, width), p, rng)
+    spent = np.where(failed, x + restart_s, 0.0)
+    hw = _hardware_in_block(
+        p, failed, extra, clock[:, None] + np.cumsum(spent, axis=1) - restart_s, rng
     )
-    rem = state.rem[live]
-    need = rem + p.delta_s * np.ceil(rem / p.tau_s)
-    done = x >= need
-    state.t[live] += np.where(done, need, x)
-    saved = np.floor(np.where(done, 0.0, x) / (p.tau_s + p.delta_s)) * p.tau_s
-    state.rem[live] = np.where(done, 0.0, np.maximum(0.0, rem - saved))
-    lost = live[~done]
-    restart_s, extra = _restart_time(lost.size, p, rng)
-    failures = 1 + extra
-    state.failures[lost] += failures
-    hardware = rng.binomial(failures, p.p_spare) if p.p_spare > 0 else np.zeros_like(failures)
-    _record_hardware(state, lost, hardware, p)
-    state.t[lost] += restart_s
+    return _Block(
+        finished=finished,
+        intervals=stop,
+        spent_s=spent.sum(axis=1) + final_s,
+        failures=stop + (extra * failed).sum(axis=1),
+        saved_s=(saved * failed).sum(axis=1),
+        hw=hw,
+    )
 
 
-def _peak_in_repair(hw_times: np.ndarray, repair_s: float) -> np.ndarray:
+def _hardware_in_block(p: LifeParams, failed, extra, fail_at, rng):
+    """The interruptions of a block that took nodes for repair: (row, time, nodes)."""
+    if p.p_spare <= 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, np.zeros(0), empty
+    nodes = (rng.random(failed.shape, dtype=np.float32) < p.p_spare).astype(np.int32)
+    more = np.nonzero(extra)
+    nodes[more] += rng.binomial(extra[more], p.p_spare).astype(np.int32)
+    nodes *= failed
+    rows, cols = np.nonzero(nodes)
+    return rows, fail_at[rows, cols], nodes[rows, cols]
+
+
+def _draw_events(p: LifeParams, runs: int, rng: np.random.Generator) -> _Events:
+    """Draw every life's failure-free intervals in blocks of columns until each finishes.
+
+    Interval j of a life saves ``floor(x_j / (tau + delta)) * tau`` of work whatever the
+    work left (a failure never lands after the last checkpoint: it would have finished),
+    so the work left before interval j is a cumulative sum, and the life ends at the first
+    interval long enough for the rest of the work and its checkpoints."""
+    failures = np.zeros(runs, dtype=np.int64)
+    if not np.isfinite(p.mtbf_s):  # nothing fails: the work and its checkpoints
+        wall_s = p.work_s + p.delta_s * math.ceil(p.work_s / p.tau_s)
+        return _Events(np.full(runs, wall_s), failures, *_hardware_rows([]))
+    rem = np.full(runs, float(p.work_s))
+    clock = np.zeros(runs)
+    live = np.arange(runs)
+    hw_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    # Failures per second of work saved, first guessed with an ETTR of 1/2.
+    per_work_s = 2.0 / p.mtbf_s
+    while live.size:
+        block = _draw_block(p, rem[live], clock[live], _block_size(p, rem[live], per_work_s), rng)
+        rows, time_s, nodes = block.hw
+        hw_rows.append((live[rows], time_s, nodes))
+        failures[live] += block.failures
+        clock[live] += block.spent_s
+        saved = float(block.saved_s.sum())
+        per_work_s = max(per_work_s, float(block.intervals.sum()) / max(saved, 1.0))
+        rem[live] = np.where(block.finished, 0.0, rem[live] - block.saved_s)
+        live = live[~block.finished]
+    return _Events(clock, failures, *_hardware_rows(hw_rows))
+
+
+def _hardware_rows(rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]]):
+    """Concatenate the blocks' hardware failures, grouped by life in time order."""
+    if not rows:
+        empty = np.zeros(0)
+        return empty.astype(np.int64), empty, empty.astype(np.int64)
+    life = np.concatenate([r[0] for r in rows])
+    order = np.argsort(life, kind="stable")  # blocks come in time order
+    return (
+        life[order],
+        np.concatenate([r[1] for r in rows])[order],
+        np.concatenate([r[2] for r in rows])[order].astype(np.int64),
+    )
+
+
+def spare_waits(
+    base_s: np.ndarray, event: np.ndarray, *, num_spares: int, repair_s: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Total wait for spares before each hardware failure, and the failures' clock times.
+
+    ``base_s`` is a [lives, k] matrix of hardware failures' times with no waits (padded
+    with inf), ``event`` the index of the interruption each belongs to (failures of one
+    interruption share its time and its wait).  Returns (wait after the last failure per
+    life, failure times with waits).  See the module docstring for the recursion."""
+    lives, width = base_s.shape
+    valid = np.isfinite(base_s)
+    first = _first_of_event(event)
+    if num_spares == 0:
+        return _own_repair_waits(base_s, first, repair_s=repair_s)
+    running = np.zeros((lives, width))  # total wait after failure k (cumulative maximum)
+    times = np.full((lives, width), np.inf)
+    for start in range(0, width, num_spares):
+        stop = min(start + num_spares, width)
+        prior = running[:, start - 1] if start else np.zeros(lives)
+        ready = _ready_at(times, start, stop, num_spares, repair_s)
+        with np.errstate(invalid="ignore"):  # inf - inf in the padding, masked out
+            gap = np.where(valid[:, start:stop], ready - base_s[:, start:stop], -np.inf)
+        block = np.maximum.accumulate(np.concatenate([prior[:, None], gap], axis=1), axis=1)
+        running[:, start:stop] = block[:, 1:]
+        # A failure happens after the waits of the interruptions before its own.
+        before = first[:, start:stop] - 1
+        wait_before = np.where(before >= 0, _take(running, before), 0.0)
+        times[:, start:stop] = np.where(
+            valid[:, start:stop], base_s[:, start:stop] + wait_before, np.inf
+        )
+    total = running[:, -1] if width else np.zeros(lives)
+    return np.maximum(total, 0.0), times
+
+
+def _own_repair_waits(
+    base_s: np.ndarray, first: np.ndarray, *, repair_s: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """With no spares every interruption with a hardware failure waits for its own node's
+    repair: the waits before a failure are ``repair`` times the interruptions before it."""
+    valid = np.isfinite(base_s)
+    starts = valid & (first == np.arange(base_s.shape[1])[None, :])
+    before = np.cumsum(starts, axis=1) - 1  # interruptions before this one's
+    times = np.where(valid, base_s + repair_s * before, np.inf)
+    return repair_s * starts.sum(axis=1).astype(float), times
+
+
+def _ready_at(times: np.ndarray, start: int, stop: int, spares: int, repair_s: float) -> np.ndarray:
+    """When the spare each failure in [start, stop) takes is back: the node of failure
+    k - spares returns ``repair_s`` after it failed (none needed before the first spares)."""
+    k = np.arange(start, stop) - spares
+    ready = np.zeros((times.shape[0], stop - start))
+    has = k >= 0
+    ready[:, has] = times[:, k[has]] + repair_s
+    return ready
+
+
+def _first_of_event(event: np.ndarray) -> np.ndarray:
+    """For each column, the column of the first failure of the same interruption."""
+    width = event.shape[1]
+    cols = np.broadcast_to(np.arange(width), event.shape)
+    starts = np.ones(event.shape, dtype=bool)
+    starts[:, 1:] = event[:, 1:] != event[:, :-1]
+    first: np.ndarray = np.maximum.accumulate(np.where(starts, cols, 0), axis=1)
+    return first
+
+
+def _take(matrix: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``matrix[i, cols[i, j]]`` for every (i, j), with cols clipped at 0."""
+    return np.take_along_axis(matrix, np.maximum(cols, 0), axis=1)
+
+
+def _padded(events: _Events, runs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The hardware failures as [lives, most failures] matrices: base times (inf padding)
+    and the interruption each belongs to (failures of one interruption are adjacent)."""
+    life = np.repeat(events.hw_life, events.hw_count)
+    row = np.repeat(np.arange(events.hw_count.size), events.hw_count)
+    per_life = np.bincount(life, minlength=runs)
+    width = int(per_life.max()) if runs else 0
+    col = np.arange(life.size) - np.repeat(np.cumsum(per_life) - per_life, per_life)
+    base_s = np.full((runs, width), np.inf)
+    event = np.full((runs, width), -1, dtype=np.int64)
+    base_s[life, col] = np.repeat(events.hw_time_s, events.hw_count)
+    event[life, col] = row
+    return base_s, event
+
+
+def _peak_in_repair(hw_times: np.ndarray, repair_s: float, *, rows: int = 64) -> np.ndarray:
     """Most nodes in repair at once per life: at each hardware failure, the failures of the
-    last ``repair`` seconds (rows are increasing, padded with inf).  One searchsorted over
-    all lives at once: row r is shifted by r x 2·span so that rows never interleave."""
+    last ``repair`` seconds (rows are increasing, padded with inf).  One searchsorted per
+    block of ``rows`` lives (small enough to stay in cache): row r is shifted by r x 2·span
+    so that rows never interleave."""
     runs, cols = hw_times.shape
     finite = np.isfinite(hw_times)
     if cols == 0 or not finite.any():
         return np.zeros(runs, dtype=np.int64)
     span = float(hw_times[finite].max()) + repair_s + 1.0
-    offsets = (np.arange(runs) * 2.0 * span)[:, None]
-    shifted = np.where(finite, hw_times, span) + offsets
-    lower = np.searchsorted(shifted.ravel(), (shifted - repair_s).ravel(), side="right")
-    count = (np.arange(shifted.size) + 1 - lower).reshape(runs, cols)
-    peak: np.ndarray = np.where(finite, count, 0).max(axis=1)
+    peak = np.zeros(runs, dtype=np.int64)
+    for start in range(0, runs, rows):
+        block = slice(start, min(start + rows, runs))
+        offsets = (np.arange(block.stop - start) * 2.0 * span)[:, None]
+        shifted = np.where(finite[block], hw_times[block], span) + offsets
+        lower = np.searchsorted(shifted.ravel(), (shifted - repair_s).ravel(), side="right")
+        count = (np.arange(shifted.size) + 1 - lower).reshape(shifted.shape)
+        peak[block] = np.where(finite[block], count, 0).max(axis=1)
     return peak
 
 
 def simulate_lives(p: LifeParams, *, runs: int, seed: int = 0) -> Lives:
     """Simulate ``runs`` independent lives of the job; see the module docstring."""
     rng = np.random.default_rng(seed)
-    state = _State(
-        t=np.zeros(runs),
-        rem=np.full(runs, float(p.work_s)),
-        failures=np.zeros(runs, dtype=np.int64),
-        wait=np.zeros(runs),
-        hw_count=np.zeros(runs, dtype=np.int64),
-        hw_times=np.full((runs, 256), np.inf),
-    )
-    while (state.rem > 0).any():
-        _step(state, p, rng)
-    used = int(state.hw_count.max()) if runs else 0
-    peak = _peak_in_repair(state.hw_times[:, :used], p.repair_s)
-    return Lives(state.t, state.failures, state.wait, peak)
+    events = _draw_events(p, runs, rng)
+    base_s, event = _padded(events, runs)
+    wait_s, times = spare_waits(base_s, event, num_spares=p.num_spares, repair_s=p.repair_s)
+    peak = _peak_in_repair(times, p.repair_s)
+    return Lives(events.base_wall_s + wait_s, events.failures, wait_s, peak)
