@@ -115,3 +115,38 @@ def test_nothing_fails_without_a_failure_rate() -> None:
     lives = simulate_lives(p, runs=5)
     assert (lives.wall_s == 1050.0).all()
     assert (lives.failures == 0).all() and (lives.spare_wait_s == 0).all()
+
+
+def test_what_ifs_move_the_way_physics_says() -> None:
+    from clusterforge.goodput import GoodputInputs, job_rates, what_ifs
+    from clusterforge.goodput.analysis import WhatIfFacts, arrhenius_factor
+
+    rates = job_rates(num_gpus=16384, num_nodes=2048, num_nics=16384)
+    inputs = GoodputInputs(
+        work_s=30 * 24 * H,
+        delta_s=120.0,
+        relaunch_s=900.0,
+        read_s=300.0,
+        rates=rates,
+        num_spares=100,
+        repair_s=5 * 24 * H,
+        swap_s=600.0,
+    )
+    out = what_ifs(inputs, WhatIfFacts(async_delta_s=5.0, in_memory_read_s=20.0))
+    base = out["as designed"]
+    for label in (
+        "storage 2x faster",
+        "relaunch in half the time",
+        "hot spares in the job's leaf",
+        "liquid cooling (GPU 15 K cooler, Arrhenius)",
+        "async checkpoints",
+        "in-memory checkpoints (read back from peers)",
+    ):
+        assert out[label].ettr > base.ettr, label
+        assert out[label].wall_s < base.wall_s, label
+    smaller = out["half the job (half the GPUs, twice the time)"]
+    assert smaller.ettr > base.ettr and smaller.wall_s > base.wall_s
+    assert smaller.interruptions_per_day == pytest.approx(base.interruptions_per_day / 2)
+    # Cooler dies fail less: only GPU and HBM rates change, by the Arrhenius factor.
+    assert arrhenius_factor(hot_k=348.15, cool_k=333.15) == pytest.approx(2.12, rel=0.01)
+    assert arrhenius_factor(hot_k=348.15, cool_k=348.15) == 1.0

@@ -31,9 +31,12 @@ __all__ = [
     "Expected",
     "GoodputInputs",
     "GoodputReport",
+    "WhatIfFacts",
+    "arrhenius_factor",
     "expected_goodput",
     "goodput_report",
     "inputs_from_design",
+    "what_if_facts",
     "what_ifs",
 ]
 
@@ -55,11 +58,13 @@ class GoodputInputs:
     num_spares: int = 0
     repair_s: float = 0.0
     interval_s: float | None = None  # None = Daly's optimum
+    swap_s: float = 0.0  # bringing a spare into the job after a hardware failure
 
     @property
     def restart_s(self) -> float:
-        """A restart: relaunch, then read the last checkpoint back."""
-        return self.relaunch_s + self.read_s
+        """A restart: relaunch, read the last checkpoint back, and (for the share of
+        failures that take a node away) bring a spare in: the mean over failures."""
+        return self.relaunch_s + self.read_s + self.p_spare * self.swap_s
 
     @property
     def mtbf_s(self) -> float:
@@ -165,22 +170,84 @@ def inputs_from_design(design: Design, *, days: float | None = None) -> GoodputI
         num_spares=compute.num_spare_nodes,
         repair_s=rel.repair_days * DAY_S,
         interval_s=rel.checkpoint_interval_s,
+        swap_s=rel.spare_swap_s,
     )
 
 
-def what_ifs(inputs: GoodputInputs) -> dict[str, Expected]:
+# Arrhenius acceleration of thermally activated failures (JEDEC JEP122H, §5: AF =
+# exp(Ea/k · (1/T_cool - 1/T_hot))).  Ea = 0.5 eV sits in the 0.3-0.9 eV span JEP122
+# gives for silicon and package mechanisms; a 15 K cooler die is a stated assumption for
+# direct liquid cooling against air (measure DCGM_FI_DEV_GPU_TEMP on both).
+BOLTZMANN_EV_PER_K = 8.617333e-5
+ARRHENIUS_EA_EV = 0.5
+AIR_DIE_K = 273.15 + 75.0
+LIQUID_COOLER_BY_K = 15.0
+THERMAL_CLASSES = ("gpu", "hbm")  # the rates were measured on an air-cooled H100 fleet
+
+
+def arrhenius_factor(*, hot_k: float, cool_k: float, ea_ev: float = ARRHENIUS_EA_EV) -> float:
+    """How many times fewer thermally activated failures at ``cool_k`` than at ``hot_k``."""
+    return math.exp(ea_ev / BOLTZMANN_EV_PER_K * (1.0 / cool_k - 1.0 / hot_k))
+
+
+def _scaled(rates: JobRates, factor: float, classes: tuple[str, ...] | None = None) -> JobRates:
+    """``rates`` with the classes named (all when None) multiplied by ``factor``."""
+    per_hour = {
+        k: v * factor if classes is None or k in classes else v for k, v in rates.per_hour.items()
+    }
+    return JobRates(per_hour, rates.needs_spare)
+
+
+@dataclass(frozen=True)
+class WhatIfFacts:
+    """What the design knows beyond the inputs: the checkpoint stall if it were async and
+    the read-back time from peers' host memory (in-memory checkpoints)."""
+
+    async_delta_s: float | None = None  # None when the design already checkpoints async
+    in_memory_read_s: float | None = None
+
+
+def what_ifs(inputs: GoodputInputs, facts: WhatIfFacts | None = None) -> dict[str, Expected]:
     """The questions a buyer asks, each one change to the inputs, priced by the expected
-    model: more spares, faster storage, async checkpoints, a healthier fleet."""
+    model: more spares, faster storage, async or in-memory checkpoints, quicker relaunch,
+    hot spares, a smaller job, liquid cooling, a healthier fleet."""
+    facts = facts or WhatIfFacts()
     rates = inputs.rates
-    half_rates = JobRates({k: v / 2 for k, v in rates.per_hour.items()}, rates.needs_spare)
+    cooler = 1.0 / arrhenius_factor(hot_k=AIR_DIE_K, cool_k=AIR_DIE_K - LIQUID_COOLER_BY_K)
     variants = {
         "as designed": inputs,
         "twice the spares": replace(inputs, num_spares=max(1, 2 * inputs.num_spares)),
         "storage 2x faster": replace(inputs, delta_s=inputs.delta_s / 2, read_s=inputs.read_s / 2),
         "relaunch in half the time": replace(inputs, relaunch_s=inputs.relaunch_s / 2),
-        "half the failure rate": replace(inputs, rates=half_rates),
+        "hot spares in the job's leaf": replace(inputs, swap_s=0.0),
+        "half the job (half the GPUs, twice the time)": replace(
+            inputs, rates=_scaled(rates, 0.5), work_s=2.0 * inputs.work_s
+        ),
+        "liquid cooling (GPU 15 K cooler, Arrhenius)": replace(
+            inputs, rates=_scaled(rates, cooler, THERMAL_CLASSES)
+        ),
+        "half the failure rate": replace(inputs, rates=_scaled(rates, 0.5)),
     }
+    if facts.async_delta_s is not None:
+        variants["async checkpoints"] = replace(inputs, delta_s=facts.async_delta_s)
+    if facts.in_memory_read_s is not None:
+        variants["in-memory checkpoints (read back from peers)"] = replace(
+            inputs, read_s=facts.in_memory_read_s
+        )
     return {label: expected_goodput(v) for label, v in variants.items()}
+
+
+def what_if_facts(design: Design) -> WhatIfFacts:
+    """Checkpoint stall if async (the shard's copy to host memory) and the read-back from
+    peers' host memory over the NICs (in-memory checkpoints, Wang et al. SOSP 2023)."""
+    rel, storage, fabric = design.spec.reliability, design.storage, design.fabric
+    gpus_per_node = design.compute.num_training_gpus / max(design.compute.num_training_nodes, 1)
+    shard_gbyte = storage.checkpoint_tbyte * 1000.0 / design.compute.num_training_gpus
+    async_delta = None if rel.checkpoint == "async" else shard_gbyte / rel.async_copy_gbyte_per_s
+    # Each GPU's shard comes back from a peer node's host memory over the node's NICs.
+    nic_gbyte_per_gpu = fabric.nics_per_node * fabric.nic_gbit_per_s / 8.0 / gpus_per_node
+    in_memory = shard_gbyte / nic_gbyte_per_gpu if nic_gbyte_per_gpu > 0 else None
+    return WhatIfFacts(async_delta_s=async_delta, in_memory_read_s=in_memory)
 
 
 @dataclass(frozen=True)
@@ -233,4 +300,4 @@ def goodput_report(
         repair_s=inputs.repair_s,
     )
     lives = simulate_lives(params, runs=runs, seed=seed)
-    return GoodputReport(inputs, expected, lives, what_ifs(inputs))
+    return GoodputReport(inputs, expected, lives, what_ifs(inputs, what_if_facts(design)))

@@ -130,3 +130,11 @@ class ReliabilitySpec(Section):
         description="async checkpoints: device-to-host copy per GPU, GB/s (PCIe Gen5 x16 "
         "carries 64 GB/s per direction before protocol overhead)",
     )
+    spare_swap_s: float = Field(
+        600.0,
+        ge=0,
+        le=7 * 86400.0,
+        description="Seconds to bring a spare into the job after a hardware failure (power "
+        "on, boot, health check, join the allocation; stated assumption): 0 for hot spares "
+        "already up and checked in the job's leaf",
+    )
