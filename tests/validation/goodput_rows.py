@@ -18,7 +18,7 @@ from typing import Any, Literal, assert_never
 from clusterforge.goodput import GoodputInputs, JobRates, expected_goodput, failure_classes
 from clusterforge.goodput import job_rates as packaged_rates
 
-__all__ = ["ROWS", "Outcome", "Row", "load_rows", "model_row"]
+__all__ = ["ROWS", "Outcome", "Row", "check_row", "load_rows", "model_row"]
 
 Metric = Literal["interruptions", "share", "mtbf_h", "ettr"]
 Subset = Literal["calibration", "heldout"]
