@@ -20,7 +20,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from clusterforge.catalog import ModelArch, load_catalog
 from clusterforge.design import Design
@@ -73,6 +73,8 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, fp8_scaling=row["fp8_scaling"])
     if "dropout" in row:
         stack = replace(stack, dropout=row["dropout"])
+    if "cp_overlap" in row:
+        stack = replace(stack, cp_overlap=row["cp_overlap"])
     return stack
 
 
@@ -93,6 +95,7 @@ def _run(file: str, row: dict[str, Any]) -> Run:
         zero_stage=row["zero_stage"],
         precision=row.get("precision", "bf16"),
         shard_size=row.get("shard_size"),
+        offload_layers=row.get("offload_layers", 0),
     )
     return Run(
         file=file,
@@ -153,12 +156,13 @@ def load_runs() -> tuple[Run, ...]:
     runs = []
     for path in sorted(HERE.glob("*.toml")):
         raw = tomllib.loads(path.read_text())
-        if path.name.startswith("nccl_"):
-            continue  # collective benchmarks of the network simulator, not training runs
         if "table" in raw:
             rows = _table_rows(raw)
         else:
-            rows = [{**raw.get("defaults", {}), **r} for r in raw["row"]]
+            rows = [{**raw.get("defaults", {}), **r} for r in raw.get("row", [])]
+            # Only training runs name a throughput metric; the other files here hold
+            # collective benchmarks (network simulator) or goodput records.
+            rows = [r for r in rows if r.get("metric") in get_args(Metric)]
         runs += [_run(path.name, row) for row in rows]
     return tuple(runs)
 

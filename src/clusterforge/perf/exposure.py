@@ -11,7 +11,8 @@ Per micro-batch and layer (critical path of every stage):
   :func:`~clusterforge.perf.compute.overlapped_s` states.
 * CP (ring attention, Liu et al. 2023; Megatron-Core context parallelism): all-gather of
   K, V in the forward; all-gather + reduce-scatter of K, V and their gradients in the
-  backward; overlapped with the attention compute of the same layer.
+  backward; overlapped with the attention compute of the same layer, or exposed when the
+  stack gathers K and V before the attention (``Stack.cp_overlap``).
 * EP (GShard, Lepikhin et al. 2020): all-to-all dispatch and combine of ``top_k`` token
   copies, forward and backward; not overlapped (exposed).
 
@@ -96,7 +97,9 @@ def _tp_exposed_s(
     return overlapped_s(raw_s, times.gemm_forward_s * gemm_passes)
 
 
-def _cp_exposed_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, times: LayerTimes) -> float:
+def _cp_exposed_s(
+    plan: ParallelPlan, arch: ModelArch, comm: CommModel, times: LayerTimes, stack: Stack
+) -> float:
     if plan.cp == 1:
         return 0.0
     groups = rank_groups(plan, "cp")
@@ -104,8 +107,11 @@ def _cp_exposed_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, times: L
     size = plan.micro_batch * plan.seq_length * 2 * kv_dim * ACT_BYTES / plan.tp
     gather = comm.collective_time_s("all_gather", size, groups)
     scatter = comm.collective_time_s("reduce_scatter", size, groups)
-    forward = overlapped_s(gather, times.attention_forward_s)
-    backward = overlapped_s(gather + scatter, times.attention_backward_s)
+    if stack.cp_overlap:
+        forward = overlapped_s(gather, times.attention_forward_s)
+        backward = overlapped_s(gather + scatter, times.attention_backward_s)
+    else:  # gathered before the attention runs: on the critical path
+        forward, backward = gather, gather + scatter
     return forward * (2 if plan.recompute == "full" else 1) + backward
 
 
@@ -132,7 +138,7 @@ def layer_comm(
     intra = plan.tp == 1 or not _spans_domains(rank_groups(plan, "tp"), nvlink_domain_gpus)
     return LayerComm(
         tp_s=_tp_exposed_s(tp_raw, times, plan, stack, intra),
-        cp_s=_cp_exposed_s(plan, arch, comm, times),
+        cp_s=_cp_exposed_s(plan, arch, comm, times, stack),
         ep_s=_ep_exposed_s(plan, arch, comm),
     )
 

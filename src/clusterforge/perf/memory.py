@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.compute import BF16_BYTES
 from clusterforge.perf.flops import ffn_size, kv_heads
+from clusterforge.perf.offload import resident_layers
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
 from clusterforge.perf.stack import Stack
 
@@ -189,7 +190,8 @@ def memory_per_gpu(
     ):  # block recomputation: the other layers keep their activations
         kept = activation_bytes_per_layer(arch, plan.with_(recompute="none"), stack)
         per_layer = share * per_layer + (1.0 - share) * kept
-    activations = per_layer * stages[0] * _in_flight(plan)
+    # Offloaded layers keep their activations in host memory (:mod:`.offload`).
+    activations = per_layer * resident_layers(stages[0], plan.offload_layers) * _in_flight(plan)
     # Embedding output kept for the first layer (+ full-recompute working set of one layer).
     tokens = plan.micro_batch * plan.seq_length / plan.cp
     activations += 2.0 * tokens * arch.hidden_size / plan.tp * _in_flight(plan)

@@ -36,7 +36,11 @@ Precision = Literal["bf16", "fp16", "fp8"]
 
 @dataclass(frozen=True)
 class ParallelPlan:
-    """One way to run a training step on ``num_gpus`` GPUs (degrees multiply to it)."""
+    """One way to run a training step on ``num_gpus`` GPUs (degrees multiply to it).
+
+    ``offload_layers``: layers per stage whose saved activations wait in host memory between
+    their forward and backward (Megatron-Core activation offloading; :mod:`.offload`).
+    """
 
     tp: int
     pp: int
@@ -54,6 +58,7 @@ class ParallelPlan:
     pipeline_layers: tuple[int, ...] | None = None
     shard_size: int | None = None
     recompute_layers: int | None = None
+    offload_layers: int = 0
 
     @property
     def num_gpus(self) -> int:
@@ -110,6 +115,11 @@ def validate_plan(arch: ModelArch, plan: ParallelPlan, num_gpus: int) -> tuple[i
     _require(
         plan.recompute_layers is None or plan.recompute_layers >= 0,
         f"recompute_layers = {plan.recompute_layers}: use 0 or more layers per stage",
+    )
+    _require(
+        0 <= plan.offload_layers < arch.num_layers,
+        f"offload_layers = {plan.offload_layers}: use 0 to {arch.num_layers - 1} layers "
+        "whose activations go to host memory (Megatron-Core cpu_offloading_num_layers)",
     )
     replicas = plan.dp * plan.cp
     _require(

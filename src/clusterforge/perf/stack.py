@@ -73,6 +73,9 @@ class Stack:
     replaces it in FP8 when the stack stores FP8 parameters), ``fp8_copy_bytes`` an extra
     FP8 weight copy kept in FP8 runs, ``grad_buffer_bytes`` the gradient buffer,
     ``optimizer_bytes`` Adam state (+ FP32 master weights when the weights are not FP32).
+    ``cp_overlap``: context-parallel K/V exchange hidden behind the attention (ring
+    attention, Megatron-Core) or on the critical path (an all-gather of K and V before the
+    attention, as in Llama 3's context parallelism: Llama Team 2024, arXiv 2407.21783, §3.3.2).
     ZeRO-3/FSDP: ``fsdp_prefetch`` units gathered ahead of compute (0 = gathered on demand),
     ``fsdp_unit_params`` parameters per gathered unit (0 = one transformer layer).
     """
@@ -81,6 +84,7 @@ class Stack:
     attention: Literal["flash", "unfused"] = "flash"
     dropout: bool = False
     tp_overlap: bool = True
+    cp_overlap: bool = True
     dp_overlap: bool = True
     pp_overlap: bool = True
     grad_reduce_bytes: int = 4

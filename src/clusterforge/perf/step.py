@@ -8,7 +8,9 @@ of its slowest stage ``t_max`` (1F1B, Narayanan et al. 2021 §2.2):
     t_pipeline = m t_max + (p - 1)/v t_max      bubble fraction (p - 1)/(v m)
 
 A stack without gradient-accumulation fusion also adds, per micro-batch, a memory-bound
-pass that accumulates the weight gradients (:func:`grad_accumulation_s`). Then the step
+pass that accumulates the weight gradients (:func:`grad_accumulation_s`); activation
+offloading adds the copies to host memory that one layer's compute does not hide
+(:mod:`clusterforge.perf.offload`). Then the step
 adds what is not hidden: data-parallel gradient/parameter traffic, the fill/drain pipeline
 sends and the tied-embedding gradient all-reduce between first and last stage, the optimizer (a memory-bound Adam over the locally owned
 parameters) and "other" (gradient-norm and clipping pass, zeroing of gradient buffers).
@@ -43,10 +45,12 @@ from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_ste
 from clusterforge.perf.fp8 import fp8_weight_cast_bytes_per_micro
 from clusterforge.perf.memory import (
     MemoryBreakdown,
+    activation_bytes_per_layer,
     layer_params_per_gpu,
     memory_per_gpu,
     stage_params,
 )
+from clusterforge.perf.offload import host_link_gbyte_per_s, offload_stall_s
 from clusterforge.perf.parallel import (
     ParallelPlan,
     num_micro_batches,
@@ -275,6 +279,23 @@ def _fp8_weight_cast_s(
     return memory_time_s(num_bytes, perf, num_kernels=layers) if num_bytes else 0.0
 
 
+def _offload_s(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack, gpu: Gpu, times: LayerTimes, layers: int
+) -> float:
+    """Seconds per micro-batch that a stage's activation copies to and from host memory are
+    not hidden behind one layer's compute (:mod:`clusterforge.perf.offload`)."""
+    moved = min(plan.offload_layers, layers)
+    if moved == 0:
+        return 0.0
+    stall = offload_stall_s(
+        activation_bytes=activation_bytes_per_layer(arch, plan, stack),
+        link_gbyte_per_s=host_link_gbyte_per_s(gpu),
+        forward_s=times.forward_s,
+        backward_s=times.backward_s + times.recompute_s,
+    )
+    return moved * stall
+
+
 def predict_step(
     arch: ModelArch,
     plan: ParallelPlan,
@@ -309,7 +330,8 @@ def predict_step(
             per_layer_comm,
             ends,
             grad_accumulation_s(arch, plan, stack, perf, i, n)
-            + _fp8_weight_cast_s(arch, plan, stack, perf, n),
+            + _fp8_weight_cast_s(arch, plan, stack, perf, n)
+            + _offload_s(arch, plan, stack, gpu, times, n),
         )
         for i, n in enumerate(stages)
     ]

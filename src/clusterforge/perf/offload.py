@@ -1,0 +1,57 @@
+"""Activation offloading to host memory: what it saves in HBM and what it costs in time.
+
+Megatron-Core moves the saved activations of the first ``k`` transformer layers of a stage to
+host memory during the forward and brings them back before their backward
+(``TransformerConfig.cpu_offloading``, ``cpu_offloading_num_layers``; NVIDIA/Megatron-LM
+``megatron/core/transformer/transformer_block.py`` and ``megatron/core/cpu_offload.py``).
+Megatron-Bridge's performance recipes use it instead of recomputation where host memory is
+close: the Grace-Blackwell Llama 3 70B FSDP recipes offload 40 (GB200) and 20 (GB300) of
+80 layers (NVIDIA-NeMo/Megatron-Bridge ``scripts/performance/configs/llama3/
+workload_base_configs.py``, ``cpu_offloading_num_layers``).
+
+Memory: an offloaded layer keeps no activations in HBM between its forward and its
+backward, except the one layer whose copy is in flight (the handler's staging buffer).
+
+Time: the copies run on the copy engines over the GPU-host link while the next layer computes
+(forward) or the later layer's backward runs (reload), so a layer's copy is exposed only by
+what exceeds one layer's compute: ``max(0, bytes / link - t_layer)`` in each direction. The
+link is NVLink-C2C on Grace superchips, 900 GB/s both directions together, i.e. 450 GB/s each
+way (NVIDIA Grace Hopper Superchip Architecture whitepaper, 2023, "NVLink-C2C"; the same
+link on GB200/GB300), and PCIe Gen5 x16 on x86 hosts, 64 GB/s each way (PCI-SIG PCIe 5.0:
+32 GT/s x 16 lanes, 128b/130b coding).
+"""
+
+from __future__ import annotations
+
+from clusterforge.catalog import Gpu
+
+__all__ = ["host_link_gbyte_per_s", "offload_stall_s", "resident_layers"]
+
+C2C_GBYTE_PER_S_EACH_WAY = 450.0
+PCIE5_X16_GBYTE_PER_S_EACH_WAY = 64.0
+
+
+def host_link_gbyte_per_s(gpu: Gpu) -> float:
+    """GPU-to-host bandwidth in one direction, GB/s: NVLink-C2C on superchips, else PCIe 5."""
+    if gpu.form_factor == "superchip":
+        return C2C_GBYTE_PER_S_EACH_WAY
+    return PCIE5_X16_GBYTE_PER_S_EACH_WAY
+
+
+def resident_layers(layers: int, offloaded: int) -> int:
+    """Layers of a stage whose activations stay in HBM: the others, plus one in transfer."""
+    moved = min(max(offloaded, 0), layers)
+    return layers - moved + (1 if moved else 0)
+
+
+def offload_stall_s(
+    *,
+    activation_bytes: float,
+    link_gbyte_per_s: float,
+    forward_s: float,
+    backward_s: float,
+) -> float:
+    """Exposed seconds per offloaded layer and micro-batch: the copy out (behind one layer's
+    forward) and the copy back (behind one layer's backward), each only where it is longer."""
+    copy_s = activation_bytes / (link_gbyte_per_s * 1e9)
+    return max(0.0, copy_s - forward_s) + max(0.0, copy_s - backward_s)
