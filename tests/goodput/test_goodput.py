@@ -138,7 +138,7 @@ def test_goodput_of_a_design_and_its_cli(tmp_path) -> None:
     assert (
         main(["goodput", str(spec_file), "--days", "5", "--runs", "50", "--plot", str(plot)]) == 0
     )
-    assert plot.read_text().count('class="bar"') == 30
+    assert plot.read_text().count('<g id="bar-') == 30
     assert main(["goodput", str(spec_file), "--runs", "20", "--plot", "/nonexistent/x.svg"]) == 1
 
 

@@ -1,27 +1,81 @@
-"""Rack elevation picture: valid SVG with one rectangle per racked device, at its U."""
+"""Rack elevations (racks.svg): racks in lines by floor row, every racked device at its U,
+titles with kW, a legend of device kinds and switch roles; truncated with a note when large."""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+import pytest
 
 from clusterforge.design import plan
-from clusterforge.report.elevation import U_PX, elevation_svg
-from clusterforge.spec import default_spec
+from clusterforge.report.elevation import U_IN, elevation_picture, elevation_svg, rack_lines
+from clusterforge.spec import load_spec
+from tests.conftest import EXAMPLES
+from tests.report.pictures import ids, png_size, points, svg_root, texts
 
-NS = {"svg": "http://www.w3.org/2000/svg"}
-
-
-def test_every_racked_device_is_drawn():
-    design = plan(default_spec())
-    root = ET.fromstring(elevation_svg(design, max_racks=5))
-    rects = root.findall(".//svg:rect[@class='device']", NS)
-    expected = [d for r in design.racks[:5] for d in r.devices if d.u_height]
-    assert [r.get("data-name") for r in rects] == [d.name for d in expected]
-    node = next(r for r in rects if r.get("data-name") == "gpu-0001")
-    assert float(node.get("height", 0)) == 8 * U_PX - 1  # an 8U DGX H100
+PT_PER_IN = 72  # matplotlib's SVG unit is the point
 
 
-def test_large_designs_are_truncated_with_a_note():
-    design = plan(default_spec())
-    svg = elevation_svg(design, max_racks=3)
-    assert f"3 of {len(design.racks)} racks" in svg
+@pytest.fixture(scope="module")
+def colo():
+    return plan(load_spec(EXAMPLES / "colo-512-h100.yaml"), break_even=False)
+
+
+@pytest.fixture(scope="module")
+def colo_svg(colo):
+    return svg_root(elevation_svg(colo))
+
+
+def test_one_line_per_floor_row_with_every_rack(colo, colo_svg):
+    rows = sorted({r.row for r in colo.racks})
+    assert len(colo.racks) <= 96 and all(
+        sum(r.row == row for r in colo.racks) <= 16 for row in rows
+    )  # the example fits whole: one line per floor row
+    assert ids(colo_svg, "rack-line-") == [f"rack-line-{n}" for n in range(1, len(rows) + 1)]
+    assert ids(colo_svg, "rack-r") == [f"rack-{r.name}" for r in colo.racks]
+    words = texts(colo_svg)
+    assert [f"row {row}" for row in rows] == [w for w in words if w.startswith("row ")]
+    assert f"colo-512-h100: {len(colo.racks)} racks, front view" in words
+
+
+def test_every_racked_device_is_drawn_at_its_height(colo, colo_svg):
+    expected = [f"device-{r.name}-{d.name}" for r in colo.racks for d in r.devices if d.u_height]
+    assert ids(colo_svg, "device-") == expected
+    node = next(d for d in colo.racks[0].devices if d.kind == "node")
+    ys = [y for _, y in points(colo_svg, f"device-{colo.racks[0].name}-{node.name}")]
+    height_pt = max(ys) - min(ys)
+    assert height_pt == pytest.approx((node.u_height - 0.12) * U_IN * PT_PER_IN, abs=0.01)
+
+
+def test_racks_are_titled_with_their_draw_and_u_positions_labelled(colo, colo_svg):
+    words = texts(colo_svg)
+    for rack in colo.racks:
+        assert f"{rack.max_kw:.1f} kW" in words
+    assert {"U1", "U6", "U48"} <= set(words)
+    # the legend: device kinds, switches by fabric role
+    assert {"node", "leaf switch", "spine switch", "patch-panel"} <= set(words)
+
+
+def test_long_rows_wrap_and_large_designs_are_truncated_with_a_note(colo):
+    lines = rack_lines(colo, max_racks=40, racks_per_line=10)
+    assert sum(len(ln.racks) for ln in lines) == 40
+    assert all(len(ln.racks) <= 10 and len({r.row for r in ln.racks}) == 1 for ln in lines)
+    assert [ln.racks[0].name for ln in lines][:2] == [colo.racks[0].name, colo.racks[10].name]
+    root = svg_root(elevation_picture(colo, max_racks=3))
+    assert (
+        f"colo-512-h100: 3 of {len(colo.racks)} racks (racks.csv lists all), front view"
+        in texts(root)
+    )
+    assert len(ids(root, "rack-r")) == 3
+
+
+def test_nvl72_racks_name_their_nvlink_domain():
+    design = plan(load_spec(EXAMPLES / "gb200-nvl72-pod.yaml"), break_even=False)
+    words = texts(svg_root(elevation_svg(design, max_racks=3)))
+    assert "(NVLink 1)" in words and "nvlink switch" in words
+
+
+def test_elevation_is_the_same_file_on_every_run_in_any_format(colo):
+    assert elevation_svg(colo, max_racks=20) == elevation_svg(colo, max_racks=20)
+    png = elevation_picture(colo, "png", max_racks=20)
+    assert png == elevation_picture(colo, "png", max_racks=20)
+    width_px, height_px = png_size(png)
+    assert width_px > height_px  # two lines of 16 racks: wider than tall

@@ -43,3 +43,18 @@ def test_a_folder_is_created_but_never_its_parents(tmp_path):
         write_atomically(tmp_path / "no" / "out", {"a.txt": "a"})
     with pytest.raises(SpecError, match="does not exist"):
         write_atomically(tmp_path / "absent", {"a.txt": "a"}, create=False)
+
+
+def test_pictures_are_written_as_bytes_with_the_text_files(tmp_path):
+    png = b"\x89PNG\r\n\x1a\n\x00\xff"
+    written = write_atomically(tmp_path / "out", {"a.png": png, "b.txt": "b"})
+    assert [p.read_bytes() for p in written] == [png, b"b"]
+
+
+def test_plan_pictures_are_svg_with_their_content(design):
+    from clusterforge.report.files import plan_files
+    from tests.report.pictures import ids, svg_root
+
+    files = plan_files(design, {"available": False})
+    racks, tco = svg_root(files["racks.svg"]), svg_root(files["tco.svg"])
+    assert ids(racks, "rack-line-") and ids(tco, "series-") == ["series-1", "series-2"]

@@ -9,8 +9,6 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from clusterforge.errors import SpecError
-
 __all__ = ["GoodputOptions", "command"]
 
 MAX_RUNS = 100_000
@@ -30,17 +28,15 @@ def run(options: GoodputOptions) -> int:
     """Plan the spec, model the goodput of its job, render it."""
     from clusterforge.design import plan
     from clusterforge.goodput import goodput_report
-    from clusterforge.report.goodput import histogram_svg, print_goodput
+    from clusterforge.report.files import check_picture_path, write_picture
+    from clusterforge.report.goodput import histogram_picture, print_goodput
     from clusterforge.spec import load_spec
 
-    if options.plot is not None and not options.plot.parent.is_dir():
-        raise SpecError(
-            f"plot: folder {str(options.plot.parent)!r} does not exist; create it first"
-        )
+    fmt = None if options.plot is None else check_picture_path(options.plot)
     design = plan(load_spec(options.spec), break_even=False)
     report = goodput_report(design, runs=options.runs, seed=options.seed, days=options.days)
-    if options.plot is not None:
-        options.plot.write_text(histogram_svg(report), encoding="utf-8")
+    if options.plot is not None and fmt is not None:
+        write_picture(options.plot, histogram_picture(report, fmt))
     if options.as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:
@@ -69,7 +65,7 @@ def run(options: GoodputOptions) -> int:
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write a histogram of the time to train as SVG.",
+    help="Also write a histogram of the time to train (.svg, .png or .pdf).",
 )
 def command(
     spec: Path | None, days: float | None, runs: int, seed: int, as_json: bool, plot: Path | None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -21,6 +22,7 @@ from clusterforge.netsim.vocab import (
     ProtocolChoice,
     Routing,
 )
+from clusterforge.report.files import check_picture_path
 from clusterforge.report.simulate import render_studies, run_with_progress, study_json, write_plot
 from clusterforge.report.terminal import make_console
 
@@ -89,7 +91,7 @@ __all__ = ["command", "parse_size"]
     "plot_path",
     default=None,
     type=click.Path(dir_okay=False),
-    help="Also write busbw against message size as an SVG chart",
+    help="Also write busbw against message size as a chart (.svg, .png or .pdf)",
 )
 def command(
     spec: str | None,
@@ -128,6 +130,8 @@ def command(
         algorithm=algorithm,
         protocol=protocol,
     )
+    if plot_path is not None:
+        check_picture_path(Path(plot_path))  # before the simulation, not after
     console = make_console()
     studies = run_with_progress(request, None if as_json else console)
     write_plot(plot_path, studies)

@@ -1,86 +1,205 @@
-"""Rack elevations as an SVG picture: one column per rack, devices drawn at their U."""
+"""Rack elevations as a picture (``plan``'s racks.svg): racks front-on, devices at their U.
+
+Racks are drawn in floor order, one line per floor row (a row longer than
+``racks_per_line`` wraps onto the next line), each line with its U positions labelled on both
+sides and each rack titled with its name, maximum draw and cooling. Devices are coloured by
+what they are (switches by their fabric role: leaf, spine, ...), with one legend for the
+picture. A large design shows its first ``max_racks`` racks; racks.csv lists every rack.
+
+Drawn with matplotlib through :func:`~clusterforge.report.figure_file.draw_picture`. In the
+SVG, each line is the group ``rack-line-<n>``, each rack ``rack-<name>`` and each device
+``device-<rack>-<name>``.
+"""
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from clusterforge.design import Design
-from clusterforge.design.racks import Rack
+from clusterforge.report.figure_file import COLORS, PictureFormat, draw_picture
 
-__all__ = ["MAX_RACKS_DRAWN", "elevation_svg"]
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
-MAX_RACKS_DRAWN = 48
-U_PX = 9
-RACK_W = 120
-GAP = 18
-TOP = 50
-COLORS = {
+    from clusterforge.design import Design
+    from clusterforge.design.racks import Rack, RackDevice
+
+__all__ = ["MAX_RACKS_DRAWN", "RACKS_PER_LINE", "elevation_picture", "elevation_svg", "rack_lines"]
+
+MAX_RACKS_DRAWN = 96
+RACKS_PER_LINE = 16
+RACK_W_IN = 0.95  # one rack slot, gap included
+U_IN = 0.055  # one rack unit: a 48U rack is 2.6 in tall
+LINE_EXTRA_IN = 0.8  # rack titles above a line, margins below it
+RACK_FILL = 0.82  # share of a slot the rack frame takes
+U_MARGIN = 0.2  # space above and below a rack frame [U]
+KIND_COLORS = {
     "node": "#4c78a8",
-    "switch": "#f58518",
     "storage": "#54a24b",
     "server": "#b279a2",
     "cdu": "#72b7b2",
     "patch-panel": "#bab0ac",
+    "pdu": "#9d755d",
 }
+SWITCH_COLORS = ("#f58518", "#e45756", "#eeca3b", "#ff9da6", "#d67195", "#ffbf79", *COLORS)
 
 
-def _title(rack: Rack) -> str:
-    """Rack name, with its NVLink domain when the rack is one rack-scale system."""
-    if rack.nvlink_domain is None:
-        return rack.name
-    return f"{rack.name} (NVLink {rack.nvlink_domain + 1})"
+@dataclass(frozen=True)
+class RackLine:
+    """Racks drawn side by side: a floor row, or a part of one."""
+
+    row: int
+    racks: tuple[Rack, ...]
 
 
-def _rack_svg(x: int, rack_u: int, r: Rack) -> list[str]:
-    height = rack_u * U_PX
-    middle = x + RACK_W / 2
-    parts = [
-        f'<rect x="{x}" y="{TOP}" width="{RACK_W}" height="{height}" fill="#f4f4f4" '
-        'stroke="#333"/>',
-        f'<text x="{middle}" y="{TOP - 22}" text-anchor="middle" font-weight="bold">'
-        f"{escape(_title(r))}</text>",
-        f'<text x="{middle}" y="{TOP - 8}" text-anchor="middle">{r.max_kw:.1f} kW '
-        f"{escape(r.cooling.method)}</text>",
-    ]
-    for dev in r.devices:
-        if dev.u_height == 0:
+def rack_lines(design: Design, *, max_racks: int, racks_per_line: int) -> list[RackLine]:
+    """The first ``max_racks`` racks in floor order, one line per floor row, a row wrapped
+    every ``racks_per_line`` racks."""
+    lines: list[RackLine] = []
+    for rack in design.racks[:max_racks]:
+        last = lines[-1] if lines else None
+        if last is None or last.row != rack.row or len(last.racks) == racks_per_line:
+            lines.append(RackLine(rack.row, (rack,)))
+        else:
+            lines[-1] = RackLine(last.row, (*last.racks, rack))
+    return lines
+
+
+def _key(dev: RackDevice) -> str:
+    """What a device's colour says: its kind, or a switch's fabric role."""
+    return f"{dev.role} switch" if dev.kind == "switch" else dev.kind
+
+
+def _palette(lines: list[RackLine]) -> dict[str, str]:
+    """A colour for each device key in the picture, switch roles in order of appearance."""
+    keys = dict.fromkeys(_key(d) for ln in lines for r in ln.racks for d in r.devices
+                         if d.u_height > 0)  # fmt: skip
+    switch_keys = [k for k in keys if k.endswith(" switch")]
+    palette = {k: SWITCH_COLORS[i % len(SWITCH_COLORS)] for i, k in enumerate(switch_keys)}
+    return {k: palette.get(k) or KIND_COLORS.get(k, "#999999") for k in keys}
+
+
+def _rack_title(rack: Rack) -> str:
+    """Name, NVLink domain (when the rack is one rack-scale system), kW and cooling, a line
+    each: a rack slot is an inch wide."""
+    lines = [rack.name]
+    if rack.nvlink_domain is not None:
+        lines.append(f"(NVLink {rack.nvlink_domain + 1})")
+    return "\n".join([*lines, f"{rack.max_kw:.1f} kW", rack.cooling.method])
+
+
+def _draw_rack(ax: Axes, slot: int, rack: Rack, rack_u: int, palette: dict[str, str]) -> None:
+    from matplotlib.patches import Rectangle
+
+    left, width = slot + (1 - RACK_FILL) / 2, RACK_FILL
+    frame = Rectangle((left, 0.5), width, rack_u, facecolor="#f4f4f4", edgecolor="#333333",
+                      linewidth=0.8)  # fmt: skip
+    frame.set_gid(f"rack-{rack.name}")
+    ax.add_artist(frame)  # not add_patch: the limits are set, no need to grow them
+    ax.text(slot + 0.5, rack_u + 1.2, _rack_title(rack), ha="center", va="bottom", fontsize=6)
+    for dev in rack.devices:
+        if dev.u_height == 0:  # zero-U: PDUs in the rack's side channels
             continue
-        top_u = dev.u_position + dev.u_height - 1
-        y = TOP + (rack_u - top_u) * U_PX
-        h = dev.u_height * U_PX
-        color = COLORS.get(dev.kind, "#999")
-        parts.append(
-            f'<rect class="device" data-name="{escape(dev.name)}" x="{x + 2}" y="{y + 0.5}" '
-            f'width="{RACK_W - 4}" height="{h - 1}" fill="{color}" stroke="#222">'
-            f"<title>{escape(dev.name)} ({escape(dev.model)}), U{dev.u_position}, {dev.max_kw:.1f} kW</title></rect>"
-        )
-        if h >= 2 * U_PX:
-            parts.append(
-                f'<text x="{x + 6}" y="{y + min(h, 18) - 4}" fill="white">{escape(dev.name)}</text>'
-            )
-    return parts
+        box = Rectangle((left + 0.02, dev.u_position - 0.5 + 0.06), width - 0.04,
+                        dev.u_height - 0.12, facecolor=palette[_key(dev)], edgecolor="#222222",
+                        linewidth=0.4)  # fmt: skip
+        box.set_gid(f"device-{rack.name}-{dev.name}")
+        ax.add_artist(box)
+        if dev.u_height >= 2:
+            ax.text(left + 0.05, dev.u_position + dev.u_height - 1, dev.name, fontsize=5.5,
+                    color="white", va="center", clip_on=True)  # fmt: skip
+
+
+def _draw_line(ax: Axes, n: int, line: RackLine, *, rack_u: int, palette: dict[str, str],
+               racks_per_line: int) -> None:  # fmt: skip
+    ax.set_gid(f"rack-line-{n}")
+    for slot, rack in enumerate(line.racks):
+        _draw_rack(ax, slot, rack, rack_u, palette)
+    ax.set_xlim(0, racks_per_line)
+    ax.set_ylim(0.5 - U_MARGIN, rack_u + 0.5 + U_MARGIN)
+    ticks = sorted({1, *range(6, rack_u + 1, 6)})
+    ax.set_yticks(ticks, [f"U{u}" for u in ticks], fontsize=6)
+    ax.tick_params(axis="y", right=True, labelright=True)
+    ax.set_xticks([])
+    ax.grid(False)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    ax.set_ylabel(f"row {line.row}", fontsize=8)
+
+
+def _legend(figure: Figure, palette: dict[str, str]) -> None:
+    from matplotlib.patches import Patch
+
+    handles = [Patch(facecolor=c, edgecolor="#222222", label=k) for k, c in palette.items()]
+    figure.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0),
+                  ncols=min(len(handles), 8), frameon=False, fontsize=7)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """Where the lines go, in inches: fixed margins, so no layout engine measures the
+    hundreds of texts of a large picture."""
+
+    num_lines: int
+    rack_u: int
+    racks_per_line: int
+    left_in: float = 0.75
+    right_in: float = 0.5
+    top_in: float = 0.35
+    bottom_in: float = 0.45
+
+    @property
+    def axes_in(self) -> float:
+        """Height of a line's axes: the rack and its margins, at ``U_IN`` per U."""
+        return (self.rack_u + 2 * U_MARGIN) * U_IN
+
+    @property
+    def line_in(self) -> float:
+        return self.axes_in + LINE_EXTRA_IN
+
+    @property
+    def size_in(self) -> tuple[float, float]:
+        width = self.left_in + self.racks_per_line * RACK_W_IN + self.right_in
+        return width, self.top_in + self.num_lines * self.line_in + self.bottom_in
+
+    def axes_box(self, i: int) -> tuple[float, float, float, float]:
+        """Line ``i``'s axes as (left, bottom, width, height), fractions of the figure."""
+        width, height = self.size_in
+        top = self.top_in + i * self.line_in + (LINE_EXTRA_IN - 0.15)  # titles above the racks
+        bottom = height - top - self.axes_in
+        return (self.left_in / width, bottom / height, self.racks_per_line * RACK_W_IN / width,
+                self.axes_in / height)  # fmt: skip
+
+
+def elevation_picture(
+    design: Design,
+    fmt: PictureFormat = "svg",
+    *,
+    max_racks: int = MAX_RACKS_DRAWN,
+    racks_per_line: int = RACKS_PER_LINE,
+) -> bytes:
+    """The elevations of the first ``max_racks`` racks (GPU, network and core racks)."""
+    lines = rack_lines(design, max_racks=max_racks, racks_per_line=racks_per_line)
+    grid = _Grid(len(lines), design.spec.facility.rack_u, racks_per_line)
+    palette = _palette(lines)
+    shown, total = sum(len(ln.racks) for ln in lines), len(design.racks)
+    count = (
+        f"{shown} of {total:,} racks (racks.csv lists all)" if shown < total else f"{total} racks"
+    )
+
+    def paint(figure: Figure) -> None:
+        for n, line in enumerate(lines, start=1):
+            ax = figure.add_axes(grid.axes_box(n - 1))
+            _draw_line(ax, n, line, rack_u=grid.rack_u, palette=palette,
+                       racks_per_line=racks_per_line)  # fmt: skip
+        figure.suptitle(f"{design.spec.name}: {count}, front view", x=0.01, y=1 - 0.12 / grid.size_in[1],
+                        ha="left", va="top", fontweight="bold", fontsize=10)  # fmt: skip
+        _legend(figure, palette)
+
+    return draw_picture(grid.size_in, fmt, paint, constrained=False)
 
 
 def elevation_svg(design: Design, max_racks: int = MAX_RACKS_DRAWN) -> str:
-    """SVG of the first ``max_racks`` racks in floor order (GPU, network and core racks)."""
-    rack_u = design.spec.facility.rack_u
-    racks = design.racks[:max_racks]
-    width = len(racks) * (RACK_W + GAP) + GAP
-    height = TOP + rack_u * U_PX + 40
-    body: list[str] = []
-    for i, rack in enumerate(racks):
-        body += _rack_svg(GAP + i * (RACK_W + GAP), rack_u, rack)
-    shown = (
-        f"{len(racks)} of {len(design.racks)} racks"
-        if len(design.racks) > len(racks)
-        else f"{len(racks)} racks"
-    )
-    body.append(
-        f'<text x="{GAP}" y="{height - 12}">{escape(design.spec.name)}: {shown}, front view</text>'
-    )
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="10">\n'
-        + "\n".join(body)
-        + "\n</svg>\n"
-    )
+    """:func:`elevation_picture` as SVG text."""
+    return elevation_picture(design, "svg", max_racks=max_racks).decode("utf-8")

@@ -1,5 +1,6 @@
 """Write a design to files: design.json, bom.csv, racks.csv, cabling.csv, findings.md,
-racks.svg (rack elevations) and tco.svg (build vs rent).
+racks.svg (rack elevations) and tco.svg (build vs rent), the pictures drawn with matplotlib;
+and single picture files (``simulate``'s and ``goodput``'s plots) in the format their name asks.
 
 Files are written into a temporary sibling folder and moved into place only when all of them
 are complete, so a failure never leaves a half-written output folder.  The output folder is
@@ -13,7 +14,7 @@ import io
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pydantic_core import to_json
@@ -21,16 +22,20 @@ from pydantic_core import to_json
 from clusterforge.design import Design
 from clusterforge.errors import SpecError
 from clusterforge.report.elevation import elevation_svg
-from clusterforge.report.plots import tco_chart_svg
+from clusterforge.report.figure_file import PictureFormat, picture_format
+from clusterforge.report.plots import tco_chart
 
 __all__ = [
     "check_output_folder",
+    "check_picture_path",
     "design_files",
     "design_json",
     "plan_files",
     "render_findings_md",
+    "tco_svg",
     "write_atomically",
     "write_design",
+    "write_picture",
 ]
 
 
@@ -173,15 +178,8 @@ def design_json(design: Design, extra: dict[str, object] | None = None) -> str:
 
 
 def tco_svg(design: Design) -> str:
-    c = design.cost
-    return tco_chart_svg(
-        f"{design.spec.name}: build vs rent at {design.spec.economics.utilization:.0%} utilization",
-        years=c.years,
-        capex_usd=c.capex_usd,
-        opex_per_year_usd=c.opex_per_year_usd,
-        residual_usd=c.residual_usd,
-        rent_per_year_usd=c.rent_total_usd / c.years,
-    )
+    """Building against renting over the ownership period, as SVG text."""
+    return tco_chart(design, "svg").decode("utf-8")
 
 
 def design_files(design: Design) -> dict[str, Callable[[Design], str]]:
@@ -225,8 +223,11 @@ def check_output_folder(out_dir: Path, *, create: bool = True) -> Path:
     return folder
 
 
-def write_atomically(out_dir: Path, files: dict[str, str], *, create: bool = True) -> list[Path]:
-    """Write ``files`` (relative path -> text) under ``out_dir``, all or nothing.
+def write_atomically(
+    out_dir: Path, files: Mapping[str, str | bytes], *, create: bool = True
+) -> list[Path]:
+    """Write ``files`` (relative path -> text, or bytes for a PNG or PDF picture) under
+    ``out_dir``, all or nothing.
 
     ``out_dir`` is created when missing (``create``) but never its parents."""
     folder = check_output_folder(out_dir, create=create)
@@ -242,11 +243,14 @@ def write_atomically(out_dir: Path, files: dict[str, str], *, create: bool = Tru
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _move_into_place(staging: Path, out_dir: Path, files: dict[str, str]) -> list[Path]:
-    for rel, text in files.items():
+def _move_into_place(staging: Path, out_dir: Path, files: Mapping[str, str | bytes]) -> list[Path]:
+    for rel, content in files.items():
         path = staging / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
     out_dir.mkdir(exist_ok=True)
     written = []
     for rel in files:
@@ -260,3 +264,21 @@ def _move_into_place(staging: Path, out_dir: Path, files: dict[str, str]) -> lis
 def write_design(design: Design, out_dir: Path) -> list[Path]:
     texts = {name: render(design) for name, render in design_files(design).items()}
     return write_atomically(out_dir, texts)
+
+
+def check_picture_path(path: Path) -> PictureFormat:
+    """The format a picture file's name asks for (.svg, .png, .pdf); a :class:`SpecError`
+    when the name has another extension or its folder is missing (a mistyped path is an
+    error, not a new tree). Checked before the seconds of work that draw the picture."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise SpecError(
+            f"plot: folder {str(folder)[:80]!r} does not exist; create it or pick another path"
+        )
+    return picture_format(path)
+
+
+def write_picture(path: Path, picture: bytes) -> Path:
+    """Write one picture file whole or not at all; its folder must exist."""
+    check_picture_path(path)
+    return write_atomically(path.parent, {path.name: picture}, create=False)[0]

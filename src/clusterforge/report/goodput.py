@@ -1,21 +1,24 @@
-"""Rendering of a goodput report: terminal tables and a histogram of time to train (SVG)."""
+"""Rendering of a goodput report: terminal tables and a histogram of the time to train (a
+picture drawn with matplotlib, :mod:`clusterforge.report.figure_file`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from xml.sax.saxutils import escape
 
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from clusterforge.report.figure_file import COLORS, PictureFormat, draw_picture
+
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from clusterforge.goodput import GoodputReport
 
-__all__ = ["histogram_svg", "print_goodput"]
+__all__ = ["histogram_picture", "print_goodput"]
 
 DAY_S = 86400.0
-WIDTH, HEIGHT, LEFT, BOTTOM, TOP, RIGHT = 720, 380, 60, 50, 40, 20
+HISTOGRAM_SIZE_IN = (8.0, 4.2)
 
 
 def _summary_table(report: GoodputReport) -> Table:
@@ -73,45 +76,28 @@ def print_goodput(report: GoodputReport, console: Console) -> None:
     console.print(_what_if_table(report))
 
 
-def histogram_svg(report: GoodputReport, bins: int = 30) -> str:
-    """Histogram of the simulated time to train, with the expected value marked."""
+def histogram_picture(report: GoodputReport, fmt: PictureFormat = "svg", bins: int = 30) -> bytes:
+    """Histogram of the simulated time to train (days) over the Monte Carlo lives, the
+    expected value (the closed-form model) and the P90 marked. In the SVG the bars are the
+    groups ``bar-<n>`` (n from 1), the markers ``expected`` and ``p90``."""
     days = report.lives.wall_s / DAY_S
-    counts, edges = np.histogram(days, bins=bins)
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    x_lo, x_hi = float(edges[0]), float(edges[-1]) if edges[-1] > edges[0] else edges[0] + 1
-    y_hi = max(int(counts.max()), 1)
+    expected_days = report.expected.wall_s / DAY_S
+    p90_days = report.percentile_days(90)
 
-    def x(v: float) -> float:
-        return LEFT + plot_w * (v - x_lo) / (x_hi - x_lo)
+    def paint(figure: Figure) -> None:
+        ax = figure.add_subplot()
+        ax.hist(days, bins=bins, color=COLORS[0], edgecolor="white", linewidth=0.5,
+                           label=f"{days.size:,} simulated lives")  # fmt: skip
+        for i, bar in enumerate(ax.patches, start=1):  # the bars, and only them
+            bar.set_gid(f"bar-{i}")
+        marks = (("expected", expected_days, COLORS[3], "-"), ("P90", p90_days, "#333333", "--"))
+        for name, value, color, style in marks:
+            line = ax.axvline(value, color=color, linestyle=style, linewidth=1.8,
+                              label=f"{name}: {value:,.1f} days")  # fmt: skip
+            line.set_gid(name.lower())
+        ax.set_title(f"time to train over {days.size:,} simulated lives", loc="left")
+        ax.set_xlabel("time to train (days)")
+        ax.set_ylabel("lives")
+        ax.legend(loc="upper right", frameon=False)
 
-    body = [
-        f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="white" stroke="#333"/>'
-    ]
-    for count, lo, hi in zip(counts, edges[:-1], edges[1:], strict=True):
-        h = plot_h * count / y_hi
-        body.append(
-            f'<rect class="bar" x="{x(lo):.1f}" y="{TOP + plot_h - h:.1f}" '
-            f'width="{max(x(hi) - x(lo) - 1, 1):.1f}" height="{h:.1f}" fill="#4c78a8"/>'
-        )
-    mark = report.expected.wall_s / DAY_S
-    if x_lo <= mark <= x_hi:
-        body.append(
-            f'<line x1="{x(mark):.1f}" x2="{x(mark):.1f}" y1="{TOP}" y2="{TOP + plot_h}" '
-            'stroke="#e45756" stroke-width="2"/>'
-        )
-    for v in np.linspace(x_lo, x_hi, 6):
-        body.append(
-            f'<text x="{x(float(v)):.1f}" y="{TOP + plot_h + 18}" text-anchor="middle">{v:,.1f}</text>'
-        )
-    title = (
-        f"time to train over {days.size} simulated lives (days); red: expected "
-        f"{mark:,.1f}, P90 {report.percentile_days(90):,.1f}"
-    )
-    body.append(f'<text x="{LEFT}" y="{TOP - 14}" font-weight="bold">{escape(title)}</text>')
-    body.append(f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 10}" text-anchor="middle">days</text>')
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="11">\n'
-        + "\n".join(body)
-        + "\n</svg>\n"
-    )
+    return draw_picture(HISTOGRAM_SIZE_IN, fmt, paint)

@@ -14,11 +14,10 @@ from rich.markup import escape
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
-from clusterforge.errors import SpecError
 from clusterforge.netsim.result import CollectiveResult
 from clusterforge.netsim.study import DTYPE_BYTES, Study, StudyRequest, run_study
-from clusterforge.report.files import write_atomically
-from clusterforge.report.plots import Series, busbw_chart_svg
+from clusterforge.report.files import check_picture_path, write_picture
+from clusterforge.report.plots import Series, busbw_chart
 
 __all__ = [
     "bottleneck_lines",
@@ -151,22 +150,19 @@ def study_json(study: Study) -> dict[str, Any]:
 
 
 def write_plot(path: str | None, studies: list[Study]) -> None:
-    """busbw against size for each design, as SVG (written whole or not at all); the folder
-    must exist: a mistyped path is an error, not a new tree."""
+    """busbw against size for each design, as a picture in the format the file name asks
+    (.svg, .png, .pdf), written whole or not at all; the folder must exist: a mistyped path
+    is an error, not a new tree."""
     if path is None:
         return
     target = Path(path)
-    if not target.parent.is_dir():
-        raise SpecError(
-            f"plot: folder {str(target.parent)[:80]!r} does not exist; create it or pick "
-            "another path"
-        )
+    fmt = check_picture_path(target)
     series = [
         Series(s.name, [x.size_bytes for x in s.results], [x.busbw_gbyte_per_s for x in s.results])
         for s in studies
     ]
     title = f"{studies[0].results[0].collective} bus bandwidth"
-    write_atomically(target.parent, {target.name: busbw_chart_svg(title, series)})
+    write_picture(target, busbw_chart(title, series, fmt))
 
 
 def run_with_progress(request: StudyRequest, console: Console | None) -> list[Study]:

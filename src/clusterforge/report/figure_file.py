@@ -1,0 +1,102 @@
+"""Static picture files (SVG, PNG, PDF) drawn with matplotlib (https://matplotlib.org/).
+
+The pictures ``plan``, ``simulate --plot`` and ``goodput --plot`` write are matplotlib
+figures built with the object-oriented API (:class:`matplotlib.figure.Figure`, no ``pyplot``
+and so no global figure state, no GUI backend). :func:`draw_picture` saves one in the format
+its file name asks for, byte for byte the same on every run: SVG ids are hashed with a fixed
+salt (``svg.hashsalt``) and no file carries a creation date. SVG text stays text
+(``svg.fonttype = none``): labels can be searched, selected and read by a screen reader.
+
+matplotlib takes about a second to import, so it is imported here, lazily, and only when a
+picture is drawn.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, assert_never
+
+from clusterforge.errors import SpecError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["COLORS", "PICTURE_FORMATS", "PictureFormat", "draw_picture", "picture_format"]
+
+PictureFormat = Literal["svg", "png", "pdf"]
+PICTURE_FORMATS: tuple[PictureFormat, ...] = ("svg", "png", "pdf")
+PNG_DPI = 150
+_RC = {
+    "svg.hashsalt": "clusterforge",
+    "svg.fonttype": "none",
+    "font.family": "sans-serif",
+    # matplotlib measures text with DejaVu Sans (it ships the font); viewers without it fall
+    # back to metric-alike fonts. A short list: the SVG repeats it on every text.
+    "font.sans-serif": ["DejaVu Sans", "Helvetica", "Arial"],
+    "font.size": 9.0,
+    "axes.titlesize": 10.0,
+    "axes.titleweight": "bold",
+    "axes.grid": True,
+    "grid.color": "#dddddd",
+    "axes.axisbelow": True,
+}
+COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#72b7b2", "#bab0ac")
+
+
+def picture_format(path: Path | str) -> PictureFormat:
+    """The picture format a file name asks for by its extension; a :class:`SpecError`
+    naming the file when the extension is none of .svg, .png, .pdf."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    for fmt in PICTURE_FORMATS:
+        if suffix == fmt:
+            return fmt
+    raise SpecError(
+        f"picture {str(path)[:200]!r}: unknown format {suffix or '(no extension)'!r}; "
+        "name the file .svg, .png or .pdf"
+    )
+
+
+def _rc() -> dict[Any, Any]:
+    """The house style: the report's palette, grid lines behind the data, text as text."""
+    from cycler import cycler
+
+    return _RC | {"axes.prop_cycle": cycler(color=list(COLORS))}
+
+
+def draw_picture(
+    size_in: tuple[float, float],
+    fmt: PictureFormat,
+    paint: Callable[[Figure], None],
+    *,
+    constrained: bool = True,
+) -> bytes:
+    """A new figure of ``size_in`` (width, height in inches), drawn by ``paint`` in the house
+    style and saved as ``fmt``: the same bytes for the same drawing on every run.
+
+    ``constrained`` lets matplotlib fit titles, labels and legends; a picture with hundreds of
+    texts places its axes itself instead (the layout measures every text, seconds).
+    """
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(_rc()):
+        figure = Figure(figsize=size_in, layout="constrained" if constrained else None)
+        paint(figure)
+        out = io.BytesIO()
+        figure.savefig(out, format=fmt, metadata=_metadata(fmt), dpi=PNG_DPI)
+    return out.getvalue()
+
+
+def _metadata(fmt: PictureFormat) -> dict[str, str | None]:
+    """File metadata without dates (a date would change the file on every run)."""
+    match fmt:
+        case "svg":
+            return {"Date": None}
+        case "pdf":
+            return {"CreationDate": None, "ModDate": None}
+        case "png":
+            return {}
+        case _:
+            assert_never(fmt)
