@@ -1,8 +1,8 @@
 """Read a job's GPUs and hosts from Prometheus into :class:`JobReadings`.
 
 The series are the ones the generated monitoring collects: dcgm-exporter fields (the
-counters CSV of :mod:`clusterforge.generate.monitoring_data`; ``SM_ACTIVE``, NVLink bytes
-and the throttle-reason bitmask are read when a site enables them), node_exporter's cpu,
+counters CSV of :mod:`clusterforge.generate.monitoring_data` lists every field read here,
+a GPU without profiling support serves none of the ``PROF`` ones), node_exporter's cpu,
 meminfo, diskstats, nfs, netstat and infiniband collectors, and the clusterforge exporter's
 raw NIC counters.  Every series carries the ``node`` label the generated scrape
 configuration sets; a Slurm job's GPUs carry dcgm-exporter's ``hpc_job`` label (with
@@ -103,7 +103,7 @@ def _gpu_queries(m: str, w: str) -> dict[str, str]:
         "power_violation_share": f"rate(DCGM_FI_DEV_POWER_VIOLATION{{{m}}}[{w}]) / {US_PER_S:g}",
         "thermal_violation_share": f"rate(DCGM_FI_DEV_THERMAL_VIOLATION{{{m}}}[{w}])"
         f" / {US_PER_S:g}",
-        "throttle_reasons": f"last_over_time(DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{{{m}}}[{w}])",
+        "throttle_reasons": f"last_over_time(DCGM_FI_DEV_CLOCKS_EVENT_REASONS{{{m}}}[{w}])",
         "fb_used_share": f"{avg('DCGM_FI_DEV_FB_USED')} / ({avg('DCGM_FI_DEV_FB_USED')}"
         f" + {avg('DCGM_FI_DEV_FB_FREE')})",
     }

@@ -40,7 +40,7 @@ class GpuReading:
     sm_clock_mhz: float | None = None  # DCGM_FI_DEV_SM_CLOCK
     power_violation_share: float | None = None  # rate(DCGM_FI_DEV_POWER_VIOLATION) / 1e6
     thermal_violation_share: float | None = None  # rate(DCGM_FI_DEV_THERMAL_VIOLATION) / 1e6
-    throttle_reasons: int | None = None  # DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, NVML bitmask
+    throttle_reasons: int | None = None  # DCGM_FI_DEV_CLOCKS_EVENT_REASONS, NVML bitmask
     fb_used_share: float | None = None  # FB_USED / (FB_USED + FB_FREE)
 
     @property

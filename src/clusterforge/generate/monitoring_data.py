@@ -1,11 +1,13 @@
 """Metric names, scrape ports and the dcgm-exporter counters file.
 
 dcgm-exporter reads a CSV of ``DCGM field, Prometheus type, help`` (dcgm-exporter README,
-"Changing Metrics").  Its
-default file leaves out ECC, NVLink errors, clock-event violations and the windowed XID count
-that the alert rules need; an alert on a field that is not collected silently never fires
-(the exporter only serves the fields the CSV lists).  :data:`DCGM_COUNTERS` is the default
-active set plus those.
+"Changing Metrics") and serves each listed field as a metric of the same name; a field that
+is not listed is never served, so an alert or a ``diagnose`` query on it silently finds
+nothing.  Its default file leaves out ECC, NVLink errors, violation times, the windowed XID
+count, SM activity, NVLink bytes and the clock-event bitmask that the alert rules, the
+dashboards and ``clusterforge diagnose`` read.  :data:`DCGM_COUNTERS` is the default active
+set plus those, spelled as the go-dcgm field table that dcgm-exporter looks names up in: a
+name missing from it stops the exporter ("could not find DCGM field").
 """
 
 from __future__ import annotations
@@ -59,9 +61,21 @@ DCGM_COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the memory interface is active."),
     ("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "PCIe bytes transmitted per second."),
     ("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "PCIe bytes received per second."),
-    # enabled for the rules (dcgm_fields.h: violation times are in microseconds)
-    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling due to power constraints (in us)."),
-    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling due to thermal constraints (in us)."),
+    # enabled for the rules, the dashboards and `diagnose`
+    # DCGM User Guide, "Profiling Metrics": SM active is the share of cycles an SM has at
+    # least one warp assigned; NVLink bytes are a rate, like the PCIe bytes above.
+    ("DCGM_FI_PROF_SM_ACTIVE", "gauge", "Ratio of cycles an SM has at least 1 warp assigned."),
+    ("DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge", "NVLink bytes transmitted per second."),
+    ("DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge", "NVLink bytes received per second."),
+    # dcgm_fields.h (DCGM 4.0+): field 112 is DCGM_FI_DEV_CLOCKS_EVENT_REASONS, a bitmask of
+    # DCGM_CLOCKS_EVENT_REASON_*; DCGM_FI_DEV_CLOCK_THROTTLE_REASONS is its deprecated alias,
+    # missing from go-dcgm's name table in dcgm-exporter releases 4.4.2-4.7.1 to 4.5.2-4.8.1,
+    # so the old name would stop those exporters.  The new name resolves in every 4.x release.
+    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", "Current clock event reasons (bitmask)."),
+    # dcgm_fields.h since DCGM 4.1: violation times count nanoseconds (NVML's
+    # nvmlViolationTime_t.violationTime), as dcgm-exporter's own file says since 4.4.2.
+    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling due to power constraints (in ns)."),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling due to thermal constraints (in ns)."),
     ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Volatile single-bit ECC errors."),
     ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Volatile double-bit ECC errors."),
     ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "NVLink flow-control CRC errors."),
