@@ -13,7 +13,7 @@ derived.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from clusterforge.catalog import Catalog, ModelArch
@@ -245,8 +245,10 @@ def run_predict(
         start = apply_overrides(base, kept, total).with_(
             tp=1, pp=1, cp=1, ep=1, dp=n, pipeline_layers=None
         )
+        # a size sweep keeps each size's best plan: branch and bound then times fewer plans
+        asked = request if len(counts) == 1 else replace(request, top=1)
         try:
-            best, counted = _searched(design, arch, start, request, stack, comm, progress)
+            best, counted = _searched(design, arch, start, asked, stack, comm, progress)
         except PlanError:
             if len(counts) == 1:
                 raise

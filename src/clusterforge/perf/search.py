@@ -5,25 +5,30 @@ the NVLink domain, PP across nodes, DP for the rest; Korthikanti et al. 2022: th
 recomputation that fits): TP in powers of two up to the NVLink domain, PP over the divisors of the GPU count up to 64
 (uneven layer splits allowed), CP only for long sequences, EP over the expert count,
 micro-batches 1/2/4, interleaving where it divides, ZeRO-1 and ZeRO-3, and for each the
-cheapest recomputation mode that fits. Communication results are memoised by the
-:class:`~clusterforge.perf.comm.CommModel`, so thousands of plans take seconds.
+cheapest recomputation mode that fits.
+
+Speed: plans are pruned by memory first (no timing), then ranked by branch and bound on
+lower bounds of their step time (:mod:`clusterforge.perf.search_cache`), so only the plans
+that can still reach the top are simulated on the fabric; the answer is the one timing
+every fitting plan would give, and :class:`SearchResult` says how many plans each stage saw.
 """
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-import numpy as np
-
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
-from clusterforge.perf.comm import Collective, CommModel
+from clusterforge.perf.comm import CommModel
 from clusterforge.perf.memory import memory_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, validate_plan
+from clusterforge.perf.search_cache import FreeComm, RecordingComm
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.step import Prediction, predict_step
 
@@ -119,15 +124,6 @@ def least_recompute(
     return full
 
 
-class _NoComm:
-    """A fabric with free communication: a lower bound on any plan's step time."""
-
-    def collective_time_s(
-        self, collective: Collective, size_bytes: float, groups: np.ndarray
-    ) -> float:
-        return 0.0
-
-
 @dataclass(frozen=True)
 class SearchResult:
     """The best plans and how many were looked at: generated, fitting in memory, timed."""
@@ -153,6 +149,42 @@ def _fitting(
     return fitting
 
 
+def _branch_and_bound(
+    fitting: list[ParallelPlan],
+    time_plan: Callable[[ParallelPlan, CommModel], Prediction],
+    comm: RecordingComm,
+    top: int,
+    progress: Callable[[int, int], None] | None,
+) -> list[Prediction]:
+    """The ``top`` fastest of ``fitting`` (ties: less memory, then the earlier plan), timing
+    as few as it can.
+
+    Every plan starts with its free-communication bound; the plan with the lowest bound is
+    taken next. Before a plan is timed on the fabric its bound is refreshed with the
+    communication simulated for other plans since it was last bounded (:class:`KnownComm`);
+    if that pushes it behind the next plan it goes back in the queue. The search stops when the lowest bound
+    is slower than the ``top``-th best time found, so the result is that of timing every plan.
+    """
+    free = FreeComm()
+    queue = [(time_plan(p, free).step_time_s, i, 0, p) for i, p in enumerate(fitting)]
+    heapq.heapify(queue)
+    found: list[tuple[float, float, int, Prediction]] = []
+    while queue:
+        bound, index, known_when_bounded, plan = heapq.heappop(queue)
+        if len(found) >= top and bound > found[top - 1][0]:
+            break
+        if len(comm) > known_when_bounded:  # something was simulated since: tighten
+            tighter = time_plan(plan, comm.known).step_time_s
+            if queue and tighter > queue[0][0]:
+                heapq.heappush(queue, (tighter, index, len(comm), plan))
+                continue
+        timed = time_plan(plan, comm)
+        bisect.insort(found, (timed.step_time_s, timed.memory_per_gpu_gib, index, timed))
+        if progress is not None:
+            progress(len(found), len(fitting))
+    return [prediction for *_, prediction in found]
+
+
 def search(
     arch: ModelArch,
     base: ParallelPlan,
@@ -166,30 +198,18 @@ def search(
 ) -> SearchResult:
     """The ``top`` fitting plans by tokens/s (ties: less memory first), branch and bound.
 
-    Candidates are pruned by memory first; each survivor's step time with free
-    communication is a lower bound on its real time (exposed communication is never
-    negative), so survivors are timed on the fabric in the order of their bound until the
-    next bound is slower than the ``top``-th best time. ``progress(done, total)`` is called
-    after each timed plan.
+    Candidates are pruned by memory first (no timing); the survivors are ranked by
+    :func:`_branch_and_bound`, which returns what timing every survivor on the fabric would
+    and says how many it timed. ``progress(timed, fitting)`` is called after each timed plan.
     """
-    stack = stack or Stack.megatron_core()
+    chosen = stack or Stack.megatron_core()
     candidates = list(candidate_plans(arch, base, base.num_gpus, nvlink_domain_gpus))
-    fitting = _fitting(arch, candidates, gpu, stack)
-    free = _NoComm()
-    bounds = sorted(
-        (
-            (predict_step(arch, p, gpu, free, nvlink_domain_gpus, stack).step_time_s, i, p)
-            for i, p in enumerate(fitting)
-        ),
-    )
-    found: list[Prediction] = []
-    for done, (bound, _, plan) in enumerate(bounds, start=1):
-        if len(found) >= top and bound > found[top - 1].step_time_s:
-            break
-        found.append(predict_step(arch, plan, gpu, comm, nvlink_domain_gpus, stack))
-        found.sort(key=lambda p: (p.step_time_s, p.memory_per_gpu_gib))
-        if progress is not None:
-            progress(done, len(bounds))
+    fitting = _fitting(arch, candidates, gpu, chosen)
+
+    def time_plan(plan: ParallelPlan, fabric: CommModel) -> Prediction:
+        return predict_step(arch, plan, gpu, fabric, nvlink_domain_gpus, chosen)
+
+    found = _branch_and_bound(fitting, time_plan, RecordingComm(comm), top, progress)
     if not found:
         raise PlanError(
             f"no plan of {arch.id} on {base.num_gpus} x {gpu.id} both divides the global batch "
