@@ -1,77 +1,259 @@
-"""Speed of the plan search: GPT 530B (MT-NLG dimensions) on 5,120 A100 80GB, global batch 2,560.
+"""Speed of ``clusterforge predict --search``: GPT 530B (MT-NLG) on 5,120 A100 80GB, batch 2,560.
 
-Prints the wall time of ``search_plans`` (the design and its fabric graph are built before
-the clock starts; the collective simulations are part of the search), the number of plans
-evaluated and the best plan. Run it twice in one process (``--repeat 2``) to see the time
-with a warm collective cache.
+What a user pays, measured on the path the user runs:
 
-    python benchmarks/predict_search.py [--repeat 2] [--gpus 5120]
+1. the command end to end, cold: a new ``python -m clusterforge.cli.main predict SPEC
+   --search`` process per run, wall / user / system seconds from ``/usr/bin/time`` (from
+   ``getrusage`` when that is missing), and the plans it evaluated (from its output);
+2. import time of every module the command loads (``python -X importtime``), by package;
+3. the same command's stages in one new process: imports, spec, design, prediction with
+   the search (cold: first search of the process, so every collective is simulated),
+   expected goodput, rendering; then the library search cold on a new fabric graph and
+   warm (the same graph and communication model: nothing left to simulate);
+4. a sweep over cluster sizes (``--gpus``) on the same spec.
+
+    python benchmarks/predict_search.py [--runs 3] [--gpus 5120] [--profile] [--no-cli]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from clusterforge.catalog import ModelArch
-from clusterforge.design import plan as design_cluster
-from clusterforge.job import JobLayout
-from clusterforge.perf.parallel import ParallelPlan
-from clusterforge.perf.predict import design_comm
-from clusterforge.perf.search import search
-from clusterforge.spec import parse_spec
+if TYPE_CHECKING:
+    from clusterforge.design import Design
 
 # Smith et al. 2022 (MT-NLG, arXiv 2201.11990, Table 1): 105 layers, hidden 20480, 128 heads.
-GPT_530B = ModelArch(
-    id="gpt-530b",
-    num_layers=105,
-    hidden_size=20480,
-    num_heads=128,
-    vocab_size=51200,
-    seq_length=2048,
-    position_embedding="learned",
+SPEC = """\
+name: gpt-530b-on-{gpus}-a100
+num_gpus: {gpus}
+node: dgx-a100
+network:
+  fabric: infiniband
+  topology: rail-optimized
+workload:
+  model:
+    id: gpt-530b
+    num_layers: 105
+    hidden_size: 20480
+    num_heads: 128
+    vocab_size: 51200
+    seq_length: 2048
+    position_embedding: learned
+  tensor_parallel: 8
+  pipeline_parallel: 1
+  global_batch: {batch}
+  seq_length: 2048
+"""
+
+SWEEP_GPUS = (1024, 2048, 4096)
+
+# What `clusterforge predict --search` imports, including its lazy imports (netsim for the
+# fabric, goodput for the time to train with failures).
+COMMAND_IMPORTS = (
+    "import clusterforge.cli.main, clusterforge.cli.predict, clusterforge.design, "
+    "clusterforge.perf, clusterforge.netsim, clusterforge.goodput, clusterforge.report.predict, "
+    "clusterforge.report.terminal, clusterforge.report.expected"
 )
+
+
+def _cli_once(spec: Path, extra: list[str]) -> tuple[float, float, float, str]:
+    """One cold run of the command: (wall, user, sys) seconds and its 'plans evaluated'."""
+    command = [sys.executable, "-m", "clusterforge.cli.main", "predict", str(spec), *extra]
+    timer = shutil.which("time") or ("/usr/bin/time" if Path("/usr/bin/time").exists() else None)
+    if timer:
+        done = subprocess.run(
+            [timer, "-f", "%e %U %S", *command], capture_output=True, text=True, check=True
+        )
+        wall, user, system = (float(v) for v in done.stderr.strip().splitlines()[-1].split())
+    else:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    plans = re.search(r"plans evaluated: (.*)", done.stdout)
+    return wall, user, system, plans.group(1).strip() if plans else "?"
+
+
+def _report_cli(spec: Path, runs: int, extra: list[str], label: str) -> None:
+    results = [_cli_once(spec, extra) for _ in range(runs)]
+    for name, index in (("wall", 0), ("user", 1), ("sys", 2)):
+        values = [r[index] for r in results]
+        print(
+            f"  {name:4s} s: min {min(values):.2f}  median {statistics.median(values):.2f}  "
+            f"max {max(values):.2f}"
+        )
+    print(f"  {label}: plans evaluated: {results[0][3]}")
+
+
+def _import_times() -> None:
+    """Import seconds of the command's modules, by package (each module's own time, so a
+    package is charged for itself and not for the packages it pulls in)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", COMMAND_IMPORTS],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    totals: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        match = re.match(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)$", line)
+        if not match:
+            continue  # the header
+        parts = match.group(2).split(".")
+        group = ".".join(parts[:2]) if parts[0] == "clusterforge" else parts[0]
+        totals[group] = totals.get(group, 0.0) + int(match.group(1)) / 1e6
+    print(f"  all imports: {sum(totals.values()):.2f} s (python -X importtime, self times)")
+    for group, seconds in sorted(totals.items(), key=lambda kv: -kv[1])[:14]:
+        print(f"    {group:28s} {seconds:.3f} s")
+
+
+def _child(spec: Path, profile: bool) -> None:
+    """The command's stages in this (new) process, then the library search cold and warm."""
+    clock = [time.perf_counter()]
+    stages: list[tuple[str, float]] = []
+
+    def lap(name: str) -> None:
+        clock.append(time.perf_counter())
+        stages.append((name, clock[-1] - clock[-2]))
+
+    exec(COMMAND_IMPORTS)
+    from rich.console import Console
+
+    from clusterforge.design import plan as design_plan
+    from clusterforge.perf import PredictRequest, run_predict
+    from clusterforge.report.predict import goodput_of_best, print_predict
+    from clusterforge.spec import load_spec
+
+    lap("imports")
+    spec_obj = load_spec(spec)
+    lap("spec")
+    design = design_plan(spec_obj)
+    lap("design")
+    profiler = _start_profile() if profile else None
+    outcome = run_predict(design, PredictRequest(search=True))
+    lap("predict --search (cold)")
+    if profiler is not None:
+        _print_profile(profiler)
+    goodput = goodput_of_best(design, outcome)
+    lap("goodput")
+    print_predict(outcome, Console(file=io.StringIO(), width=132), goodput)
+    lap("render")
+    stages += _library_search(design)
+    stages += _sweep(design)
+    print(json.dumps(stages))
+
+
+def _library_search(design: Design) -> list[tuple[str, float]]:
+    from clusterforge.perf import plan_from_workload, resolve_model
+    from clusterforge.perf.predict import design_comm
+    from clusterforge.perf.search import search
+
+    workload, job = design.require_workload("a benchmark")
+    arch = resolve_model(workload, design.catalog)
+    base = plan_from_workload(workload, job, arch)
+    compute = design.compute
+    comm = design_comm(design)
+    laps = []
+    for label in ("library search (cold, new fabric graph)", "library search (warm)"):
+        start = time.perf_counter()
+        result = search(arch, base, compute.gpu, comm, compute.nvlink_domain_gpus, top=10)
+        laps.append((label, time.perf_counter() - start))
+    counts = (result.num_candidates, result.num_fitting, result.num_timed)
+    laps.append((f"  plans generated / fit / timed: {counts}", 0.0))
+    best = result.predictions[0]
+    p = best.plan
+    laps.append(
+        (f"  best: TP{p.tp} PP{p.pp} DP{p.dp} mb{p.micro_batch} v{p.vpp} Z{p.zero_stage} "
+         f"{p.recompute}, MFU {best.mfu:.1%}, {best.tokens_per_s_per_gpu:.1f} tokens/s/GPU", 0.0)
+    )  # fmt: skip
+    return laps
+
+
+def _sweep(design: Design) -> list[tuple[str, float]]:
+    from clusterforge.perf import PredictRequest, run_predict
+
+    start = time.perf_counter()
+    outcome = run_predict(design, PredictRequest(search=True, gpu_counts=SWEEP_GPUS))
+    elapsed = time.perf_counter() - start
+    sizes = ", ".join(f"{p.plan.num_gpus}: {p.step_time_s:.2f} s" for p in outcome.predictions)
+    counts = (outcome.num_candidates, outcome.num_fitting, outcome.num_timed)
+    return [
+        (f"size sweep {list(SWEEP_GPUS)} (cold)", elapsed),
+        (f"  best step per size: {sizes}; plans generated / fit / timed: {counts}", 0.0),
+    ]
+
+
+def _start_profile() -> object:
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    return profiler
+
+
+def _print_profile(profiler: object) -> None:
+    import pstats
+
+    profiler.disable()  # type: ignore[attr-defined]
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)  # type: ignore[arg-type]
+    stats.sort_stats("cumulative").print_stats(25)
+    stats.sort_stats("tottime").print_stats(15)
+    print(out.getvalue(), file=sys.stderr)
+
+
+def _report_stages(spec: Path, profile: bool) -> None:
+    command = [sys.executable, __file__, "--child", str(spec)] + (["--profile"] if profile else [])
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    if profile:
+        print(done.stderr)
+    stages = json.loads(done.stdout.strip().splitlines()[-1])
+    command_s = sum(seconds for _, seconds in stages[:6])  # imports .. render
+    print(f"  the command's path in one new process: {command_s:.2f} s")
+    for name, seconds in stages:
+        print(f"    {name:44s} {seconds:.3f} s" if seconds else f"    {name}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", type=int, default=5120)
     parser.add_argument("--global-batch", type=int, default=2560)
-    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=3, help="cold command runs")
+    parser.add_argument("--profile", action="store_true", help="cProfile the cold search")
+    parser.add_argument("--no-cli", action="store_true", help="skip the end-to-end runs")
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    spec = parse_spec(
-        {
-            "num_gpus": args.gpus,
-            "node": "dgx-a100",
-            "network": {"fabric": "infiniband", "topology": "rail-optimized"},
-            "workload": {
-                "model": GPT_530B.model_dump(),
-                "tensor_parallel": 8,
-                "pipeline_parallel": 1,
-                "global_batch": args.global_batch,
-                "seq_length": 2048,
-            },
-        },
-        source="benchmark",
-    )
-    design = design_cluster(spec, break_even=False)
-    comm = design_comm(design)
-    job = JobLayout.for_gpus(args.gpus, tp=8)
-    base = ParallelPlan(**job.degrees(), global_batch=args.global_batch, seq_length=2048)
-    for attempt in range(args.repeat):
-        start = time.perf_counter()
-        result = search(
-            GPT_530B, base, design.compute.gpu, comm, design.compute.nvlink_domain_gpus, top=5
-        )
-        elapsed = time.perf_counter() - start
-        best = result.predictions[0]
-        p = best.plan
-        print(
-            f"run {attempt + 1}: {elapsed:.2f} s; plans: {result.num_candidates} generated, "
-            f"{result.num_fitting} fit in memory, {result.num_timed} timed on the fabric; best "
-            f"TP{p.tp} PP{p.pp} DP{p.dp} mb{p.micro_batch} v{p.vpp} Z{p.zero_stage} "
-            f"{p.recompute}: MFU {best.mfu:.1%}, {best.tokens_per_s_per_gpu:,.1f} tokens/s/GPU"
-        )
+    if args.child:
+        _child(args.child, args.profile)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        spec = Path(folder) / "gpt-530b.yaml"
+        spec.write_text(SPEC.format(gpus=args.gpus, batch=args.global_batch))
+        print(f"GPT 530B on {args.gpus} x A100 80GB, global batch {args.global_batch}")
+        if not args.no_cli:
+            print(f"clusterforge predict SPEC --search, end to end, {args.runs} cold runs:")
+            _report_cli(spec, args.runs, ["--search"], "--search")
+            sweep = ",".join(str(n) for n in SWEEP_GPUS)
+            print(f"clusterforge predict SPEC --search --gpus {sweep}, end to end:")
+            _report_cli(spec, args.runs, ["--search", "--gpus", sweep], "--gpus")
+        print("imports:")
+        _import_times()
+        print("stages:")
+        _report_stages(spec, args.profile)
 
 
 if __name__ == "__main__":
