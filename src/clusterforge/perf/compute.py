@@ -20,6 +20,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
+from typing import assert_never
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.flops import ffn_size, kv_heads
@@ -57,6 +58,7 @@ class PerfConstants:
     overlap_interference: float
     optimizer_bytes_per_param: float
     mamf_tflops: dict[tuple[str, str], float]
+    cudnn_attention_tflops: dict[str, tuple[float, float]]
 
 
 @cache
@@ -69,7 +71,11 @@ def load_constants() -> PerfConstants:
         mamf[(row["gpu"], "bf16")] = float(row["bf16_tflops"])
         if row["fp8_tflops"] > 0:
             mamf[(row["gpu"], "fp8")] = float(row["fp8_tflops"])
-    return PerfConstants(mamf_tflops=mamf, **raw["constants"])
+    cudnn = {
+        row["gpu"]: (float(row["forward_tflops"]), float(row["backward_tflops"]))
+        for row in raw.get("cudnn_attention", [])
+    }
+    return PerfConstants(mamf_tflops=mamf, cudnn_attention_tflops=cudnn, **raw["constants"])
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,35 @@ def _weight_gemms_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float
     return qkv + proj + gemm_time_s(tokens, up_cols, h, perf) + gemm_time_s(tokens, h, f / t, perf)
 
 
+# Backward of a fused (flash) attention kernel: 2.5x the forward's work (dQ, dK, dV, the
+# recomputed S and dP against S and P V; Dao et al. 2022, Algorithm 4).
+FLASH_BACKWARD_WORK_RATIO = 2.5
+
+
+def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
+    """(forward TFLOP/s, backward/forward time ratio) of the stack's fused attention kernel.
+
+    FlashAttention-2 runs at ``flash_attention_efficiency_of_mamf`` of the BF16 MAMF.
+    cuDNN's fused flash attention, which Transformer Engine selects over FlashAttention on
+    Hopper and later (``get_attention_backend``: "Disabling FlashAttention to give
+    FusedAttention preference on Hopper+", TE >= 1.8), runs at its measured rate where
+    ``data/efficiency.toml`` has one for the GPU, else at the FlashAttention-2 estimate.
+    """
+    c = load_constants()
+    bf16 = perf.at_bf16().matmul_tflops
+    flash = (bf16 * c.flash_attention_efficiency_of_mamf, c.flash_attention_backward_ratio)
+    match stack.attention:
+        case "cudnn":
+            if perf.gpu_id not in c.cudnn_attention_tflops:
+                return flash
+            forward, backward = c.cudnn_attention_tflops[perf.gpu_id]
+            return forward, FLASH_BACKWARD_WORK_RATIO * forward / backward
+        case "flash" | "unfused":
+            return flash
+        case _:
+            assert_never(stack.attention)
+
+
 def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> float:
     """Forward time of the attention core (Q K^T, softmax, P V) for one layer, in BF16.
 
@@ -185,10 +220,10 @@ def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
     heads = arch.num_heads / plan.tp
     head_dim = arch.hidden_size / arch.num_heads
     queries, keys = _tokens(plan) / plan.micro_batch, plan.seq_length
-    if stack.attention == "flash":
+    if stack.attention != "unfused":
         # Causal flash attention skips the masked half of the score blocks.
         flops = 4.0 * plan.micro_batch * heads * head_dim * queries * keys * 0.5
-        rate = perf.matmul_tflops * 1e12 * c.flash_attention_efficiency_of_mamf
+        rate = _fused_attention_rates(stack, perf)[0] * 1e12
         return flops / rate + c.kernel_overhead_s
     batch = plan.micro_batch * heads
     scores = gemm_time_s(queries, keys, head_dim, perf, batch=batch)
@@ -204,10 +239,9 @@ def _attention_backward_s(
 ) -> float:
     """Backward of the attention core: flash recomputes S and runs 2.5x the forward's work at
     a lower rate (``flash_attention_backward_ratio``); unfused: 2x the forward GEMMs."""
-    c = load_constants()
     forward = _attention_forward_s(arch, plan, perf, stack)
-    if stack.attention == "flash":
-        return forward * c.flash_attention_backward_ratio
+    if stack.attention != "unfused":
+        return forward * _fused_attention_rates(stack, perf)[1]
     # Two GEMMs per forward GEMM; softmax/dropout backward moves ~5 + 6 bytes per score vs 9.
     return 2.0 * forward
 

@@ -26,6 +26,13 @@ Each named stack states the defaults of that framework with their source:
     Engine with FP8 parameters (``fp8_params: true``; NeMo's ``bf16_with_fp8_mixed`` recipe
     in ``nemo/collections/llm/recipes/precision/mixed_precision.py``), so the weights are
     stored in FP8 only.
+``megatron-bridge``
+    NeMo Framework 25.x on Megatron-Bridge (NVIDIA-NeMo/Megatron-Bridge
+    ``docs/performance-summary.md`` and ``scripts/performance``): the ``nemo`` mechanisms
+    with Transformer Engine 2.x, whose attention is cuDNN's fused flash attention on Hopper
+    and Blackwell (TE ``get_attention_backend`` prefers FusedAttention on sm90+ since
+    TE 1.8), and FP8 with current (per-tensor, per-step) scaling, the "FP8-CS" recipe of the
+    published benchmarks.
 ``deepspeed``
     Megatron-DeepSpeed with DeepSpeed ZeRO (Rajbhandari et al. 2020; BigScience
     ``train/tr11-176B-ml``): unfused attention and dropout, no TP overlap, the pipeline
@@ -60,7 +67,9 @@ from typing import Literal, assert_never, get_args
 
 __all__ = ["STACK_NAMES", "Fp8Scaling", "Stack", "StackName", "stack_named"]
 
-StackName = Literal["megatron-2021", "megatron-core", "nemo", "deepspeed", "fsdp", "torchtitan"]
+StackName = Literal[
+    "megatron-2021", "megatron-core", "nemo", "megatron-bridge", "deepspeed", "fsdp", "torchtitan"
+]
 STACK_NAMES: tuple[StackName, ...] = get_args(StackName)
 Fp8Scaling = Literal["delayed", "dynamic"]
 
@@ -81,7 +90,7 @@ class Stack:
     """
 
     name: str = "megatron-core"
-    attention: Literal["flash", "unfused"] = "flash"
+    attention: Literal["flash", "cudnn", "unfused"] = "flash"
     dropout: bool = False
     tp_overlap: bool = True
     cp_overlap: bool = True
@@ -155,6 +164,8 @@ def stack_named(name: StackName) -> Stack:
                 fp8_weight_bytes=1.0,
                 fp8_copy_bytes=0.0,
             )
+        case "megatron-bridge":
+            return replace(stack_named("nemo"), name=name, attention="cudnn", fp8_scaling="dynamic")
         case "deepspeed":
             return _unfused_2021(name, fsdp_unit_params=5e7, fp8_fused_norm_cast=False)
         case "fsdp":

@@ -58,7 +58,9 @@ class WorkloadSpec(Section):
         max_length=1024,
         description="Explicit layers per pipeline stage (None = automatic split)",
     )
-    stack: Literal["megatron-2021", "megatron-core", "nemo", "deepspeed", "fsdp", "torchtitan"] = (
+    stack: Literal[
+        "megatron-2021", "megatron-core", "nemo", "megatron-bridge", "deepspeed", "fsdp", "torchtitan"
+    ] = (
         Field(
             "megatron-core",
             description="Training software stack: its documented kernels, overlaps, memory "
