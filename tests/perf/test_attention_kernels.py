@@ -35,3 +35,14 @@ def test_megatron_bridge_stack_runs_cudnn_attention_and_current_scaling() -> Non
     assert stack.attention == "cudnn"
     assert stack.fp8_scaling == "dynamic"
     assert stack.fp8_weight_bytes == stack_named("nemo").fp8_weight_bytes
+
+
+def test_fused_cross_entropy_cuts_the_loss_of_a_large_vocabulary(models) -> None:
+    """TE's fused cross-entropy moves 10 B per logit instead of the FP32 chain's 52."""
+    from clusterforge.perf.compute import logits_times
+
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
+    arch = models["llama3-8b"]
+    plain = sum(logits_times(arch, PLAN, perf, stack_named("nemo")))
+    fused = sum(logits_times(arch, PLAN, perf, stack_named("megatron-bridge")))
+    assert fused < 0.75 * plain

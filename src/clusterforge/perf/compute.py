@@ -308,14 +308,32 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
 # normalise (4 + 4); backward: softmax - one-hot, scaled (4 + 4), cast to BF16 (4 + 2). [D]
 # by counting passes of megatron/core/tensor_parallel/cross_entropy.py.
 CROSS_ENTROPY_BYTES_PER_LOGIT = 52.0
+# Fused cross-entropy (Transformer Engine's Triton kernels, ``cross_entropy_fusion_impl =
+# "te"``; ``transformer_engine/common/triton/cross_entropy.py``): an online-softmax pass reads
+# the BF16 logits (2), a second pass reads them again and writes the gradient in place (2 + 2)
+# in the forward; the backward scales the gradient in place (2 + 2). [D] by counting the
+# kernels' loads and stores.
+FUSED_CROSS_ENTROPY_BYTES = (6.0, 4.0)
 
 
-def logits_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> tuple[float, float]:
+def _cross_entropy_s(logits: float, perf: GpuPerf, stack: Stack) -> tuple[float, float]:
+    """Forward and backward seconds of the loss over ``logits`` logits on one GPU."""
+    if stack.fused_cross_entropy:
+        forward, backward = FUSED_CROSS_ENTROPY_BYTES
+        return memory_time_s(forward * logits, perf, 2), memory_time_s(backward * logits, perf)
+    loss = memory_time_s(CROSS_ENTROPY_BYTES_PER_LOGIT * logits, perf, num_kernels=9)
+    return loss * 34 / 52, loss * 18 / 52
+
+
+def logits_times(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack | None = None
+) -> tuple[float, float]:
     """Forward and backward time of the output layer and the cross-entropy (last stage).
 
     The logits GEMM is split over TP (vocab-parallel); the FP32 cross-entropy is a chain of
     memory-bound passes over the ``tokens x V / t`` logits (``CROSS_ENTROPY_BYTES_PER_LOGIT``),
-    which matters for small models with large vocabularies. The output layer stays in BF16
+    which matters for small models with large vocabularies, or, with a fused cross-entropy
+    (``Stack.fused_cross_entropy``), two passes and an in-place gradient scaling. The output layer stays in BF16
     in FP8 runs (Megatron-Core's output layer is not a Transformer Engine module; torchtitan
     filters ``output`` out of its float8 conversion).
     """
@@ -323,6 +341,5 @@ def logits_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> tuple[fl
     tokens = _tokens(plan)
     vocab = arch.vocab_size / plan.tp
     gemm = gemm_time_s(tokens, vocab, arch.hidden_size, perf)
-    logits = tokens * vocab
-    loss = memory_time_s(CROSS_ENTROPY_BYTES_PER_LOGIT * logits, perf, num_kernels=9)
-    return gemm + loss * 34 / 52, 2.0 * gemm + loss * 18 / 52
+    loss_forward, loss_backward = _cross_entropy_s(tokens * vocab, perf, stack or Stack())
+    return gemm + loss_forward, 2.0 * gemm + loss_backward

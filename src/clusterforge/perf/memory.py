@@ -199,7 +199,10 @@ def memory_per_gpu(
         full = plan.with_(recompute="none")
         activations += activation_bytes_per_layer(arch, full, stack)
     if plan.pp == 1:
-        activations += 4.0 * tokens * arch.vocab_size / plan.tp  # FP32 logits for the loss
+        # Logits for the loss: an FP32 copy, or the BF16 logits whose gradient a fused
+        # cross-entropy writes in place.
+        logit_bytes = BF16_BYTES if stack.fused_cross_entropy else 4.0
+        activations += logit_bytes * tokens * arch.vocab_size / plan.tp
     return MemoryBreakdown(
         weights_gib=weights / GIB,
         gradients_gib=grads / GIB,

@@ -31,8 +31,10 @@ Each named stack states the defaults of that framework with their source:
     ``docs/performance-summary.md`` and ``scripts/performance``): the ``nemo`` mechanisms
     with Transformer Engine 2.x, whose attention is cuDNN's fused flash attention on Hopper
     and Blackwell (TE ``get_attention_backend`` prefers FusedAttention on sm90+ since
-    TE 1.8), and FP8 with current (per-tensor, per-step) scaling, the "FP8-CS" recipe of the
-    published benchmarks.
+    TE 1.8), FP8 with current (per-tensor, per-step) scaling, the "FP8-CS" recipe of the
+    published benchmarks, and Transformer Engine's fused cross-entropy
+    (``cross_entropy_loss_fusion = True`` in ``GPTModelProvider``,
+    ``cross_entropy_fusion_impl = "te"`` in the Llama providers and the performance scripts).
 ``deepspeed``
     Megatron-DeepSpeed with DeepSpeed ZeRO (Rajbhandari et al. 2020; BigScience
     ``train/tr11-176B-ml``): unfused attention and dropout, no TP overlap, the pipeline
@@ -98,6 +100,7 @@ class Stack:
     pp_overlap: bool = True
     grad_reduce_bytes: int = 4
     fused_grad_accumulation: bool = True
+    fused_cross_entropy: bool = False
     weight_bytes: float = 2.0
     fp8_weight_bytes: float = 2.0
     fp8_copy_bytes: float = 1.0
@@ -165,7 +168,13 @@ def stack_named(name: StackName) -> Stack:
                 fp8_copy_bytes=0.0,
             )
         case "megatron-bridge":
-            return replace(stack_named("nemo"), name=name, attention="cudnn", fp8_scaling="dynamic")
+            return replace(
+                stack_named("nemo"),
+                name=name,
+                attention="cudnn",
+                fp8_scaling="dynamic",
+                fused_cross_entropy=True,
+            )
         case "deepspeed":
             return _unfused_2021(name, fsdp_unit_params=5e7, fp8_fused_norm_cast=False)
         case "fsdp":

@@ -320,7 +320,7 @@ def predict_step(
         times = _blend(times, kept_times, share)
         per_layer_comm = _blend(per_layer_comm, kept_comm, share)
     hbm = perf.hbm_gbyte_per_s * 1e9 * load_constants().hbm_efficiency
-    ends = (_embedding_s(arch, plan, hbm), *logits_times(arch, plan, perf))
+    ends = (_embedding_s(arch, plan, hbm), *logits_times(arch, plan, perf, stack))
     per_stage = [
         _stage(
             i,
