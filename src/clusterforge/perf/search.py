@@ -156,29 +156,32 @@ def _branch_and_bound(
     top: int,
     progress: Callable[[int, int], None] | None,
 ) -> list[Prediction]:
-    """The ``top`` fastest of ``fitting`` (ties: less memory, then the earlier plan), timing
-    as few as it can.
+    """The ``top`` fastest of ``fitting`` (ties: less memory, then the earlier plan), with as
+    few collectives simulated as it can.
 
     Every plan starts with its free-communication bound; the plan with the lowest bound is
-    taken next. Before a plan is timed on the fabric its bound is refreshed with the
-    communication simulated for other plans since it was last bounded (:class:`KnownComm`);
-    if that pushes it behind the next plan it goes back in the queue. The search stops when the lowest bound
-    is slower than the ``top``-th best time found, so the result is that of timing every plan.
+    taken next and its bound recomputed with the collectives simulated so far (for it or for
+    other plans, :class:`KnownComm`); if some are still unknown, the largest message among
+    them is simulated and the plan goes back in the queue. Once all its collectives are
+    known its time is exact. The search stops when the lowest bound is slower than the
+    ``top``-th best time found, so the result is that of timing every plan, while a plan
+    whose largest messages already make it too slow is never simulated further.
     """
     free = FreeComm()
-    queue = [(time_plan(p, free).step_time_s, i, 0, p) for i, p in enumerate(fitting)]
+    queue = [(time_plan(p, free).step_time_s, i, p) for i, p in enumerate(fitting)]
     heapq.heapify(queue)
     found: list[tuple[float, float, int, Prediction]] = []
     while queue:
-        bound, index, known_when_bounded, plan = heapq.heappop(queue)
+        bound, index, plan = heapq.heappop(queue)
         if len(found) >= top and bound > found[top - 1][0]:
             break
-        if len(comm) > known_when_bounded:  # something was simulated since: tighten
-            tighter = time_plan(plan, comm.known).step_time_s
-            if queue and tighter > queue[0][0]:
-                heapq.heappush(queue, (tighter, index, len(comm), plan))
-                continue
-        timed = time_plan(plan, comm)
+        known = comm.known
+        timed = time_plan(plan, known)
+        if known.unanswered:  # a lower bound still: learn its largest message, queue it again
+            collective, size_bytes, groups = max(known.unanswered, key=lambda q: q[1])
+            comm.collective_time_s(collective, size_bytes, groups)
+            heapq.heappush(queue, (timed.step_time_s, index, plan))
+            continue
         bisect.insort(found, (timed.step_time_s, timed.memory_per_gpu_gib, index, timed))
         if progress is not None:
             progress(len(found), len(fitting))

@@ -61,12 +61,18 @@ class RecordingComm:
 
 
 class KnownComm:
-    """Recorded times where the same question was answered before, else zero."""
+    """Times answered before, zero for the rest: a step time computed with it is a lower
+    bound, exact when :attr:`unanswered` (the questions it could not answer) is empty."""
 
     def __init__(self, times: dict[_Key, float]) -> None:
         self._times = times
+        self.unanswered: list[tuple[Collective, float, np.ndarray]] = []
 
     def collective_time_s(
         self, collective: Collective, size_bytes: float, groups: np.ndarray
     ) -> float:
-        return self._times.get(_key(collective, size_bytes, groups), 0.0)
+        time_s = self._times.get(_key(collective, size_bytes, groups))
+        if time_s is None:
+            self.unanswered.append((collective, size_bytes, groups))
+            return 0.0
+        return time_s
