@@ -93,6 +93,8 @@ def test_recorded_communication_is_asked_once_and_known_afterwards(h100_comm) ->
     assert known.collective_time_s("all_reduce", 1e8, groups) == first
     assert known.collective_time_s("all_reduce", 2e8, groups) == 0.0  # never asked: free
     assert known.collective_time_s("all_gather", 1e8, groups) == 0.0
+    assert [(c, s) for c, s, _ in known.unanswered] == [("all_reduce", 2e8), ("all_gather", 1e8)]
+    assert h100_comm.calls == 1  # the known view never asks the real model
 
 
 def test_search_on_the_simulated_fabric_matches_timing_every_plan() -> None:
