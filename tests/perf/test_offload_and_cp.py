@@ -85,3 +85,11 @@ def test_context_parallel_gather_before_attention_is_exposed(models, h100, h100_
     gathered = predict_step(arch, plan, h100, h100_comm, 8, replace(NEMO, cp_overlap=False))
     assert gathered.breakdown.cp_comm_s > 2 * ring.breakdown.cp_comm_s
     assert gathered.step_time_s > ring.step_time_s
+
+
+def test_fp8_parameters_are_gathered_in_fp8() -> None:
+    """NeMo stores FP8 parameters, so its ZeRO/FSDP all-gathers move one byte per weight."""
+    assert stack_named("nemo").gathered_weight_bytes("fp8") == 1.0
+    assert stack_named("nemo").gathered_weight_bytes("bf16") == 2.0
+    assert stack_named("megatron-core").gathered_weight_bytes("fp8") == 2.0
+    assert stack_named("torchtitan").gathered_weight_bytes("fp8") == 1.0

@@ -182,7 +182,7 @@ def dp_exposed_s(
         return 0.0
     groups = rank_groups(plan, "dpcp")  # gradients are reduced over DP x CP (Megatron-Core)
     grads = params * stack.grad_reduce_bytes
-    weights = params * ACT_BYTES
+    weights = params * stack.gathered_weight_bytes(plan.precision)
     if plan.zero_stage == 0:
         reduce = comm.collective_time_s("all_reduce", grads, groups)
         gather = 0.0

@@ -48,11 +48,6 @@ def fsdp_unit_layers(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> int:
     return max(1, round(stack.fsdp_unit_params / layer)) if stack.fsdp_unit_params else 1
 
 
-def _gather_bytes_per_param(plan: ParallelPlan, stack: Stack) -> float:
-    """Wire bytes per gathered weight: FP8 with FP8 all-gather, else BF16."""
-    return 1.0 if plan.precision == "fp8" and stack.fp8_all_gather else float(BF16_BYTES)
-
-
 def zero3_exposed_s(
     arch: ModelArch,
     plan: ParallelPlan,
@@ -69,7 +64,7 @@ def zero3_exposed_s(
     units = math.ceil(layers / per_unit)
     unit_params = per_unit * layer_params_per_gpu(arch, plan)
     gather = comm.collective_time_s(
-        "all_gather", unit_params * _gather_bytes_per_param(plan, stack), shard
+        "all_gather", unit_params * stack.gathered_weight_bytes(plan.precision), shard
     )
     reduce = comm.collective_time_s("reduce_scatter", unit_params * stack.grad_reduce_bytes, shard)
     regather = gather if stack.fsdp_reshard_after_forward else 0.0

@@ -113,6 +113,14 @@ class Stack:
     fp8_fused_norm_cast: bool = True
     fp8_all_gather: bool = False
 
+    def gathered_weight_bytes(self, precision: str) -> float:
+        """Wire bytes per weight in parameter all-gathers (ZeRO/FSDP): FP8 in FP8 runs when
+        the stack stores FP8 parameters (NeMo ``fp8_params``, whose distributed optimizer and
+        Megatron-FSDP gather the FP8 buffer) or gathers FP8 (torchao float8 all-gather),
+        else BF16."""
+        fp8_wire = self.fp8_all_gather or self.fp8_weight_bytes <= 1.0
+        return 1.0 if precision == "fp8" and fp8_wire else 2.0
+
     @classmethod
     def megatron_core(cls) -> Stack:
         return stack_named("megatron-core")
