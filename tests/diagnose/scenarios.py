@@ -30,7 +30,7 @@ GPU_GAUGES = {
     "DCGM_FI_DEV_FB_USED": 60_000.0,
     "DCGM_FI_DEV_FB_FREE": 20_000.0,
 }
-GPU_COUNTERS = {  # per second: microseconds of violation
+GPU_COUNTERS = {  # per second: nanoseconds of violation (dcgm_fields.h)
     "DCGM_FI_DEV_POWER_VIOLATION": 0.0,
     "DCGM_FI_DEV_THERMAL_VIOLATION": 0.0,
 }
@@ -97,7 +97,7 @@ SCENARIOS = (
              gpu={"DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.6, "DCGM_FI_PROF_DRAM_ACTIVE": 0.35},
              host={"pause_us": 300_000.0, "ib_discards": 20_000.0}),
     Scenario("throttled", "107", _set("throttled", "compute-bound"),
-             gpu={"DCGM_FI_DEV_POWER_VIOLATION": 400_000.0, "DCGM_FI_DEV_SM_CLOCK": 1500.0}),
+             gpu={"DCGM_FI_DEV_POWER_VIOLATION": 400_000_000.0, "DCGM_FI_DEV_SM_CLOCK": 1500.0}),
     Scenario("slownode", "108", _set("straggler", "compute-bound"), num_nodes=4,
              odd={(2, None): {"DCGM_FI_DEV_SM_CLOCK": 1500.0}}),
     Scenario("slowgpu", "109", _set("straggler", "compute-bound"), num_nodes=3,

@@ -75,6 +75,16 @@ def test_readings_carry_the_generated_numbers(loaded_prometheus: LoadedPrometheu
     assert gpu.nvlink_gbyte_per_s is None  # not collected: no reading, no rule
 
 
+def test_violation_nanoseconds_read_as_a_share_of_time(
+    loaded_prometheus: LoadedPrometheus,
+) -> None:
+    """0.4 s of power violation per second, counted in nanoseconds, is a 0.4 share."""
+    result = _diagnose(loaded_prometheus, JobSelector(job=_scenario("throttled").job))
+    for gpu in result.readings.gpus:
+        assert gpu.power_violation_share == pytest.approx(0.4)
+        assert gpu.thermal_violation_share == pytest.approx(0.0)
+
+
 def test_host_list_selects_the_same_gpus_as_the_job(loaded_prometheus: LoadedPrometheus) -> None:
     by_nodes = _diagnose(loaded_prometheus, JobSelector(nodes=("memory-00", "memory-01")))
     assert by_nodes.diagnosis.verdicts == {"memory-bound"}

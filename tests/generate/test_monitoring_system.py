@@ -105,15 +105,16 @@ CASES: dict[str, tuple[str, list[dict[str, str]], list[dict[str, str]], dict[str
     ),
     "GpuThermalThrottling": (
         "20m",
-        [_s("DCGM_FI_DEV_THERMAL_VIOLATION", GPU, "0+30000000x20")],  # 50 % of each minute
-        [_s("DCGM_FI_DEV_THERMAL_VIOLATION", GPU, "0+1000000x20")],  # 1.7 %
+        # the counter adds nanoseconds: 30 s of each minute is 50 %, 1 s is 1.7 %
+        [_s("DCGM_FI_DEV_THERMAL_VIOLATION", GPU, "0+30000000000x20")],
+        [_s("DCGM_FI_DEV_THERMAL_VIOLATION", GPU, "0+1000000000x20")],
         {},
         "gpu-0001 GPU 0 is thermally throttled",
     ),
     "GpuPowerThrottling": (
         "20m",
-        [_s("DCGM_FI_DEV_POWER_VIOLATION", GPU, "0+30000000x20")],
-        [_s("DCGM_FI_DEV_POWER_VIOLATION", GPU, "0+1000000x20")],
+        [_s("DCGM_FI_DEV_POWER_VIOLATION", GPU, "0+30000000000x20")],
+        [_s("DCGM_FI_DEV_POWER_VIOLATION", GPU, "0+1000000000x20")],
         {},
         "gpu-0001 GPU 0 is power throttled",
     ),
@@ -492,3 +493,36 @@ def test_dashboard_queries_parse(lab_design: Design, tmp_path: Path) -> None:
     result = _promtool("check", "rules", "dash.yml", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert len(rules) >= 20
+
+
+def test_dashboard_reads_violation_nanoseconds_as_a_share(
+    lab_design: Design, tmp_path: Path
+) -> None:
+    """The violation counters add nanoseconds (dcgm_fields.h): a GPU held back 30 s of every
+    minute is shown at 0.5 of the time on the clock-event panel, not at 500."""
+    panel = next(
+        p
+        for text in dashboards(lab_design).values()
+        for p in yaml.safe_load(text)["panels"]
+        if p["title"] == "Clock-event time (share)"
+    )
+    series = [
+        _s(f"DCGM_FI_DEV_{kind}_VIOLATION", GPU, "0+30000000000x10")
+        for kind in ("POWER", "THERMAL")
+    ]
+    exprs = [re.sub(r"\$\w+", ".*", target["expr"]) for target in panel["targets"]]
+    checks = [
+        {
+            # to the nearest 0.001: promtool 2.42 compares samples exactly
+            "expr": f"round({expr}, 0.001)",
+            "eval_time": "10m",
+            "exp_samples": [{"labels": f"{{{GPU}}}", "value": 0.5}],
+        }
+        for expr in exprs
+    ]
+    assert len(checks) == 2
+    test = {"interval": "1m", "input_series": series, "promql_expr_test": checks}
+    spec = {"rule_files": [], "evaluation_interval": "1m", "tests": [test]}
+    (tmp_path / "panel.test.yml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = _promtool("test", "rules", "panel.test.yml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr

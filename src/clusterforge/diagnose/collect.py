@@ -20,10 +20,11 @@ from clusterforge.diagnose.readings import GpuReading, JobReadings, NodeReading
 from clusterforge.errors import SpecError
 from clusterforge.generate.launch import ROCE_PRIORITY
 from clusterforge.generate.monitoring import SCRAPE_INTERVAL_S
+from clusterforge.generate.monitoring_data import VIOLATION_NS_PER_S
 
 __all__ = ["JobSelector", "NoSeriesError", "read_gpus", "read_job", "read_nodes", "window_ok"]
 
-US_PER_S = 1e6  # DCGM violation counters count microseconds (dcgm_fields.h)
+US_PER_S = 1e6  # mlx5 rx_prio<N>_pause_duration counts microseconds
 BYTES_PER_GBYTE = 1e9
 RECENT_S = 10 * SCRAPE_INTERVAL_S  # "lately" for the idle rule: ten scrapes
 _WINDOW_RE = re.compile(r"^[1-9]\d*[smhd]$")
@@ -100,9 +101,10 @@ def _gpu_queries(m: str, w: str) -> dict[str, str]:
         f"{avg('DCGM_FI_PROF_NVLINK_RX_BYTES')}) / {BYTES_PER_GBYTE:g}",
         "power_w": avg("DCGM_FI_DEV_POWER_USAGE"),
         "sm_clock_mhz": avg("DCGM_FI_DEV_SM_CLOCK"),
-        "power_violation_share": f"rate(DCGM_FI_DEV_POWER_VIOLATION{{{m}}}[{w}]) / {US_PER_S:g}",
+        "power_violation_share": f"rate(DCGM_FI_DEV_POWER_VIOLATION{{{m}}}[{w}])"
+        f" / {VIOLATION_NS_PER_S}",
         "thermal_violation_share": f"rate(DCGM_FI_DEV_THERMAL_VIOLATION{{{m}}}[{w}])"
-        f" / {US_PER_S:g}",
+        f" / {VIOLATION_NS_PER_S}",
         "throttle_reasons": f"last_over_time(DCGM_FI_DEV_CLOCKS_EVENT_REASONS{{{m}}}[{w}])",
         "fb_used_share": f"{avg('DCGM_FI_DEV_FB_USED')} / ({avg('DCGM_FI_DEV_FB_USED')}"
         f" + {avg('DCGM_FI_DEV_FB_FREE')})",

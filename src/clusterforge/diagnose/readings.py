@@ -38,8 +38,8 @@ class GpuReading:
     nvlink_gbyte_per_s: float | None = None  # PROF_NVLINK_TX_BYTES + RX_BYTES
     power_w: float | None = None  # DCGM_FI_DEV_POWER_USAGE
     sm_clock_mhz: float | None = None  # DCGM_FI_DEV_SM_CLOCK
-    power_violation_share: float | None = None  # rate(DCGM_FI_DEV_POWER_VIOLATION) / 1e6
-    thermal_violation_share: float | None = None  # rate(DCGM_FI_DEV_THERMAL_VIOLATION) / 1e6
+    power_violation_share: float | None = None  # rate(DCGM_FI_DEV_POWER_VIOLATION) / 1e9
+    thermal_violation_share: float | None = None  # rate(DCGM_FI_DEV_THERMAL_VIOLATION) / 1e9
     throttle_reasons: int | None = None  # DCGM_FI_DEV_CLOCKS_EVENT_REASONS, NVML bitmask
     fb_used_share: float | None = None  # FB_USED / (FB_USED + FB_FREE)
 

@@ -7,7 +7,7 @@ is necessary for effective use, under 0.5 likely ineffective), ``PIPE_TENSOR_ACT
 share of cycles the tensor pipe is busy, ``DRAM_ACTIVE`` the share of cycles the device
 memory interface sends or receives data (the guide: about 0.8 is the most achievable in
 practice, so above it the memory interface is saturated).  Violation counters count
-microseconds of clocks held back (DCGM ``dcgm_fields.h``), so their rate over 1e6 is a share
+nanoseconds of clocks held back (DCGM ``dcgm_fields.h``), so their rate over 1e9 is a share
 of time.  The throttle-reason bits are NVML's ``nvmlClocksThrottleReasons`` (``nvml.h``).
 
 The rules (thresholds in :class:`Thresholds`; the practitioner rules are marked there):

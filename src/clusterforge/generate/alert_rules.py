@@ -10,7 +10,8 @@ Sources and the pitfalls they encode:
   application XIDs (13, 31, 43, ...) are information for the job's owner.  Each waits one
   minute (``for``), so one scrape of a stale count does not page.
 * ECC, NVLink errors and violation times are counters that must be enabled in the counters
-  CSV (:mod:`monitoring_data`); violation times are microseconds (DCGM ``dcgm_fields.h``).
+  CSV (:mod:`monitoring_data`); violation times are nanoseconds (DCGM ``dcgm_fields.h``,
+  NVML ``nvmlViolationTime_t``), so their rate over 1e9 is the share of time throttled.
 * PCIe: a lower link *width* is a fault; a lower *generation* is normal power saving at idle,
   so it only counts while the GPU is busy.
 * "Allocated" GPUs carry dcgm-exporter's ``pod`` label (Kubernetes) or ``hpc_job`` label
@@ -26,7 +27,7 @@ from typing import Any
 from clusterforge.design import Design
 from clusterforge.generate.alert_rules_net import alert as _alert
 from clusterforge.generate.alert_rules_net import network_rules, power_rules
-from clusterforge.generate.monitoring_data import EXPORTER_HEALTH_METRIC
+from clusterforge.generate.monitoring_data import EXPORTER_HEALTH_METRIC, VIOLATION_NS_PER_S
 from clusterforge.generate.xid_classes import xid_classes
 
 __all__ = [
@@ -40,7 +41,6 @@ __all__ = [
 THROTTLE_FRACTION = 0.05  # share of time clocks were held back, over 5 min
 IDLE_UTIL_PCT = 5  # mean utilisation over 30 min below which an allocated GPU is "idle"
 BUSY_UTIL_PCT = 50
-US_PER_S = 1_000_000
 XID_FOR = "1m"  # shorter than dcgm-exporter's 5-minute XID window, or it could never fire
 _ON = "{{ $labels.node }} GPU {{ $labels.gpu }}"
 
@@ -103,7 +103,7 @@ def _memory_rules() -> list[dict[str, Any]]:
 
 def _clock_rules(design: Design) -> list[dict[str, Any]]:
     limit_w = gpu_power_limit_w(design)
-    share = f"/ {US_PER_S} > {THROTTLE_FRACTION:g}"
+    share = f"/ {VIOLATION_NS_PER_S} > {THROTTLE_FRACTION:g}"
     return [
         _alert(
             "GpuThermalThrottling",

@@ -13,7 +13,7 @@ from typing import Any
 
 from clusterforge.design import Design
 from clusterforge.generate.launch import ROCE_PRIORITY
-from clusterforge.generate.monitoring_data import EXPORTER_HEALTH_METRIC
+from clusterforge.generate.monitoring_data import EXPORTER_HEALTH_METRIC, VIOLATION_NS_PER_S
 from clusterforge.generate.pdu_snmp import RACK_POWER_RECORD
 
 __all__ = [
@@ -116,8 +116,11 @@ def node_health_panels() -> list[PanelSpec]:
         _ts(
             "Clock-event time (share)",
             "percentunit",
-            (f"rate(DCGM_FI_DEV_POWER_VIOLATION{SEL}[5m]) / 1e6", f"{_GPU} power"),
-            (f"rate(DCGM_FI_DEV_THERMAL_VIOLATION{SEL}[5m]) / 1e6", f"{_GPU} thermal"),
+            (f"rate(DCGM_FI_DEV_POWER_VIOLATION{SEL}[5m]) / {VIOLATION_NS_PER_S}", f"{_GPU} power"),
+            (
+                f"rate(DCGM_FI_DEV_THERMAL_VIOLATION{SEL}[5m]) / {VIOLATION_NS_PER_S}",
+                f"{_GPU} thermal",
+            ),
         ),
         _ts("clusterforge check", "none", (f"{EXPORTER_HEALTH_METRIC}{SEL}", "{{node}}")),
     ]

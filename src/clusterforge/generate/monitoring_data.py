@@ -22,6 +22,7 @@ __all__ = [
     "DCGM_EXPORTER_PORT",
     "EXPORTER_HEALTH_METRIC",
     "NODE_EXPORTER_PORT",
+    "VIOLATION_NS_PER_S",
     "dcgm_counters_csv",
 ]
 
@@ -31,6 +32,10 @@ CLUSTERFORGE_EXPORTER_PORT = 9410  # `clusterforge exporter --port 9410`
 DCGM_COUNTERS_FILE = "dcgm-counters.csv"
 # 1 when the node passes every check of `clusterforge check`, 0 otherwise (the exporter's).
 EXPORTER_HEALTH_METRIC = "clusterforge_node_healthy"
+# The DCGM_FI_DEV_*_VIOLATION counters add up nanoseconds of clocks held back (DCGM
+# dcgm_fields.h, "Violation time in ns"; NVML nvmlViolationTime_t.violationTime, "in
+# Nanoseconds"), so their rate divided by this is the share of time throttled (0 to 1).
+VIOLATION_NS_PER_S = 1_000_000_000
 
 # (field, type, help).  "default" = active in dcgm-exporter's etc/default-counters.csv at
 # d5e5f51; "enabled" = commented out there and switched on here for a rule or a panel.
