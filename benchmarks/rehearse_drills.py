@@ -29,7 +29,12 @@ def main() -> None:
         spec.write_text(SPEC)
     drills = tuple(d for d in DRILLS if d in args.drills.split(","))
     start = time.monotonic()
-    report = rehearse(RehearseOptions(spec=spec, num_nodes=args.nodes, drills=drills))
+
+    def progress(message: str) -> None:
+        print(f"[{time.monotonic() - start:6.1f} s] {message}", flush=True)
+
+    options = RehearseOptions(spec=spec, num_nodes=args.nodes, drills=drills)
+    report = rehearse(options, progress)
     print(f"{len(report.nodes)} nodes, {time.monotonic() - start:.1f} s in all")
     print(
         f"{'drill':<10} {'verdict':<7} {'took_s':>7} {'detect_s':>8} {'drain_s':>8} {'recover_s':>9}"
@@ -39,6 +44,8 @@ def main() -> None:
         print(
             f"{d.name:<10} {d.verdict:<7} {d.duration_s:>7.1f} {cells[0]:>8} {cells[1]:>8} {cells[2]:>9}"
         )
+    for d in report.drills:
+        print(f"\n{d.name}:", *d.evidence, sep="\n  ")
 
 
 if __name__ == "__main__":

@@ -106,9 +106,9 @@ def test_an_unknown_drill_is_one_error_line(
 ) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC_YAML)
-    assert main(["rehearse", str(spec), "--drills", "bring-up,nic-flap"]) == 1
+    assert main(["rehearse", str(spec), "--drills", "bring-up,nic-flop"]) == 1
     err = capsys.readouterr().err
-    assert "drills: unknown nic-flap" in err and "slow-node" in err
+    assert "drills: unknown nic-flop" in err and "nic-flap" in err and "slow-node" in err
 
 
 def test_a_running_checker_sees_its_replayed_readings_change(tmp_path: Path) -> None:
@@ -134,13 +134,13 @@ def test_prometheus_config_keeps_the_generated_rules_and_points_at_the_local_exp
     import yaml
 
     from clusterforge.generate.monitoring import monitoring_files
-    from clusterforge.rehearse.prom import FAST_INTERVAL_S, prometheus_config
+    from clusterforge.rehearse.prom import FAST_INTERVAL_S, ScrapeTargets, prometheus_config
 
     design = plan(make_spec(num_gpus=16, spare_fraction=0), break_even=False)
     files = {f.path: f.content for f in monitoring_files(design)}
     generated = yaml.safe_load(files["monitoring/prometheus.yml"])
     targets = {"gpu-0001": "127.0.0.1:18951", "gpu-0002": "127.0.0.1:18952"}
-    config = prometheus_config(generated, targets)
+    config = prometheus_config(generated, ScrapeTargets(clusterforge=targets))
     assert config["rule_files"] == generated["rule_files"]
     assert "alerting" not in config
     assert config["global"]["external_labels"] == generated["global"]["external_labels"]

@@ -12,25 +12,20 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
-from clusterforge.accept.launch import SlurmLauncher
-from clusterforge.accept.suite import AcceptOptions, AcceptReport, run_acceptance
 from clusterforge.ops.actions import OWNER_PREFIX, SlurmBackend
 from clusterforge.rehearse.cluster import Lab
 from clusterforge.rehearse.fixtures import healthy_readings, write_readings, xid_readings
-from clusterforge.rehearse.model import DrillResult, RehearseOptions
+from clusterforge.rehearse.model import DrillResult
 
-__all__ = ["accept_drill", "bring_up_drill", "slow_node_drill", "xid_drill"]
+__all__ = ["bring_up_drill", "slurm_env", "xid_drill"]
 
 Progress = Callable[[str], None]
-CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
-_CFS_PERIOD_US = 100_000  # CFS bandwidth period (Linux Documentation/scheduler/sched-bwc.rst)
 _XID_GPU = 3
 
 
 @contextmanager
-def _slurm_env(lab: Lab) -> Iterator[None]:
+def slurm_env(lab: Lab) -> Iterator[None]:
     """SLURM_CONF of the lab for code that runs Slurm clients from this process."""
     before = os.environ.get("SLURM_CONF")
     os.environ["SLURM_CONF"] = str(lab.slurm.conf)
@@ -65,55 +60,12 @@ def bring_up_drill(lab: Lab, started_s: float) -> DrillResult:
     return DrillResult("bring-up", "pass" if ok else "fail", evidence, elapsed, detect_s=elapsed)
 
 
-def _all_idle(lab: Lab) -> None:
-    """Every node idle before a suite: a job sent to a drained node would wait forever."""
-    states = lab.slurm.wait_idle(120)
-    busy = {n: s for n, s in states.items() if n in lab.nodes and s != "idle"}
-    if busy or set(lab.nodes) - set(states):
-        raise TimeoutError(f"nodes not idle after 120 s: {busy or states}")
-
-
-def _accept(lab: Lab, options: RehearseOptions, tests: tuple[str, ...], tag: str) -> AcceptReport:
-    _all_idle(lab)
-    suite = AcceptOptions(
-        tests=tests,  # type: ignore[arg-type]
-        burn_s=options.burn_s, max_bytes=options.max_bytes, min_bytes=min(1 << 20, options.max_bytes),
-        storage_path=str(lab.work), storage_p999_ms=10_000.0, cpu=True, serial_nodes=True,
-        repeats=1,
-    )  # fmt: skip
-    with _slurm_env(lab):
-        return run_acceptance(lab.design, suite, SlurmLauncher(lab.work / tag / "raw"))
-
-
-def _accept_evidence(report: AcceptReport) -> tuple[str, ...]:
-    verdicts = [r.verdict for r in report.results]
-    lines = [f"{verdicts.count('pass')} pass, {verdicts.count('fail')} fail of {len(verdicts)}"]
-    lines += [
-        f"fail: {r.test} on {r.node}: {r.measured} {r.unit} ({r.evidence})"
-        for r in report.results
-        if r.verdict == "fail"
-    ]
-    if report.localization:
-        lines.append(f"localization culprit: {report.localization.culprit}")
-    return tuple(lines)
-
-
-def accept_drill(lab: Lab, options: RehearseOptions) -> DrillResult:
-    """The acceptance suite through sbatch/srun (CPU stand-ins) passes on the healthy nodes."""
-    start = time.monotonic()
-    report = _accept(lab, options, ("node", "nccl", "net", "storage"), "accept")
-    ok = report.exit_code == 0
-    return DrillResult(
-        "accept", "pass" if ok else "fail", _accept_evidence(report), time.monotonic() - start
-    )
-
-
 def _wait_state(lab: Lab, node: str, want: Callable[[str, str], bool], timeout_s: float) -> str:
     """Poll sinfo until ``want(state, reason)``; returns the last 'state|reason'."""
     backend = SlurmBackend()
     deadline = time.monotonic() + timeout_s
     seen = ""
-    with _slurm_env(lab):
+    with slurm_env(lab):
         while time.monotonic() < deadline:
             out = backend.run(
                 ["sinfo", "--noheader", "--Node", f"--nodes={node}", "--format=%T|%E"]
@@ -177,51 +129,3 @@ def _inject_xid(lab: Lab, node: str) -> DrillResult:
     evidence.append(f"healed, resumed: sinfo: {seen}")
     elapsed = time.monotonic() - start
     return DrillResult("xid", "pass", tuple(evidence), elapsed, detect_s, drain_s, recover_s)
-
-
-def cgroup_v1_cpu_missing() -> str | None:
-    """Why a node cannot be slowed here (None when it can)."""
-    if not (CPU_CGROUP / "cgroup.procs").exists() or not os.access(CPU_CGROUP, os.W_OK):
-        return f"no writable cgroup v1 cpu controller at {CPU_CGROUP}"
-    return None
-
-
-@contextmanager
-def _slowed(lab: Lab, node: str, cpu_fraction: float) -> Iterator[None]:
-    """Cap ``node``'s slurmd (and the job steps it forks) at ``cpu_fraction`` of one core
-    with the CFS bandwidth controller: quota/period = the share of one CPU."""
-    pid = lab.slurm.processes[1 + lab.nodes.index(node)].pid  # slurmctld first, then slurmd
-    group = CPU_CGROUP / f"clusterforge-rehearse-{os.getpid()}"
-    group.mkdir(exist_ok=True)
-    (group / "cpu.cfs_period_us").write_text(str(_CFS_PERIOD_US))
-    (group / "cpu.cfs_quota_us").write_text(str(int(_CFS_PERIOD_US * cpu_fraction)))
-    (group / "cgroup.procs").write_text(str(pid))
-    try:
-        yield
-    finally:
-        for task in (group / "cgroup.procs").read_text().split():
-            try:
-                (CPU_CGROUP / "cgroup.procs").write_text(task)
-            except OSError:
-                continue  # the task ended meanwhile
-        group.rmdir()
-
-
-def slow_node_drill(lab: Lab, options: RehearseOptions) -> DrillResult:
-    """A node capped to a fraction of a core is the one node accept names."""
-    if reason := cgroup_v1_cpu_missing():
-        return DrillResult("slow-node", "skip", (reason,))
-    if len(lab.nodes) < 2:
-        return DrillResult("slow-node", "skip", ("needs at least 2 nodes to compare",))
-    node = lab.nodes[-1]
-    start = time.monotonic()
-    with _slowed(lab, node, options.slow_cpu_fraction):
-        report = _accept(lab, options, ("node", "nccl"), "slow-node")
-    evidence = (
-        f"{node} capped at {options.slow_cpu_fraction:.0%} of one core (cgroup v1 cpu quota)",
-        f"accept named: {', '.join(report.failed_nodes) or 'nobody'}",
-        *_accept_evidence(report),
-    )
-    ok = report.failed_nodes == [node]
-    elapsed = time.monotonic() - start
-    return DrillResult("slow-node", "pass" if ok else "fail", evidence, elapsed, detect_s=elapsed)

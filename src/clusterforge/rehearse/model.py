@@ -10,6 +10,7 @@ from clusterforge.rehearse.emulated import Ports
 
 __all__ = [
     "DRILLS",
+    "MONITORED",
     "DrillName",
     "DrillResult",
     "RehearseOptions",
@@ -17,8 +18,9 @@ __all__ = [
     "Verdict",
 ]
 
-DrillName = Literal["bring-up", "accept", "xid", "prometheus", "slow-node"]
-DRILLS: tuple[DrillName, ...] = ("bring-up", "accept", "xid", "prometheus", "slow-node")
+DrillName = Literal["bring-up", "accept", "xid", "prometheus", "nic-flap", "slow-node"]
+DRILLS: tuple[DrillName, ...] = ("bring-up", "accept", "xid", "prometheus", "nic-flap", "slow-node")
+MONITORED: tuple[DrillName, ...] = ("prometheus", "nic-flap", "slow-node")  # need Prometheus
 Verdict = Literal["pass", "fail", "skip"]
 
 # Away from the other emulated clusters on a host (tests use 16817/17001 and 16917/17101).
@@ -39,6 +41,8 @@ class RehearseOptions:
     slow_cpu_fraction: float = 0.2  # the slowed node gets this share of one core
     prometheus_port: int = 18990
     first_exporter_port: int = 18951  # node i's exporter listens on this + i
+    first_clock_port: int = 18971  # node i's clock stand-in listens on this + i
+    alert_for_s: int = 15  # the rules' longer 'for:' durations are shortened to this
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,24 @@
 """The monitoring half of the rehearsal: the generated alert rules in a real Prometheus,
-scraping one ``clusterforge exporter`` per emulated node.
+scraping one ``clusterforge exporter`` per emulated node and the stand-ins of
+:mod:`clusterforge.rehearse.standins`.
 
-The rule files are loaded as generated.  ``prometheus.yml`` is the generated one with these
-rewrites for one machine: the ``clusterforge`` job's targets become this machine's exporter
-ports, each labelled with its node's name (the generated relabelling takes the node from the
-target's host name, which does not resolve here); the dcgm, node and PDU jobs are dropped (no
-such exporters run here); the Alertmanager target is dropped (alerts are read from
-Prometheus' own ``/api/v1/alerts``); scrape and evaluation intervals are shortened to
-:data:`FAST_INTERVAL_S` so a drill sees a rule's expression turn true within seconds.  The
-rules' ``for:`` durations are kept, so an alert is *pending* until its ``for:`` has passed.
+``prometheus.yml`` is the generated one with these rewrites for one machine: each kept job
+(``clusterforge``; ``node`` and ``dcgm`` when their stand-ins run) scrapes this machine's
+ports, each target labelled with its node's name (the generated relabelling takes the node
+from the target's host name, which does not resolve here), its other settings (the ``node``
+job's rail relabelling) as generated; the PDU job and any job without a stand-in are
+dropped; the Alertmanager target is dropped (alerts are read from Prometheus' own
+``/api/v1/alerts``); scrape and evaluation intervals become :data:`FAST_INTERVAL_S`.
+
+The rule files are a rehearsal copy in which only the ``for:`` durations longer than the
+rehearsal's are shortened to it, so an alert fires within a drill rather than after minutes;
+:func:`rehearsal_rules` proves every other line equals the generated file.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -28,24 +33,60 @@ import yaml
 
 from clusterforge.generate.monitoring import monitoring_files
 from clusterforge.rehearse.cluster import Lab
-from clusterforge.rehearse.fixtures import healthy_readings, write_readings, xid_readings
-from clusterforge.rehearse.model import DrillResult, RehearseOptions
+from clusterforge.rehearse.netns import Links
 
 __all__ = [
     "FAST_INTERVAL_S",
     "Monitoring",
+    "ScrapeTargets",
     "prometheus_config",
-    "prometheus_drill",
+    "rehearsal_rules",
     "start_monitoring",
 ]
 
 FAST_INTERVAL_S = 2
 EXPORTER_INTERVAL_S = 2.0  # the exporters re-run the check this often
-HEALTH_ALERT = "NodeUnhealthy"  # the generated rule on the health check's verdict
+_FOR_RE = re.compile(r"^(\s*)for: (\d+)([smh])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600}
 
 
-def prometheus_config(generated: dict[str, Any], targets: dict[str, str]) -> dict[str, Any]:
-    """The generated prometheus.yml rewritten for exporters at ``targets`` (node -> host:port)."""
+def rehearsal_rules(generated: str, for_s: int) -> tuple[str, int]:
+    """The rule file with each ``for:`` longer than ``for_s`` seconds set to it, and how
+    many were; raises AssertionError unless every other line is the generated one."""
+    lines, num_changed = [], 0
+    for line in generated.splitlines():
+        match = _FOR_RE.match(line)
+        if match and int(match[2]) * _UNIT_S[match[3]] > for_s:
+            line = f"{match[1]}for: {for_s}s"
+            num_changed += 1
+        lines.append(line)
+    copy = "\n".join(lines) + "\n"
+    for before, after in zip(generated.splitlines(), copy.splitlines(), strict=True):
+        assert before == after or (_FOR_RE.match(before) and _FOR_RE.match(after)), before
+    return copy, num_changed
+
+
+@dataclass(frozen=True)
+class ScrapeTargets:
+    """node -> host:port of each kind of exporter this rehearsal runs."""
+
+    clusterforge: dict[str, str]
+    node: dict[str, str] = field(default_factory=dict)  # link stand-ins (node_exporter's names)
+    dcgm: dict[str, str] = field(default_factory=dict)  # clock stand-ins (dcgm-exporter's names)
+
+
+def _local_job(job: dict[str, Any], targets: dict[str, str]) -> dict[str, Any]:
+    base_labels = job["static_configs"][0].get("labels", {})
+    kept = {k: v for k, v in job.items() if k not in ("static_configs", "relabel_configs")}
+    kept["static_configs"] = [
+        {"targets": [address], "labels": {**base_labels, "node": node}}
+        for node, address in targets.items()
+    ]
+    return kept
+
+
+def prometheus_config(generated: dict[str, Any], targets: ScrapeTargets) -> dict[str, Any]:
+    """The generated prometheus.yml rewritten for this machine's exporters."""
     config = {k: v for k, v in generated.items() if k not in ("alerting", "scrape_configs")}
     interval = f"{FAST_INTERVAL_S}s"
     config["global"] = {
@@ -53,16 +94,11 @@ def prometheus_config(generated: dict[str, Any], targets: dict[str, str]) -> dic
         "scrape_interval": interval,
         "evaluation_interval": interval,
     }
-    (job,) = [c for c in generated["scrape_configs"] if c["job_name"] == "clusterforge"]
-    base_labels = job["static_configs"][0].get("labels", {})
+    wanted = {"clusterforge": targets.clusterforge, "node": targets.node, "dcgm": targets.dcgm}
     config["scrape_configs"] = [
-        {
-            "job_name": "clusterforge",
-            "static_configs": [
-                {"targets": [address], "labels": {**base_labels, "node": node}}
-                for node, address in targets.items()
-            ],
-        }
+        _local_job(job, wanted[job["job_name"]])
+        for job in generated["scrape_configs"]
+        if wanted.get(job["job_name"])
     ]
     return config
 
@@ -70,7 +106,9 @@ def prometheus_config(generated: dict[str, Any], targets: dict[str, str]) -> dic
 @dataclass
 class Monitoring:
     url: str
-    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    rules_note: str = ""  # what the rehearsal changed in the generated rules
+    processes: dict[str, list[subprocess.Popen[bytes]]] = field(default_factory=dict)
+    links: Links | None = None
 
     def get(self, path: str) -> Any:
         with urllib.request.urlopen(f"{self.url}{path}", timeout=5) as response:
@@ -84,15 +122,28 @@ class Monitoring:
         targets = self.get("/api/v1/targets")["activeTargets"]
         return sum(1 for t in targets if t["health"] == "up")
 
+    def node_pids(self, node: str) -> list[int]:
+        """The node's own exporters (they slow down with the node)."""
+        return [p.pid for p in self.processes.get(node, [])]
+
     def stop(self) -> None:
-        for proc in self.processes:
+        every = [p for group in self.processes.values() for p in group]
+        for proc in every:
             proc.terminate()
-        for proc in self.processes:
+        for proc in every:
             try:
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        if self.links is not None:
+            self.links.close()
+
+
+def _spawn(argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start ``argv`` with its output in ``log_path`` (the child keeps the file open)."""
+    with log_path.open("wb") as log:
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
 
 
 def _exporter(lab: Lab, node: str, port: int) -> subprocess.Popen[bytes]:
@@ -105,115 +156,75 @@ def _exporter(lab: Lab, node: str, port: int) -> subprocess.Popen[bytes]:
     return _spawn(argv, lab.work / "prometheus" / f"exporter-{node}.log")
 
 
-def _spawn(argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
-    """Start ``argv`` with its output in ``log_path`` (the child keeps the file open)."""
-    with log_path.open("wb") as log:
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+def _clock(lab: Lab, node: str, port: int) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "clusterforge.rehearse.standins", "clock", "--port", str(port)]
+    return _spawn(argv, lab.work / "prometheus" / f"clock-{node}.log")
 
 
-def _write_prometheus_files(lab: Lab, targets: dict[str, str]) -> Path:
+def _write_prometheus_files(lab: Lab, targets: ScrapeTargets, for_s: int) -> tuple[Path, str]:
     folder = lab.work / "prometheus"
     files = {f.path: f.content for f in monitoring_files(lab.design)}
     (folder / "rules").mkdir(parents=True, exist_ok=True)
+    num_changed = 0
     for path, content in files.items():
         if path.startswith("monitoring/rules/"):
-            (folder / "rules" / Path(path).name).write_text(content)
+            copy, changed = rehearsal_rules(content, for_s)
+            (folder / "rules" / Path(path).name).write_text(copy)
+            num_changed += changed
     config = prometheus_config(yaml.safe_load(files["monitoring/prometheus.yml"]), targets)
     (folder / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    return folder / "prometheus.yml"
+    note = (
+        f"rules as generated but {num_changed} 'for:' shortened to {for_s}s "
+        f"(every other line checked equal); scrape and evaluation every {FAST_INTERVAL_S}s"
+    )
+    return folder / "prometheus.yml", note
 
 
-def start_monitoring(lab: Lab, *, prometheus_port: int, first_exporter_port: int) -> Monitoring:
-    """One exporter per node and Prometheus with the generated rules; waits for every target."""
+@dataclass(frozen=True)
+class MonitoringPorts:
+    prometheus: int
+    first_exporter: int  # node i's exporter listens on this + i
+    first_clock: int  # node i's clock stand-in listens on this + i
+
+
+def start_monitoring(
+    lab: Lab, ports: MonitoringPorts, *, for_s: int, links: Links | None = None
+) -> Monitoring:
+    """The exporters and stand-ins, and Prometheus with the rehearsal's copy of the rules;
+    waits until every target is up.  Owns ``links`` from here on (stops them too)."""
     if shutil.which("prometheus") is None:
         raise FileNotFoundError("prometheus is not installed (apt-get install prometheus)")
     (lab.work / "prometheus").mkdir(exist_ok=True)
-    ports = {node: first_exporter_port + i for i, node in enumerate(lab.nodes)}
-    config = _write_prometheus_files(lab, {n: f"127.0.0.1:{p}" for n, p in ports.items()})
-    monitoring = Monitoring(f"http://127.0.0.1:{prometheus_port}")
-    monitoring.processes = [_exporter(lab, n, p) for n, p in ports.items()]
+    monitoring = Monitoring(f"http://127.0.0.1:{ports.prometheus}", links=links)
+    addresses: dict[str, dict[str, str]] = {"clusterforge": {}, "dcgm": {}}
+    for i, node in enumerate(lab.nodes):
+        exporter, clock = ports.first_exporter + i, ports.first_clock + i
+        monitoring.processes[node] = [_exporter(lab, node, exporter), _clock(lab, node, clock)]
+        addresses["clusterforge"][node] = f"127.0.0.1:{exporter}"
+        addresses["dcgm"][node] = f"127.0.0.1:{clock}"
+    node_targets = {n: p.address for n, p in links.ports.items()} if links else {}
+    targets = ScrapeTargets(addresses["clusterforge"], node_targets, addresses["dcgm"])
+    config, monitoring.rules_note = _write_prometheus_files(lab, targets, for_s)
     argv = [
-        "prometheus", f"--config.file={config}", f"--web.listen-address=127.0.0.1:{prometheus_port}",
+        "prometheus", f"--config.file={config}", f"--web.listen-address=127.0.0.1:{ports.prometheus}",
         f"--storage.tsdb.path={lab.work / 'prometheus' / 'data'}",
     ]  # fmt: skip
-    monitoring.processes.append(_spawn(argv, lab.work / "prometheus" / "prometheus.log"))
-    deadline = time.monotonic() + 90
+    monitoring.processes["prometheus"] = [_spawn(argv, lab.work / "prometheus" / "prometheus.log")]
+    expected = len(targets.clusterforge) + len(targets.node) + len(targets.dcgm)
+    _wait_targets(monitoring, expected, config.parent)
+    return monitoring
+
+
+def _wait_targets(
+    monitoring: Monitoring, expected: int, folder: Path, timeout_s: float = 90
+) -> None:
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            if monitoring.up_targets() == len(lab.nodes):
-                return monitoring
+            if monitoring.up_targets() == expected:
+                return
         except (urllib.error.URLError, OSError, KeyError):
             pass
         time.sleep(1)
     monitoring.stop()
-    raise TimeoutError(f"exporters not all up in Prometheus within 90 s: see {config.parent}")
-
-
-def _alerts_by_node(monitoring: Monitoring) -> dict[str, list[str]]:
-    """node -> ['NodeUnhealthy (pending)', ...] for the alerts that name a node."""
-    found: dict[str, list[str]] = {}
-    for alert in monitoring.alerts():
-        node = alert["labels"].get("node")
-        if node:
-            found.setdefault(node, []).append(f"{alert['labels']['alertname']} ({alert['state']})")
-        # alerts without a node label (cluster-wide) are not this drill's business
-    return found
-
-
-def _wait_alerts(
-    monitoring: Monitoring, node: str, *, present: bool, timeout_s: float
-) -> dict[str, list[str]]:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = _alerts_by_node(monitoring)
-        has = any(a.startswith(HEALTH_ALERT) for a in found.get(node, []))
-        if has == present or time.monotonic() > deadline:
-            return found
-        time.sleep(0.5)
-
-
-def _alert_drill(lab: Lab, monitoring: Monitoring, node: str) -> DrillResult:
-    start = time.monotonic()
-    write_readings(lab.readings(node), xid_readings(lab.design, gpu_index=3))
-    found = _wait_alerts(monitoring, node, present=True, timeout_s=60)
-    detect_s = time.monotonic() - start
-    mine = [a for a in found.get(node, []) if a.startswith(HEALTH_ALERT)]
-    others = {n: a for n, a in found.items() if n != node}
-    evidence = [
-        f"XID 79 on GPU 3 of {node}: {', '.join(mine) or 'no alert'} after {detect_s:.1f} s"
-    ]
-    evidence.append(f"other nodes: {others or 'no alerts'}")
-    healed = time.monotonic()
-    write_readings(lab.readings(node), healthy_readings(lab.design))
-    after = _wait_alerts(monitoring, node, present=False, timeout_s=60)
-    cleared = not any(a.startswith(HEALTH_ALERT) for a in after.get(node, []))
-    recover_s = time.monotonic() - healed
-    evidence.append(
-        f"healed: alert {'cleared' if cleared else 'still active'} after {recover_s:.1f} s"
-    )
-    ok = bool(mine) and not others and cleared
-    return DrillResult(
-        "prometheus", "pass" if ok else "fail", tuple(evidence), time.monotonic() - start,
-        detect_s=detect_s if mine else None, recover_s=recover_s if cleared else None,
-    )  # fmt: skip
-
-
-def prometheus_drill(lab: Lab, options: RehearseOptions) -> DrillResult:
-    """XID 79 on one node turns the generated health alert on in a real Prometheus; healing
-    clears it."""
-    if shutil.which("prometheus") is None:
-        return DrillResult(
-            "prometheus", "skip", ("prometheus is not installed (apt-get install prometheus)",)
-        )
-    monitoring = start_monitoring(
-        lab,
-        prometheus_port=options.prometheus_port,
-        first_exporter_port=options.first_exporter_port,
-    )
-    node = lab.nodes[0]
-    try:
-        return _alert_drill(lab, monitoring, node)
-    finally:
-        write_readings(lab.readings(node), healthy_readings(lab.design))
-        monitoring.stop()
-        lab.run_hook(node)  # resumes the node if Slurm's periodic health check drained it
+    raise TimeoutError(f"{expected} targets not all up in Prometheus within 90 s: see {folder}")
