@@ -133,3 +133,34 @@ def test_size_sweep_reports_the_best_plan_of_each_size_and_the_plans_it_evaluate
     assert sweep.num_candidates == sum(s.num_candidates for s in singles)
     assert sweep.num_fitting == sum(s.num_fitting for s in singles)
     assert sweep.num_timed == sum(s.num_timed for s in singles)
+
+
+class _Scaled:
+    """Every collective ``factor`` times as long as on ``comm``."""
+
+    def __init__(self, comm: CommModel, factor: float) -> None:
+        self.comm, self.factor = comm, factor
+
+    def collective_time_s(self, collective, size_bytes: float, groups: np.ndarray) -> float:
+        return self.factor * self.comm.collective_time_s(collective, size_bytes, groups)
+
+
+@pytest.mark.parametrize(("model_id", "plan", "top"), CASES)
+def test_slower_communication_never_makes_a_step_shorter(
+    models, h100, h100_comm, model_id: str, plan: dict, top: int
+) -> None:
+    """What the search's bounds rest on: every fitting plan, communication x0 .. x4."""
+    arch, base, stack = models[model_id], ParallelPlan(**plan), Stack.megatron_core()
+    comm = InterpolatingComm(h100_comm.collective_time_s)
+    for option in candidate_plans(arch, base, base.num_gpus, 8):
+        try:
+            fitting = least_recompute(arch, option, h100, stack)
+        except PlanError:
+            continue
+        if fitting is None:
+            continue
+        steps = [
+            predict_step(arch, fitting, h100, _Scaled(comm, f), 8, stack).step_time_s
+            for f in (0.0, 0.5, 1.0, 4.0)
+        ]
+        assert steps == sorted(steps), fitting
