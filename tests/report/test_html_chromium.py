@@ -38,3 +38,57 @@ def test_chromium_renders_the_report_without_errors(tmp_path):
     assert run.dom.count('class="rack"') == sum(1 for r in design.racks if r.row == 1)
     assert run.screenshot is not None and run.screenshot.stat().st_size > 10_000
     _keep(run.screenshot)
+
+
+SECTIONS = ("summary", "findings", "floor", "racks", "fabric", "cabling", "power", "busbw",
+            "performance", "goodput", "bom", "tco")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def browser():
+    webdriver = pytest.importorskip("selenium.webdriver", reason="Selenium drives Chromium")
+    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (binary and driver):
+        pytest.skip("Chromium and chromedriver are not installed (Debian: chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000",
+                 "--host-resolver-rules=MAP * ~NOTFOUND"):  # fmt: skip
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    chrome = webdriver.Chrome(options=options, service=Service(driver))
+    chrome.set_page_load_timeout(300)
+    yield chrome
+    chrome.quit()
+
+
+@pytest.mark.slow
+def test_the_100k_gpu_report_opens_whole_without_errors(tmp_path, browser):
+    from selenium.webdriver.common.by import By
+
+    design = plan(load_spec(EXAMPLES / "colossus-100k-h100.yaml"))
+    page = tmp_path / "colossus.html"
+    page.write_text(render_html(build_report(design, ReportOptions(top_plans=2, goodput_runs=50))))
+    assert page.stat().st_size < 10e6
+    browser.get(page.as_uri())  # returns after the load event: every inline script has run
+    assert browser.get_log("browser") == []  # no script errors, no warnings
+    for section in SECTIONS:
+        heading = browser.find_element(By.CSS_SELECTOR, f"section#{section} h2")
+        assert heading.text, section
+    num_charts = page.read_text().count("Plotly.newPlot")
+    drawn = browser.execute_script("return document.querySelectorAll('.main-svg').length")
+    assert drawn >= num_charts >= 9
+    racks_in_row_1 = sum(1 for r in design.racks if r.row == 1)
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".rack")) == racks_in_row_1
+    # the rack table (thousands of rows) is built when opened, every rack in it
+    details = browser.find_element(By.CSS_SELECTOR, "section#racks details")
+    assert details.find_elements(By.CSS_SELECTOR, "tbody tr") == []
+    details.find_element(By.TAG_NAME, "summary").click()
+    rows = details.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(rows) == len(design.racks)
+    assert rows[0].find_elements(By.TAG_NAME, "td")[0].text == design.racks[0].name
+    shot = tmp_path / "report-colossus-100k.png"
+    browser.save_screenshot(str(shot))
+    _keep(shot)

@@ -19,6 +19,7 @@ from clusterforge.errors import AdapterError
 __all__ = [
     "bar_chart",
     "floor_chart",
+    "floor_heatmap",
     "histogram_chart",
     "line_chart",
     "plotly_js",
@@ -150,6 +151,32 @@ def floor_chart(
         "yaxis": {"title": {"text": "y (m)"}, "scaleanchor": "x", "autorange": "reversed"},
     }
     return _html([trace], title, layout, height_px=min(900, max(HEIGHT_PX, 60 * len(set(y_m)))))
+
+
+def floor_heatmap(
+    title: str,
+    *,
+    x_m: Sequence[float],
+    y_m: Sequence[float],
+    value_kw: Sequence[Sequence[float | None]],
+    hover: Sequence[Sequence[str]],
+) -> str:
+    """Racks as cells of a grid (``value_kw[i][j]`` at ``y_m[i]``, ``x_m[j]``; None where no
+    rack stands), coloured by kW: one image however many racks, where a marker per rack
+    would be an SVG element per rack. A row of racks is a few pixels tall whatever the
+    floor's proportions (metres are not kept equal on both axes: a long hall would be a
+    sliver)."""
+    trace = {
+        "type": "heatmap", "x": list(x_m), "y": list(y_m), "z": [list(r) for r in value_kw],
+        "text": [list(r) for r in hover], "hoverinfo": "text", "colorscale": "YlOrRd",
+        "colorbar": {"title": {"text": "kW"}}, "hoverongaps": False,
+    }  # fmt: skip
+    layout = {
+        "xaxis": {"title": {"text": "x (m)"}, "constrain": "domain", "showgrid": False},
+        "yaxis": {"title": {"text": "y (m)"}, "autorange": "reversed", "showgrid": False},
+    }
+    height_px = min(1400, max(HEIGHT_PX, 8 * len(y_m)))
+    return _html([trace], title, layout, height_px=height_px)
 
 
 def sankey_chart(

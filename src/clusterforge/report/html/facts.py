@@ -4,6 +4,8 @@ cabling and power. Nothing here re-derives a design fact; it selects and formats
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clusterforge.report.html import charts
@@ -22,12 +24,15 @@ from clusterforge.report.html.model import (
 if TYPE_CHECKING:
     from clusterforge.design import Design
     from clusterforge.design.cabling import LinkClass
+    from clusterforge.design.power import Circuit
     from clusterforge.design.racks import Rack
 
 __all__ = [
+    "FeedGroup",
     "cabling_section",
     "elevation_data",
     "fabric_section",
+    "feed_groups",
     "findings_section",
     "floor_section",
     "power_section",
@@ -37,6 +42,9 @@ __all__ = [
 ]
 
 LONGEST_RUNS = 10
+MAX_FLOOR_MARKERS = 500  # beyond, the floor is a grid image, not a marker per rack
+MAX_RACK_BARS = 150  # beyond, racks with the same feed load share a bar
+GROUP_NAMES_SHOWN = 3
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
@@ -81,15 +89,6 @@ def findings_section(design: Design) -> Section:
 def floor_section(design: Design) -> Section:
     """Racks at their floor positions, coloured by their maximum draw."""
     racks = design.racks
-    symbols = {"gpu": "square", "network": "diamond", "core": "diamond"}
-    figure = charts.floor_chart(
-        f"floor plan: {len(racks)} racks in {len({r.row for r in racks})} rows",
-        x_m=[r.x_m for r in racks],
-        y_m=[r.y_m for r in racks],
-        value_kw=[r.max_kw for r in racks],
-        hover=[f"{r.name} ({r.role}): {r.max_kw:.1f} kW, {r.cooling.method}" for r in racks],
-        symbols=[symbols.get(r.role, "circle") for r in racks],
-    )
     rows = table(
         ("rack", "role", "row", "position", "x (m)", "y (m)", "max kW", "U used", "cooling"),
         racks,
@@ -97,12 +96,47 @@ def floor_section(design: Design) -> Section:
                    f"{r.max_kw:.1f}", str(r.u_used), r.cooling.method),
         numeric=(False, False, True, True, True, True, True, True, False),
     )  # fmt: skip
-    cooling = sorted({r.cooling.method for r in racks})
-    lead = (
-        f"{len(racks)} racks; squares are GPU racks, diamonds network racks; colour is the "
-        f"rack's maximum draw in kW. Cooling: {', '.join(cooling)}."
-    )
+    cooling = ", ".join(sorted({r.cooling.method for r in racks}))
+    title = f"floor plan: {len(racks)} racks in {len({r.row for r in racks})} rows"
+    if len(racks) > MAX_FLOOR_MARKERS:
+        figure = _floor_grid(title, racks)
+        lead = (f"{num(len(racks))} racks, each a cell of the floor grid (hover for its name "
+                f"and role); colour is the rack's maximum draw in kW. Cooling: {cooling}.")  # fmt: skip
+    else:
+        figure = _floor_markers(title, racks)
+        lead = (f"{len(racks)} racks; squares are GPU racks, diamonds network racks; colour is "
+                f"the rack's maximum draw in kW. Cooling: {cooling}.")  # fmt: skip
     return Section("floor", "Floor plan", lead, (Figure(figure, "floor plan"),), (rows,))
+
+
+def _hover(rack: Rack) -> str:
+    return f"{rack.name} ({rack.role}): {rack.max_kw:.1f} kW, {rack.cooling.method}"
+
+
+def _floor_markers(title: str, racks: Sequence[Rack]) -> str:
+    """A marker per rack at its place, its shape saying its role."""
+    symbols = {"gpu": "square", "network": "diamond", "core": "diamond"}
+    return charts.floor_chart(
+        title,
+        x_m=[r.x_m for r in racks],
+        y_m=[r.y_m for r in racks],
+        value_kw=[r.max_kw for r in racks],
+        hover=[_hover(r) for r in racks],
+        symbols=[symbols.get(r.role, "circle") for r in racks],
+    )
+
+
+def _floor_grid(title: str, racks: Sequence[Rack]) -> str:
+    """The floor as a grid of rack positions (x) by rows (y), for floors of thousands."""
+    xs = sorted({round(r.x_m, 2) for r in racks})
+    ys = sorted({round(r.y_m, 2) for r in racks})
+    col, line = {x: j for j, x in enumerate(xs)}, {y: i for i, y in enumerate(ys)}
+    kw_grid: list[list[float | None]] = [[None] * len(xs) for _ in ys]
+    hover: list[list[str]] = [[""] * len(xs) for _ in ys]
+    for r in racks:
+        i, j = line[round(r.y_m, 2)], col[round(r.x_m, 2)]
+        kw_grid[i][j], hover[i][j] = r.max_kw, _hover(r)
+    return charts.floor_heatmap(title, x_m=xs, y_m=ys, value_kw=kw_grid, hover=hover)
 
 
 def elevation_data(design: Design) -> str:
@@ -245,26 +279,70 @@ def _links_of(link_class: LinkClass, medium: str) -> int:
     return sum(m.num_links for m in link_class.media if m.medium == medium)
 
 
+@dataclass(frozen=True)
+class FeedGroup:
+    """Racks of one role whose feeds carry the same load on the same circuits."""
+
+    role: str
+    circuit: Circuit
+    racks: tuple[Rack, ...]
+
+    @property
+    def label(self) -> str:
+        """Unique among the groups (a chart's category): it names the group's first rack."""
+        if len(self.racks) == 1:
+            return f"{self.role} rack {self.racks[0].name}"
+        return f"{num(len(self.racks))} {self.role} racks like {self.racks[0].name}"
+
+    @property
+    def names(self) -> str:
+        shown = ", ".join(r.name for r in self.racks[:GROUP_NAMES_SHOWN])
+        return shown + (", …" if len(self.racks) > GROUP_NAMES_SHOWN else "")
+
+
+def feed_groups(design: Design) -> list[FeedGroup]:
+    """The racks grouped by role and feed circuit (the design plans each rack load's
+    circuits once, so a large design has a handful of groups), most loaded feed first."""
+    groups: dict[tuple[str, Circuit], list[Rack]] = {}
+    for r in design.racks:
+        groups.setdefault((r.role, r.circuit), []).append(r)
+    found = [FeedGroup(role, circuit, tuple(rs)) for (role, circuit), rs in groups.items()]
+    return sorted(found, key=lambda g: -g.circuit.utilization)
+
+
+def _circuit_cells(c: Circuit) -> tuple[str, ...]:
+    return (f"{c.load_kw:.1f}", str(c.num_feeds), str(c.circuits_per_feed),
+            f"{c.breaker_a:g} A {c.phases}-phase {c.voltage_v:g} V", f"{c.usable_kw:.1f}",
+            f"{c.phase_current_a:.1f}", pct(c.utilization))  # fmt: skip
+
+
+CIRCUIT_HEADERS = ("load kW", "feeds", "circuits per feed", "breaker", "usable kW per circuit",
+                   "phase current (A)", "utilization")  # fmt: skip
+
+
 def power_section(design: Design) -> Section:
-    """Each rack's feed load against the feed's usable capacity."""
+    """Each rack's feed load against the feed's usable capacity; beyond ``MAX_RACK_BARS``
+    racks, one bar per group of racks with the same load and circuits."""
     racks = design.racks
+    if len(racks) > MAX_RACK_BARS:
+        groups = feed_groups(design)
+        labels, loads = [g.label for g in groups], [g.circuit for g in groups]
+        rows = table(("racks", "names", *CIRCUIT_HEADERS), groups,
+                     lambda g: (g.label, g.names, *_circuit_cells(g.circuit)),
+                     caption="racks grouped by feed load")  # fmt: skip
+        per = f"{len(groups)} groups of racks with the same feed load (racks.csv: every rack)"
+    else:
+        labels, loads = [r.name for r in racks], [r.circuit for r in racks]
+        rows = table(("rack", *CIRCUIT_HEADERS), racks,
+                     lambda r: (r.name, *_circuit_cells(r.circuit)))  # fmt: skip
+        per = "each rack"
     figure = charts.bar_chart(
-        "feed load per rack (each feed carries the whole rack)",
-        labels=[r.name for r in racks],
-        series=[("load / usable capacity (%)", [100 * r.circuit.utilization for r in racks])],
+        f"feed load: {per} (each feed carries the whole rack)",
+        labels=labels,
+        series=[("load / usable capacity (%)", [100 * c.utilization for c in loads])],
         y_title="% of the feed's usable capacity",
-        limit=("circuit limit", [100.0] * len(racks)),
+        limit=("circuit limit", [100.0] * len(labels)),
     )
-    rows = table(
-        ("rack", "load kW", "feeds", "circuits per feed", "breaker", "usable kW per circuit",
-         "phase current (A)", "utilization"),
-        racks,
-        lambda r: (r.name, f"{r.circuit.load_kw:.1f}", str(r.circuit.num_feeds),
-                   str(r.circuit.circuits_per_feed),
-                   f"{r.circuit.breaker_a:g} A {r.circuit.phases}-phase {r.circuit.voltage_v:g} V",
-                   f"{r.circuit.usable_kw:.1f}", f"{r.circuit.phase_current_a:.1f}",
-                   pct(r.circuit.utilization)),
-    )  # fmt: skip
     worst = max(racks, key=lambda r: r.circuit.utilization)
     p = design.power
     lead = (

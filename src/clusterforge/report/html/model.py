@@ -6,13 +6,26 @@ Python, so the templates only place strings: no arithmetic or rules in Jinja.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-__all__ = ["Figure", "Metric", "Section", "Table", "kw", "money", "num", "pct", "table"]
+__all__ = ["LAZY_ROWS", "Figure", "Metric", "Section", "Table", "kw", "money", "num", "pct",
+           "script_safe", "table"]  # fmt: skip
 
 T = TypeVar("T")
+# A table longer than this reaches the page as JSON, built into rows only when its reader
+# opens it: thousands of rows a click away would otherwise be tens of thousands of elements
+# the browser parses and keeps before the page can be read.
+LAZY_ROWS = 200
+
+
+def script_safe(json_text: str) -> str:
+    """JSON placed inside a <script> element: every '<' (only ever inside a JSON string)
+    written as the escape \\u003c, so neither '</script' nor '<!--' can end the element early
+    (HTML Living Standard, "Restrictions for contents of script elements")."""
+    return json_text.replace("<", "\\u003c")
 
 
 @dataclass(frozen=True)
@@ -23,6 +36,22 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
     caption: str = ""
     numeric: tuple[bool, ...] = ()
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the page builds the rows when the table is opened (see ``LAZY_ROWS``)."""
+        return len(self.rows) > LAZY_ROWS
+
+    @property
+    def rows_json(self) -> str:
+        """The rows as JSON that can sit inside a <script> element."""
+        return script_safe(json.dumps(self.rows, separators=(",", ":")))
+
+    @property
+    def numeric_json(self) -> str:
+        """The right-aligned columns as a JSON list of booleans, one per column."""
+        flags = [i < len(self.numeric) and self.numeric[i] for i in range(len(self.headers))]
+        return json.dumps(flags)
 
 
 @dataclass(frozen=True)

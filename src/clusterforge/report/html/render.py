@@ -21,7 +21,7 @@ import jinja2
 from clusterforge.errors import SpecError
 from clusterforge.report.html import facts, money, studies
 from clusterforge.report.html.charts import plotly_js
-from clusterforge.report.html.model import Metric, Section, num, pct
+from clusterforge.report.html.model import Metric, Section, num, pct, script_safe
 
 if TYPE_CHECKING:
     from clusterforge.design import Design
@@ -97,7 +97,7 @@ def build_report(design: Design, options: ReportOptions | None = None) -> Report
         subtitle=f"cluster design report by clusterforge; {len(design.findings)} finding(s)",
         metrics=metrics,
         sections=tuple(sections),
-        elevation_json=_script_safe(facts.elevation_data(design)),
+        elevation_json=script_safe(facts.elevation_data(design)),
     )
 
 
@@ -126,11 +126,6 @@ def _expected_metrics(expected: dict[str, Any]) -> tuple[Metric, ...]:
         Metric("time to train", f"{num(expected['time_to_train_days'], 1)} days",
                f"{num(expected['tokens_to_train'] / 1e9)} B tokens, no failures"),
     )  # fmt: skip
-
-
-def _script_safe(text: str) -> str:
-    """JSON placed inside a <script> element: '</' cannot close it early."""
-    return text.replace("</", "<\\/")
 
 
 def render_html(report: Report) -> str:

@@ -1,7 +1,32 @@
 // Rack elevations, one row at a time: racks and devices from the JSON block named by each
 // viewer's data-source, drawn with DOM elements (text set as textContent, never as HTML).
+// Long tables arrive as JSON next to their empty body and are built when first opened.
 (function () {
   "use strict";
+  function fillTable(details) {
+    var data = details.querySelector("script.table-rows");
+    var body = details.querySelector("tbody.lazy-rows");
+    if (!data || !body || body.childElementCount > 0) { return; }
+    var numeric = JSON.parse(body.dataset.numeric);
+    var rows = document.createDocumentFragment();
+    JSON.parse(data.textContent).forEach(function (row) {
+      var tr = document.createElement("tr");
+      row.forEach(function (cell, i) {
+        var td = document.createElement("td");
+        if (numeric[i]) { td.className = "num"; }
+        td.textContent = cell;
+        tr.appendChild(td);
+      });
+      rows.appendChild(tr);
+    });
+    body.appendChild(rows);
+  }
+  document.querySelectorAll("details").forEach(function (details) {
+    if (details.open) { fillTable(details); }
+    details.addEventListener("toggle", function () {
+      if (details.open) { fillTable(details); }
+    });
+  });
   function drawRow(view, data, rowIndex) {
     var target = view.querySelector(".elevation-row");
     var uPx = Number(view.querySelector(".zoom").value);
