@@ -13,7 +13,7 @@ from clusterforge.perf import PredictRequest, run_predict
 from clusterforge.perf.comm import CommModel, InterpolatingComm
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.search import candidate_plans, least_recompute, search
-from clusterforge.perf.search_cache import KnownComm, RecordingComm
+from clusterforge.perf.search_cache import KnownComm, RecordingComm, one_domain
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.step import Prediction, predict_step
 
@@ -164,3 +164,33 @@ def test_slower_communication_never_makes_a_step_shorter(
             for f in (0.0, 0.5, 1.0, 4.0)
         ]
         assert steps == sorted(steps), fitting
+
+
+def test_groups_inside_identical_domains_are_asked_as_one_domain() -> None:
+    ranks = np.arange(64)
+    tp8 = ranks.reshape(8, 8)
+    assert np.array_equal(one_domain(tp8, 8), tp8[:1])
+    tp4 = ranks.reshape(16, 4)
+    assert np.array_equal(one_domain(tp4[::-1], 8), tp4[:2])  # any order of the rows
+    stage0_of_two = ranks[:32].reshape(4, 8)  # the TP groups of one pipeline stage
+    assert np.array_equal(one_domain(stage0_of_two, 8), tp8[:1])
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [
+        np.arange(64).reshape(8, 8).T,  # DP groups: each spans eight domains
+        np.array([[0, 1], [8, 9], [10, 11]]),  # domain 1 holds two groups, domain 0 one
+        np.array([[0, 1], [10, 11]]),  # laid out differently in the two domains
+        np.array([[0, 1, 2, 3]]),  # a single group: nothing to share
+    ],
+)
+def test_groups_that_meet_in_the_fabric_or_differ_are_asked_as_they_are(groups) -> None:
+    assert one_domain(groups, 8) is groups
+
+
+def test_recorded_answers_are_shared_by_identical_domains(h100_comm) -> None:
+    recording = RecordingComm(h100_comm, domain_gpus=8)
+    every_node = recording.collective_time_s("all_gather", 1e8, np.arange(64).reshape(8, 8))
+    one_stage = recording.known.collective_time_s("all_gather", 1e8, np.arange(32).reshape(4, 8))
+    assert one_stage == every_node > 0 and h100_comm.calls == 1

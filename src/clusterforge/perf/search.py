@@ -212,7 +212,8 @@ def search(
     def time_plan(plan: ParallelPlan, fabric: CommModel) -> Prediction:
         return predict_step(arch, plan, gpu, fabric, nvlink_domain_gpus, chosen)
 
-    found = _branch_and_bound(fitting, time_plan, RecordingComm(comm), top, progress)
+    recording = RecordingComm(comm, domain_gpus=nvlink_domain_gpus)
+    found = _branch_and_bound(fitting, time_plan, recording, top, progress)
     if not found:
         raise PlanError(
             f"no plan of {arch.id} on {base.num_gpus} x {gpu.id} both divides the global batch "
