@@ -27,10 +27,6 @@ __all__ = ["FreeComm", "KnownComm", "RecordingComm", "one_domain"]
 _Key = tuple[str, float, tuple[int, ...], bytes]
 
 
-def _key(collective: Collective, size_bytes: float, groups: np.ndarray) -> _Key:
-    return (collective, float(size_bytes), groups.shape, np.ascontiguousarray(groups).tobytes())
-
-
 def one_domain(groups: np.ndarray, domain_gpus: int) -> np.ndarray:
     """The groups of the first domain when every group lies inside one scale-up domain of
     ``domain_gpus`` GPUs and every domain holding groups holds the same number, laid out the
@@ -72,15 +68,31 @@ class RecordingComm:
         self._comm = comm
         self._domain_gpus = domain_gpus
         self._times: dict[_Key, float] = {}
+        self._asked_as: dict[tuple[tuple[int, ...], bytes], tuple[np.ndarray, bytes]] = {}
+
+    def question(
+        self, collective: Collective, size_bytes: float, groups: np.ndarray
+    ) -> tuple[_Key, np.ndarray]:
+        """The key an answer is kept under, and the groups the real model is asked about."""
+        raw = np.ascontiguousarray(groups)
+        seen = (raw.shape, raw.tobytes())
+        if seen not in self._asked_as:
+            asked = one_domain(raw, self._domain_gpus)
+            self._asked_as[seen] = (asked, asked.tobytes())
+        asked, asked_bytes = self._asked_as[seen]
+        return (collective, float(size_bytes), asked.shape, asked_bytes), asked
 
     def collective_time_s(
         self, collective: Collective, size_bytes: float, groups: np.ndarray
     ) -> float:
-        groups = one_domain(groups, self._domain_gpus)
-        key = _key(collective, size_bytes, groups)
+        key, asked = self.question(collective, size_bytes, groups)
         if key not in self._times:
-            self._times[key] = self._comm.collective_time_s(collective, size_bytes, groups)
+            self._times[key] = self._comm.collective_time_s(collective, size_bytes, asked)
         return self._times[key]
+
+    def answered(self, key: _Key) -> float | None:
+        """The time kept under ``key``, or None."""
+        return self._times.get(key)
 
     def __len__(self) -> int:
         """Distinct questions answered so far."""
@@ -89,23 +101,22 @@ class RecordingComm:
     @property
     def known(self) -> KnownComm:
         """A view that answers what was asked before and zero otherwise (a lower bound)."""
-        return KnownComm(self._times, domain_gpus=self._domain_gpus)
+        return KnownComm(self)
 
 
 class KnownComm:
     """Times answered before, zero for the rest: a step time computed with it is a lower
     bound, exact when :attr:`unanswered` (the questions it could not answer) is empty."""
 
-    def __init__(self, times: dict[_Key, float], *, domain_gpus: int = 1) -> None:
-        self._times = times
-        self._domain_gpus = domain_gpus
+    def __init__(self, recording: RecordingComm) -> None:
+        self._recording = recording
         self.unanswered: list[tuple[Collective, float, np.ndarray]] = []
 
     def collective_time_s(
         self, collective: Collective, size_bytes: float, groups: np.ndarray
     ) -> float:
-        key = _key(collective, size_bytes, one_domain(groups, self._domain_gpus))
-        time_s = self._times.get(key)
+        key, _ = self._recording.question(collective, size_bytes, groups)
+        time_s = self._recording.answered(key)
         if time_s is None:
             self.unanswered.append((collective, size_bytes, groups))
             return 0.0
