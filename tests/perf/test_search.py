@@ -194,3 +194,15 @@ def test_recorded_answers_are_shared_by_identical_domains(h100_comm) -> None:
     every_node = recording.collective_time_s("all_gather", 1e8, np.arange(64).reshape(8, 8))
     one_stage = recording.known.collective_time_s("all_gather", 1e8, np.arange(32).reshape(4, 8))
     assert one_stage == every_node > 0 and h100_comm.calls == 1
+
+
+def test_size_sweep_searches_sizes_where_the_specs_own_layout_does_not_divide_the_batch() -> None:
+    from clusterforge.design import plan as design_plan
+    from clusterforge.spec import load_spec
+
+    # TP 8 x PP 4 on 768 GPUs would be DP 24, which does not divide the batch of 1,024;
+    # the search is free to choose other degrees there (TP 8 x PP 6 x DP 16, ...).
+    design = design_plan(load_spec(EXAMPLES / "colo-512-h100.yaml"), break_even=False)
+    sweep = run_predict(design, PredictRequest(search=True, gpu_counts=(512, 768)))
+    assert [p.plan.num_gpus for p in sweep.predictions] == [512, 768]
+    assert all(1024 % (p.plan.dp * p.plan.micro_batch) == 0 for p in sweep.predictions)

@@ -201,12 +201,14 @@ def _searched(
     return result.predictions, (result.num_candidates, result.num_fitting, result.num_timed)
 
 
-def _grown(design: Design, num_gpus: int) -> Design:
-    """The same spec designed for ``num_gpus`` training GPUs (its layout's DP re-derived)."""
+def _grown(design: Design, num_gpus: int, *, keep_workload: bool) -> Design:
+    """The same spec designed for ``num_gpus`` training GPUs (its layout's DP re-derived),
+    or only its cluster (a search chooses its own layout, which need not fit the spec's)."""
     from clusterforge.design import plan
 
     spec = design.spec
     workload = spec.workload.model_copy(update={"data_parallel": None}) if spec.workload else None
+    workload = workload if keep_workload else None
     grown = spec.model_copy(update={"num_gpus": num_gpus, "workload": workload})
     return plan(grown, design.catalog, break_even=False)
 
@@ -225,9 +227,11 @@ def run_predict(
     counts = request.gpu_counts or (design.compute.num_training_gpus,)
     if min(counts) < 1:
         raise PlanError(f"GPU counts {list(counts)}: use counts of at least 1")
-    if max(counts) > design.compute.num_training_gpus:
-        design = _grown(design, max(counts))
     workload, job, arch = _workload(design)
+    if max(counts) > design.compute.num_training_gpus:
+        design = _grown(design, max(counts), keep_workload=not request.search)
+        if not request.search:
+            workload, job, arch = _workload(design)
     stack = stack_named(request.stack or workload.stack)
     comm = design_comm(design)
     total = design.compute.num_training_gpus
