@@ -10,7 +10,8 @@ What a user pays, measured on the path the user runs:
    the search (cold: first search of the process, so every collective is simulated),
    expected goodput, rendering; then the library search cold on a new fabric graph and
    warm (the same graph and communication model: nothing left to simulate);
-4. a sweep over cluster sizes (``--gpus``) on the same spec.
+4. a sweep over cluster sizes (``--max-gpus 8192``: 8, 16, .. 8,192 GPUs, the last one
+   above the designed 5,120, so the cluster is designed again at that size).
 
     python benchmarks/predict_search.py [--runs 3] [--gpus 5120] [--profile] [--no-cli]
 """
@@ -57,7 +58,8 @@ workload:
   seq_length: 2048
 """
 
-SWEEP_GPUS = (1024, 2048, 4096)
+MAX_GPUS = 8192
+SWEEP_GPUS = tuple(2**i for i in range(3, MAX_GPUS.bit_length()))  # as --max-gpus
 
 # What `clusterforge predict --search` imports, including its lazy imports (netsim for the
 # fabric, goodput for the time to train with failures).
@@ -123,12 +125,13 @@ def _import_times() -> None:
 
 def _child(spec: Path, profile: bool) -> None:
     """The command's stages in this (new) process, then the library search cold and warm."""
-    clock = [time.perf_counter()]
-    stages: list[tuple[str, float]] = []
+    clock = [(time.perf_counter(), time.process_time())]
+    stages: list[tuple[str, float, float]] = []
 
     def lap(name: str) -> None:
-        clock.append(time.perf_counter())
-        stages.append((name, clock[-1] - clock[-2]))
+        clock.append((time.perf_counter(), time.process_time()))
+        (wall_0, cpu_0), (wall_1, cpu_1) = clock[-2:]
+        stages.append((name, wall_1 - wall_0, cpu_1 - cpu_0))
 
     exec(COMMAND_IMPORTS)
     from rich.console import Console
@@ -157,7 +160,7 @@ def _child(spec: Path, profile: bool) -> None:
     print(json.dumps(stages))
 
 
-def _library_search(design: Design) -> list[tuple[str, float]]:
+def _library_search(design: Design) -> list[tuple[str, float, float]]:
     from clusterforge.perf import plan_from_workload, resolve_model
     from clusterforge.perf.predict import design_comm
     from clusterforge.perf.search import search
@@ -169,31 +172,31 @@ def _library_search(design: Design) -> list[tuple[str, float]]:
     comm = design_comm(design)
     laps = []
     for label in ("library search (cold, new fabric graph)", "library search (warm)"):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = search(arch, base, compute.gpu, comm, compute.nvlink_domain_gpus, top=10)
-        laps.append((label, time.perf_counter() - start))
+        laps.append((label, time.perf_counter() - start, time.process_time() - cpu))
     counts = (result.num_candidates, result.num_fitting, result.num_timed)
-    laps.append((f"  plans generated / fit / timed: {counts}", 0.0))
+    laps.append((f"  plans generated / fit / timed: {counts}", 0.0, 0.0))
     best = result.predictions[0]
     p = best.plan
     laps.append(
         (f"  best: TP{p.tp} PP{p.pp} DP{p.dp} mb{p.micro_batch} v{p.vpp} Z{p.zero_stage} "
-         f"{p.recompute}, MFU {best.mfu:.1%}, {best.tokens_per_s_per_gpu:.1f} tokens/s/GPU", 0.0)
+         f"{p.recompute}, MFU {best.mfu:.1%}, {best.tokens_per_s_per_gpu:.1f} tokens/s/GPU", 0.0, 0.0)
     )  # fmt: skip
     return laps
 
 
-def _sweep(design: Design) -> list[tuple[str, float]]:
+def _sweep(design: Design) -> list[tuple[str, float, float]]:
     from clusterforge.perf import PredictRequest, run_predict
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     outcome = run_predict(design, PredictRequest(search=True, gpu_counts=SWEEP_GPUS))
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     sizes = ", ".join(f"{p.plan.num_gpus}: {p.step_time_s:.2f} s" for p in outcome.predictions)
     counts = (outcome.num_candidates, outcome.num_fitting, outcome.num_timed)
     return [
-        (f"size sweep {list(SWEEP_GPUS)} (cold)", elapsed),
-        (f"  best step per size: {sizes}; plans generated / fit / timed: {counts}", 0.0),
+        (f"size sweep {SWEEP_GPUS[0]}..{SWEEP_GPUS[-1]} GPUs (cold)", elapsed, cpu),
+        (f"  best step per size: {sizes}; plans generated / fit / timed: {counts}", 0.0, 0.0),
     ]
 
 
@@ -222,10 +225,12 @@ def _report_stages(spec: Path, profile: bool) -> None:
     if profile:
         print(done.stderr)
     stages = json.loads(done.stdout.strip().splitlines()[-1])
-    command_s = sum(seconds for _, seconds in stages[:6])  # imports .. render
-    print(f"  the command's path in one new process: {command_s:.2f} s")
-    for name, seconds in stages:
-        print(f"    {name:44s} {seconds:.3f} s" if seconds else f"    {name}")
+    wall_s = sum(wall for _, wall, _ in stages[:6])  # imports .. render
+    cpu_s = sum(cpu for *_, cpu in stages[:6])
+    print(f"  the command's path in one new process: {wall_s:.2f} s wall, {cpu_s:.2f} s CPU")
+    print(f"    {'':44s} {'wall':>8s} {'CPU':>8s}")
+    for name, wall, cpu in stages:
+        print(f"    {name:44s} {wall:8.3f} {cpu:8.3f}" if wall else f"    {name}")
 
 
 def main() -> None:
@@ -247,9 +252,8 @@ def main() -> None:
         if not args.no_cli:
             print(f"clusterforge predict SPEC --search, end to end, {args.runs} cold runs:")
             _report_cli(spec, args.runs, ["--search"], "--search")
-            sweep = ",".join(str(n) for n in SWEEP_GPUS)
-            print(f"clusterforge predict SPEC --search --gpus {sweep}, end to end:")
-            _report_cli(spec, args.runs, ["--search", "--gpus", sweep], "--gpus")
+            print(f"clusterforge predict SPEC --max-gpus {MAX_GPUS}, end to end:")
+            _report_cli(spec, args.runs, ["--max-gpus", str(MAX_GPUS)], "--max-gpus")
         print("imports:")
         _import_times()
         print("stages:")
