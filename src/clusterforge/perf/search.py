@@ -2,10 +2,10 @@
 
 The space is the one practitioners sweep (Narayanan et al. 2021 §3.3 takeaways: TP inside
 the NVLink domain, PP across nodes, DP for the rest; Korthikanti et al. 2022: the cheapest
-recomputation that fits): TP in powers of two up to the NVLink domain, PP over the divisors of the GPU count up to 64
-(uneven layer splits allowed), CP only for long sequences, EP over the expert count,
-micro-batches 1/2/4, interleaving where it divides, ZeRO-1 and ZeRO-3, and for each the
-cheapest recomputation mode that fits.
+recomputation that fits): TP in powers of two up to the NVLink domain, PP over the divisors
+of the GPU count up to 64 (uneven layer splits allowed), CP only for long sequences, EP over
+the expert count, micro-batches 1/2/4, interleaving where it divides, ZeRO-1 and ZeRO-3, and
+for each the cheapest recomputation mode that fits.
 
 Speed: plans are pruned by memory first (no timing), then ranked by branch and bound on
 lower bounds of their step time (:mod:`clusterforge.perf.search_cache`), so only the plans
