@@ -1,11 +1,11 @@
 """``clusterforge rehearse`` end to end: the generated files as an emulated Slurm cluster.
 
-Needs root, Debian's slurm-wlm and munge, and for the monitoring drill Prometheus (marked
-``system`` and ``slow``).  Runs the drills that fit a few minutes on a small machine: bring-up,
-the acceptance suite through Slurm, the XID 79 drain and resume through the generated health
-check, and the generated alert in a real Prometheus (the slowed-node drill needs a third node
-to compare with and a second acceptance run: ``benchmarks/rehearse_drills.py`` runs it).  Its own ports (controller 18819, nodes 18931+, Prometheus 18991,
-exporters 18961+) keep clear of other emulated clusters.
+Needs root, Debian's slurm-wlm and munge, and Prometheus (marked ``system`` and ``slow``).
+Runs every drill on four nodes, as ``clusterforge rehearse SPEC --nodes 4`` does; the NIC
+flap and slowed-node drills may only be skipped where the machine cannot make network
+namespaces or cgroup v1 cpu groups.  Its own ports (controller 18819, nodes 18931+,
+Prometheus 18991, exporters 18961+, clock stand-ins 18981+) keep clear of other emulated
+clusters.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from clusterforge.rehearse.cluster import missing_requirements
 from clusterforge.rehearse.emulated import Ports
-from clusterforge.rehearse.model import RehearseOptions
+from clusterforge.rehearse.model import DRILLS, RehearseOptions
 from clusterforge.rehearse.run import rehearse
 
 pytestmark = [
@@ -38,25 +39,48 @@ def _pids_of(pattern: str) -> list[str]:
     return out.stdout.split()
 
 
-def test_rehearse_accepts_drains_heals_and_alerts_then_leaves_nothing_running(
+def _netns_of(tag: str) -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    return [line.split()[0] for line in out.stdout.splitlines() if line.startswith(f"cf-{tag}-")]
+
+
+def _evidence(drill: dict[str, Any]) -> str:
+    return "\n".join(drill["evidence"])
+
+
+def test_rehearse_runs_every_drill_on_four_nodes_then_leaves_nothing_behind(
     tmp_path: Path,
 ) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC)
     options = RehearseOptions(
-        spec=spec, num_nodes=2, drills=("bring-up", "accept", "xid", "prometheus"), cluster="cfrehtest",
-        ports=Ports(18819, 18931, 18819000), prometheus_port=18991, first_exporter_port=18961,
+        spec=spec, num_nodes=4, cluster="cfrehtest", ports=Ports(18819, 18931, 18819000),
+        prometheus_port=18991, first_exporter_port=18961, first_clock_port=18981,
     )  # fmt: skip
     report = rehearse(options).as_dict()
     drills = {d["drill"]: d for d in report["drills"]}
+    assert list(drills) == list(DRILLS)
     assert report["exit_code"] == 0, report
-    assert report["nodes"] == ["gpu-0001", "gpu-0002"]
-    assert [d["drill"] for d in report["drills"]] == ["bring-up", "accept", "xid", "prometheus"]
-    assert all(d["verdict"] == "pass" for d in report["drills"]), report
+    assert report["nodes"] == ["gpu-0001", "gpu-0002", "gpu-0003", "gpu-0004"]
+    skipped = {n for n, d in drills.items() if d["verdict"] == "skip"}
+    assert skipped <= {"nic-flap", "slow-node"}, report  # only where the machine cannot
     xid = drills["xid"]
     assert any("drained|clusterforge:" in e and "gpu.xid: gpu3" in e for e in xid["evidence"])
     assert 0 < xid["detect_s"] <= xid["drain_s"] and xid["recover_s"] > 0
-    assert any("NodeUnhealthy" in e for e in drills["prometheus"]["evidence"])
-    assert drills["prometheus"]["detect_s"] > 0
+    alert = _evidence(drills["prometheus"])
+    assert "'for:' shortened to 15s" in alert
+    assert "NodeUnhealthy firing after" in alert and "on other nodes: none" in alert
+    assert "NodeUnhealthy cleared after" in alert
+    assert drills["prometheus"]["detect_s"] >= 15  # the alert waited out its 'for:'
+    if "nic-flap" not in skipped:
+        flap = _evidence(drills["nic-flap"])
+        assert "IbLinkDowned firing after" in flap and "IbPortDown firing after" in flap
+        assert "IbPortDown cleared after" in flap
+        assert "link alerts on other nodes: none" in flap
+    if "slow-node" not in skipped:
+        slow = _evidence(drills["slow-node"])
+        assert "localization named: gpu-0004" in slow and "stragglers: gpu-0004 (" in slow
     assert not Path(report["work"]).exists()  # no keep: the work folder is gone
     assert not _pids_of(report["work"])  # and no daemon of it runs
+    assert not _pids_of("clusterforge.rehearse.standins")
+    assert not _netns_of("18991")

@@ -21,6 +21,11 @@ slurmd" mode).  Only machine-specific lines are rewritten, and each rewrite is l
   slurmdbd (``AccountingStorageEnforce``, ``AccountingStorageTRES``) are dropped;
 * ``FirstJobId`` in the cluster's own range, so job cgroups (``slurm_<node>/uid_0/job_<id>``)
   never meet those of another emulated cluster with the same node names on this host;
+* ``MinJobAge`` (:data:`MIN_JOB_AGE_S`, not the default 300 s): ``sbatch --wait`` polls its
+  job after 2 s and then multiplies its wait by 4 (to 32 s at most) while the wait is under
+  a third of ``MinJobAge`` (Slurm ``src/sbatch/sbatch.c``, ``_job_wait``), so with the default
+  a 15 s job returns after 42 s; with 6 s it polls every 2 s.  It only sets how long a
+  finished job's record stays in slurmctld's memory;
 * process tracking only where cgroups cannot work (see :func:`cgroups_unavailable`):
   ``proctrack/linuxproc`` and ``task/none`` instead of the generated cgroup plugins.
 
@@ -53,6 +58,7 @@ from clusterforge.errors import AdapterError
 __all__ = ["EmulatedSlurm", "Ports", "cgroups_unavailable", "expand_hostlist"]
 
 NVIDIA_MAJOR = 195  # character-device major of /dev/nvidia[0-9]* (NVIDIA driver)
+MIN_JOB_AGE_S = 6  # sbatch --wait then polls every 2 s (see the module's docstring)
 
 
 def cgroups_unavailable() -> str | None:
@@ -227,8 +233,8 @@ class EmulatedSlurm:
         for key in ("AccountingStorageEnforce", "AccountingStorageTRES"):
             text, count = re.subn(rf"^{key}=.*\n", "", text, flags=re.M)
             assert count == 1, key
-        assert "FirstJobId=" not in text
-        text += f"FirstJobId={self.ports.first_job_id}\n"
+        assert "FirstJobId=" not in text and "MinJobAge=" not in text
+        text += f"FirstJobId={self.ports.first_job_id}\nMinJobAge={MIN_JOB_AGE_S}\n"
         text = re.sub(r"^SlurmdPort=.*\n", "", text, flags=re.M)
         text = f"SlurmctldHost={host}\n" + self._rewrite_node_lines(text)
         self.conf.write_text(text)

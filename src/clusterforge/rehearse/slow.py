@@ -65,10 +65,10 @@ def _slowed(pids: list[int], cpu_fraction: float) -> Iterator[None]:
 
 
 def diagnose_stragglers(
-    monitoring: Monitoring, nodes: list[str], window_s: float
-) -> tuple[str, set[str]]:
-    """``diagnose`` over the last ``window_s`` on ``nodes``: its headline verdict and the
-    subjects of its straggler findings."""
+    monitoring: Monitoring, nodes: list[str], window_s: int
+) -> tuple[str, dict[str, str]]:
+    """``diagnose`` over the last ``window_s`` on ``nodes``: its headline verdict, and each
+    straggler it named with the figures that named it."""
     thresholds = replace(
         Thresholds(), straggler_clock_dev=STRAGGLER_DEV, straggler_activity_dev=STRAGGLER_DEV
     )
@@ -77,7 +77,11 @@ def diagnose_stragglers(
         window=f"{window_s}s", thresholds=thresholds,
     )  # fmt: skip
     diagnosis = run_diagnose(request).diagnosis
-    named = {f.subject for f in diagnosis.findings if f.verdict == "straggler"}
+    named = {
+        f.subject: ", ".join(f"{k} {v:g}" for k, v in sorted(f.evidence.items()))
+        for f in diagnosis.findings
+        if f.verdict == "straggler"
+    }
     return diagnosis.verdict, named
 
 
@@ -106,8 +110,9 @@ def slow_node_drill(
         f"diagnose over the last {window_s} s: verdict {verdict}; stragglers: "
         f"{', '.join(sorted(named)) or 'none'} (clock stand-ins; tolerance "
         f"{STRAGGLER_DEV:.0%} off the peers' median)",
+        *(f"diagnose on {subject}: {figures}" for subject, figures in sorted(named.items())),
     )
-    ok = culprit == node and named == {node}
+    ok = culprit == node and set(named) == {node}
     elapsed = time.monotonic() - start
     return DrillResult("slow-node", "pass" if ok else "fail", evidence, elapsed, detect_s=accept_s)
 
