@@ -46,3 +46,33 @@ def test_fused_cross_entropy_cuts_the_loss_of_a_large_vocabulary(models) -> None
     plain = sum(logits_times(arch, PLAN, perf, stack_named("nemo")))
     fused = sum(logits_times(arch, PLAN, perf, stack_named("megatron-bridge")))
     assert fused < 0.75 * plain
+
+
+def test_triton_flash_attention_is_slower_than_flash_attention_2_by_its_measured_ratios(
+    models,
+) -> None:
+    """Dao 2023 §4.1: FlashAttention-2 is 1.3-1.5x faster forward, ~2x faster backward."""
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
+    flash = layer_times(models["llama3-8b"], PLAN, perf, stack_named("fsdp"))
+    triton = layer_times(
+        models["llama3-8b"], PLAN, perf, replace(stack_named("fsdp"), attention="triton")
+    )
+    forward_ratio = (triton.attention_forward_s - 4e-6) / (flash.attention_forward_s - 4e-6)
+    assert 1.3 <= forward_ratio <= 1.5
+    backward_ratio = triton.attention_backward_s / flash.attention_backward_s
+    assert 1.9 <= backward_ratio <= 2.1
+    assert triton.gemm_forward_s == flash.gemm_forward_s
+
+
+def test_xentropy_loss_moves_fewer_bytes_than_the_te_kernels_and_the_fp32_chain(models) -> None:
+    """Per logit: xentropy 4 + 4 B, Transformer Engine 6 + 4 B, the FP32 chain 52 B."""
+    from clusterforge.perf.compute import logits_times
+
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
+    arch = models["llama3-8b"]
+    fsdp = stack_named("fsdp")
+
+    def loss_s(kernel: str) -> float:
+        return sum(logits_times(arch, PLAN, perf, replace(fsdp, cross_entropy=kernel)))
+
+    assert loss_s("xentropy") < loss_s("te") < 0.75 * loss_s("unfused")

@@ -75,6 +75,10 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, dropout=row["dropout"])
     if "cp_overlap" in row:
         stack = replace(stack, cp_overlap=row["cp_overlap"])
+    if "attention" in row:
+        stack = replace(stack, attention=row["attention"])
+    if "cross_entropy" in row:
+        stack = replace(stack, cross_entropy=row["cross_entropy"])
     return stack
 
 

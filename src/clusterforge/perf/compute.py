@@ -179,6 +179,15 @@ def _weight_gemms_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float
     return qkv + proj + gemm_time_s(tokens, up_cols, h, perf) + gemm_time_s(tokens, h, f / t, perf)
 
 
+# The Triton FlashAttention (HazyResearch ``flash_attn_triton.py``) against FlashAttention-2:
+# "FlashAttention-2 is around 1.3-1.5x faster than FlashAttention in Triton in the forward
+# pass and around 2x faster in the backward pass" (Dao 2023, arXiv 2307.08691, §4.1,
+# A100 80GB, head dim 64/128, with and without causal mask) [V]. Applied on every GPU: both
+# kernels use the Ampere mma instructions, none of Hopper's (TMA, wgmma), so the ratio is
+# taken to carry over to H100 (an assumption; no H100 measurement of the Triton kernel).
+TRITON_FLASH_FORWARD_SLOWDOWN = 1.4  # midpoint of 1.3-1.5
+TRITON_FLASH_BACKWARD_SLOWDOWN = 2.0
+
 # Backward of a fused (flash) attention kernel: 2.5x the forward's work (dQ, dK, dV, the
 # recomputed S and dP against S and P V; Dao et al. 2022, Algorithm 4).
 FLASH_BACKWARD_WORK_RATIO = 2.5
@@ -187,7 +196,9 @@ FLASH_BACKWARD_WORK_RATIO = 2.5
 def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
     """(forward TFLOP/s, backward/forward time ratio) of the stack's fused attention kernel.
 
-    FlashAttention-2 runs at ``flash_attention_efficiency_of_mamf`` of the BF16 MAMF.
+    FlashAttention-2 runs at ``flash_attention_efficiency_of_mamf`` of the BF16 MAMF; the
+    Triton FlashAttention at FlashAttention-2's rates divided by its measured slowdowns
+    (``TRITON_FLASH_*_SLOWDOWN``), so its backward/forward time ratio grows by 2.0 / 1.4.
     cuDNN's fused flash attention, which Transformer Engine selects over FlashAttention on
     Hopper and later (``get_attention_backend``: "Disabling FlashAttention to give
     FusedAttention preference on Hopper+", TE >= 1.8), runs at its measured rate where
@@ -202,6 +213,12 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
                 return flash
             forward, backward = c.cudnn_attention_tflops[perf.gpu_id]
             return forward, FLASH_BACKWARD_WORK_RATIO * forward / backward
+        case "triton":
+            forward_tflops, ratio = flash
+            return (
+                forward_tflops / TRITON_FLASH_FORWARD_SLOWDOWN,
+                ratio * TRITON_FLASH_BACKWARD_SLOWDOWN / TRITON_FLASH_FORWARD_SLOWDOWN,
+            )
         case "flash" | "unfused":
             return flash
         case _:
@@ -314,15 +331,31 @@ CROSS_ENTROPY_BYTES_PER_LOGIT = 52.0
 # in the forward; the backward scales the gradient in place (2 + 2). [D] by counting the
 # kernels' loads and stores.
 FUSED_CROSS_ENTROPY_BYTES = (6.0, 4.0)
+# The fused CUDA softmax cross-entropy of apex / flash-attention ``csrc/xentropy``
+# (``xentropy_kernel.cu``) on BF16 logits: the forward kernel reads each row twice (max and
+# sum, then the sum of exponentials) and writes one loss and one log-sum-exp per row (2 + 2);
+# the backward kernel reads the logits and writes a new gradient tensor (2 + 2). [D] by
+# counting the kernels' loads and stores.
+XENTROPY_BYTES = (4.0, 4.0)
 
 
 def _cross_entropy_s(logits: float, perf: GpuPerf, stack: Stack) -> tuple[float, float]:
     """Forward and backward seconds of the loss over ``logits`` logits on one GPU."""
-    if stack.fused_cross_entropy:
-        forward, backward = FUSED_CROSS_ENTROPY_BYTES
-        return memory_time_s(forward * logits, perf, 2), memory_time_s(backward * logits, perf)
-    loss = memory_time_s(CROSS_ENTROPY_BYTES_PER_LOGIT * logits, perf, num_kernels=9)
-    return loss * 34 / 52, loss * 18 / 52
+    match stack.cross_entropy:
+        case "te" | "xentropy":
+            kernels = 2 if stack.cross_entropy == "te" else 1
+            forward, backward = (
+                FUSED_CROSS_ENTROPY_BYTES if stack.cross_entropy == "te" else XENTROPY_BYTES
+            )
+            return (
+                memory_time_s(forward * logits, perf, kernels),
+                memory_time_s(backward * logits, perf),
+            )
+        case "unfused":
+            loss = memory_time_s(CROSS_ENTROPY_BYTES_PER_LOGIT * logits, perf, num_kernels=9)
+            return loss * 34 / 52, loss * 18 / 52
+        case _:
+            assert_never(stack.cross_entropy)
 
 
 def logits_times(
@@ -333,7 +366,7 @@ def logits_times(
     The logits GEMM is split over TP (vocab-parallel); the FP32 cross-entropy is a chain of
     memory-bound passes over the ``tokens x V / t`` logits (``CROSS_ENTROPY_BYTES_PER_LOGIT``),
     which matters for small models with large vocabularies, or, with a fused cross-entropy
-    (``Stack.fused_cross_entropy``), two passes and an in-place gradient scaling. The output layer stays in BF16
+    (``Stack.cross_entropy``), one or two passes and a gradient pass. The output layer stays in BF16
     in FP8 runs (Megatron-Core's output layer is not a Transformer Engine module; torchtitan
     filters ``output`` out of its float8 conversion).
     """

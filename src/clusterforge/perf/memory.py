@@ -199,9 +199,10 @@ def memory_per_gpu(
         full = plan.with_(recompute="none")
         activations += activation_bytes_per_layer(arch, full, stack)
     if plan.pp == 1:
-        # Logits for the loss: an FP32 copy, or the BF16 logits whose gradient a fused
-        # cross-entropy writes in place.
-        logit_bytes = BF16_BYTES if stack.fused_cross_entropy else 4.0
+        # Logits for the loss: an FP32 copy, the BF16 logits whose gradient Transformer
+        # Engine's fused cross-entropy writes in place, or the BF16 logits plus the new
+        # BF16 gradient tensor of the xentropy kernel.
+        logit_bytes = BF16_BYTES if stack.cross_entropy == "te" else 4.0
         activations += logit_bytes * tokens * arch.vocab_size / plan.tp
     return MemoryBreakdown(
         weights_gib=weights / GIB,

@@ -67,13 +67,32 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal, assert_never, get_args
 
-__all__ = ["STACK_NAMES", "Fp8Scaling", "Stack", "StackName", "stack_named"]
+__all__ = [
+    "STACK_NAMES",
+    "AttentionKernel",
+    "CrossEntropyKernel",
+    "Fp8Scaling",
+    "Stack",
+    "StackName",
+    "stack_named",
+]
 
 StackName = Literal[
     "megatron-2021", "megatron-core", "nemo", "megatron-bridge", "deepspeed", "fsdp", "torchtitan"
 ]
 STACK_NAMES: tuple[StackName, ...] = get_args(StackName)
 Fp8Scaling = Literal["delayed", "dynamic"]
+# ``flash``: FlashAttention-2 (CUDA); ``cudnn``: cuDNN fused flash attention (Transformer
+# Engine on Hopper+); ``triton``: the Triton FlashAttention of HazyResearch
+# ``flash_attn/flash_attn_triton.py``, which LLM Foundry <= 0.3 vendors for MPT's
+# ``attn_impl: triton`` (``llmfoundry/models/layers/flash_attn_triton.py``); ``unfused``:
+# explicit score GEMM, fused softmax and context GEMM.
+AttentionKernel = Literal["flash", "cudnn", "triton", "unfused"]
+# ``unfused``: Megatron's FP32 vocab-parallel chain; ``te``: Transformer Engine's Triton
+# kernels (gradient written in place in the forward); ``xentropy``: the fused CUDA
+# softmax cross-entropy of apex / flash-attention ``csrc/xentropy`` (MPT's default
+# ``loss_fn: fused_crossentropy``, ``flash_attn.losses.cross_entropy.CrossEntropyLoss``).
+CrossEntropyKernel = Literal["unfused", "te", "xentropy"]
 
 
 @dataclass(frozen=True)
@@ -87,12 +106,15 @@ class Stack:
     ``cp_overlap``: context-parallel K/V exchange hidden behind the attention (ring
     attention, Megatron-Core) or on the critical path (an all-gather of K and V before the
     attention, as in Llama 3's context parallelism: Llama Team 2024, arXiv 2407.21783, §3.3.2).
+    ``attention`` and ``cross_entropy`` name the kernels (:data:`AttentionKernel`,
+    :data:`CrossEntropyKernel`); a run's configuration may change them (LLM Foundry's MPT
+    benchmarks run the ``fsdp`` mechanisms with Triton attention and the xentropy loss).
     ZeRO-3/FSDP: ``fsdp_prefetch`` units gathered ahead of compute (0 = gathered on demand),
     ``fsdp_unit_params`` parameters per gathered unit (0 = one transformer layer).
     """
 
     name: str = "megatron-core"
-    attention: Literal["flash", "cudnn", "unfused"] = "flash"
+    attention: AttentionKernel = "flash"
     dropout: bool = False
     tp_overlap: bool = True
     cp_overlap: bool = True
@@ -100,7 +122,7 @@ class Stack:
     pp_overlap: bool = True
     grad_reduce_bytes: int = 4
     fused_grad_accumulation: bool = True
-    fused_cross_entropy: bool = False
+    cross_entropy: CrossEntropyKernel = "unfused"
     weight_bytes: float = 2.0
     fp8_weight_bytes: float = 2.0
     fp8_copy_bytes: float = 1.0
@@ -181,7 +203,7 @@ def stack_named(name: StackName) -> Stack:
                 name=name,
                 attention="cudnn",
                 fp8_scaling="dynamic",
-                fused_cross_entropy=True,
+                cross_entropy="te",
             )
         case "deepspeed":
             return _unfused_2021(name, fsdp_unit_params=5e7, fp8_fused_norm_cast=False)
