@@ -150,3 +150,17 @@ def test_what_ifs_move_the_way_physics_says() -> None:
     # Cooler dies fail less: only GPU and HBM rates change, by the Arrhenius factor.
     assert arrhenius_factor(hot_k=348.15, cool_k=333.15) == pytest.approx(2.12, rel=0.01)
     assert arrhenius_factor(hot_k=348.15, cool_k=348.15) == 1.0
+
+
+@pytest.mark.parametrize("mean", [0.0, 0.3, 5.0, 120.0, 2500.0])
+@pytest.mark.parametrize("spares", [0, 1, 4, 30, 2600])
+def test_spare_pool_poisson_terms_match_scipy(mean: float, spares: int) -> None:
+    from scipy import stats
+
+    from clusterforge.goodput import spare_pool
+
+    pool = spare_pool(num_spares=spares, spare_failures_per_h=mean, repair_h=1.0)
+    want = stats.poisson(mean).sf(spares - 1) if spares > 0 else 1.0
+    assert pool.p_no_spare == pytest.approx(want, rel=1e-9, abs=1e-300)
+    want_q = int(stats.poisson(mean).ppf(0.99)) if mean > 0 else 0
+    assert pool.spares_for_99 == want_q

@@ -25,7 +25,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import pdtr, pdtrc
 
 __all__ = [
     "SparePool",
@@ -96,16 +95,27 @@ class SparePool:
 def spare_pool(*, num_spares: int, spare_failures_per_h: float, repair_h: float) -> SparePool:
     """Nodes in repair ~ Poisson(lambda · repair); P(no spare) = P(N >= spares).
 
-    Poisson CDF through the regularized incomplete gamma function (``scipy.special.pdtr``),
-    which keeps ``scipy.stats`` (seconds to import) out of every ``plan``."""
+    The Poisson terms come from their logarithms in numpy (no scipy on the import path
+    of every ``plan``)."""
     mean = spare_failures_per_h * repair_h
-    p_none = float(pdtrc(num_spares - 1, mean)) if num_spares > 0 else 1.0
-    return SparePool(num_spares, mean, p_none, _poisson_quantile(0.99, mean))
+    pmf = _poisson_pmf(mean, max(num_spares, 0))
+    p_none = float(pmf[num_spares:].sum()) if num_spares > 0 else 1.0
+    cdf = np.cumsum(pmf)
+    quantile = int(np.argmax(cdf >= 0.99)) if mean > 0 else 0
+    return SparePool(num_spares, mean, min(p_none, 1.0), quantile)
 
 
-def _poisson_quantile(q: float, mean: float) -> int:
-    """Smallest k with P(N <= k) >= q for N ~ Poisson(mean)."""
+def _poisson_pmf(mean: float, at_least: int) -> np.ndarray:
+    """P(N = k) for k = 0 .. K, N ~ Poisson(mean), with K past ``at_least`` and far
+    enough in the tail (12 sd + 30 past both) that the rest is below 1e-30.
+
+    log P(N = k) = k·ln(mean) - mean - ln(k!), with ln(k!) a running sum of ln(j)."""
+    size = int(max(mean, at_least) + 12.0 * np.sqrt(max(mean, 1.0)) + 30.0)
     if mean <= 0:
-        return 0
-    ks = np.arange(int(mean + 12.0 * np.sqrt(mean) + 20.0))
-    return int(np.argmax(pdtr(ks, mean) >= q))
+        pmf = np.zeros(size)
+        pmf[0] = 1.0
+        return pmf
+    k = np.arange(size)
+    log_factorial = np.concatenate([[0.0], np.cumsum(np.log(k[1:]))])
+    out: np.ndarray = np.exp(k * np.log(mean) - mean - log_factorial)
+    return out
