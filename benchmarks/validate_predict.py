@@ -3,7 +3,9 @@
 Prints, per run, the published and predicted figure and the signed error; then, for the
 calibration set and the held-out set separately, the mean absolute percentage error (MAPE),
 the median signed error (positive = optimistic) and the Spearman rank correlation between
-published and predicted values, plus the runs that really ran but are predicted not to fit.
+published and predicted values, plus the runs that really ran but are predicted not to fit;
+then, for each sweep (several plans of one model on one cluster), the Spearman rank
+correlation inside the sweep: whether the model orders the plans as they were measured.
 
 ``--write`` stores the spread of the signed errors (all runs that fit: 10th and 90th
 percentile) in ``src/clusterforge/perf/data/uncertainty.toml``; every prediction states its
@@ -68,6 +70,35 @@ def _print_summary(name: str, stats: dict[str, float]) -> None:
     )
 
 
+def sweep_spearman(outcomes: list[Outcome]) -> dict[str, tuple[int, float]]:
+    """Per sweep (plans of one model on one cluster): runs that fit and Spearman rho between
+    published and predicted values, i.e. whether the model ranks the plans as measured."""
+    sweeps: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        if o.run.sweep is not None and o.prediction is not None:
+            sweeps.setdefault(o.run.sweep, []).append(o)
+    return {
+        name: (
+            len(os),
+            float(spearmanr([o.run.published for o in os], [o.predicted for o in os])[0]),
+        )
+        for name, os in sorted(sweeps.items())
+    }
+
+
+def _print_sweeps(outcomes: list[Outcome]) -> None:
+    sweeps = sweep_spearman(outcomes)
+    for name, (count, rho) in sweeps.items():
+        chosen = [o for o in outcomes if o.run.sweep == name and o.prediction is not None]
+        stats = summary(chosen)
+        print(
+            f"sweep {name:<24} runs {count:>3}  within-sweep Spearman {rho:.3f}  "
+            f"MAPE {stats['mape'] * 100:5.1f} %  median signed {stats['median_signed'] * 100:+5.1f} %"
+        )
+    if sweeps:
+        print(f"worst within-sweep Spearman {min(rho for _, rho in sweeps.values()):.3f}")
+
+
 def write_uncertainty(stats: dict[str, float]) -> None:
     """Store the error band: actual = predicted / (1 + error)."""
     low = 1.0 / (1.0 + stats["p90"]) - 1.0
@@ -101,8 +132,12 @@ def main() -> None:
         chosen = [o for o in outcomes if o.run.subset == subset]
         if chosen:
             _print_summary(subset, summary(chosen))
+    single = [o for o in outcomes if o.run.subset == "heldout" and o.run.sweep is None]
+    if single:
+        _print_summary("heldout, single runs (no sweep)", summary(single))
     everything = summary(outcomes)
     _print_summary("all", everything)
+    _print_sweeps(outcomes)
     print(f"({time.perf_counter() - start:.0f} s)")
     if args.write:
         write_uncertainty(everything)

@@ -64,6 +64,7 @@ class Run:
     facility: tuple[tuple[str, Any], ...]
     metric: Metric
     published: float
+    sweep: str | None = None  # plans of one model on one cluster, ranked against each other
 
 
 def _stack(row: dict[str, Any]) -> Stack:
@@ -117,6 +118,7 @@ def _run(file: str, row: dict[str, Any]) -> Run:
         facility=tuple(sorted(row.get("facility", {}).items())),
         metric=row["metric"],
         published=float(row["published"]),
+        sweep=row.get("sweep"),
     )
 
 
