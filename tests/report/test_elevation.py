@@ -54,17 +54,38 @@ def test_racks_are_titled_with_their_draw_and_u_positions_labelled(colo, colo_sv
     assert {"node", "leaf switch", "spine switch", "patch-panel"} <= set(words)
 
 
-def test_long_rows_wrap_and_large_designs_are_truncated_with_a_note(colo):
-    lines = rack_lines(colo, max_racks=40, racks_per_line=10)
-    assert sum(len(ln.racks) for ln in lines) == 40
-    assert all(len(ln.racks) <= 10 and len({r.row for r in ln.racks}) == 1 for ln in lines)
-    assert [ln.racks[0].name for ln in lines][:2] == [colo.racks[0].name, colo.racks[10].name]
+def test_long_rows_wrap_onto_the_next_line(colo):
+    lines = rack_lines(colo, max_racks=100, racks_per_line=10)
+    assert [r.name for ln in lines for r in ln.racks] == [r.name for r in colo.racks]
+    assert all(len(ln.racks) <= 10 and {f"row {r.row}" for r in ln.racks} == {ln.label}
+               for ln in lines)  # fmt: skip
+    assert {n for ln in lines for n in ln.alike} == {1}
+
+
+def _look(rack) -> tuple:
+    """A rack from the front: its role and its devices (with their roles) at their U."""
+    return (rack.role, *((d.u_position, d.u_height, d.kind, d.role) for d in rack.devices))
+
+
+def test_a_large_design_shows_one_rack_of_each_layout(colo):
+    lines = rack_lines(colo, max_racks=50, racks_per_line=4)  # 76 racks: more than 50
+    drawn = [r for ln in lines for r in ln.racks]
+    alike = [n for ln in lines for n in ln.alike]
+    assert sum(alike) == len(colo.racks) and max(alike) > 1
+    assert len({_look(r) for r in drawn}) == len(drawn)  # each layout once
+    gpu = next(i for i, r in enumerate(drawn) if r.role == "gpu")
+    assert alike[gpu] == sum(1 for r in colo.racks if _look(r) == _look(drawn[gpu]))
+    words = texts(svg_root(elevation_picture(colo, max_racks=50)))
+    title = f"colo-512-h100: one rack of each of {len(drawn)} layouts, covering 76 of 76 racks"
+    assert any(w.startswith(title) for w in words)
+    assert f"+{alike[gpu] - 1:,} alike" in words
+
+
+def test_layouts_beyond_the_limit_are_left_out_with_a_note(colo):
     root = svg_root(elevation_picture(colo, max_racks=3))
-    assert (
-        f"colo-512-h100: 3 of {len(colo.racks)} racks (racks.csv lists all), front view"
-        in texts(root)
-    )
     assert len(ids(root, "rack-r")) == 3
+    title = next(w for w in texts(root) if w.startswith("colo-512-h100: "))
+    assert "one rack of each of 3 layouts" in title and "(racks.csv lists all)" in title
 
 
 def test_nvl72_racks_name_their_nvlink_domain():

@@ -1,10 +1,12 @@
 """Rack elevations as a picture (``plan``'s racks.svg): racks front-on, devices at their U.
 
-Racks are drawn in floor order, one line per floor row (a row longer than
-``racks_per_line`` wraps onto the next line), each line with its U positions labelled on both
-sides and each rack titled with its name, maximum draw and cooling. Devices are coloured by
-what they are (switches by their fabric role: leaf, spine, ...), with one legend for the
-picture. A large design shows its first ``max_racks`` racks; racks.csv lists every rack.
+Up to ``max_racks`` racks, every rack is drawn in floor order, one line per floor row (a
+row longer than ``racks_per_line`` wraps onto the next line). A larger design, whose racks
+repeat a few layouts by the thousand, shows one rack of each layout (the same devices at the
+same U), titled with how many racks share it; racks.csv lists every rack. Each line has its
+U positions labelled on both sides and each rack its name, maximum draw and cooling. Devices
+are coloured by what they are (switches by their fabric role: leaf, spine, ...), with one
+legend for the picture.
 
 Drawn with matplotlib through :func:`~clusterforge.report.figure_file.draw_picture`. In the
 SVG, each line is the group ``rack-line-<n>``, each rack ``rack-<name>`` and each device
@@ -34,6 +36,8 @@ U_IN = 0.055  # one rack unit: a 48U rack is 2.6 in tall
 LINE_EXTRA_IN = 0.8  # rack titles above a line, margins below it
 RACK_FILL = 0.82  # share of a slot the rack frame takes
 U_MARGIN = 0.2  # space above and below a rack frame [U]
+MIN_SLOTS = 6  # a picture is at least this many racks wide: room for its title and legend
+LEGEND_ENTRY_IN = 1.4
 KIND_COLORS = {
     "node": "#4c78a8",
     "storage": "#54a24b",
@@ -47,22 +51,42 @@ SWITCH_COLORS = ("#f58518", "#e45756", "#eeca3b", "#ff9da6", "#d67195", "#ffbf79
 
 @dataclass(frozen=True)
 class RackLine:
-    """Racks drawn side by side: a floor row, or a part of one."""
+    """Racks drawn side by side, with a label for the line, and for each rack how many racks
+    of the design it stands for (itself included; 1 when every rack is drawn)."""
 
-    row: int
+    label: str
     racks: tuple[Rack, ...]
+    alike: tuple[int, ...]
+
+
+def _chunks(racks: list[Rack], size: int) -> list[list[Rack]]:
+    return [racks[i : i + size] for i in range(0, len(racks), size)]
+
+
+def _layout(rack: Rack) -> tuple[object, ...]:
+    """What a rack looks like from the front: its role and its devices at their U."""
+    return (rack.role, *((d.u_position, d.u_height, d.kind, d.role) for d in rack.devices))
 
 
 def rack_lines(design: Design, *, max_racks: int, racks_per_line: int) -> list[RackLine]:
-    """The first ``max_racks`` racks in floor order, one line per floor row, a row wrapped
-    every ``racks_per_line`` racks."""
-    lines: list[RackLine] = []
-    for rack in design.racks[:max_racks]:
-        last = lines[-1] if lines else None
-        if last is None or last.row != rack.row or len(last.racks) == racks_per_line:
-            lines.append(RackLine(rack.row, (rack,)))
-        else:
-            lines[-1] = RackLine(last.row, (*last.racks, rack))
+    """Every rack in floor order, a line per floor row wrapped every ``racks_per_line``
+    racks, when there are at most ``max_racks``; else the first rack of each layout in floor
+    order (at most ``max_racks`` of them), ``racks_per_line`` to a line."""
+    if len(design.racks) <= max_racks:
+        rows: dict[int, list[Rack]] = {}
+        for rack in design.racks:
+            rows.setdefault(rack.row, []).append(rack)
+        return [RackLine(f"row {row}", tuple(part), (1,) * len(part))
+                for row, racks in rows.items() for part in _chunks(racks, racks_per_line)]  # fmt: skip
+    layouts: dict[tuple[object, ...], list[Rack]] = {}
+    for rack in design.racks:
+        layouts.setdefault(_layout(rack), []).append(rack)
+    shown = list(layouts.values())[:max_racks]
+    lines = []
+    for n, part in enumerate(_chunks([alike[0] for alike in shown], racks_per_line)):
+        first = n * racks_per_line
+        counts = tuple(len(alike) for alike in shown[first : first + len(part)])
+        lines.append(RackLine(f"layouts {first + 1}-{first + len(part)}", tuple(part), counts))
     return lines
 
 
@@ -80,16 +104,20 @@ def _palette(lines: list[RackLine]) -> dict[str, str]:
     return {k: palette.get(k) or KIND_COLORS.get(k, "#999999") for k in keys}
 
 
-def _rack_title(rack: Rack) -> str:
-    """Name, NVLink domain (when the rack is one rack-scale system), kW and cooling, a line
-    each: a rack slot is an inch wide."""
+def _rack_title(rack: Rack, alike: int) -> str:
+    """Name, NVLink domain (when the rack is one rack-scale system), how many more racks
+    share its layout, kW and cooling, a line each: a rack slot is an inch wide."""
     lines = [rack.name]
     if rack.nvlink_domain is not None:
         lines.append(f"(NVLink {rack.nvlink_domain + 1})")
+    if alike > 1:
+        lines.append(f"+{alike - 1:,} alike")
     return "\n".join([*lines, f"{rack.max_kw:.1f} kW", rack.cooling.method])
 
 
-def _draw_rack(ax: Axes, slot: int, rack: Rack, rack_u: int, palette: dict[str, str]) -> None:
+def _draw_rack(
+    ax: Axes, slot: int, rack: Rack, alike: int, *, rack_u: int, palette: dict[str, str]
+) -> None:
     from matplotlib.patches import Rectangle
 
     left, width = slot + (1 - RACK_FILL) / 2, RACK_FILL
@@ -97,7 +125,9 @@ def _draw_rack(ax: Axes, slot: int, rack: Rack, rack_u: int, palette: dict[str, 
                       linewidth=0.8)  # fmt: skip
     frame.set_gid(f"rack-{rack.name}")
     ax.add_artist(frame)  # not add_patch: the limits are set, no need to grow them
-    ax.text(slot + 0.5, rack_u + 1.2, _rack_title(rack), ha="center", va="bottom", fontsize=6)
+    ax.text(
+        slot + 0.5, rack_u + 1.2, _rack_title(rack, alike), ha="center", va="bottom", fontsize=6
+    )
     for dev in rack.devices:
         if dev.u_height == 0:  # zero-U: PDUs in the rack's side channels
             continue
@@ -114,8 +144,8 @@ def _draw_rack(ax: Axes, slot: int, rack: Rack, rack_u: int, palette: dict[str, 
 def _draw_line(ax: Axes, n: int, line: RackLine, *, rack_u: int, palette: dict[str, str],
                racks_per_line: int) -> None:  # fmt: skip
     ax.set_gid(f"rack-line-{n}")
-    for slot, rack in enumerate(line.racks):
-        _draw_rack(ax, slot, rack, rack_u, palette)
+    for slot, (rack, alike) in enumerate(zip(line.racks, line.alike, strict=True)):
+        _draw_rack(ax, slot, rack, alike, rack_u=rack_u, palette=palette)
     ax.set_xlim(0, racks_per_line)
     ax.set_ylim(0.5 - U_MARGIN, rack_u + 0.5 + U_MARGIN)
     ticks = sorted({1, *range(6, rack_u + 1, 6)})
@@ -125,15 +155,15 @@ def _draw_line(ax: Axes, n: int, line: RackLine, *, rack_u: int, palette: dict[s
     ax.grid(False)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    ax.set_ylabel(f"row {line.row}", fontsize=8)
+    ax.set_ylabel(line.label, fontsize=8)
 
 
-def _legend(figure: Figure, palette: dict[str, str]) -> None:
+def _legend(figure: Figure, palette: dict[str, str], *, ncols: int) -> None:
     from matplotlib.patches import Patch
 
     handles = [Patch(facecolor=c, edgecolor="#222222", label=k) for k, c in palette.items()]
     figure.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0),
-                  ncols=min(len(handles), 8), frameon=False, fontsize=7)  # fmt: skip
+                  ncols=min(len(handles), ncols), frameon=False, fontsize=7)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -172,6 +202,18 @@ class _Grid:
                 self.axes_in / height)  # fmt: skip
 
 
+def _count(lines: list[RackLine], num_racks: int) -> str:
+    """What the picture shows, for its title."""
+    drawn = sum(len(ln.racks) for ln in lines)
+    if all(n == 1 for ln in lines for n in ln.alike):
+        if drawn == num_racks:
+            return f"{num_racks} rack" + ("s" if num_racks != 1 else "")
+        return f"{drawn} of {num_racks:,} racks (racks.csv lists all)"
+    covered = sum(n for ln in lines for n in ln.alike)
+    return (f"one rack of each of {drawn} layouts, covering {covered:,} of {num_racks:,} racks "
+            "(racks.csv lists all)")  # fmt: skip
+
+
 def elevation_picture(
     design: Design,
     fmt: PictureFormat = "svg",
@@ -179,23 +221,21 @@ def elevation_picture(
     max_racks: int = MAX_RACKS_DRAWN,
     racks_per_line: int = RACKS_PER_LINE,
 ) -> bytes:
-    """The elevations of the first ``max_racks`` racks (GPU, network and core racks)."""
+    """The elevations of every rack, or of one rack of each layout beyond ``max_racks``
+    racks (GPU, network and core racks); the picture is as wide as its longest line."""
     lines = rack_lines(design, max_racks=max_racks, racks_per_line=racks_per_line)
-    grid = _Grid(len(lines), design.spec.facility.rack_u, racks_per_line)
+    slots = max(MIN_SLOTS, *(len(ln.racks) for ln in lines))
+    grid = _Grid(len(lines), design.spec.facility.rack_u, slots)
     palette = _palette(lines)
-    shown, total = sum(len(ln.racks) for ln in lines), len(design.racks)
-    count = (
-        f"{shown} of {total:,} racks (racks.csv lists all)" if shown < total else f"{total} racks"
-    )
+    count = _count(lines, len(design.racks))
 
     def paint(figure: Figure) -> None:
         for n, line in enumerate(lines, start=1):
             ax = figure.add_axes(grid.axes_box(n - 1))
-            _draw_line(ax, n, line, rack_u=grid.rack_u, palette=palette,
-                       racks_per_line=racks_per_line)  # fmt: skip
+            _draw_line(ax, n, line, rack_u=grid.rack_u, palette=palette, racks_per_line=slots)
         figure.suptitle(f"{design.spec.name}: {count}, front view", x=0.01, y=1 - 0.12 / grid.size_in[1],
                         ha="left", va="top", fontweight="bold", fontsize=10)  # fmt: skip
-        _legend(figure, palette)
+        _legend(figure, palette, ncols=max(1, int(grid.size_in[0] / LEGEND_ENTRY_IN)))
 
     return draw_picture(grid.size_in, fmt, paint, constrained=False)
 
