@@ -44,14 +44,15 @@ class PredictOptions:
 
 
 def _gpu_counts(gpus: str | None, max_gpus: int | None) -> tuple[int, ...]:
-    """``--gpus 512,1024`` as given; ``--max-gpus N``: powers of two from 8 up to N."""
+    """``--gpus 512,1024`` as given; ``--max-gpus N``: powers of two from 8 below N, and N."""
     if gpus:
         try:
             return tuple(sorted({int(v) for v in gpus.split(",")}))
         except ValueError:
             raise click.BadParameter(f"{gpus!r}: use comma-separated integers") from None
     if max_gpus:
-        return tuple(2**i for i in range(3, max_gpus.bit_length()) if 2**i <= max_gpus)
+        powers = {2**i for i in range(3, max_gpus.bit_length()) if 2**i < max_gpus}
+        return tuple(sorted(powers | {max_gpus}))
     return ()
 
 
@@ -96,7 +97,9 @@ def _run(options: PredictOptions) -> None:
 @click.option("--stack", type=click.Choice(STACK_NAMES), help="Software stack (default: spec's).")
 @click.option("--search", is_flag=True, help="Rank valid plans that fit in memory.")
 @click.option("--gpus", help="GPU counts to predict or search, e.g. 512,1024.")
-@click.option("--max-gpus", type=click.IntRange(min=1), help="Search powers of two up to N.")
+@click.option(
+    "--max-gpus", type=click.IntRange(min=1), help="Search powers of two up to N, and N itself."
+)
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per plan).")
 def command(**values: Any) -> None:

@@ -234,7 +234,6 @@ def run_predict(
             workload, job, arch = _workload(design)
     stack = stack_named(request.stack or workload.stack)
     comm = design_comm(design)
-    total = design.compute.num_training_gpus
     base = plan_from_workload(workload, job, arch)
     found: list[Prediction] = []
     tally = (0, 0, 0)
@@ -246,7 +245,8 @@ def run_predict(
         kept = PlanOverrides(
             **{k: v for k, v in vars(request.overrides).items() if k not in _DEGREES}
         )
-        start = apply_overrides(base, kept, total).with_(
+        # the spec's own degrees divide its own GPU count, not necessarily this size's
+        start = apply_overrides(base, kept, base.num_gpus).with_(
             tp=1, pp=1, cp=1, ep=1, dp=n, pipeline_layers=None
         )
         # a size sweep keeps each size's best plan: branch and bound then times fewer plans

@@ -60,6 +60,7 @@ def expected_goodput_summary(design: Design, ideal_days: float, runs: int = 200)
     exp = report.expected
     return {
         "available": True,
+        "num_gpus": design.compute.num_training_gpus,
         "interruptions_per_day": exp.interruptions_per_day,
         "checkpoint_interval_s": exp.checkpoint_interval_s,
         "checkpoint_s": exp.checkpoint_s,

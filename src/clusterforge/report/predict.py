@@ -91,9 +91,10 @@ def goodput_of_best(design: Design, outcome: PredictOutcome) -> dict[str, Any] |
     training GPUs (the job the design's spares, storage and failure exposure are for)."""
     from clusterforge.report.expected import expected_goodput_summary
 
-    best = outcome.predictions[0]
-    if best.plan.num_gpus != design.compute.num_training_gpus:
+    own = [p for p in outcome.predictions if p.plan.num_gpus == design.compute.num_training_gpus]
+    if not own:
         return None
+    best = max(own, key=lambda p: p.tokens_per_s)
     return expected_goodput_summary(design, best.time_to_train_s(outcome.tokens) / 86400)
 
 
@@ -129,17 +130,20 @@ def print_predict(
     console.print(_summary_table(outcome.predictions, title))
     if len(outcome.predictions) == 1:
         console.print(_breakdown_table(best))
-    band = best.band
+    # a size sweep: the range and the time to train are both of the fastest size
+    fastest = max(outcome.predictions, key=lambda p: p.tokens_per_s)
+    headline = fastest if len(gpus) > 1 else best
+    band = headline.band
+    where = f" on {headline.plan.num_gpus:,} GPUs" if len(gpus) > 1 else ""
     console.print(
-        f"tokens/s per GPU {band.describe(best.tokens_per_s_per_gpu)}: the range holds 80 % of "
-        f"{band.num_runs} published runs (validation MAPE {band.mape:.1%})"
+        f"tokens/s per GPU{where} {band.describe(headline.tokens_per_s_per_gpu)}: the range "
+        f"holds 80 % of {band.num_runs} published runs (validation MAPE {band.mape:.1%})"
     )
     if outcome.searched:
         console.print(
             f"plans evaluated: {outcome.num_candidates:,} generated, {outcome.num_fitting:,} "
             f"fit in memory, {outcome.num_timed:,} timed on the fabric"
         )
-    fastest = max(outcome.predictions, key=lambda p: p.tokens_per_s)
     days = fastest.time_to_train_s(outcome.tokens) / 86400
     console.print(
         f"time to train {outcome.tokens / 1e9:,.0f}B tokens: {days:,.1f} days at "
@@ -148,7 +152,8 @@ def print_predict(
     )
     if goodput and goodput.get("available"):
         console.print(
-            f"with failures and restarts ({best.plan.num_gpus:,} GPUs): {goodput['expected_days']:,.1f} "
+            f"with failures and restarts ({goodput.get('num_gpus', best.plan.num_gpus):,} GPUs): "
+            f"{goodput['expected_days']:,.1f} "
             f"days expected, P50 {goodput['p50_days']:,.1f}, P90 {goodput['p90_days']:,.1f} "
             f"(ETTR {goodput['ettr']:.1%}, {goodput['interruptions_per_day']:.2f} interruptions "
             "per day; clusterforge goodput for the detail)"
