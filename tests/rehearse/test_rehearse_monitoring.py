@@ -143,3 +143,40 @@ def test_a_failure_counts_only_when_the_rerun_repeats_it() -> None:
     assert real.confirmed == {"gemm on c"}
     clean = TwoRuns(_run(HEALTHY), None)
     assert clean.confirmed == set() and clean.evidence()[-1] == "confirmed failures: none"
+
+
+def test_the_nic_flap_drill_is_skipped_with_the_reason_where_namespaces_cannot_be_made(
+    tmp_path: Path,
+) -> None:
+    from clusterforge.rehearse import run
+    from clusterforge.rehearse.model import RehearseOptions
+    from clusterforge.rehearse.prom import Monitoring
+
+    lab: Any = None
+    stage = run._Stage(lab, RehearseOptions(spec=tmp_path / "spec.yaml"))
+    stage.monitoring = Monitoring("http://127.0.0.1:9")  # started, without link namespaces
+    stage.link_skip = "not root: creating a network namespace needs CAP_SYS_ADMIN"
+    result = run._guarded("nic-flap", stage, 0.0)
+    assert (result.verdict, result.evidence) == ("skip", (stage.link_skip,))
+
+
+def test_monitoring_that_failed_to_start_is_not_waited_for_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterforge.rehearse import run
+    from clusterforge.rehearse.model import RehearseOptions
+
+    calls: list[int] = []
+
+    def fail(_stage: object) -> None:
+        calls.append(1)
+        raise TimeoutError("targets not all up")
+
+    monkeypatch.setattr(run, "_start_monitoring", fail)
+    monkeypatch.setattr(run.shutil, "which", lambda _name: "/usr/bin/prometheus")
+    lab: Any = None
+    stage = run._Stage(lab, RehearseOptions(spec=tmp_path / "spec.yaml"))
+    first = run._guarded("prometheus", stage, 0.0)
+    second = run._guarded("nic-flap", stage, 0.0)
+    assert first.verdict == second.verdict == "fail" and len(calls) == 1
+    assert "targets not all up" in second.evidence[0]

@@ -10,6 +10,7 @@ clusters.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -60,7 +61,7 @@ def test_rehearse_runs_every_drill_on_four_nodes_then_leaves_nothing_behind(
     report = rehearse(options).as_dict()
     drills = {d["drill"]: d for d in report["drills"]}
     assert list(drills) == list(DRILLS)
-    assert report["exit_code"] == 0, report
+    assert report["exit_code"] == 0, json.dumps(report["drills"], indent=1)
     assert report["nodes"] == ["gpu-0001", "gpu-0002", "gpu-0003", "gpu-0004"]
     skipped = {n for n, d in drills.items() if d["verdict"] == "skip"}
     assert skipped <= {"nic-flap", "slow-node"}, report  # only where the machine cannot

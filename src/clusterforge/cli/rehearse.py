@@ -52,10 +52,23 @@ def _drills(text: str) -> tuple[str, ...]:
     show_default=True,
     help="Acceptance burn-in per node.",
 )
+@click.option(
+    "--alert-for-s",
+    type=click.IntRange(1, 3600),
+    default=15,
+    show_default=True,
+    help="The generated rules' longer 'for:' durations are shortened to this in the rehearsal.",
+)
 @click.option("--keep", is_flag=True, help="Leave the cluster running and print how to reach it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def command(
-    spec: Path, num_nodes: int, drills: str, burn_s: float, keep: bool, as_json: bool
+    spec: Path,
+    num_nodes: int,
+    drills: str,
+    burn_s: float,
+    alert_for_s: int,
+    keep: bool,
+    as_json: bool,
 ) -> int:
     """Plan SPEC, generate its files, run them as an emulated cluster and drill it."""
     from clusterforge.rehearse.cluster import missing_requirements
@@ -64,7 +77,7 @@ def command(
     from clusterforge.report.rehearse import print_rehearse, rehearse_json
 
     options = RehearseOptions(
-        spec=spec, num_nodes=num_nodes, keep=keep, burn_s=burn_s,
+        spec=spec, num_nodes=num_nodes, keep=keep, burn_s=burn_s, alert_for_s=alert_for_s,
         drills=cast(tuple[DrillName, ...], _drills(drills)),
     )  # fmt: skip
     err = Console(stderr=True)

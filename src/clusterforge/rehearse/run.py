@@ -51,12 +51,19 @@ class _Stage:
     options: RehearseOptions
     monitoring: Monitoring | None = None
     link_skip: str | None = None  # why the link namespaces could not be made
+    start_error: Exception | None = None  # why the monitoring did not start
 
     def watched(self) -> Monitoring:
         if self.monitoring is None:
             if shutil.which("prometheus") is None:
                 raise _Skip("prometheus is not installed (apt-get install prometheus)")
-            self.monitoring = _start_monitoring(self)
+            if self.start_error is not None:  # tried once already: do not wait out again
+                raise self.start_error
+            try:
+                self.monitoring = _start_monitoring(self)
+            except _ERRORS as exc:
+                self.start_error = exc
+                raise
         return self.monitoring
 
     def close(self) -> None:
