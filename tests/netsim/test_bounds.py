@@ -17,7 +17,7 @@ import pytest
 from clusterforge.errors import SimulationError
 from clusterforge.netsim import build_fabric_graph, bus_factor, groups_for, simulate_collective
 from clusterforge.netsim.collectives import build_phases, ring_order
-from clusterforge.netsim.maxmin import incidence
+from clusterforge.netsim.incidence import Incidence
 from clusterforge.netsim.routing import route_intra, route_net
 from clusterforge.topology import FabricGraph
 from tests.netsim.designs import make_design
@@ -53,8 +53,9 @@ def _min_time_per_byte(graph: FabricGraph, collective: str, algorithm: str, grou
         link = np.concatenate([link_i, routes.link])
         demand = np.concatenate([phase.intra_demand[seg_i], phase.net_demand[routes.seg]])
         coef = np.concatenate([frac_i * phase.weights()[seg_i], routes.load])
-        a, _ = incidence(link, demand, coef, graph.num_links, phase.volume.size)
-        wire = a @ phase.volume
+        wire = Incidence.from_triplets(
+            link, demand, coef, num_links=graph.num_links, num_demands=phase.volume.size
+        ).matvec(phase.volume)
         t = float(np.max(wire / graph.capacity_gbyte_per_s)) / 1e9
         if phase.pipelined:  # pipelined stages overlap: the slowest one sets the floor
             piped.append(t)

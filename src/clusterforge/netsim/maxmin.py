@@ -1,13 +1,15 @@
 """Max-min fair rate allocation by progressive filling, and flow completion over time.
 
 The *demand* is the unit that gets one rate: a single flow, or a whole pipelined ring channel
-(every edge of a ring moves at the ring's rate).  ``A`` is the sparse link×demand matrix:
-``A[l, d]`` is how many bytes cross link ``l`` per byte/s of demand ``d`` (path fractions,
-ring crossings and protocol overhead folded in).
+(every edge of a ring moves at the ring's rate).  ``A`` is the sparse link×demand matrix
+(:class:`~clusterforge.netsim.incidence.Incidence`): ``A[l, d]`` is how many bytes cross link
+``l`` per byte/s of demand ``d`` (path fractions, ring crossings and protocol overhead folded
+in).
 
 Progressive filling (Bertsekas & Gallager, *Data Networks*, 2nd ed., max-min fairness in
 ch. 6, flow control and max-min fairness): raise every unfrozen demand's rate together until a link
-saturates, freeze the demands crossing it, repeat.  Each round is two sparse mat-vecs, so the
+saturates, freeze the demands crossing it, repeat.  Each round is one sparse mat-vec and one
+gather over the nonzeros, so the
 cost is O(nnz) per distinct bottleneck level, with no Python loop over flows.
 :func:`completion_time` re-runs the allocation when demands finish (a flow-level
 simulation), merging completions within 5 % of each other.
@@ -18,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
-__all__ = ["Completion", "completion_time", "incidence", "max_min_rates"]
+from clusterforge.netsim.incidence import Incidence
+
+__all__ = ["Completion", "completion_time", "max_min_rates"]
 
 _TOLERANCE = 1e-9  # relative slack when testing a link for saturation
 # Speed/accuracy knobs: links whose fair-share step is within 5 % of the smallest freeze in
@@ -32,30 +35,19 @@ _MERGE = 0.05
 _MAX_EVENTS = 8
 
 
-def incidence(
-    link: np.ndarray, demand: np.ndarray, coef: np.ndarray, num_links: int, num_demands: int
-) -> tuple[sp.csr_matrix, sp.csr_matrix]:
-    """(A, Aᵀ) as CSR; duplicate (link, demand) entries are summed."""
-    a = sp.csr_matrix((coef, (link, demand)), shape=(num_links, num_demands))
-    a.sum_duplicates()
-    return a, a.T.tocsr()
-
-
-def max_min_rates(
-    a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray, active: np.ndarray
-) -> np.ndarray:
+def max_min_rates(a: Incidence, cap: np.ndarray, active: np.ndarray) -> np.ndarray:
     """Max-min fair rates (GB/s) of the ``active`` demands; inactive demands get 0 and
     demands that cross no link get +inf."""
-    rate = np.zeros(a.shape[1])
+    rate = np.zeros(a.num_demands)
     frozen = ~active
-    crosses = np.diff(at.indptr) > 0
+    crosses = a.crosses()
     rate[active & ~crosses] = np.inf
     frozen = frozen | ~crosses
-    used = np.zeros(a.shape[0])
+    used = np.zeros(a.num_links)
     level = 0.0
     while not frozen.all():
         grow = (~frozen).astype(float)
-        load = a @ grow
+        load = a.matvec(grow)
         resid = cap - used
         busy = load > 0
         share = np.full(load.size, np.inf)
@@ -66,8 +58,7 @@ def max_min_rates(
         used = used + step * load
         near = share <= step + _BATCH * level
         saturated = near | (busy & (cap - used <= _TOLERANCE * cap))
-        hit = (at @ saturated.astype(float)) > 0
-        frozen = frozen | hit
+        frozen = frozen | a.crossing(saturated)
     return rate
 
 
@@ -80,9 +71,7 @@ class Completion:
     num_events: int
 
 
-def completion_time(
-    a: sp.csr_matrix, at: sp.csr_matrix, cap: np.ndarray, volume: np.ndarray
-) -> Completion:
+def completion_time(a: Incidence, cap: np.ndarray, volume: np.ndarray) -> Completion:
     """Time (s) until every demand has moved its ``volume`` (GB), re-allocating max-min
     rates each time a set of demands completes."""
     remaining = volume.astype(float).copy()
@@ -90,7 +79,7 @@ def completion_time(
     steady = np.zeros(remaining.size)
     elapsed, events = 0.0, 0
     while active.any():
-        rate = max_min_rates(a, at, cap, active)
+        rate = max_min_rates(a, cap, active)
         if events == 0:
             steady = rate
         finite = active & np.isfinite(rate)
@@ -112,11 +101,11 @@ def completion_time(
 
 
 def _drain_bound_s(
-    a: sp.csr_matrix, cap: np.ndarray, remaining: np.ndarray, rate: np.ndarray, finite: np.ndarray
+    a: Incidence, cap: np.ndarray, remaining: np.ndarray, rate: np.ndarray, finite: np.ndarray
 ) -> float:
     """Time to drain what is left once the event budget is spent: the busiest link's remaining
     bytes over its capacity.  A lower bound (a work-conserving fabric reaches it when the
     remaining demands share one bottleneck); the time at current rates is the upper bound."""
     left = np.where(finite, remaining, 0.0)
-    busy = np.asarray(a @ left).ravel() / cap
+    busy = a.matvec(left) / cap
     return float(busy.max())

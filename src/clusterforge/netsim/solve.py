@@ -12,12 +12,12 @@ import hashlib
 import weakref
 
 import numpy as np
-import scipy.sparse as sp
 
 from clusterforge.errors import SimulationError
 from clusterforge.netsim.collectives import build_phases, ring_order
 from clusterforge.netsim.congestion import backpressure
-from clusterforge.netsim.maxmin import completion_time, incidence
+from clusterforge.netsim.incidence import Incidence
+from clusterforge.netsim.maxmin import completion_time
 from clusterforge.netsim.model import network_efficiency, scaleup_efficiency
 from clusterforge.netsim.result import PhaseSolution
 from clusterforge.netsim.routing import route_intra, route_net
@@ -57,9 +57,11 @@ def solve_phase(
     demand = np.concatenate([traffic.intra_demand[seg_i], traffic.net_demand[seg_n]])
     weight_i = traffic.weights()[seg_i]
     coef = np.concatenate([frac_i * weight_i / eff, load_n / network_efficiency(traffic.algorithm)])
-    a, at = incidence(link, demand, coef, graph.num_links, traffic.volume.size)
+    a = Incidence.from_triplets(
+        link, demand, coef, num_links=graph.num_links, num_demands=traffic.volume.size
+    )
     cap = graph.capacity_gbyte_per_s
-    done = completion_time(a, at, cap, traffic.volume)
+    done = completion_time(a, cap, traffic.volume)
     lat = graph.latency_s
     intra_path = 2 * float(lat[link_i].max()) if link_i.size else 0.0
     net_path = float(np.bincount(seg_n, weights=lat[link_n] * frac_n).max()) if seg_n.size else 0.0
@@ -70,8 +72,8 @@ def solve_phase(
         unit_time_s=done.time_s / 1e9,
         latency_s=traffic.steps * path,
         net_path_latency_s=net_path,
-        utilization=(a @ np.where(np.isfinite(done.steady_rate), done.steady_rate, 0)) / cap,
-        busy_fraction=(a @ traffic.volume) / cap / max(done.time_s, 1e-300),
+        utilization=a.matvec(np.where(np.isfinite(done.steady_rate), done.steady_rate, 0)) / cap,
+        busy_fraction=a.matvec(traffic.volume) / cap / max(done.time_s, 1e-300),
         offered_load=offered,
         view=view,
         backpressure=backpressure(graph, seg_n, link_n, offered, view),
@@ -81,19 +83,18 @@ def solve_phase(
     )
 
 
-def _offered(graph: FabricGraph, a: sp.csr_matrix, cap: np.ndarray) -> np.ndarray:
+def _offered(graph: FabricGraph, a: Incidence, cap: np.ndarray) -> np.ndarray:
     """Load each link would get if every demand sent at its fair share of its first hop
     (GPU port or NIC port), i.e. before the fabric pushes back: the congestion indicator."""
-    coo = a.tocoo()
-    first_hop = (coo.row < graph.num_gpus) | (
-        (coo.row >= 2 * graph.num_gpus) & (coo.row < 2 * graph.num_gpus + graph.num_ports)
+    first_hop = (a.link < graph.num_gpus) | (
+        (a.link >= 2 * graph.num_gpus) & (a.link < 2 * graph.num_gpus + graph.num_ports)
     )
-    row_load = np.asarray(a.sum(axis=1)).ravel()
-    rate = np.full(a.shape[1], np.inf)
-    r, c = coo.row[first_hop], coo.col[first_hop]
+    row_load = a.row_sums()
+    rate = np.full(a.num_demands, np.inf)
+    r, c = a.link[first_hop], a.demand[first_hop]
     np.minimum.at(rate, c, cap[r] / row_load[r])
     rate[~np.isfinite(rate)] = 0.0
-    return np.asarray(a @ rate).ravel()
+    return a.matvec(rate)
 
 
 def _cache_key(

@@ -1,0 +1,85 @@
+"""The link×demand incidence matrix ``A`` of a phase, as sorted coordinate triplets in numpy.
+
+``A[l, d]`` is how many bytes cross link ``l`` per byte/s of demand ``d``.  The max-min
+solver needs only a handful of operations on it (``A @ x``, ``Aᵀ @ y``, row sums, "which
+demands cross a marked link"), each one ``np.bincount`` or a boolean gather over the nonzeros,
+so numpy alone does the job and the simulator's import stays free of a sparse-matrix library.
+
+The triplets are kept sorted by (link, demand) with duplicates summed, the canonical CSR
+order: ``bincount`` then adds each link's (or demand's) terms in the same order as a CSR
+product of ``A`` (or of its transpose), so the results match one to the last bit in practice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Incidence"]
+
+
+@dataclass(frozen=True, eq=False)
+class Incidence:
+    """Sparse ``num_links × num_demands`` matrix as (link, demand, coef) triplets, sorted by
+    (link, demand), one entry per pair (an entry may hold 0: the demand still crosses it)."""
+
+    link: np.ndarray  # int64 row index of each nonzero
+    demand: np.ndarray  # int64 column index of each nonzero
+    coef: np.ndarray  # float64 value of each nonzero
+    shape: tuple[int, int]  # (num_links, num_demands)
+
+    @classmethod
+    def from_triplets(
+        cls,
+        link: np.ndarray,
+        demand: np.ndarray,
+        coef: np.ndarray,
+        *,
+        num_links: int,
+        num_demands: int,
+    ) -> Incidence:
+        """Incidence from unsorted triplets; duplicate (link, demand) entries are summed."""
+        link = np.asarray(link, dtype=np.int64)
+        demand = np.asarray(demand, dtype=np.int64)
+        coef = np.asarray(coef, dtype=np.float64)
+        key = link * num_demands + demand  # row-major position: sorts by link, then demand
+        unique_key, slot = np.unique(key, return_inverse=True)
+        summed = np.bincount(slot.ravel(), weights=coef, minlength=unique_key.size)
+        return cls(
+            link=unique_key // max(num_demands, 1),
+            demand=unique_key % max(num_demands, 1),
+            coef=summed,
+            shape=(num_links, num_demands),
+        )
+
+    @property
+    def num_links(self) -> int:
+        return self.shape[0]
+
+    @property
+    def num_demands(self) -> int:
+        return self.shape[1]
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        """``A @ x``: per-link load (one value per link) of per-demand rates ``x``."""
+        return np.bincount(self.link, weights=self.coef * x[self.demand], minlength=self.shape[0])
+
+    def rmatvec(self, y: np.ndarray) -> np.ndarray:
+        """``Aᵀ @ y``: per-demand sum of per-link values ``y``."""
+        return np.bincount(self.demand, weights=self.coef * y[self.link], minlength=self.shape[1])
+
+    def row_sums(self) -> np.ndarray:
+        """``A @ 1``: what each link carries when every demand runs at 1."""
+        return np.bincount(self.link, weights=self.coef, minlength=self.shape[0])
+
+    def crosses(self) -> np.ndarray:
+        """Per demand: whether it has an entry on any link (stored zeros count)."""
+        return np.bincount(self.demand, minlength=self.shape[1]) > 0
+
+    def crossing(self, marked: np.ndarray) -> np.ndarray:
+        """Per demand: whether it puts load (a positive entry) on a link where the boolean
+        ``marked`` is set; ``Aᵀ @ marked > 0`` for a nonnegative ``A``."""
+        hit = np.zeros(self.shape[1], dtype=bool)
+        hit[self.demand[marked[self.link] & (self.coef > 0)]] = True
+        return hit
