@@ -151,3 +151,15 @@ def test_tied_embeddings_add_a_stage_to_stage_gradient_all_reduce(models, h100, 
     assert gap > 0  # 128256 x 8192 / 8 FP32 gradients between stage 0 and stage 3
     one_stage = plan.with_(pp=1, dp=64)
     assert predict_step(tied, one_stage, *args).breakdown.pp_comm_s == 0.0
+
+
+def test_sharded_gradients_are_normed_and_zeroed_per_shard(predict) -> None:
+    # ZeRO-3 holds 1/DP of the gradients: the norm and zeroing pass shrinks with DP; under
+    # ZeRO-1 every rank still holds its whole gradient buffer.
+    plan = {**LLAMA70, "recompute": "full"}
+    z3_small = predict(tp=1, pp=1, dp=64, zero_stage=3, **plan)
+    z3_large = predict(tp=1, pp=1, dp=512, zero_stage=3, **plan)
+    assert z3_large.breakdown.other_s < 0.2 * z3_small.breakdown.other_s
+    z1_small = predict(tp=8, pp=4, dp=2, zero_stage=1, **plan)
+    z1_large = predict(tp=8, pp=4, dp=16, zero_stage=1, **plan)
+    assert z1_large.breakdown.other_s == pytest.approx(z1_small.breakdown.other_s)

@@ -343,7 +343,11 @@ def predict_step(
     owned = params / (plan.shard_size or plan.dp * plan.cp) if plan.zero_stage >= 1 else params
     c = load_constants()
     optimizer_s = memory_time_s(owned * c.optimizer_bytes_per_param, perf, num_kernels=4)
-    other_s = memory_time_s(params * 4 * 2, perf, num_kernels=4)  # grad-norm read, zeroing
+    # Gradient-norm read and buffer zeroing over the FP32 gradients a rank holds: all of its
+    # stage's under ZeRO 0/1 (a full gradient buffer), its shard under ZeRO-2/3 and FSDP
+    # (gradients are reduce-scattered and the unsharded ones freed; Rajbhandari et al. 2020).
+    held = owned if plan.zero_stage >= 2 else params
+    other_s = memory_time_s(held * 4 * 2, perf, num_kernels=4)
     breakdown = Breakdown(
         compute_s=m * slowest.compute_s,
         tp_comm_s=m * slowest.tp_s,
