@@ -61,6 +61,14 @@ def test_the_predicted_mfu_is_the_expected_performance(design, html):
     assert f"MFU {pct(expected['mfu'])}" in html
 
 
+def test_the_summary_gives_the_time_to_train_with_failures(design, html):
+    summary = html.split('id="findings"')[0]
+    assert "no failures" in summary and "with failures" in summary
+    goodput = expected_performance(design)["goodput"]
+    assert goodput["expected_days"] > expected_performance(design)["time_to_train_days"]
+    assert f"{goodput['expected_days']:,.1f} days" in summary
+
+
 def test_the_page_loads_nothing_from_the_network(html):
     assert not re.search(r"<script[^>]+src=", html)
     assert not re.search(r"<link[^>]+href=", html)

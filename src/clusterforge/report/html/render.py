@@ -121,10 +121,19 @@ def _studies(design: Design, options: ReportOptions) -> tuple[list[Section], tup
 def _expected_metrics(expected: dict[str, Any]) -> tuple[Metric, ...]:
     if not expected["available"]:
         return ()
-    return (
+    metrics = (
         Metric("MFU (spec's plan)", pct(expected["mfu"]), expected["plan"]),
         Metric("time to train", f"{num(expected['time_to_train_days'], 1)} days",
                f"{num(expected['tokens_to_train'] / 1e9)} B tokens, no failures"),
+    )  # fmt: skip
+    goodput = expected.get("goodput") or {}
+    if not goodput.get("available"):
+        return metrics
+    return (
+        *metrics,
+        Metric("with failures", f"{num(goodput['expected_days'], 1)} days",
+               f"P90 {num(goodput['p90_days'], 1)} days; ETTR {pct(goodput['ettr'])}, "
+               f"{num(goodput['interruptions_per_day'], 2)} interruptions a day"),
     )  # fmt: skip
 
 
