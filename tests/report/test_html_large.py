@@ -81,3 +81,13 @@ def test_a_large_floor_is_a_grid_with_every_rack(design, monkeypatch):
     assert '"heatmap"' in grid and '"scatter"' not in grid
     for rack in design.racks:
         assert f"{rack.name} ({rack.role}): {rack.max_kw:.1f} kW" in grid
+
+
+def test_hot_racks_are_the_red_end_of_the_scale(design, monkeypatch):
+    # plotly.js's YlOrRd runs from dark red at the low end: reversed, more kW is redder.
+    markers = facts.floor_section(design).figures[0].html
+    monkeypatch.setattr(facts, "MAX_FLOOR_MARKERS", 10)
+    grid = facts.floor_section(design).figures[0].html
+    for figure in (markers, grid):
+        assert '"colorscale": "YlOrRd"' in figure or '"colorscale":"YlOrRd"' in figure
+        assert '"reversescale": true' in figure or '"reversescale":true' in figure

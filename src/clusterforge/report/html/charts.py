@@ -142,7 +142,9 @@ def floor_chart(
         "mode": "markers", "x": list(x_m), "y": list(y_m), "text": list(hover),
         "hoverinfo": "text",
         "marker": {"symbol": list(symbols), "size": 12, "color": list(value_kw),
-                   "colorscale": "YlOrRd", "colorbar": {"title": {"text": "kW"}},
+                   # plotly.js's YlOrRd runs dark to light: reversed, the hot racks are red
+                   "colorscale": "YlOrRd", "reversescale": True,
+                   "colorbar": {"title": {"text": "kW"}},
                    "line": {"width": 1}},
     }  # fmt: skip
     layout = {
@@ -169,7 +171,7 @@ def floor_heatmap(
     trace = {
         "type": "heatmap", "x": list(x_m), "y": list(y_m), "z": [list(r) for r in value_kw],
         "text": [list(r) for r in hover], "hoverinfo": "text", "colorscale": "YlOrRd",
-        "colorbar": {"title": {"text": "kW"}}, "hoverongaps": False,
+        "reversescale": True, "colorbar": {"title": {"text": "kW"}}, "hoverongaps": False,
     }  # fmt: skip
     layout = {
         "xaxis": {"title": {"text": "x (m)"}, "constrain": "domain", "showgrid": False},
