@@ -13,7 +13,7 @@ from clusterforge.design import plan
 from clusterforge.report.html import ReportOptions, build_report, render_html
 from clusterforge.spec import load_spec
 from tests.conftest import EXAMPLES
-from tests.web.browser import chromium_or_skip, open_page
+from tests.web.browser import chromium_or_skip, open_page, selenium_chromium
 
 pytest.importorskip("plotly", reason="the HTML report needs the ui extra (plotly)")
 pytestmark = pytest.mark.system
@@ -46,19 +46,7 @@ SECTIONS = ("summary", "findings", "floor", "racks", "fabric", "cabling", "power
 
 @pytest.fixture(scope="module")
 def browser():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="Selenium drives Chromium")
-    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (binary and driver):
-        pytest.skip("Chromium and chromedriver are not installed (Debian: chromium-driver)")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000",
-                 "--host-resolver-rules=MAP * ~NOTFOUND"):  # fmt: skip
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    chrome = webdriver.Chrome(options=options, service=Service(driver))
+    chrome = selenium_chromium(width=1400)
     chrome.set_page_load_timeout(300)
     yield chrome
     chrome.quit()

@@ -9,10 +9,11 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-__all__ = ["BrowserRun", "chromium_or_skip", "open_page"]
+__all__ = ["BrowserRun", "chromium_or_skip", "open_page", "selenium_chromium"]
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 CONSOLE = re.compile(r":CONSOLE[^\]]*\] (.*)")
@@ -59,3 +60,22 @@ def open_page(url: str, *, screenshot: Path | None = None, height: int = 4000) -
             capture_output=True, timeout=TIMEOUT_S, check=True,
         )  # fmt: skip
     return BrowserRun(dumped.stdout, console, screenshot)
+
+
+def selenium_chromium(*, width: int, host_rules: str = "MAP * ~NOTFOUND") -> Any:
+    """A headless Chromium driven by Selenium (skips when Selenium, Chromium or chromedriver
+    is missing), its console kept for ``get_log("browser")``. ``host_rules`` keep pages off
+    the network; the caller quits the driver."""
+    webdriver = pytest.importorskip("selenium.webdriver", reason="Selenium drives Chromium")
+    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (binary and driver):
+        pytest.skip("Chromium and chromedriver are not installed (Debian: chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", f"--window-size={width},1000",
+                 f"--host-resolver-rules={host_rules}"):  # fmt: skip
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=options, service=Service(driver))

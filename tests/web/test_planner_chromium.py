@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.web.browser import selenium_chromium
+
 pytest.importorskip("uvicorn", reason="the planner needs the ui extra (uvicorn)")
-webdriver = pytest.importorskip("selenium.webdriver", reason="Selenium drives Chromium")
+pytest.importorskip("selenium.webdriver", reason="Selenium drives Chromium")
 pytestmark = pytest.mark.system
 
 WAIT_S = 60.0
@@ -48,18 +50,7 @@ def server() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser():
-    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (binary and driver):
-        pytest.skip("Chromium and chromedriver are not installed (Debian: chromium-driver)")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1600,1000",
-                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"):  # fmt: skip
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    chrome = webdriver.Chrome(options=options, service=Service(driver))
+    chrome = selenium_chromium(width=1600, host_rules="MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
     yield chrome
     chrome.quit()
 
