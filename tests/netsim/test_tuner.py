@@ -10,7 +10,13 @@ import pytest
 
 from clusterforge.netsim import build_fabric_graph, groups_for, simulate_collective
 from clusterforge.netsim.trees import dtree_parents
-from clusterforge.netsim.tuner import TuningContext, latency_s, protocols_for
+from clusterforge.netsim.tuner import (
+    TuningContext,
+    channel_cap_gbyte_per_s,
+    latency_s,
+    network_channels,
+    protocols_for,
+)
 from tests.netsim.designs import make_design, single_node
 
 
@@ -107,3 +113,52 @@ def test_all_to_all_across_nodes_runs_at_one_nic():
     res = simulate_collective(graph, "all_to_all", 2**32, groups)
     per_gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
     assert 0.9 * per_gpu_nic < res.busbw_gbyte_per_s <= per_gpu_nic
+
+
+def test_nccl_channel_count_across_nodes():
+    # one channel per NIC; doubled at 25 GB/s and more, except Hopper+ below 50 with 5+
+    assert network_channels(nics=4, nic_payload_gbyte_per_s=23.75, generation="ampere") == 4
+    assert network_channels(nics=4, nic_payload_gbyte_per_s=47.5, generation="hopper") == 8
+    assert network_channels(nics=8, nic_payload_gbyte_per_s=47.5, generation="hopper") == 8
+    assert network_channels(nics=8, nic_payload_gbyte_per_s=47.5, generation="ampere") == 16
+
+
+def test_per_channel_ceilings_are_nccls():
+    two = _ctx(num_ranks=16, num_nodes=2, generation="ampere", num_channels=4)
+    assert channel_cap_gbyte_per_s("tree", "simple", two) == pytest.approx(4 * 23.6)
+    assert channel_cap_gbyte_per_s("tree", "ll128", two) == pytest.approx(4 * 20.0)
+    assert channel_cap_gbyte_per_s("ring", "ll128", two) == pytest.approx(4 * 20.0)
+    assert channel_cap_gbyte_per_s("ring", "simple", two) == float("inf")
+    assert channel_cap_gbyte_per_s("tree", "simple", _ctx(num_channels=4)) == float("inf")
+    four = _ctx(num_ranks=32, num_nodes=4, generation="ampere", num_channels=4)
+    assert channel_cap_gbyte_per_s("tree", "simple", four) == pytest.approx(4 * 17.8)
+
+
+@functools.cache
+def _a100_two_nodes(nics: int):
+    design = make_design(
+        num_gpus=16,
+        node="dgx-a100",
+        network={"nics_per_node": nics},
+        workload={"tensor_parallel": 8, "global_batch": 16},
+    )
+    return build_fabric_graph(design)
+
+
+@pytest.mark.parametrize("size", [32 * 2**20, 2**30])
+def test_two_node_tree_with_a_nic_per_two_gpus_stays_at_nic_pace(size):
+    # 2 nodes of 8 A100 with 4 HDR NICs each: nccl-tests reach 86-91 GB/s (NVIDIA/nccl #1048,
+    # nccl-tests #100); NCCL's tree has 4 channels of at most 23.6 GB/s, not twice the NICs
+    graph = _a100_two_nodes(4)
+    group = np.arange(16)[None, :]
+    tree = simulate_collective(graph, "all_reduce", size, group, algorithm="tree")
+    best = simulate_collective(graph, "all_reduce", size, group)
+    assert tree.busbw_gbyte_per_s <= 4 * 23.6 + 1e-6
+    assert best.busbw_gbyte_per_s < 100.0
+
+
+def test_two_node_tree_with_a_nic_per_gpu_still_beats_the_nic_rate():
+    # 8 HDR NICs: 8 channels of 23.6 GB/s leave the 2-node tree above the NICs' 190 GB/s ring
+    graph = _a100_two_nodes(8)
+    res = simulate_collective(graph, "all_reduce", 2**30, np.arange(16)[None, :], algorithm="tree")
+    assert 170.0 < res.busbw_gbyte_per_s <= 8 * 23.6 + 1e-6

@@ -31,20 +31,11 @@ SWEEP_RHO_LIMIT = 0.65
 MEDIAN_LIMIT = 0.06
 # Runs the model is known to miss by more than the row tolerance, and why. They stay in the
 # set (and in its MAPE and median); the test fails if one of them starts to pass.
-CROSS_NODE_TP = (
-    "tensor parallelism over 16 GPUs spans two nodes: the per-layer all-reduces cross the "
-    "InfiniBand NICs, which the model prices near line rate for 10-50 MB messages"
-)
 SMALL_TP_GEMMS = (
     "micro-batch 2 split 4- or 8-way: per-GPU GEMMs of a few GFLOP run well below the "
     "large-shape efficiency the model uses (no size-dependent GEMM efficiency yet)"
 )
 KNOWN_GAPS = {
-    "vtrain-3.6b-tp16-pp1-mb32": CROSS_NODE_TP,
-    "vtrain-3.6b-tp16-pp1-mb16": CROSS_NODE_TP,
-    "vtrain-3.6b-tp16-pp1-mb4": CROSS_NODE_TP,
-    "vtrain-3.6b-tp16-pp1-mb2": CROSS_NODE_TP,
-    "vtrain-18.4b-tp16-pp1-mb2": CROSS_NODE_TP,
     "vtrain-3.6b-tp4-pp1-mb2": SMALL_TP_GEMMS,
     "vtrain-3.6b-tp8-pp1-mb2": SMALL_TP_GEMMS,
     "vtrain-3.6b-tp8-pp1-mb64": (

@@ -34,8 +34,10 @@ from clusterforge.netsim.solve import solve_phases
 from clusterforge.netsim.tuner import (
     TuningContext,
     busbw_cap_gbyte_per_s,
+    channel_cap_gbyte_per_s,
     generation_of,
     latency_s,
+    network_channels,
     payload_share,
     protocols_for,
 )
@@ -142,15 +144,23 @@ def _check_cabled(graph: FabricGraph, arr: np.ndarray) -> None:
 def _context(graph: FabricGraph, collective: Collective, seq: np.ndarray) -> TuningContext:
     nodes = np.unique(seq[0] // graph.gpus_per_node).size
     gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
+    generation = generation_of(graph.scaleup)
+    per_node = max(1, seq.shape[1] // nodes)
+    channels = network_channels(
+        nics=min(per_node, graph.nics_per_node),
+        nic_payload_gbyte_per_s=graph.nic_gbyte_per_s * NETWORK_EFFICIENCY,
+        generation=generation,
+    )
     return TuningContext(
         collective=collective,
         num_ranks=int(seq.shape[1]),
         num_nodes=int(nodes),
-        generation=generation_of(graph.scaleup),
+        generation=generation,
         intra="nvlink" if graph.scaleup_class in ("nvlink", "xgmi") else "pci",
         net_path_latency_s=0.0,
         node_net_gbyte_per_s=gpu_nic * (seq.shape[1] / nodes) * NETWORK_EFFICIENCY,
         gpu_p2p_net_gbyte_per_s=gpu_nic * P2P_NETWORK_EFFICIENCY,
+        num_channels=channels if nodes > 1 else 0,
     )
 
 
@@ -186,16 +196,19 @@ def _time(
     ctx: TuningContext,
     size_bytes: float,
 ) -> float:
-    share = payload_share(algorithm, protocol, ctx)
-    if protocol == "simple":
-        share *= pipeline_efficiency(size_bytes)
+    size_share = pipeline_efficiency(size_bytes) if protocol == "simple" else 1.0
     if algorithm == "tree" and ctx.collective == "all_reduce":
         log_size = int(size_bytes // 64).bit_length() - 1
         if 0 <= log_size < len(_TREE_CORRECTION[protocol]):
-            share *= _TREE_CORRECTION[protocol][log_size]
+            size_share *= _TREE_CORRECTION[protocol][log_size]
+    share = payload_share(algorithm, protocol, ctx) * size_share
     bw_s = _bandwidth_s(phases, size_bytes, share)
+    bus_bytes = size_bytes * bus_factor(ctx.collective, ctx.num_ranks)
     cap = busbw_cap_gbyte_per_s(algorithm, protocol, ctx)
-    bw_s = max(bw_s, size_bytes * bus_factor(ctx.collective, ctx.num_ranks) / (cap * 1e9))
+    # the channels' ceiling is a steady rate: the same pipeline ramp and medium-size tree
+    # correction apply to it as to the links' bandwidth
+    channel_cap = channel_cap_gbyte_per_s(algorithm, protocol, ctx) * size_share
+    bw_s = max(bw_s, bus_bytes / (cap * 1e9), bus_bytes / (channel_cap * 1e9))
     return latency_s(algorithm, protocol, ctx) + bw_s
 
 

@@ -34,8 +34,10 @@ __all__ = [
     "LinkKind",
     "TuningContext",
     "busbw_cap_gbyte_per_s",
+    "channel_cap_gbyte_per_s",
     "generation_of",
     "latency_s",
+    "network_channels",
     "payload_share",
     "protocols_for",
 ]
@@ -104,6 +106,30 @@ _LL_MAX_BUSBW: dict[Generation, tuple[float, float, float]] = {
     "blackwell": (282.0, 39.0, 20.4),
 }
 
+# NCCL's per-channel bus-bandwidth ceilings (GB/s per channel) by generation, for 1 / 2 / 3+
+# nodes (``perChMaxRingLL128Bws``, ``perChMaxTreeLL128Bws``, ``perChMaxTreeBws`` in
+# ``src/graph/tuning.cc``): one channel is one CUDA block driving one connection, and it
+# moves no more than this whatever the links could carry.  NCCL's model caps an algorithm's
+# bus bandwidth at ``nChannels`` times them.
+_PER_CHANNEL_RING_LL128: dict[Generation, tuple[float, float, float]] = {
+    "volta": (20.0, 20.0, 20.0),
+    "ampere": (20.0, 20.0, 20.0),
+    "hopper": (36.7, 36.7, 36.7),
+    "blackwell": (40.0, 40.0, 40.0),
+}
+_PER_CHANNEL_TREE_LL128: dict[Generation, tuple[float, float, float]] = {
+    "volta": (20.0, 20.0, 20.0),
+    "ampere": (20.0, 20.0, 20.0),
+    "hopper": (36.7, 36.7, 29.0),
+    "blackwell": (55.6, 31.67, 20.0),
+}
+_PER_CHANNEL_TREE: dict[Generation, tuple[float, float, float]] = {
+    "volta": (26.5, 18.5, 10.0),
+    "ampere": (24.0, 23.6, 17.8),
+    "hopper": (38.7, 41.4, 36.0),
+    "blackwell": (70.0, 42.8, 24.0),
+}
+
 _NET_OVERHEAD_US = 1.0  # NCCL getNetOverhead: 1 µs per network operation on an x86 host
 _PROTOCOL_INDEX: dict[Protocol, int] = {"ll": 0, "ll128": 1, "simple": 2}
 
@@ -120,6 +146,7 @@ class TuningContext:
     net_path_latency_s: float  # one network traversal of our graph, GPU to GPU
     node_net_gbyte_per_s: float = math.inf  # NIC payload rate of the group's GPUs on a node
     gpu_p2p_net_gbyte_per_s: float = math.inf  # one GPU's NIC share, point-to-point payload
+    num_channels: int = 0  # NCCL's channels across nodes (0: one node, no per-channel ceiling)
 
     @property
     def ranks_per_node(self) -> int:
@@ -179,6 +206,59 @@ def busbw_cap_gbyte_per_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningC
     if algorithm == "direct" and ctx.num_nodes > 1:
         cap = min(cap, ctx.gpu_p2p_net_gbyte_per_s)
     return cap
+
+
+def network_channels(*, nics: int, nic_payload_gbyte_per_s: float, generation: Generation) -> int:
+    """Channels NCCL's graph search builds for a ring or tree that leaves the node through
+    ``nics`` NICs (``ncclTopoCompute`` and ``ncclTopoDupChannels`` in ``src/graph/search.cc``):
+    the search stops at the first speed that fits, one channel per NIC at about the NIC's
+    rate; the channels are then doubled (each at half the speed) when that speed is 25 GB/s
+    or more, except on Hopper and newer below 50 GB/s with more than 4 channels."""
+    channels = max(1, nics)
+    speed = nic_payload_gbyte_per_s
+    newer = generation in ("hopper", "blackwell")
+    if speed >= 25.0 and not (newer and speed < 50.0 and channels > 4):
+        channels *= 2
+    return channels
+
+
+def channel_cap_gbyte_per_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
+    """NCCL's per-channel ceiling on the bus bandwidth of a collective across nodes
+    (``ncclTopoTuneModel``): ring LL128 at ``nChannels·perChMaxRingLL128Bw``; tree
+    all-reduce at ``nChannels·perChMaxTreeBw`` (Simple), the same times 120/128 and at most
+    ``nChannels·perChMaxTreeLL128Bw`` (LL128), and 1/3.8 of it (LL).  A channel is one CUDA
+    block, so on 2 nodes a tree with few channels (one per NIC) cannot reach the twice-the-NIC
+    bus bandwidth its traffic pattern would allow.  Infinite inside one node."""
+    if ctx.num_nodes < 2 or ctx.num_channels < 1:
+        return math.inf
+    col = min(ctx.num_nodes, 3) - 1
+    nch = ctx.num_channels
+    match algorithm:
+        case "ring" | "chain":
+            return (
+                nch * _PER_CHANNEL_RING_LL128[ctx.generation][col]
+                if protocol == "ll128"
+                else math.inf
+            )
+        case "tree":
+            if ctx.collective != "all_reduce":
+                return math.inf
+            tree = nch * _PER_CHANNEL_TREE[ctx.generation][col]
+            match protocol:
+                case "simple":
+                    return tree
+                case "ll128":
+                    return min(
+                        tree * 120.0 / 128.0, nch * _PER_CHANNEL_TREE_LL128[ctx.generation][col]
+                    )
+                case "ll":
+                    return tree / 3.8
+                case _:
+                    assert_never(protocol)
+        case "nvls" | "nvls_tree" | "collnet" | "pat" | "hierarchical" | "direct":
+            return math.inf
+        case _:
+            assert_never(algorithm)
 
 
 def _log2i(n: int) -> int:
