@@ -11,7 +11,9 @@
   leaf in the other (1 edge of S/2) moves 2·S over its NICs in each direction, so on 3+ nodes the tree's bus bandwidth stays below the node's NIC rate
   (2(n−1)/n · S / (2·S / B) ≈ B).  On 2 nodes each node moves only S and the tree's bus
   bandwidth can reach about twice the ring's, which is why NCCL models 2-node trees with its
-  intra-node bandwidth.
+  intra-node bandwidth; its channels (one per NIC) must carry that rate too, and NCCL holds
+  each to a per-channel ceiling (:func:`~clusterforge.netsim.tuner.channel_cap_gbyte_per_s`),
+  so with one NIC per two GPUs the 2-node tree stays near the NICs' rate.
 * **nvls**: NVLink SHARP inside one NVSwitch domain: each GPU sends S to the switch, which
   reduces, and receives S back (NVIDIA Hopper architecture whitepaper, NVLink SHARP).
 * **nvls_tree**: NVLS inside each node, then one double binary tree per local GPU position
