@@ -100,3 +100,15 @@ def test_import_does_not_pull_in_scipy(module: str) -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]", f"importing {module} loads {out.stdout.strip()}"
+
+
+def test_touched_links_keep_every_product(pair):
+    inc, dense = pair
+    sub, rows = inc.on_touched_links()
+    touched = np.flatnonzero((dense != 0).any(axis=1))
+    assert np.array_equal(rows, touched)
+    x = np.random.default_rng(5).uniform(0, 3, NUM_DEMANDS)
+    assert sub.matvec(x) == pytest.approx((dense @ x)[touched], rel=1e-12)
+    y = np.zeros(NUM_LINKS)
+    y[touched] = np.arange(touched.size) + 1.0
+    assert sub.rmatvec(y[touched]) == pytest.approx(dense.T @ y, rel=1e-12)

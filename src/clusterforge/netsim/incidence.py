@@ -43,15 +43,14 @@ class Incidence:
         link = np.asarray(link, dtype=np.int64)
         demand = np.asarray(demand, dtype=np.int64)
         coef = np.asarray(coef, dtype=np.float64)
-        key = link * num_demands + demand  # row-major position: sorts by link, then demand
-        unique_key, slot = np.unique(key, return_inverse=True)
-        summed = np.bincount(slot.ravel(), weights=coef, minlength=unique_key.size)
-        return cls(
-            link=unique_key // max(num_demands, 1),
-            demand=unique_key % max(num_demands, 1),
-            coef=summed,
-            shape=(num_links, num_demands),
-        )
+        key = link * num_demands + demand  # row-major position: by link, then demand
+        order = np.argsort(key, kind="stable")  # stable: duplicates add up in input order
+        sorted_key = key[order]
+        starts = _run_starts(sorted_key)
+        summed = np.add.reduceat(coef[order], starts) if starts.size else coef[:0]
+        unique_key = sorted_key[starts]
+        link = unique_key // max(num_demands, 1)
+        return cls(link, unique_key - link * num_demands, summed, shape=(num_links, num_demands))
 
     @property
     def num_links(self) -> int:
@@ -77,9 +76,25 @@ class Incidence:
         """Per demand: whether it has an entry on any link (stored zeros count)."""
         return np.bincount(self.demand, minlength=self.shape[1]) > 0
 
+    def on_touched_links(self) -> tuple[Incidence, np.ndarray]:
+        """The rows that hold an entry, renumbered 0..k-1, and their link ids (k,): the same
+        products on far fewer links when a phase touches a small part of the fabric."""
+        starts = _run_starts(self.link)
+        rows = self.link[starts]
+        row = np.repeat(np.arange(rows.size), np.diff(np.append(starts, self.link.size)))
+        return Incidence(row, self.demand, self.coef, shape=(rows.size, self.shape[1])), rows
+
     def crossing(self, marked: np.ndarray) -> np.ndarray:
         """Per demand: whether it puts load (a positive entry) on a link where the boolean
         ``marked`` is set; ``Aᵀ @ marked > 0`` for a nonnegative ``A``."""
         hit = np.zeros(self.shape[1], dtype=bool)
         hit[self.demand[marked[self.link] & (self.coef > 0)]] = True
         return hit
+
+
+def _run_starts(sorted_values: np.ndarray) -> np.ndarray:
+    """Index of the first element of each run of equal values in a sorted array."""
+    if not sorted_values.size:
+        return np.zeros(0, dtype=np.int64)
+    change = np.flatnonzero(sorted_values[1:] != sorted_values[:-1]) + 1
+    return np.concatenate([[0], change])

@@ -74,6 +74,8 @@ class Completion:
 def completion_time(a: Incidence, cap: np.ndarray, volume: np.ndarray) -> Completion:
     """Time (s) until every demand has moved its ``volume`` (GB), re-allocating max-min
     rates each time a set of demands completes."""
+    a, rows = a.on_touched_links()  # links no demand crosses never saturate nor load
+    cap = cap[rows]
     remaining = volume.astype(float).copy()
     active = remaining > 0
     steady = np.zeros(remaining.size)
@@ -108,4 +110,4 @@ def _drain_bound_s(
     remaining demands share one bottleneck); the time at current rates is the upper bound."""
     left = np.where(finite, remaining, 0.0)
     busy = a.matvec(left) / cap
-    return float(busy.max())
+    return float(busy.max()) if busy.size else 0.0
