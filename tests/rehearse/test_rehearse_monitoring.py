@@ -125,21 +125,21 @@ def _run(gemm: dict[str, float], *fails: tuple[str, str]) -> AcceptReport:
     return AcceptReport(tuple(gemm), targets, results, [], None)
 
 
-HEALTHY = {"a": 1.0, "b": 0.7, "c": 1.1}  # b: 64 % of the median, noise on a shared machine
+HEALTHY = {"a": 1.0, "b": 0.45, "c": 1.1}  # b: 45 % of the median, noise on a shared machine
 
 
-def test_stand_ins_fail_a_peer_figure_only_under_half_the_median() -> None:
+def test_stand_ins_fail_a_peer_figure_only_under_a_third_of_the_median() -> None:
     assert stand_in_failures(_run(HEALTHY)) == set()
-    assert stand_in_failures(_run({**HEALTHY, "b": 0.2})) == {"gemm on b"}
+    assert stand_in_failures(_run({**HEALTHY, "b": 0.2})) == {"gemm on b"}  # median 1.0
     # a failure that is not a peer comparison counts as accept gave it
     assert stand_in_failures(_run(HEALTHY, ("burn-in", "c"))) == {"burn-in on c"}
 
 
 def test_a_failure_counts_only_when_the_rerun_repeats_it() -> None:
-    noise = TwoRuns(_run({**HEALTHY, "b": 0.2}), _run({**HEALTHY, "c": 0.2}))
+    noise = TwoRuns(_run({**HEALTHY, "b": 0.2}), _run({**HEALTHY, "a": 0.1}))
     assert noise.confirmed == set()
     assert any("a failure counts when a rerun repeats it" in line for line in noise.evidence())
-    real = TwoRuns(_run({**HEALTHY, "c": 0.2}), _run({**HEALTHY, "c": 0.1}, ("burn-in", "a")))
+    real = TwoRuns(_run({**HEALTHY, "c": 0.1}), _run({**HEALTHY, "c": 0.12}, ("burn-in", "a")))
     assert real.confirmed == {"gemm on c"}
     clean = TwoRuns(_run(HEALTHY), None)
     assert clean.confirmed == set() and clean.evidence()[-1] == "confirmed failures: none"
