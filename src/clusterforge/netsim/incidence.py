@@ -7,7 +7,8 @@ so numpy alone does the job and the simulator's import stays free of a sparse-ma
 
 The triplets are kept sorted by (link, demand) with duplicates summed, the canonical CSR
 order: ``bincount`` then adds each link's (or demand's) terms in the same order as a CSR
-product of ``A`` (or of its transpose), so the results match one to the last bit in practice.
+product of ``A`` (or of its transpose), so results agree with a CSR implementation bit for bit,
+up to the order in which repeated (link, demand) pairs are summed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ __all__ = ["Incidence"]
 @dataclass(frozen=True, eq=False)
 class Incidence:
     """Sparse ``num_links × num_demands`` matrix as (link, demand, coef) triplets, sorted by
-    (link, demand), one entry per pair (an entry may hold 0: the demand still crosses it)."""
+    (link, demand), one entry per pair (an entry may hold 0: the demand still crosses it).
+    Build it with :meth:`from_triplets`, which establishes that order."""
 
     link: np.ndarray  # int64 row index of each nonzero
     demand: np.ndarray  # int64 column index of each nonzero

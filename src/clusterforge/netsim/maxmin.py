@@ -7,10 +7,10 @@ The *demand* is the unit that gets one rate: a single flow, or a whole pipelined
 in).
 
 Progressive filling (Bertsekas & Gallager, *Data Networks*, 2nd ed., max-min fairness in
-ch. 6, flow control and max-min fairness): raise every unfrozen demand's rate together until a link
-saturates, freeze the demands crossing it, repeat.  Each round is one sparse mat-vec and one
-gather over the nonzeros, so the
-cost is O(nnz) per distinct bottleneck level, with no Python loop over flows.
+ch. 6, flow control and max-min fairness): raise every unfrozen demand's rate together until
+a link saturates, freeze the demands crossing it, repeat.  Each round is one sparse mat-vec
+and one gather over the nonzeros, on the links the phase touches only, so the cost is O(nnz)
+per distinct bottleneck level, with no Python loop over flows.
 :func:`completion_time` re-runs the allocation when demands finish (a flow-level
 simulation), merging completions within 5 % of each other.
 """
