@@ -11,7 +11,6 @@ named by the per-node peer rule and by the bisection.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from clusterforge.cli.main import main
 from clusterforge.design import plan
 from clusterforge.generate.slurm import slurm_files
+from clusterforge.rehearse.slow import cgroup_v1_cpu_missing, cpu_capped
 from clusterforge.spec import parse_spec
 from tests.generate import test_slurm_system
 from tests.generate.emulated_slurm import EmulatedSlurm
@@ -35,7 +35,6 @@ SPEC = {
 }
 SLOW_NODE_INDEX = 2  # gpu-0003
 munge = test_slurm_system.munge  # the session fixture that starts munged
-CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
 
 pytestmark = [
     pytest.mark.system,
@@ -45,7 +44,7 @@ pytestmark = [
         reason="needs slurm-wlm and munge (apt-get install slurm-wlm munge)",
     ),
     pytest.mark.skipif(
-        not (CPU_CGROUP / "cgroup.procs").exists() or not os.access(CPU_CGROUP, os.W_OK),
+        cgroup_v1_cpu_missing() is not None,
         reason="needs a writable cgroup v1 cpu controller to slow one node down",
     ),
 ]
@@ -88,20 +87,8 @@ def slowed_node(slurm: EmulatedSlurm) -> Iterator[str]:
     """Cap one node's slurmd (and so its job steps) at 20 % of a core."""
     node = slurm.nodes[SLOW_NODE_INDEX]
     pid = slurm.processes[1 + SLOW_NODE_INDEX].pid  # processes: slurmctld, then slurmd per node
-    group = CPU_CGROUP / f"cf-accept-slow-{os.getpid()}"
-    group.mkdir(exist_ok=True)
-    (group / "cpu.cfs_period_us").write_text("100000")
-    (group / "cpu.cfs_quota_us").write_text("20000")
-    (group / "cgroup.procs").write_text(str(pid))
-    try:
+    with cpu_capped([pid], 0.2, name="cf-accept-slow"):
         yield node
-    finally:
-        for task in (group / "cgroup.procs").read_text().split():
-            try:
-                (CPU_CGROUP / "cgroup.procs").write_text(task)
-            except OSError:
-                continue  # the task ended meanwhile
-        group.rmdir()
 
 
 def test_accept_through_slurm_names_the_slowed_node(

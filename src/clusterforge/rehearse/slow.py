@@ -29,7 +29,13 @@ from clusterforge.rehearse.cluster import Lab
 from clusterforge.rehearse.model import DrillResult, RehearseOptions
 from clusterforge.rehearse.prom import Monitoring
 
-__all__ = ["STRAGGLER_DEV", "cgroup_v1_cpu_missing", "diagnose_stragglers", "slow_node_drill"]
+__all__ = [
+    "STRAGGLER_DEV",
+    "cgroup_v1_cpu_missing",
+    "cpu_capped",
+    "diagnose_stragglers",
+    "slow_node_drill",
+]
 
 CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
 _CFS_PERIOD_US = 100_000  # CFS bandwidth period (Linux Documentation/scheduler/sched-bwc.rst)
@@ -45,9 +51,12 @@ def cgroup_v1_cpu_missing() -> str | None:
 
 
 @contextmanager
-def _slowed(pids: list[int], cpu_fraction: float) -> Iterator[None]:
-    """Cap ``pids`` (and what they fork from now on) at ``cpu_fraction`` of one core."""
-    group = CPU_CGROUP / f"clusterforge-rehearse-{os.getpid()}"
+def cpu_capped(
+    pids: list[int], cpu_fraction: float, *, name: str = "clusterforge-rehearse"
+) -> Iterator[None]:
+    """Cap ``pids`` (and what they fork from now on) at ``cpu_fraction`` of one core with
+    a cgroup v1 CFS quota; the tasks go back to the root group afterwards."""
+    group = CPU_CGROUP / f"{name}-{os.getpid()}"
     group.mkdir(exist_ok=True)
     (group / "cpu.cfs_period_us").write_text(str(_CFS_PERIOD_US))
     (group / "cpu.cfs_quota_us").write_text(str(int(_CFS_PERIOD_US * cpu_fraction)))
@@ -97,7 +106,7 @@ def slow_node_drill(
     node = lab.nodes[-1]
     slurmd = lab.slurm.processes[1 + lab.nodes.index(node)].pid  # slurmctld first, then slurmd
     start = time.monotonic()
-    with _slowed([slurmd, *monitoring.node_pids(node)], options.slow_cpu_fraction):
+    with cpu_capped([slurmd, *monitoring.node_pids(node)], options.slow_cpu_fraction):
         report = accept_once(lab, options, ("nccl",), "slow-node", localize="always")
         accept_s = time.monotonic() - start
         window_s = max(_MIN_WINDOW_S, int(accept_s))
