@@ -59,13 +59,17 @@ class WorkloadSpec(Section):
         description="Explicit layers per pipeline stage (None = automatic split)",
     )
     stack: Literal[
-        "megatron-2021", "megatron-core", "nemo", "megatron-bridge", "deepspeed", "fsdp", "torchtitan"
-    ] = (
-        Field(
-            "megatron-core",
-            description="Training software stack: its documented kernels, overlaps, memory "
-            "layout and FP8 recipe (see clusterforge.perf.stack)",
-        )
+        "megatron-2021",
+        "megatron-core",
+        "nemo",
+        "megatron-bridge",
+        "deepspeed",
+        "fsdp",
+        "torchtitan",
+    ] = Field(
+        "megatron-core",
+        description="Training software stack: its documented kernels, overlaps, memory "
+        "layout and FP8 recipe (see clusterforge.perf.stack)",
     )
     fsdp_shard_size: int | None = Field(
         None,
