@@ -18,6 +18,7 @@ from clusterforge.errors import CapacityError
 from clusterforge.goodput.model import (
     SparePool,
     daly_interval_s,
+    expected_spare_wait_s,
     expected_wall_s,
     spare_pool,
 )
@@ -88,6 +89,7 @@ class Expected:
     wall_s: float
     ettr: float
     spares: SparePool
+    spare_wait_s: float = 0.0  # included in wall_s
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in asdict(self).items() if k != "spares"}
@@ -118,6 +120,13 @@ def expected_goodput(inputs: GoodputInputs) -> Expected:
         spare_failures_per_h=inputs.rates.spare_per_hour,
         repair_h=inputs.repair_s / 3600.0,
     )
+    # Hardware failures over the running time, each waiting for a spare when none is back.
+    spare_per_s = inputs.rates.spare_per_hour / 3600.0
+    per_failure_s = expected_spare_wait_s(
+        num_spares=inputs.num_spares, spare_failures_per_s=spare_per_s, repair_s=inputs.repair_s
+    )
+    spare_wait = spare_per_s * wall * per_failure_s if spare_per_s > 0 else 0.0
+    wall += spare_wait
     return Expected(
         interruptions_per_day=inputs.rates.total_per_hour * 24.0,
         mtbf_h=inputs.rates.mtbf_h,
@@ -127,6 +136,7 @@ def expected_goodput(inputs: GoodputInputs) -> Expected:
         wall_s=wall,
         ettr=inputs.work_s / wall if wall > 0 else 1.0,
         spares=pool,
+        spare_wait_s=spare_wait,
     )
 
 

@@ -119,3 +119,40 @@ def _poisson_pmf(mean: float, at_least: int) -> np.ndarray:
     log_factorial = np.concatenate([[0.0], np.cumsum(np.log(k[1:]))])
     out: np.ndarray = np.exp(k * np.log(mean) - mean - log_factorial)
     return out
+
+
+def expected_spare_wait_s(
+    *, num_spares: int, spare_failures_per_s: float, repair_s: float
+) -> float:
+    """Mean wait for a spare at one hardware failure, seconds.
+
+    The FIFO pool hands failure k the node of failure k - s (s spares), back ``repair``
+    after it failed.  Between the two lie s running gaps (Gamma(s, rate λ): the job clock
+    stops while it waits, so no failure comes then) and the s waits of failures k-s..k-1,
+    so the wait is (R - s·w - Γ)+ with w the mean wait; w is the fixed point of
+    w = E[(R' - Γ)+] = R'·P(Γ_s < R') - (s/λ)·P(Γ_(s+1) < R'), R' = R - s·w, where
+    P(Γ_k < x) = P(Poisson(λx) >= k).  Without spares it is the whole repair; under heavy
+    contention it tends to the fluid limit (R - s/λ)/(s + 1): s failures per repair time.
+    Solved by bisection (the right side falls as w grows)."""
+    if num_spares <= 0:
+        return repair_s
+    if spare_failures_per_s <= 0 or repair_s <= 0:
+        return 0.0
+    low, high = 0.0, repair_s
+    for _ in range(60):
+        mid = 0.5 * (low + high)
+        if _shortfall_s(repair_s - num_spares * mid, num_spares, spare_failures_per_s) > mid:
+            low = mid
+        else:
+            high = mid
+    return 0.5 * (low + high)
+
+
+def _shortfall_s(window_s: float, spares: int, rate_per_s: float) -> float:
+    """E[(window - Γ)+] for Γ ~ Gamma(spares, rate): how long the window outlasts the
+    running time of ``spares`` failures."""
+    if window_s <= 0:
+        return 0.0
+    pmf = _poisson_pmf(rate_per_s * window_s, spares + 1)
+    at_least, at_least_next = float(pmf[spares:].sum()), float(pmf[spares + 1 :].sum())
+    return max(0.0, window_s * at_least - spares / rate_per_s * at_least_next)
