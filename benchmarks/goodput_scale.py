@@ -13,9 +13,9 @@ import time
 
 from clusterforge.goodput import (
     GoodputInputs,
-    LifeParams,
     expected_goodput,
     job_rates,
+    life_params,
     simulate_lives,
 )
 
@@ -41,16 +41,7 @@ def main() -> None:
         repair_s=5 * DAY_S,
     )
     expected = expected_goodput(inputs)
-    params = LifeParams(
-        work_s=inputs.work_s,
-        tau_s=expected.checkpoint_interval_s,
-        delta_s=inputs.delta_s,
-        restart_s=inputs.restart_s,
-        mtbf_s=inputs.mtbf_s,
-        p_spare=inputs.p_spare,
-        num_spares=inputs.num_spares,
-        repair_s=inputs.repair_s,
-    )
+    params = life_params(inputs, expected)
     start = time.perf_counter()
     lives = simulate_lives(params, runs=args.runs, seed=0)
     elapsed = time.perf_counter() - start

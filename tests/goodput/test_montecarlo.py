@@ -176,7 +176,7 @@ def test_expected_spare_waits_agree_with_the_monte_carlo(
     # Scarce spares stretch the job: the expected model must see it as the lives do (within
     # 8 %: the fixed point treats consecutive waits as independent; the worst case is the
     # transition between no contention and a pool that is always empty).
-    from clusterforge.goodput import GoodputInputs, expected_goodput
+    from clusterforge.goodput import GoodputInputs, expected_goodput, life_params
     from clusterforge.goodput.rates import JobRates
 
     rates = JobRates(
@@ -191,17 +191,7 @@ def test_expected_spare_waits_agree_with_the_monte_carlo(
         repair_s=repair_days * 24 * H,
     )
     expected = expected_goodput(inputs)
-    params = LifeParams(
-        work_s=inputs.work_s,
-        tau_s=expected.checkpoint_interval_s,
-        delta_s=inputs.delta_s,
-        restart_s=inputs.restart_s,
-        mtbf_s=inputs.mtbf_s,
-        p_spare=inputs.p_spare,
-        num_spares=spares,
-        repair_s=inputs.repair_s,
-    )
-    lives = simulate_lives(params, runs=300, seed=4)
+    lives = simulate_lives(life_params(inputs, expected), runs=300, seed=4)
     assert expected.wall_s == pytest.approx(lives.wall_s.mean(), rel=0.08)
     assert expected.spare_wait_s == pytest.approx(
         lives.spare_wait_s.mean(), rel=0.25, abs=0.04 * expected.wall_s

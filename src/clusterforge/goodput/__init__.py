@@ -14,6 +14,7 @@ from clusterforge.goodput.analysis import (
     expected_goodput,
     goodput_report,
     inputs_from_design,
+    life_params,
     what_ifs,
 )
 from clusterforge.goodput.model import daly_interval_s, expected_wall_s, spare_pool
@@ -35,6 +36,7 @@ __all__ = [
     "goodput_report",
     "inputs_from_design",
     "job_rates",
+    "life_params",
     "simulate_lives",
     "spare_pool",
     "what_ifs",

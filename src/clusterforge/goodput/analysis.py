@@ -37,6 +37,7 @@ __all__ = [
     "expected_goodput",
     "goodput_report",
     "inputs_from_design",
+    "life_params",
     "what_if_facts",
     "what_ifs",
 ]
@@ -293,13 +294,9 @@ class GoodputReport:
         }
 
 
-def goodput_report(
-    design: Design, *, runs: int = 1000, seed: int = 0, days: float | None = None
-) -> GoodputReport:
-    """Goodput of the design's job: expected model, ``runs`` simulated lives, what-ifs."""
-    inputs = inputs_from_design(design, days=days)
-    expected = expected_goodput(inputs)
-    params = LifeParams(
+def life_params(inputs: GoodputInputs, expected: Expected) -> LifeParams:
+    """The Monte Carlo's inputs for ``inputs``, checkpointing at the expected model's interval."""
+    return LifeParams(
         work_s=inputs.work_s,
         tau_s=expected.checkpoint_interval_s,
         delta_s=inputs.delta_s,
@@ -309,5 +306,13 @@ def goodput_report(
         num_spares=inputs.num_spares,
         repair_s=inputs.repair_s,
     )
-    lives = simulate_lives(params, runs=runs, seed=seed)
+
+
+def goodput_report(
+    design: Design, *, runs: int = 1000, seed: int = 0, days: float | None = None
+) -> GoodputReport:
+    """Goodput of the design's job: expected model, ``runs`` simulated lives, what-ifs."""
+    inputs = inputs_from_design(design, days=days)
+    expected = expected_goodput(inputs)
+    lives = simulate_lives(life_params(inputs, expected), runs=runs, seed=seed)
     return GoodputReport(inputs, expected, lives, what_ifs(inputs, what_if_facts(design)))

@@ -213,6 +213,20 @@ def _grown(design: Design, num_gpus: int, *, keep_workload: bool) -> Design:
     return plan(grown, design.catalog, break_even=False)
 
 
+def _search_start(
+    base: ParallelPlan, request: PredictRequest, num_gpus: int, *, sweep: bool
+) -> tuple[ParallelPlan, PredictRequest]:
+    """The plan a search at ``num_gpus`` starts from (the request's changes but its degrees)
+    and the request it answers: a size sweep keeps each size's best plan only, so branch
+    and bound times fewer plans."""
+    kept = PlanOverrides(**{k: v for k, v in vars(request.overrides).items() if k not in _DEGREES})
+    # the spec's own degrees divide its own GPU count, not necessarily this size's
+    start = apply_overrides(base, kept, base.num_gpus).with_(
+        tp=1, pp=1, cp=1, ep=1, dp=num_gpus, pipeline_layers=None
+    )
+    return start, replace(request, top=1) if sweep else request
+
+
 def run_predict(
     design: Design,
     request: PredictRequest,
@@ -242,15 +256,7 @@ def run_predict(
             plan = apply_overrides(base, request.overrides, n)
             found.append(predict_plan(design, plan, arch=arch, comm=comm, stack=stack))
             continue
-        kept = PlanOverrides(
-            **{k: v for k, v in vars(request.overrides).items() if k not in _DEGREES}
-        )
-        # the spec's own degrees divide its own GPU count, not necessarily this size's
-        start = apply_overrides(base, kept, base.num_gpus).with_(
-            tp=1, pp=1, cp=1, ep=1, dp=n, pipeline_layers=None
-        )
-        # a size sweep keeps each size's best plan: branch and bound then times fewer plans
-        asked = request if len(counts) == 1 else replace(request, top=1)
+        start, asked = _search_start(base, request, n, sweep=len(counts) > 1)
         try:
             best, counted = _searched(design, arch, start, asked, stack, comm, progress)
         except PlanError:

@@ -42,15 +42,11 @@ from clusterforge.perf.exposure import (
     pp_exposed_s,
 )
 from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_step
-from clusterforge.perf.fp8 import fp8_weight_cast_bytes_per_micro
 from clusterforge.perf.memory import (
     MemoryBreakdown,
-    activation_bytes_per_layer,
-    layer_params_per_gpu,
     memory_per_gpu,
     stage_params,
 )
-from clusterforge.perf.offload import host_link_gbyte_per_s, offload_stall_s
 from clusterforge.perf.parallel import (
     ParallelPlan,
     num_micro_batches,
@@ -59,6 +55,7 @@ from clusterforge.perf.parallel import (
 )
 from clusterforge.perf.sharded import zero3_exposed_s
 from clusterforge.perf.stack import Stack
+from clusterforge.perf.stage_extras import fp8_weight_cast_s, offload_s
 from clusterforge.perf.uncertainty import Band, validation_band
 
 __all__ = ["FLOP_CONVENTION", "Breakdown", "Prediction", "predict_step"]
@@ -270,30 +267,21 @@ def _dp_s(
     return dp_exposed_s(plan, params, comm, stack, first.forward_s, first.backward_s, num_micro)
 
 
-def _fp8_weight_cast_s(
-    arch: ModelArch, plan: ParallelPlan, stack: Stack, perf: GpuPerf, layers: int
-) -> float:
-    """Seconds per micro-batch to cast a stage's weights to FP8 (:mod:`clusterforge.perf.fp8`)."""
-    params = layers * layer_params_per_gpu(arch, plan)
-    num_bytes = fp8_weight_cast_bytes_per_micro(params, plan, stack, num_micro_batches(plan))
-    return memory_time_s(num_bytes, perf, num_kernels=layers) if num_bytes else 0.0
-
-
-def _offload_s(
-    arch: ModelArch, plan: ParallelPlan, stack: Stack, gpu: Gpu, times: LayerTimes, layers: int
-) -> float:
-    """Seconds per micro-batch that a stage's activation copies to and from host memory are
-    not hidden behind one layer's compute (:mod:`clusterforge.perf.offload`)."""
-    moved = min(plan.offload_layers, layers)
-    if moved == 0:
-        return 0.0
-    stall = offload_stall_s(
-        activation_bytes=activation_bytes_per_layer(arch, plan, stack),
-        link_gbyte_per_s=host_link_gbyte_per_s(gpu),
-        forward_s=times.forward_s,
-        backward_s=times.backward_s + times.recompute_s,
+def _optimizer_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, first_stage: int
+) -> tuple[float, float]:
+    """Optimizer step over the parameters a rank owns, and the gradient-norm read and buffer
+    zeroing over the FP32 gradients it holds: all of its stage's under ZeRO 0/1 (a full
+    gradient buffer), its shard under ZeRO-2/3 and FSDP (gradients are reduce-scattered and
+    the unsharded ones freed; Rajbhandari et al. 2020)."""
+    params = stage_params(arch, plan, first_stage, first=True)
+    owned = params / (plan.shard_size or plan.dp * plan.cp) if plan.zero_stage >= 1 else params
+    held = owned if plan.zero_stage >= 2 else params
+    optimizer_bytes = load_constants().optimizer_bytes_per_param
+    return (
+        memory_time_s(owned * optimizer_bytes, perf, num_kernels=4),
+        memory_time_s(held * 4 * 2, perf, num_kernels=4),
     )
-    return moved * stall
 
 
 def predict_step(
@@ -330,24 +318,16 @@ def predict_step(
             per_layer_comm,
             ends,
             grad_accumulation_s(arch, plan, stack, perf, i, n)
-            + _fp8_weight_cast_s(arch, plan, stack, perf, n)
-            + _offload_s(arch, plan, stack, gpu, times, n),
+            + fp8_weight_cast_s(arch, plan, stack, perf, n)
+            + offload_s(arch, plan, stack, gpu, times, n),
         )
         for i, n in enumerate(stages)
     ]
     slowest = max(per_stage, key=lambda s: s.total_s)
     m = num_micro_batches(plan)
 
-    params = stage_params(arch, plan, stages[0], first=True)
     dp_s = _dp_s(arch, plan, comm, stack, times, per_stage[0], stages[0], m)
-    owned = params / (plan.shard_size or plan.dp * plan.cp) if plan.zero_stage >= 1 else params
-    c = load_constants()
-    optimizer_s = memory_time_s(owned * c.optimizer_bytes_per_param, perf, num_kernels=4)
-    # Gradient-norm read and buffer zeroing over the FP32 gradients a rank holds: all of its
-    # stage's under ZeRO 0/1 (a full gradient buffer), its shard under ZeRO-2/3 and FSDP
-    # (gradients are reduce-scattered and the unsharded ones freed; Rajbhandari et al. 2020).
-    held = owned if plan.zero_stage >= 2 else params
-    other_s = memory_time_s(held * 4 * 2, perf, num_kernels=4)
+    optimizer_s, other_s = _optimizer_s(arch, plan, perf, stages[0])
     breakdown = Breakdown(
         compute_s=m * slowest.compute_s,
         tp_comm_s=m * slowest.tp_s,
