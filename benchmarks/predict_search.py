@@ -136,9 +136,10 @@ def _child(spec: Path, profile: bool) -> None:
     exec(COMMAND_IMPORTS)
     from rich.console import Console
 
+    from clusterforge.assess import PredictAssessment, goodput_outlook
     from clusterforge.design import plan as design_plan
     from clusterforge.perf import PredictRequest, run_predict
-    from clusterforge.report.predict import goodput_of_best, print_predict
+    from clusterforge.report.predict import print_predict
     from clusterforge.spec import load_spec
 
     lap("imports")
@@ -151,9 +152,11 @@ def _child(spec: Path, profile: bool) -> None:
     lap("predict --search (cold)")
     if profiler is not None:
         _print_profile(profiler)
-    goodput = goodput_of_best(design, outcome)
+    best = outcome.predictions[0]
+    days = best.time_to_train_s(outcome.tokens) / 86400
+    assessment = PredictAssessment(outcome, goodput_outlook(design, runs=200, days=days))
     lap("goodput")
-    print_predict(outcome, Console(file=io.StringIO(), width=132), goodput)
+    print_predict(assessment, Console(file=io.StringIO(), width=132))
     lap("render")
     stages += _library_search(design)
     stages += _sweep(design)

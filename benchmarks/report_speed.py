@@ -31,8 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clusterforge.assess import QUICK, REPORT, assess
 from clusterforge.design import plan
-from clusterforge.report.html import ReportOptions, build_report, render_html
+from clusterforge.report.html import build_report, render_html
 from clusterforge.spec import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -118,8 +119,8 @@ def baselines(folder: Path, repeat: int) -> None:
 def report_figures(name: str, repeat: int, folder: Path, chromium: bool) -> None:
     spec = load_spec(EXAMPLES / f"{name}.yaml")
     plan_s, design = best_of(repeat, lambda: plan(spec))
-    quick_s, _ = best_of(repeat, lambda: build_report(design, ReportOptions(studies=False)))
-    full_s, report = best_of(1, lambda: build_report(design))
+    quick_s, _ = best_of(repeat, lambda: build_report(assess(design, QUICK)))
+    full_s, report = best_of(1, lambda: build_report(assess(design, REPORT)))
     render_s, html = best_of(repeat, lambda: render_html(report))
     page = folder / f"{name}.html"
     page.write_text(html, encoding="utf-8")

@@ -136,7 +136,7 @@ def test_targets_come_from_the_design() -> None:
     from clusterforge.design import plan
     from clusterforge.spec import load_spec
 
-    design = plan(load_spec("examples/colo-512-h100.yaml"), break_even=False)
+    design = plan(load_spec("examples/colo-512-h100.yaml"))
     targets = design_targets(design, num_nodes=4, size_bytes=2**30)
     assert targets.gemm_tflops is not None and targets.gemm_tflops.value == pytest.approx(
         0.9 * 794.5

@@ -64,7 +64,7 @@ def spec_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def slurm(
     munge: None, spec_file: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[EmulatedSlurm]:
-    design = plan(parse_spec(SPEC), break_even=False)
+    design = plan(parse_spec(SPEC))
     base = tmp_path_factory.mktemp("accept-slurm")
     generated = base / "generated"
     generated.mkdir()

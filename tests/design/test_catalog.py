@@ -71,13 +71,13 @@ def test_hdr100_and_edr_fabrics_have_switch_ports(catalog):
 )
 def test_new_parts_plan(fields, node):
     data = {"num_gpus": 64, **fields, "facility": {"max_rack_kw": 150}}
-    design = plan(parse_spec(data), break_even=False)
+    design = plan(parse_spec(data))
     assert design.compute.node.id == node
 
 
 def test_a100_cluster_on_hdr_switches():
     spec = make_spec(num_gpus=64, node="dgx-a100-40gb", network={"switch": "qm8700"})
-    design = plan(spec, break_even=False)
+    design = plan(spec)
     assert design.fabric.switch.id == "qm8700"
     assert design.fabric.nic_gbit_per_s == 200
 
@@ -121,6 +121,6 @@ def test_unknown_id_suggests(catalog):
 
 
 def test_800g_nics_get_an_xdr_switch_by_default():
-    design = plan(parse_spec({"num_gpus": 64, "gpu": "b300"}), break_even=False)
+    design = plan(parse_spec({"num_gpus": 64, "gpu": "b300"}))
     assert design.fabric.nic_gbit_per_s == 800
     assert design.fabric.switch.id == "q3400"  # Quantum-X800; the NDR default has no 800G

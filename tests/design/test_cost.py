@@ -1,22 +1,18 @@
 """Cost of ownership: reserved and on-demand rent, self-built sites, management servers that
-scale with the cluster, and a break-even size found in a bounded number of plans."""
+scale with the cluster (the break-even size: tests/assess)."""
 
 from __future__ import annotations
 
-import importlib
 import json
 
 import pytest
 
 from clusterforge.design import plan
-from clusterforge.design.plan import BREAK_EVEN_PLANS, break_even_gpus, management_servers
+from clusterforge.design.plan import management_servers
 from clusterforge.design.tco import HOURS_PER_YEAR, rent_offers
 from clusterforge.report.files import design_json
 from clusterforge.spec import EconomicsSpec
 from tests.conftest import make_spec
-
-# The module (the package exports the function of the same name).
-plan_module = importlib.import_module("clusterforge.design.plan")
 
 # --- rent -------------------------------------------------------------------------------
 
@@ -81,7 +77,7 @@ def test_self_build_pays_for_the_building():
 
 
 def _mgmt(num_gpus: int, **fields: object) -> dict[str, int]:
-    d = plan(make_spec(num_gpus=num_gpus, **fields), break_even=False)
+    d = plan(make_spec(num_gpus=num_gpus, **fields))
     return management_servers(d.spec, d.compute)
 
 
@@ -105,35 +101,3 @@ def test_management_grows_with_the_cluster():
 def test_ethernet_fabric_has_no_ufm():
     roles = _mgmt(1024, network={"fabric": "roce", "switch": "sn5600"})
     assert roles.get("ufm", 0) == 0
-
-
-# --- break-even --------------------------------------------------------------------------------
-
-
-def test_break_even_is_a_size_where_building_wins_and_is_bounded(monkeypatch):
-    calls: list[int] = []
-    real_plan = plan_module.plan
-
-    def counting_plan(spec, catalog=None, *, break_even=True):
-        calls.append(spec.num_gpus)
-        return real_plan(spec, catalog, break_even=break_even)
-
-    spec = make_spec(
-        num_gpus=8, spare_fraction=0, workload={"tensor_parallel": 8, "global_batch": 8}
-    )
-    monkeypatch.setattr(plan_module, "plan", counting_plan)
-    n = break_even_gpus(spec)
-    monkeypatch.undo()
-    assert len(calls) <= 2 + BREAK_EVEN_PLANS
-    assert n is not None and n % 8 == 0
-    wins = plan(plan_module._at_size(spec, n), break_even=False).cost
-    assert wins.build_total_usd < wins.rent_total_usd
-    half = plan(plan_module._at_size(spec, max(8, n // 2)), break_even=False).cost
-    assert half.build_total_usd > half.rent_total_usd
-
-
-def test_no_break_even_when_renting_is_cheaper_per_gpu():
-    spec = make_spec(
-        num_gpus=64, economics={"cloud_usd_per_gpu_hour": 0.5, "on_demand_usd_per_gpu_hour": 0.6}
-    )
-    assert break_even_gpus(spec) is None

@@ -19,7 +19,7 @@ def _example(name: str, **network: object):
     spec = load_spec(EXAMPLES / name)
     if network:
         spec = spec.model_copy(update={"network": spec.network.model_copy(update=network)})
-    return plan(spec, break_even=False)
+    return plan(spec)
 
 
 # --- rack-scale systems -----------------------------------------------------------------
@@ -123,13 +123,13 @@ def test_default_spares_keep_the_reference_hall_fabric():
 
 def test_spares_fill_free_ports_of_a_partly_populated_su():
     spec = make_spec(num_gpus=240, spare_fraction=0.1)  # 30 training + 3 spare nodes
-    d = plan(spec, break_even=False)
+    d = plan(spec)
     assert d.fabric.num_leaves == 8  # one SU of 32 slots: 2 spares cabled, 1 cold
     assert d.fabric.num_cold_spares == 1
     counted = spec.model_copy(
         update={"network": spec.network.model_copy(update={"spares": "counted"})}
     )
-    assert plan(counted, break_even=False).fabric.num_leaves == 16  # 33 nodes: a second SU
+    assert plan(counted).fabric.num_leaves == 16  # 33 nodes: a second SU
 
 
 # --- small clusters -------------------------------------------------------------------------
@@ -155,10 +155,7 @@ def test_large_clusters_keep_the_parallel_file_system():
 
 @pytest.mark.parametrize(("tiers", "expected"), [(None, 2), (2, 2), (3, 3)])
 def test_fat_tree_honours_tiers(tiers, expected):
-    d = plan(
-        make_spec(num_gpus=64, network={"topology": "fat-tree", "tiers": tiers}),
-        break_even=False,
-    )
+    d = plan(make_spec(num_gpus=64, network={"topology": "fat-tree", "tiers": tiers}))
     assert d.fabric.tiers == expected
     if tiers is None:
         assert d.fabric.num_switches <= 3  # 2 leaves and 1 spine, not 3 tiers
@@ -225,7 +222,7 @@ def _unchecked(section: str | None = None, **values: object):
 )
 def test_absurd_values_are_clean_errors(spec, field):
     with pytest.raises(CapacityError, match=field):
-        plan(spec, break_even=False)
+        plan(spec)
 
 
 def test_nvl72_rack_name_shows_its_nvlink_domain():

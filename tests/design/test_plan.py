@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.design import plan
-from clusterforge.design.plan import break_even_gpus
 from clusterforge.errors import CapacityError
 from clusterforge.spec import default_spec, load_spec
 from tests.conftest import EXAMPLES, make_spec
@@ -137,35 +136,6 @@ def test_colossus_scale_anchors():
     assert d.cost.capex_usd > 4e9
     assert d.fabric.tiers == 3
     assert d.layout_density.nodes_per_rack == 8  # 64 GPUs per rack, as at Colossus
-
-
-def test_rent_wins_small_build_wins_past_a_hundred():
-    """The trade's rule of thumb (cloud cheaper at 20-30 H100s, build at 100+).
-
-    Inputs that give it: default DGX H100 prices, on-demand rent at $2.99/GPU-h (Lambda H100
-    SXM, 2025 list price), 90 % utilization, two SREs at $250k/yr, 4 years, 15 kW colo at
-    $184/kW-month.
-    """
-    spec = default_spec()
-    spec = spec.model_copy(
-        update={
-            "economics": spec.economics.model_copy(
-                update={"cloud_usd_per_gpu_hour": 2.99, "num_staff": 2, "utilization": 0.9}
-            )
-        }
-    )
-    breakeven = break_even_gpus(spec)
-    assert breakeven is not None and 64 < breakeven <= 160
-    small = spec.model_copy(
-        update={
-            "num_gpus": 32,
-            "workload": spec.workload.model_copy(
-                update={"pipeline_parallel": 1, "global_batch": 32}
-            ),
-        }
-    )
-    assert not plan(small).cost.build_wins
-    assert plan(spec).cost.build_wins  # 512 GPUs
 
 
 def test_low_utilization_makes_renting_win():

@@ -116,7 +116,7 @@ def test_findings_carry_numbers_and_fix():
 def test_nvidia_reference_nodes_pass_the_cpu_core_rule_by_default():
     """DGX H100 (14 cores per GPU) and DGX B200 have enough cores for a training process."""
     for node in ("dgx-h100", "dgx-b200", "dgx-a100"):
-        design = plan(make_spec(node=node, num_gpus=64), break_even=False)
+        design = plan(make_spec(node=node, num_gpus=64))
         assert "few-cpu-cores-per-gpu" not in {f.id for f in design.findings}, node
 
 

@@ -117,7 +117,7 @@ def test_goodput_of_a_design_and_its_cli(tmp_path) -> None:
     spec = parse_spec(
         {"num_gpus": 512, "node": "dgx-h100", "workload": {"model": "llama3-70b", "tokens_b": 500}}
     )
-    design = plan(spec, break_even=False)
+    design = plan(spec)
     report = goodput_report(design, runs=200, days=20.0)
     data = report.as_dict()
     assert 0.5 < data["expected"]["ettr"] < 1.0
@@ -126,7 +126,7 @@ def test_goodput_of_a_design_and_its_cli(tmp_path) -> None:
     async_spec = spec.model_copy(
         update={"reliability": spec.reliability.model_copy(update={"checkpoint": "async"})}
     )
-    async_report = goodput_report(plan(async_spec, break_even=False), runs=50, days=20.0)
+    async_report = goodput_report(plan(async_spec), runs=50, days=20.0)
     assert async_report.expected.checkpoint_s < report.expected.checkpoint_s
     assert data["what_if"]["half the failure rate"]["ettr"] > data["expected"]["ettr"]
 
@@ -156,11 +156,13 @@ def test_goodput_of_a_fabric_only_spec_asks_for_a_workload(tmp_path, capsys) -> 
 
 
 def test_plan_reports_time_to_train_with_failures() -> None:
+    from clusterforge.assess import assess
     from clusterforge.design import plan
-    from clusterforge.report.expected import expected_performance
+    from clusterforge.report.expected import performance_json
     from clusterforge.spec import load_spec
 
-    perf = expected_performance(plan(load_spec("examples/colo-512-h100.yaml"), break_even=False))
+    assessment = assess(plan(load_spec("examples/colo-512-h100.yaml")))
+    perf = performance_json(assessment.performance, assessment.goodput)
     goodput = perf["goodput"]
     assert goodput["available"]
     assert 0.5 < goodput["ettr"] < 1.0

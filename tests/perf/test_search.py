@@ -103,7 +103,7 @@ def test_search_on_the_simulated_fabric_matches_timing_every_plan() -> None:
     from clusterforge.perf.predict import design_comm
     from clusterforge.spec import load_spec
 
-    design = design_plan(load_spec(EXAMPLES / "colo-512-h100.yaml"), break_even=False)
+    design = design_plan(load_spec(EXAMPLES / "colo-512-h100.yaml"))
     assert design.job is not None and design.spec.workload is not None
     arch = resolve_model(design.spec.workload, design.catalog)
     base = plan_from_workload(design.spec.workload, design.job, arch)
@@ -123,7 +123,7 @@ def test_size_sweep_reports_the_best_plan_of_each_size_and_the_plans_it_evaluate
     from clusterforge.design import plan as design_plan
     from clusterforge.spec import load_spec
 
-    design = design_plan(load_spec(EXAMPLES / "colo-512-h100.yaml"), break_even=False)
+    design = design_plan(load_spec(EXAMPLES / "colo-512-h100.yaml"))
     sizes = (256, 512)
     sweep = run_predict(design, PredictRequest(search=True, top=3, gpu_counts=sizes))
     singles = [
@@ -202,7 +202,7 @@ def test_size_sweep_searches_sizes_where_the_specs_own_layout_does_not_divide_th
 
     # TP 8 x PP 4 on 768 GPUs would be DP 24, which does not divide the batch of 1,024;
     # the search is free to choose other degrees there (TP 8 x PP 6 x DP 16, ...).
-    design = design_plan(load_spec(EXAMPLES / "colo-512-h100.yaml"), break_even=False)
+    design = design_plan(load_spec(EXAMPLES / "colo-512-h100.yaml"))
     sweep = run_predict(design, PredictRequest(search=True, gpu_counts=(512, 768)))
     assert [p.plan.num_gpus for p in sweep.predictions] == [512, 768]
     assert all(1024 % (p.plan.dp * p.plan.micro_batch) == 0 for p in sweep.predictions)

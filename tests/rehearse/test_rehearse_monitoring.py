@@ -20,7 +20,7 @@ from tests.conftest import make_spec
 
 
 def _generated() -> dict[str, str]:
-    design = plan(make_spec(num_gpus=16, spare_fraction=0), break_even=False)
+    design = plan(make_spec(num_gpus=16, spare_fraction=0))
     return {f.path: f.content for f in monitoring_files(design)}
 
 

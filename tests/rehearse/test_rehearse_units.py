@@ -75,7 +75,7 @@ def _check(
 def test_healthy_readings_pass_the_check_and_xid79_fails_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    design = plan(make_spec(num_gpus=16, spare_fraction=0), break_even=False)
+    design = plan(make_spec(num_gpus=16, spare_fraction=0))
     path = tmp_path / "node.json"
     write_readings(path, healthy_readings(design))
     assert _check(path, capsys, tmp_path) == (0, set())
@@ -117,7 +117,7 @@ def test_a_running_checker_sees_its_replayed_readings_change(tmp_path: Path) -> 
     from clusterforge.ops.expect import ExpectOverrides
     from clusterforge.ops.options import SourceOptions
 
-    design = plan(make_spec(num_gpus=16, spare_fraction=0), break_even=False)
+    design = plan(make_spec(num_gpus=16, spare_fraction=0))
     path = tmp_path / "node.json"
     write_readings(path, healthy_readings(design))
     (tmp_path / "sys").mkdir()
@@ -136,7 +136,7 @@ def test_prometheus_config_keeps_the_generated_rules_and_points_at_the_local_exp
     from clusterforge.generate.monitoring import monitoring_files
     from clusterforge.rehearse.prom import FAST_INTERVAL_S, ScrapeTargets, prometheus_config
 
-    design = plan(make_spec(num_gpus=16, spare_fraction=0), break_even=False)
+    design = plan(make_spec(num_gpus=16, spare_fraction=0))
     files = {f.path: f.content for f in monitoring_files(design)}
     generated = yaml.safe_load(files["monitoring/prometheus.yml"])
     targets = {"gpu-0001": "127.0.0.1:18951", "gpu-0002": "127.0.0.1:18952"}

@@ -16,7 +16,7 @@ PT_PER_IN = 72  # matplotlib's SVG unit is the point
 
 @pytest.fixture(scope="module")
 def colo():
-    return plan(load_spec(EXAMPLES / "colo-512-h100.yaml"), break_even=False)
+    return plan(load_spec(EXAMPLES / "colo-512-h100.yaml"))
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_layouts_beyond_the_limit_are_left_out_with_a_note(colo):
 
 
 def test_nvl72_racks_name_their_nvlink_domain():
-    design = plan(load_spec(EXAMPLES / "gb200-nvl72-pod.yaml"), break_even=False)
+    design = plan(load_spec(EXAMPLES / "gb200-nvl72-pod.yaml"))
     words = texts(svg_root(elevation_svg(design, max_racks=3)))
     assert "(NVLink 1)" in words and "nvlink switch" in words
 

@@ -52,9 +52,10 @@ def test_pictures_are_written_as_bytes_with_the_text_files(tmp_path):
 
 
 def test_plan_pictures_are_svg_with_their_content(design):
+    from clusterforge.assess import QUICK, assess
     from clusterforge.report.files import plan_files
     from tests.report.pictures import ids, svg_root
 
-    files = plan_files(design, {"available": False})
+    files = plan_files(assess(design, QUICK))
     racks, tco = svg_root(files["racks.svg"]), svg_root(files["tco.svg"])
     assert ids(racks, "rack-line-") and ids(tco, "series-") == ["series-1", "series-2"]

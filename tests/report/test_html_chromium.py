@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from clusterforge.assess import AssessOptions, assess
 from clusterforge.design import plan
-from clusterforge.report.html import ReportOptions, build_report, render_html
+from clusterforge.report.html import build_report, render_html
 from clusterforge.spec import load_spec
 from tests.conftest import EXAMPLES
 from tests.web.browser import chromium_or_skip, open_page, selenium_chromium
@@ -30,7 +31,11 @@ def test_chromium_renders_the_report_without_errors(tmp_path):
     chromium_or_skip()
     design = plan(load_spec(EXAMPLES / "colo-512-h100.yaml"))
     page = tmp_path / "design.html"
-    page.write_text(render_html(build_report(design, ReportOptions(goodput_runs=50))))
+    page.write_text(
+        render_html(
+            build_report(assess(design, AssessOptions(top_plans=5, goodput_runs=50, busbw=True)))
+        )
+    )
     run = open_page(page.as_uri(), screenshot=tmp_path / "report-colo-512.png")
     assert run.console == []  # no script errors, no warnings
     num_charts = page.read_text().count("Plotly.newPlot")
@@ -58,7 +63,8 @@ def test_the_100k_gpu_report_opens_whole_without_errors(tmp_path, browser):
 
     design = plan(load_spec(EXAMPLES / "colossus-100k-h100.yaml"))
     page = tmp_path / "colossus.html"
-    page.write_text(render_html(build_report(design, ReportOptions(top_plans=2, goodput_runs=50))))
+    options = AssessOptions(top_plans=2, goodput_runs=50, busbw=True)
+    page.write_text(render_html(build_report(assess(design, options))))
     assert page.stat().st_size < 10e6
     browser.get(page.as_uri())  # returns after the load event: every inline script has run
     assert browser.get_log("browser") == []  # no script errors, no warnings

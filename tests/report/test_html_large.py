@@ -20,7 +20,7 @@ pytest.importorskip("plotly", reason="the HTML report needs the ui extra (plotly
 
 @pytest.fixture(scope="module")
 def design():
-    return plan(load_spec(EXAMPLES / "colo-512-h100.yaml"), break_even=False)
+    return plan(load_spec(EXAMPLES / "colo-512-h100.yaml"))
 
 
 def _section_html(section: Section) -> str:

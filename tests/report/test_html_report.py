@@ -9,12 +9,11 @@ import sys
 
 import pytest
 
+from clusterforge.assess import QUICK, AssessOptions, GoodputOutlook, assess
 from clusterforge.cli.main import main
 from clusterforge.design import plan
 from clusterforge.errors import AdapterError
-from clusterforge.report.expected import expected_performance
 from clusterforge.report.html import (
-    ReportOptions,
     build_comparison,
     build_report,
     render_comparison,
@@ -37,8 +36,13 @@ def design():
 
 
 @pytest.fixture(scope="module")
-def html(design):
-    return render_html(build_report(design, ReportOptions(top_plans=3, goodput_runs=50)))
+def assessment(design):
+    return assess(design, AssessOptions(top_plans=3, goodput_runs=50, busbw=True))
+
+
+@pytest.fixture(scope="module")
+def html(assessment):
+    return render_html(build_report(assessment))
 
 
 def test_every_section_is_present_in_order_after_the_summary(html):
@@ -55,18 +59,17 @@ def test_the_design_numbers_are_shown(design, html):
         assert finding.id in html
 
 
-def test_the_predicted_mfu_is_the_expected_performance(design, html):
-    expected = expected_performance(design)
-    assert expected["available"]
-    assert f"MFU {pct(expected['mfu'])}" in html
+def test_the_predicted_mfu_is_the_expected_performance(assessment, html):
+    assert f"MFU {pct(assessment.performance.prediction.mfu)}" in html
 
 
-def test_the_summary_gives_the_time_to_train_with_failures(design, html):
+def test_the_summary_gives_the_time_to_train_with_failures(assessment, html):
     summary = html.split('id="findings"')[0]
     assert "no failures" in summary and "with failures" in summary
-    goodput = expected_performance(design)["goodput"]
-    assert goodput["expected_days"] > expected_performance(design)["time_to_train_days"]
-    assert f"{goodput['expected_days']:,.1f} days" in summary
+    goodput = assessment.goodput
+    assert isinstance(goodput, GoodputOutlook)
+    assert goodput.expected_days > assessment.performance.time_to_train_days
+    assert f"{goodput.expected_days:,.1f} days" in summary
 
 
 def test_the_page_loads_nothing_from_the_network(html):
@@ -89,13 +92,13 @@ def test_user_text_is_escaped(design):
     named = design.model_copy(
         update={"spec": design.spec.model_copy(update={"name": "<script>alert(1)</script>"})}
     )
-    page = render_html(build_report(named, ReportOptions(studies=False)))
+    page = render_html(build_report(assess(named, QUICK)))
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
 def test_a_report_without_studies_leaves_the_models_out(design):
-    page = render_html(build_report(design, ReportOptions(studies=False)))
+    page = render_html(build_report(assess(design, QUICK)))
     assert '<section id="tco">' in page
     assert '<section id="performance">' not in page
 
@@ -103,7 +106,7 @@ def test_a_report_without_studies_leaves_the_models_out(design):
 def test_a_spec_without_workload_says_why_there_is_no_prediction(tmp_path):
     spec = tmp_path / "fabric.yaml"
     spec.write_text("name: fabric-only\nnum_gpus: 64\nnode: dgx-h100\n")
-    report = build_report(plan(load_spec(spec)), ReportOptions(goodput_runs=20))
+    report = build_report(assess(plan(load_spec(spec)), AssessOptions(goodput_runs=20)))
     performance = next(s for s in report.sections if s.id == "performance")
     assert "workload" in performance.lead and not performance.figures
 
@@ -111,7 +114,7 @@ def test_a_spec_without_workload_says_why_there_is_no_prediction(tmp_path):
 def test_comparison_shows_both_designs_and_the_differences():
     a = plan(load_spec(EXAMPLES / "seed-design-a.yaml"))
     b = plan(load_spec(EXAMPLES / "seed-design-b.yaml"))
-    comparison = build_comparison(a, b, ReportOptions(studies=False))
+    comparison = build_comparison(assess(a, QUICK), assess(b, QUICK))
     racks = next(r for r in comparison.rows if r.label == "racks")
     assert (racks.a, racks.b) == (num(len(a.racks)), num(len(b.racks)))
     assert racks.delta.startswith(f"+{len(b.racks) - len(a.racks)}")
@@ -157,5 +160,5 @@ def test_one_scalable_unit_is_shown_rail_by_rail(design):
 @pytest.mark.slow
 def test_the_100k_gpu_report_stays_under_10_mb():
     design = plan(load_spec(EXAMPLES / "colossus-100k-h100.yaml"))
-    page = render_html(build_report(design, ReportOptions(studies=False)))
+    page = render_html(build_report(assess(design, QUICK)))
     assert len(page.encode()) < 10e6

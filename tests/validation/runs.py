@@ -198,7 +198,7 @@ def run_design(run: Run) -> Design:
             },
             source=f"validation run {run.name}",
         )
-        _DESIGNS[key] = design_cluster(spec, break_even=False)
+        _DESIGNS[key] = design_cluster(spec)
     return _DESIGNS[key]
 
 

@@ -60,7 +60,7 @@ def accept_spec(request: AcceptRequest, progress: Progress) -> AcceptReport:
     from clusterforge.design import plan
     from clusterforge.spec import load_spec
 
-    design = plan(load_spec(request.spec), break_even=False)
+    design = plan(load_spec(request.spec))
     launcher = _launcher(request, design.compute.gpus_per_node)
     report = run_acceptance(design, request.suite, launcher, progress)
     request.work.mkdir(parents=True, exist_ok=True)

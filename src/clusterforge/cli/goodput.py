@@ -26,15 +26,15 @@ class GoodputOptions:
 
 def run(options: GoodputOptions) -> int:
     """Plan the spec, model the goodput of its job, render it."""
+    from clusterforge.assess import goodput_study
     from clusterforge.design import plan
-    from clusterforge.goodput import goodput_report
     from clusterforge.report.files import check_picture_path, write_picture
     from clusterforge.report.goodput import histogram_picture, print_goodput
     from clusterforge.spec import load_spec
 
     fmt = None if options.plot is None else check_picture_path(options.plot)
-    design = plan(load_spec(options.spec), break_even=False)
-    report = goodput_report(design, runs=options.runs, seed=options.seed, days=options.days)
+    design = plan(load_spec(options.spec))
+    report = goodput_study(design, runs=options.runs, seed=options.seed, days=options.days)
     if options.plot is not None and fmt is not None:
         write_picture(options.plot, histogram_picture(report, fmt))
     if options.as_json:

@@ -7,14 +7,9 @@ from pathlib import Path
 
 import click
 
+from clusterforge.assess import assess
 from clusterforge.design import plan
-from clusterforge.report.expected import expected_performance
-from clusterforge.report.files import (
-    check_output_folder,
-    design_json,
-    plan_files,
-    write_atomically,
-)
+from clusterforge.report.files import check_output_folder, plan_files, plan_json, write_atomically
 from clusterforge.report.terminal import make_console, print_plan
 from clusterforge.spec import load_spec
 
@@ -34,15 +29,14 @@ def run(opts: PlanOptions) -> int:
     """Plan the spec, write the files (all or nothing), print the summary or the JSON."""
     if opts.output is not None:
         check_output_folder(opts.output)  # fail before planning, not after
-    design = plan(load_spec(opts.spec))
-    expected = expected_performance(design)
+    assessment = assess(plan(load_spec(opts.spec)))
     written: list[Path] = []
     if opts.output is not None:
-        written = write_atomically(opts.output, plan_files(design, expected))
+        written = write_atomically(opts.output, plan_files(assessment))
     if opts.as_json:
-        click.echo(design_json(design, {"expected_performance": expected}), nl=False)
+        click.echo(plan_json(assessment), nl=False)
         return 0
-    print_plan(design, expected, written, make_console())
+    print_plan(assessment, written, make_console())
     return 0
 
 

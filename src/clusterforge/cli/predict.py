@@ -1,7 +1,7 @@
 """``clusterforge predict``: step time, MFU/HFU, memory and a breakdown for a training plan.
 
 Parse the options into :class:`PredictOptions`, design the cluster, call
-:func:`clusterforge.perf.run_predict` once, render with :mod:`clusterforge.report.predict`.
+:func:`clusterforge.assess.predict` once, render with :mod:`clusterforge.report.predict`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from clusterforge.perf import STACK_NAMES, PlanOverrides
+from clusterforge.assess import STACK_NAMES, PlanOverrides
 
 __all__ = ["PredictOptions", "command"]
 
@@ -57,9 +57,9 @@ def _gpu_counts(gpus: str | None, max_gpus: int | None) -> tuple[int, ...]:
 
 
 def _run(options: PredictOptions) -> None:
+    from clusterforge.assess import PredictRequest, predict
     from clusterforge.design import plan as design_plan
-    from clusterforge.perf import PredictRequest, run_predict
-    from clusterforge.report.predict import goodput_of_best, predict_json, print_predict
+    from clusterforge.report.predict import predict_json, print_predict
     from clusterforge.report.terminal import make_console
     from clusterforge.spec import load_spec
 
@@ -71,14 +71,13 @@ def _run(options: PredictOptions) -> None:
         top=options.top,
         gpu_counts=options.gpu_counts,
     )
-    outcome = run_predict(design, request)
-    goodput = goodput_of_best(design, outcome)
+    assessment = predict(design, request)
     if options.as_json:
-        click.echo(predict_json(outcome, goodput))
+        click.echo(predict_json(assessment))
         return
     console = make_console()
     console.width = max(console.width, 132)  # ten columns stay readable when piped
-    print_predict(outcome, console, goodput)
+    print_predict(assessment, console)
 
 
 @click.command("predict")

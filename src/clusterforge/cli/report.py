@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
 
+from clusterforge.assess import QUICK, REPORT, assess
 from clusterforge.design import plan
 from clusterforge.spec import load_spec
 
@@ -26,7 +27,6 @@ class ReportCommandOptions:
 def run(opts: ReportCommandOptions) -> int:
     """Plan the spec (and the other one), render the page, write it whole or not at all."""
     from clusterforge.report.html import (
-        ReportOptions,
         build_comparison,
         build_report,
         check_page_path,
@@ -38,13 +38,15 @@ def run(opts: ReportCommandOptions) -> int:
 
     require_plotly()  # before seconds of planning: say how to install it at once
     check_page_path(opts.output)
-    options = ReportOptions(studies=opts.studies)
+    options = REPORT if opts.studies else QUICK
     design = plan(load_spec(opts.spec))
     if opts.other is None:
-        html = render_html(build_report(design, options))
+        html = render_html(build_report(assess(design, options)))
     else:
+        # side by side: the headline figures and bandwidth, not each one's plan search
+        pair = replace(options, goodput_runs=0, top_plans=0, break_even=False)
         other = plan(load_spec(opts.other))
-        html = render_comparison(build_comparison(design, other, options))
+        html = render_comparison(build_comparison(assess(design, pair), assess(other, pair)))
     path = write_page(opts.output, html)
     click.echo(f"wrote {path} ({len(html.encode()) / 1e6:.1f} MB)")
     return 0

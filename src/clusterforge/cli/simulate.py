@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from clusterforge.netsim.study import DEFAULT_SWEEP, StudyRequest, parse_size, parse_sweep
-from clusterforge.netsim.vocab import (
+from clusterforge.assess import (
     ALGORITHMS,
     COLLECTIVES,
+    DEFAULT_SWEEP,
     GROUP_KINDS,
     PLACEMENTS,
     PROTOCOLS,
@@ -21,6 +21,9 @@ from clusterforge.netsim.vocab import (
     Placement,
     ProtocolChoice,
     Routing,
+    StudyRequest,
+    parse_size,
+    parse_sweep,
 )
 from clusterforge.report.files import check_picture_path
 from clusterforge.report.simulate import render_studies, run_with_progress, study_json, write_plot

@@ -84,18 +84,13 @@ def rent_cheaper(d: Design) -> list[Finding]:
     c = d.cost
     if c.build_wins:
         return []
-    extra = (
-        f"; building wins from about {c.break_even_gpus:,} GPUs"
-        if c.break_even_gpus
-        else "; building does not win at any size up to 32,768 GPUs"
-    )
     return [
         Finding(
             id="too-small-to-own",
             severity="warning",
             message=f"{_rent_phrase(d)} costs ${c.rent_total_usd / 1e6:.2f}M over {c.years:g} "
             f"years vs ${c.build_total_usd / 1e6:.2f}M to build "
-            f"(${c.effective_build_usd_per_gpu_hour:.2f} per used GPU-h){extra}",
+            f"(${c.effective_build_usd_per_gpu_hour:.2f} per used GPU-h)",
             numbers={
                 "rent_basis": c.rent_basis,
                 "build_usd_per_gpu_hour": c.effective_build_usd_per_gpu_hour,

@@ -91,7 +91,6 @@ class CostDesign(BaseModel):
     savings_usd: float = Field(
         description="rent_total - build_total (negative: renting is cheaper)"
     )
-    break_even_gpus: int | None = Field(None, description="Smallest GPU count where building wins")
 
 
 def rent_offers(e: EconomicsSpec, gpu: Gpu, num_gpus: int) -> RentOffers:

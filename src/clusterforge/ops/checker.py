@@ -39,7 +39,7 @@ def expectation_for(source: SourceOptions, node: str) -> NodeExpectation:
     from clusterforge.spec import load_spec
 
     # The break-even search re-plans the cluster many times and says nothing about a node.
-    design = plan(load_spec(source.spec_path), break_even=False)
+    design = plan(load_spec(source.spec_path))
     return with_overrides(expectation_from_design(design, node), source.overrides, design.catalog)
 
 

@@ -210,7 +210,7 @@ def _grown(design: Design, num_gpus: int, *, keep_workload: bool) -> Design:
     workload = spec.workload.model_copy(update={"data_parallel": None}) if spec.workload else None
     workload = workload if keep_workload else None
     grown = spec.model_copy(update={"num_gpus": num_gpus, "workload": workload})
-    return plan(grown, design.catalog, break_even=False)
+    return plan(grown, design.catalog)
 
 
 def _search_start(

@@ -51,7 +51,7 @@ def rehearsal_design(spec_path: Path, num_nodes: int) -> Design:
     gpus_per_node = catalog.nodes[resolve_node_id(spec, catalog)].num_gpus
     data = spec.model_dump(mode="json", exclude_none=True)
     data |= {"num_gpus": num_nodes * gpus_per_node, "spare_fraction": 0}
-    return plan(parse_spec(data, source=str(spec_path)), break_even=False)
+    return plan(parse_spec(data, source=str(spec_path)))
 
 
 @dataclass

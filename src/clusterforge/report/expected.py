@@ -1,40 +1,43 @@
-"""The expected training performance of a design's own workload, as plain JSON data.
+"""An assessment's performance and goodput as plain JSON data.
 
-``plan`` shows it in the terminal and stores it in ``design.json``; it is the performance
-model's prediction (:func:`clusterforge.perf.predict_workload`) reduced to the figures a
-buyer reads: step time, throughput, MFU/HFU, memory per GPU and days to train.
+``plan`` stores it in ``design.json`` (``expected_performance``) and ``predict --json``
+attaches the goodput to its best plan: the figures a buyer reads (step time, throughput,
+MFU/HFU, memory per GPU, days to train, and the days once failures are counted).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from clusterforge.design import Design
-from clusterforge.errors import ClusterforgeError
+from clusterforge.assess import (
+    ExpectedPerformance,
+    GoodputOutlook,
+    ParallelPlan,
+    Unavailable,
+)
 
-__all__ = ["expected_performance"]
-
-SECONDS_PER_DAY = 86400
+__all__ = ["goodput_json", "parallel_label", "performance_json"]
 
 
-def expected_performance(design: Design) -> dict[str, Any]:
-    """The prediction for the spec's workload, or why there is none.
+def parallel_label(plan: ParallelPlan) -> str:
+    """``TP 8 x PP 4 x CP 1 x DP 16`` and ``(EP n)`` when experts are sharded."""
+    label = f"TP {plan.tp} x PP {plan.pp} x CP {plan.cp} x DP {plan.dp}"
+    return label + (f" (EP {plan.ep})" if plan.ep > 1 else "")
 
-    A design is still useful when the workload cannot be predicted (no workload section, or
-    a plan that does not fit this model), so the reason is returned instead of raised.
-    """
-    from clusterforge.perf import predict_workload
 
-    try:
-        p = predict_workload(design)
-    except ClusterforgeError as exc:
-        return {"available": False, "reason": str(exc)}
-    tokens = design.require_workload("a prediction")[0].tokens_b * 1e9
-    plan = f"TP {p.plan.tp} x PP {p.plan.pp} x CP {p.plan.cp} x DP {p.plan.dp}"
-    return {
+def performance_json(
+    performance: ExpectedPerformance | Unavailable | None,
+    goodput: GoodputOutlook | Unavailable | None,
+) -> dict[str, Any]:
+    """The prediction for the spec's workload, with its goodput, or why there is none."""
+    if not isinstance(performance, ExpectedPerformance):
+        reason = performance.reason if performance else "performance was not assessed"
+        return {"available": False, "reason": reason}
+    p = performance.prediction
+    data: dict[str, Any] = {
         "available": True,
         "model": p.model_id,
-        "plan": plan + (f" (EP {p.plan.ep})" if p.plan.ep > 1 else ""),
+        "plan": parallel_label(p.plan),
         "step_time_s": p.step_time_s,
         "tokens_per_s": p.tokens_per_s,
         "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu,
@@ -42,32 +45,30 @@ def expected_performance(design: Design) -> dict[str, Any]:
         "hfu": p.hfu,
         "memory_per_gpu_gib": p.memory_per_gpu_gib,
         "fits": p.fits,
-        "tokens_to_train": tokens,
-        "time_to_train_days": p.time_to_train_s(tokens) / SECONDS_PER_DAY,
-        "goodput": expected_goodput_summary(design, p.time_to_train_s(tokens) / SECONDS_PER_DAY),
+        "tokens_to_train": performance.tokens_to_train,
+        "time_to_train_days": performance.time_to_train_days,
     }
+    if goodput is not None:
+        data["goodput"] = goodput_json(goodput)
+    return data
 
 
-def expected_goodput_summary(design: Design, ideal_days: float, runs: int = 200) -> dict[str, Any]:
-    """Time to train once failures, checkpoints and restarts are counted
-    (:mod:`clusterforge.goodput`: the expected model and ``runs`` simulated lives)."""
-    from clusterforge.goodput import goodput_report
-
-    try:
-        report = goodput_report(design, runs=runs, days=ideal_days)
-    except ClusterforgeError as exc:
-        return {"available": False, "reason": str(exc)}
-    exp = report.expected
+def goodput_json(goodput: GoodputOutlook | Unavailable) -> dict[str, Any]:
+    """Time to train once failures, checkpoints and restarts are counted: the expected model
+    and the simulated lives' P50 and P90."""
+    if isinstance(goodput, Unavailable):
+        return {"available": False, "reason": goodput.reason}
+    exp = goodput.report.expected
     return {
         "available": True,
-        "num_gpus": design.compute.num_training_gpus,
+        "num_gpus": goodput.num_gpus,
         "interruptions_per_day": exp.interruptions_per_day,
         "checkpoint_interval_s": exp.checkpoint_interval_s,
         "checkpoint_s": exp.checkpoint_s,
         "restart_s": exp.restart_s,
         "ettr": exp.ettr,
-        "expected_days": exp.wall_s / SECONDS_PER_DAY,
-        "p50_days": report.percentile_days(50),
-        "p90_days": report.percentile_days(90),
+        "expected_days": goodput.expected_days,
+        "p50_days": goodput.p50_days,
+        "p90_days": goodput.p90_days,
         "spares_for_99_percent": exp.spares.spares_for_99,
     }

@@ -16,21 +16,26 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic_core import to_json
 
+from clusterforge.assess import Assessment
 from clusterforge.design import Design
 from clusterforge.errors import SpecError
 from clusterforge.report.elevation import elevation_svg
+from clusterforge.report.expected import performance_json
 from clusterforge.report.figure_file import PictureFormat, picture_format
 from clusterforge.report.plots import tco_chart
 
 __all__ = [
+    "assessed_design_data",
     "check_output_folder",
     "check_picture_path",
     "design_files",
     "design_json",
     "plan_files",
+    "plan_json",
     "render_findings_md",
     "tco_svg",
     "write_atomically",
@@ -194,11 +199,26 @@ def design_files(design: Design) -> dict[str, Callable[[Design], str]]:
     }
 
 
-def plan_files(design: Design, expected: dict[str, object]) -> dict[str, str]:
-    """Every file ``plan`` writes, by name; design.json also carries ``expected`` (the
-    workload's expected performance)."""
+def assessed_design_data(assessment: Assessment) -> dict[str, Any]:
+    """The design as JSON data, its cost with the break-even size."""
+    data = assessment.design.model_dump(mode="json")
+    data["cost"]["break_even_gpus"] = assessment.economics.break_even_gpus
+    return data
+
+
+def plan_json(assessment: Assessment) -> str:
+    """``plan``'s design.json: :func:`assessed_design_data` and the workload's expected
+    performance (with failures counted)."""
+    data = assessed_design_data(assessment)
+    data["expected_performance"] = performance_json(assessment.performance, assessment.goodput)
+    return to_json(data, indent=2, inf_nan_mode="null").decode() + "\n"
+
+
+def plan_files(assessment: Assessment) -> dict[str, str]:
+    """Every file ``plan`` writes, by name; design.json is :func:`plan_json`."""
+    design = assessment.design
     texts = {name: render(design) for name, render in design_files(design).items()}
-    texts["design.json"] = design_json(design, {"expected_performance": expected})
+    texts["design.json"] = plan_json(assessment)
     return texts
 
 

@@ -13,7 +13,7 @@ from clusterforge.report.figure_file import COLORS, PictureFormat, draw_picture
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from clusterforge.goodput import GoodputReport
+    from clusterforge.assess import GoodputReport
 
 __all__ = ["histogram_picture", "print_goodput"]
 

@@ -8,10 +8,16 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from clusterforge.design import Design
-from clusterforge.perf import FLOP_CONVENTION, ParallelPlan, Prediction, PredictOutcome
+from clusterforge.assess import (
+    FLOP_CONVENTION,
+    GoodputOutlook,
+    ParallelPlan,
+    PredictAssessment,
+    Prediction,
+)
+from clusterforge.report.expected import goodput_json
 
-__all__ = ["goodput_of_best", "predict_json", "print_predict"]
+__all__ = ["predict_json", "print_predict"]
 
 
 def plan_label(plan: ParallelPlan) -> str:
@@ -86,21 +92,11 @@ def _breakdown_table(p: Prediction) -> Table:
     return table
 
 
-def goodput_of_best(design: Design, outcome: PredictOutcome) -> dict[str, Any] | None:
-    """Time to train with failures for the best prediction when it runs on the design's own
-    training GPUs (the job the design's spares, storage and failure exposure are for)."""
-    from clusterforge.report.expected import expected_goodput_summary
-
-    own = [p for p in outcome.predictions if p.plan.num_gpus == design.compute.num_training_gpus]
-    if not own:
-        return None
-    best = max(own, key=lambda p: p.tokens_per_s)
-    return expected_goodput_summary(design, best.time_to_train_s(outcome.tokens) / 86400)
-
-
-def predict_json(outcome: PredictOutcome, goodput: dict[str, Any] | None = None) -> str:
+def predict_json(assessment: PredictAssessment) -> str:
     """One JSON object per prediction (``clusterforge predict --json``); the first carries
     the time to train with failures when it was computed."""
+    outcome = assessment.outcome
+    goodput = None if assessment.goodput is None else goodput_json(assessment.goodput)
     rows: list[dict[str, Any]] = []
     for i, p in enumerate(outcome.predictions):
         row = p.as_dict()
@@ -117,10 +113,9 @@ def predict_json(outcome: PredictOutcome, goodput: dict[str, Any] | None = None)
     return json.dumps(rows, indent=2)
 
 
-def print_predict(
-    outcome: PredictOutcome, console: Console, goodput: dict[str, Any] | None = None
-) -> None:
+def print_predict(assessment: PredictAssessment, console: Console) -> None:
     """Tables, the range of the best prediction, time to train and the conventions."""
+    outcome, goodput = assessment.outcome, assessment.goodput
     best = outcome.predictions[0]
     gpus = sorted({p.plan.num_gpus for p in outcome.predictions})
     sizes = f"{gpus[0]}" if len(gpus) == 1 else f"{gpus[0]}-{gpus[-1]}"
@@ -150,12 +145,13 @@ def print_predict(
         f"{fastest.tokens_per_s:,.0f} tokens/s on {fastest.plan.num_gpus:,} GPUs "
         "(no failures or restarts)"
     )
-    if goodput and goodput.get("available"):
+    if isinstance(goodput, GoodputOutlook):
+        exp = goodput.report.expected
         console.print(
-            f"with failures and restarts ({goodput.get('num_gpus', best.plan.num_gpus):,} GPUs): "
-            f"{goodput['expected_days']:,.1f} "
-            f"days expected, P50 {goodput['p50_days']:,.1f}, P90 {goodput['p90_days']:,.1f} "
-            f"(ETTR {goodput['ettr']:.1%}, {goodput['interruptions_per_day']:.2f} interruptions "
+            f"with failures and restarts ({goodput.num_gpus:,} GPUs): "
+            f"{goodput.expected_days:,.1f} "
+            f"days expected, P50 {goodput.p50_days:,.1f}, P90 {goodput.p90_days:,.1f} "
+            f"(ETTR {exp.ettr:.1%}, {exp.interruptions_per_day:.2f} interruptions "
             "per day; clusterforge goodput for the detail)"
         )
     console.print(f"[dim]{FLOP_CONVENTION}; software stack: {best.stack}[/]")

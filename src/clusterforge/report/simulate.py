@@ -14,8 +14,7 @@ from rich.markup import escape
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
-from clusterforge.netsim.result import CollectiveResult
-from clusterforge.netsim.study import DTYPE_BYTES, Study, StudyRequest, run_study
+from clusterforge.assess import DTYPE_BYTES, CollectiveResult, Study, StudyRequest, simulate
 from clusterforge.report.files import check_picture_path, write_picture
 from clusterforge.report.plots import Series, busbw_chart
 
@@ -166,9 +165,10 @@ def write_plot(path: str | None, studies: list[Study]) -> None:
 
 
 def run_with_progress(request: StudyRequest, console: Console | None) -> list[Study]:
-    """:func:`run_study` with a progress bar per design on ``console`` (None: silent)."""
+    """:func:`clusterforge.assess.simulate` with a progress bar per design on ``console``
+    (None: silent)."""
     if console is None or len(request.sizes) == 1:
-        return run_study(request)
+        return simulate(request)
     with Progress(console=console, transient=True) as progress:
         tasks: dict[str, TaskID] = {}
 
@@ -177,7 +177,7 @@ def run_with_progress(request: StudyRequest, console: Console | None) -> list[St
                 tasks[name] = progress.add_task(f"simulating {name}", total=len(request.sizes))
             progress.update(tasks[name], completed=done)
 
-        return run_study(request, advance)
+        return simulate(request, advance)
 
 
 def render_studies(studies: list[Study], console: Console) -> None:

@@ -17,7 +17,15 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from clusterforge.assess import (
+    BREAK_EVEN_MAX_GPUS,
+    Assessment,
+    Economics,
+    ExpectedPerformance,
+    GoodputOutlook,
+)
 from clusterforge.design import Design
+from clusterforge.report.expected import parallel_label
 
 __all__ = ["design_tables", "make_console", "print_design", "print_plan"]
 
@@ -147,8 +155,13 @@ def _facility(d: Design) -> Table:
     )
 
 
-def _cost(d: Design) -> Table:
+def _cost(d: Design, economics: Economics | None) -> Table:
     c = d.cost
+    break_even = ""
+    if economics and economics.break_even_gpus:
+        break_even = f", wins from about {economics.break_even_gpus:,} GPUs"
+    elif economics and economics.break_even_searched:
+        break_even = f", wins at no size up to {BREAK_EVEN_MAX_GPUS:,} GPUs"
     rows = [(f"capex {k}", f"${v / 1e6:,.2f}M") for k, v in c.capex_by_category_usd.items()]
     rows += [
         ("capex total", f"${c.capex_usd / 1e6:,.2f}M (${c.capex_per_gpu_usd:,.0f} per GPU)"),
@@ -171,8 +184,7 @@ def _cost(d: Design) -> Table:
             "verdict",
             ("build" if c.build_wins else "rent")
             + f" against {c.rent_basis} rent (prices {c.rent.price_date}); building beats "
-            f"on-demand above {c.break_even_utilization:.0%} utilization"
-            + (f", wins from about {c.break_even_gpus:,} GPUs" if c.break_even_gpus else ""),
+            f"on-demand above {c.break_even_utilization:.0%} utilization" + break_even,
         ),
     ]
     return _kv("Cost and TCO", rows)
@@ -192,7 +204,7 @@ def _findings(d: Design) -> Table:
     return table
 
 
-def design_tables(design: Design) -> Group:
+def design_tables(design: Design, economics: Economics | None = None) -> Group:
     return Group(
         _compute(design),
         "",
@@ -202,7 +214,7 @@ def design_tables(design: Design) -> Group:
         "",
         _facility(design),
         "",
-        _cost(design),
+        _cost(design, economics),
         "",
         _findings(design),
     )
@@ -212,64 +224,54 @@ def print_design(design: Design, console: Console | None = None) -> None:
     (console or Console()).print(design_tables(design))
 
 
-def print_plan(
-    design: Design, expected: dict[str, object], written: list[Path], console: Console
-) -> None:
+def print_plan(assessment: Assessment, written: list[Path], console: Console) -> None:
     """``plan``'s summary: the design's tables, its expected performance, the files written."""
-    print_design(design, console)
-    print_expected_performance(expected, console)
+    console.print(design_tables(assessment.design, assessment.economics))
+    print_expected_performance(assessment, console)
     if written:
         line = Text("wrote ", style="green") + Text(", ".join(str(p) for p in written))
         console.print(line)
 
 
-def print_expected_performance(perf: dict[str, object], console: Console) -> None:
-    """The workload's predicted step, MFU and time to train (from ``clusterforge.perf``)."""
-    if not perf.get("available"):
-        reason = Text(str(perf.get("reason")))
+def print_expected_performance(assessment: Assessment, console: Console) -> None:
+    """The workload's predicted step, MFU and time to train, and with failures."""
+    perf = assessment.performance
+    if not isinstance(perf, ExpectedPerformance):
+        reason = Text(perf.reason if perf else "not assessed")
         console.print(Text("expected performance unavailable: ", style="yellow") + reason)
         return
-
-    p = perf
-    console.print(
-        _kv(
-            "Expected training performance (clusterforge predict)",
-            [
-                ("workload", f"{p['model']}, plan {p['plan']}"),
-                ("step time", f"{p['step_time_s']:.2f} s"),
-                (
-                    "throughput",
-                    f"{p['tokens_per_s']:,.0f} tokens/s ({p['tokens_per_s_per_gpu']:,.0f} per GPU)",
-                ),
-                ("MFU / HFU", f"{p['mfu']:.1%} / {p['hfu']:.1%}"),
-                (
-                    "memory per GPU",
-                    f"{p['memory_per_gpu_gib']:.1f} GiB ({'fits' if p['fits'] else 'does NOT fit'})",
-                ),
-                (
-                    "time to train",
-                    f"{p['time_to_train_days']:.1f} days for {float(str(p['tokens_to_train'])) / 1e9:,.0f}B tokens",
-                ),
-                *_goodput_rows(p.get("goodput")),
-            ],
-        )
-    )
+    p = perf.prediction
+    rows = [
+        ("workload", f"{p.model_id}, plan {parallel_label(p.plan)}"),
+        ("step time", f"{p.step_time_s:.2f} s"),
+        ("throughput", f"{p.tokens_per_s:,.0f} tokens/s ({p.tokens_per_s_per_gpu:,.0f} per GPU)"),
+        ("MFU / HFU", f"{p.mfu:.1%} / {p.hfu:.1%}"),
+        (
+            "memory per GPU",
+            f"{p.memory_per_gpu_gib:.1f} GiB ({'fits' if p.fits else 'does NOT fit'})",
+        ),
+        (
+            "time to train",
+            f"{perf.time_to_train_days:.1f} days for {perf.tokens_to_train / 1e9:,.0f}B tokens",
+        ),
+    ]
+    if isinstance(assessment.goodput, GoodputOutlook):
+        rows += _goodput_rows(assessment.goodput)
+    console.print(_kv("Expected training performance (clusterforge predict)", rows))
 
 
-def _goodput_rows(goodput: object) -> list[tuple[str, str]]:
-    """Time to train with failures (clusterforge goodput), when it could be computed."""
-    if not isinstance(goodput, dict) or not goodput.get("available"):
-        return []
-    g = goodput
+def _goodput_rows(g: GoodputOutlook) -> list[tuple[str, str]]:
+    """Time to train with failures (clusterforge goodput)."""
+    exp = g.report.expected
     return [
         (
             "with failures",
-            f"{g['expected_days']:.1f} days expected (P50 {g['p50_days']:.1f}, P90 "
-            f"{g['p90_days']:.1f}), ETTR {g['ettr']:.1%}",
+            f"{g.expected_days:.1f} days expected (P50 {g.p50_days:.1f}, P90 "
+            f"{g.p90_days:.1f}), ETTR {exp.ettr:.1%}",
         ),
         (
             "interruptions",
-            f"{g['interruptions_per_day']:.2f} per day; checkpoint every "
-            f"{g['checkpoint_interval_s'] / 60:.0f} min ({g['checkpoint_s']:.0f} s each)",
+            f"{exp.interruptions_per_day:.2f} per day; checkpoint every "
+            f"{exp.checkpoint_interval_s / 60:.0f} min ({exp.checkpoint_s:.0f} s each)",
         ),
     ]

@@ -19,16 +19,17 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 
+from clusterforge.assess import QUICK, REPORT, Assessment, AssessOptions, assess
 from clusterforge.design import Design, plan
 from clusterforge.errors import ClusterforgeError
-from clusterforge.report.html import ReportOptions, build_report, render_html
+from clusterforge.report.files import assessed_design_data
+from clusterforge.report.html import build_report, render_html
 from clusterforge.spec import ClusterSpec, default_spec, parse_spec
 from clusterforge.web.form import FormErrors, spec_from_form
 from clusterforge.web.page import planner_page
 
 __all__ = ["FormResult", "FormSubmission", "PlanResult", "Planner", "create_app"]
 
-QUICK = ReportOptions(studies=False)
 MEDIA_TYPES = {".json": "application/json", ".csv": "text/csv", ".md": "text/markdown",
                ".svg": "image/svg+xml", ".yaml": "application/yaml", ".html": "text/html"}  # fmt: skip
 
@@ -65,21 +66,25 @@ class Planner:
     """The planner's state: the current spec, its design and its rendered report."""
 
     spec: ClusterSpec
-    design: Design
+    assessment: Assessment
     report_html: str
     version: int = 0
+
+    @property
+    def design(self) -> Design:
+        return self.assessment.design
 
     @classmethod
     def start(cls, spec: ClusterSpec | None) -> Planner:
         spec = spec or default_spec()
-        design = plan(spec)
-        return cls(spec, design, render_html(build_report(design, QUICK)))
+        assessment = assess(plan(spec), QUICK)
+        return cls(spec, assessment, render_html(build_report(assessment)))
 
     def update(self, spec: ClusterSpec) -> None:
         """Plan ``spec`` and render its report; the state changes only when both succeed."""
-        design = plan(spec)
-        html = render_html(build_report(design, QUICK))
-        self.spec, self.design, self.report_html = spec, design, html
+        assessment = assess(plan(spec), QUICK)
+        html = render_html(build_report(assessment))
+        self.spec, self.assessment, self.report_html = spec, assessment, html
         self.version += 1
 
 
@@ -142,9 +147,9 @@ def _api_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:
         """Plan a spec (the YAML spec's fields as JSON); 422 names a bad field."""
         try:
             design = plan(parse_spec(spec.model_dump(mode="json", exclude_unset=True), "body"))
+            data = assessed_design_data(assess(design, QUICK))
         except ClusterforgeError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
-        data = design.model_dump(mode="json")
         return PlanResult(
             name=design.spec.name,
             num_training_gpus=design.compute.num_training_gpus,
@@ -167,12 +172,11 @@ def _download_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> No
         """The full report, with the simulation, performance and goodput studies (seconds)."""
         with lock:
             design = planner.design
-        return _attachment("design.html", render_html(build_report(design)))
+        return _attachment("design.html", render_html(build_report(assess(design, REPORT))))
 
     @app.get("/download/{name}")
     def output_file(name: str) -> Response:
         """One of the files ``clusterforge plan -o`` writes (design.json, bom.csv, ...)."""
-        from clusterforge.report.expected import expected_performance
         from clusterforge.report.files import design_files, plan_files
 
         with lock:
@@ -181,7 +185,7 @@ def _download_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> No
             raise HTTPException(
                 404, f"no output {name!r}; one of {', '.join(design_files(design))}"
             )
-        return _attachment(name, plan_files(design, expected_performance(design))[name])
+        return _attachment(name, plan_files(assess(design, AssessOptions()))[name])
 
 
 def _attachment(name: str, text: str) -> Response:

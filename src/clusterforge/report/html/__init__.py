@@ -2,14 +2,14 @@
 
 ::
 
+    from clusterforge.assess import AssessOptions, assess
     from clusterforge.report.html import build_report, render_html
-    html = render_html(build_report(design))
+    html = render_html(build_report(assess(design, AssessOptions(top_plans=5, busbw=True))))
 """
 
 from clusterforge.report.html.compare import Comparison, build_comparison, render_comparison
 from clusterforge.report.html.render import (
     Report,
-    ReportOptions,
     build_report,
     check_page_path,
     render_html,
@@ -19,7 +19,6 @@ from clusterforge.report.html.render import (
 __all__ = [
     "Comparison",
     "Report",
-    "ReportOptions",
     "build_comparison",
     "build_report",
     "check_page_path",

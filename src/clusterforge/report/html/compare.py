@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
+from clusterforge.assess import Assessment, ExpectedPerformance
+from clusterforge.design import Design
 from clusterforge.report.html import charts, facts, money, studies
 from clusterforge.report.html.model import Figure, Section, Table, kw, num, pct
 from clusterforge.report.html.model import money as usd
-from clusterforge.report.html.render import ReportOptions, page_assets, template_env
-
-if TYPE_CHECKING:
-    from clusterforge.design import Design
+from clusterforge.report.html.render import page_assets, template_env
 
 __all__ = ["Comparison", "build_comparison", "render_comparison"]
 
@@ -86,49 +84,49 @@ def _pair_row(row: Row, va: float, vb: float) -> DeltaRow:
 
 
 EXPECTED_ROWS = (
-    ("mfu", Row("MFU (spec's plan)", lambda _: 0.0, pct, True)),
-    ("time_to_train_days",
+    (lambda e: e.prediction.mfu, Row("MFU (spec's plan)", lambda _: 0.0, pct, True)),
+    (lambda e: e.time_to_train_days,
      Row("time to train, no failures (days)", lambda _: 0.0, lambda v: num(v, 1), False)),
 )  # fmt: skip
 
 
-def _expected_rows(ea: dict[str, Any], eb: dict[str, Any]) -> list[DeltaRow]:
+def _expected_rows(a: Assessment, b: Assessment) -> list[DeltaRow]:
     """The predicted figures of both designs' workloads, when both could be predicted."""
-    if not (ea["available"] and eb["available"]):
+    ea, eb = a.performance, b.performance
+    if not (isinstance(ea, ExpectedPerformance) and isinstance(eb, ExpectedPerformance)):
         return []
-    return [_pair_row(row, float(ea[key]), float(eb[key])) for key, row in EXPECTED_ROWS]
+    return [_pair_row(row, float(read(ea)), float(read(eb))) for read, row in EXPECTED_ROWS]
 
 
-def build_comparison(a: Design, b: Design, options: ReportOptions | None = None) -> Comparison:
-    """Design ``b`` against design ``a``: differences are b - a."""
-    options = options or ReportOptions()
-    rows = [_delta_row(r, a, b) for r in ROWS]
-    sections = [_tco_section(a, b), _capex_section(a, b)]
-    if options.studies:
-        from clusterforge.report.expected import expected_performance
-
-        rows += _expected_rows(expected_performance(a), expected_performance(b))
-        curves = [studies.busbw_curve(a), studies.busbw_curve(b)]
-        sections.insert(0, studies.busbw_section(curves))
+def build_comparison(a: Assessment, b: Assessment) -> Comparison:
+    """Design ``b`` against design ``a``: differences are b - a; the simulated bandwidth
+    when both assessments hold it."""
+    da, db = a.design, b.design
+    rows = [_delta_row(r, da, db) for r in ROWS] + _expected_rows(a, b)
+    sections = [_tco_section(a, b), _capex_section(da, db)]
+    if a.busbw is not None and b.busbw is not None:
+        sections.insert(0, studies.busbw_section([a.busbw, b.busbw]))
     return Comparison(
-        title=f"{a.spec.name} vs {b.spec.name}",
-        names=(a.spec.name, b.spec.name),
+        title=f"{da.spec.name} vs {db.spec.name}",
+        names=(da.spec.name, db.spec.name),
         rows=tuple(rows),
         sections=tuple(sections),
-        findings=(facts.findings_section(a), facts.findings_section(b)),
+        findings=(facts.findings_section(da), facts.findings_section(db)),
     )
 
 
-def _tco_section(a: Design, b: Design) -> Section:
+def _tco_section(a: Assessment, b: Assessment) -> Section:
     series = []
-    for d in (a, b):
+    for d in (a.design, b.design):
         years, build, rent = money.tco_curves(d)
         series += [(f"{d.spec.name}: build", years, build), (f"{d.spec.name}: rent", years, rent)]
     figure = charts.line_chart(
         "build vs rent, both designs", series=series, x_title="years",
         y_title="cumulative cost ($M)", markers=False,
     )  # fmt: skip
-    lead = " ".join(f"{d.spec.name}: {money.tco_section(d).lead}" for d in (a, b))
+    lead = " ".join(
+        f"{x.design.spec.name}: {money.tco_section(x.design, x.economics).lead}" for x in (a, b)
+    )
     return Section("tco", "Build vs rent", lead, (Figure(figure, "tco"),))
 
 

@@ -8,6 +8,7 @@ from clusterforge.report.html import charts
 from clusterforge.report.html.model import Figure, Section, money, num, pct, table
 
 if TYPE_CHECKING:
+    from clusterforge.assess import Economics
     from clusterforge.design import Design
 
 __all__ = ["bom_section", "tco_curves", "tco_section"]
@@ -54,7 +55,7 @@ def tco_curves(design: Design) -> tuple[list[float], list[float], list[float]]:
     return years, build, rent
 
 
-def tco_section(design: Design) -> Section:
+def tco_section(design: Design, economics: Economics) -> Section:
     """Build against rent over the ownership period, with the break-even figures."""
     c = design.cost
     years, build, rent = tco_curves(design)
@@ -67,7 +68,7 @@ def tco_section(design: Design) -> Section:
     )
     rows = table(
         ("quantity", "value"),
-        _tco_rows(design),
+        _tco_rows(design, economics),
         lambda row: row,
         numeric=(False, True),
     )
@@ -80,7 +81,7 @@ def tco_section(design: Design) -> Section:
     return Section("tco", "Build vs rent", lead, (Figure(figure, "build vs rent"),), (rows,))
 
 
-def _tco_rows(design: Design) -> list[tuple[str, str]]:
+def _tco_rows(design: Design, economics: Economics) -> list[tuple[str, str]]:
     c = design.cost
     rows = [
         ("capex", money(c.capex_usd)),
@@ -94,6 +95,6 @@ def _tco_rows(design: Design) -> list[tuple[str, str]]:
         ("cloud $/GPU-hour", f"${c.cloud_usd_per_gpu_hour:.2f}"),
         ("break-even utilization", pct(c.break_even_utilization)),
     ]
-    if c.break_even_gpus is not None:
-        rows.append(("break-even size (GPUs)", num(c.break_even_gpus)))
+    if economics.break_even_gpus is not None:
+        rows.append(("break-even size (GPUs)", num(economics.break_even_gpus)))
     return rows

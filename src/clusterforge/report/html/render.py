@@ -14,31 +14,18 @@ import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from clusterforge.assess import Assessment, ExpectedPerformance, GoodputOutlook
 from clusterforge.errors import SpecError
+from clusterforge.report.expected import parallel_label
 from clusterforge.report.html import facts, money, studies
 from clusterforge.report.html.charts import plotly_js
 from clusterforge.report.html.model import Metric, Section, num, pct, script_safe
 
-if TYPE_CHECKING:
-    from clusterforge.design import Design
-
-__all__ = ["Report", "ReportOptions", "build_report",
-    "check_page_path", "page_assets", "render_html", "template_env",
-           "write_page"]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ReportOptions:
-    """What a report runs beyond reading the design: the models cost seconds, so a live
-    preview may leave them out (``studies=False``)."""
-
-    studies: bool = True
-    top_plans: int = 5
-    goodput_runs: int = 200
+__all__ = ["Report", "build_report", "check_page_path", "page_assets", "render_html",
+           "template_env", "write_page"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -74,9 +61,9 @@ def page_assets() -> dict[str, str]:
     }
 
 
-def build_report(design: Design, options: ReportOptions | None = None) -> Report:
-    """The report of one design."""
-    options = options or ReportOptions()
+def build_report(assessment: Assessment) -> Report:
+    """The report of one design: its facts, then each study the assessment holds."""
+    design = assessment.design
     sections = [
         facts.findings_section(design),
         facts.floor_section(design),
@@ -85,55 +72,48 @@ def build_report(design: Design, options: ReportOptions | None = None) -> Report
         facts.cabling_section(design),
         facts.power_section(design),
     ]
-    metrics = facts.summary_metrics(design)
-    if options.studies:
-        study_sections, study_metrics = _studies(design, options)
-        sections += study_sections
-        metrics += study_metrics
-    sections += [money.bom_section(design), money.tco_section(design)]
+    sections += _studies(assessment)
+    sections += [money.bom_section(design), money.tco_section(design, assessment.economics)]
     spec = design.spec
     return Report(
         title=f"{spec.name}: {num(design.compute.num_training_gpus)} x {design.compute.gpu.name}",
         subtitle=f"cluster design report by clusterforge; {len(design.findings)} finding(s)",
-        metrics=metrics,
+        metrics=facts.summary_metrics(design) + _expected_metrics(assessment),
         sections=tuple(sections),
         elevation_json=script_safe(facts.elevation_data(design)),
     )
 
 
-def _studies(design: Design, options: ReportOptions) -> tuple[list[Section], tuple[Metric, ...]]:
-    from clusterforge.report.expected import expected_performance
-
-    expected = expected_performance(design)
-    plans = studies.top_plans(design, options.top_plans) if expected["available"] else []
-    sections = [
-        studies.busbw_section([studies.busbw_curve(design)]),
-        studies.performance_section(expected, plans),
-        studies.goodput_section(
-            design,
-            options.goodput_runs,
-            ideal_days=expected["time_to_train_days"] if expected["available"] else None,
-        ),
-    ]
-    return sections, _expected_metrics(expected)
+def _studies(assessment: Assessment) -> list[Section]:
+    sections = []
+    if assessment.busbw is not None:
+        sections.append(studies.busbw_section([assessment.busbw]))
+    if assessment.performance is not None:
+        sections.append(studies.performance_section(assessment.performance, assessment.top_plans))
+    if assessment.goodput is not None:
+        sections.append(studies.goodput_section(assessment.goodput))
+    return sections
 
 
-def _expected_metrics(expected: dict[str, Any]) -> tuple[Metric, ...]:
-    if not expected["available"]:
+def _expected_metrics(assessment: Assessment) -> tuple[Metric, ...]:
+    perf = assessment.performance
+    if not isinstance(perf, ExpectedPerformance):
         return ()
+    p = perf.prediction
     metrics = (
-        Metric("MFU (spec's plan)", pct(expected["mfu"]), expected["plan"]),
-        Metric("time to train", f"{num(expected['time_to_train_days'], 1)} days",
-               f"{num(expected['tokens_to_train'] / 1e9)} B tokens, no failures"),
+        Metric("MFU (spec's plan)", pct(p.mfu), parallel_label(p.plan)),
+        Metric("time to train", f"{num(perf.time_to_train_days, 1)} days",
+               f"{num(perf.tokens_to_train / 1e9)} B tokens, no failures"),
     )  # fmt: skip
-    goodput = expected.get("goodput") or {}
-    if not goodput.get("available"):
+    goodput = assessment.goodput
+    if not isinstance(goodput, GoodputOutlook):
         return metrics
+    exp = goodput.report.expected
     return (
         *metrics,
-        Metric("with failures", f"{num(goodput['expected_days'], 1)} days",
-               f"P90 {num(goodput['p90_days'], 1)} days; ETTR {pct(goodput['ettr'])}, "
-               f"{num(goodput['interruptions_per_day'], 2)} interruptions a day"),
+        Metric("with failures", f"{num(goodput.expected_days, 1)} days",
+               f"P90 {num(goodput.p90_days, 1)} days; ETTR {pct(exp.ettr)}, "
+               f"{num(exp.interruptions_per_day, 2)} interruptions a day"),
     )  # fmt: skip
 
 

@@ -1,51 +1,28 @@
-"""Report sections that run a model on the design: the simulated bus bandwidth
-(:mod:`clusterforge.netsim`), the predicted step time of the best plans
-(:mod:`clusterforge.perf`) and the goodput of the job's life (:mod:`clusterforge.goodput`)."""
+"""Report sections of what a design delivers, from its assessment
+(:mod:`clusterforge.assess`): the simulated bus bandwidth, the predicted step time of the
+spec's plan and of the best plans, and the goodput of the job's life."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from clusterforge.errors import ClusterforgeError
+from clusterforge.assess import (
+    ExpectedPerformance,
+    GoodputOutlook,
+    Prediction,
+    Study,
+    Unavailable,
+)
+from clusterforge.report.expected import parallel_label
 from clusterforge.report.html import charts
 from clusterforge.report.html.model import Figure, Section, Table, num, pct, table
 
-if TYPE_CHECKING:
-    from clusterforge.design import Design
-    from clusterforge.netsim.result import CollectiveResult
-    from clusterforge.perf import Prediction
+__all__ = ["busbw_section", "goodput_section", "performance_section", "plan_label"]
 
-__all__ = ["BUSBW_SIZES", "BusbwCurve", "busbw_curve", "busbw_section", "goodput_section",
-           "performance_section", "plan_label"]  # fmt: skip
-
-BUSBW_SIZES = tuple(2**e for e in range(20, 35, 2))  # 1 MiB .. 16 GiB, x4 (nccl-tests -f 4)
 DAY_S = 86400.0
 BREAKDOWN = ("compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "cp_comm_s", "ep_comm_s",
              "bubble_s", "optimizer_s", "other_s")  # fmt: skip
 
 
-@dataclass(frozen=True)
-class BusbwCurve:
-    """An all-reduce over every GPU of a design, one simulated result per message size."""
-
-    name: str
-    results: tuple[CollectiveResult, ...]
-
-
-def busbw_curve(design: Design) -> BusbwCurve:
-    """Simulate all-reduce over all GPUs (packed placement, adaptive routing) at each size."""
-    from clusterforge.netsim.groups import groups_for
-    from clusterforge.netsim.simulate import simulate_collective
-    from clusterforge.topology import build_fabric_graph
-
-    graph = build_fabric_graph(design)
-    groups = groups_for(design, "all")
-    results = tuple(simulate_collective(graph, "all_reduce", s, groups) for s in BUSBW_SIZES)
-    return BusbwCurve(design.spec.name, results)
-
-
-def busbw_section(curves: list[BusbwCurve]) -> Section:
+def busbw_section(curves: list[Study]) -> Section:
     """Bus bandwidth against message size, one line per design."""
     figure = charts.line_chart(
         "all-reduce bus bandwidth over all GPUs (simulated)",
@@ -68,7 +45,7 @@ def busbw_section(curves: list[BusbwCurve]) -> Section:
     return Section("busbw", "Collective bandwidth", lead, (Figure(figure, "busbw"),), tables)
 
 
-def _busbw_table(curve: BusbwCurve) -> Table:
+def _busbw_table(curve: Study) -> Table:
     return table(
         ("size (MiB)", "algorithm", "protocol", "time (us)", "algbw (GB/s)", "busbw (GB/s)"),
         curve.results,
@@ -92,17 +69,12 @@ def plan_label(p: Prediction) -> str:
     return f"TP {q.tp} x PP {q.pp} x CP {q.cp} x DP {q.dp} (VPP {q.vpp}, mbs {q.micro_batch}{ep})"
 
 
-def top_plans(design: Design, top: int) -> list[Prediction]:
-    """The ``top`` fitting plans by throughput (perf's branch-and-bound search)."""
-    from clusterforge.perf import PredictRequest, run_predict
-
-    return run_predict(design, PredictRequest(search=True, top=top)).predictions
-
-
-def performance_section(expected: dict[str, Any], plans: list[Prediction]) -> Section:
-    """The spec's own plan (``expected``) and the best plans found, with their breakdown."""
-    if not expected.get("available"):
-        return Section("performance", "Training performance", str(expected.get("reason", "")))
+def performance_section(
+    performance: ExpectedPerformance | Unavailable, plans: tuple[Prediction, ...]
+) -> Section:
+    """The spec's own plan and the best plans found, with their breakdown."""
+    if isinstance(performance, Unavailable):
+        return Section("performance", "Training performance", performance.reason)
     labels = [f"#{i + 1}" for i in range(len(plans))]
     series = [(k.removesuffix("_s"), [getattr(p.breakdown, k) for p in plans]) for k in BREAKDOWN]
     figure = charts.bar_chart(
@@ -117,27 +89,23 @@ def performance_section(expected: dict[str, Any], plans: list[Prediction]) -> Se
                     ip[1].breakdown.largest_overhead().removesuffix("_s")),
         caption="best plans by throughput",
     )  # fmt: skip
+    p = performance.prediction
     lead = (
-        f"{expected['model']} with the spec's plan {expected['plan']}: MFU "
-        f"{pct(expected['mfu'])}, {num(expected['step_time_s'], 2)} s per step, "
-        f"{num(expected['time_to_train_days'], 1)} days for {num(expected['tokens_to_train'] / 1e9)}"
-        " B tokens without failures."
+        f"{p.model_id} with the spec's plan {parallel_label(p.plan)}: MFU "
+        f"{pct(p.mfu)}, {num(p.step_time_s, 2)} s per step, "
+        f"{num(performance.time_to_train_days, 1)} days for "
+        f"{num(performance.tokens_to_train / 1e9)} B tokens without failures."
     )
     return Section("performance", "Training performance", lead, (Figure(figure, "plans"),), (rows,))
 
 
-def goodput_section(design: Design, runs: int, *, ideal_days: float | None) -> Section:
-    """Expected goodput, the Monte Carlo spread of time to train, and the what-ifs.
-
-    ``ideal_days`` is the failure-free time to train when the caller has predicted it
-    already (the goodput model would otherwise predict the same workload again)."""
-    from clusterforge.goodput import goodput_report
-
-    try:
-        report = goodput_report(design, runs=runs, days=ideal_days)
-    except ClusterforgeError as exc:
-        return Section("goodput", "Goodput and time to train", str(exc))
+def goodput_section(goodput: GoodputOutlook | Unavailable) -> Section:
+    """Expected goodput, the Monte Carlo spread of time to train, and the what-ifs."""
+    if isinstance(goodput, Unavailable):
+        return Section("goodput", "Goodput and time to train", goodput.reason)
+    report = goodput.report
     exp = report.expected
+    runs = int(report.lives.wall_s.size)
     days = [w / DAY_S for w in report.lives.wall_s.tolist()]
     figure = charts.histogram_chart(
         f"time to train over {runs} simulated lives", values=days, x_title="days"
@@ -152,8 +120,8 @@ def goodput_section(design: Design, runs: int, *, ideal_days: float | None) -> S
     lead = (
         f"Effective training time ratio {pct(exp.ettr)}: {num(exp.interruptions_per_day, 2)} "
         f"interruptions a day, checkpoint every {num(exp.checkpoint_interval_s / 60)} min; "
-        f"time to train {num(exp.wall_s / DAY_S, 1)} days expected, P50 "
-        f"{num(report.percentile_days(50), 1)} / P90 {num(report.percentile_days(90), 1)} days."
+        f"time to train {num(goodput.expected_days, 1)} days expected, P50 "
+        f"{num(goodput.p50_days, 1)} / P90 {num(goodput.p90_days, 1)} days."
     )
     return Section("goodput", "Goodput and time to train", lead, (Figure(figure, "goodput"),),
                    (what_if,))  # fmt: skip

@@ -1,0 +1,115 @@
+"""The assessment layer: what a design delivers, computed once, returned typed.
+
+The presentation layers (:mod:`clusterforge.cli`, :mod:`clusterforge.report`,
+:mod:`clusterforge.web`) reach the models only through this package: they call
+:func:`assess` (``plan``, ``report``, ``serve``), :func:`predict`, :func:`simulate` or
+:func:`goodput_study`, and render the typed results. The result types and vocabularies they
+render are re-exported here so that no presenter imports :mod:`clusterforge.perf`,
+:mod:`clusterforge.netsim` or :mod:`clusterforge.goodput` itself.
+
+Parts: :mod:`.performance` (the spec's plan, the best plans, ``predict``), :mod:`.lifetime`
+(failures, checkpoints and spares), :mod:`.fabric` (simulated collectives), :mod:`.economics`
+(TCO and the break-even size), :mod:`.assessment` (the whole, and its options).
+"""
+
+from clusterforge.assess.assessment import QUICK, REPORT, Assessment, AssessOptions, assess
+from clusterforge.assess.economics import (
+    BREAK_EVEN_MAX_GPUS,
+    Economics,
+    break_even_gpus,
+    economics,
+)
+from clusterforge.assess.fabric import BUSBW_SIZES, busbw_study, simulate
+from clusterforge.assess.lifetime import GoodputOutlook, goodput_outlook, goodput_study
+from clusterforge.assess.performance import (
+    ExpectedPerformance,
+    PredictAssessment,
+    expected_performance,
+    predict,
+    top_plans,
+)
+from clusterforge.assess.unavailable import Unavailable
+from clusterforge.goodput import GoodputReport
+from clusterforge.netsim.result import CollectiveResult
+from clusterforge.netsim.study import (
+    DEFAULT_SWEEP,
+    DTYPE_BYTES,
+    Study,
+    StudyRequest,
+    parse_size,
+    parse_sweep,
+)
+from clusterforge.netsim.vocab import (
+    ALGORITHMS,
+    COLLECTIVES,
+    GROUP_KINDS,
+    PLACEMENTS,
+    PROTOCOLS,
+    ROUTINGS,
+    AlgorithmChoice,
+    Collective,
+    Communicators,
+    Placement,
+    ProtocolChoice,
+    Routing,
+)
+from clusterforge.perf import (
+    FLOP_CONVENTION,
+    STACK_NAMES,
+    ParallelPlan,
+    PlanOverrides,
+    Prediction,
+    PredictOutcome,
+    PredictRequest,
+)
+
+__all__ = [
+    "ALGORITHMS",
+    "BREAK_EVEN_MAX_GPUS",
+    "BUSBW_SIZES",
+    "COLLECTIVES",
+    "DEFAULT_SWEEP",
+    "DTYPE_BYTES",
+    "FLOP_CONVENTION",
+    "GROUP_KINDS",
+    "PLACEMENTS",
+    "PROTOCOLS",
+    "QUICK",
+    "REPORT",
+    "ROUTINGS",
+    "STACK_NAMES",
+    "AlgorithmChoice",
+    "AssessOptions",
+    "Assessment",
+    "Collective",
+    "CollectiveResult",
+    "Communicators",
+    "Economics",
+    "ExpectedPerformance",
+    "GoodputOutlook",
+    "GoodputReport",
+    "ParallelPlan",
+    "Placement",
+    "PlanOverrides",
+    "PredictAssessment",
+    "PredictOutcome",
+    "PredictRequest",
+    "Prediction",
+    "ProtocolChoice",
+    "Routing",
+    "Study",
+    "StudyRequest",
+    "Unavailable",
+    "assess",
+    "break_even_gpus",
+    "busbw_study",
+    "economics",
+    "expected_performance",
+    "goodput_outlook",
+    "goodput_study",
+    "parse_size",
+    "parse_sweep",
+    "predict",
+    "simulate",
+    "top_plans",
+]

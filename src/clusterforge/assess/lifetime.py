@@ -1,0 +1,56 @@
+"""The time to train once failures, checkpoints, restarts and spares are counted: the
+goodput model (:mod:`clusterforge.goodput`, its expected values and simulated lives) of a
+design's job, asked once and kept typed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusterforge.assess.unavailable import Unavailable
+from clusterforge.design import Design
+from clusterforge.errors import ClusterforgeError
+from clusterforge.goodput import GoodputReport, goodput_report
+
+__all__ = ["DAY_S", "GoodputOutlook", "Unavailable", "goodput_outlook", "goodput_study"]
+
+DAY_S = 86400.0
+
+
+@dataclass(frozen=True)
+class GoodputOutlook:
+    """The goodput report of the job on ``num_gpus`` training GPUs."""
+
+    report: GoodputReport
+    num_gpus: int
+
+    @property
+    def expected_days(self) -> float:
+        """Expected wall-clock days to train (the closed-form model)."""
+        return self.report.expected.wall_s / DAY_S
+
+    @property
+    def p50_days(self) -> float:
+        return self.report.percentile_days(50)
+
+    @property
+    def p90_days(self) -> float:
+        return self.report.percentile_days(90)
+
+
+def goodput_study(
+    design: Design, *, runs: int, seed: int = 0, days: float | None = None
+) -> GoodputReport:
+    """The goodput report of the design's job (``days``: its failure-free time to train;
+    None: the goodput model predicts it); errors propagate."""
+    return goodput_report(design, runs=runs, seed=seed, days=days)
+
+
+def goodput_outlook(
+    design: Design, *, runs: int, days: float | None = None
+) -> GoodputOutlook | Unavailable:
+    """:func:`goodput_study`, or why it could not be made."""
+    try:
+        report = goodput_study(design, runs=runs, days=days)
+    except ClusterforgeError as exc:
+        return Unavailable(str(exc))
+    return GoodputOutlook(report, design.compute.num_training_gpus)
