@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, assert_never
 
+from clusterforge.catalog import Scaleup
 from clusterforge.netsim.vocab import Algorithm, Collective, Protocol
 
 __all__ = [
@@ -45,16 +46,6 @@ __all__ = [
 Generation = Literal["volta", "ampere", "hopper", "blackwell"]
 GENERATIONS: tuple[Generation, ...] = ("volta", "ampere", "hopper", "blackwell")
 LinkKind = Literal["nvlink", "pci", "net"]
-
-# GPU architecture behind each scale-up technology of the catalog (``gpu.scaleup``); NCCL
-# indexes its tables by compute capability (7.x Volta, 8.x Ampere/Ada, 9.x Hopper, 10.x
-# Blackwell).  PCIe-only GPUs (L40S, compute capability 8.9) and AMD GPUs use the Ampere row.
-_GENERATION_OF_SCALEUP: dict[str, Generation] = {
-    "nvlink2": "volta",
-    "nvlink3": "ampere",
-    "nvlink4": "hopper",
-    "nvlink5": "blackwell",
-}
 
 # NCCL ``baseLatencies`` (µs) per algorithm, (LL, LL128, Simple).
 _BASE_US: dict[Algorithm, tuple[float, float, float]] = {
@@ -153,9 +144,23 @@ class TuningContext:
         return max(1, self.num_ranks // max(1, self.num_nodes))
 
 
-def generation_of(scaleup: str) -> Generation:
-    """NCCL's GPU generation for a catalog scale-up technology (Ampere when unknown)."""
-    return _GENERATION_OF_SCALEUP.get(scaleup, "ampere")
+def generation_of(scaleup: Scaleup) -> Generation:
+    """NCCL's GPU generation for a catalog scale-up technology.
+
+    NCCL indexes its tables by compute capability (7.x Volta, 8.x Ampere/Ada, 9.x Hopper,
+    10.x Blackwell); PCIe-only GPUs (L40S and RTX 4090, compute capability 8.9) and AMD GPUs
+    use the Ampere row."""
+    match scaleup:
+        case "nvlink2":
+            return "volta"
+        case "nvlink3" | "pcie4" | "infinity-fabric":
+            return "ampere"
+        case "nvlink4":
+            return "hopper"
+        case "nvlink5":
+            return "blackwell"
+        case _:
+            assert_never(scaleup)
 
 
 def protocols_for(algorithm: Algorithm, ctx: TuningContext) -> tuple[Protocol, ...]:
