@@ -21,7 +21,6 @@ from __future__ import annotations
 from clusterforge.netsim.vocab import COLLECTIVES as _COLLECTIVES
 
 __all__ = [
-    "BUS_FACTOR",
     "COLLECTIVES",
     "NETWORK_EFFICIENCY",
     "P2P_NETWORK_EFFICIENCY",
@@ -30,7 +29,6 @@ __all__ = [
     "RAMP_EXPONENT",
     "SCALEUP_EFFICIENCY",
     "SCALEUP_EFFICIENCY_BY_GENERATION",
-    "bus_factor",
     "network_efficiency",
     "pipeline_efficiency",
     "pipelined_time_s",
@@ -38,27 +36,6 @@ __all__ = [
 ]
 
 COLLECTIVES = _COLLECTIVES
-
-# nccl-tests doc/PERFORMANCE.md: busbw = algbw × f.
-BUS_FACTOR = {
-    "all_reduce": "2(n-1)/n",
-    "reduce_scatter": "(n-1)/n",
-    "all_gather": "(n-1)/n",
-    "all_to_all": "(n-1)/n",
-    "broadcast": "1",
-    "reduce": "1",
-    "sendrecv": "1",
-}
-
-
-def bus_factor(collective: str, n: int) -> float:
-    """nccl-tests bus-bandwidth factor for ``n`` ranks."""
-    if collective == "all_reduce":
-        return 2 * (n - 1) / n
-    if collective in ("reduce_scatter", "all_gather", "all_to_all"):
-        return (n - 1) / n
-    return 1.0
-
 
 # Payload share of a scale-up (NVLink/PCIe) link, by algorithm:
 # * ring/tree/chain: H100 ring all-reduce ~370 GB/s busbw on 450 GB/s NVLink4 ("~20 % protocol

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clusterforge.busbw import bus_factor
 from clusterforge.errors import SimulationError, did_you_mean
 from clusterforge.netsim.collectives import candidate_algorithms, ring_order
 from clusterforge.netsim.congestion import go_back_n_goodput_share, window_packets
 from clusterforge.netsim.model import (
     NETWORK_EFFICIENCY,
     P2P_NETWORK_EFFICIENCY,
-    bus_factor,
     pipeline_efficiency,
     pipelined_time_s,
 )
