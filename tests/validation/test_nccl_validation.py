@@ -4,7 +4,7 @@ the mean error of the held-out rows (no constant was fitted to them) within 5 %.
 from __future__ import annotations
 
 import pytest
-from tests.validation.nccl_rows import ROWS, mean_abs_error, score
+from validation.nccl_rows import ROWS, mean_abs_error, score
 
 HELDOUT = [r for r in ROWS if r["set"] == "heldout"]
 CALIBRATION = [r for r in ROWS if r["set"] == "calibration"]

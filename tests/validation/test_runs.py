@@ -14,8 +14,8 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from runs import Run, load_runs, predict_run
 from scipy.stats import spearmanr
+from validation.runs import Run, load_runs, predict_run
 
 RUNS = load_runs()
 ROW_TOLERANCE = 0.25
