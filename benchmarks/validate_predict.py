@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
+
 from validation.runs import Outcome, load_runs, predict_run
 
 REPO = Path(__file__).resolve().parents[1]

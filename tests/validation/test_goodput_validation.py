@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+
 from validation.goodput_rows import ROWS, Outcome, Row, check_row, model_row
 
 SANITY_FACTOR = 10.0

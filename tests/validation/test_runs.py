@@ -15,6 +15,7 @@ import statistics
 
 import pytest
 from scipy.stats import spearmanr
+
 from validation.runs import Run, load_runs, predict_run
 
 RUNS = load_runs()
