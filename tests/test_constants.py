@@ -7,12 +7,16 @@ import pytest
 
 from clusterforge.constants import TAGS, parse_constants, read_constants
 
-FILES = [("clusterforge.netsim", "efficiency.toml"), ("clusterforge.netsim", "nccl.toml")]
+FILES = [
+    ("clusterforge.netsim", "efficiency.toml", None),
+    ("clusterforge.netsim", "nccl.toml", None),
+    ("clusterforge.perf", "efficiency.toml", "constants"),
+]
 
 
-@pytest.mark.parametrize(("package", "filename"), FILES)
-def test_every_constant_is_tagged_and_sourced(package, filename):
-    table = read_constants(package, filename)
+@pytest.mark.parametrize(("package", "filename", "section"), FILES)
+def test_every_constant_is_tagged_and_sourced(package, filename, section):
+    table = read_constants(package, filename, section)
     assert len(table) > 0
     for constant in table.values():
         assert constant.tag in TAGS and constant.unit and constant.source.strip()

@@ -14,6 +14,8 @@ once). A table with a ``tag`` key is one constant::
 (370 GB/s measured on a 450 GB/s link): the value is ``a / b``, computed here, so the file
 keeps the figures a reader checks against the source.  Any other table groups constants; a
 constant's name is its dotted path (``ramp.bytes``, ``scaleup_payload_share.nvlink5.ring``).
+A file that also holds other data (per-GPU rows) keeps its constants under one table, named
+when it is read.
 
 Tags say how a figure was obtained: ``datasheet`` (published by the vendor: a datasheet, the
 documentation or the source code of the library modelled), ``measured`` (a published
@@ -162,14 +164,18 @@ def _numbers(name: str, raw: object) -> tuple[float, ...]:
     return tuple(float(_number(name, x)) for x in raw)
 
 
-def parse_constants(text: str, filename: str) -> ConstantTable:
-    """The constants of one TOML text; ``ValueError`` names the first malformed one."""
-    constants = {c.name: c for c in _walk("", tomllib.loads(text))}
+def parse_constants(text: str, filename: str, section: str | None = None) -> ConstantTable:
+    """The constants of one TOML text, or of its table ``section`` when the file also holds
+    other data; ``ValueError`` names the first malformed constant."""
+    raw = tomllib.loads(text)
+    if section is not None:
+        raw = raw[section]
+    constants = {c.name: c for c in _walk("", raw)}
     return ConstantTable(filename, constants)
 
 
 @cache
-def read_constants(package: str, filename: str) -> ConstantTable:
+def read_constants(package: str, filename: str, section: str | None = None) -> ConstantTable:
     """The constants of ``data/<filename>`` in ``package`` (read once; they are immutable)."""
     text = resources.files(package).joinpath("data", filename).read_text("utf-8")
-    return parse_constants(text, filename)
+    return parse_constants(text, filename, section)

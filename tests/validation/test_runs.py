@@ -16,6 +16,7 @@ import statistics
 import pytest
 from scipy.stats import spearmanr
 
+from clusterforge.constants import read_constants
 from validation.runs import Run, load_runs, predict_run
 
 RUNS = load_runs()
@@ -99,3 +100,12 @@ def test_plans_of_a_sweep_rank_as_measured() -> None:
         outcomes = [predict_run(r) for r in RUNS if r.sweep == sweep]
         rho = spearmanr([o.run.published for o in outcomes], [o.predicted for o in outcomes])[0]
         assert rho >= SWEEP_RHO_LIMIT, f"{sweep}: Spearman {rho:.2f}"
+
+
+def test_fitted_perf_constants_name_calibration_runs():
+    calibration = {run.name for run in RUNS if run.subset == "calibration"}
+    constants = read_constants("clusterforge.perf", "efficiency.toml", section="constants")
+    fitted = [c for c in constants.values() if c.tag == "fitted"]
+    assert fitted
+    for constant in fitted:
+        assert set(constant.fitted_on) <= calibration, constant.name
