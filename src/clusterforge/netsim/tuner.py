@@ -3,7 +3,7 @@
 NCCL times every (algorithm, protocol) pair of a collective as ``latency + size / bandwidth``
 and runs the fastest (``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime`` in NCCL's
 ``src/graph/tuning.cc``, NVIDIA/nccl at commit 5067397, 2026).  We keep its structure and its
-published constants; the *bandwidth* of an algorithm is not NCCL's per-channel estimate but the
+published constants (``data/nccl.toml``, each with its source); the *bandwidth* of an algorithm is not NCCL's per-channel estimate but the
 bottleneck our max-min flow model finds on the real link graph, scaled by the protocol's payload
 share below.
 
