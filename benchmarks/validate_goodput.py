@@ -1,6 +1,6 @@
-"""The goodput model against published job-level reliability figures (tests/validation).
+"""The goodput model against published job-level reliability figures (the ``validation`` package).
 
-Prints, per row of ``tests/validation/goodput_published.toml``: the published figure, the
+Prints, per row of ``validation/goodput_published.toml``: the published figure, the
 modelled one, the signed error (modelled / published - 1) and the set; then a summary per
 set: rows modelled, rows the model cannot express, the median absolute error and the
 geometric-mean ratio modelled / published of the value rows, and the bounds met. Held-out
@@ -17,14 +17,9 @@ from __future__ import annotations
 
 import math
 import statistics
-import sys
 from dataclasses import replace
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "validation"))
-
-from goodput_rows import ROWS, Outcome, Row, model_row  # noqa: E402
+from validation.goodput_rows import ROWS, Outcome, Row, model_row
 
 UNITS = {"interruptions": "", "share": "", "mtbf_h": " h", "ettr": ""}
 BOUND_SIGN = {"equal": "", "at_least": ">=", "at_most": "<="}

@@ -1,4 +1,4 @@
-"""Accuracy of ``clusterforge predict`` on published training runs (tests/validation).
+"""Accuracy of ``clusterforge predict`` on published training runs (the ``validation`` package).
 
 Prints, per run, the published and predicted figure and the signed error; then, for the
 calibration set and the held-out set separately, the mean absolute percentage error (MAPE),
@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "validation"))
+from validation.runs import Outcome, load_runs, predict_run
 
-from runs import Outcome, load_runs, predict_run  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 UNCERTAINTY = REPO / "src" / "clusterforge" / "perf" / "data" / "uncertainty.toml"
 
@@ -105,7 +103,7 @@ def write_uncertainty(stats: dict[str, float]) -> None:
     high = 1.0 / (1.0 + stats["p10"]) - 1.0
     UNCERTAINTY.write_text(
         "# Range of the real value around a prediction, from the signed errors of the model on\n"
-        "# the published runs of tests/validation (10th and 90th percentile over every run,\n"
+        "# the published runs of validation/ (10th and 90th percentile over every run,\n"
         "# calibration and held-out). Written by benchmarks/validate_predict.py --write.\n"
         f"low_fraction = {low:.3f}\n"
         f"high_fraction = {high:.3f}\n"

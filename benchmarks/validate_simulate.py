@@ -1,6 +1,6 @@
 """Mean absolute error of ``simulate`` on published nccl-tests results.
 
-Rows and their sources: ``tests/validation/nccl_tests_published.toml``.  Calibration rows set
+Rows and their sources: ``validation/nccl_tests_published.toml``.  Calibration rows set
 a constant of the model; held-out rows were never used to set one.
 
     python benchmarks/validate_simulate.py
@@ -8,12 +8,7 @@ a constant of the model; held-out rows were never used to set one.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.validation.nccl_rows import ROWS, mean_abs_error, score
+from validation.nccl_rows import ROWS, mean_abs_error, score
 
 
 def main() -> None:

@@ -124,3 +124,13 @@ def test_800g_nics_get_an_xdr_switch_by_default():
     design = plan(parse_spec({"num_gpus": 64, "gpu": "b300"}))
     assert design.fabric.nic_gbit_per_s == 800
     assert design.fabric.switch.id == "q3400"  # Quantum-X800; the NDR default has no 800G
+
+
+def test_host_link_is_the_gpus_own_generation(catalog):
+    each_way = {"pcie4": 32.0, "pcie5": 64.0, "nvlink-c2c": 450.0}
+    for gpu in catalog.gpus:
+        assert gpu.host_link_gbyte_per_s == each_way[gpu.host_link], gpu.id
+        assert gpu.host_link_source.strip(), gpu.id
+        assert (gpu.host_link == "nvlink-c2c") == (gpu.form_factor == "superchip"), gpu.id
+    assert catalog.gpus["a100-80gb"].host_link == "pcie4"
+    assert catalog.gpus["h100-sxm"].host_link == "pcie5"

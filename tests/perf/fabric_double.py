@@ -15,15 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BUS_FACTOR = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "all_to_all": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "sendrecv": lambda n: 1.0,
-}
+from clusterforge.busbw import bus_factor
 
 
 @dataclass
@@ -52,7 +44,7 @@ class IdealFabricComm:
             bus = min(nvlink_bus, 0.9 * self.nic_gbyte_per_s * per_node)
             alpha = self.inter_latency_s
         steps = 2 * (n - 1) if collective == "all_reduce" else max(1, n - 1)
-        return BUS_FACTOR[collective](n) * size_bytes / (bus * 1e9) + alpha * steps
+        return bus_factor(collective, n) * size_bytes / (bus * 1e9) + alpha * steps
 
     @classmethod
     def for_node(cls, node_id: str) -> IdealFabricComm:

@@ -20,7 +20,7 @@ SEARCHED = ["colo-512-h100", "hall-4096-b200", "gb200-nvl72-pod", "seed-design-b
 def test_example_workload_predicts_a_plausible_mfu(path: Path) -> None:
     prediction = predict_workload(plan(load_spec(path)))
     assert prediction.fits, path.stem
-    assert 0.05 < prediction.mfu < 0.75  # published large-scale runs: 35-55 % (tests/validation)
+    assert 0.05 < prediction.mfu < 0.75  # published large-scale runs: 35-55 % (validation/)
     assert prediction.hfu >= prediction.mfu
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from goodput_rows import ROWS, Outcome, Row, check_row, model_row
+
+from validation.goodput_rows import ROWS, Outcome, Row, check_row, model_row
 
 SANITY_FACTOR = 10.0
 CALIBRATION_SOURCE = "arXiv:2407.21783"

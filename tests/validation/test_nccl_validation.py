@@ -4,7 +4,9 @@ the mean error of the held-out rows (no constant was fitted to them) within 5 %.
 from __future__ import annotations
 
 import pytest
-from tests.validation.nccl_rows import ROWS, mean_abs_error, score
+
+from clusterforge.constants import read_constants
+from validation.nccl_rows import ROWS, mean_abs_error, score
 
 HELDOUT = [r for r in ROWS if r["set"] == "heldout"]
 CALIBRATION = [r for r in ROWS if r["set"] == "calibration"]
@@ -14,6 +16,18 @@ def test_every_row_names_its_source_and_set():
     for row in ROWS:
         assert row["source"] and row["set"] in ("calibration", "heldout"), row["id"]
         assert row["set"] == "heldout" or row["fits"], row["id"]
+
+
+def test_fitted_constants_name_calibration_rows_that_name_them():
+    by_id = {row["id"]: row for row in ROWS}
+    constants = read_constants("clusterforge.netsim", "efficiency.toml")
+    fitted = [c for c in constants.values() if c.tag == "fitted"]
+    assert fitted
+    for constant in fitted:
+        for row_id in constant.fitted_on:
+            row = by_id[row_id]
+            assert row["set"] == "calibration", row_id
+            assert constant.name in row["fits"], (constant.name, row_id)
 
 
 # Rows the model is known to miss by more than 15 %, and why; the test fails if one passes.

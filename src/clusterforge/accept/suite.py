@@ -16,9 +16,10 @@ from clusterforge.errors import AcceptError
 if TYPE_CHECKING:
     from clusterforge.design import Design
 
-__all__ = ["TESTS", "AcceptOptions", "AcceptReport", "run_acceptance"]
+__all__ = ["TESTS", "AcceptOptions", "AcceptReport", "Localize", "run_acceptance"]
 
 TestName = Literal["node", "nccl", "net", "storage", "dcgm"]
+Localize = Literal["auto", "always", "never"]
 TESTS: tuple[TestName, ...] = ("node", "nccl", "net", "storage", "dcgm")
 Progress = Callable[[str], None]
 
@@ -36,7 +37,7 @@ class AcceptOptions:
     storage_path: str = "/tmp"
     storage_p999_ms: float = 1.0
     dcgm_level: int = 2
-    localize: Literal["auto", "always", "never"] = "auto"
+    localize: Localize = "auto"
     cpu: bool = False  # CPU stand-in (gloo, numpy GEMM): judge against peers only
     # Per-node tests one node at a time: for emulated nodes that share one machine, where
     # running them together would measure the contention, not the nodes.

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from clusterforge.busbw import bus_factor
+
 if TYPE_CHECKING:
     from clusterforge.design import Design
 
@@ -67,9 +69,8 @@ def allreduce_bound_gbyte_per_s(node_gbyte_per_s: float, num_nodes: int, gpus: i
     """
     if num_nodes < 2:
         return float("inf")
-    per_node_factor = 2.0 * (num_nodes - 1) / num_nodes
-    bus_factor = 2.0 * (gpus - 1) / gpus
-    return node_gbyte_per_s / per_node_factor * bus_factor
+    per_node_factor = bus_factor("all_reduce", num_nodes)
+    return node_gbyte_per_s / per_node_factor * bus_factor("all_reduce", gpus)
 
 
 def _predicted_allreduce(design: Design, num_nodes: int, size_bytes: float) -> float:

@@ -28,23 +28,14 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["BUSBW_FACTOR", "emit", "load_torch", "main", "node_name"]
+__all__ = ["emit", "load_torch", "main", "node_name"]
 
 MARKER = "CFACCEPT "
-# busbw = algbw x factor(n): the traffic each rank must move relative to the buffer size
-# (nccl-tests doc/PERFORMANCE.md, "Bus bandwidth").
-BUSBW_FACTOR: dict[str, Callable[[int], float]] = {
-    "all_reduce": lambda n: 2.0 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_to_all": lambda n: (n - 1) / n,
-}
 
 
 def emit(record: dict[str, Any]) -> None:

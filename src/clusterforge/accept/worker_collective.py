@@ -14,7 +14,8 @@ import subprocess
 import time
 from typing import Any
 
-from clusterforge.accept.worker import BUSBW_FACTOR, emit, load_torch, node_name
+from clusterforge.accept.worker import emit, load_torch, node_name
+from clusterforge.busbw import bus_factor
 
 __all__ = ["run_collective", "run_net"]
 
@@ -92,7 +93,7 @@ def _collective_rows(torch: Any, dist: Any, args: argparse.Namespace, device: An
                         "type": "float",
                         "time_us": t * 1e6,
                         "algbw_gbyte_per_s": algbw,
-                        "busbw_gbyte_per_s": algbw * BUSBW_FACTOR[op](world),
+                        "busbw_gbyte_per_s": algbw * bus_factor(op, world),
                         "ranks": world,
                     }
                 )

@@ -62,6 +62,8 @@ from clusterforge.perf import (
     PredictOutcome,
     PredictRequest,
 )
+from clusterforge.perf.flops import Recompute
+from clusterforge.perf.parallel import Precision
 
 __all__ = [
     "ALGORITHMS",
@@ -91,11 +93,13 @@ __all__ = [
     "ParallelPlan",
     "Placement",
     "PlanOverrides",
+    "Precision",
     "PredictAssessment",
     "PredictOutcome",
     "PredictRequest",
     "Prediction",
     "ProtocolChoice",
+    "Recompute",
     "Routing",
     "Study",
     "StudyRequest",

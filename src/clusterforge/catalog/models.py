@@ -2,21 +2,43 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "FORM_FACTORS",
+    "HOST_LINKS",
+    "SCALEUPS",
     "Cpu",
     "FacilityItem",
+    "FormFactor",
     "Gpu",
+    "HostLink",
     "Medium",
     "Nic",
     "Node",
     "PortMode",
+    "Scaleup",
     "StorageBlock",
     "Switch",
 ]
+
+
+FormFactor = Literal["sxm", "oam", "pcie", "superchip"]
+"""How a GPU is packaged: an SXM or OAM module on a baseboard, a PCIe card, or a superchip
+(GPU and Grace CPU on one board, NVLink-C2C between them)."""
+
+Scaleup = Literal["nvlink2", "nvlink3", "nvlink4", "nvlink5", "infinity-fabric", "pcie4"]
+"""The scale-up link technology between the GPUs of a domain (NVLink generation, AMD
+Infinity Fabric, or PCIe when the GPUs have no peer link)."""
+
+HostLink = Literal["pcie4", "pcie5", "nvlink-c2c"]
+"""The link between a GPU and its host CPU: PCIe Gen4/Gen5 x16, or NVLink-C2C on superchips."""
+
+FORM_FACTORS: tuple[FormFactor, ...] = get_args(FormFactor)
+SCALEUPS: tuple[Scaleup, ...] = get_args(Scaleup)
+HOST_LINKS: tuple[HostLink, ...] = get_args(HostLink)
 
 
 class _Row(BaseModel):
@@ -35,7 +57,7 @@ class Gpu(_Row):
     tdp_w: float
     bf16_dense_tflops: float
     fp8_dense_tflops: float
-    scaleup: str
+    scaleup: Scaleup
     scaleup_gbyte_per_s: float = Field(description="Bidirectional scale-up bandwidth per GPU")
     scaleup_fabric: Literal["switch", "mesh", "pcie"] = Field(
         "switch",
@@ -46,7 +68,12 @@ class Gpu(_Row):
         False, description="The NVSwitch reduces in the switch (NVLink SHARP, NCCL's NVLS)"
     )
     nvlink_domain_max: int
-    form_factor: str
+    form_factor: FormFactor
+    host_link: HostLink = Field(description="Link between the GPU and its host CPU")
+    host_link_gbyte_per_s: float = Field(
+        gt=0, description="Host-link bandwidth in each direction, GB/s (offload copies)"
+    )
+    host_link_source: str = Field(description="Where the host-link figures come from")
     datacenter: bool
     ecc: bool
     price_usd: float

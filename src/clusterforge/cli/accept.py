@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
+from clusterforge.accept.request import Via
+from clusterforge.accept.suite import Localize
 from clusterforge.errors import AcceptError, SpecError
 
 __all__ = ["command"]
@@ -41,9 +43,7 @@ def _request(spec: Path | None, opts: dict[str, Any]) -> Any:
 
 @click.command(name="accept")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--via", type=click.Choice(["slurm", "kubernetes", "local"]), default="slurm", show_default=True
-)
+@click.option("--via", type=click.Choice(get_args(Via)), default="slurm", show_default=True)
 @click.option(
     "--nodes", default="", help="Comma-separated nodes (default: the design's training nodes)."
 )
@@ -63,7 +63,7 @@ def _request(spec: Path | None, opts: dict[str, Any]) -> Any:
 @click.option("--storage-path", default="/tmp", show_default=True)
 @click.option("--storage-p999-ms", type=click.FloatRange(min=0.001), default=1.0, show_default=True)
 @click.option(
-    "--localize", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True
+    "--localize", type=click.Choice(get_args(Localize)), default="auto", show_default=True
 )
 @click.option(
     "--serial-nodes",

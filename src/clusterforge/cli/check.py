@@ -8,6 +8,7 @@ hung, or ``--node`` is not one of the design's nodes).  The work is
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 import click
 from rich.console import Console
@@ -42,7 +43,7 @@ def _could_not_check(exc: UnknownNodeError) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option(
     "--action",
-    type=click.Choice(["none", "slurm-drain", "k8s-taint"]),
+    type=click.Choice(get_args(ActionKind)),
     default="none",
     show_default=True,
     help="Drain/cordon an unhealthy node; resume it when healthy.",

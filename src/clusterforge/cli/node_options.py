@@ -9,11 +9,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import click
 
-from clusterforge.ops.expect import ExpectOverrides
+from clusterforge.ops.expect import ExpectOverrides, Fabric
 from clusterforge.ops.options import DEFAULT_BUDGET_S, SourceOptions
 
 __all__ = ["source_options"]
@@ -42,7 +42,7 @@ _OPTIONS = [
     click.option("--num-nics", type=click.IntRange(min=0), help="Expected compute NIC ports."),
     click.option("--nic-gbit-per-s", type=click.FloatRange(min=0, min_open=True),
                  help="Expected compute NIC speed, Gb/s."),
-    click.option("--fabric", type=click.Choice(["infiniband", "roce"]), help="Compute fabric."),
+    click.option("--fabric", type=click.Choice(get_args(Fabric)), help="Compute fabric."),
     click.option("--driver-version", help="The cluster's NVIDIA driver version."),
     click.option("--cuda-version", help="The cluster's CUDA driver version (e.g. 12.4)."),
 ]  # fmt: skip

@@ -7,11 +7,11 @@ Parse the options into :class:`PredictOptions`, design the cluster, call
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 import click
 
-from clusterforge.assess import STACK_NAMES, PlanOverrides
+from clusterforge.assess import STACK_NAMES, PlanOverrides, Precision, Recompute
 
 __all__ = ["PredictOptions", "command"]
 
@@ -91,8 +91,8 @@ def _run(options: PredictOptions) -> None:
 @click.option("--global-batch", type=click.IntRange(min=1), help="Sequences per step.")
 @click.option("--vpp", type=click.IntRange(min=1), help="Interleaved virtual stages per GPU.")
 @click.option("--zero", type=click.IntRange(0, 3), help="ZeRO stage (3 = FSDP full shard).")
-@click.option("--recompute", type=click.Choice(["none", "selective", "full"]))
-@click.option("--precision", type=click.Choice(["bf16", "fp16", "fp8"]))
+@click.option("--recompute", type=click.Choice(get_args(Recompute)))
+@click.option("--precision", type=click.Choice(get_args(Precision)))
 @click.option("--stack", type=click.Choice(STACK_NAMES), help="Software stack (default: spec's).")
 @click.option("--search", is_flag=True, help="Rank valid plans that fit in memory.")
 @click.option("--gpus", help="GPU counts to predict or search, e.g. 512,1024.")

@@ -8,8 +8,9 @@
     res.busbw_gbyte_per_s, res.limiting_link
 """
 
+from clusterforge.busbw import bus_factor
 from clusterforge.netsim.groups import GROUP_KINDS, PLACEMENTS, groups_for
-from clusterforge.netsim.model import COLLECTIVES, bus_factor
+from clusterforge.netsim.model import COLLECTIVES
 from clusterforge.netsim.result import ClassUtilization, CollectiveResult, LinkLoad
 from clusterforge.netsim.routing import ROUTINGS
 from clusterforge.netsim.simulate import simulate_collective

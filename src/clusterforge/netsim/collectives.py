@@ -35,6 +35,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError
 from clusterforge.netsim.alltoall import direct_all_to_all
 from clusterforge.netsim.edges import edge_traffic, merge, ring_order, uniform_blocks
@@ -51,8 +52,8 @@ from clusterforge.topology import FabricGraph
 __all__ = ["ALGORITHMS", "Traffic", "build_phases", "candidate_algorithms", "ring_order"]
 
 # NCCL enables NVLS for a communicator of more than 4 GPUs on one NVSwitch domain; below
-# that ring is faster (NVIDIA/nccl issue #1455: NVLS 420-480 GB/s for 5-8 H100, ring below).
-_NVLS_MIN_GPUS = 5
+# that ring is faster (data/nccl.toml).
+_NVLS_MIN_GPUS = read_constants("clusterforge.netsim", "nccl.toml").integer("nvls_min_gpus")
 
 
 def _ring_like(

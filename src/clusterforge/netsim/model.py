@@ -1,4 +1,5 @@
-"""Calibration constants of the collective model, each with its source, and the size model.
+"""Constants of the collective model (``data/efficiency.toml``, each with its tag and
+source) and the size model.
 
 The flow model gives the *bandwidth* time of a collective from link capacities.  Three
 corrections turn it into what nccl-tests measures:
@@ -18,10 +19,10 @@ corrections turn it into what nccl-tests measures:
 
 from __future__ import annotations
 
+from clusterforge.constants import read_constants
 from clusterforge.netsim.vocab import COLLECTIVES as _COLLECTIVES
 
 __all__ = [
-    "BUS_FACTOR",
     "COLLECTIVES",
     "NETWORK_EFFICIENCY",
     "P2P_NETWORK_EFFICIENCY",
@@ -30,7 +31,6 @@ __all__ = [
     "RAMP_EXPONENT",
     "SCALEUP_EFFICIENCY",
     "SCALEUP_EFFICIENCY_BY_GENERATION",
-    "bus_factor",
     "network_efficiency",
     "pipeline_efficiency",
     "pipelined_time_s",
@@ -39,63 +39,16 @@ __all__ = [
 
 COLLECTIVES = _COLLECTIVES
 
-# nccl-tests doc/PERFORMANCE.md: busbw = algbw × f.
-BUS_FACTOR = {
-    "all_reduce": "2(n-1)/n",
-    "reduce_scatter": "(n-1)/n",
-    "all_gather": "(n-1)/n",
-    "all_to_all": "(n-1)/n",
-    "broadcast": "1",
-    "reduce": "1",
-    "sendrecv": "1",
-}
+_DATA = read_constants("clusterforge.netsim", "efficiency.toml")
 
-
-def bus_factor(collective: str, n: int) -> float:
-    """nccl-tests bus-bandwidth factor for ``n`` ranks."""
-    if collective == "all_reduce":
-        return 2 * (n - 1) / n
-    if collective in ("reduce_scatter", "all_gather", "all_to_all"):
-        return (n - 1) / n
-    return 1.0
-
-
-# Payload share of a scale-up (NVLink/PCIe) link, by algorithm:
-# * ring/tree/chain: H100 ring all-reduce ~370 GB/s busbw on 450 GB/s NVLink4 ("~20 % protocol
-#   overhead", sjeaugey in NVIDIA/nccl-tests #212) -> 370/450 = 0.82;
-#   H200 all_gather 361.4 and reduce_scatter 362.9 sit on the same line.
-# * direct (all-to-all): NVIDIA GTC25 slide, 8-GPU all-to-all busbw A100 210 / H100 320 /
-#   B200 640 GB/s on 300/450/900 GB/s links -> 0.70/0.71/0.71; we use 320/450.
-# * nvls (NVLink SHARP all-reduce): H100 busbw ~480 at algbw ~275 GB/s (#212); each GPU moves
-#   S up and S down its port, so payload share = 275/450.
-SCALEUP_EFFICIENCY: dict[str, float] = {
-    "ring": 370 / 450,
-    "tree": 370 / 450,
-    "chain": 370 / 450,
-    "direct": 320 / 450,
-    "nvls": 275 / 450,
-    "collnet": 370 / 450,
-    "pat": 370 / 450,
-}
-
-# NVLink5 (B200, GB200 NVL72) reaches a smaller share of its 900 GB/s than NVLink4 does of
-# 450 (stas00/ml-engineering network/README.md; NVIDIA GTC25 S72583 slide):
-# * ring: 8x B200 682.2 GB/s busbw (stas00, 8 GiB), GTC25 slide 700 for B200 and 680 for GB200
-#   NVL72 (32 GPUs) -> 690/900.
-# * nvls: busbw is flat near 850 from 8 GPUs (B200 838.0-845.7, stas00; slide 850) to 32 GPUs
-#   on NVL72 (slide 850), while the flow model's busbw grows as 2(n-1)/n at a fixed payload
-#   share; the share is the geometric middle of the two fits, 845.7/(900·1.75) and
-#   850/(900·1.9375), so both land within 5 %.
+# Payload share of a scale-up (NVLink/PCIe) link, by algorithm, and the generations that
+# reach another share; sources in data/efficiency.toml.
+SCALEUP_EFFICIENCY: dict[str, float] = _DATA.group("scaleup_payload_share.default")
 SCALEUP_EFFICIENCY_BY_GENERATION: dict[tuple[str, str], float] = {
-    # NVLink3 (A100): 8x A100 ring all-reduce 234.9 GB/s busbw at 16 GiB on 300 GB/s
-    # (stas00/ml-engineering network/README.md; NVIDIA's GTC24 slide shows 232).
-    ("nvlink3", "ring"): 234.9 / 300,
-    ("nvlink3", "tree"): 234.9 / 300,
-    ("nvlink3", "chain"): 234.9 / 300,
-    ("nvlink5", "ring"): 690 / 900,
-    ("nvlink5", "tree"): 690 / 900,
-    ("nvlink5", "chain"): 690 / 900,
-    ("nvlink5", "nvls"): (845.7 / (900 * 1.75) * 850 / (900 * 1.9375)) ** 0.5,
+    (generation, algorithm): share
+    for key, share in _DATA.group("scaleup_payload_share").items()
+    for generation, _, algorithm in [key.partition(".")]
+    if generation != "default"
 }
 
 
@@ -104,15 +57,10 @@ def scaleup_efficiency(algorithm: str, scaleup: str) -> float:
     return SCALEUP_EFFICIENCY_BY_GENERATION.get((scaleup, algorithm), SCALEUP_EFFICIENCY[algorithm])
 
 
-# Payload share of a NIC/fabric link for NCCL's Simple protocol: NVIDIA's NCCL maintainers
-# quote 46-48 GB/s of ring bus bandwidth per NDR 400 Gb/s NIC (AddyLaddy, NVIDIA/nccl-tests
-# #290) and 24 GB/s per HDR 200 Gb/s NIC "on perfect setups" (sjeaugey, NVIDIA/nccl-tests
-# #160): 47/50 and 24/25, we take the middle, 0.95.
-NETWORK_EFFICIENCY = 0.95
-
-# Grouped point-to-point (all-to-all) over the network: "CX-7 NICs at NDR rate (400 Gbps)
-# should achieve up to 48-49 GB/s per NIC" (AddyLaddy, NVIDIA, in NVIDIA/nccl-tests #267).
-P2P_NETWORK_EFFICIENCY = 48.5 / 50
+# Payload share of a NIC/fabric link for NCCL's Simple protocol (collectives) and for
+# grouped point-to-point (all-to-all); sources in data/efficiency.toml.
+NETWORK_EFFICIENCY = _DATA.number("network_payload_share.collective")
+P2P_NETWORK_EFFICIENCY = _DATA.number("network_payload_share.p2p")
 
 
 def network_efficiency(algorithm: str) -> float:
@@ -121,14 +69,12 @@ def network_efficiency(algorithm: str) -> float:
 
 
 # Pipeline ramp of the Simple protocol, fitted as described in the module docstring.
-RAMP_BYTES = 11 * 2**20
-RAMP_EXPONENT = 0.7
+RAMP_BYTES = _DATA.integer("ramp.bytes")
+RAMP_EXPONENT = _DATA.number("ramp.exponent")
 
-
-# Chunk size of NCCL's pipeline between the stages of one algorithm: NCCL_BUFFSIZE, 4 MiB by
-# default (NCCL environment-variable docs), is the buffer one channel fills before the next
-# stage can consume it.  A message of S bytes is cut into ceil(S / chunk) chunks.
-PIPELINE_CHUNK_BYTES = 4 * 2**20
+# Chunk size of NCCL's pipeline between the stages of one algorithm (NCCL_BUFFSIZE): a
+# message of S bytes is cut into ceil(S / chunk) chunks.
+PIPELINE_CHUNK_BYTES = _DATA.integer("pipeline_chunk_bytes")
 
 
 def pipelined_time_s(stage_times_s: list[float], size_bytes: float) -> float:

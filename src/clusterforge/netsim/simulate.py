@@ -18,13 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clusterforge.busbw import bus_factor
+from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError, did_you_mean
 from clusterforge.netsim.collectives import candidate_algorithms, ring_order
 from clusterforge.netsim.congestion import go_back_n_goodput_share, window_packets
 from clusterforge.netsim.model import (
     NETWORK_EFFICIENCY,
     P2P_NETWORK_EFFICIENCY,
-    bus_factor,
     pipeline_efficiency,
     pipelined_time_s,
 )
@@ -56,20 +57,11 @@ from clusterforge.topology import FabricGraph
 
 __all__ = ["MAX_QPS", "collective_time_s", "simulate_collective"]
 
-# NCCL opens at most 128 queue pairs per connection (NCCL_IB_MAX_QPS in NCCL's
-# src/transport/net_ib/common.h); more would also cost memory linear in the count.
-MAX_QPS = 128
-
-# NCCL's correction of tree bandwidth for medium sizes, by protocol (LL, LL128, Simple) and
-# log2(size / 64 B) from 0 to 22 (``treeCorrectionFactor`` in NCCL's src/graph/tuning.cc).
-_TREE_CORRECTION = {
-    "ll": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0,
-           1.0, 1.0, 1.0),
-    "ll128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9,
-              .9, .9, 1.0, 1.0),
-    "simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7,
-               .8, .9, .9),
-}  # fmt: skip
+_NCCL = read_constants("clusterforge.netsim", "nccl.toml")
+# NCCL's queue pairs per connection at most (NCCL_IB_MAX_QPS); more would also cost memory.
+MAX_QPS = _NCCL.integer("max_qps_per_connection")
+# NCCL's correction of tree bandwidth for medium sizes, by protocol and log2(size / 64 B).
+_TREE_CORRECTION = _NCCL.rows("tree_correction")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 NCCL times every (algorithm, protocol) pair of a collective as ``latency + size / bandwidth``
 and runs the fastest (``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime`` in NCCL's
 ``src/graph/tuning.cc``, NVIDIA/nccl at commit 5067397, 2026).  We keep its structure and its
-published constants; the *bandwidth* of an algorithm is not NCCL's per-channel estimate but the
+published constants (``data/nccl.toml``, each with its source); the *bandwidth* of an algorithm is not NCCL's per-channel estimate but the
 bottleneck our max-min flow model finds on the real link graph, scaled by the protocol's payload
 share below.
 
@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, assert_never
+from typing import Literal, assert_never, get_args
 
+from clusterforge.catalog import Scaleup
+from clusterforge.constants import read_constants
 from clusterforge.netsim.vocab import Algorithm, Collective, Protocol
 
 __all__ = [
@@ -46,91 +48,45 @@ Generation = Literal["volta", "ampere", "hopper", "blackwell"]
 GENERATIONS: tuple[Generation, ...] = ("volta", "ampere", "hopper", "blackwell")
 LinkKind = Literal["nvlink", "pci", "net"]
 
-# GPU architecture behind each scale-up technology of the catalog (``gpu.scaleup``); NCCL
-# indexes its tables by compute capability (7.x Volta, 8.x Ampere/Ada, 9.x Hopper, 10.x
-# Blackwell).  PCIe-only GPUs (L40S, compute capability 8.9) and AMD GPUs use the Ampere row.
-_GENERATION_OF_SCALEUP: dict[str, Generation] = {
-    "nvlink2": "volta",
-    "nvlink3": "ampere",
-    "nvlink4": "hopper",
-    "nvlink5": "blackwell",
-}
+# NCCL's constants (data/nccl.toml): base latency per algorithm and hardware latency per
+# step by link kind, (LL, LL128, Simple) in µs; the LL protocol's bus-bandwidth ceiling and
+# the per-channel ceilings (``perChMaxRingLL128Bws``, ``perChMaxTreeLL128Bws``,
+# ``perChMaxTreeBws``) by generation, for 1 / 2 / 3+ nodes, GB/s: one channel is one CUDA
+# block driving one connection, and it moves no more than this whatever the links could
+# carry; NCCL's model caps an algorithm's bus bandwidth at ``nChannels`` times them.
+_NCCL = read_constants("clusterforge.netsim", "nccl.toml")
+Triple = tuple[float, float, float]
 
-# NCCL ``baseLatencies`` (µs) per algorithm, (LL, LL128, Simple).
-_BASE_US: dict[Algorithm, tuple[float, float, float]] = {
-    "tree": (6.8, 14.0, 8.4),
-    "ring": (6.6, 14.0, 8.4),
-    "chain": (6.6, 14.0, 8.4),
-    "direct": (6.6, 14.0, 8.4),
-    "hierarchical": (6.6, 14.0, 8.4),
-    "collnet": (0.0, 0.0, 0.0),
-    "nvls": (0.0, 0.0, 0.0),
-    "nvls_tree": (0.0, 0.0, 0.0),
-    "pat": (8.0, 8.0, 8.0),
-}
 
-# NCCL ``hwLatencies`` (µs per step) by link kind and algorithm, (LL, LL128, Simple).
-_HW_US: dict[LinkKind, dict[str, tuple[float, float, float]]] = {
-    "nvlink": {
-        "tree": (0.6, 1.25, 4.0),
-        "ring": (0.6, 1.9, 3.4),
-        "collnet": (0.0, 0.0, 3.7),
-        "nvls": (0.0, 0.0, 25.0),
-        "nvls_tree": (0.0, 0.0, 25.0),
-        "pat": (0.0, 0.0, 4.0),
-    },
-    "pci": {
-        "tree": (1.0, 1.9, 4.0),
-        "ring": (1.0, 2.5, 5.7),
-        "collnet": (0.0, 0.0, 3.7),
-        "nvls": (0.0, 0.0, 0.0),
-        "nvls_tree": (0.0, 0.0, 0.0),
-        "pat": (0.0, 0.0, 4.0),
-    },
-    "net": {
-        "tree": (5.0, 8.5, 14.0),
-        "ring": (2.7, 4.0, 14.0),
-        "collnet": (0.0, 0.0, 31.0),
-        "nvls": (0.0, 0.0, 18.0),
-        "nvls_tree": (0.0, 0.0, 20.9),
-        "pat": (0.0, 0.0, 14.0),
-    },
-}
+def _triple(name: str, row: tuple[float, ...]) -> Triple:
+    if len(row) != 3:
+        raise ValueError(f"{name}: expected three numbers, got {row}")
+    return row[0], row[1], row[2]
 
-# NCCL ``llMaxBws`` (GB/s of bus bandwidth) by generation, for 1 / 2 / 3+ nodes (multi-node
-# rows are NCCL's Intel-host figures).
-_LL_MAX_BUSBW: dict[Generation, tuple[float, float, float]] = {
-    "volta": (39.0, 39.0, 20.4),
-    "ampere": (87.7, 39.0, 20.4),
-    "hopper": (141.0, 39.0, 20.4),
-    "blackwell": (282.0, 39.0, 20.4),
-}
 
-# NCCL's per-channel bus-bandwidth ceilings (GB/s per channel) by generation, for 1 / 2 / 3+
-# nodes (``perChMaxRingLL128Bws``, ``perChMaxTreeLL128Bws``, ``perChMaxTreeBws`` in
-# ``src/graph/tuning.cc``): one channel is one CUDA block driving one connection, and it
-# moves no more than this whatever the links could carry.  NCCL's model caps an algorithm's
-# bus bandwidth at ``nChannels`` times them.
-_PER_CHANNEL_RING_LL128: dict[Generation, tuple[float, float, float]] = {
-    "volta": (20.0, 20.0, 20.0),
-    "ampere": (20.0, 20.0, 20.0),
-    "hopper": (36.7, 36.7, 36.7),
-    "blackwell": (40.0, 40.0, 40.0),
-}
-_PER_CHANNEL_TREE_LL128: dict[Generation, tuple[float, float, float]] = {
-    "volta": (20.0, 20.0, 20.0),
-    "ampere": (20.0, 20.0, 20.0),
-    "hopper": (36.7, 36.7, 29.0),
-    "blackwell": (55.6, 31.67, 20.0),
-}
-_PER_CHANNEL_TREE: dict[Generation, tuple[float, float, float]] = {
-    "volta": (26.5, 18.5, 10.0),
-    "ampere": (24.0, 23.6, 17.8),
-    "hopper": (38.7, 41.4, 36.0),
-    "blackwell": (70.0, 42.8, 24.0),
-}
+def _by_algorithm(name: str, rows: dict[str, tuple[float, ...]]) -> dict[str, Triple]:
+    return {key: _triple(f"{name}.{key}", row) for key, row in rows.items()}
 
-_NET_OVERHEAD_US = 1.0  # NCCL getNetOverhead: 1 µs per network operation on an x86 host
+
+def _by_generation(name: str) -> dict[Generation, Triple]:
+    rows = _NCCL.rows(name)
+    if set(rows) != set(GENERATIONS):
+        raise ValueError(f"{name}: expected one row per generation {GENERATIONS}")
+    return {g: _triple(f"{name}.{g}", rows[g]) for g in GENERATIONS}
+
+
+_BASE_US: dict[str, Triple] = _by_algorithm("base_latency_us", _NCCL.rows("base_latency_us"))
+_HW_US: dict[str, dict[str, Triple]] = {
+    kind: _by_algorithm(f"hw_latency_us.{kind}", rows)
+    for kind, rows in _NCCL.tables("hw_latency_us").items()
+}
+if set(_BASE_US) != set(get_args(Algorithm)) or set(_HW_US) != set(get_args(LinkKind)):
+    raise ValueError("nccl.toml: base latencies need every algorithm, hw latencies every link")
+_LL_MAX_BUSBW = _by_generation("ll_max_busbw_gbyte_per_s")
+_PER_CHANNEL_RING_LL128 = _by_generation("per_channel_ring_ll128_gbyte_per_s")
+_PER_CHANNEL_TREE_LL128 = _by_generation("per_channel_tree_ll128_gbyte_per_s")
+_PER_CHANNEL_TREE = _by_generation("per_channel_tree_gbyte_per_s")
+_NET_OVERHEAD_US = _NCCL.number("net_overhead_us")  # per network operation, x86 host
 _PROTOCOL_INDEX: dict[Protocol, int] = {"ll": 0, "ll128": 1, "simple": 2}
 
 
@@ -153,9 +109,23 @@ class TuningContext:
         return max(1, self.num_ranks // max(1, self.num_nodes))
 
 
-def generation_of(scaleup: str) -> Generation:
-    """NCCL's GPU generation for a catalog scale-up technology (Ampere when unknown)."""
-    return _GENERATION_OF_SCALEUP.get(scaleup, "ampere")
+def generation_of(scaleup: Scaleup) -> Generation:
+    """NCCL's GPU generation for a catalog scale-up technology.
+
+    NCCL indexes its tables by compute capability (7.x Volta, 8.x Ampere/Ada, 9.x Hopper,
+    10.x Blackwell); PCIe-only GPUs (L40S and RTX 4090, compute capability 8.9) and AMD GPUs
+    use the Ampere row."""
+    match scaleup:
+        case "nvlink2":
+            return "volta"
+        case "nvlink3" | "pcie4" | "infinity-fabric":
+            return "ampere"
+        case "nvlink4":
+            return "hopper"
+        case "nvlink5":
+            return "blackwell"
+        case _:
+            assert_never(scaleup)
 
 
 def protocols_for(algorithm: Algorithm, ctx: TuningContext) -> tuple[Protocol, ...]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 import numpy as np
 
-from clusterforge.catalog import Catalog, load_catalog
+from clusterforge.catalog import Catalog, Scaleup, load_catalog
 from clusterforge.errors import CheckError, did_you_mean
 from clusterforge.spec import ClusterSpec, resolve_node_id
 
@@ -40,7 +40,7 @@ T = TypeVar("T")
 # 50 GB/s = 600 GB/s (NVIDIA A100 Tensor Core GPU datasheet); NVLink 4 (H100/H200 SXM): 18
 # links = 900 GB/s (NVIDIA H100 Tensor Core GPU architecture whitepaper, "NVLink"); NVLink 5
 # (B200): 18 links = 1.8 TB/s (NVIDIA DGX B200 datasheet, "NVLink" row).
-NVLINKS_PER_GPU = {"nvlink3": 12, "nvlink4": 18, "nvlink5": 18}
+NVLINKS_PER_GPU: dict[Scaleup, int] = {"nvlink3": 12, "nvlink4": 18, "nvlink5": 18}
 
 
 @dataclass(frozen=True)

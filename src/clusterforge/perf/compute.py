@@ -23,6 +23,7 @@ from importlib import resources
 from typing import assert_never
 
 from clusterforge.catalog import Gpu, ModelArch
+from clusterforge.constants import read_constants
 from clusterforge.perf.flops import ffn_size, kv_heads
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes
 from clusterforge.perf.parallel import ParallelPlan
@@ -75,7 +76,9 @@ def load_constants() -> PerfConstants:
         row["gpu"]: (float(row["forward_tflops"]), float(row["backward_tflops"]))
         for row in raw.get("cudnn_attention", [])
     }
-    return PerfConstants(mamf_tflops=mamf, cudnn_attention_tflops=cudnn, **raw["constants"])
+    tagged = read_constants("clusterforge.perf", "efficiency.toml", section="constants")
+    scalars = {name: tagged.number(name) for name in tagged}
+    return PerfConstants(mamf_tflops=mamf, cudnn_attention_tflops=cudnn, **scalars)
 
 
 @dataclass(frozen=True)

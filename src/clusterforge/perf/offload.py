@@ -15,10 +15,8 @@ backward, except the one layer whose copy is in flight (the handler's staging bu
 Time: the copies run on the copy engines over the GPU-host link while the next layer computes
 (forward) or the later layer's backward runs (reload), so a layer's copy is exposed only by
 what exceeds one layer's compute: ``max(0, bytes / link - t_layer)`` in each direction. The
-link is NVLink-C2C on Grace superchips, 900 GB/s both directions together, i.e. 450 GB/s each
-way (NVIDIA Grace Hopper Superchip Architecture whitepaper, 2023, "NVLink-C2C"; the same
-link on GB200/GB300), and PCIe Gen5 x16 on x86 hosts, 64 GB/s each way (PCI-SIG PCIe 5.0:
-32 GT/s x 16 lanes, 128b/130b coding).
+link and its bandwidth each way are the GPU's ``host_link`` in the catalog (NVLink-C2C on
+Grace superchips, PCIe Gen4 or Gen5 x16 on x86 hosts, each from its datasheet).
 """
 
 from __future__ import annotations
@@ -27,15 +25,10 @@ from clusterforge.catalog import Gpu
 
 __all__ = ["host_link_gbyte_per_s", "offload_stall_s", "resident_layers"]
 
-C2C_GBYTE_PER_S_EACH_WAY = 450.0
-PCIE5_X16_GBYTE_PER_S_EACH_WAY = 64.0
-
 
 def host_link_gbyte_per_s(gpu: Gpu) -> float:
-    """GPU-to-host bandwidth in one direction, GB/s: NVLink-C2C on superchips, else PCIe 5."""
-    if gpu.form_factor == "superchip":
-        return C2C_GBYTE_PER_S_EACH_WAY
-    return PCIE5_X16_GBYTE_PER_S_EACH_WAY
+    """GPU-to-host bandwidth in one direction, GB/s (the catalog's ``host_link``)."""
+    return gpu.host_link_gbyte_per_s
 
 
 def resident_layers(layers: int, offloaded: int) -> int:

@@ -1,7 +1,7 @@
 """How far a prediction may be from the real run: the spread of the model on published runs.
 
 ``benchmarks/validate_predict.py --write`` predicts every published run of
-``tests/validation`` and stores the 10th and 90th percentile of the signed errors in
+``validation/`` and stores the 10th and 90th percentile of the signed errors in
 ``data/uncertainty.toml``. Since ``real = predicted / (1 + error)``, the real value of a
 new prediction lies, for 80 % of those runs, in ``predicted x (1 + low .. 1 + high)``.
 """

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from clusterforge.catalog import Scaleup
 from clusterforge.design.fabric import Connectivity
 from clusterforge.errors import SimulationError
 
@@ -102,7 +103,7 @@ class FabricGraph:
     nics_per_node: int
     domain_gpus: int
     num_domains: int
-    scaleup: str
+    scaleup: Scaleup
     scaleup_class: str
     nvls: bool
     fabric: str
