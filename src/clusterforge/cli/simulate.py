@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
+from clusterforge.job import GROUP_KINDS
 from clusterforge.netsim.study import DEFAULT_SWEEP, StudyRequest, parse_size, parse_sweep
 from clusterforge.netsim.vocab import (
     ALGORITHMS,
     COLLECTIVES,
-    GROUP_KINDS,
     PLACEMENTS,
     PROTOCOLS,
     ROUTINGS,
@@ -49,8 +49,9 @@ __all__ = ["command", "parse_size"]
     "kind",
     default="all",
     show_default=True,
-    type=click.Choice(GROUP_KINDS),
-    help="Communicators: one over all GPUs, or every DP/TP/PP/CP group at once",
+    type=click.Choice(("all", *GROUP_KINDS)),
+    help="Communicators: one over all GPUs, or every group of one kind of the spec's job at "
+    "once (dpcp: DP x CP, the ZeRO/FSDP group; ep: expert parallel)",
 )
 @click.option("--placement", default="packed", show_default=True, type=click.Choice(PLACEMENTS))
 @click.option(

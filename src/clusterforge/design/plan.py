@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from clusterforge.catalog import Catalog, load_catalog
 from clusterforge.design.cabling import LinkClass, design_cabling
@@ -58,6 +58,11 @@ class Design(BaseModel):
     findings: list[Finding] = Field(default_factory=list)
     layout: Layout = Field(exclude=True, repr=False)
     catalog: Catalog = Field(exclude=True, repr=False, description="The catalog planned with")
+
+    @field_serializer("job")
+    def _job_degrees(self, job: JobLayout | None) -> dict[str, int] | None:
+        """The degrees; the interleaving is in the spec (``virtual_pipeline_stages``)."""
+        return None if job is None else job.degrees()
 
     def require_workload(self, purpose: str) -> tuple[WorkloadSpec, JobLayout]:
         """The workload and its job layout; a clear error when the spec has none."""
@@ -178,18 +183,7 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None, *, break_even: bool 
 def _at_size(spec: ClusterSpec, num_gpus: int) -> ClusterSpec:
     """The same spec at ``num_gpus``, its workload reduced to data parallelism so that any
     whole number of nodes is a valid size."""
-    workload = spec.workload and spec.workload.model_copy(
-        update={
-            "tensor_parallel": 1,
-            "pipeline_parallel": 1,
-            "context_parallel": 1,
-            "expert_parallel": 1,
-            "data_parallel": None,
-            "global_batch": num_gpus,
-            "micro_batch": 1,
-            "pipeline_layers": None,
-        }
-    )
+    workload = spec.workload and spec.workload.data_parallel_at(num_gpus)
     return spec.model_copy(update={"num_gpus": num_gpus, "workload": workload})
 
 

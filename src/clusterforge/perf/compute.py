@@ -158,20 +158,20 @@ class LayerTimes:
 
 def _tokens(plan: ParallelPlan) -> float:
     """Tokens one GPU processes per micro-batch (CP splits the sequence)."""
-    return plan.micro_batch * plan.seq_length / plan.cp
+    return plan.micro_batch * plan.seq_length / plan.layout.cp
 
 
 def _weight_gemms_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float:
     """Forward time of the weight GEMMs of one layer (Megatron column/row TP split)."""
-    t, h, f = plan.tp, arch.hidden_size, ffn_size(arch)
+    t, h, f = plan.layout.tp, arch.hidden_size, ffn_size(arch)
     tokens = _tokens(plan)
     kv_dim = h * kv_heads(arch) // arch.num_heads
     qkv = gemm_time_s(tokens, (h + 2 * kv_dim) / t, h, perf)
     proj = gemm_time_s(tokens, h, h / t, perf)
     up_cols = (2 if arch.gated_mlp else 1) * f / t
     if arch.num_experts > 1:
-        local_experts = arch.num_experts / plan.ep
-        routed = tokens * arch.top_k * plan.ep / arch.num_experts  # tokens per local expert
+        local_experts = arch.num_experts / plan.layout.ep
+        routed = tokens * arch.top_k * plan.layout.ep / arch.num_experts  # tokens per local expert
         up = gemm_time_s(routed, up_cols, h, perf, batch=local_experts)
         down = gemm_time_s(routed, h, f / t, perf, batch=local_experts)
         router = gemm_time_s(tokens, arch.num_experts, h, perf)
@@ -234,7 +234,7 @@ def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
     """
     c = load_constants()
     perf = perf.at_bf16()
-    heads = arch.num_heads / plan.tp
+    heads = arch.num_heads / plan.layout.tp
     head_dim = arch.hidden_size / arch.num_heads
     queries, keys = _tokens(plan) / plan.micro_batch, plan.seq_length
     if stack.attention != "unfused":
@@ -285,8 +285,8 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     rotary = 4 * (h + kv_dim) if arch.position_embedding == "rope" else 0
     split = activation + rotary
     per_token = (replicated + permute) / (
-        plan.tp if plan.sequence_parallel else 1
-    ) + split / plan.tp
+        plan.layout.tp if plan.sequence_parallel else 1
+    ) + split / plan.layout.tp
     return per_token * _tokens(plan)
 
 
@@ -372,7 +372,7 @@ def logits_times(
     """
     perf = perf.at_bf16()
     tokens = _tokens(plan)
-    vocab = arch.vocab_size / plan.tp
+    vocab = arch.vocab_size / plan.layout.tp
     gemm = gemm_time_s(tokens, vocab, arch.hidden_size, perf)
     loss_forward, loss_backward = _cross_entropy_s(tokens * vocab, perf, stack or Stack())
     return gemm + loss_forward, 2.0 * gemm + loss_backward

@@ -51,7 +51,7 @@ def _widths(arch: ModelArch, plan: ParallelPlan) -> tuple[float, float, float, f
     sequence parallelism); the other inputs are the projection's ``h / t`` and FC2's ``f / t``
     (the activation's output); gradients are the four GEMM outputs' gradients.
     """
-    t, h, f = plan.tp, arch.hidden_size, ffn_size(arch)
+    t, h, f = plan.layout.tp, arch.hidden_size, ffn_size(arch)
     experts = arch.top_k if arch.num_experts > 1 else 1
     shard = t if plan.sequence_parallel else 1
     kv_dim = h * kv_heads(arch) / arch.num_heads
@@ -66,7 +66,7 @@ def fp8_layer_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[
     """HBM bytes of FP8 conversions of one layer and micro-batch: (forward, backward)."""
     if plan.precision != "fp8":
         return 0.0, 0.0
-    tokens = plan.micro_batch * plan.seq_length / plan.cp
+    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     norm_fed, others, grads, activation_out = _widths(arch, plan)
     if stack.fp8_fused_norm_cast:
         # The norm and the activation emit FP8; their outputs still need the transpose pass.

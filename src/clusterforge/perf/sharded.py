@@ -76,7 +76,7 @@ def zero3_exposed_s(
     else:
         forward = gather + (units - 1) * overlapped_s(gather, fwd_unit)
         backward = regather + (units - 1) * overlapped_s(regather + reduce, bwd_unit) + reduce
-    embedding = arch.vocab_size * arch.hidden_size / plan.tp
+    embedding = arch.vocab_size * arch.hidden_size / plan.layout.tp
     ends = comm.collective_time_s("all_gather", embedding * BF16_BYTES, shard)
     ends += comm.collective_time_s("reduce_scatter", embedding * stack.grad_reduce_bytes, shard)
     per_step = num_micro * (forward + backward + ends)

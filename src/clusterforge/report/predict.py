@@ -16,11 +16,11 @@ __all__ = ["goodput_of_best", "predict_json", "print_predict"]
 
 def plan_label(plan: ParallelPlan) -> str:
     """``TP8 PP4 DP16 mb1 v5 Z1 sel``: a plan on one line."""
-    parts = [f"TP{plan.tp}", f"PP{plan.pp}"]
-    parts += [f"CP{plan.cp}"] if plan.cp > 1 else []
-    parts += [f"EP{plan.ep}"] if plan.ep > 1 else []
-    parts += [f"DP{plan.dp}", f"mb{plan.micro_batch}"]
-    parts += [f"v{plan.vpp}"] if plan.vpp > 1 else []
+    parts = [f"TP{plan.layout.tp}", f"PP{plan.layout.pp}"]
+    parts += [f"CP{plan.layout.cp}"] if plan.layout.cp > 1 else []
+    parts += [f"EP{plan.layout.ep}"] if plan.layout.ep > 1 else []
+    parts += [f"DP{plan.layout.dp}", f"mb{plan.micro_batch}"]
+    parts += [f"v{plan.layout.vpp}"] if plan.layout.vpp > 1 else []
     parts += [f"Z{plan.zero_stage}"]
     if plan.shard_size:
         parts += [f"shard{plan.shard_size}"]
@@ -53,7 +53,7 @@ def _summary_table(predictions: list[Prediction], title: str) -> Table:
     for index, p in enumerate(predictions, 1):
         table.add_row(
             str(index),
-            str(p.plan.num_gpus),
+            str(p.plan.layout.num_gpus),
             plan_label(p.plan),
             f"{p.step_time_s:.2f}",
             _si(p.tokens_per_s),
@@ -91,7 +91,9 @@ def goodput_of_best(design: Design, outcome: PredictOutcome) -> dict[str, Any] |
     training GPUs (the job the design's spares, storage and failure exposure are for)."""
     from clusterforge.report.expected import expected_goodput_summary
 
-    own = [p for p in outcome.predictions if p.plan.num_gpus == design.compute.num_training_gpus]
+    own = [
+        p for p in outcome.predictions if p.plan.layout.num_gpus == design.compute.num_training_gpus
+    ]
     if not own:
         return None
     best = max(own, key=lambda p: p.tokens_per_s)
@@ -122,7 +124,7 @@ def print_predict(
 ) -> None:
     """Tables, the range of the best prediction, time to train and the conventions."""
     best = outcome.predictions[0]
-    gpus = sorted({p.plan.num_gpus for p in outcome.predictions})
+    gpus = sorted({p.plan.layout.num_gpus for p in outcome.predictions})
     sizes = f"{gpus[0]}" if len(gpus) == 1 else f"{gpus[0]}-{gpus[-1]}"
     title = f"{outcome.model_id} on {sizes} x {outcome.gpu_id}"
     if outcome.searched:
@@ -134,7 +136,7 @@ def print_predict(
     fastest = max(outcome.predictions, key=lambda p: p.tokens_per_s)
     headline = fastest if len(gpus) > 1 else best
     band = headline.band
-    where = f" on {headline.plan.num_gpus:,} GPUs" if len(gpus) > 1 else ""
+    where = f" on {headline.plan.layout.num_gpus:,} GPUs" if len(gpus) > 1 else ""
     console.print(
         f"tokens/s per GPU{where} {band.describe(headline.tokens_per_s_per_gpu)}: the range "
         f"holds 80 % of {band.num_runs} published runs (validation MAPE {band.mape:.1%})"
@@ -147,12 +149,12 @@ def print_predict(
     days = fastest.time_to_train_s(outcome.tokens) / 86400
     console.print(
         f"time to train {outcome.tokens / 1e9:,.0f}B tokens: {days:,.1f} days at "
-        f"{fastest.tokens_per_s:,.0f} tokens/s on {fastest.plan.num_gpus:,} GPUs "
+        f"{fastest.tokens_per_s:,.0f} tokens/s on {fastest.plan.layout.num_gpus:,} GPUs "
         "(no failures or restarts)"
     )
     if goodput and goodput.get("available"):
         console.print(
-            f"with failures and restarts ({goodput.get('num_gpus', best.plan.num_gpus):,} GPUs): "
+            f"with failures and restarts ({goodput.get('num_gpus', best.plan.layout.num_gpus):,} GPUs): "
             f"{goodput['expected_days']:,.1f} "
             f"days expected, P50 {goodput['p50_days']:,.1f}, P90 {goodput['p90_days']:,.1f} "
             f"(ETTR {goodput['ettr']:.1%}, {goodput['interruptions_per_day']:.2f} interruptions "
