@@ -11,9 +11,10 @@ import pytest
 from clusterforge.catalog import ModelArch
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
-from clusterforge.perf.compute import gpu_perf, layer_times
+from clusterforge.perf.compute import layer_times
 from clusterforge.perf.memory import memory_per_gpu
 from clusterforge.perf.parallel import shard_groups
+from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.search import least_recompute
 from clusterforge.perf.stack import STACK_NAMES, stack_named
 from clusterforge.spec import WorkloadSpec

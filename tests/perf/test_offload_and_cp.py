@@ -11,7 +11,8 @@ from clusterforge.catalog import load_catalog
 from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
-from clusterforge.perf.offload import host_link_gbyte_per_s, offload_stall_s, resident_layers
+from clusterforge.perf.memory import resident_layers
+from clusterforge.perf.offload import host_link_gbyte_per_s, offload_stall_s
 from clusterforge.perf.stack import stack_named
 
 NEMO = stack_named("nemo")

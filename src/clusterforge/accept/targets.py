@@ -82,7 +82,7 @@ def _predicted_allreduce(design: Design, num_nodes: int, size_bytes: float) -> f
 
 
 def _gemm_target(design: Design) -> Target:
-    from clusterforge.perf.compute import gpu_perf
+    from clusterforge.perf.roofline import gpu_perf
 
     gpu = design.compute.gpu
     mamf = gpu_perf(gpu, "bf16").matmul_tflops

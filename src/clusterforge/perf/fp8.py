@@ -28,13 +28,16 @@ from __future__ import annotations
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.flops import ffn_size, kv_heads
-from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.memory import layer_params_per_gpu
+from clusterforge.perf.parallel import ParallelPlan, num_micro_batches
+from clusterforge.perf.roofline import GpuPerf, memory_time_s
 from clusterforge.perf.stack import Stack
 
 __all__ = [
     "FP8_KERNELS_PER_LAYER",
     "fp8_layer_bytes",
     "fp8_weight_cast_bytes_per_micro",
+    "fp8_weight_cast_s",
 ]
 
 CAST_TRANSPOSE_BYTES = 4.0  # read 2 B BF16, write 1 B FP8 + 1 B FP8 transposed
@@ -95,3 +98,12 @@ def fp8_weight_cast_bytes_per_micro(
     if stack.fp8_scaling == "dynamic":
         return 2 * params * (AMAX_READ_BYTES + CAST_TRANSPOSE_BYTES)
     return params * CAST_TRANSPOSE_BYTES / max(1, num_micro)
+
+
+def fp8_weight_cast_s(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack, perf: GpuPerf, layers: int
+) -> float:
+    """Seconds per micro-batch to cast the weights of a stage's ``layers`` layers to FP8."""
+    params = layers * layer_params_per_gpu(arch, plan)
+    num_bytes = fp8_weight_cast_bytes_per_micro(params, plan, stack, num_micro_batches(plan))
+    return memory_time_s(num_bytes, perf, num_kernels=layers) if num_bytes else 0.0

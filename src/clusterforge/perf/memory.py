@@ -18,10 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.compute import BF16_BYTES
 from clusterforge.perf.flops import ffn_size, kv_heads
-from clusterforge.perf.offload import resident_layers
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
+from clusterforge.perf.roofline import BF16_BYTES
 from clusterforge.perf.stack import Stack
 
 __all__ = [
@@ -30,6 +29,7 @@ __all__ = [
     "activation_bytes_per_layer",
     "layer_params_per_gpu",
     "memory_per_gpu",
+    "resident_layers",
     "stage_params",
 ]
 
@@ -69,6 +69,13 @@ def _layer_params(arch: ModelArch) -> tuple[float, float]:
     if arch.num_experts > 1:
         return dense + h * arch.num_experts, mlp * arch.num_experts
     return dense + mlp, 0.0
+
+
+def resident_layers(layers: int, offloaded: int) -> int:
+    """Layers of a stage whose activations stay in HBM with ``offloaded`` layers offloaded to
+    host memory (:mod:`clusterforge.perf.offload`): the others, plus one in transfer."""
+    moved = min(max(offloaded, 0), layers)
+    return layers - moved + (1 if moved else 0)
 
 
 def layer_params_per_gpu(arch: ModelArch, plan: ParallelPlan) -> float:

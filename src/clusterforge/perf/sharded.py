@@ -33,9 +33,10 @@ import math
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
-from clusterforge.perf.compute import BF16_BYTES, LayerTimes, overlapped_s
+from clusterforge.perf.compute import LayerTimes, overlapped_s
 from clusterforge.perf.memory import layer_params_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, shard_groups
+from clusterforge.perf.roofline import BF16_BYTES
 from clusterforge.perf.stack import Stack
 
 __all__ = ["fsdp_unit_layers", "zero3_exposed_s"]

@@ -24,16 +24,7 @@ from typing import Any, TypeVar
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.comm import CommModel
-from clusterforge.perf.compute import (
-    BF16_BYTES,
-    GpuPerf,
-    LayerTimes,
-    gpu_perf,
-    layer_times,
-    load_constants,
-    logits_times,
-    memory_time_s,
-)
+from clusterforge.perf.compute import LayerTimes, layer_times, logits_times
 from clusterforge.perf.exposure import (
     LayerComm,
     dp_exposed_s,
@@ -42,20 +33,22 @@ from clusterforge.perf.exposure import (
     pp_exposed_s,
 )
 from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_step
+from clusterforge.perf.fp8 import fp8_weight_cast_s
 from clusterforge.perf.memory import (
     MemoryBreakdown,
     memory_per_gpu,
     stage_params,
 )
+from clusterforge.perf.offload import offload_s
 from clusterforge.perf.parallel import (
     ParallelPlan,
     num_micro_batches,
     recompute_fraction,
     validate_plan,
 )
+from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gpu_perf, load_constants, memory_time_s
 from clusterforge.perf.sharded import zero3_exposed_s
 from clusterforge.perf.stack import Stack
-from clusterforge.perf.stage_extras import fp8_weight_cast_s, offload_s
 from clusterforge.perf.uncertainty import Band, validation_band
 
 __all__ = ["FLOP_CONVENTION", "Breakdown", "Prediction", "predict_step"]
