@@ -87,11 +87,12 @@ def layer_params_per_gpu(arch: ModelArch, plan: ParallelPlan) -> float:
 def stage_params(arch: ModelArch, plan: ParallelPlan, layers: int, first: bool) -> float:
     """Parameters held by one GPU of a stage: layers / TP (experts / EP) + embedding on stage 0."""
     dense, expert = _layer_params(arch)
-    per_gpu = layers * (dense / plan.layout.tp + expert / (plan.layout.tp * plan.layout.ep))
-    if first or plan.layout.pp == 1:
-        per_gpu += arch.vocab_size * arch.hidden_size / plan.layout.tp
-    if plan.layout.pp == 1 and not arch.tied_embeddings:
-        per_gpu += arch.vocab_size * arch.hidden_size / plan.layout.tp
+    job = plan.layout
+    per_gpu = layers * (dense / job.tp + expert / (job.tp * job.ep))
+    if first or job.pp == 1:
+        per_gpu += arch.vocab_size * arch.hidden_size / job.tp
+    if job.pp == 1 and not arch.tied_embeddings:
+        per_gpu += arch.vocab_size * arch.hidden_size / job.tp
     return per_gpu
 
 
@@ -135,12 +136,13 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
 
 def _in_flight(plan: ParallelPlan) -> float:
     """Micro-batches whose activations the first stage holds at peak (Korthikanti §4.2.3)."""
-    if plan.layout.pp == 1:
+    p, v = plan.layout.pp, plan.layout.vpp
+    if p == 1:
         return 1.0
     m = num_micro_batches(plan)
-    in_flight = float(min(plan.layout.pp, m))
-    if plan.layout.vpp > 1:
-        in_flight *= 1 + (plan.layout.pp - 1) / (plan.layout.pp * plan.layout.vpp)
+    in_flight = float(min(p, m))
+    if v > 1:
+        in_flight *= 1 + (p - 1) / (p * v)
     return float(in_flight)
 
 

@@ -268,11 +268,8 @@ def _optimizer_s(
     gradient buffer), its shard under ZeRO-2/3 and FSDP (gradients are reduce-scattered and
     the unsharded ones freed; Rajbhandari et al. 2020)."""
     params = stage_params(arch, plan, first_stage, first=True)
-    owned = (
-        params / (plan.shard_size or plan.layout.dp * plan.layout.cp)
-        if plan.zero_stage >= 1
-        else params
-    )
+    shard = plan.shard_size or plan.layout.dp * plan.layout.cp
+    owned = params / shard if plan.zero_stage >= 1 else params
     held = owned if plan.zero_stage >= 2 else params
     optimizer_bytes = load_constants().optimizer_bytes_per_param
     return (

@@ -30,11 +30,12 @@ def expected_performance(design: Design) -> dict[str, Any]:
     except ClusterforgeError as exc:
         return {"available": False, "reason": str(exc)}
     tokens = design.require_workload("a prediction")[0].tokens_b * 1e9
-    plan = f"TP {p.plan.layout.tp} x PP {p.plan.layout.pp} x CP {p.plan.layout.cp} x DP {p.plan.layout.dp}"
+    job = p.plan.layout
+    plan = f"TP {job.tp} x PP {job.pp} x CP {job.cp} x DP {job.dp}"
     return {
         "available": True,
         "model": p.model_id,
-        "plan": plan + (f" (EP {p.plan.layout.ep})" if p.plan.layout.ep > 1 else ""),
+        "plan": plan + (f" (EP {job.ep})" if job.ep > 1 else ""),
         "step_time_s": p.step_time_s,
         "tokens_per_s": p.tokens_per_s,
         "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu,

@@ -16,11 +16,12 @@ __all__ = ["goodput_of_best", "predict_json", "print_predict"]
 
 def plan_label(plan: ParallelPlan) -> str:
     """``TP8 PP4 DP16 mb1 v5 Z1 sel``: a plan on one line."""
-    parts = [f"TP{plan.layout.tp}", f"PP{plan.layout.pp}"]
-    parts += [f"CP{plan.layout.cp}"] if plan.layout.cp > 1 else []
-    parts += [f"EP{plan.layout.ep}"] if plan.layout.ep > 1 else []
-    parts += [f"DP{plan.layout.dp}", f"mb{plan.micro_batch}"]
-    parts += [f"v{plan.layout.vpp}"] if plan.layout.vpp > 1 else []
+    job = plan.layout
+    parts = [f"TP{job.tp}", f"PP{job.pp}"]
+    parts += [f"CP{job.cp}"] if job.cp > 1 else []
+    parts += [f"EP{job.ep}"] if job.ep > 1 else []
+    parts += [f"DP{job.dp}", f"mb{plan.micro_batch}"]
+    parts += [f"v{job.vpp}"] if job.vpp > 1 else []
     parts += [f"Z{plan.zero_stage}"]
     if plan.shard_size:
         parts += [f"shard{plan.shard_size}"]
