@@ -181,9 +181,9 @@ def _library_search(design: Design) -> list[tuple[str, float, float]]:
     counts = (result.num_candidates, result.num_fitting, result.num_timed)
     laps.append((f"  plans generated / fit / timed: {counts}", 0.0, 0.0))
     best = result.predictions[0]
-    p = best.plan
+    p, job = best.plan, best.plan.layout
     laps.append(
-        (f"  best: TP{p.tp} PP{p.pp} DP{p.dp} mb{p.micro_batch} v{p.vpp} Z{p.zero_stage} "
+        (f"  best: TP{job.tp} PP{job.pp} DP{job.dp} mb{p.micro_batch} v{job.vpp} Z{p.zero_stage} "
          f"{p.recompute}, MFU {best.mfu:.1%}, {best.tokens_per_s_per_gpu:.1f} tokens/s/GPU", 0.0, 0.0)
     )  # fmt: skip
     return laps
@@ -195,7 +195,9 @@ def _sweep(design: Design) -> list[tuple[str, float, float]]:
     start, cpu = time.perf_counter(), time.process_time()
     outcome = run_predict(design, PredictRequest(search=True, gpu_counts=SWEEP_GPUS))
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
-    sizes = ", ".join(f"{p.plan.num_gpus}: {p.step_time_s:.2f} s" for p in outcome.predictions)
+    sizes = ", ".join(
+        f"{p.plan.layout.num_gpus}: {p.step_time_s:.2f} s" for p in outcome.predictions
+    )
     counts = (outcome.num_candidates, outcome.num_fitting, outcome.num_timed)
     return [
         (f"size sweep {SWEEP_GPUS[0]}..{SWEEP_GPUS[-1]} GPUs (cold)", elapsed, cpu),

@@ -36,7 +36,10 @@ def _row(outcome: Outcome) -> str:
     if outcome.prediction is None:
         return f"  {run.name:<34} {run.subset:<11} {run.published:>9,.1f}  NO PLAN FITS"
     p = outcome.prediction.plan
-    plan = f"TP{p.tp} PP{p.pp} CP{p.cp} DP{p.dp} mb{p.micro_batch} v{p.vpp} Z{p.zero_stage}"
+    job = p.layout
+    plan = (
+        f"TP{job.tp} PP{job.pp} CP{job.cp} DP{job.dp} mb{p.micro_batch} v{job.vpp} Z{p.zero_stage}"
+    )
     return (
         f"  {run.name:<34} {run.subset:<11} {run.published:>9,.1f} {outcome.predicted:>9,.1f} "
         f"{outcome.error * 100:+6.1f} %  {plan} {p.recompute} {p.precision} {run.stack.name}"

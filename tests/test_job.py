@@ -37,9 +37,15 @@ def test_check_batch_returns_micro_batches_and_names_the_fix() -> None:
     with pytest.raises(PlanError, match="use 512"):
         job.check_batch(500, 2)
     with pytest.raises(PlanError, match="multiple of pp = 4"):
-        JobLayout(pp=4, dp=16).check_batch(16 * 6, 1, vpp=2)
+        JobLayout(pp=4, dp=16, vpp=2).check_batch(16 * 6, 1)
+
+
+def test_interleaving_needs_a_pipeline_on_construction() -> None:
     with pytest.raises(PlanError, match="needs pp > 1"):
-        JobLayout(dp=16).check_batch(16, 1, vpp=2)
+        JobLayout(dp=16, vpp=2)
+    with pytest.raises(PlanError, match="vpp = 0"):
+        JobLayout(pp=2, vpp=0)
+    assert JobLayout.for_gpus(64, pp=4, vpp=2).on_gpus(128) == JobLayout(pp=4, dp=32, vpp=2)
 
 
 def test_check_model_heads_kv_heads_sequence_experts_layers(models) -> None:

@@ -11,7 +11,7 @@ its cluster (``parse_spec`` + ``design.plan``, collectives simulated on that fab
 source does not publish is chosen the same way for every row: among the micro-batches and
 interleaving degrees the row allows (a single value when the source gives it) and its
 recomputation modes, the fastest predicted plan that fits in memory (the authors tuned
-their runs); uneven interleaving follows ``split_layers``.
+their runs); uneven interleaving follows ``JobLayout.split_layers``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from clusterforge.design import plan as design_cluster
 from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
 from clusterforge.perf.comm import CommModel
-from clusterforge.perf.parallel import ParallelPlan, split_layers
+from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.predict import design_comm
 from clusterforge.perf.search import least_recompute
 from clusterforge.perf.stack import Stack, stack_named
@@ -92,7 +92,7 @@ def _arch(row: dict[str, Any]) -> ModelArch:
 def _run(file: str, row: dict[str, Any]) -> Run:
     job = JobLayout.for_gpus(row["num_gpus"], tp=row["tp"], pp=row["pp"], cp=row["cp"])
     base = ParallelPlan(
-        **job.degrees(),
+        job,
         global_batch=row["global_batch"],
         seq_length=row["seq_length"],
         sequence_parallel=row["tp"] > 1 and row.get("sequence_parallel", True),
@@ -178,19 +178,20 @@ _DESIGNS: dict[tuple[Any, ...], Design] = {}
 
 def run_design(run: Run) -> Design:
     """The run's cluster as a clusterforge design (built once per cluster and layout)."""
-    key = (run.node, run.base.num_gpus, run.network, run.facility, run.arch.id, run.base)
+    key = (run.node, run.base.layout.num_gpus, run.network, run.facility, run.arch.id, run.base)
     if key not in _DESIGNS:
+        job = run.base.layout
         workload = {
             "model": run.arch.model_dump(),
-            "tensor_parallel": run.base.tp,
-            "pipeline_parallel": run.base.pp,
-            "context_parallel": run.base.cp,
+            "tensor_parallel": job.tp,
+            "pipeline_parallel": job.pp,
+            "context_parallel": job.cp,
             "global_batch": run.base.global_batch,
             "seq_length": run.base.seq_length,
         }
         spec = parse_spec(
             {
-                "num_gpus": run.base.num_gpus,
+                "num_gpus": run.base.layout.num_gpus,
                 "node": run.node,
                 "network": dict(run.network),
                 "facility": dict(run.facility),
@@ -209,17 +210,18 @@ def candidates(run: Run) -> list[ParallelPlan]:
     are the layers plus the embedding and the loss when the stages are uneven (Llama 3:
     126 + 2 = 128 slots, 8 per stage); every stage keeps a layer per chunk.
     """
-    base = run.base
-    stages = split_layers(run.arch.num_layers, base.pp)
+    base, job = run.base, run.base.layout
+    stages = job.split_layers(run.arch.num_layers)
     slots = run.arch.num_layers + (2 if min(stages) < max(stages) else 0)
     vpps = [1]
-    if base.pp > 1:
+    if job.pp > 1:
         vpps = [
             v
             for v in run.virtual_stages
-            if v <= min(stages) and (len(run.virtual_stages) == 1 or slots % (base.pp * v) == 0)
+            if v <= min(stages) and (len(run.virtual_stages) == 1 or slots % (job.pp * v) == 0)
         ]
-    return [base.with_(micro_batch=mb, vpp=v) for mb in run.micro_batches for v in vpps]
+    layouts = [replace(job, vpp=v) for v in vpps]
+    return [base.with_(micro_batch=mb, layout=j) for mb in run.micro_batches for j in layouts]
 
 
 @dataclass(frozen=True)

@@ -19,21 +19,25 @@ parallel groups are consecutive blocks of EP ranks inside the flattened (DP, CP)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, assert_never
+from typing import Literal, assert_never, get_args
 
 import numpy as np
 
 from clusterforge.catalog import ModelArch
 from clusterforge.errors import PlanError
 
-__all__ = ["GROUP_KINDS", "GroupKind", "JobLayout"]
+__all__ = ["GROUP_KINDS", "GroupKind", "JobLayout", "require"]
 
+# The communicator groups of a job: one per parallel dimension, plus DP x CP (the ZeRO/FSDP
+# shard group) and EP (blocks of DP x CP).
 GroupKind = Literal["tp", "cp", "dp", "dpcp", "ep", "pp"]
-GROUP_KINDS: tuple[GroupKind, ...] = ("tp", "cp", "dp", "dpcp", "ep", "pp")
+GROUP_KINDS: tuple[GroupKind, ...] = get_args(GroupKind)
 
 
-def _require(condition: bool, message: str) -> None:
+def require(condition: bool, message: str) -> None:
+    """Raise :class:`PlanError` with ``message`` unless ``condition`` holds."""
     if not condition:
         raise PlanError(message)
 
@@ -41,6 +45,10 @@ def _require(condition: bool, message: str) -> None:
 @dataclass(frozen=True)
 class JobLayout:
     """The parallel degrees of a job; ``num_gpus = TP x PP x CP x DP`` (EP divides DP x CP).
+
+    ``vpp`` is the pipeline schedule's model chunks per stage (Megatron-LM's virtual pipeline
+    stages, the interleaved 1F1B schedule of Narayanan et al. 2021 §2.2); it lives with PP
+    because it only exists with PP: more than one chunk needs more than one stage.
 
     Build it with :meth:`for_gpus` (derives DP from a GPU count, the only place DP is ever
     derived) or directly with every degree (validated on construction).
@@ -51,11 +59,15 @@ class JobLayout:
     dp: int = 1
     cp: int = 1
     ep: int = 1
+    vpp: int = 1
 
     def __post_init__(self) -> None:
-        for name, value in self.degrees().items():
-            _require(isinstance(value, int) and value >= 1, f"{name} = {value}: must be at least 1")
-        _require(
+        for name, value in {**self.degrees(), "vpp": self.vpp}.items():
+            require(isinstance(value, int) and value >= 1, f"{name} = {value}: must be at least 1")
+        require(
+            self.vpp == 1 or self.pp > 1, f"vpp = {self.vpp} (interleaved schedule) needs pp > 1"
+        )
+        require(
             (self.dp * self.cp) % self.ep == 0,
             f"expert_parallel = {self.ep} must divide DP x CP = {self.dp * self.cp} (experts are "
             "sharded across data-parallel ranks)",
@@ -71,11 +83,12 @@ class JobLayout:
         cp: int = 1,
         ep: int = 1,
         dp: int | None = None,
+        vpp: int = 1,
     ) -> JobLayout:
         """The layout of ``num_gpus`` GPUs: DP = GPUs / (TP x PP x CP), or ``dp`` checked."""
-        _require(num_gpus >= 1, f"num_gpus = {num_gpus}: use at least 1")
+        require(num_gpus >= 1, f"num_gpus = {num_gpus}: use at least 1")
         model_parallel = tp * pp * cp
-        _require(
+        require(
             model_parallel >= 1 and num_gpus % model_parallel == 0,
             f"tensor_parallel x pipeline_parallel x context_parallel = {model_parallel} does "
             f"not divide num_gpus {num_gpus}; pick degrees whose product divides the GPU count",
@@ -87,10 +100,22 @@ class JobLayout:
                 f"{model_parallel * dp} but the job has {num_gpus} GPUs; set data_parallel = "
                 f"{derived} or leave it out"
             )
-        return cls(tp=tp, pp=pp, dp=derived, cp=cp, ep=ep)
+        return cls(tp=tp, pp=pp, dp=derived, cp=cp, ep=ep, vpp=vpp)
+
+    def on_gpus(self, num_gpus: int) -> JobLayout:
+        """The same model-parallel degrees and schedule on ``num_gpus`` GPUs (DP re-derived)."""
+        return JobLayout.for_gpus(
+            num_gpus, tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep, vpp=self.vpp
+        )
+
+    def check_gpus(self, num_gpus: int) -> None:
+        """Check that the layout fills exactly ``num_gpus`` GPUs (the errors of :meth:`for_gpus`)."""
+        JobLayout.for_gpus(
+            num_gpus, tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep, dp=self.dp, vpp=self.vpp
+        )
 
     def degrees(self) -> dict[str, int]:
-        """Degrees by their short name (tp, pp, dp, cp, ep)."""
+        """The degrees whose product is the GPU count, by short name (tp, pp, dp, cp, ep)."""
         return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "cp": self.cp, "ep": self.ep}
 
     @property
@@ -108,20 +133,18 @@ class JobLayout:
         """Micro-batches per pipeline per step: ``global / (micro x DP)``."""
         return global_batch // (micro_batch * self.dp)
 
-    def check_batch(self, global_batch: int, micro_batch: int, vpp: int = 1) -> int:
+    def check_batch(self, global_batch: int, micro_batch: int) -> int:
         """Check that the global batch splits evenly; return micro-batches per pipeline."""
-        _require(micro_batch >= 1, f"micro_batch = {micro_batch}: must be at least 1")
-        _require(vpp >= 1, f"vpp = {vpp}: must be at least 1")
+        require(micro_batch >= 1, f"micro_batch = {micro_batch}: must be at least 1")
         per_step = micro_batch * self.dp
-        _require(
+        require(
             global_batch % per_step == 0,
             f"global_batch = {global_batch} is not a multiple of micro_batch x DP = "
             f"{micro_batch} x {self.dp}; use {max(1, round(global_batch / per_step)) * per_step}",
         )
         m = self.num_micro_batches(global_batch, micro_batch)
-        if vpp > 1:
-            _require(self.pp > 1, f"vpp = {vpp} (interleaved schedule) needs pp > 1")
-            _require(
+        if self.vpp > 1:
+            require(
                 m % self.pp == 0,
                 f"interleaved schedule: {m} micro-batches per pipeline must be a multiple of "
                 f"pp = {self.pp} (Megatron-LM); change global_batch, micro_batch or set vpp = 1",
@@ -132,62 +155,75 @@ class JobLayout:
 
     def check_model(self, arch: ModelArch, seq_length: int) -> None:
         """Check that the model splits: heads over TP, sequence over CP, experts over EP."""
-        _require(
+        require(
             arch.num_heads % self.tp == 0,
             f"tp = {self.tp} does not divide the {arch.num_heads} attention heads of "
             f"{arch.id}; use a TP degree that divides {arch.num_heads}",
         )
         kv = arch.num_kv_heads or arch.num_heads
-        _require(
+        require(
             kv % self.tp == 0 or self.tp % kv == 0,
             f"tp = {self.tp} and the {kv} KV heads of {arch.id}: one must divide the other "
             "(KV heads are split or replicated across TP ranks)",
         )
-        _require(
+        require(
             self.cp == 1 or seq_length % (2 * self.cp) == 0,
             f"cp = {self.cp}: the sequence {seq_length} must split into 2 x CP chunks "
             "(load-balanced causal context parallelism)",
         )
-        _require(
+        require(
             arch.top_k <= arch.num_experts,
             f"top_k = {arch.top_k} is more than the {arch.num_experts} experts of {arch.id}; "
             "each token is routed to top_k distinct experts",
         )
-        _require(
+        require(
             arch.num_kv_heads is None or arch.num_heads % arch.num_kv_heads == 0,
             f"num_kv_heads = {arch.num_kv_heads} must divide the {arch.num_heads} heads of "
             f"{arch.id} (grouped-query attention shares each KV head among equal groups)",
         )
         if self.ep > 1:
-            _require(
+            require(
                 arch.num_experts > 1 and arch.num_experts % self.ep == 0,
                 f"ep = {self.ep} needs a MoE model whose experts ({arch.num_experts}) it divides",
             )
-        _require(
+        require(
             arch.num_layers >= self.pp,
             f"pp = {self.pp} is more than the {arch.num_layers} layers; use pp <= "
             f"{arch.num_layers}",
         )
 
-    def check_pipeline_layers(
-        self, num_layers: int, pipeline_layers: list[int] | None, vpp: int = 1
-    ) -> None:
-        """Check an explicit split of ``num_layers`` over the PP stages (one count per stage,
-        each positive, summing to the model's layers, at least ``vpp`` chunks per stage)."""
-        if pipeline_layers is None:
-            _require(
-                num_layers >= self.pp * vpp,
-                f"pp x vpp = {self.pp} x {vpp} chunks need at least {self.pp * vpp} layers; "
-                f"the model has {num_layers}",
+    def split_layers(
+        self, num_layers: int, explicit: Sequence[int] | None = None
+    ) -> tuple[int, ...]:
+        """Layers per pipeline stage: ``explicit`` (checked) or as even as possible.
+
+        Explicit: one count per stage, summing to the model's layers, at least ``vpp`` each.
+        Automatic: when the layers do not divide, the stages that get one layer fewer are the
+        first and the last (they also carry the embedding and the loss), the Llama 3 405B
+        layout (126 layers on 16 stages: 7 + 14 x 8 + 7; Llama Team 2024, §3.3.2). With
+        interleaving (``vpp`` chunks per stage) a stage's chunks may differ by a layer, as in
+        Llama 3's interleaved schedule; each chunk needs at least one layer.
+        """
+        if explicit is not None:
+            stages = tuple(int(n) for n in explicit)
+            shown = f"{list(stages[:8])}{'...' if len(stages) > 8 else ''}"
+            require(
+                len(stages) == self.pp and sum(stages) == num_layers and min(stages) >= self.vpp,
+                f"pipeline_layers = {shown}: need pp = {self.pp} counts of at least {self.vpp} "
+                f"summing to {num_layers} layers",
             )
-            return
-        _require(
-            len(pipeline_layers) == self.pp
-            and sum(pipeline_layers) == num_layers
-            and min(pipeline_layers) >= vpp,
-            f"pipeline_layers = {pipeline_layers[:8]}{'...' if len(pipeline_layers) > 8 else ''}"
-            f": need pp = {self.pp} counts of at least {vpp} summing to {num_layers} layers",
+            return stages
+        require(
+            num_layers >= self.pp,
+            f"pp = {self.pp} is more than the {num_layers} layers; use pp <= {num_layers}",
         )
+        stages = _even_split(num_layers, self.pp)
+        require(
+            min(stages) >= self.vpp,
+            f"vpp = {self.vpp} needs at least {self.vpp} layers on every pipeline stage "
+            f"{list(stages)}; choose a smaller vpp",
+        )
+        return stages
 
     # --- ranks and groups ----------------------------------------------------------------
 
@@ -227,3 +263,14 @@ class JobLayout:
         grid = self.grid()
         nxt = min(stage + 1, self.pp - 1)
         return np.stack([grid[stage].ravel(), grid[nxt].ravel()], axis=1)
+
+
+def _even_split(num_layers: int, pp: int) -> tuple[int, ...]:
+    """``num_layers`` over ``pp`` stages, one layer fewer on the ends first (first, last,
+    second, second-to-last, ...) when they do not divide."""
+    base, extra = divmod(num_layers, pp)
+    ends_first = [i // 2 if i % 2 == 0 else pp - 1 - i // 2 for i in range(pp)]
+    counts = [base + 1] * pp
+    for stage in ends_first[: pp - extra]:
+        counts[stage] = base
+    return tuple(counts)

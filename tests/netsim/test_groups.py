@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from clusterforge.errors import SimulationError
-from clusterforge.netsim import groups_for
+from clusterforge.job import GROUP_KINDS, JobLayout
+from clusterforge.netsim import design_job, groups_for
 from tests.netsim.designs import make_design
 
 
@@ -39,25 +40,34 @@ def test_every_gpu_is_in_exactly_one_group_of_each_kind(design):
 def test_fragmented_placement_scatters_nodes_but_keeps_tp_inside_a_node():
     design = make_design(num_gpus=512)
     big = make_design(num_gpus=2048, workload={"tensor_parallel": 8, "global_batch": 1024})
-    packed = groups_for(big, "dp", num_gpus=512)
-    frag = groups_for(big, "dp", num_gpus=512, placement="fragmented", seed=4)
+    half = design_job(big, 512)
+    packed = groups_for(big, "dp", layout=half)
+    frag = groups_for(big, "dp", layout=half, placement="fragmented", seed=4)
     assert packed.max() < 512
     assert frag.max() >= 512  # uses nodes beyond the first 64
-    tp = groups_for(big, "tp", num_gpus=512, placement="fragmented", seed=4)
+    tp = groups_for(big, "tp", layout=half, placement="fragmented", seed=4)
     assert np.all(tp // 8 == tp[:, :1] // 8)
     assert groups_for(design, "all").shape == (1, 512)
+
+
+def test_every_group_kind_of_the_job_layout_is_simulated(design):
+    for kind in GROUP_KINDS:
+        assert np.array_equal(groups_for(design, kind), design.job.groups(kind)), kind
+    layout = JobLayout(tp=8, dp=8, ep=4)
+    assert np.array_equal(groups_for(design, "ep", layout=layout), layout.groups("ep"))
 
 
 def test_bad_requests_name_the_field():
     design = make_design()
     with pytest.raises(SimulationError, match="groups: unknown"):
-        groups_for(design, "ep")
+        groups_for(design, "dpep")
     with pytest.raises(SimulationError, match="placement: unknown"):
         groups_for(design, "dp", placement="random")
     with pytest.raises(SimulationError, match="num_gpus"):
-        groups_for(design, "dp", num_gpus=100)
+        design_job(design, 100)
     with pytest.raises(SimulationError, match="num_gpus"):
-        groups_for(design, "all", num_gpus=4096)
+        groups_for(design, "all", layout=design_job(design, 4096, "all"))
+    assert groups_for(design, "all", layout=design_job(design, 100, "all")).shape == (1, 100)
 
 
 def test_negative_seed_is_a_clear_error_not_a_numpy_traceback():

@@ -13,7 +13,8 @@ import pytest
 
 from clusterforge.design import Design
 from clusterforge.errors import SimulationError
-from clusterforge.netsim import build_fabric_graph, groups_for, simulate_collective
+from clusterforge.job import JobLayout
+from clusterforge.netsim import build_fabric_graph, design_job, groups_for, simulate_collective
 from tests.netsim.designs import make_design
 
 GPUS_PER_NODE = 8
@@ -37,7 +38,9 @@ def test_fragmented_placement_never_lands_on_an_uncabled_spare(spares):
     for seed in range(20):
         every = groups_for(design, "all", placement="fragmented", seed=seed)
         assert np.array_equal(_nodes(every), np.arange(32))
-        half = groups_for(design, "dp", num_gpus=128, placement="fragmented", seed=seed)
+        half = groups_for(
+            design, "dp", layout=design_job(design, 128), placement="fragmented", seed=seed
+        )
         assert _nodes(half).max() < 32
 
 
@@ -69,7 +72,7 @@ def test_fragmented_placement_may_use_spares_the_fabric_cables(spares):
 def test_more_gpus_than_the_fabric_joins_is_an_error_naming_the_uncabled_spares(placement):
     design = _design(256, "spare-ports")
     with pytest.raises(SimulationError, match=r"num_gpus: 264 .*8 spare nodes are not cabled"):
-        groups_for(design, "all", num_gpus=264, placement=placement)
+        groups_for(design, "all", layout=JobLayout(dp=264), placement=placement)
 
 
 def test_hand_built_group_across_an_uncabled_spare_is_a_clear_error():

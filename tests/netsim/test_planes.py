@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from clusterforge.job import JobLayout
 from clusterforge.netsim import FabricGraph, build_fabric_graph, groups_for, simulate_collective
 from clusterforge.netsim.collectives import build_phases, ring_order
 from clusterforge.netsim.routing import route_net
@@ -78,7 +79,7 @@ def test_two_plane_all_reduce_matches_one_plane():
 def test_every_path_stays_in_the_plane_of_its_nics(routing, num_gpus, network):
     design, graph = _graph(num_gpus, **network)
     dp = groups_for(design, "dp", placement="fragmented", seed=1)
-    every = groups_for(design, "all", num_gpus=128, placement="fragmented")
+    every = groups_for(design, "all", layout=JobLayout(dp=128), placement="fragmented")
     cases = [
         ("all_reduce", "ring", dp, False),
         ("all_reduce", "tree", dp, False),
@@ -119,7 +120,7 @@ def test_all_to_all_is_not_faster_on_two_planes_and_crosses_planes_over_nvlink()
     network = {"topology": "leaf-spine", "fabric": "roce", "switch": "sn5600"}
     one_design, one = _graph(**network)
     _, two = _graph(**network, planes=2)
-    groups = groups_for(one_design, "all", num_gpus=256)
+    groups = groups_for(one_design, "all", layout=JobLayout(dp=256))
     for routing in ("adaptive", "ecmp"):
         base = _busbw(one, "all_to_all", groups, routing=routing, pxn=False)
         assert _busbw(two, "all_to_all", groups, routing=routing, pxn=False) <= base * 1.01
@@ -136,7 +137,7 @@ def test_all_to_all_is_not_faster_on_two_planes_and_crosses_planes_over_nvlink()
     # with PXN (the rail-optimized default) every flow already stays on one rail
     ro_design, ro1 = _graph()
     _, ro2 = _graph(planes=2)
-    g = groups_for(ro_design, "all", num_gpus=256)
+    g = groups_for(ro_design, "all", layout=JobLayout(dp=256))
     assert _busbw(ro2, "all_to_all", g) == pytest.approx(_busbw(ro1, "all_to_all", g), rel=0.01)
 
 

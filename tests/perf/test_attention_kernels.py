@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from clusterforge.catalog import load_catalog
-from clusterforge.perf.compute import gpu_perf, layer_times
+from clusterforge.job import JobLayout
+from clusterforge.perf.compute import layer_times
 from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.stack import stack_named
 
-PLAN = ParallelPlan(tp=1, pp=1, dp=8, micro_batch=1, seq_length=8192, recompute="none")
+PLAN = ParallelPlan(JobLayout(tp=1, pp=1, dp=8), micro_batch=1, seq_length=8192, recompute="none")
 
 
 def _attention_s(gpu_id: str, attention: str, models) -> float:

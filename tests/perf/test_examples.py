@@ -41,4 +41,4 @@ def test_search_ranks_fitting_plans_no_worse_than_the_specs_own(name: str) -> No
     speeds = [p.tokens_per_s for p in found]
     assert speeds == sorted(speeds, reverse=True)
     assert speeds[0] >= 0.99 * predict_workload(design).tokens_per_s
-    assert all(p.plan.tp <= design.compute.nvlink_domain_gpus for p in found[:1])
+    assert all(p.plan.layout.tp <= design.compute.nvlink_domain_gpus for p in found[:1])

@@ -9,10 +9,12 @@ from dataclasses import replace
 import pytest
 
 from clusterforge.catalog import ModelArch
+from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
-from clusterforge.perf.compute import gpu_perf, layer_times
+from clusterforge.perf.compute import layer_times
 from clusterforge.perf.memory import memory_per_gpu
-from clusterforge.perf.parallel import shard_groups, split_layers
+from clusterforge.perf.parallel import shard_groups
+from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.search import least_recompute
 from clusterforge.perf.stack import STACK_NAMES, stack_named
 from clusterforge.spec import WorkloadSpec
@@ -22,9 +24,7 @@ FSDP = stack_named("fsdp")
 
 def _fsdp_plan(num_gpus: int, **changes: object) -> ParallelPlan:
     plan = ParallelPlan(
-        tp=1,
-        pp=1,
-        dp=num_gpus,
+        JobLayout(tp=1, pp=1, dp=num_gpus),
         global_batch=2 * num_gpus,
         micro_batch=2,
         seq_length=8192,
@@ -73,7 +73,7 @@ def test_fp8_costs_casts_so_small_models_gain_less(models, h100) -> None:
     stack = stack_named("megatron-core")
     speedups = []
     for model in ("llama3-8b", "llama3-70b"):
-        plan = ParallelPlan(tp=8, pp=1, dp=1, global_batch=1, seq_length=8192)
+        plan = ParallelPlan(JobLayout(tp=8, pp=1, dp=1), global_batch=1, seq_length=8192)
         bf16 = layer_times(models[model], plan, gpu_perf(h100, "bf16"), stack)
         fp8_plan = plan.with_(precision="fp8")
         fp8 = layer_times(models[model], fp8_plan, gpu_perf(h100, "fp8"), stack)
@@ -83,8 +83,10 @@ def test_fp8_costs_casts_so_small_models_gain_less(models, h100) -> None:
 
 def test_fp8_memory_layout_follows_the_stack(models) -> None:
     arch = models["llama3-70b"]
-    plan = ParallelPlan(tp=4, pp=4, dp=4, global_batch=128, precision="fp8", seq_length=8192)
-    stages = split_layers(arch.num_layers, 4)
+    plan = ParallelPlan(
+        JobLayout(tp=4, pp=4, dp=4), global_batch=128, precision="fp8", seq_length=8192
+    )
+    stages = JobLayout(pp=4).split_layers(arch.num_layers)
     te = memory_per_gpu(arch, plan, stages, stack_named("megatron-core"))
     nemo = memory_per_gpu(arch, plan, stages, stack_named("nemo"))
     assert nemo.weights_gib == pytest.approx(te.weights_gib / 3)  # FP8 only vs BF16 + FP8
@@ -94,7 +96,9 @@ def test_fp8_memory_layout_follows_the_stack(models) -> None:
 
 def test_block_recomputation_sits_between_none_and_full(models, h100, h100_comm) -> None:
     arch = models["llama3-70b"]
-    plan = ParallelPlan(tp=8, pp=4, dp=2, global_batch=64, seq_length=8192, micro_batch=1)
+    plan = ParallelPlan(
+        JobLayout(tp=8, pp=4, dp=2), global_batch=64, seq_length=8192, micro_batch=1
+    )
     preds = {
         k: predict_step(arch, plan.with_(recompute="full", recompute_layers=k), h100, h100_comm, 8)
         for k in (None, 10)
@@ -107,12 +111,14 @@ def test_block_recomputation_sits_between_none_and_full(models, h100, h100_comm)
 
 def test_least_recompute_picks_the_fewest_recomputed_layers_that_fit(models, h100) -> None:
     arch = models["llama3-70b"]
-    plan = ParallelPlan(tp=8, pp=2, dp=4, global_batch=64, seq_length=8192, micro_batch=2)
+    plan = ParallelPlan(
+        JobLayout(tp=8, pp=2, dp=4), global_batch=64, seq_length=8192, micro_batch=2
+    )
     chosen = least_recompute(arch, plan, h100, stack_named("megatron-core"))
     assert chosen is not None and chosen.recompute == "full"
     assert chosen.recompute_layers is not None and 0 < chosen.recompute_layers < 40
     fewer = chosen.with_(recompute_layers=chosen.recompute_layers - 1)
-    stages = split_layers(arch.num_layers, 2)
+    stages = JobLayout(pp=2).split_layers(arch.num_layers)
     stack = stack_named("megatron-core")
     assert memory_per_gpu(arch, fewer, stages, stack).total_gib > h100.hbm_gib
 
@@ -120,7 +126,7 @@ def test_least_recompute_picks_the_fewest_recomputed_layers_that_fit(models, h10
 def test_parallel_block_halves_tp_communication(models, h100, h100_comm) -> None:
     serial = models["gpt3-175b"]
     parallel = ModelArch(**{**serial.model_dump(), "id": "gpt3-parallel", "parallel_block": True})
-    plan = ParallelPlan(tp=8, pp=8, dp=1, global_batch=64, seq_length=2048)
+    plan = ParallelPlan(JobLayout(tp=8, pp=8, dp=1), global_batch=64, seq_length=2048)
     a = predict_step(serial, plan, h100, h100_comm, 8, stack_named("megatron-2021"))
     b = predict_step(parallel, plan, h100, h100_comm, 8, stack_named("megatron-2021"))
     assert b.breakdown.tp_comm_s == pytest.approx(a.breakdown.tp_comm_s / 2, rel=0.01)
@@ -130,7 +136,7 @@ def test_parallel_block_halves_tp_communication(models, h100, h100_comm) -> None
 def test_alibi_costs_a_bias_read_in_unfused_attention(models, h100) -> None:
     bloom = models["bloom-176b"]
     rope = ModelArch(**{**bloom.model_dump(), "id": "rope", "position_embedding": "rope"})
-    plan = ParallelPlan(tp=4, pp=12, dp=8, global_batch=2048, seq_length=2048)
+    plan = ParallelPlan(JobLayout(tp=4, pp=12, dp=8), global_batch=2048, seq_length=2048)
     perf = gpu_perf(h100, "bf16")
     old = stack_named("megatron-2021")
     assert (

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.catalog import ModelArch
+from clusterforge.job import JobLayout
 from clusterforge.perf.memory import activation_bytes_per_layer, memory_per_gpu
-from clusterforge.perf.parallel import ParallelPlan, split_layers
+from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.stack import Stack
 
 GPT = ModelArch(num_layers=96, hidden_size=12288, num_heads=96, vocab_size=51200)
@@ -14,9 +15,10 @@ S, B, H, A = 2048, 1, 12288, 96
 UNFUSED = Stack.megatron_2021()  # explicit attention + dropout: Korthikanti's setting
 
 
-def plan(**kw) -> ParallelPlan:
-    base = {"tp": 1, "pp": 1, "dp": 1, "seq_length": S, "micro_batch": B, "global_batch": 8}
-    return ParallelPlan(**{**base, "recompute": "none", "sequence_parallel": False, **kw})
+def plan(tp: int = 1, **kw) -> ParallelPlan:
+    base = {"seq_length": S, "micro_batch": B, "global_batch": 8}
+    fields = {**base, "recompute": "none", "sequence_parallel": False, **kw}
+    return ParallelPlan(JobLayout(tp=tp), **fields)
 
 
 def test_no_parallelism_is_34_plus_5as_over_h() -> None:
@@ -47,28 +49,44 @@ def test_selective_and_full_recompute() -> None:
 
 def test_zero_stages_shrink_model_states_monotonically(models) -> None:
     arch = models["llama3-70b"]
-    stages = split_layers(arch.num_layers, 1)
+    stages = JobLayout(pp=1).split_layers(arch.num_layers)
     totals = []
     for zero in (0, 1, 2, 3):
-        p = ParallelPlan(tp=8, pp=1, dp=64, global_batch=512, seq_length=8192, zero_stage=zero)
+        p = ParallelPlan(
+            JobLayout(tp=8, pp=1, dp=64), global_batch=512, seq_length=8192, zero_stage=zero
+        )
         totals.append(memory_per_gpu(arch, p, stages, Stack()).total_gib)
     assert totals[0] > totals[1] > totals[2] > totals[3]
 
 
 def test_70b_does_not_fit_one_node_without_sharding_but_fits_with_pp(models, h100) -> None:
     arch = models["llama3-70b"]
-    one_node = ParallelPlan(tp=8, pp=1, dp=1, global_batch=8, seq_length=8192, zero_stage=0)
-    mem = memory_per_gpu(arch, one_node, split_layers(80, 1), Stack())
+    one_node = ParallelPlan(
+        JobLayout(tp=8, pp=1, dp=1), global_batch=8, seq_length=8192, zero_stage=0
+    )
+    mem = memory_per_gpu(arch, one_node, JobLayout(pp=1).split_layers(80), Stack())
     assert mem.total_gib > h100.hbm_gib  # 70B x 18 B / 8 GPUs ~ 150 GiB
     piped = ParallelPlan(
-        tp=8, pp=8, dp=8, global_batch=512, seq_length=8192, recompute="full", zero_stage=1
+        JobLayout(tp=8, pp=8, dp=8),
+        global_batch=512,
+        seq_length=8192,
+        recompute="full",
+        zero_stage=1,
     )
-    assert memory_per_gpu(arch, piped, split_layers(80, 8), Stack()).total_gib < h100.hbm_gib
+    assert (
+        memory_per_gpu(arch, piped, JobLayout(pp=8).split_layers(80), Stack()).total_gib
+        < h100.hbm_gib
+    )
 
 
 def test_interleaving_raises_first_stage_activations(models) -> None:
     arch = models["llama3-70b"]
-    base = ParallelPlan(tp=8, pp=4, dp=4, global_batch=64, seq_length=8192)
-    plain = memory_per_gpu(arch, base, split_layers(80, 4), Stack()).activations_gib
-    inter = memory_per_gpu(arch, base.with_(vpp=4), split_layers(80, 4, 4), Stack())
+    base = ParallelPlan(JobLayout(tp=8, pp=4, dp=4), global_batch=64, seq_length=8192)
+    plain = memory_per_gpu(arch, base, JobLayout(pp=4).split_layers(80), Stack()).activations_gib
+    inter = memory_per_gpu(
+        arch,
+        base.with_(layout=JobLayout(tp=8, pp=4, dp=4, vpp=4)),
+        JobLayout(pp=4, vpp=4).split_layers(80),
+        Stack(),
+    )
     assert inter.activations_gib > plain

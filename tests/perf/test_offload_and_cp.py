@@ -9,8 +9,10 @@ from fabric_double import IdealFabricComm
 
 from clusterforge.catalog import load_catalog
 from clusterforge.errors import PlanError
+from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
-from clusterforge.perf.offload import host_link_gbyte_per_s, offload_stall_s, resident_layers
+from clusterforge.perf.memory import resident_layers
+from clusterforge.perf.offload import host_link_gbyte_per_s, offload_stall_s
 from clusterforge.perf.stack import stack_named
 
 NEMO = stack_named("nemo")
@@ -18,9 +20,7 @@ NEMO = stack_named("nemo")
 
 def _plan(**changes: object) -> ParallelPlan:
     plan = ParallelPlan(
-        tp=1,
-        pp=1,
-        dp=64,
+        JobLayout(tp=1, pp=1, dp=64),
         global_batch=256,
         micro_batch=2,
         seq_length=8192,
@@ -65,7 +65,7 @@ def test_offload_copies_hide_behind_compute_on_c2c_but_not_on_slow_links() -> No
 
 def test_offloading_costs_time_where_the_host_link_is_slow(models, h100, h100_comm) -> None:
     arch = models["llama3-8b"]
-    plan = _plan(dp=8, global_batch=64, micro_batch=4)
+    plan = _plan(layout=JobLayout(dp=8), global_batch=64, micro_batch=4)
     kept = predict_step(arch, plan, h100, h100_comm, 8, NEMO)
     moved = predict_step(arch, plan.with_(offload_layers=16), h100, h100_comm, 8, NEMO)
     assert moved.step_time_s > kept.step_time_s
@@ -80,7 +80,9 @@ def test_offload_layers_must_leave_a_layer_on_the_gpu(models, h100, h100_comm) -
 
 def test_context_parallel_gather_before_attention_is_exposed(models, h100, h100_comm) -> None:
     arch = models["llama3-8b"]
-    plan = _plan(dp=2, cp=4, global_batch=16, micro_batch=1, seq_length=32768, zero_stage=1)
+    plan = _plan(
+        layout=JobLayout(dp=2, cp=4), global_batch=16, micro_batch=1, seq_length=32768, zero_stage=1
+    )
     ring = predict_step(arch, plan, h100, h100_comm, 8, NEMO)
     gathered = predict_step(arch, plan, h100, h100_comm, 8, replace(NEMO, cp_overlap=False))
     assert gathered.breakdown.cp_comm_s > 2 * ring.breakdown.cp_comm_s

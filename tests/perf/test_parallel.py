@@ -6,46 +6,51 @@ import numpy as np
 import pytest
 
 from clusterforge.errors import PlanError
-from clusterforge.perf.parallel import ParallelPlan, rank_groups, split_layers, validate_plan
+from clusterforge.job import JobLayout
+from clusterforge.perf.parallel import ParallelPlan, rank_groups, validate_plan
 
 
 def test_llama3_405b_split_126_layers_on_16_stages() -> None:
-    stages = split_layers(126, 16)
+    stages = JobLayout(pp=16).split_layers(126)
     assert stages[0] == stages[-1] == 7
     assert set(stages[1:-1]) == {8}
     assert sum(stages) == 126
 
 
 def test_even_split_and_explicit_split() -> None:
-    assert split_layers(80, 4) == (20, 20, 20, 20)
-    assert split_layers(10, 3, explicit=[3, 4, 3]) == (3, 4, 3)
+    assert JobLayout(pp=4).split_layers(80) == (20, 20, 20, 20)
+    assert JobLayout(pp=3).split_layers(10, [3, 4, 3]) == (3, 4, 3)
     with pytest.raises(PlanError, match="summing to 10"):
-        split_layers(10, 3, explicit=[3, 3, 3])
+        JobLayout(pp=3).split_layers(10, [3, 3, 3])
 
 
 def test_vpp_needs_a_layer_per_chunk_but_not_divisibility() -> None:
-    assert split_layers(126, 16, vpp=2)[0] == 7  # Llama 3: uneven chunks are fine
+    assert JobLayout(pp=16, vpp=2).split_layers(126)[0] == 7  # Llama 3: uneven chunks are fine
     with pytest.raises(PlanError, match="vpp = 8"):
-        split_layers(126, 16, vpp=8)
+        JobLayout(pp=16, vpp=8).split_layers(126)
 
 
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"dp": 3}, "TP x PP x CP x DP"),
+        ({"layout": JobLayout(tp=8, pp=8, dp=3)}, "TP x PP x CP x DP"),
         ({"global_batch": 100}, "global_batch = 100"),
-        ({"vpp": 2, "pp": 1, "dp": 64}, "needs pp > 1"),
-        ({"ep": 2}, "MoE model"),
+        ({"layout": JobLayout(tp=8, pp=8, dp=8, ep=2)}, "MoE model"),
     ],
 )
 def test_inconsistent_plans_raise_plan_error(models, changes, message) -> None:
-    base = ParallelPlan(tp=8, pp=8, dp=8, global_batch=512, seq_length=8192)
+    base = ParallelPlan(JobLayout(tp=8, pp=8, dp=8), global_batch=512, seq_length=8192)
     with pytest.raises(PlanError, match=message):
         validate_plan(models["llama3-70b"], base.with_(**changes), 512)
 
 
+def test_interleaving_without_a_pipeline_is_no_layout() -> None:
+    with pytest.raises(PlanError, match="needs pp > 1"):
+        JobLayout(tp=8, dp=64, vpp=2)
+
+
 def test_tp_groups_are_consecutive_and_dp_groups_rail_aligned() -> None:
-    plan = ParallelPlan(tp=8, pp=2, dp=4, global_batch=64)
+    plan = ParallelPlan(JobLayout(tp=8, pp=2, dp=4), global_batch=64)
     tp = rank_groups(plan, "tp")
     assert tp.shape == (4, 8)
     assert np.all(np.diff(tp, axis=1) == 1)
@@ -57,21 +62,21 @@ def test_tp_groups_are_consecutive_and_dp_groups_rail_aligned() -> None:
 
 
 def test_heads_must_divide_by_tp(models) -> None:
-    plan = ParallelPlan(tp=16, pp=1, dp=32, global_batch=512, seq_length=4096)
+    plan = ParallelPlan(JobLayout(tp=16, pp=1, dp=32), global_batch=512, seq_length=4096)
     with pytest.raises(PlanError, match="does not divide the 40 attention heads"):
         validate_plan(models["llama2-13b"], plan, 512)
 
 
 def test_plan_groups_are_its_job_layouts() -> None:
-    plan = ParallelPlan(tp=4, pp=2, dp=4, cp=2, global_batch=64, seq_length=8192)
-    assert plan.layout.num_gpus == plan.num_gpus
+    plan = ParallelPlan(JobLayout(tp=4, pp=2, dp=4, cp=2), global_batch=64, seq_length=8192)
+    assert plan.layout.num_gpus == 64
     for kind in ("tp", "cp", "dp", "dpcp"):
         assert np.array_equal(rank_groups(plan, kind), plan.layout.groups(kind, stage=0))
     assert np.array_equal(rank_groups(plan, "pp", stage=1), plan.layout.pipeline_pairs(1))
 
 
 def test_hsdp_shard_size_must_divide_the_replicas(models) -> None:
-    plan = ParallelPlan(tp=8, pp=1, dp=64, global_batch=512, zero_stage=3, shard_size=24)
+    plan = ParallelPlan(JobLayout(tp=8, pp=1, dp=64), global_batch=512, zero_stage=3, shard_size=24)
     with pytest.raises(PlanError, match="fsdp_shard_size = 24"):
         validate_plan(models["llama3-70b"], plan, 512)
     assert validate_plan(models["llama3-70b"], plan.with_(shard_size=16), 512)

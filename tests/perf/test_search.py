@@ -9,6 +9,7 @@ import pytest
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.errors import PlanError
+from clusterforge.job import JobLayout
 from clusterforge.perf import PredictRequest, run_predict
 from clusterforge.perf.comm import CommModel, InterpolatingComm
 from clusterforge.perf.parallel import ParallelPlan
@@ -24,7 +25,7 @@ def _exhaustive(
     arch: ModelArch, base: ParallelPlan, gpu: Gpu, comm: CommModel, domain: int, stack: Stack
 ) -> tuple[list[Prediction], int, int]:
     """The unoptimised answer: time every fitting plan, sort by (time, memory, order)."""
-    candidates = list(candidate_plans(arch, base, base.num_gpus, domain))
+    candidates = list(candidate_plans(arch, base, base.layout.num_gpus, domain))
     fitting = []
     for plan in candidates:
         try:
@@ -45,10 +46,26 @@ def _figures(p: Prediction) -> tuple[object, ...]:
 
 
 CASES = [  # model, plan to start from, top
-    ("llama3-70b", {"tp": 8, "pp": 1, "dp": 64, "global_batch": 512, "seq_length": 8192}, 5),
-    ("gpt3-175b", {"tp": 8, "pp": 1, "dp": 128, "global_batch": 1536, "seq_length": 2048}, 8),
-    ("llama3-8b", {"tp": 1, "pp": 1, "dp": 64, "global_batch": 256, "seq_length": 8192}, 3),
-    ("mixtral-8x7b", {"tp": 1, "pp": 1, "dp": 128, "global_batch": 512, "seq_length": 4096}, 4),
+    (
+        "llama3-70b",
+        {"layout": JobLayout(tp=8, pp=1, dp=64), "global_batch": 512, "seq_length": 8192},
+        5,
+    ),
+    (
+        "gpt3-175b",
+        {"layout": JobLayout(tp=8, pp=1, dp=128), "global_batch": 1536, "seq_length": 2048},
+        8,
+    ),
+    (
+        "llama3-8b",
+        {"layout": JobLayout(tp=1, pp=1, dp=64), "global_batch": 256, "seq_length": 8192},
+        3,
+    ),
+    (
+        "mixtral-8x7b",
+        {"layout": JobLayout(tp=1, pp=1, dp=128), "global_batch": 512, "seq_length": 4096},
+        4,
+    ),
 ]
 
 
@@ -67,14 +84,14 @@ def test_search_returns_the_top_plans_of_timing_every_fitting_plan(
 
 def test_search_times_fewer_plans_than_fit(models, h100, h100_comm) -> None:
     arch = models["gpt3-175b"]
-    base = ParallelPlan(tp=8, pp=1, dp=128, global_batch=1536, seq_length=2048)
+    base = ParallelPlan(JobLayout(tp=8, pp=1, dp=128), global_batch=1536, seq_length=2048)
     result = search(arch, base, h100, InterpolatingComm(h100_comm.collective_time_s), 8, top=3)
     assert result.num_candidates > result.num_fitting > 2 * result.num_timed
 
 
 def test_progress_counts_timed_plans(models, h100, h100_comm) -> None:
     seen: list[tuple[int, int]] = []
-    base = ParallelPlan(tp=8, pp=1, dp=64, global_batch=512, seq_length=8192)
+    base = ParallelPlan(JobLayout(tp=8, pp=1, dp=64), global_batch=512, seq_length=8192)
     comm = InterpolatingComm(h100_comm.collective_time_s)
     result = search(
         models["llama3-70b"], base, h100, comm, 8, top=2, progress=lambda *a: seen.append(a)
@@ -152,7 +169,7 @@ def test_slower_communication_never_makes_a_step_shorter(
     """What the search's bounds rest on: every fitting plan, communication x0 .. x4."""
     arch, base, stack = models[model_id], ParallelPlan(**plan), Stack.megatron_core()
     comm = InterpolatingComm(h100_comm.collective_time_s)
-    for option in candidate_plans(arch, base, base.num_gpus, 8):
+    for option in candidate_plans(arch, base, base.layout.num_gpus, 8):
         try:
             fitting = least_recompute(arch, option, h100, stack)
         except PlanError:
@@ -204,5 +221,5 @@ def test_size_sweep_searches_sizes_where_the_specs_own_layout_does_not_divide_th
     # the search is free to choose other degrees there (TP 8 x PP 6 x DP 16, ...).
     design = design_plan(load_spec(EXAMPLES / "colo-512-h100.yaml"))
     sweep = run_predict(design, PredictRequest(search=True, gpu_counts=(512, 768)))
-    assert [p.plan.num_gpus for p in sweep.predictions] == [512, 768]
-    assert all(1024 % (p.plan.dp * p.plan.micro_batch) == 0 for p in sweep.predictions)
+    assert [p.plan.layout.num_gpus for p in sweep.predictions] == [512, 768]
+    assert all(1024 % (p.plan.layout.dp * p.plan.micro_batch) == 0 for p in sweep.predictions)

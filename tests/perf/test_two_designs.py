@@ -4,11 +4,13 @@ breakdown names the network. Runs the production path: design + flow-level simul
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from clusterforge.design import plan as design_cluster
+from clusterforge.job import JobLayout
 from clusterforge.perf import predict_plan, predict_workload
 from clusterforge.perf.predict import plan_from_workload, resolve_model
 from clusterforge.spec import load_spec
@@ -33,8 +35,8 @@ def _predict(design, **changes):
 
 def test_70b_class_pipeline_plan_is_network_bound_on_design_a(designs) -> None:
     # TP 8 inside the node, PP 2 so that 70B fits in 80 GB, DP 32 over the fabric.
-    a = _predict(designs["a"], pp=2, dp=32)
-    b = _predict(designs["b"], pp=2, dp=32)
+    a = _predict(designs["a"], layout=replace(designs["a"].job, pp=2, dp=32))
+    b = _predict(designs["b"], layout=replace(designs["b"].job, pp=2, dp=32))
     assert a.fits and b.fits
     assert a.mfu < 0.9 * b.mfu
     assert a.breakdown.largest_overhead() == "dp_comm_s"
@@ -49,7 +51,7 @@ def test_7b_class_data_parallel_training_halves_on_design_a(designs) -> None:
     for name, design in designs.items():
         workload = design.spec.workload
         plan = plan_from_workload(workload, design.job, arch)
-        plan = plan.with_(tp=1, pp=1, dp=512, sequence_parallel=False, seq_length=4096)
+        plan = plan.with_(layout=JobLayout(dp=512), sequence_parallel=False, seq_length=4096)
         preds[name] = predict_plan(design, plan, arch=arch)
     assert preds["a"].mfu < 0.7 * preds["b"].mfu
     assert preds["a"].breakdown.largest_overhead() == "dp_comm_s"

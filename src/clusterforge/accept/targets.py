@@ -74,16 +74,16 @@ def allreduce_bound_gbyte_per_s(node_gbyte_per_s: float, num_nodes: int, gpus: i
 
 
 def _predicted_allreduce(design: Design, num_nodes: int, size_bytes: float) -> float:
-    from clusterforge.netsim import build_fabric_graph, groups_for, simulate_collective
+    from clusterforge.netsim import build_fabric_graph, design_job, groups_for, simulate_collective
 
     gpus = num_nodes * design.compute.gpus_per_node
     graph = build_fabric_graph(design)
-    groups = groups_for(design, "all", num_gpus=gpus)
+    groups = groups_for(design, "all", layout=design_job(design, gpus, "all"))
     return float(simulate_collective(graph, "all_reduce", size_bytes, groups).busbw_gbyte_per_s)
 
 
 def _gemm_target(design: Design) -> Target:
-    from clusterforge.perf.compute import gpu_perf
+    from clusterforge.perf.roofline import gpu_perf
 
     gpu = design.compute.gpu
     mamf = gpu_perf(gpu, "bf16").matmul_tflops

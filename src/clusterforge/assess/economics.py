@@ -52,19 +52,7 @@ def at_size(spec: ClusterSpec, num_gpus: int) -> ClusterSpec:
     """The same spec at ``num_gpus``, its workload reduced to data parallelism (every model
     parallel degree, the interleaved schedule and any stage split reset) so that any whole
     number of nodes is a valid size."""
-    workload = spec.workload and spec.workload.model_copy(
-        update={
-            "tensor_parallel": 1,
-            "pipeline_parallel": 1,
-            "virtual_pipeline_stages": 1,
-            "context_parallel": 1,
-            "expert_parallel": 1,
-            "data_parallel": None,
-            "global_batch": num_gpus,
-            "micro_batch": 1,
-            "pipeline_layers": None,
-        }
-    )
+    workload = spec.workload and spec.workload.data_parallel_at(num_gpus)
     return spec.model_copy(update={"num_gpus": num_gpus, "workload": workload})
 
 

@@ -81,7 +81,9 @@ def predict(
     """Predict (or search) as ``request`` asks, then the goodput of the best prediction on
     the design's own training GPUs (the job its spares and failure exposure are for)."""
     outcome = run_predict(design, request, progress)
-    own = [p for p in outcome.predictions if p.plan.num_gpus == design.compute.num_training_gpus]
+    own = [
+        p for p in outcome.predictions if p.plan.layout.num_gpus == design.compute.num_training_gpus
+    ]
     if not own:
         return PredictAssessment(outcome, None)
     best = max(own, key=lambda p: p.tokens_per_s)

@@ -10,8 +10,8 @@ import click
 from clusterforge.assess import (
     ALGORITHMS,
     COLLECTIVES,
+    COMMUNICATORS,
     DEFAULT_SWEEP,
-    GROUP_KINDS,
     PLACEMENTS,
     PROTOCOLS,
     ROUTINGS,
@@ -52,8 +52,9 @@ __all__ = ["command", "parse_size"]
     "kind",
     default="all",
     show_default=True,
-    type=click.Choice(GROUP_KINDS),
-    help="Communicators: one over all GPUs, or every DP/TP/PP/CP group at once",
+    type=click.Choice(COMMUNICATORS),
+    help="Communicators: one over all GPUs, or every group of one kind of the spec's job at "
+    "once (dpcp: DP x CP, the ZeRO/FSDP group; ep: expert parallel)",
 )
 @click.option("--placement", default="packed", show_default=True, type=click.Choice(PLACEMENTS))
 @click.option(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from clusterforge.catalog import Catalog, load_catalog
 from clusterforge.design.cabling import LinkClass, design_cabling
@@ -54,6 +54,11 @@ class Design(BaseModel):
     findings: list[Finding] = Field(default_factory=list)
     layout: Layout = Field(exclude=True, repr=False)
     catalog: Catalog = Field(exclude=True, repr=False, description="The catalog planned with")
+
+    @field_serializer("job")
+    def _job_degrees(self, job: JobLayout | None) -> dict[str, int] | None:
+        """The degrees; the interleaving is in the spec (``virtual_pipeline_stages``)."""
+        return None if job is None else job.degrees()
 
     def require_workload(self, purpose: str) -> tuple[WorkloadSpec, JobLayout]:
         """The workload and its job layout; a clear error when the spec has none."""

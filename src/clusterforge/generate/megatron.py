@@ -139,8 +139,8 @@ def megatron_args(design: Design) -> tuple[str, ...]:
         f"--global-batch-size={w.global_batch}",
         f"--train-samples={train_samples}",
     ]
-    if w.virtual_pipeline_stages > 1:
-        args.append(f"--num-virtual-stages-per-pipeline-rank={w.virtual_pipeline_stages}")
+    if job.vpp > 1:
+        args.append(f"--num-virtual-stages-per-pipeline-rank={job.vpp}")
     if w.sequence_parallel and job.tp > 1:
         args.append("--sequence-parallel")
     args += _pipeline_layer_args(w)

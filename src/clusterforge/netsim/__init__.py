@@ -9,18 +9,17 @@
 """
 
 from clusterforge.busbw import bus_factor
-from clusterforge.netsim.groups import GROUP_KINDS, PLACEMENTS, groups_for
+from clusterforge.netsim.groups import design_job, groups_for
 from clusterforge.netsim.model import COLLECTIVES
 from clusterforge.netsim.result import ClassUtilization, CollectiveResult, LinkLoad
 from clusterforge.netsim.routing import ROUTINGS
 from clusterforge.netsim.simulate import simulate_collective
-from clusterforge.netsim.vocab import ALGORITHMS, PROTOCOLS
+from clusterforge.netsim.vocab import ALGORITHMS, PLACEMENTS, PROTOCOLS
 from clusterforge.topology import FabricGraph, build_fabric_graph
 
 __all__ = [
     "ALGORITHMS",
     "COLLECTIVES",
-    "GROUP_KINDS",
     "PLACEMENTS",
     "PROTOCOLS",
     "ROUTINGS",
@@ -30,6 +29,7 @@ __all__ = [
     "LinkLoad",
     "build_fabric_graph",
     "bus_factor",
+    "design_job",
     "groups_for",
     "simulate_collective",
 ]

@@ -19,18 +19,13 @@ from typing import TYPE_CHECKING, assert_never
 import numpy as np
 
 from clusterforge.errors import PlanError, SimulationError
-from clusterforge.job import GroupKind, JobLayout
-from clusterforge.netsim.vocab import GROUP_KINDS as _GROUP_KINDS
-from clusterforge.netsim.vocab import PLACEMENTS as _PLACEMENTS
-from clusterforge.netsim.vocab import Communicators, Placement
+from clusterforge.job import GROUP_KINDS, JobLayout
+from clusterforge.netsim.vocab import PLACEMENTS, Communicators, Placement
 
 if TYPE_CHECKING:
     from clusterforge.design import Design
 
-__all__ = ["GROUP_KINDS", "PLACEMENTS", "groups_for"]
-
-GROUP_KINDS = _GROUP_KINDS
-PLACEMENTS = _PLACEMENTS
+__all__ = ["design_job", "groups_for"]
 
 
 def _fabric_nodes(design: Design) -> int:
@@ -69,54 +64,47 @@ def _place(design: Design, num_gpus: int, placement: Placement, seed: int) -> np
     return nodes[ranks // gpn] * gpn + ranks % gpn
 
 
+def design_job(
+    design: Design, num_gpus: int | None = None, kind: Communicators = "dp"
+) -> JobLayout:
+    """The job whose ``kind`` groups are simulated: the design's job layout (pure data
+    parallelism when the spec has no workload), on ``num_gpus`` GPUs when given with the same
+    TP/PP/CP/EP and schedule, DP re-derived; one group over ``"all"`` GPUs needs no degrees,
+    so any GPU count will do."""
+    job = design.job or JobLayout(dp=design.compute.num_training_gpus)
+    if num_gpus is None or num_gpus == job.num_gpus:
+        return job
+    try:
+        return JobLayout.for_gpus(int(num_gpus)) if kind == "all" else job.on_gpus(int(num_gpus))
+    except PlanError as exc:
+        raise SimulationError(f"num_gpus: {exc}") from None
+
+
 def groups_for(
     design: Design,
     kind: Communicators = "dp",
-    tp: int | None = None,
-    pp: int | None = None,
+    *,
+    layout: JobLayout | None = None,
     placement: Placement = "packed",
-    num_gpus: int | None = None,
     seed: int = 0,
-    cp: int | None = None,
 ) -> np.ndarray:
-    """Every ``kind`` group of the job, shape (num_groups, group_size), global GPU ids.
+    """Every ``kind`` group of the job ``layout`` placed on the design's GPUs, shape
+    (num_groups, group_size), global GPU ids; ``"all"`` is one group over the job's GPUs.
 
-    TP/PP/CP default to the spec's workload; ``num_gpus`` to the design's training GPUs.
+    ``layout`` defaults to the design's job (:func:`design_job`).
     """
-    if kind not in GROUP_KINDS:
+    if kind != "all" and kind not in GROUP_KINDS:
         raise SimulationError(
-            f"groups: unknown group kind {kind!r}; use one of {', '.join(GROUP_KINDS)}"
+            f"groups: unknown group kind {kind!r}; use all or one of {', '.join(GROUP_KINDS)}"
         )
     if placement not in PLACEMENTS:
         raise SimulationError(
             f"placement: unknown placement {placement!r}; use packed or fragmented"
         )
-    num_gpus = design.compute.num_training_gpus if num_gpus is None else int(num_gpus)
-    if num_gpus < 1:
-        raise SimulationError(f"num_gpus: {num_gpus}; use at least 1")
     if not 0 <= int(seed) < 2**63:
         raise SimulationError(f"seed: {seed}; use a whole number from 0 to 2^63 - 1")
-    gpu_of_rank = _place(design, num_gpus, placement, seed)
+    job = design_job(design) if layout is None else layout
+    gpu_of_rank = _place(design, job.num_gpus, placement, seed)
     if kind == "all":
         return gpu_of_rank[None, :]
-    job = design.job or JobLayout()
-    try:
-        layout = JobLayout.for_gpus(
-            num_gpus,
-            tp=job.tp if tp is None else tp,
-            pp=job.pp if pp is None else pp,
-            cp=job.cp if cp is None else cp,
-        )
-    except PlanError as exc:
-        raise SimulationError(f"num_gpus: {exc}") from None
-    return np.asarray(gpu_of_rank[layout.groups(_job_kind(kind))], np.int64)
-
-
-def _job_kind(kind: Communicators) -> GroupKind:
-    match kind:
-        case "tp" | "cp" | "dp" | "pp":
-            return kind
-        case "all":
-            raise AssertionError("'all' is one group over every GPU, not a job group kind")
-        case _:
-            assert_never(kind)
+    return np.asarray(gpu_of_rank[job.groups(kind)], np.int64)

@@ -17,7 +17,7 @@ import numpy as np
 
 from clusterforge.design import plan
 from clusterforge.errors import SimulationError
-from clusterforge.netsim.groups import groups_for
+from clusterforge.netsim.groups import design_job, groups_for
 from clusterforge.netsim.result import CollectiveResult
 from clusterforge.netsim.simulate import simulate_collective
 from clusterforge.netsim.vocab import (
@@ -121,8 +121,8 @@ def run_study(
         groups: np.ndarray = groups_for(
             design,
             request.group_kind,
+            layout=design_job(design, request.num_gpus, request.group_kind),
             placement=request.placement,
-            num_gpus=request.num_gpus,
             seed=request.seed,
         )
         results = []

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+from clusterforge.job import GroupKind
+
 __all__ = [
     "ALGORITHMS",
     "COLLECTIVES",
-    "GROUP_KINDS",
+    "COMMUNICATORS",
     "PLACEMENTS",
     "PROTOCOLS",
     "ROUTINGS",
@@ -57,12 +59,12 @@ Routing = Literal["ecmp", "adaptive", "valiant", "ugal"]
 # How a job's ranks land on nodes: packed in node order, or fragmented over random nodes.
 Placement = Literal["packed", "fragmented"]
 
-# Which communicators run at once: one of each parallel kind, or one over all GPUs.
-Communicators = Literal["tp", "cp", "dp", "pp", "all"]
+# Which communicators run at once: every group of one kind of the job, or one over all GPUs.
+Communicators = Literal["all", GroupKind]
 
 COLLECTIVES: tuple[Collective, ...] = get_args(Collective)
 ROUTINGS: tuple[Routing, ...] = get_args(Routing)
 PLACEMENTS: tuple[Placement, ...] = get_args(Placement)
-GROUP_KINDS: tuple[Communicators, ...] = get_args(Communicators)
+COMMUNICATORS: tuple[Communicators, ...] = get_args(Communicators)  # nested Literal: flattened
 ALGORITHMS: tuple[AlgorithmChoice, ...] = get_args(AlgorithmChoice)
 PROTOCOLS: tuple[ProtocolChoice, ...] = get_args(ProtocolChoice)

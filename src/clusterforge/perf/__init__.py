@@ -11,7 +11,7 @@ The software stack's mechanisms are :mod:`stack`; FP8 costs :mod:`fp8`; ZeRO-3/F
 """
 
 from clusterforge.perf.comm import CommModel, NetsimComm
-from clusterforge.perf.parallel import ParallelPlan, split_layers, validate_plan
+from clusterforge.perf.parallel import ParallelPlan, validate_plan
 from clusterforge.perf.predict import (
     PlanOverrides,
     PredictOutcome,
@@ -48,7 +48,6 @@ __all__ = [
     "run_predict",
     "search",
     "search_plans",
-    "split_layers",
     "stack_named",
     "validate_plan",
 ]

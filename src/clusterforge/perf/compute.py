@@ -1,118 +1,32 @@
 """Compute time of one transformer layer on one GPU: GEMMs, attention, memory-bound ops.
 
-The model is Calculon's (Isaev et al. SC'23, §III: per-operation time from FLOPs and bytes
-with size-dependent efficiency), simplified to a roofline per operation:
-
-    t_op = max(FLOPs / (eta_gemm x MAMF), bytes / (eta_hbm x HBM)) + t_kernel
-
-where MAMF is the measured achievable matmul throughput of the GPU (maximum achievable matmul
-FLOPS, measured with the best GEMM shape; Bekman, "Machine Learning Engineering",
-``compute/accelerator/README.md``), not the datasheet peak. In FP8 runs only the weight GEMMs
-of the transformer layers run in FP8 (Transformer Engine and torchao convert ``Linear``
-layers); attention and the output layer stay in BF16. Flash attention runs at its own efficiency; element-wise operations
-(norms, activations, residual adds, dropout, rotary, softmax) are pure HBM traffic. All
-constants live in ``data/efficiency.toml`` with their sources.
+Each operation is timed on the GPU's roofline (:mod:`clusterforge.perf.roofline`). In FP8
+runs only the weight GEMMs of the transformer layers run in FP8 (Transformer Engine and
+torchao convert ``Linear`` layers); attention and the output layer stay in BF16. Flash
+attention runs at its own efficiency; element-wise operations (norms, activations, residual
+adds, dropout, rotary, softmax) are pure HBM traffic. All constants live in
+``data/efficiency.toml`` with their sources.
 """
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass, replace
-from functools import cache
-from importlib import resources
+from dataclasses import dataclass
 from typing import assert_never
 
-from clusterforge.catalog import Gpu, ModelArch
-from clusterforge.constants import read_constants
+from clusterforge.catalog import ModelArch
 from clusterforge.perf.flops import ffn_size, kv_heads
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes
 from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.roofline import GpuPerf, gemm_time_s, load_constants, memory_time_s
 from clusterforge.perf.stack import Stack
 
 __all__ = [
-    "GpuPerf",
     "LayerTimes",
-    "PerfConstants",
     "Stack",
-    "gemm_time_s",
-    "gpu_perf",
     "layer_times",
-    "load_constants",
     "logits_times",
-    "memory_time_s",
     "overlapped_s",
 ]
-
-BF16_BYTES = 2
-
-
-@dataclass(frozen=True)
-class PerfConstants:
-    """The model's global constants (see ``data/efficiency.toml`` for sources)."""
-
-    default_mamf_fraction: float
-    gemm_efficiency_of_mamf: float
-    flash_attention_efficiency_of_mamf: float
-    flash_attention_backward_ratio: float
-    hbm_efficiency: float
-    kernel_overhead_s: float
-    overlap_interference: float
-    optimizer_bytes_per_param: float
-    mamf_tflops: dict[tuple[str, str], float]
-    cudnn_attention_tflops: dict[str, tuple[float, float]]
-
-
-@cache
-def load_constants() -> PerfConstants:
-    """Read ``data/efficiency.toml`` once."""
-    text = resources.files("clusterforge.perf").joinpath("data", "efficiency.toml").read_text()
-    raw = tomllib.loads(text)
-    mamf: dict[tuple[str, str], float] = {}
-    for row in raw["mamf"]:
-        mamf[(row["gpu"], "bf16")] = float(row["bf16_tflops"])
-        if row["fp8_tflops"] > 0:
-            mamf[(row["gpu"], "fp8")] = float(row["fp8_tflops"])
-    cudnn = {
-        row["gpu"]: (float(row["forward_tflops"]), float(row["backward_tflops"]))
-        for row in raw.get("cudnn_attention", [])
-    }
-    tagged = read_constants("clusterforge.perf", "efficiency.toml", section="constants")
-    scalars = {name: tagged.number(name) for name in tagged}
-    return PerfConstants(mamf_tflops=mamf, cudnn_attention_tflops=cudnn, **scalars)
-
-
-@dataclass(frozen=True)
-class GpuPerf:
-    """What the compute model needs of one GPU at one matmul precision."""
-
-    gpu_id: str
-    peak_bf16_tflops: float
-    matmul_tflops: float
-    hbm_gbyte_per_s: float
-    hbm_gib: float
-    bf16_matmul_tflops: float = 0.0
-
-    def at_bf16(self) -> GpuPerf:
-        """The same GPU with the BF16 matmul ceiling (attention, logits in FP8 runs)."""
-        return replace(self, matmul_tflops=self.bf16_matmul_tflops or self.matmul_tflops)
-
-
-def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -> GpuPerf:
-    """MAMF ceiling for ``precision`` (fp16 = bf16; missing FP8 rows use the BF16 fraction)."""
-    c = constants or load_constants()
-    bf16 = c.mamf_tflops.get((gpu.id, "bf16"), gpu.bf16_dense_tflops * c.default_mamf_fraction)
-    matmul = bf16
-    if precision == "fp8" and gpu.fp8_dense_tflops > 0:
-        fraction = bf16 / gpu.bf16_dense_tflops
-        matmul = c.mamf_tflops.get((gpu.id, "fp8"), gpu.fp8_dense_tflops * fraction)
-    return GpuPerf(
-        gpu_id=gpu.id,
-        peak_bf16_tflops=gpu.bf16_dense_tflops,
-        matmul_tflops=matmul,
-        hbm_gbyte_per_s=gpu.hbm_tbyte_per_s * 1000.0,
-        hbm_gib=gpu.hbm_gib,
-        bf16_matmul_tflops=bf16,
-    )
 
 
 def overlapped_s(comm_s: float, window_s: float) -> float:
@@ -124,23 +38,6 @@ def overlapped_s(comm_s: float, window_s: float) -> float:
     """
     c = load_constants()
     return max(0.0, comm_s - window_s) + c.overlap_interference * min(comm_s, window_s)
-
-
-def memory_time_s(num_bytes: float, perf: GpuPerf, num_kernels: int = 1) -> float:
-    """Streaming time of ``num_bytes`` through HBM at ``hbm_efficiency`` of the datasheet."""
-    c = load_constants()
-    bandwidth = perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency
-    return num_bytes / bandwidth + num_kernels * c.kernel_overhead_s
-
-
-def gemm_time_s(m: float, n: float, k: float, perf: GpuPerf, batch: float = 1.0) -> float:
-    """Roofline time of ``batch`` GEMMs ``(m x k) @ (k x n)`` in BF16 storage (one kernel)."""
-    c = load_constants()
-    flops = 2.0 * m * n * k * batch
-    num_bytes = BF16_BYTES * (m * k + k * n + m * n) * batch
-    compute_s = flops / (perf.matmul_tflops * 1e12 * c.gemm_efficiency_of_mamf)
-    memory_s = num_bytes / (perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency)
-    return max(compute_s, memory_s) + c.kernel_overhead_s
 
 
 @dataclass(frozen=True)
@@ -161,20 +58,20 @@ class LayerTimes:
 
 def _tokens(plan: ParallelPlan) -> float:
     """Tokens one GPU processes per micro-batch (CP splits the sequence)."""
-    return plan.micro_batch * plan.seq_length / plan.cp
+    return plan.micro_batch * plan.seq_length / plan.layout.cp
 
 
 def _weight_gemms_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float:
     """Forward time of the weight GEMMs of one layer (Megatron column/row TP split)."""
-    t, h, f = plan.tp, arch.hidden_size, ffn_size(arch)
+    t, h, f = plan.layout.tp, arch.hidden_size, ffn_size(arch)
     tokens = _tokens(plan)
     kv_dim = h * kv_heads(arch) // arch.num_heads
     qkv = gemm_time_s(tokens, (h + 2 * kv_dim) / t, h, perf)
     proj = gemm_time_s(tokens, h, h / t, perf)
     up_cols = (2 if arch.gated_mlp else 1) * f / t
     if arch.num_experts > 1:
-        local_experts = arch.num_experts / plan.ep
-        routed = tokens * arch.top_k * plan.ep / arch.num_experts  # tokens per local expert
+        local_experts = arch.num_experts / plan.layout.ep
+        routed = tokens * arch.top_k * plan.layout.ep / arch.num_experts  # tokens per local expert
         up = gemm_time_s(routed, up_cols, h, perf, batch=local_experts)
         down = gemm_time_s(routed, h, f / t, perf, batch=local_experts)
         router = gemm_time_s(tokens, arch.num_experts, h, perf)
@@ -237,7 +134,7 @@ def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
     """
     c = load_constants()
     perf = perf.at_bf16()
-    heads = arch.num_heads / plan.tp
+    heads = arch.num_heads / plan.layout.tp
     head_dim = arch.hidden_size / arch.num_heads
     queries, keys = _tokens(plan) / plan.micro_batch, plan.seq_length
     if stack.attention != "unfused":
@@ -288,8 +185,8 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     rotary = 4 * (h + kv_dim) if arch.position_embedding == "rope" else 0
     split = activation + rotary
     per_token = (replicated + permute) / (
-        plan.tp if plan.sequence_parallel else 1
-    ) + split / plan.tp
+        plan.layout.tp if plan.sequence_parallel else 1
+    ) + split / plan.layout.tp
     return per_token * _tokens(plan)
 
 
@@ -375,7 +272,7 @@ def logits_times(
     """
     perf = perf.at_bf16()
     tokens = _tokens(plan)
-    vocab = arch.vocab_size / plan.tp
+    vocab = arch.vocab_size / plan.layout.tp
     gemm = gemm_time_s(tokens, vocab, arch.hidden_size, perf)
     loss_forward, loss_backward = _cross_entropy_s(tokens * vocab, perf, stack or Stack())
     return gemm + loss_forward, 2.0 * gemm + loss_backward

@@ -72,10 +72,10 @@ def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel) -> float:
     outputs before one reduction and feeds both branches from one gathered input: one
     collective pair per layer and direction instead of two.
     """
-    if plan.tp == 1:
+    if plan.layout.tp == 1:
         return 0.0
     groups = rank_groups(plan, "tp")
-    size = plan.micro_batch * plan.seq_length / plan.cp * arch.hidden_size * ACT_BYTES
+    size = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.hidden_size * ACT_BYTES
     recompute = plan.recompute == "full"
     pairs = 1 if arch.parallel_block else 2
     if plan.sequence_parallel:
@@ -100,11 +100,11 @@ def _tp_exposed_s(
 def _cp_exposed_s(
     plan: ParallelPlan, arch: ModelArch, comm: CommModel, times: LayerTimes, stack: Stack
 ) -> float:
-    if plan.cp == 1:
+    if plan.layout.cp == 1:
         return 0.0
     groups = rank_groups(plan, "cp")
     kv_dim = arch.hidden_size * (arch.num_kv_heads or arch.num_heads) / arch.num_heads
-    size = plan.micro_batch * plan.seq_length * 2 * kv_dim * ACT_BYTES / plan.tp
+    size = plan.micro_batch * plan.seq_length * 2 * kv_dim * ACT_BYTES / plan.layout.tp
     gather = comm.collective_time_s("all_gather", size, groups)
     scatter = comm.collective_time_s("reduce_scatter", size, groups)
     if stack.cp_overlap:
@@ -116,11 +116,11 @@ def _cp_exposed_s(
 
 
 def _ep_exposed_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel) -> float:
-    if arch.num_experts == 1 or plan.ep == 1:
+    if arch.num_experts == 1 or plan.layout.ep == 1:
         return 0.0
     groups = rank_groups(plan, "ep")
-    tokens = plan.micro_batch * plan.seq_length / plan.cp
-    size = tokens * arch.top_k * arch.hidden_size * ACT_BYTES / plan.tp
+    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
+    size = tokens * arch.top_k * arch.hidden_size * ACT_BYTES / plan.layout.tp
     one = comm.collective_time_s("all_to_all", size, groups)
     return one * (4 + (2 if plan.recompute == "full" else 0))
 
@@ -135,7 +135,7 @@ def layer_comm(
 ) -> LayerComm:
     """Exposed TP, CP and EP seconds per layer and micro-batch."""
     tp_raw = _tp_raw_s(plan, arch, comm)
-    intra = plan.tp == 1 or not _spans_domains(rank_groups(plan, "tp"), nvlink_domain_gpus)
+    intra = plan.layout.tp == 1 or not _spans_domains(rank_groups(plan, "tp"), nvlink_domain_gpus)
     return LayerComm(
         tp_s=_tp_exposed_s(tp_raw, times, plan, stack, intra),
         cp_s=_cp_exposed_s(plan, arch, comm, times, stack),
@@ -147,12 +147,19 @@ def pp_exposed_s(
     plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack, num_micro: int
 ) -> float:
     """Exposed pipeline send/receive seconds per step."""
-    if plan.pp == 1:
+    if plan.layout.pp == 1:
         return 0.0
-    size = plan.micro_batch * plan.seq_length / plan.cp * arch.hidden_size * ACT_BYTES / plan.tp
+    size = (
+        plan.micro_batch
+        * plan.seq_length
+        / plan.layout.cp
+        * arch.hidden_size
+        * ACT_BYTES
+        / plan.layout.tp
+    )
     one = comm.collective_time_s("sendrecv", size, rank_groups(plan, "pp"))
-    fill_drain = 2 * (plan.pp - 1) * one
-    steady = 2 * plan.vpp * num_micro * one
+    fill_drain = 2 * (plan.layout.pp - 1) * one
+    steady = 2 * plan.layout.vpp * num_micro * one
     if stack.pp_overlap:  # hidden behind the other micro-batches' compute
         return fill_drain + overlapped_s(steady, math.inf)
     return fill_drain + steady
@@ -160,11 +167,11 @@ def pp_exposed_s(
 
 def embedding_sync_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack) -> float:
     """Seconds per step to all-reduce the tied embedding gradient between first and last stage."""
-    if plan.pp == 1 or not arch.tied_embeddings:
+    if plan.layout.pp == 1 or not arch.tied_embeddings:
         return 0.0
     pipelines = plan.layout.groups("pp")  # every rank's pipeline, stage by stage
     pairs = pipelines[:, [0, -1]]  # first and last stage hold the tied weights
-    size = arch.vocab_size * arch.hidden_size / plan.tp * stack.grad_reduce_bytes
+    size = arch.vocab_size * arch.hidden_size / plan.layout.tp * stack.grad_reduce_bytes
     return comm.collective_time_s("all_reduce", size, pairs)
 
 
@@ -178,7 +185,7 @@ def dp_exposed_s(
     num_micro: int,
 ) -> float:
     """Exposed data-parallel seconds per step for a stage holding ``params`` per GPU."""
-    if plan.dp * plan.cp == 1:
+    if plan.layout.dp * plan.layout.cp == 1:
         return 0.0
     groups = rank_groups(plan, "dpcp")  # gradients are reduced over DP x CP (Megatron-Core)
     grads = params * stack.grad_reduce_bytes

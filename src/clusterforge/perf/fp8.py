@@ -28,13 +28,16 @@ from __future__ import annotations
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.flops import ffn_size, kv_heads
-from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.memory import layer_params_per_gpu
+from clusterforge.perf.parallel import ParallelPlan, num_micro_batches
+from clusterforge.perf.roofline import GpuPerf, memory_time_s
 from clusterforge.perf.stack import Stack
 
 __all__ = [
     "FP8_KERNELS_PER_LAYER",
     "fp8_layer_bytes",
     "fp8_weight_cast_bytes_per_micro",
+    "fp8_weight_cast_s",
 ]
 
 CAST_TRANSPOSE_BYTES = 4.0  # read 2 B BF16, write 1 B FP8 + 1 B FP8 transposed
@@ -51,7 +54,7 @@ def _widths(arch: ModelArch, plan: ParallelPlan) -> tuple[float, float, float, f
     sequence parallelism); the other inputs are the projection's ``h / t`` and FC2's ``f / t``
     (the activation's output); gradients are the four GEMM outputs' gradients.
     """
-    t, h, f = plan.tp, arch.hidden_size, ffn_size(arch)
+    t, h, f = plan.layout.tp, arch.hidden_size, ffn_size(arch)
     experts = arch.top_k if arch.num_experts > 1 else 1
     shard = t if plan.sequence_parallel else 1
     kv_dim = h * kv_heads(arch) / arch.num_heads
@@ -66,7 +69,7 @@ def fp8_layer_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[
     """HBM bytes of FP8 conversions of one layer and micro-batch: (forward, backward)."""
     if plan.precision != "fp8":
         return 0.0, 0.0
-    tokens = plan.micro_batch * plan.seq_length / plan.cp
+    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     norm_fed, others, grads, activation_out = _widths(arch, plan)
     if stack.fp8_fused_norm_cast:
         # The norm and the activation emit FP8; their outputs still need the transpose pass.
@@ -95,3 +98,12 @@ def fp8_weight_cast_bytes_per_micro(
     if stack.fp8_scaling == "dynamic":
         return 2 * params * (AMAX_READ_BYTES + CAST_TRANSPOSE_BYTES)
     return params * CAST_TRANSPOSE_BYTES / max(1, num_micro)
+
+
+def fp8_weight_cast_s(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack, perf: GpuPerf, layers: int
+) -> float:
+    """Seconds per micro-batch to cast the weights of a stage's ``layers`` layers to FP8."""
+    params = layers * layer_params_per_gpu(arch, plan)
+    num_bytes = fp8_weight_cast_bytes_per_micro(params, plan, stack, num_micro_batches(plan))
+    return memory_time_s(num_bytes, perf, num_kernels=layers) if num_bytes else 0.0

@@ -18,10 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.compute import BF16_BYTES
 from clusterforge.perf.flops import ffn_size, kv_heads
-from clusterforge.perf.offload import resident_layers
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
+from clusterforge.perf.roofline import BF16_BYTES
 from clusterforge.perf.stack import Stack
 
 __all__ = [
@@ -30,6 +29,7 @@ __all__ = [
     "activation_bytes_per_layer",
     "layer_params_per_gpu",
     "memory_per_gpu",
+    "resident_layers",
     "stage_params",
 ]
 
@@ -71,20 +71,28 @@ def _layer_params(arch: ModelArch) -> tuple[float, float]:
     return dense + mlp, 0.0
 
 
+def resident_layers(layers: int, offloaded: int) -> int:
+    """Layers of a stage whose activations stay in HBM with ``offloaded`` layers offloaded to
+    host memory (:mod:`clusterforge.perf.offload`): the others, plus one in transfer."""
+    moved = min(max(offloaded, 0), layers)
+    return layers - moved + (1 if moved else 0)
+
+
 def layer_params_per_gpu(arch: ModelArch, plan: ParallelPlan) -> float:
     """Parameters of one transformer layer held by one GPU (dense / TP, experts / TP x EP)."""
     dense, expert = _layer_params(arch)
-    return dense / plan.tp + expert / (plan.tp * plan.ep)
+    return dense / plan.layout.tp + expert / (plan.layout.tp * plan.layout.ep)
 
 
 def stage_params(arch: ModelArch, plan: ParallelPlan, layers: int, first: bool) -> float:
     """Parameters held by one GPU of a stage: layers / TP (experts / EP) + embedding on stage 0."""
     dense, expert = _layer_params(arch)
-    per_gpu = layers * (dense / plan.tp + expert / (plan.tp * plan.ep))
-    if first or plan.pp == 1:
-        per_gpu += arch.vocab_size * arch.hidden_size / plan.tp
-    if plan.pp == 1 and not arch.tied_embeddings:
-        per_gpu += arch.vocab_size * arch.hidden_size / plan.tp
+    job = plan.layout
+    per_gpu = layers * (dense / job.tp + expert / (job.tp * job.ep))
+    if first or job.pp == 1:
+        per_gpu += arch.vocab_size * arch.hidden_size / job.tp
+    if job.pp == 1 and not arch.tied_embeddings:
+        per_gpu += arch.vocab_size * arch.hidden_size / job.tp
     return per_gpu
 
 
@@ -96,9 +104,9 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
     with SP.
     """
     h, f = arch.hidden_size, ffn_size(arch)
-    sbh = plan.micro_batch * plan.seq_length / plan.cp * h
+    sbh = plan.micro_batch * plan.seq_length / plan.layout.cp * h
     if plan.recompute == "full":
-        return 2.0 * sbh / (plan.tp if plan.sequence_parallel else 1)
+        return 2.0 * sbh / (plan.layout.tp if plan.sequence_parallel else 1)
     kv_ratio = kv_heads(arch) / arch.num_heads
     experts = arch.top_k if arch.num_experts > 1 else 1
     masks = 2.0 if stack.dropout else 0.0
@@ -116,29 +124,32 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
     # Norm inputs, QKV input, MLP input, dropout masks: replicated unless SP. A parallel
     # block (PaLM §2) has one norm whose output feeds both branches.
     replicated = (2 + gemm_in if arch.parallel_block else 4 + 2 * gemm_in) + masks
-    per_gpu = sbh * (split / plan.tp + replicated / (plan.tp if plan.sequence_parallel else 1))
+    per_gpu = sbh * (
+        split / plan.layout.tp + replicated / (plan.layout.tp if plan.sequence_parallel else 1)
+    )
     if stack.attention == "unfused" and plan.recompute == "none":
-        heads = arch.num_heads / plan.tp
-        scores = plan.micro_batch * heads * (plan.seq_length / plan.cp) * plan.seq_length
+        heads = arch.num_heads / plan.layout.tp
+        scores = plan.micro_batch * heads * (plan.seq_length / plan.layout.cp) * plan.seq_length
         per_gpu += scores * (5.0 if stack.dropout else 4.0)
     return per_gpu
 
 
 def _in_flight(plan: ParallelPlan) -> float:
     """Micro-batches whose activations the first stage holds at peak (Korthikanti §4.2.3)."""
-    if plan.pp == 1:
+    p, v = plan.layout.pp, plan.layout.vpp
+    if p == 1:
         return 1.0
     m = num_micro_batches(plan)
-    in_flight = float(min(plan.pp, m))
-    if plan.vpp > 1:
-        in_flight *= 1 + (plan.pp - 1) / (plan.pp * plan.vpp)
+    in_flight = float(min(p, m))
+    if v > 1:
+        in_flight *= 1 + (p - 1) / (p * v)
     return float(in_flight)
 
 
 def _shard(plan: ParallelPlan) -> int:
     """GPUs that share one copy of the sharded model states: DP x CP (Megatron's distributed
     optimizer shards over both), or the HSDP shard group."""
-    return plan.shard_size or plan.dp * plan.cp
+    return plan.shard_size or plan.layout.dp * plan.layout.cp
 
 
 def _model_state_bytes(
@@ -179,7 +190,7 @@ def memory_per_gpu(
     """Peak memory of the first pipeline stage's GPUs (most activations in flight)."""
     params = stage_params(arch, plan, stages[0], first=True)
     weights, grads, optimizer = _model_state_bytes(params, plan, stack)
-    if plan.zero_stage >= 3 and plan.pp > 1:  # a stage's weights stay gathered for the step
+    if plan.zero_stage >= 3 and plan.layout.pp > 1:  # a stage's weights stay gathered for the step
         weights += BF16_BYTES * params
     else:
         weights += _gathered_bytes(arch, plan, stack)
@@ -193,17 +204,17 @@ def memory_per_gpu(
     # Offloaded layers keep their activations in host memory (:mod:`.offload`).
     activations = per_layer * resident_layers(stages[0], plan.offload_layers) * _in_flight(plan)
     # Embedding output kept for the first layer (+ full-recompute working set of one layer).
-    tokens = plan.micro_batch * plan.seq_length / plan.cp
-    activations += 2.0 * tokens * arch.hidden_size / plan.tp * _in_flight(plan)
+    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
+    activations += 2.0 * tokens * arch.hidden_size / plan.layout.tp * _in_flight(plan)
     if plan.recompute == "full":
         full = plan.with_(recompute="none")
         activations += activation_bytes_per_layer(arch, full, stack)
-    if plan.pp == 1:
+    if plan.layout.pp == 1:
         # Logits for the loss: an FP32 copy, the BF16 logits whose gradient Transformer
         # Engine's fused cross-entropy writes in place, or the BF16 logits plus the new
         # BF16 gradient tensor of the xentropy kernel.
         logit_bytes = BF16_BYTES if stack.cross_entropy == "te" else 4.0
-        activations += logit_bytes * tokens * arch.vocab_size / plan.tp
+        activations += logit_bytes * tokens * arch.vocab_size / plan.layout.tp
     return MemoryBreakdown(
         weights_gib=weights / GIB,
         gradients_gib=grads / GIB,

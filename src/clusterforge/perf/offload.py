@@ -10,7 +10,8 @@ close: the Grace-Blackwell Llama 3 70B FSDP recipes offload 40 (GB200) and 20 (G
 workload_base_configs.py``, ``cpu_offloading_num_layers``).
 
 Memory: an offloaded layer keeps no activations in HBM between its forward and its
-backward, except the one layer whose copy is in flight (the handler's staging buffer).
+backward, except the one layer whose copy is in flight (the handler's staging buffer);
+the memory model counts it (:func:`clusterforge.perf.memory.resident_layers`).
 
 Time: the copies run on the copy engines over the GPU-host link while the next layer computes
 (forward) or the later layer's backward runs (reload), so a layer's copy is exposed only by
@@ -21,20 +22,18 @@ Grace superchips, PCIe Gen4 or Gen5 x16 on x86 hosts, each from its datasheet).
 
 from __future__ import annotations
 
-from clusterforge.catalog import Gpu
+from clusterforge.catalog import Gpu, ModelArch
+from clusterforge.perf.compute import LayerTimes
+from clusterforge.perf.memory import activation_bytes_per_layer
+from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.stack import Stack
 
-__all__ = ["host_link_gbyte_per_s", "offload_stall_s", "resident_layers"]
+__all__ = ["host_link_gbyte_per_s", "offload_s", "offload_stall_s"]
 
 
 def host_link_gbyte_per_s(gpu: Gpu) -> float:
     """GPU-to-host bandwidth in one direction, GB/s (the catalog's ``host_link``)."""
     return gpu.host_link_gbyte_per_s
-
-
-def resident_layers(layers: int, offloaded: int) -> int:
-    """Layers of a stage whose activations stay in HBM: the others, plus one in transfer."""
-    moved = min(max(offloaded, 0), layers)
-    return layers - moved + (1 if moved else 0)
 
 
 def offload_stall_s(
@@ -48,3 +47,20 @@ def offload_stall_s(
     forward) and the copy back (behind one layer's backward), each only where it is longer."""
     copy_s = activation_bytes / (link_gbyte_per_s * 1e9)
     return max(0.0, copy_s - forward_s) + max(0.0, copy_s - backward_s)
+
+
+def offload_s(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack, gpu: Gpu, times: LayerTimes, layers: int
+) -> float:
+    """Seconds per micro-batch that a stage's activation copies to and from host memory are
+    not hidden behind one layer's compute."""
+    moved = min(plan.offload_layers, layers)
+    if moved == 0:
+        return 0.0
+    stall = offload_stall_s(
+        activation_bytes=activation_bytes_per_layer(arch, plan, stack),
+        link_gbyte_per_s=host_link_gbyte_per_s(gpu),
+        forward_s=times.forward_s,
+        backward_s=times.backward_s + times.recompute_s,
+    )
+    return moved * stall

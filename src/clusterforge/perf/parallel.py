@@ -1,22 +1,21 @@
-"""Parallelism plans: the TP/PP/CP/EP/DP layout of a training job, validated, and its groups.
+"""Parallelism plans: a job layout plus what a training step needs, validated, and its groups.
 
-A :class:`ParallelPlan` is plain data: the degrees plus what a training step needs (batch,
-sequence, recomputation, ZeRO stage, precision). Its rank grid, communication groups and
-structural checks are those of its :class:`~clusterforge.job.JobLayout` (Megatron-LM rank
-order); :func:`validate_plan` raises :class:`PlanError` naming the field, the value and the fix.
+A :class:`ParallelPlan` is plain data: its :class:`~clusterforge.job.JobLayout` (the
+TP/PP/CP/EP/DP degrees and the interleaving, with their rank grid, groups and structural
+checks in Megatron-LM rank order) plus batch, sequence, recomputation, ZeRO stage and
+precision; :func:`validate_plan` raises :class:`PlanError` naming the field, the value and
+the fix.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cached_property
 from typing import Literal
 
 import numpy as np
 
 from clusterforge.catalog import ModelArch
-from clusterforge.errors import PlanError
-from clusterforge.job import GroupKind, JobLayout
+from clusterforge.job import GroupKind, JobLayout, require
 from clusterforge.perf.flops import Recompute
 
 __all__ = [
@@ -27,7 +26,6 @@ __all__ = [
     "rank_groups",
     "recompute_fraction",
     "shard_groups",
-    "split_layers",
     "validate_plan",
 ]
 
@@ -36,18 +34,13 @@ Precision = Literal["bf16", "fp16", "fp8"]
 
 @dataclass(frozen=True)
 class ParallelPlan:
-    """One way to run a training step on ``num_gpus`` GPUs (degrees multiply to it).
+    """One way to run a training step on the ``layout.num_gpus`` GPUs of its job layout.
 
     ``offload_layers``: layers per stage whose saved activations wait in host memory between
     their forward and backward (Megatron-Core activation offloading; :mod:`.offload`).
     """
 
-    tp: int
-    pp: int
-    dp: int
-    cp: int = 1
-    ep: int = 1
-    vpp: int = 1
+    layout: JobLayout
     micro_batch: int = 1
     global_batch: int = 1024
     seq_length: int = 4096
@@ -59,15 +52,6 @@ class ParallelPlan:
     shard_size: int | None = None
     recompute_layers: int | None = None
     offload_layers: int = 0
-
-    @property
-    def num_gpus(self) -> int:
-        return self.tp * self.pp * self.cp * self.dp
-
-    @cached_property
-    def layout(self) -> JobLayout:
-        """The plan's job layout: its rank grid, groups and structural checks."""
-        return JobLayout(tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, ep=self.ep)
 
     def with_(self, **changes: object) -> ParallelPlan:
         """A copy with some fields changed (plans are frozen)."""
@@ -94,11 +78,6 @@ def num_micro_batches(plan: ParallelPlan) -> int:
     return plan.layout.num_micro_batches(plan.global_batch, plan.micro_batch)
 
 
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise PlanError(message)
-
-
 def validate_plan(arch: ModelArch, plan: ParallelPlan, num_gpus: int) -> tuple[int, ...]:
     """Check a plan against the model and the GPU count; return layers per pipeline stage.
 
@@ -106,78 +85,27 @@ def validate_plan(arch: ModelArch, plan: ParallelPlan, num_gpus: int) -> tuple[i
     heads over TP, sequence over CP, experts over EP, batch split, interleaving); this adds
     only what a layout does not know: the ZeRO stage, the HSDP shard group and the layer split.
     """
-    layout = JobLayout.for_gpus(
-        num_gpus, tp=plan.tp, pp=plan.pp, cp=plan.cp, ep=plan.ep, dp=plan.dp
-    )
+    layout = plan.layout
+    layout.check_gpus(num_gpus)
     layout.check_model(arch, plan.seq_length)
-    layout.check_batch(plan.global_batch, plan.micro_batch, plan.vpp)
-    _require(plan.zero_stage in (0, 1, 2, 3), f"zero_stage = {plan.zero_stage}: use 0, 1, 2 or 3")
-    _require(
+    layout.check_batch(plan.global_batch, plan.micro_batch)
+    require(plan.zero_stage in (0, 1, 2, 3), f"zero_stage = {plan.zero_stage}: use 0, 1, 2 or 3")
+    require(
         plan.recompute_layers is None or plan.recompute_layers >= 0,
         f"recompute_layers = {plan.recompute_layers}: use 0 or more layers per stage",
     )
-    _require(
+    require(
         0 <= plan.offload_layers < arch.num_layers,
         f"offload_layers = {plan.offload_layers}: use 0 to {arch.num_layers - 1} layers "
         "whose activations go to host memory (Megatron-Core cpu_offloading_num_layers)",
     )
-    replicas = plan.dp * plan.cp
-    _require(
+    replicas = layout.dp * layout.cp
+    require(
         plan.shard_size is None or (plan.shard_size >= 1 and replicas % plan.shard_size == 0),
         f"fsdp_shard_size = {plan.shard_size} must divide DP x CP = {replicas} (hybrid "
         "sharding replicates whole shard groups)",
     )
-    return split_layers(arch.num_layers, plan.pp, plan.vpp, plan.pipeline_layers)
-
-
-def split_layers(
-    num_layers: int, pp: int, vpp: int = 1, explicit: tuple[int, ...] | list[int] | None = None
-) -> tuple[int, ...]:
-    """Layers per pipeline stage, explicit or automatic.
-
-    Automatic: as even as possible; when the layers do not divide, the stages that get one
-    layer fewer are the first and the last (they also carry the embedding and the loss), the
-    Llama 3 405B layout (126 layers on 16 stages: 7 + 14 x 8 + 7; Llama Team 2024, §3.3.2).
-    With interleaving (``vpp`` chunks per stage) a stage's chunks may differ by a layer, as
-    in Llama 3's interleaved schedule; each chunk needs at least one layer.
-    """
-    if explicit is not None:
-        stages = tuple(int(n) for n in explicit)
-        _require(
-            len(stages) == pp and sum(stages) == num_layers and min(stages) >= 1,
-            f"pipeline_layers = {list(stages)}: need {pp} positive counts summing to "
-            f"{num_layers} layers",
-        )
-    else:
-        _require(
-            num_layers >= pp,
-            f"pp = {pp} is more than the {num_layers} layers; use pp <= {num_layers}",
-        )
-        base, extra = divmod(num_layers, pp)
-        short = pp - extra
-        order = _stage_order_ends_first(pp)
-        counts = [base + 1] * pp
-        for stage in order[:short]:
-            counts[stage] = base
-        stages = tuple(counts)
-    _require(
-        min(stages) >= vpp,
-        f"vpp = {vpp} needs at least {vpp} layers on every pipeline stage {list(stages)}; "
-        "choose a smaller vpp",
-    )
-    return stages
-
-
-def _stage_order_ends_first(pp: int) -> list[int]:
-    """Stage indices ordered first, last, second, second-to-last, ... (ends first)."""
-    order: list[int] = []
-    low, high = 0, pp - 1
-    while low <= high:
-        order.append(low)
-        if high != low:
-            order.append(high)
-        low, high = low + 1, high - 1
-    return order
+    return layout.split_layers(arch.num_layers, plan.pipeline_layers)
 
 
 def rank_groups(plan: ParallelPlan, kind: GroupKind, stage: int = 0) -> np.ndarray:

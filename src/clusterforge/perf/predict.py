@@ -55,12 +55,7 @@ def plan_from_workload(workload: WorkloadSpec, job: JobLayout, arch: ModelArch) 
     """The plan the spec asks for, with the degrees of its job layout."""
     layers = tuple(workload.pipeline_layers) if workload.pipeline_layers else None
     return ParallelPlan(
-        tp=job.tp,
-        pp=job.pp,
-        dp=job.dp,
-        cp=job.cp,
-        ep=job.ep,
-        vpp=workload.virtual_pipeline_stages,
+        job,
         micro_batch=workload.micro_batch,
         global_batch=workload.global_batch,
         seq_length=workload.seq_length or arch.seq_length,
@@ -73,7 +68,7 @@ def plan_from_workload(workload: WorkloadSpec, job: JobLayout, arch: ModelArch) 
     )
 
 
-_DEGREES = ("tp", "pp", "cp", "ep", "dp")
+_LAYOUT_FIELDS = ("tp", "pp", "cp", "ep", "dp", "vpp")
 
 
 @dataclass(frozen=True)
@@ -96,18 +91,20 @@ class PlanOverrides:
 def apply_overrides(plan: ParallelPlan, changes: PlanOverrides, num_gpus: int) -> ParallelPlan:
     """``plan`` with ``changes`` on ``num_gpus`` GPUs; a new layout when a degree changes."""
     values = {k: v for k, v in vars(changes).items() if v is not None}
-    degrees = {k: values.pop(k, getattr(plan, k)) for k in ("tp", "pp", "cp", "ep")}
+    old = plan.layout
+    degrees = {k: values.pop(k, getattr(old, k)) for k in ("tp", "pp", "cp", "ep")}
+    vpp = values.pop("vpp", old.vpp)
     explicit_dp = values.pop("dp", None)
     keep_dp = (
         explicit_dp is None
-        and num_gpus == plan.num_gpus
-        and degrees == {k: getattr(plan, k) for k in degrees}
+        and num_gpus == old.num_gpus
+        and degrees == {k: getattr(old, k) for k in degrees}
     )
-    job = JobLayout.for_gpus(num_gpus, **degrees, dp=plan.dp if keep_dp else explicit_dp)
-    new = plan.with_(**values, **job.degrees())
-    if new.tp == 1:
+    job = JobLayout.for_gpus(num_gpus, **degrees, vpp=vpp, dp=old.dp if keep_dp else explicit_dp)
+    new = plan.with_(**values, layout=job)
+    if job.tp == 1:
         new = new.with_(sequence_parallel=False)
-    if new.pipeline_layers is not None and len(new.pipeline_layers) != new.pp:
+    if new.pipeline_layers is not None and len(new.pipeline_layers) != job.pp:
         new = new.with_(pipeline_layers=None)  # the spec's split was for another PP
     return new
 
@@ -219,10 +216,11 @@ def _search_start(
     """The plan a search at ``num_gpus`` starts from (the request's changes but its degrees)
     and the request it answers: a size sweep keeps each size's best plan only, so branch
     and bound times fewer plans."""
-    kept = PlanOverrides(**{k: v for k, v in vars(request.overrides).items() if k not in _DEGREES})
+    changes = vars(request.overrides).items()
+    kept = PlanOverrides(**{k: v for k, v in changes if k not in _LAYOUT_FIELDS})
     # the spec's own degrees divide its own GPU count, not necessarily this size's
-    start = apply_overrides(base, kept, base.num_gpus).with_(
-        tp=1, pp=1, cp=1, ep=1, dp=num_gpus, pipeline_layers=None
+    start = apply_overrides(base, kept, base.layout.num_gpus).with_(
+        layout=JobLayout.for_gpus(num_gpus), pipeline_layers=None
     )
     return start, replace(request, top=1) if sweep else request
 

@@ -20,7 +20,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.errors import PlanError
@@ -70,9 +70,8 @@ def candidate_plans(
             if zero == 3 and job.pp > 1:
                 continue  # FSDP/ZeRO-3 with pipelining is not a configuration people run
             yield base.with_(
-                **job.degrees(),
+                layout=replace(job, vpp=vpp),
                 micro_batch=mb,
-                vpp=vpp,
                 zero_stage=zero,
                 sequence_parallel=job.tp > 1,
                 pipeline_layers=None,
@@ -95,7 +94,7 @@ def least_recompute(
     Activation memory is linear in ``k``, so the smallest fitting ``k`` is solved for, not
     searched. Raises :class:`PlanError` when the plan itself is invalid.
     """
-    stages = validate_plan(arch, plan, plan.num_gpus)
+    stages = validate_plan(arch, plan, plan.layout.num_gpus)
 
     def memory_gib(option: ParallelPlan) -> float:
         return memory_per_gpu(arch, option, stages, stack).total_gib
@@ -206,7 +205,7 @@ def search(
     and says how many it timed. ``progress(timed, fitting)`` is called after each timed plan.
     """
     chosen = stack or Stack.megatron_core()
-    candidates = list(candidate_plans(arch, base, base.num_gpus, nvlink_domain_gpus))
+    candidates = list(candidate_plans(arch, base, base.layout.num_gpus, nvlink_domain_gpus))
     fitting = _fitting(arch, candidates, gpu, chosen)
 
     def time_plan(plan: ParallelPlan, fabric: CommModel) -> Prediction:
@@ -216,7 +215,7 @@ def search(
     found = _branch_and_bound(fitting, time_plan, recording, top, progress)
     if not found:
         raise PlanError(
-            f"no plan of {arch.id} on {base.num_gpus} x {gpu.id} both divides the global batch "
+            f"no plan of {arch.id} on {base.layout.num_gpus} x {gpu.id} both divides the global batch "
             f"{base.global_batch} (micro-batch x DP must divide it) and fits in "
             f"{gpu.hbm_gib:.0f} GiB; change the global batch, the GPU count or the GPU"
         )

@@ -33,9 +33,10 @@ import math
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
-from clusterforge.perf.compute import BF16_BYTES, LayerTimes, overlapped_s
+from clusterforge.perf.compute import LayerTimes, overlapped_s
 from clusterforge.perf.memory import layer_params_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, shard_groups
+from clusterforge.perf.roofline import BF16_BYTES
 from clusterforge.perf.stack import Stack
 
 __all__ = ["fsdp_unit_layers", "zero3_exposed_s"]
@@ -76,7 +77,7 @@ def zero3_exposed_s(
     else:
         forward = gather + (units - 1) * overlapped_s(gather, fwd_unit)
         backward = regather + (units - 1) * overlapped_s(regather + reduce, bwd_unit) + reduce
-    embedding = arch.vocab_size * arch.hidden_size / plan.tp
+    embedding = arch.vocab_size * arch.hidden_size / plan.layout.tp
     ends = comm.collective_time_s("all_gather", embedding * BF16_BYTES, shard)
     ends += comm.collective_time_s("reduce_scatter", embedding * stack.grad_reduce_bytes, shard)
     per_step = num_micro * (forward + backward + ends)

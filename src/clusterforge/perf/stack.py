@@ -58,7 +58,7 @@ Each named stack states the defaults of that framework with their source:
 Pipeline schedule: every stack above defaults to the non-interleaved 1F1B schedule
 (Megatron-LM and NeMo without ``--num-layers-per-virtual-pipeline-stage`` /
 ``virtual_pipeline_model_parallel_size``, torchtitan ``pipeline_parallel_schedule = "1F1B"``,
-DeepSpeed's ``PipelineEngine``); interleaving is the plan's ``vpp`` (the workload's
+DeepSpeed's ``PipelineEngine``); interleaving is the job layout's ``vpp`` (the workload's
 ``virtual_pipeline_stages``), as the published recipes set it per model.
 """
 

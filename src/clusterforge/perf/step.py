@@ -24,16 +24,7 @@ from typing import Any, TypeVar
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.comm import CommModel
-from clusterforge.perf.compute import (
-    BF16_BYTES,
-    GpuPerf,
-    LayerTimes,
-    gpu_perf,
-    layer_times,
-    load_constants,
-    logits_times,
-    memory_time_s,
-)
+from clusterforge.perf.compute import LayerTimes, layer_times, logits_times
 from clusterforge.perf.exposure import (
     LayerComm,
     dp_exposed_s,
@@ -42,20 +33,22 @@ from clusterforge.perf.exposure import (
     pp_exposed_s,
 )
 from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_step
+from clusterforge.perf.fp8 import fp8_weight_cast_s
 from clusterforge.perf.memory import (
     MemoryBreakdown,
     memory_per_gpu,
     stage_params,
 )
+from clusterforge.perf.offload import offload_s
 from clusterforge.perf.parallel import (
     ParallelPlan,
     num_micro_batches,
     recompute_fraction,
     validate_plan,
 )
+from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gpu_perf, load_constants, memory_time_s
 from clusterforge.perf.sharded import zero3_exposed_s
 from clusterforge.perf.stack import Stack
-from clusterforge.perf.stage_extras import fp8_weight_cast_s, offload_s
 from clusterforge.perf.uncertainty import Band, validation_band
 
 __all__ = ["FLOP_CONVENTION", "Breakdown", "Prediction", "predict_step"]
@@ -126,12 +119,12 @@ class Prediction:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary: the fields of ``clusterforge predict --json``."""
-        plan = asdict(self.plan)
-        plan["pipeline_layers"] = list(self.stage_layers)
+        values = asdict(self.plan)
+        plan = {**values.pop("layout"), **values, "pipeline_layers": list(self.stage_layers)}
         return {
             "model": self.model_id,
             "gpu": self.gpu_id,
-            "num_gpus": self.plan.num_gpus,
+            "num_gpus": self.plan.layout.num_gpus,
             "plan": plan,
             "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s,
@@ -168,7 +161,7 @@ class _Stage:
 
 def _embedding_s(arch: ModelArch, plan: ParallelPlan, perf_hbm: float) -> float:
     """Embedding lookup (write) and its gradient scatter (read + write), memory-bound."""
-    tokens = plan.micro_batch * plan.seq_length / plan.cp
+    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     return 3 * 2.0 * tokens * arch.hidden_size / perf_hbm
 
 
@@ -181,8 +174,8 @@ def _stage_weights(arch: ModelArch, plan: ParallelPlan, index: int, layers: int)
     """Parameters one GPU of stage ``index`` holds: its layers, the embedding on the first
     stage and the output layer on the last (a copy of the embedding when tied, Megatron)."""
     params = stage_params(arch, plan, layers, first=index == 0)
-    if plan.pp > 1 and index == plan.pp - 1:
-        params += arch.vocab_size * arch.hidden_size / plan.tp
+    if plan.layout.pp > 1 and index == plan.layout.pp - 1:
+        params += arch.vocab_size * arch.hidden_size / plan.layout.tp
     return params
 
 
@@ -224,7 +217,7 @@ def _stage(
     if index == 0:
         forward += embed_s / 3
         backward += 2 * embed_s / 3
-    if index == plan.pp - 1:
+    if index == plan.layout.pp - 1:
         forward += logits_f
         backward += logits_b
     return _Stage(
@@ -261,7 +254,7 @@ def _dp_s(
 ) -> float:
     """Exposed data-parallel seconds per step: unit by unit for ZeRO-3 without pipelining,
     else once per step (measured on the first stage, which also holds the embedding)."""
-    if plan.zero_stage == 3 and plan.pp == 1 and plan.dp * plan.cp > 1:
+    if plan.zero_stage == 3 and plan.layout.pp == 1 and plan.layout.dp * plan.layout.cp > 1:
         return zero3_exposed_s(arch, plan, comm, stack, times, layers=layers, num_micro=num_micro)
     params = stage_params(arch, plan, layers, first=True)
     return dp_exposed_s(plan, params, comm, stack, first.forward_s, first.backward_s, num_micro)
@@ -275,7 +268,8 @@ def _optimizer_s(
     gradient buffer), its shard under ZeRO-2/3 and FSDP (gradients are reduce-scattered and
     the unsharded ones freed; Rajbhandari et al. 2020)."""
     params = stage_params(arch, plan, first_stage, first=True)
-    owned = params / (plan.shard_size or plan.dp * plan.cp) if plan.zero_stage >= 1 else params
+    shard = plan.shard_size or plan.layout.dp * plan.layout.cp
+    owned = params / shard if plan.zero_stage >= 1 else params
     held = owned if plan.zero_stage >= 2 else params
     optimizer_bytes = load_constants().optimizer_bytes_per_param
     return (
@@ -294,7 +288,7 @@ def predict_step(
 ) -> Prediction:
     """Predict the step time, MFU/HFU and memory of ``plan`` (raises PlanError if invalid)."""
     stack = stack or Stack.megatron_core()
-    stages = validate_plan(arch, plan, plan.num_gpus)
+    stages = validate_plan(arch, plan, plan.layout.num_gpus)
     perf = gpu_perf(gpu, plan.precision)
     times = layer_times(arch, plan, perf, stack)
     per_layer_comm = layer_comm(arch, plan, times, comm, stack, nvlink_domain_gpus)
@@ -336,7 +330,7 @@ def predict_step(
         dp_comm_s=dp_s,
         cp_comm_s=m * slowest.cp_s,
         ep_comm_s=m * slowest.ep_s,
-        bubble_s=(plan.pp - 1) / plan.vpp * slowest.total_s,
+        bubble_s=(plan.layout.pp - 1) / plan.layout.vpp * slowest.total_s,
         optimizer_s=optimizer_s,
         other_s=other_s,
     )
@@ -361,7 +355,7 @@ def _assemble(
         plan.recompute,
         recompute_fraction(plan, stages) if plan.recompute == "full" else 1.0,
     )
-    peak = gpu.bf16_dense_tflops * 1e12 * plan.num_gpus
+    peak = gpu.bf16_dense_tflops * 1e12 * plan.layout.num_gpus
     memory = memory_per_gpu(arch, plan, stages, stack)
     return Prediction(
         plan=plan,
@@ -370,9 +364,9 @@ def _assemble(
         stack=stack.name,
         step_time_s=step_s,
         tokens_per_s=tokens / step_s,
-        tokens_per_s_per_gpu=tokens / step_s / plan.num_gpus,
-        model_tflops_per_gpu=model / step_s / plan.num_gpus / 1e12,
-        hardware_tflops_per_gpu=hardware / step_s / plan.num_gpus / 1e12,
+        tokens_per_s_per_gpu=tokens / step_s / plan.layout.num_gpus,
+        model_tflops_per_gpu=model / step_s / plan.layout.num_gpus / 1e12,
+        hardware_tflops_per_gpu=hardware / step_s / plan.layout.num_gpus / 1e12,
         mfu=model / step_s / peak,
         hfu=hardware / step_s / peak,
         memory=memory,

@@ -21,8 +21,9 @@ __all__ = ["goodput_json", "parallel_label", "performance_json"]
 
 def parallel_label(plan: ParallelPlan) -> str:
     """``TP 8 x PP 4 x CP 1 x DP 16`` and ``(EP n)`` when experts are sharded."""
-    label = f"TP {plan.tp} x PP {plan.pp} x CP {plan.cp} x DP {plan.dp}"
-    return label + (f" (EP {plan.ep})" if plan.ep > 1 else "")
+    job = plan.layout
+    label = f"TP {job.tp} x PP {job.pp} x CP {job.cp} x DP {job.dp}"
+    return label + (f" (EP {job.ep})" if job.ep > 1 else "")
 
 
 def performance_json(

@@ -22,11 +22,12 @@ __all__ = ["predict_json", "print_predict"]
 
 def plan_label(plan: ParallelPlan) -> str:
     """``TP8 PP4 DP16 mb1 v5 Z1 sel``: a plan on one line."""
-    parts = [f"TP{plan.tp}", f"PP{plan.pp}"]
-    parts += [f"CP{plan.cp}"] if plan.cp > 1 else []
-    parts += [f"EP{plan.ep}"] if plan.ep > 1 else []
-    parts += [f"DP{plan.dp}", f"mb{plan.micro_batch}"]
-    parts += [f"v{plan.vpp}"] if plan.vpp > 1 else []
+    job = plan.layout
+    parts = [f"TP{job.tp}", f"PP{job.pp}"]
+    parts += [f"CP{job.cp}"] if job.cp > 1 else []
+    parts += [f"EP{job.ep}"] if job.ep > 1 else []
+    parts += [f"DP{job.dp}", f"mb{plan.micro_batch}"]
+    parts += [f"v{job.vpp}"] if job.vpp > 1 else []
     parts += [f"Z{plan.zero_stage}"]
     if plan.shard_size:
         parts += [f"shard{plan.shard_size}"]
@@ -59,7 +60,7 @@ def _summary_table(predictions: list[Prediction], title: str) -> Table:
     for index, p in enumerate(predictions, 1):
         table.add_row(
             str(index),
-            str(p.plan.num_gpus),
+            str(p.plan.layout.num_gpus),
             plan_label(p.plan),
             f"{p.step_time_s:.2f}",
             _si(p.tokens_per_s),
@@ -117,7 +118,7 @@ def print_predict(assessment: PredictAssessment, console: Console) -> None:
     """Tables, the range of the best prediction, time to train and the conventions."""
     outcome, goodput = assessment.outcome, assessment.goodput
     best = outcome.predictions[0]
-    gpus = sorted({p.plan.num_gpus for p in outcome.predictions})
+    gpus = sorted({p.plan.layout.num_gpus for p in outcome.predictions})
     sizes = f"{gpus[0]}" if len(gpus) == 1 else f"{gpus[0]}-{gpus[-1]}"
     title = f"{outcome.model_id} on {sizes} x {outcome.gpu_id}"
     if outcome.searched:
@@ -129,7 +130,7 @@ def print_predict(assessment: PredictAssessment, console: Console) -> None:
     fastest = max(outcome.predictions, key=lambda p: p.tokens_per_s)
     headline = fastest if len(gpus) > 1 else best
     band = headline.band
-    where = f" on {headline.plan.num_gpus:,} GPUs" if len(gpus) > 1 else ""
+    where = f" on {headline.plan.layout.num_gpus:,} GPUs" if len(gpus) > 1 else ""
     console.print(
         f"tokens/s per GPU{where} {band.describe(headline.tokens_per_s_per_gpu)}: the range "
         f"holds 80 % of {band.num_runs} published runs (validation MAPE {band.mape:.1%})"
@@ -142,7 +143,7 @@ def print_predict(assessment: PredictAssessment, console: Console) -> None:
     days = fastest.time_to_train_s(outcome.tokens) / 86400
     console.print(
         f"time to train {outcome.tokens / 1e9:,.0f}B tokens: {days:,.1f} days at "
-        f"{fastest.tokens_per_s:,.0f} tokens/s on {fastest.plan.num_gpus:,} GPUs "
+        f"{fastest.tokens_per_s:,.0f} tokens/s on {fastest.plan.layout.num_gpus:,} GPUs "
         "(no failures or restarts)"
     )
     if isinstance(goodput, GoodputOutlook):

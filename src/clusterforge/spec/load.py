@@ -151,11 +151,12 @@ def job_layout(spec: ClusterSpec, catalog: Catalog, source: str = "spec") -> Job
             cp=w.context_parallel,
             ep=w.expert_parallel,
             dp=w.data_parallel,
+            vpp=w.virtual_pipeline_stages,
         )
-        layout.check_batch(w.global_batch, w.micro_batch, w.virtual_pipeline_stages)
+        layout.check_batch(w.global_batch, w.micro_batch)
         arch = w.model if isinstance(w.model, ModelArch) else catalog.models[w.model]
         layout.check_model(arch, w.seq_length or arch.seq_length)
-        layout.check_pipeline_layers(arch.num_layers, w.pipeline_layers, w.virtual_pipeline_stages)
+        layout.split_layers(arch.num_layers, w.pipeline_layers)
     except PlanError as exc:
         raise SpecError(f"{source}: workload: {exc}") from None
     return layout

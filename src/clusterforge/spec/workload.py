@@ -10,6 +10,7 @@ from pydantic import (
 )
 
 from clusterforge.catalog import ModelArch
+from clusterforge.job import JobLayout
 from clusterforge.spec.base import (
     MAX_GPUS,
     MAX_LAYERS,
@@ -90,3 +91,27 @@ class WorkloadSpec(Section):
             if value is not None and value > limit:
                 raise ValueError(f"{name} = {value} is more than {limit:,}; use 1 to {limit:,}")
         return model
+
+    def with_layout(self, layout: JobLayout) -> WorkloadSpec:
+        """This workload run with ``layout``: every degree and the interleaving from it, the
+        explicit ``pipeline_layers`` kept only while they still have one count per stage."""
+        layers = self.pipeline_layers
+        return self.model_copy(
+            update={
+                "tensor_parallel": layout.tp,
+                "pipeline_parallel": layout.pp,
+                "context_parallel": layout.cp,
+                "expert_parallel": layout.ep,
+                "data_parallel": layout.dp,
+                "virtual_pipeline_stages": layout.vpp,
+                "pipeline_layers": layers if layers and len(layers) == layout.pp else None,
+            }
+        )
+
+    def data_parallel_at(self, num_gpus: int) -> WorkloadSpec:
+        """This workload as pure data parallelism over ``num_gpus`` GPUs with one sequence per
+        GPU and step: a layout that every whole number of GPUs admits."""
+        layout = JobLayout.for_gpus(num_gpus)
+        return self.with_layout(layout).model_copy(
+            update={"global_batch": num_gpus, "micro_batch": 1}
+        )

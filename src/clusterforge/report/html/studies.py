@@ -65,8 +65,10 @@ def _busbw_table(curve: Study) -> Table:
 def plan_label(p: Prediction) -> str:
     """'TP 8 x PP 2 x CP 1 x DP 32 (VPP 4, mbs 2)' and EP when used."""
     q = p.plan
-    ep = f", EP {q.ep}" if q.ep > 1 else ""
-    return f"TP {q.tp} x PP {q.pp} x CP {q.cp} x DP {q.dp} (VPP {q.vpp}, mbs {q.micro_batch}{ep})"
+    job = q.layout
+    ep = f", EP {job.ep}" if job.ep > 1 else ""
+    degrees = f"TP {job.tp} x PP {job.pp} x CP {job.cp} x DP {job.dp}"
+    return f"{degrees} (VPP {job.vpp}, mbs {q.micro_batch}{ep})"
 
 
 def performance_section(

@@ -1,0 +1,120 @@
+"""A GPU's ceilings and the roofline time of one kernel on it.
+
+The model is Calculon's (Isaev et al. SC'23, §III: per-operation time from FLOPs and bytes
+with size-dependent efficiency), simplified to a roofline per operation:
+
+    t_op = max(FLOPs / (eta_gemm x MAMF), bytes / (eta_hbm x HBM)) + t_kernel
+
+where MAMF is the measured achievable matmul throughput of the GPU (maximum achievable matmul
+FLOPS, measured with the best GEMM shape; Bekman, "Machine Learning Engineering",
+``compute/accelerator/README.md``), not the datasheet peak. All constants live in
+``data/efficiency.toml`` with their sources.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, replace
+from functools import cache
+from importlib import resources
+
+from clusterforge.catalog import Gpu
+from clusterforge.constants import read_constants
+
+__all__ = [
+    "BF16_BYTES",
+    "GpuPerf",
+    "PerfConstants",
+    "gemm_time_s",
+    "gpu_perf",
+    "load_constants",
+    "memory_time_s",
+]
+
+BF16_BYTES = 2
+
+
+@dataclass(frozen=True)
+class PerfConstants:
+    """The model's global constants (see ``data/efficiency.toml`` for sources)."""
+
+    default_mamf_fraction: float
+    gemm_efficiency_of_mamf: float
+    flash_attention_efficiency_of_mamf: float
+    flash_attention_backward_ratio: float
+    hbm_efficiency: float
+    kernel_overhead_s: float
+    overlap_interference: float
+    optimizer_bytes_per_param: float
+    mamf_tflops: dict[tuple[str, str], float]
+    cudnn_attention_tflops: dict[str, tuple[float, float]]
+
+
+@cache
+def load_constants() -> PerfConstants:
+    """Read ``data/efficiency.toml`` once."""
+    text = resources.files("clusterforge.perf").joinpath("data", "efficiency.toml").read_text()
+    raw = tomllib.loads(text)
+    mamf: dict[tuple[str, str], float] = {}
+    for row in raw["mamf"]:
+        mamf[(row["gpu"], "bf16")] = float(row["bf16_tflops"])
+        if row["fp8_tflops"] > 0:
+            mamf[(row["gpu"], "fp8")] = float(row["fp8_tflops"])
+    cudnn = {
+        row["gpu"]: (float(row["forward_tflops"]), float(row["backward_tflops"]))
+        for row in raw.get("cudnn_attention", [])
+    }
+    tagged = read_constants("clusterforge.perf", "efficiency.toml", section="constants")
+    scalars = {name: tagged.number(name) for name in tagged}
+    return PerfConstants(mamf_tflops=mamf, cudnn_attention_tflops=cudnn, **scalars)
+
+
+@dataclass(frozen=True)
+class GpuPerf:
+    """What the compute model needs of one GPU at one matmul precision."""
+
+    gpu_id: str
+    peak_bf16_tflops: float
+    matmul_tflops: float
+    hbm_gbyte_per_s: float
+    hbm_gib: float
+    bf16_matmul_tflops: float = 0.0
+
+    def at_bf16(self) -> GpuPerf:
+        """The same GPU with the BF16 matmul ceiling (attention, logits in FP8 runs)."""
+        return replace(self, matmul_tflops=self.bf16_matmul_tflops or self.matmul_tflops)
+
+
+def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -> GpuPerf:
+    """MAMF ceiling for ``precision`` (fp16 = bf16; missing FP8 rows use the BF16 fraction)."""
+    c = constants or load_constants()
+    bf16 = c.mamf_tflops.get((gpu.id, "bf16"), gpu.bf16_dense_tflops * c.default_mamf_fraction)
+    matmul = bf16
+    if precision == "fp8" and gpu.fp8_dense_tflops > 0:
+        fraction = bf16 / gpu.bf16_dense_tflops
+        matmul = c.mamf_tflops.get((gpu.id, "fp8"), gpu.fp8_dense_tflops * fraction)
+    return GpuPerf(
+        gpu_id=gpu.id,
+        peak_bf16_tflops=gpu.bf16_dense_tflops,
+        matmul_tflops=matmul,
+        hbm_gbyte_per_s=gpu.hbm_tbyte_per_s * 1000.0,
+        hbm_gib=gpu.hbm_gib,
+        bf16_matmul_tflops=bf16,
+    )
+
+
+def memory_time_s(num_bytes: float, perf: GpuPerf, num_kernels: int = 1) -> float:
+    """Streaming time of ``num_bytes`` through HBM at ``hbm_efficiency`` of the datasheet."""
+    c = load_constants()
+    bandwidth = perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency
+    return num_bytes / bandwidth + num_kernels * c.kernel_overhead_s
+
+
+def gemm_time_s(m: float, n: float, k: float, perf: GpuPerf, batch: float = 1.0) -> float:
+    """Roofline time of ``batch`` GEMMs ``(m x k) @ (k x n)`` in BF16 storage (one kernel)."""
+    c = load_constants()
+    flops = 2.0 * m * n * k * batch
+    num_bytes = BF16_BYTES * (m * k + k * n + m * n) * batch
+    compute_s = flops / (perf.matmul_tflops * 1e12 * c.gemm_efficiency_of_mamf)
+    memory_s = num_bytes / (perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency)
+    return max(compute_s, memory_s) + c.kernel_overhead_s
