@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.design import plan
-from clusterforge.perf import plan_from_workload, predict_workload, resolve_model, search_plans
+from clusterforge.perf import plan_from_workload, predict_workload, resolve_model, search
 from clusterforge.perf.predict import design_comm
 from clusterforge.spec import load_spec
 
@@ -29,14 +29,14 @@ def test_search_ranks_fitting_plans_no_worse_than_the_specs_own(name: str) -> No
     design = plan(load_spec(EXAMPLES / f"{name}.yaml"))
     arch = resolve_model(design.spec.workload, design.catalog)
     base = plan_from_workload(design.spec.workload, design.job, arch)
-    found = search_plans(
+    found = search(
         arch,
         base,
         design.compute.gpu,
         design_comm(design),
         design.compute.nvlink_domain_gpus,
         top=5,
-    )
+    ).predictions
     assert found and all(p.fits for p in found)
     speeds = [p.tokens_per_s for p in found]
     assert speeds == sorted(speeds, reverse=True)

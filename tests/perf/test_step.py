@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from clusterforge.job import JobLayout
-from clusterforge.perf import ParallelPlan, predict_step, search_plans
+from clusterforge.perf import ParallelPlan, predict_step, search
 from clusterforge.perf.comm import InterpolatingComm
 
 LLAMA70 = {"global_batch": 512, "seq_length": 8192, "recompute": "selective"}
@@ -106,7 +106,7 @@ def test_moe_with_expert_parallel(predict) -> None:
 def test_search_ranks_fitting_plans_and_avoids_bad_ones(models, h100, h100_comm) -> None:
     base = ParallelPlan(JobLayout(tp=8, pp=1, dp=64), global_batch=512, seq_length=8192)
     comm = InterpolatingComm(h100_comm.collective_time_s)
-    top = search_plans(models["llama3-70b"], base, h100, comm, 8, top=5)
+    top = search(models["llama3-70b"], base, h100, comm, 8, top=5).predictions
     assert len(top) == 5
     rates = [p.tokens_per_s for p in top]
     assert rates == sorted(rates, reverse=True)

@@ -22,7 +22,7 @@ from clusterforge.perf.predict import (
     resolve_model,
     run_predict,
 )
-from clusterforge.perf.search import SearchResult, search, search_plans
+from clusterforge.perf.search import SearchResult, search
 from clusterforge.perf.stack import STACK_NAMES, Stack, StackName, stack_named
 from clusterforge.perf.step import FLOP_CONVENTION, Breakdown, Prediction, predict_step
 
@@ -47,7 +47,6 @@ __all__ = [
     "resolve_model",
     "run_predict",
     "search",
-    "search_plans",
     "stack_named",
     "validate_plan",
 ]

@@ -32,7 +32,7 @@ from clusterforge.perf.search_cache import FreeComm, RecordingComm
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.step import Prediction, predict_step
 
-__all__ = ["SearchResult", "candidate_plans", "least_recompute", "search", "search_plans"]
+__all__ = ["SearchResult", "candidate_plans", "least_recompute", "search"]
 
 RECOMPUTE_ORDER = ("none", "selective", "full")
 MICRO_BATCHES = (1, 2, 4)
@@ -220,20 +220,3 @@ def search(
             f"{gpu.hbm_gib:.0f} GiB; change the global batch, the GPU count or the GPU"
         )
     return SearchResult(found[:top], len(candidates), len(fitting), len(found))
-
-
-def search_plans(
-    arch: ModelArch,
-    base: ParallelPlan,
-    gpu: Gpu,
-    comm: CommModel,
-    nvlink_domain_gpus: int,
-    top: int = 10,
-    stack: Stack | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> list[Prediction]:
-    """The ``top`` fitting plans by tokens/s (see :func:`search`)."""
-    result = search(
-        arch, base, gpu, comm, nvlink_domain_gpus, top=top, stack=stack, progress=progress
-    )
-    return result.predictions
