@@ -13,13 +13,14 @@ block) and :mod:`clusterforge.design.placement` (devices into racks).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from clusterforge.catalog import Catalog
 from clusterforge.design.compute import ComputeDesign
 from clusterforge.design.cooling import COOLING_BAND_KW
-from clusterforge.design.floorplan import CORE, gpu_rack_blocks, plan_floor
+from clusterforge.design.floorplan import CORE, FloorPlan, gpu_rack_blocks, plan_floor
 from clusterforge.design.network import FabricDesign, SupportFabric
 from clusterforge.design.placement import Placer
 from clusterforge.design.power import plan_circuits, propose_power_cap
@@ -119,6 +120,17 @@ def _gpu_rack_kw(compute: ComputeDesign, density: Density, num_nodes: int) -> fl
     return num_nodes * density.node_max_kw + compute.node.rack_overhead_kw
 
 
+def gpu_rack_whips(
+    spec: ClusterSpec, compute: ComputeDesign, fabric: FabricDesign, density: Density
+) -> np.ndarray:
+    """Power whips (PDUs) of each GPU rack in floor order: known before any device is placed,
+    since a GPU rack's load is its nodes' (:func:`plan_circuits`)."""
+    blocks = gpu_rack_blocks(compute, fabric.connectivity, density.nodes_per_rack)
+    sizes = {len(b) for b in blocks}
+    whips = {n: plan_circuits(_gpu_rack_kw(compute, density, n), spec.facility) for n in sizes}
+    return np.array([whips[len(b)].num_whips for b in blocks], dtype=np.int64)
+
+
 def lay_out(
     spec: ClusterSpec,
     compute: ComputeDesign,
@@ -128,21 +140,23 @@ def lay_out(
     catalog: Catalog,
     density: Density,
     num_mgmt_servers: int,
+    *,
+    reuse: Layout | None = None,
 ) -> Layout:
     """Place every device zone by zone (see :mod:`clusterforge.design.floorplan`); returns
-    racks in floor order plus index arrays for cabling."""
-    c = fabric.connectivity
-    blocks = gpu_rack_blocks(compute, c, density.nodes_per_rack)
-    check_rack_budget(spec, len(blocks), fabric, support, storage)
-    sizes = {len(b) for b in blocks}
-    whips = {n: plan_circuits(_gpu_rack_kw(compute, density, n), spec.facility) for n in sizes}
+    racks in floor order plus index arrays for cabling.
+
+    ``reuse``: a layout made with other support fabrics; returned as it is when those
+    fabrics differ in nothing the placement reads (:func:`placement_key`), e.g. a few more
+    out-of-band ports that move no leaf."""
+    gpu_whips = gpu_rack_whips(spec, compute, fabric, density)
+    check_rack_budget(spec, len(gpu_whips), fabric, support, storage)
     floor = plan_floor(
-        compute,
-        fabric,
-        support,
-        density.nodes_per_rack,
-        np.array([whips[len(b)].num_whips for b in blocks], dtype=np.float64),
+        compute, fabric, support, density.nodes_per_rack, gpu_whips.astype(np.float64)
     )
+    key = placement_key(support, floor)
+    if reuse is not None and reuse.placement_key == key:
+        return reuse
     network_limit = min(spec.facility.max_rack_kw, NETWORK_RACK_KW)
     placer = Placer(spec, compute, fabric, support, density, floor, network_limit)
     for slot in floor.slots:
@@ -150,7 +164,24 @@ def lay_out(
             placer.core(storage, catalog, num_mgmt_servers)
         else:
             placer.zone(slot)
-    return placer.layout()
+    return replace(placer.layout(), placement_key=key)
+
+
+def placement_key(
+    support: list[SupportFabric], floor: FloorPlan
+) -> tuple[tuple[str, str, int, int, bytes], ...]:
+    """All the placement reads of the support fabrics: each one's name, switch model and
+    leaf and switch counts, and the floor slot of each of its leaves."""
+    return tuple(
+        (
+            f.name,
+            f.switch.id,
+            f.num_leaves,
+            f.num_switches,
+            floor.support_leaf_zone[f.name].tobytes(),
+        )
+        for f in support
+    )
 
 
 def check_rack_budget(

@@ -16,7 +16,14 @@ from clusterforge.design.cost import (
     bill_of_materials,
     power_summary,
 )
-from clusterforge.design.layout import Density, Layout, Rack, choose_density, lay_out
+from clusterforge.design.layout import (
+    Density,
+    Layout,
+    Rack,
+    choose_density,
+    gpu_rack_whips,
+    lay_out,
+)
 from clusterforge.design.network import (
     FabricDesign,
     SupportFabric,
@@ -125,11 +132,11 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None) -> Design:
     density = choose_density(spec, compute)
     management = management_servers(spec, compute)
     mgmt = sum(management.values())
-    # The OOB fabric needs a port per PDU, known only once racks are laid out: start from an
-    # estimate and re-lay until the support fabrics stop changing (one extra pass in practice).
-    pdu_estimate = 2 * (
-        math.ceil(compute.num_nodes / density.nodes_per_rack) + fabric.num_switches // 10 + 2
-    )
+    # The OOB fabric needs a port per PDU, known only once racks are laid out: start from the
+    # GPU racks' own PDUs (exact before placement) and two per other rack, then re-lay until
+    # the support fabrics stop changing where the placement reads them.
+    other_racks = fabric.num_switches // 10 + 2
+    pdu_estimate = int(gpu_rack_whips(spec, compute, fabric, density).sum()) + 2 * other_racks
     support = design_support_fabrics(spec, compute, fabric, storage, catalog, pdu_estimate, mgmt)
     layout = lay_out(spec, compute, fabric, support, storage, catalog, density, mgmt)
     for _ in range(3):
@@ -138,7 +145,9 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None) -> Design:
         if resized == support:
             break
         support = resized
-        layout = lay_out(spec, compute, fabric, support, storage, catalog, density, mgmt)
+        layout = lay_out(
+            spec, compute, fabric, support, storage, catalog, density, mgmt, reuse=layout
+        )
     cabling = design_cabling(compute, fabric, support, storage, layout, catalog)
     parts = Parts(
         spec=spec,

@@ -93,6 +93,8 @@ class Layout:
     core_rack: int  # index of the first core-block rack
     support_rack: dict[str, np.ndarray] = field(default_factory=dict)  # per support switch
     pool_leaf_rack: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # What of the support fabrics the placement read (see layout.placement_key)
+    placement_key: tuple[tuple[str, str, int, int, bytes], ...] = ()
 
 
 def finish_racks(spec: ClusterSpec, packed: list[PackedRack], compute: ComputeDesign) -> list[Rack]:
@@ -101,6 +103,7 @@ def finish_racks(spec: ClusterSpec, packed: list[PackedRack], compute: ComputeDe
     f = spec.facility
     racks: list[Rack] = []
     circuits: dict[float, Circuit] = {}  # racks of one kind share a load: plan each load once
+    cooled: dict[tuple[float, str], CoolingDesign] = {}  # and its cooling (frozen, shared)
     for index, (role, devices, nvlink_domain) in enumerate(packed):
         row, pos = divmod(index, f.racks_per_row)
         name = f"r{row + 1:03d}-{pos + 1:02d}"
@@ -115,6 +118,7 @@ def finish_racks(spec: ClusterSpec, packed: list[PackedRack], compute: ComputeDe
         circuit = circuits.get(kw) or circuits.setdefault(kw, plan_circuits(kw, f))
         pdus = _pdus(circuit.num_feeds, circuit.circuits_per_feed)
         patch = _patch_panel(f.rack_u)
+        cooling = cooled.get((kw, method)) or cooled.setdefault((kw, method), cool_rack(kw, method))
         racks.append(
             Rack(
                 name=name,
@@ -127,7 +131,7 @@ def finish_racks(spec: ClusterSpec, packed: list[PackedRack], compute: ComputeDe
                 u_used=sum(d.u_height for d in devices) + 1,
                 devices=[*devices, patch, *pdus],
                 circuit=circuit,
-                cooling=cool_rack(kw, method),
+                cooling=cooling,
                 nvlink_domain=nvlink_domain,
             )
         )
