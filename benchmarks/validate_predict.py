@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
+from validation.band import band_of
 from validation.runs import Outcome, load_runs, predict_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,19 +101,19 @@ def _print_sweeps(outcomes: list[Outcome]) -> None:
         print(f"worst within-sweep Spearman {min(rho for _, rho in sweeps.values()):.3f}")
 
 
-def write_uncertainty(stats: dict[str, float]) -> None:
-    """Store the error band: actual = predicted / (1 + error)."""
-    low = 1.0 / (1.0 + stats["p90"]) - 1.0
-    high = 1.0 / (1.0 + stats["p10"]) - 1.0
+def write_uncertainty(outcomes: list[Outcome]) -> None:
+    """Store the error band of every run (:func:`validation.band.band_of`)."""
+    band = band_of(outcomes)
     UNCERTAINTY.write_text(
         "# Range of the real value around a prediction, from the signed errors of the model on\n"
         "# the published runs of validation/ (10th and 90th percentile over every run,\n"
         "# calibration and held-out). Written by benchmarks/validate_predict.py --write.\n"
-        f"low_fraction = {low:.3f}\n"
-        f"high_fraction = {high:.3f}\n"
-        f"num_runs = {stats['runs']:.0f}\n"
-        f"mape = {stats['mape']:.3f}\n"
+        f"low_fraction = {band['low_fraction']:.3f}\n"
+        f"high_fraction = {band['high_fraction']:.3f}\n"
+        f"num_runs = {band['num_runs']:.0f}\n"
+        f"mape = {band['mape']:.3f}\n"
     )
+    low, high = band["low_fraction"], band["high_fraction"]
     print(f"wrote {UNCERTAINTY.relative_to(REPO)}: {low * 100:+.1f} % .. {high * 100:+.1f} %")
 
 
@@ -141,7 +142,7 @@ def main() -> None:
     _print_sweeps(outcomes)
     print(f"({time.perf_counter() - start:.0f} s)")
     if args.write:
-        write_uncertainty(everything)
+        write_uncertainty(outcomes)
 
 
 if __name__ == "__main__":

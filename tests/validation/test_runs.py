@@ -17,6 +17,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from clusterforge.constants import read_constants
+from clusterforge.perf.uncertainty import validation_band
+from validation.band import band_of
 from validation.runs import Run, load_runs, predict_run
 
 RUNS = load_runs()
@@ -109,3 +111,15 @@ def test_fitted_perf_constants_name_calibration_runs():
     assert fitted
     for constant in fitted:
         assert set(constant.fitted_on) <= calibration, constant.name
+
+
+def test_the_shipped_error_band_is_the_validation_band():
+    """``predict`` prints its range from ``perf/data/uncertainty.toml``: it must be the band
+    of today's model on every run (``benchmarks/validate_predict.py --write`` refreshes it)."""
+    band = band_of([predict_run(r) for r in RUNS])
+    shipped = validation_band()
+    assert (shipped.low_fraction, shipped.high_fraction) == (
+        band["low_fraction"],
+        band["high_fraction"],
+    )
+    assert (shipped.num_runs, shipped.mape) == (band["num_runs"], band["mape"])
