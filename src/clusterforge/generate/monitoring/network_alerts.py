@@ -17,7 +17,7 @@
   (``rp_cnp_handled``).  Thresholds are planning figures [unverified]: a lossless fabric
   that pauses a host 10 % of the time, or marks 1 % of its packets for minutes, is
   congested beyond what DCQCN absorbs.
-* **Rack power** from the PDUs (:mod:`clusterforge.generate.pdu_snmp`) against the usable
+* **Rack power** from the PDUs (:mod:`clusterforge.generate.monitoring.pdu_snmp`) against the usable
   power of the rack's feed.
 """
 
@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 from clusterforge.design import Design
-from clusterforge.generate.launch import ROCE_PRIORITY, hca_names
-from clusterforge.generate.pdu_snmp import RACK_POWER_RECORD, rack_power_expr
+from clusterforge.generate.monitoring.pdu_snmp import RACK_POWER_RECORD, rack_power_expr
+from clusterforge.generate.training.launch import ROCE_PRIORITY, hca_names
 
 __all__ = [
     "DROP_RATE_LIMIT",

@@ -15,20 +15,20 @@ from itertools import groupby
 from typing import Any
 
 from clusterforge.design import Design
-from clusterforge.generate.alert_rules import alert_groups
 from clusterforge.generate.common import GeneratedFile, checked_name, yaml_text
-from clusterforge.generate.dashboards import dashboards
-from clusterforge.generate.launch import hca_names
 from clusterforge.generate.layout import NodePlacement, node_placements
-from clusterforge.generate.monitoring_data import (
+from clusterforge.generate.monitoring.alerts import alert_groups
+from clusterforge.generate.monitoring.dashboards import dashboards
+from clusterforge.generate.monitoring.metrics import (
     CLUSTERFORGE_EXPORTER_PORT,
     DCGM_COUNTERS_FILE,
     DCGM_EXPORTER_PORT,
     NODE_EXPORTER_PORT,
     dcgm_counters_csv,
 )
-from clusterforge.generate.pdu_snmp import generator_config, pdu_scrape_config
-from clusterforge.generate.slurm_accounting import management_roles
+from clusterforge.generate.monitoring.pdu_snmp import generator_config, pdu_scrape_config
+from clusterforge.generate.slurm.accounting import management_roles
+from clusterforge.generate.training.launch import hca_names
 
 __all__ = ["SCRAPE_INTERVAL_S", "monitoring_files", "monitoring_host", "prometheus_config"]
 

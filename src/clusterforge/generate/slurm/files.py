@@ -11,8 +11,8 @@ Sources (slurm.conf(5), gres.conf(5), topology.conf(5), Slurm "Prolog and Epilog
   HealthCheckProgram is killed after 60 s (slurm.conf(5), HealthCheckProgram);
 * spare nodes sit in their own ``spare`` partition, never in the default one, so no job lands
   on them unless it asks;
-* controllers, accounting and fair share: :mod:`clusterforge.generate.slurm_accounting`;
-  IMEX for multi-node NVLink domains: :mod:`clusterforge.generate.imex`.
+* controllers, accounting and fair share: :mod:`clusterforge.generate.slurm.accounting`;
+  IMEX for multi-node NVLink domains: :mod:`clusterforge.generate.nvlink.imex`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ from clusterforge.catalog import Gpu
 from clusterforge.design import Design
 from clusterforge.errors import GenerateError
 from clusterforge.generate.common import GeneratedFile, checked_name, hostlist, render_template
-from clusterforge.generate.imex import imex_slurm_files, imex_switch_comments
-from clusterforge.generate.launch import RENDEZVOUS_PORT, launch_plan
 from clusterforge.generate.layout import (
     SPARE_GROUP,
     NodePlacement,
@@ -37,12 +35,14 @@ from clusterforge.generate.layout import (
     nodes_per_nvlink_block,
     switch_tree,
 )
-from clusterforge.generate.slurm_accounting import (
+from clusterforge.generate.nvlink.imex import imex_slurm_files, imex_switch_comments
+from clusterforge.generate.slurm.accounting import (
     accounting_settings,
     controllers,
     slurmdbd_conf,
 )
 from clusterforge.generate.spec_copy import SPEC_PATH, spec_yaml
+from clusterforge.generate.training.launch import RENDEZVOUS_PORT, launch_plan
 
 __all__ = [
     "CLUSTERFORGE_PATH",

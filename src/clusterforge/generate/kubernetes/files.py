@@ -4,10 +4,10 @@ network policies.
 
 Objects are built as Python dicts and dumped as YAML, so no value can break the syntax.
 Sources: the GPU Operator chart's values (NVIDIA GPU Operator documentation), the queues in
-:mod:`clusterforge.generate.kubernetes_queues`, the RDMA path in
-:mod:`clusterforge.generate.kubernetes_rdma`, the training job from the Kubeflow Training
+:mod:`clusterforge.generate.kubernetes.queues`, the RDMA path in
+:mod:`clusterforge.generate.kubernetes.rdma`, the training job from the Kubeflow Training
 Operator's ``PyTorchJob`` (``kubeflow.org/v1``), and IMEX channels for multi-node NVLink from
-:mod:`clusterforge.generate.imex`.
+:mod:`clusterforge.generate.nvlink.imex`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from clusterforge.generate.common import (
     render_template,
     yaml_text,
 )
-from clusterforge.generate.imex import compute_domain, imex_pod_claim, needs_imex
-from clusterforge.generate.kubernetes_agent import (
+from clusterforge.generate.kubernetes.agent import (
     AGENT_IMAGE,
     LABEL_PREFIX,
     TRAINING_NAMESPACE,
@@ -30,14 +29,14 @@ from clusterforge.generate.kubernetes_agent import (
     namespaces,
     network_policies,
 )
-from clusterforge.generate.kubernetes_queues import (
+from clusterforge.generate.kubernetes.queues import (
     kueue_objects,
     node_labels,
     topology_annotations,
     topology_levels,
     volcano_objects,
 )
-from clusterforge.generate.kubernetes_rdma import (
+from clusterforge.generate.kubernetes.rdma import (
     GPU_OPERATOR_NAMESPACE,
     gpu_operator_values,
     nic_cluster_policy,
@@ -45,10 +44,11 @@ from clusterforge.generate.kubernetes_rdma import (
     scale_warnings,
     uses_host_network,
 )
-from clusterforge.generate.launch import launch_plan
 from clusterforge.generate.layout import NodePlacement, node_placements
-from clusterforge.generate.monitoring_data import DCGM_COUNTERS_FILE, dcgm_counters_csv
+from clusterforge.generate.monitoring.metrics import DCGM_COUNTERS_FILE, dcgm_counters_csv
+from clusterforge.generate.nvlink.imex import compute_domain, imex_pod_claim, needs_imex
 from clusterforge.generate.spec_copy import SPEC_PATH, spec_yaml
+from clusterforge.generate.training.launch import launch_plan
 
 __all__ = [
     "AGENT_IMAGE",

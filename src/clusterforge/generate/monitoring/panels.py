@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterforge.design import Design
-from clusterforge.generate.launch import ROCE_PRIORITY
-from clusterforge.generate.monitoring_data import EXPORTER_HEALTH_METRIC, VIOLATION_NS_PER_S
-from clusterforge.generate.pdu_snmp import RACK_POWER_RECORD
+from clusterforge.generate.monitoring.metrics import EXPORTER_HEALTH_METRIC, VIOLATION_NS_PER_S
+from clusterforge.generate.monitoring.pdu_snmp import RACK_POWER_RECORD
+from clusterforge.generate.training.launch import ROCE_PRIORITY
 
 __all__ = [
     "PanelSpec",

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from clusterforge.design import Design
-from clusterforge.generate.monitoring_data import DCGM_COUNTERS_FILE
+from clusterforge.generate.monitoring.metrics import DCGM_COUNTERS_FILE
 
 __all__ = [
     "GPU_OPERATOR_NAMESPACE",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from clusterforge.design import Design
 from clusterforge.generate.common import checked_name
-from clusterforge.generate.megatron import megatron_args
+from clusterforge.generate.training.megatron import megatron_args
 
 __all__ = [
     "ASSUMED_HCA_PREFIX",

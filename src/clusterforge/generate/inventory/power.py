@@ -28,7 +28,7 @@ from typing import NamedTuple
 from clusterforge.design import Design
 from clusterforge.design.cabling import IN_RACK_M
 from clusterforge.design.layout import Rack, RackDevice
-from clusterforge.generate.inventory_ports import STATUS, rack_device_names
+from clusterforge.generate.inventory.ports import STATUS, rack_device_names
 
 __all__ = [
     "FEED_CABLE_FIELDS",

@@ -6,7 +6,7 @@ Sources and the pitfalls they encode:
   default, labelled ``xid``): the raw ``DCGM_FI_DEV_XID_ERRORS`` gauge holds the *last* XID
   and never resets, so ``> 0`` fires forever and a repeated XID is invisible (dcgm-exporter
   issues #500, #190).  XIDs are split by the policy the node checks use
-  (:mod:`clusterforge.generate.xid_classes`): hardware XIDs page (critical), the others warn,
+  (:mod:`clusterforge.generate.monitoring.xid_classes`): hardware XIDs page (critical), the others warn,
   application XIDs (13, 31, 43, ...) are information for the job's owner.  Each waits one
   minute (``for``), so one scrape of a stale count does not page.
 * ECC, NVLink errors and violation times are counters that must be enabled in the counters
@@ -17,7 +17,7 @@ Sources and the pitfalls they encode:
 * "Allocated" GPUs carry dcgm-exporter's ``pod`` label (Kubernetes) or ``hpc_job`` label
   (Slurm with ``--hpc-job-mapping-dir``).
 
-Network and rack power rules: :mod:`clusterforge.generate.alert_rules_net`.
+Network and rack power rules: :mod:`clusterforge.generate.monitoring.network_alerts`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from __future__ import annotations
 from typing import Any
 
 from clusterforge.design import Design
-from clusterforge.generate.alert_rules_net import alert as _alert
-from clusterforge.generate.alert_rules_net import network_rules, power_rules
-from clusterforge.generate.monitoring_data import EXPORTER_HEALTH_METRIC, VIOLATION_NS_PER_S
-from clusterforge.generate.xid_classes import xid_classes
+from clusterforge.generate.monitoring.metrics import EXPORTER_HEALTH_METRIC, VIOLATION_NS_PER_S
+from clusterforge.generate.monitoring.network_alerts import alert as _alert
+from clusterforge.generate.monitoring.network_alerts import network_rules, power_rules
+from clusterforge.generate.monitoring.xid_classes import xid_classes
 
 __all__ = [
     "IDLE_UTIL_PCT",

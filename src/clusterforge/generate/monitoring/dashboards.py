@@ -1,6 +1,6 @@
 """Grafana dashboards (JSON): cluster overview, per node, network, power per rack.
 
-The panels are listed in :mod:`clusterforge.generate.dashboard_panels`; this module lays them
+The panels are listed in :mod:`clusterforge.generate.monitoring.panels`; this module lays them
 out in Grafana's dashboard model (Grafana documentation, "JSON model"): a 24-column grid,
 ``templating`` variables for the data source, racks and nodes, and the current
 ``timeseries``/``stat``/``bargauge`` panel types, not the deprecated ``graph``.  The tests
@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from clusterforge.design import Design
-from clusterforge.generate.dashboard_panels import (
+from clusterforge.generate.monitoring.panels import (
     PanelSpec,
     network_panels,
     node_gpu_panels,

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from clusterforge.design import Design
-from clusterforge.generate.inventory_ports import rack_device_names
+from clusterforge.generate.inventory.ports import rack_device_names
 
 __all__ = [
     "PDU_MODULES",

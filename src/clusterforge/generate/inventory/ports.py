@@ -21,7 +21,7 @@ from clusterforge.design import Design
 from clusterforge.design.cabling import TIER_NAMES, pick_media, run_lengths_m
 from clusterforge.design.media import fiber_media as design_fiber_media
 from clusterforge.generate.common import checked_name
-from clusterforge.generate.launch import hca_names
+from clusterforge.generate.training.launch import hca_names
 
 __all__ = [
     "CABLE_FIELDS",

@@ -30,7 +30,7 @@ from clusterforge.design.network import SupportFabric
 from clusterforge.design.support_cabling import endpoint_runs_m, ports_of, uplink_runs_m
 from clusterforge.errors import GenerateError
 from clusterforge.generate.common import checked_name
-from clusterforge.generate.inventory_ports import (
+from clusterforge.generate.inventory.ports import (
     ETH_TYPES,
     IB_TYPES,
     Link,

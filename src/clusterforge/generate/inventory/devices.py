@@ -15,8 +15,8 @@ from clusterforge.catalog import Catalog
 from clusterforge.design import Design
 from clusterforge.design.layout import RackDevice
 from clusterforge.generate.common import checked_name
-from clusterforge.generate.inventory_ports import STATUS, rack_device_names
-from clusterforge.generate.inventory_power import feed_name, power_panel
+from clusterforge.generate.inventory.ports import STATUS, rack_device_names
+from clusterforge.generate.inventory.power import feed_name, power_panel
 
 __all__ = [
     "DEVICE_FIELDS",

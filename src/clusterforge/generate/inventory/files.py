@@ -26,7 +26,7 @@ from itertools import chain
 
 from clusterforge.design import Design
 from clusterforge.generate.common import checked_name
-from clusterforge.generate.inventory_devices import (
+from clusterforge.generate.inventory.devices import (
     DEVICE_FIELDS,
     DEVICE_TYPE_FIELDS,
     POWER_FEED_FIELDS,
@@ -40,7 +40,7 @@ from clusterforge.generate.inventory_devices import (
     site_name,
     slug,
 )
-from clusterforge.generate.inventory_ports import (
+from clusterforge.generate.inventory.ports import (
     CABLE_FIELDS,
     INTERFACE_FIELDS,
     STATUS,
@@ -49,7 +49,7 @@ from clusterforge.generate.inventory_ports import (
     compute_links,
     interface_rows,
 )
-from clusterforge.generate.inventory_power import (
+from clusterforge.generate.inventory.power import (
     FEED_CABLE_FIELDS,
     POWER_OUTLET_FIELDS,
     POWER_PORT_FIELDS,
@@ -59,7 +59,7 @@ from clusterforge.generate.inventory_power import (
     power_panel,
     power_port_rows,
 )
-from clusterforge.generate.inventory_support import support_links
+from clusterforge.generate.inventory.support import support_links
 from clusterforge.generate.streamed import StreamedFile, csv_file
 
 __all__ = ["INVENTORY_FILES", "NETBOX_MODELS", "inventory_files"]
