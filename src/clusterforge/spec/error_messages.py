@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from clusterforge.errors import did_you_mean
-from clusterforge.spec_yaml import excerpt
+from clusterforge.spec.safe_yaml import excerpt
 
 __all__ = ["MAX_SHOWN_ERRORS", "field_range", "format_validation_error"]
 

@@ -65,7 +65,8 @@ class _UniqueKeyLoader(_BaseLoader):  # type: ignore[misc,valid-type]
                     f"key {excerpt(key)} is given twice (lines {first} and {line}); "
                     "keep one of the two"
                 )
-        return super().construct_mapping(node, deep=deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
 
 
 _SHORT = reprlib.Repr()  # Python 3.11's Repr takes no arguments: set the limits
