@@ -7,25 +7,25 @@ import math
 from pydantic import BaseModel, ConfigDict, Field
 
 from clusterforge.catalog import Catalog, load_catalog
-from clusterforge.design.cabling import LinkClass, design_cabling
+from clusterforge.design.cabling.links import LinkClass, design_cabling
 from clusterforge.design.compute import ComputeDesign, size_compute
-from clusterforge.design.cost import (
+from clusterforge.design.cost.bom import (
     BomLine,
     Parts,
     PowerSummary,
     bill_of_materials,
     power_summary,
 )
-from clusterforge.design.layout import Density, Layout, Rack, choose_density, lay_out
-from clusterforge.design.network import (
+from clusterforge.design.cost.tco import CostDesign, cost_design
+from clusterforge.design.fabric.network import (
     FabricDesign,
     SupportFabric,
     design_compute_fabric,
     design_support_fabrics,
 )
+from clusterforge.design.facility.layout import Density, Layout, Rack, choose_density, lay_out
 from clusterforge.design.rules import Finding, evaluate
 from clusterforge.design.storage import StorageDesign, size_storage
-from clusterforge.design.tco import CostDesign, cost_design
 from clusterforge.errors import CapacityError, PlanError
 from clusterforge.job import JobLayout
 from clusterforge.spec import ClusterSpec, WorkloadSpec, job_layout, resolve_node_id

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from clusterforge.design.cooling import COOLING_BAND_KW
+from clusterforge.design.facility.cooling import COOLING_BAND_KW
 
 if TYPE_CHECKING:
     from clusterforge.design.plan import Design

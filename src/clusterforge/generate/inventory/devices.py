@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from clusterforge.catalog import Catalog
 from clusterforge.design import Design
-from clusterforge.design.layout import RackDevice
+from clusterforge.design.facility.layout import RackDevice
 from clusterforge.generate.common import checked_name
 from clusterforge.generate.inventory.ports import STATUS, rack_device_names
 from clusterforge.generate.inventory.power import feed_name, power_panel

@@ -18,8 +18,8 @@ import numpy as np
 
 from clusterforge.catalog import Medium
 from clusterforge.design import Design
-from clusterforge.design.cabling import TIER_NAMES, pick_media, run_lengths_m
-from clusterforge.design.media import fiber_media as design_fiber_media
+from clusterforge.design.cabling.links import TIER_NAMES, pick_media, run_lengths_m
+from clusterforge.design.cabling.media import fiber_media as design_fiber_media
 from clusterforge.generate.common import checked_name
 from clusterforge.generate.training.launch import hca_names
 
@@ -70,7 +70,7 @@ CABLE_FIELDS = (
 
 class Link(NamedTuple):
     """One cable between two interfaces; ``fabric`` and ``link_class`` name the design's
-    :class:`~clusterforge.design.cabling.LinkClass` it belongs to."""
+    :class:`~clusterforge.design.cabling.links.LinkClass` it belongs to."""
 
     a_device: str
     a_port: str

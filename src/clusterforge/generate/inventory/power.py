@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from clusterforge.design import Design
-from clusterforge.design.cabling import IN_RACK_M
-from clusterforge.design.layout import Rack, RackDevice
+from clusterforge.design.cabling.links import IN_RACK_M
+from clusterforge.design.facility.layout import Rack, RackDevice
 from clusterforge.generate.inventory.ports import STATUS, rack_device_names
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Ports and cables of the storage, in-band and out-of-band fabrics (design.support_fabrics).
 
-Each support fabric is two tiers of one switch model (``clusterforge.design.network``): its
+Each support fabric is two tiers of one switch model (``clusterforge.design.fabric.network``): its
 endpoint ports fill the leaves in order (``half`` ports a leaf when there are spines, all on
 the one leaf otherwise) and each leaf's up-links go round-robin to the spines.  The endpoints
 are those the design counts, in the design's order:
@@ -13,7 +13,7 @@ are those the design counts, in the design's order:
   PDUs are cabled here while the OOB leaves have ports).
 
 Endpoints are listed rack by rack in floor order and their lengths follow the cabling stage
-(``clusterforge.design.support_cabling``): port i plugs into leaf i // ports-per-leaf, which
+(``clusterforge.design.cabling.support``): port i plugs into leaf i // ports-per-leaf, which
 the floor plan stood beside those racks; the medium is chosen by speed and reach as for the
 compute fabric, Cat6 for out-of-band.
 """
@@ -26,8 +26,8 @@ from typing import NamedTuple
 import numpy as np
 
 from clusterforge.design import Design
-from clusterforge.design.network import SupportFabric
-from clusterforge.design.support_cabling import endpoint_runs_m, ports_of, uplink_runs_m
+from clusterforge.design.cabling.support import endpoint_runs_m, ports_of, uplink_runs_m
+from clusterforge.design.fabric.network import SupportFabric
 from clusterforge.errors import GenerateError
 from clusterforge.generate.common import checked_name
 from clusterforge.generate.inventory.ports import (
@@ -83,7 +83,7 @@ def _port(fab: str, kind: str, k: int) -> tuple[str, str]:
 
 def floor_endpoints(design: Design, fab: SupportFabric) -> list[Endpoint]:
     """Every port ``fab`` serves, rack by rack in floor order, with its run to the leaf the
-    design plugs it into (:func:`clusterforge.design.support_cabling.endpoint_runs_m`)."""
+    design plugs it into (:func:`clusterforge.design.cabling.support.endpoint_runs_m`)."""
     names = rack_device_names(design)
     found = [
         (r, rack.name, d, k)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterforge.catalog import Switch
-from clusterforge.design.connectivity import Connectivity
+from clusterforge.design.fabric.connectivity import Connectivity
 from clusterforge.errors import CapacityError
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Bill of materials and power summary: what is bought and what it draws.
 
 Node prices include their NICs. The totals feed the cost of ownership in
-:mod:`clusterforge.design.tco`.
+:mod:`clusterforge.design.cost.tco`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from clusterforge.catalog import Catalog
-from clusterforge.design.cabling import LinkClass
+from clusterforge.design.cabling.links import LinkClass
 from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.layout import Layout
-from clusterforge.design.network import FabricDesign, SupportFabric
+from clusterforge.design.fabric.network import FabricDesign, SupportFabric
+from clusterforge.design.facility.layout import Layout
 from clusterforge.design.storage import StorageDesign
 from clusterforge.spec import ClusterSpec
 

@@ -21,7 +21,7 @@ from clusterforge.errors import CatalogError
 from clusterforge.spec import ClusterSpec
 
 if TYPE_CHECKING:
-    from clusterforge.design.network import FabricDesign
+    from clusterforge.design.fabric.network import FabricDesign
 
 __all__ = [
     "SupportFabric",

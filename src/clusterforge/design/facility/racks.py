@@ -2,7 +2,7 @@
 
 The models here are what the design carries (``Design.racks``); :func:`finish_racks` turns the
 packer's device lists into racks with their place on the floor, their circuits (A+B feeds,
-:mod:`clusterforge.design.power`) and their cooling method (:mod:`clusterforge.design.cooling`).
+:mod:`clusterforge.design.facility.power`) and their cooling method (:mod:`clusterforge.design.facility.cooling`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.cooling import CoolingDesign, choose_cooling, cool_rack
-from clusterforge.design.power import Circuit, PowerCap, plan_circuits
+from clusterforge.design.facility.cooling import CoolingDesign, choose_cooling, cool_rack
+from clusterforge.design.facility.power import Circuit, PowerCap, plan_circuits
 from clusterforge.errors import CapacityError
 from clusterforge.spec import ClusterSpec
 

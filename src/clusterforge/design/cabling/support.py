@@ -2,7 +2,7 @@
 
 Each fabric's endpoint ports are counted rack by rack in floor order from what the racks
 hold, and handed to the leaves in that order, ``ports_per_leaf`` at a time, which is how the
-floor plan placed the leaves (:mod:`clusterforge.design.floorplan`): a leaf serves the racks
+floor plan placed the leaves (:mod:`clusterforge.design.facility.floorplan`): a leaf serves the racks
 around it.  Endpoint ports per device, after NVIDIA's DGX SuperPOD reference architecture:
 
 * storage: each node's storage ports, each storage server's ports;
@@ -21,10 +21,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from clusterforge.catalog import Catalog
+from clusterforge.design.cabling.media import LinkClass, fiber_media, link_class, run_lengths_m
 from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.media import LinkClass, fiber_media, link_class, run_lengths_m
-from clusterforge.design.network import SupportFabric
-from clusterforge.design.racks import Layout, Rack, RackDevice
+from clusterforge.design.fabric.network import SupportFabric
+from clusterforge.design.facility.racks import Layout, Rack, RackDevice
 from clusterforge.design.storage import StorageDesign
 
 __all__ = ["endpoint_ports", "endpoint_runs_m", "ports_of", "support_cabling", "uplink_runs_m"]

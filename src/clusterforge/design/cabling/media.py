@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from clusterforge.catalog import Catalog, Medium
-from clusterforge.design.racks import Layout
+from clusterforge.design.facility.racks import Layout
 from clusterforge.errors import CapacityError
 
 __all__ = [

@@ -34,7 +34,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from clusterforge.catalog import Gpu
-from clusterforge.design.cost import BomLine, PowerSummary
+from clusterforge.design.cost.bom import BomLine, PowerSummary
 from clusterforge.spec import ClusterSpec, EconomicsSpec
 
 __all__ = ["HOURS_PER_YEAR", "CostDesign", "RentOffers", "cost_design", "rent_offers"]

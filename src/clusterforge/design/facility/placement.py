@@ -11,9 +11,9 @@ import numpy as np
 
 from clusterforge.catalog import Catalog
 from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.floorplan import CORE, FloorPlan
-from clusterforge.design.network import FabricDesign, SupportFabric
-from clusterforge.design.racks import (
+from clusterforge.design.fabric.network import FabricDesign, SupportFabric
+from clusterforge.design.facility.floorplan import CORE, FloorPlan
+from clusterforge.design.facility.racks import (
     CDU_U,
     PATCH_PANEL_U,
     Density,

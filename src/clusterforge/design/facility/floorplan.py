@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.connectivity import Connectivity
-from clusterforge.design.network import FabricDesign, SupportFabric
+from clusterforge.design.fabric.connectivity import Connectivity
+from clusterforge.design.fabric.network import FabricDesign, SupportFabric
 
 __all__ = ["CORE", "FloorPlan", "gpu_rack_blocks", "plan_floor"]
 

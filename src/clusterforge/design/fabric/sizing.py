@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, assert_never
 
 from clusterforge.catalog import Switch
-from clusterforge.design.clos import (
+from clusterforge.design.fabric.clos import (
     ClosPorts,
     FabricShape,
     clos,
@@ -38,7 +38,7 @@ from clusterforge.design.clos import (
     single_switch,
     smallest_divisor_at_least,
 )
-from clusterforge.design.connectivity import Connectivity
+from clusterforge.design.fabric.connectivity import Connectivity
 from clusterforge.errors import CapacityError
 from clusterforge.spec import Topology
 

@@ -4,7 +4,7 @@ Every topology is reduced to one Connectivity: which leaf each node NIC plugs in
 edge list of switch-to-switch bundles.  The simulator and the generators read that, never the
 topology name.  Switch ids are global: leaves ``[0, L)``, spines ``[L, L+S)``, cores
 ``[L+S, L+S+C)``; dragonfly routers are leaves; plane p of a multi-plane fabric owns the p-th
-block of each tier.  Sizing (how many of each) lives in :mod:`clusterforge.design.fabric`.
+block of each tier.  Sizing (how many of each) lives in :mod:`clusterforge.design.fabric.sizing`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Network design: the compute fabric as a buyer sees it (support fabrics: :mod:`.support`).
 
-The compute fabric comes from :func:`clusterforge.design.fabric.size_fabric`; this module adds
+The compute fabric comes from :func:`clusterforge.design.fabric.sizing.size_fabric`; this module adds
 the derived figures (bisection, hops, per-GPU bandwidth, link counts per tier), decides how
 spare nodes attach, and names the switch of each role; the three support fabrics of a DGX
 SuperPOD (NVIDIA DGX SuperPOD H100 reference architecture,
@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from clusterforge.catalog import Catalog, Switch
 from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.fabric import Connectivity, FabricParams, FabricShape, size_fabric
-from clusterforge.design.support import (
+from clusterforge.design.fabric.sizing import Connectivity, FabricParams, FabricShape, size_fabric
+from clusterforge.design.fabric.support import (
     SupportFabric,
     SwitchRole,
     default_switch,

@@ -3,7 +3,7 @@
 Compute links run between the racks the layout recorded for each node and switch; support
 fabrics (storage, in-band, out-of-band) hand out their leaf ports in floor order, as the floor
 plan placed their leaves, so each endpoint cables to the leaf beside its zone
-(:mod:`clusterforge.design.support_cabling`).  Every class reports its longest run.
+(:mod:`clusterforge.design.cabling.support`).  Every class reports its longest run.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from clusterforge.catalog import Catalog, Medium
-from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.media import (
+from clusterforge.design.cabling.media import (
     CORE_BLOCK_RUN_M,
     IN_RACK_M,
     LinkClass,
@@ -25,10 +24,11 @@ from clusterforge.design.media import (
     run_lengths_m,
     speed_factor,
 )
-from clusterforge.design.network import FabricDesign, SupportFabric
-from clusterforge.design.racks import Layout
+from clusterforge.design.cabling.support import support_cabling
+from clusterforge.design.compute import ComputeDesign
+from clusterforge.design.fabric.network import FabricDesign, SupportFabric
+from clusterforge.design.facility.racks import Layout
 from clusterforge.design.storage import StorageDesign
-from clusterforge.design.support_cabling import support_cabling
 
 __all__ = [
     "CORE_BLOCK_RUN_M",

@@ -6,8 +6,8 @@ ASHRAE TC 9.9), where the limit is the contracted rack power capped by the best 
 the facility offers.  A rack-scale system (NVL72: its catalog row says how many trays make
 one system) is one fixed rack with its own power shelves, circuits and CDU, never split.
 
-Floor plan and placement: :mod:`clusterforge.design.floorplan` (zones, pods, the core
-block) and :mod:`clusterforge.design.placement` (devices into racks).
+Floor plan and placement: :mod:`clusterforge.design.facility.floorplan` (zones, pods, the core
+block) and :mod:`clusterforge.design.facility.placement` (devices into racks).
 """
 
 from __future__ import annotations
@@ -18,12 +18,19 @@ import numpy as np
 
 from clusterforge.catalog import Catalog
 from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.cooling import COOLING_BAND_KW
-from clusterforge.design.floorplan import CORE, gpu_rack_blocks, plan_floor
-from clusterforge.design.network import FabricDesign, SupportFabric
-from clusterforge.design.placement import Placer
-from clusterforge.design.power import plan_circuits, propose_power_cap
-from clusterforge.design.racks import CDU_U, PATCH_PANEL_U, Density, Layout, Rack, RackDevice
+from clusterforge.design.fabric.network import FabricDesign, SupportFabric
+from clusterforge.design.facility.cooling import COOLING_BAND_KW
+from clusterforge.design.facility.floorplan import CORE, gpu_rack_blocks, plan_floor
+from clusterforge.design.facility.placement import Placer
+from clusterforge.design.facility.power import plan_circuits, propose_power_cap
+from clusterforge.design.facility.racks import (
+    CDU_U,
+    PATCH_PANEL_U,
+    Density,
+    Layout,
+    Rack,
+    RackDevice,
+)
 from clusterforge.design.storage import StorageDesign
 from clusterforge.errors import CapacityError
 from clusterforge.spec import ClusterSpec
@@ -129,7 +136,7 @@ def lay_out(
     density: Density,
     num_mgmt_servers: int,
 ) -> Layout:
-    """Place every device zone by zone (see :mod:`clusterforge.design.floorplan`); returns
+    """Place every device zone by zone (see :mod:`clusterforge.design.facility.floorplan`); returns
     racks in floor order plus index arrays for cabling."""
     c = fabric.connectivity
     blocks = gpu_rack_blocks(compute, c, density.nodes_per_rack)
