@@ -8,8 +8,8 @@ import pytest
 from clusterforge.catalog import Catalog
 from clusterforge.design import plan
 from clusterforge.design.cabling.media import fiber_media, pick_media
-from clusterforge.design.fabric.network import default_switch
 from clusterforge.design.fabric.sizing import FabricParams, size_fabric
+from clusterforge.design.fabric.switches import default_switch
 from clusterforge.errors import CapacityError
 from clusterforge.spec import load_spec
 from tests.conftest import EXAMPLES, make_spec

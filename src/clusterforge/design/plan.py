@@ -17,12 +17,8 @@ from clusterforge.design.cost.bom import (
     power_summary,
 )
 from clusterforge.design.cost.tco import CostDesign, cost_design
-from clusterforge.design.fabric.network import (
-    FabricDesign,
-    SupportFabric,
-    design_compute_fabric,
-    design_support_fabrics,
-)
+from clusterforge.design.fabric.network import FabricDesign, design_compute_fabric
+from clusterforge.design.fabric.support import SupportFabric, design_support_fabrics
 from clusterforge.design.facility.layout import Density, Layout, Rack, choose_density, lay_out
 from clusterforge.design.rules import Finding, evaluate
 from clusterforge.design.storage import StorageDesign, size_storage

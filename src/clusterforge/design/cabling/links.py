@@ -26,7 +26,8 @@ from clusterforge.design.cabling.media import (
 )
 from clusterforge.design.cabling.support import support_cabling
 from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.fabric.network import FabricDesign, SupportFabric
+from clusterforge.design.fabric.network import FabricDesign
+from clusterforge.design.fabric.support import SupportFabric
 from clusterforge.design.facility.racks import Layout
 from clusterforge.design.storage import StorageDesign
 

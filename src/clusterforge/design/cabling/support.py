@@ -23,7 +23,7 @@ import numpy as np
 from clusterforge.catalog import Catalog
 from clusterforge.design.cabling.media import LinkClass, fiber_media, link_class, run_lengths_m
 from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.fabric.network import SupportFabric
+from clusterforge.design.fabric.support import SupportFabric
 from clusterforge.design.facility.racks import Layout, Rack, RackDevice
 from clusterforge.design.storage import StorageDesign
 

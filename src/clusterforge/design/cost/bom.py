@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from clusterforge.catalog import Catalog
 from clusterforge.design.cabling.links import LinkClass
 from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.fabric.network import FabricDesign, SupportFabric
+from clusterforge.design.fabric.network import FabricDesign
+from clusterforge.design.fabric.support import SupportFabric
 from clusterforge.design.facility.layout import Layout
 from clusterforge.design.storage import StorageDesign
 from clusterforge.spec import ClusterSpec

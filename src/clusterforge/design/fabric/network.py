@@ -19,24 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from clusterforge.catalog import Catalog, Switch
 from clusterforge.design.compute import ComputeDesign
 from clusterforge.design.fabric.sizing import Connectivity, FabricParams, FabricShape, size_fabric
-from clusterforge.design.fabric.support import (
-    SupportFabric,
-    SwitchRole,
-    default_switch,
-    design_support_fabrics,
-)
+from clusterforge.design.fabric.switches import SwitchRole, default_switch
 from clusterforge.errors import CapacityError
 from clusterforge.spec import ClusterSpec, NetworkSpec, SpareAttach, Topology
 
-__all__ = [
-    "FabricDesign",
-    "SupportFabric",
-    "SwitchRole",
-    "cabled_nodes",
-    "default_switch",
-    "design_compute_fabric",
-    "design_support_fabrics",
-]
+__all__ = ["FabricDesign", "cabled_nodes", "design_compute_fabric"]
 
 
 class FabricDesign(BaseModel):

@@ -10,36 +10,17 @@ spines.  The switch for each role is a catalog fact (``Switch.default_roles``).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from clusterforge.catalog import Catalog, Switch
 from clusterforge.design.compute import ComputeDesign
+from clusterforge.design.fabric.network import FabricDesign
+from clusterforge.design.fabric.switches import SwitchRole, default_switch
 from clusterforge.design.storage import StorageDesign
-from clusterforge.errors import CatalogError
 from clusterforge.spec import ClusterSpec
 
-if TYPE_CHECKING:
-    from clusterforge.design.fabric.network import FabricDesign
-
-__all__ = [
-    "SupportFabric",
-    "SwitchRole",
-    "default_switch",
-    "design_support_fabrics",
-    "has_storage_fabric",
-]
-
-SwitchRole = Literal["compute-infiniband", "compute-roce", "in-band", "out-of-band"]
-
-
-def default_switch(catalog: Catalog, role: SwitchRole) -> Switch:
-    """The catalog switch planned for ``role`` when the spec names none."""
-    for switch in catalog.switches:
-        if role in switch.default_roles:
-            return switch
-    raise CatalogError(f"switches.toml: no switch has default_roles = [{role!r}]; add one")
+__all__ = ["SupportFabric", "design_support_fabrics", "has_storage_fabric"]
 
 
 class SupportFabric(BaseModel):

@@ -26,7 +26,8 @@ import numpy as np
 
 from clusterforge.design.compute import ComputeDesign
 from clusterforge.design.fabric.connectivity import Connectivity
-from clusterforge.design.fabric.network import FabricDesign, SupportFabric
+from clusterforge.design.fabric.network import FabricDesign
+from clusterforge.design.fabric.support import SupportFabric
 
 __all__ = ["CORE", "FloorPlan", "gpu_rack_blocks", "plan_floor"]
 

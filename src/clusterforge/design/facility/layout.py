@@ -18,7 +18,8 @@ import numpy as np
 
 from clusterforge.catalog import Catalog
 from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.fabric.network import FabricDesign, SupportFabric
+from clusterforge.design.fabric.network import FabricDesign
+from clusterforge.design.fabric.support import SupportFabric
 from clusterforge.design.facility.cooling import COOLING_BAND_KW
 from clusterforge.design.facility.floorplan import CORE, gpu_rack_blocks, plan_floor
 from clusterforge.design.facility.placement import Placer

@@ -11,7 +11,8 @@ import numpy as np
 
 from clusterforge.catalog import Catalog
 from clusterforge.design.compute import ComputeDesign
-from clusterforge.design.fabric.network import FabricDesign, SupportFabric
+from clusterforge.design.fabric.network import FabricDesign
+from clusterforge.design.fabric.support import SupportFabric
 from clusterforge.design.facility.floorplan import CORE, FloorPlan
 from clusterforge.design.facility.racks import (
     CDU_U,

@@ -27,7 +27,7 @@ import numpy as np
 
 from clusterforge.design import Design
 from clusterforge.design.cabling.support import endpoint_runs_m, ports_of, uplink_runs_m
-from clusterforge.design.fabric.network import SupportFabric
+from clusterforge.design.fabric.support import SupportFabric
 from clusterforge.errors import GenerateError
 from clusterforge.generate.common import checked_name
 from clusterforge.generate.inventory.ports import (
