@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterforge.design import Design
-from clusterforge.design.plan import management_servers
+from clusterforge.design.management import management_servers
 from clusterforge.generate.common import checked_name, render_template
 
 __all__ = [
@@ -78,7 +78,7 @@ def management_roles(design: Design) -> dict[str, list[str]]:
     """Management servers by role (``head``, ``slurm``, ``login``, ``monitoring``, ``ufm``).
 
     The design numbers its management servers ``mgmt-01``, ``mgmt-02``, ... in the order of
-    the roles of :func:`clusterforge.design.plan.management_servers`; a design whose count
+    the roles of :func:`clusterforge.design.management.management_servers`; a design whose count
     differs (a hand-edited layout) has every server as a head node.
     """
     hosts = management_hosts(design)

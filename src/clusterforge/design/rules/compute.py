@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from clusterforge.design.rules import Finding, rule
+from clusterforge.design.rules.finding import Finding
 
 if TYPE_CHECKING:
-    from clusterforge.design.plan import Design
+    from clusterforge.design.result import Design
 
-__all__: list[str] = []
+__all__ = ["consumer_gpu", "cpu_cores", "no_spares", "rent_cheaper"]
 
 
-@rule
 def no_spares(d: Design) -> list[Finding]:
     if d.compute.num_spare_nodes:
         return []
@@ -27,7 +26,6 @@ def no_spares(d: Design) -> list[Finding]:
     ]
 
 
-@rule
 def consumer_gpu(d: Design) -> list[Finding]:
     gpu = d.compute.gpu
     if gpu.datacenter:
@@ -44,7 +42,6 @@ def consumer_gpu(d: Design) -> list[Finding]:
     ]
 
 
-@rule
 def cpu_cores(d: Design) -> list[Finding]:
     """Each GPU's training process wants a core for itself, two for its data-loader workers
     (Megatron-LM's ``--num-workers`` default), one for the DataLoader pin-memory thread
@@ -79,7 +76,6 @@ def _rent_phrase(d: Design) -> str:
             )
 
 
-@rule
 def rent_cheaper(d: Design) -> list[Finding]:
     c = d.cost
     if c.build_wins:
