@@ -12,11 +12,22 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any
 
-from clusterforge.accept.worker import BUSBW_FACTOR, emit, load_torch, node_name
+from clusterforge.accept.worker.env import load_torch, node_name
+from clusterforge.accept.worker.records import emit
 
-__all__ = ["run_collective", "run_net"]
+__all__ = ["BUSBW_FACTOR", "run_collective", "run_net"]
+
+# busbw = algbw x factor(n): the traffic each rank must move relative to the buffer size
+# (nccl-tests doc/PERFORMANCE.md, "Bus bandwidth").
+BUSBW_FACTOR: dict[str, Callable[[int], float]] = {
+    "all_reduce": lambda n: 2.0 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+}
 
 
 def _rank_env() -> tuple[int, int, int]:

@@ -1,71 +1,25 @@
-"""The acceptance worker: what runs on each node, started by the scheduler.
-
-``python -m clusterforge.accept.worker node|collective|net [options]``
-
-Every result is one line ``CFACCEPT {json}`` on stdout, so that the launcher can collect
-them from the job's output whatever else the tools print.  The worker never decides a
-verdict: it measures and reports; targets and verdicts live in :mod:`.suite`.
-
-- ``node``: dense GEMM throughput (torch on the GPU, bf16; numpy on the CPU when there is
-  no GPU), memory copy bandwidth, a burn-in that checks every result against the first
-  (a burn tool's exit code is not evidence), fio on the storage path, ``dcgmi diag``.
-- ``collective``: torch.distributed collectives over all ranks (NCCL on GPUs, gloo on
-  CPUs), sizes doubling, timed like nccl-tests: the slowest rank's time, algbw = size/time
-  and busbw = algbw x the collective's factor (nccl-tests ``doc/PERFORMANCE.md``), with a
-  check of the reduced values.
-- ``net``: iperf3 from this node to the next one in the list (in-band network).
+"""The worker's node tests: dense GEMM throughput (torch on the GPU, bf16; numpy on the CPU when
+there is no GPU), memory copy bandwidth, a burn-in that checks every result against the first
+(a burn tool's exit code is not evidence), fio on the storage path, ``dcgmi diag``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import time
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["BUSBW_FACTOR", "emit", "load_torch", "main", "node_name"]
+from clusterforge.accept.worker.env import load_torch
+from clusterforge.accept.worker.records import emit
 
-MARKER = "CFACCEPT "
-# busbw = algbw x factor(n): the traffic each rank must move relative to the buffer size
-# (nccl-tests doc/PERFORMANCE.md, "Bus bandwidth").
-BUSBW_FACTOR: dict[str, Callable[[int], float]] = {
-    "all_reduce": lambda n: 2.0 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_to_all": lambda n: (n - 1) / n,
-}
-
-
-def emit(record: dict[str, Any]) -> None:
-    """One result line for the launcher to collect."""
-    record.setdefault("node", node_name())
-    print(MARKER + json.dumps(record, sort_keys=True), flush=True)
-
-
-def node_name() -> str:
-    return os.environ.get("SLURMD_NODENAME") or os.environ.get("CF_NODE") or socket.gethostname()
-
-
-def load_torch() -> Any | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
-
-
-# --- node tests ------------------------------------------------------------------------
+__all__ = ["run_node"]
 
 
 WINDOW_S = 0.25  # a rate sample spans several 100 ms CFS periods, so a CPU quota shows
@@ -233,45 +187,3 @@ def run_node(args: argparse.Namespace) -> None:
         emit(_fio(args.storage_path, args.fio_s))
     if args.dcgm_level:
         emit(_dcgm(args.dcgm_level))
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="clusterforge-accept-worker")
-    sub = parser.add_subparsers(dest="suite", required=True)
-    node = sub.add_parser("node")
-    node.add_argument("--burn-s", type=float, default=2.0)
-    node.add_argument("--gemm-n", type=int, default=0)
-    node.add_argument("--storage-path", default="")
-    node.add_argument("--fio-s", type=float, default=2.0)
-    node.add_argument("--dcgm-level", type=int, default=0)
-    coll = sub.add_parser("collective")
-    coll.add_argument("--ops", default="all_reduce,all_gather,reduce_scatter,all_to_all")
-    coll.add_argument("--min-bytes", type=int, default=1 << 20)
-    coll.add_argument("--max-bytes", type=int, default=1 << 24)
-    coll.add_argument("--iters", type=int, default=5)
-    coll.add_argument("--backend", choices=("auto", "gloo"), default="auto")
-    net = sub.add_parser("net")
-    net.add_argument("--peers", required=True)
-    net.add_argument("--port", type=int, default=5301)
-    net.add_argument("--seconds", type=float, default=2.0)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    # torch marks the *_tensor collectives deprecated in favour of newer names; the old
-    # names work on every torch >= 2.1 this worker supports.
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    args = _parser().parse_args(argv)
-    from clusterforge.accept.worker_collective import run_collective, run_net
-
-    runners = {"node": run_node, "collective": run_collective, "net": run_net}
-    try:
-        runners[args.suite](args)
-    except Exception as exc:  # report, never hide: the launcher turns this into a failure
-        emit({"test": args.suite, "error": f"{type(exc).__name__}: {exc}"})
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
