@@ -2,8 +2,8 @@
 
 Each fabric's endpoint ports are counted rack by rack in floor order from what the racks
 hold, and handed to the leaves in that order, ``ports_per_leaf`` at a time, which is how the
-floor plan placed the leaves (:mod:`clusterforge.design.facility.floorplan`): a leaf serves the racks
-around it.  Endpoint ports per device, after NVIDIA's DGX SuperPOD reference architecture:
+floor plan placed the leaves (:mod:`clusterforge.design.facility.floorplan`): a leaf serves the
+racks around it.  Endpoint ports per device, after NVIDIA's DGX SuperPOD reference architecture:
 
 * storage: each node's storage ports, each storage server's ports;
 * in-band: each node's in-band ports, 2 per management server, each storage server's ports

@@ -1,7 +1,7 @@
 """Network design: the compute fabric as a buyer sees it (support fabrics: :mod:`.support`).
 
-The compute fabric comes from :func:`clusterforge.design.fabric.sizing.size_fabric`; this module adds
-the derived figures (bisection, hops, per-GPU bandwidth, link counts per tier), decides how
+The compute fabric comes from :func:`clusterforge.design.fabric.sizing.size_fabric`; this module
+adds the derived figures (bisection, hops, per-GPU bandwidth, link counts per tier), decides how
 spare nodes attach, and names the switch of each role; the three support fabrics of a DGX
 SuperPOD (NVIDIA DGX SuperPOD H100 reference architecture,
 "Network fabrics": storage on its own leaf/spine, in-band on SN4600C, out-of-band on SN2201;

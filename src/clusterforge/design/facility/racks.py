@@ -2,7 +2,8 @@
 
 The models here are what the design carries (``Design.racks``); :func:`finish_racks` turns the
 packer's device lists into racks with their place on the floor, their circuits (A+B feeds,
-:mod:`clusterforge.design.facility.power`) and their cooling method (:mod:`clusterforge.design.facility.cooling`).
+:mod:`clusterforge.design.facility.power`) and their cooling method
+(:mod:`clusterforge.design.facility.cooling`).
 """
 
 from __future__ import annotations

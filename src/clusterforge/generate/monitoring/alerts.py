@@ -6,11 +6,11 @@ Sources and the pitfalls they encode:
   default, labelled ``xid``): the raw ``DCGM_FI_DEV_XID_ERRORS`` gauge holds the *last* XID
   and never resets, so ``> 0`` fires forever and a repeated XID is invisible (dcgm-exporter
   issues #500, #190).  XIDs are split by the policy the node checks use
-  (:mod:`clusterforge.generate.monitoring.xid_classes`): hardware XIDs page (critical), the others warn,
-  application XIDs (13, 31, 43, ...) are information for the job's owner.  Each waits one
-  minute (``for``), so one scrape of a stale count does not page.
+  (:mod:`clusterforge.generate.monitoring.xid_classes`): hardware XIDs page (critical), the
+  others warn, application XIDs (13, 31, 43, ...) are information for the job's owner.  Each
+  waits one minute (``for``), so one scrape of a stale count does not page.
 * ECC, NVLink errors and violation times are counters that must be enabled in the counters
-  CSV (:mod:`monitoring_data`); violation times are nanoseconds (DCGM ``dcgm_fields.h``,
+  CSV (:mod:`.metrics`); violation times are nanoseconds (DCGM ``dcgm_fields.h``,
   NVML ``nvmlViolationTime_t``), so their rate over 1e9 is the share of time throttled.
 * PCIe: a lower link *width* is a fault; a lower *generation* is normal power saving at idle,
   so it only counts while the GPU is busy.

@@ -17,8 +17,8 @@
   (``rp_cnp_handled``).  Thresholds are planning figures [unverified]: a lossless fabric
   that pauses a host 10 % of the time, or marks 1 % of its packets for minutes, is
   congested beyond what DCQCN absorbs.
-* **Rack power** from the PDUs (:mod:`clusterforge.generate.monitoring.pdu_snmp`) against the usable
-  power of the rack's feed.
+* **Rack power** from the PDUs (:mod:`clusterforge.generate.monitoring.pdu_snmp`) against the
+  usable power of the rack's feed.
 """
 
 from __future__ import annotations
