@@ -19,7 +19,7 @@ import pytest
 
 from clusterforge.cli.main import main
 from clusterforge.design import plan
-from clusterforge.generate.slurm import slurm_files
+from clusterforge.generate.slurm.files import slurm_files
 from clusterforge.rehearse.slow import cgroup_v1_cpu_missing, cpu_capped
 from clusterforge.spec import parse_spec
 from tests.generate import test_slurm_system

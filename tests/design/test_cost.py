@@ -8,8 +8,8 @@ import json
 import pytest
 
 from clusterforge.design import plan
+from clusterforge.design.cost.tco import HOURS_PER_YEAR, rent_offers
 from clusterforge.design.plan import management_servers
-from clusterforge.design.tco import HOURS_PER_YEAR, rent_offers
 from clusterforge.report.files import design_json
 from clusterforge.spec import EconomicsSpec
 from tests.conftest import make_spec

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from clusterforge.catalog import Catalog
-from clusterforge.design.fabric import FabricParams, size_fabric, smallest_divisor_at_least
+from clusterforge.design.fabric.sizing import FabricParams, size_fabric, smallest_divisor_at_least
 from clusterforge.errors import CapacityError
 
 # "Table 4" of NVIDIA's DGX SuperPOD H100 reference architecture (network fabrics page): SUs, nodes, leaves, spines,

@@ -7,9 +7,9 @@ import pytest
 
 from clusterforge.catalog import Catalog
 from clusterforge.design import plan
-from clusterforge.design.fabric import FabricParams, size_fabric
-from clusterforge.design.media import fiber_media, pick_media
-from clusterforge.design.network import default_switch
+from clusterforge.design.cabling.media import fiber_media, pick_media
+from clusterforge.design.fabric.sizing import FabricParams, size_fabric
+from clusterforge.design.fabric.switches import default_switch
 from clusterforge.errors import CapacityError
 from clusterforge.spec import load_spec
 from tests.conftest import EXAMPLES, make_spec

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from clusterforge.design.cooling import airflow_cfm, choose_cooling, cool_rack
-from clusterforge.design.power import circuit_kva, phase_current_a, plan_circuits, propose_power_cap
+from clusterforge.design.facility.cooling import airflow_cfm, choose_cooling, cool_rack
+from clusterforge.design.facility.power import (
+    circuit_kva,
+    phase_current_a,
+    plan_circuits,
+    propose_power_cap,
+)
 from clusterforge.errors import CapacityError
 from clusterforge.spec import FacilitySpec
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from clusterforge.design import Design, plan
-from clusterforge.generate.dashboards import dashboards
+from clusterforge.generate.monitoring.dashboards import dashboards
 from clusterforge.spec import load_spec
 from tests.generate.conftest import SPECS
 

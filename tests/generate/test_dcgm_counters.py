@@ -22,7 +22,7 @@ from clusterforge.design import Design
 from clusterforge.diagnose.collect import JobSelector, read_job
 from clusterforge.diagnose.prometheus import Sample
 from clusterforge.generate import render
-from clusterforge.generate.monitoring_data import DCGM_COUNTERS_FILE, dcgm_counters_csv
+from clusterforge.generate.monitoring.metrics import DCGM_COUNTERS_FILE, dcgm_counters_csv
 
 DCGM_NAME = re.compile(r"\bDCGM_(?:FI|EXP)_[A-Z0-9_]+\b")
 # rate() and increase() only make sense on a counter (Prometheus docs, "Query functions").

@@ -18,8 +18,8 @@ import yaml
 
 from clusterforge.design import Design, plan
 from clusterforge.generate import render, write_files
-from clusterforge.generate.kubernetes import topology_levels
-from clusterforge.generate.kubernetes_rdma import K8S_MAX_NODES, scale_warnings
+from clusterforge.generate.kubernetes.files import topology_levels
+from clusterforge.generate.kubernetes.rdma import K8S_MAX_NODES, scale_warnings
 from clusterforge.generate.layout import node_placements
 from clusterforge.generate.notices import generation_warnings
 from clusterforge.spec import load_spec

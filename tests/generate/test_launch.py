@@ -11,13 +11,13 @@ from clusterforge.cli.main import main
 from clusterforge.design import Design, plan
 from clusterforge.errors import GenerateError
 from clusterforge.generate import render
-from clusterforge.generate.launch import (
+from clusterforge.generate.training.launch import (
     ROCE_TRAFFIC_CLASS,
     hca_names,
     hca_names_assumed,
     launch_plan,
 )
-from clusterforge.generate.megatron import megatron_args
+from clusterforge.generate.training.megatron import megatron_args
 from clusterforge.spec import load_spec
 from tests.generate.conftest import SPECS
 

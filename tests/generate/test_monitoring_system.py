@@ -18,8 +18,8 @@ import yaml
 
 from clusterforge.design import Design, plan
 from clusterforge.generate import render, write_files
-from clusterforge.generate.alert_rules import alert_groups
-from clusterforge.generate.dashboards import dashboards
+from clusterforge.generate.monitoring.alerts import alert_groups
+from clusterforge.generate.monitoring.dashboards import dashboards
 from clusterforge.spec import load_spec
 from tests.generate.conftest import SPECS
 

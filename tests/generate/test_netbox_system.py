@@ -24,7 +24,7 @@ import pytest
 
 from clusterforge.design import Design, plan
 from clusterforge.generate import render
-from clusterforge.generate.inventory import NETBOX_MODELS
+from clusterforge.generate.inventory.files import NETBOX_MODELS
 from clusterforge.spec import load_spec
 from tests.generate.netbox_server import (
     Api,

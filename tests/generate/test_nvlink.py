@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from clusterforge.design import Design, plan
-from clusterforge.design.racks import Rack
+from clusterforge.design.facility.racks import Rack
 from clusterforge.generate import render
 from clusterforge.generate.layout import node_placements
 from clusterforge.spec import load_spec

@@ -14,9 +14,9 @@ import pytest
 
 from clusterforge.design import Design, plan
 from clusterforge.generate import render
-from clusterforge.generate.kubernetes import node_labels
-from clusterforge.generate.launch import hca_names
+from clusterforge.generate.kubernetes.files import node_labels
 from clusterforge.generate.layout import SPARE_GROUP, node_placements, switch_tree
+from clusterforge.generate.training.launch import hca_names
 from clusterforge.spec import load_spec, parse_spec
 from tests.generate.conftest import SPECS
 from tests.generate.emulated_slurm import expand_hostlist

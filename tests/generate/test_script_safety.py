@@ -16,13 +16,14 @@ import jinja2
 import jinja2.meta
 import pytest
 
-import clusterforge.generate.slurm as slurm
+import clusterforge.generate as generate
+import clusterforge.generate.slurm.files as slurm
 from clusterforge.design import Design
 from clusterforge.errors import GenerateError
 from clusterforge.generate import TARGETS, render
-from clusterforge.generate.launch import launch_plan
+from clusterforge.generate.training.launch import launch_plan
 
-TEMPLATES = Path(slurm.__file__).parent / "templates"
+TEMPLATES = Path(generate.__file__).parent / "templates"
 HOSTILE = ["lab;reboot", "lab$(id)", "lab`id`", "lab\nreboot", "lab x", "lab'x", 'lab"x', "lab*"]
 EVIL = "x'; touch PWNED; $(touch PWNED2) `touch PWNED3` \"\n"
 

@@ -8,7 +8,7 @@ import pytest
 
 from clusterforge.design import Design, plan
 from clusterforge.generate import render
-from clusterforge.generate.slurm_accounting import (
+from clusterforge.generate.slurm.accounting import (
     LOCAL_STATE_SAVE,
     SHARED_STATE_SAVE,
     management_roles,

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.design import Design, plan
-from clusterforge.generate.slurm import slurm_files
+from clusterforge.generate.slurm.files import slurm_files
 from clusterforge.spec import load_spec
 from tests.generate.conftest import GOLDEN_SPEC, MULTI_PLANE_SPEC
 from tests.generate.emulated_slurm import EmulatedSlurm, expand_hostlist

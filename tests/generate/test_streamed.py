@@ -20,8 +20,8 @@ from clusterforge.generate import render, write_files
 from clusterforge.generate import streamed as streamed_module
 from clusterforge.generate.bundle import generate
 from clusterforge.generate.common import GeneratedFile
-from clusterforge.generate.inventory import INVENTORY_FILES
-from clusterforge.generate.inventory_ports import occurrences
+from clusterforge.generate.inventory.files import INVENTORY_FILES
+from clusterforge.generate.inventory.ports import occurrences
 from clusterforge.generate.streamed import StreamedFile, csv_chunks, csv_file
 from clusterforge.spec import load_spec
 from tests.generate.conftest import GOLDEN_SPEC

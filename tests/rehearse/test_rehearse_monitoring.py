@@ -12,7 +12,7 @@ import yaml
 from clusterforge.accept.suite import AcceptReport
 from clusterforge.accept.verdicts import TestResult as Result
 from clusterforge.design import plan
-from clusterforge.generate.monitoring import monitoring_files
+from clusterforge.generate.monitoring.files import monitoring_files
 from clusterforge.rehearse import netns, standins
 from clusterforge.rehearse.acceptance import TwoRuns, stand_in_failures
 from clusterforge.rehearse.prom import ScrapeTargets, prometheus_config, rehearsal_rules

@@ -133,7 +133,7 @@ def test_a_running_checker_sees_its_replayed_readings_change(tmp_path: Path) -> 
 def test_prometheus_config_keeps_the_generated_rules_and_points_at_the_local_exporters() -> None:
     import yaml
 
-    from clusterforge.generate.monitoring import monitoring_files
+    from clusterforge.generate.monitoring.files import monitoring_files
     from clusterforge.rehearse.prom import FAST_INTERVAL_S, ScrapeTargets, prometheus_config
 
     design = plan(make_spec(num_gpus=16, spare_fraction=0))

@@ -11,7 +11,7 @@ import pytest
 
 from clusterforge.errors import SpecError
 from clusterforge.spec import load_spec
-from clusterforge.spec_yaml import MAX_DEPTH, MAX_SPEC_BYTES, excerpt, load_yaml_text
+from clusterforge.spec.safe_yaml import MAX_DEPTH, MAX_SPEC_BYTES, excerpt, load_yaml_text
 
 BASE = "num_gpus: 64\nnode: dgx-h100\n"
 

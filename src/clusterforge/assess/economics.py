@@ -1,6 +1,6 @@
 """Build versus rent beyond the design's own size: the break-even cluster size.
 
-The design prices one cluster (:mod:`clusterforge.design.tco`). Whether a larger or smaller
+The design prices one cluster (:mod:`clusterforge.design.cost.tco`). Whether a larger or smaller
 cluster of the same kind would flip the verdict takes more designs, so it is asked here,
 by the commands that show it (``plan``, ``report``, ``serve``), and never by ``plan()``.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from clusterforge.catalog import Catalog, load_catalog
 from clusterforge.design import Design, plan
-from clusterforge.design.tco import CostDesign
+from clusterforge.design.cost.tco import CostDesign
 from clusterforge.errors import CapacityError
 from clusterforge.spec import ClusterSpec, resolve_node_id
 

@@ -1,7 +1,7 @@
 """Read a job's GPUs and hosts from Prometheus into :class:`JobReadings`.
 
 The series are the ones the generated monitoring collects: dcgm-exporter fields (the
-counters CSV of :mod:`clusterforge.generate.monitoring_data` lists every field read here,
+counters CSV of :mod:`clusterforge.generate.monitoring.metrics` lists every field read here,
 a GPU without profiling support serves none of the ``PROF`` ones), node_exporter's cpu,
 meminfo, diskstats, nfs, netstat and infiniband collectors, and the clusterforge exporter's
 raw NIC counters.  Every series carries the ``node`` label the generated scrape
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from clusterforge.diagnose.prometheus import PrometheusClient, PrometheusError
 from clusterforge.diagnose.readings import GpuReading, JobReadings, NodeReading
 from clusterforge.errors import SpecError
-from clusterforge.generate.launch import ROCE_PRIORITY
-from clusterforge.generate.monitoring import SCRAPE_INTERVAL_S
-from clusterforge.generate.monitoring_data import VIOLATION_NS_PER_S
+from clusterforge.generate.monitoring.files import SCRAPE_INTERVAL_S
+from clusterforge.generate.monitoring.metrics import VIOLATION_NS_PER_S
+from clusterforge.generate.training.launch import ROCE_PRIORITY
 
 __all__ = ["JobSelector", "NoSeriesError", "read_gpus", "read_job", "read_nodes", "window_ok"]
 

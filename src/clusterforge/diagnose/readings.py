@@ -12,8 +12,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from clusterforge.errors import SpecError, did_you_mean
-from clusterforge.generate.alert_rules import THROTTLE_FRACTION
-from clusterforge.generate.alert_rules_net import (
+from clusterforge.generate.monitoring.alerts import THROTTLE_FRACTION
+from clusterforge.generate.monitoring.network_alerts import (
     DROP_RATE_LIMIT,
     ECN_MARKED_LIMIT,
     PAUSE_SHARE_LIMIT,

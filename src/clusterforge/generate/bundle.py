@@ -35,25 +35,25 @@ OutputFile = GeneratedFile | StreamedFile
 
 
 def _slurm(design: Design) -> Sequence[OutputFile]:
-    from clusterforge.generate.slurm import slurm_files
+    from clusterforge.generate.slurm.files import slurm_files
 
     return slurm_files(design)
 
 
 def _kubernetes(design: Design) -> Sequence[OutputFile]:
-    from clusterforge.generate.kubernetes import kubernetes_files
+    from clusterforge.generate.kubernetes.files import kubernetes_files
 
     return kubernetes_files(design)
 
 
 def _monitoring(design: Design) -> Sequence[OutputFile]:
-    from clusterforge.generate.monitoring import monitoring_files
+    from clusterforge.generate.monitoring.files import monitoring_files
 
     return monitoring_files(design)
 
 
 def _inventory(design: Design) -> Sequence[OutputFile]:
-    from clusterforge.generate.inventory import inventory_files
+    from clusterforge.generate.inventory.files import inventory_files
 
     return inventory_files(design)
 

@@ -1,6 +1,6 @@
 """Where each node sits: its scheduling tree (for Slurm, Kueue, Volcano), rack and NVLink block.
 
-The fabric's :class:`~clusterforge.design.fabric.Connectivity` is a graph; schedulers want a
+The fabric's :class:`~clusterforge.design.fabric.sizing.Connectivity` is a graph; schedulers want a
 tree.  Level 0 groups the nodes that share their leaf switches (a scalable unit of rail
 leaves, a top-of-rack leaf, a rail-only node group, a dragonfly group); level 1 stands for
 the spines above a pod of level-0 groups; level 2 for the core switches above the pods.  A
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from clusterforge.design import Design
-from clusterforge.design.fabric import Connectivity
+from clusterforge.design.fabric.sizing import Connectivity
 from clusterforge.generate.common import checked_name
 
 __all__ = [

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clusterforge.design import Design
-from clusterforge.generate.kubernetes_rdma import scale_warnings
-from clusterforge.generate.launch import hca_names_assumed
+from clusterforge.generate.kubernetes.rdma import scale_warnings
+from clusterforge.generate.training.launch import hca_names_assumed
 
 __all__ = ["generation_warnings"]
 

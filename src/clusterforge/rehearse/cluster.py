@@ -21,7 +21,7 @@ from pathlib import Path
 from clusterforge.catalog import load_catalog
 from clusterforge.design import Design, plan
 from clusterforge.errors import AdapterError
-from clusterforge.generate.slurm import slurm_files
+from clusterforge.generate.slurm.files import slurm_files
 from clusterforge.generate.spec_copy import spec_yaml
 from clusterforge.rehearse.emulated import EmulatedSlurm
 from clusterforge.rehearse.fixtures import healthy_readings, write_readings

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from clusterforge.generate.monitoring import monitoring_files
+from clusterforge.generate.monitoring.files import monitoring_files
 from clusterforge.rehearse.cluster import Lab
 from clusterforge.rehearse.netns import Links
 

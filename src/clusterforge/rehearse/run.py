@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from clusterforge.errors import ClusterforgeError
-from clusterforge.generate.launch import hca_names
+from clusterforge.generate.training.launch import hca_names
 from clusterforge.rehearse.acceptance import accept_drill
 from clusterforge.rehearse.alerts import nic_flap_drill, prometheus_drill
 from clusterforge.rehearse.cluster import Lab, close_lab, open_lab

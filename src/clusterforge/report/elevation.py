@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from clusterforge.design import Design
-    from clusterforge.design.racks import Rack, RackDevice
+    from clusterforge.design.facility.racks import Rack, RackDevice
 
 __all__ = ["MAX_RACKS_DRAWN", "RACKS_PER_LINE", "elevation_picture", "elevation_svg", "rack_lines"]
 

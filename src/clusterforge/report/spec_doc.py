@@ -15,7 +15,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from clusterforge.spec import ClusterSpec
-from clusterforge.spec_errors import field_range
+from clusterforge.spec.error_messages import field_range
 
 __all__ = ["field_range", "render_spec_reference", "spec_sections"]
 

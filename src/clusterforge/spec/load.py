@@ -16,8 +16,8 @@ from clusterforge.catalog import Catalog, ModelArch, Node, load_catalog
 from clusterforge.errors import PlanError, SpecError, did_you_mean
 from clusterforge.job import JobLayout
 from clusterforge.spec.cluster import DEFAULT_SPEC_YAML, ClusterSpec
-from clusterforge.spec_errors import format_validation_error
-from clusterforge.spec_yaml import excerpt, load_yaml_text, read_spec_text
+from clusterforge.spec.error_messages import format_validation_error
+from clusterforge.spec.safe_yaml import excerpt, load_yaml_text, read_spec_text
 
 __all__ = ["default_spec", "job_layout", "load_spec", "parse_spec", "resolve_node_id"]
 
@@ -39,7 +39,7 @@ def parse_spec(data: Any, source: str = "spec", catalog: Catalog | None = None) 
 def load_spec(path: str | Path | None, catalog: Catalog | None = None) -> ClusterSpec:
     """Read a YAML spec file (None = the built-in default) and validate it.
 
-    The file is read and parsed within the limits of :mod:`clusterforge.spec_yaml` (size,
+    The file is read and parsed within the limits of :mod:`clusterforge.spec.safe_yaml` (size,
     nesting, alias expansion, unique keys)."""
     if path is None:
         return default_spec()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal, assert_never
 
 import numpy as np
 
-from clusterforge.design.fabric import Connectivity
+from clusterforge.design.fabric.sizing import Connectivity
 from clusterforge.topology.graph import (
     LINK_CLASS_ID,
     NETWORK_LINK_LATENCY_S,

@@ -20,7 +20,7 @@ array of *directed* links with a capacity in GB/s, a latency in seconds and a li
   aggregate link per leaf (up and down) and per pod (to/from the core) is exact and keeps
   the flow×link matrix small.  Dragonfly keeps one aggregate per bundle.
 * planes (``Connectivity.num_planes`` > 1): every plane is its own Clos with the global
-  switch ids of :mod:`clusterforge.design.fabric`; pods are numbered globally, plane by
+  switch ids of :mod:`clusterforge.design.fabric.sizing`; pods are numbered globally, plane by
   plane (plane p's pods ``[p·pods_per_plane, (p+1)·pods_per_plane)``), so the spines of pod
   q are ``num_leaves + q·spines_per_pod + [0, spines_per_pod)`` in every plane.  No link
   joins two planes: traffic between NICs of different planes crosses NVLink first
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from clusterforge.catalog import Scaleup
-from clusterforge.design.fabric import Connectivity
+from clusterforge.design.fabric.sizing import Connectivity
 from clusterforge.errors import SimulationError
 
 __all__ = [

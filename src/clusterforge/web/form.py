@@ -19,7 +19,7 @@ from pydantic.fields import FieldInfo
 
 from clusterforge.errors import ClusterforgeError
 from clusterforge.spec import ClusterSpec, parse_spec
-from clusterforge.spec_errors import field_range
+from clusterforge.spec.error_messages import field_range
 
 __all__ = ["FieldKind", "FormErrors", "FormField", "FormSection", "form_sections", "spec_from_form"]
 

@@ -23,9 +23,9 @@ from clusterforge.report.html.model import (
 
 if TYPE_CHECKING:
     from clusterforge.design import Design
-    from clusterforge.design.cabling import LinkClass
-    from clusterforge.design.power import Circuit
-    from clusterforge.design.racks import Rack
+    from clusterforge.design.cabling.links import LinkClass
+    from clusterforge.design.facility.power import Circuit
+    from clusterforge.design.facility.racks import Rack
 
 __all__ = [
     "FeedGroup",

@@ -45,7 +45,7 @@ def tco_curves(design: Design) -> tuple[list[float], list[float], list[float]]:
 
     Building is the capex up front plus the design's opex per year, less the resale value at
     the end; renting is the design's rent total spread evenly over the years. These are the
-    design's own cost totals (:class:`~clusterforge.design.tco.CostDesign`) laid over time.
+    design's own cost totals (:class:`~clusterforge.design.cost.tco.CostDesign`) laid over time.
     """
     c = design.cost
     years = [c.years * i / CURVE_STEPS for i in range(CURVE_STEPS + 1)]

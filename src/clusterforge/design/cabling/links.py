@@ -1,0 +1,148 @@
+"""Cabling: every link class of the compute and support fabrics (media: :mod:`.media`).
+
+Compute links run between the racks the layout recorded for each node and switch; support
+fabrics (storage, in-band, out-of-band) hand out their leaf ports in floor order, as the floor
+plan placed their leaves, so each endpoint cables to the leaf beside its zone
+(:mod:`clusterforge.design.cabling.support`).  Every class reports its longest run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from clusterforge.catalog import Catalog, Medium
+from clusterforge.design.cabling.media import (
+    CORE_BLOCK_RUN_M,
+    IN_RACK_M,
+    LinkClass,
+    MediaCount,
+    fiber_media,
+    link_class,
+    pick_media,
+    run_lengths_m,
+    speed_factor,
+)
+from clusterforge.design.cabling.support import support_cabling
+from clusterforge.design.compute import ComputeDesign
+from clusterforge.design.fabric.network import FabricDesign
+from clusterforge.design.fabric.support import SupportFabric
+from clusterforge.design.facility.racks import Layout
+from clusterforge.design.storage import StorageDesign
+
+__all__ = [
+    "CORE_BLOCK_RUN_M",
+    "IN_RACK_M",
+    "TIER_NAMES",
+    "LinkClass",
+    "MediaCount",
+    "design_cabling",
+    "fiber_media",
+    "longest_runs_m",
+    "pick_media",
+    "run_lengths_m",
+    "speed_factor",
+]
+
+UFM_RUN_M = 10.0  # UFM appliances stand in the core block beside the first leaves [U]
+
+TIER_NAMES = {
+    0: ("leaf-spine", "leaf", "spine"),
+    1: ("spine-core", "spine", "core"),
+    2: ("dragonfly-local", "router", "router"),
+    3: ("dragonfly-global", "router", "router"),
+}
+
+
+def design_cabling(
+    compute: ComputeDesign,
+    fabric: FabricDesign,
+    support: list[SupportFabric],
+    storage: StorageDesign,
+    layout: Layout,
+    catalog: Catalog,
+) -> list[LinkClass]:
+    """Every link class of the compute and support fabrics."""
+    classes = _compute_cabling(compute, fabric, layout, catalog)
+    return classes + support_cabling(compute, support, storage, layout, catalog)
+
+
+def _compute_cabling(
+    compute: ComputeDesign, fabric: FabricDesign, layout: Layout, catalog: Catalog
+) -> list[LinkClass]:
+    c = fabric.connectivity
+    if not fabric.radix:
+        return []
+    media = fiber_media(catalog, fabric.nic_gbit_per_s)
+    mode = fabric.switch.mode_at(fabric.nic_gbit_per_s)
+    sw_ppm = mode.ports_per_cage if mode else 1
+    node = compute.node
+    twin = node.compute_nic_twin_cages
+    node_ppm = node.num_compute_nics // twin if twin else 1
+    speed = fabric.nic_gbit_per_s
+    n_node, _, n_leaf = c.node_links()
+    lengths = run_lengths_m(layout, layout.node_rack[n_node], layout.switch_rack[n_leaf])
+    ends = ("node NIC", "leaf")
+    classes = [
+        link_class(
+            "compute", "node-leaf", ends, speed, lengths, media, ports_per_module=(node_ppm, sw_ppm)
+        )
+    ]
+    if fabric.num_ufm_links:
+        classes.append(
+            link_class(
+                "compute",
+                "ufm-leaf",
+                ("UFM appliance", "leaf"),
+                speed,
+                np.full(fabric.num_ufm_links, UFM_RUN_M),
+                media,
+                ports_per_module=(1, sw_ppm),
+            )
+        )
+    if fabric.num_spare_pool_links:
+        classes.append(_spare_pool_class(fabric, layout, media, (node_ppm, sw_ppm)))
+    a, b, n, tier = c.switch_links()
+    for t in np.unique(tier):
+        sel = tier == t
+        lengths = run_lengths_m(layout, layout.switch_rack[a[sel]], layout.switch_rack[b[sel]])
+        name, end_a, end_b = TIER_NAMES[int(t)]
+        classes.append(
+            link_class(
+                "compute",
+                name,
+                (end_a, end_b),
+                speed,
+                lengths,
+                media,
+                weights=n[sel].astype(float),
+                ports_per_module=(sw_ppm, sw_ppm),
+            )
+        )
+    return classes
+
+
+def _spare_pool_class(
+    fabric: FabricDesign, layout: Layout, media: Sequence[Medium], ppm: tuple[int, int]
+) -> LinkClass:
+    """Spare nodes after the cabled ones, NIC by NIC onto the pool's leaves in order."""
+    c = fabric.connectivity
+    port = np.arange(fabric.num_spare_pool_links)
+    node = c.num_nodes + port // c.nics_per_node
+    leaf = np.minimum(port // fabric.radix, fabric.num_spare_pool_leaves - 1)
+    lengths = run_lengths_m(layout, layout.node_rack[node], layout.pool_leaf_rack[leaf])
+    return link_class(
+        "compute",
+        "spare-pool",
+        ("spare node NIC", "pool leaf"),
+        fabric.nic_gbit_per_s,
+        lengths,
+        media,
+        ports_per_module=ppm,
+    )
+
+
+def longest_runs_m(cabling: Sequence[LinkClass]) -> dict[str, float]:
+    """Longest run of each link class, m (``fabric/class``)."""
+    return {f"{c.fabric}/{c.name}": c.length_m_max for c in cabling}

@@ -1,0 +1,144 @@
+"""Cabling of the support fabrics: storage, in-band and out-of-band management.
+
+Each fabric's endpoint ports are counted rack by rack in floor order from what the racks
+hold, and handed to the leaves in that order, ``ports_per_leaf`` at a time, which is how the
+floor plan placed the leaves (:mod:`clusterforge.design.facility.floorplan`): a leaf serves the
+racks around it.  Endpoint ports per device, after NVIDIA's DGX SuperPOD reference architecture:
+
+* storage: each node's storage ports, each storage server's ports;
+* in-band: each node's in-band ports, 2 per management server, each storage server's ports
+  when there is no separate storage fabric, and the out-of-band switches' up-links;
+* out-of-band (1 GbE, Cat6): one BMC/management port per node, switch, storage and
+  management server, and one per metered PDU.
+
+Leaf up-links run from each leaf's rack to the spines in the core block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from clusterforge.catalog import Catalog
+from clusterforge.design.cabling.media import LinkClass, fiber_media, link_class, run_lengths_m
+from clusterforge.design.compute import ComputeDesign
+from clusterforge.design.fabric.support import SupportFabric
+from clusterforge.design.facility.racks import Layout, Rack, RackDevice
+from clusterforge.design.storage import StorageDesign
+
+__all__ = ["endpoint_ports", "endpoint_runs_m", "ports_of", "support_cabling", "uplink_runs_m"]
+
+MGMT_SERVER_INBAND_PORTS = 2
+
+
+def ports_of(
+    device: RackDevice,
+    fab: SupportFabric,
+    compute: ComputeDesign,
+    storage: StorageDesign,
+    support: Sequence[SupportFabric],
+) -> int:
+    """Ports ``device`` has on support fabric ``fab``."""
+    node = compute.node
+    shared = "storage" not in {f.name for f in support}  # storage rides the in-band fabric
+    match fab.name, device.kind:
+        case "out-of-band", "node" | "storage" | "server" | "pdu":
+            return 1
+        case "out-of-band", "switch":
+            return 0 if device.role == "nvlink" else 1
+        case "storage", "node":
+            return node.num_storage_ports
+        case "storage", "storage":
+            return storage.block.num_ports
+        case "in-band", "node":
+            return node.num_inband_ports
+        case "in-band", "server":
+            return MGMT_SERVER_INBAND_PORTS
+        case "in-band", "storage":
+            return storage.block.num_ports if shared else 0
+        case "in-band", "switch" if device.role == "out-of-band":
+            return _oob_uplinks_per_leaf(support)
+    return 0
+
+
+def _oob_uplinks_per_leaf(support: Sequence[SupportFabric]) -> int:
+    oob = next((f for f in support if f.name == "out-of-band"), None)
+    return oob.num_uplinks // oob.num_leaves if oob and oob.num_leaves else 0
+
+
+def endpoint_ports(
+    racks: list[Rack],
+    fab: SupportFabric,
+    compute: ComputeDesign,
+    storage: StorageDesign,
+    support: Sequence[SupportFabric],
+) -> np.ndarray:
+    """Endpoint ports of ``fab`` in each rack, floor order (a device's ports depend on its
+    kind and role only: each pair is looked up once)."""
+    table: dict[tuple[str, str], int] = {}
+    counts = np.zeros(len(racks), dtype=np.int64)
+    for i, rack in enumerate(racks):
+        for d in rack.devices:
+            key = (d.kind, d.role)
+            if key not in table:
+                table[key] = ports_of(d, fab, compute, storage, support)
+            counts[i] += table[key]
+    return counts
+
+
+def endpoint_runs_m(
+    layout: Layout, fab: SupportFabric, rack_of_port: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(leaf, run in m) of each endpoint port, ports given in floor order by their rack:
+    port i plugs into leaf i // ports_per_leaf, where the floor plan stood that leaf."""
+    leaf = np.minimum(np.arange(rack_of_port.size) // fab.ports_per_leaf, fab.num_leaves - 1)
+    leaf_rack = layout.support_rack[fab.name][: fab.num_leaves]
+    return leaf, run_lengths_m(layout, rack_of_port, leaf_rack[leaf])
+
+
+def support_cabling(
+    compute: ComputeDesign,
+    support: list[SupportFabric],
+    storage: StorageDesign,
+    layout: Layout,
+    catalog: Catalog,
+) -> list[LinkClass]:
+    """Endpoint-leaf and leaf-spine classes of every support fabric."""
+    classes = []
+    for fab in support:
+        ports = endpoint_ports(layout.racks, fab, compute, storage, support)
+        classes.append(_endpoint_class(fab, ports, layout, catalog))
+        if fab.num_spines:
+            classes.append(_uplink_class(fab, layout, catalog))
+    return classes
+
+
+def _endpoint_class(
+    fab: SupportFabric, ports: np.ndarray, layout: Layout, catalog: Catalog
+) -> LinkClass:
+    _, lengths = endpoint_runs_m(layout, fab, np.repeat(np.arange(ports.size), ports))
+    if fab.name == "out-of-band":
+        media = [catalog.media["cat6"]]
+        ends = ("BMC / mgmt port", "oob switch")
+        return link_class(fab.name, "device-oob", ends, fab.port_gbit_per_s, lengths, media)
+    media = fiber_media(catalog, fab.port_gbit_per_s)
+    ends = ("node / storage port", f"{fab.name} leaf")
+    return link_class(fab.name, "endpoint-leaf", ends, fab.port_gbit_per_s, lengths, media)
+
+
+def uplink_runs_m(layout: Layout, fab: SupportFabric) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(leaf, spine, run in m) of each leaf up-link: a leaf's up-links are dealt round-robin
+    over the spines (switch indices within ``fab``: spines follow the leaves)."""
+    racks = layout.support_rack[fab.name]
+    per_leaf = fab.num_uplinks // fab.num_leaves
+    leaf = np.repeat(np.arange(fab.num_leaves), per_leaf)
+    spine = fab.num_leaves + np.arange(leaf.size) % max(fab.num_spines, 1)
+    return leaf, spine, run_lengths_m(layout, racks[leaf], racks[spine])
+
+
+def _uplink_class(fab: SupportFabric, layout: Layout, catalog: Catalog) -> LinkClass:
+    _, _, lengths = uplink_runs_m(layout, fab)
+    ends = (f"{fab.name} leaf", f"{fab.name} spine")
+    media = fiber_media(catalog, fab.port_gbit_per_s)
+    return link_class(fab.name, "leaf-spine", ends, fab.port_gbit_per_s, lengths, media)

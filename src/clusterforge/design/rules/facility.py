@@ -1,0 +1,133 @@
+"""Rules about racks, power and cooling."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from clusterforge.design.facility.cooling import COOLING_BAND_KW
+from clusterforge.design.rules.finding import Finding
+
+if TYPE_CHECKING:
+    from clusterforge.design.result import Design
+
+__all__ = [
+    "air_cooling_over_band",
+    "cooling_limits_density",
+    "feed_loss",
+    "power_cap_required",
+    "rack_power_over_cap",
+]
+
+# Air cooling is comfortable up to about 20 kW per rack and needs aisle containment above it
+# (ASHRAE TC 9.9, Thermal Guidelines for Data Processing Environments, 5th ed.; Uptime
+# Institute Global Data Center Survey 2024 on rack densities).
+AIR_COMFORT_KW = 20.0
+
+
+def rack_power_over_cap(d: Design) -> list[Finding]:
+    den, node, f = d.layout_density, d.compute.node, d.spec.facility
+    by_u = den.usable_u // node.u_height
+    # Fire when the power limit leaves more than half of the rack's height unused.
+    if (
+        node.rack_scale_nodes
+        or 2 * den.nodes_per_rack > by_u
+        or d.compute.num_nodes <= den.nodes_per_rack
+    ):
+        return []
+    full_kw = by_u * node.max_kw
+    return [
+        Finding(
+            id="rack-power-over-cap",
+            severity="warning" if den.nodes_per_rack < 2 else "info",
+            message=f"a full rack of {by_u} x {node.id} would draw {full_kw:.1f} kW, over the "
+            f"{den.limit_kw:g} kW limit ({den.limited_by}); planned {den.nodes_per_rack} per rack",
+            numbers={
+                "nodes_by_u": by_u,
+                "full_rack_kw": full_kw,
+                "limit_kw": den.limit_kw,
+                "nodes_per_rack": den.nodes_per_rack,
+                "max_rack_kw": f.max_rack_kw,
+            },
+            fix="negotiate more kW per rack or liquid cooling to use fewer racks, floor and cables",
+        )
+    ]
+
+
+def power_cap_required(d: Design) -> list[Finding]:
+    cap = d.layout_density.power_cap
+    if cap is None:
+        return []
+    return [
+        Finding(
+            id="power-cap-required",
+            severity="warning",
+            message=f"{cap.reason}: cap each GPU at {cap.gpu_power_limit_w:.0f} W (TDP "
+            f"{cap.gpu_tdp_w:.0f} W), costing up to {1 - cap.throughput_factor:.0%} of throughput",
+            numbers={
+                "gpu_power_limit_w": cap.gpu_power_limit_w,
+                "gpu_tdp_w": cap.gpu_tdp_w,
+                "throughput_factor": round(cap.throughput_factor, 3),
+            },
+            fix=f"set `nvidia-smi -pl {cap.gpu_power_limit_w:.0f}` on every node, or raise "
+            "facility.max_rack_kw / add liquid cooling",
+        )
+    ]
+
+
+def air_cooling_over_band(d: Design) -> list[Finding]:
+    hot = [r for r in d.racks if r.cooling.method == "air" and r.max_kw > AIR_COMFORT_KW]
+    if not hot:
+        return []
+    worst = max(hot, key=lambda r: r.max_kw)
+    return [
+        Finding(
+            id="air-cooling-over-band",
+            severity="warning",
+            message=f"{len(hot)} air-cooled racks exceed {AIR_COMFORT_KW:g} kW (worst {worst.name}: "
+            f"{worst.max_kw:.1f} kW); air needs hot/cold-aisle containment up to "
+            f"{COOLING_BAND_KW['air']:g} kW",
+            numbers={
+                "racks": len(hot),
+                "worst_kw": worst.max_kw,
+                "air_band_kw": COOLING_BAND_KW["air"],
+            },
+            fix="confirm aisle containment with the facility, or use rear-door heat exchangers",
+        )
+    ]
+
+
+def cooling_limits_density(d: Design) -> list[Finding]:
+    den = d.layout_density
+    if den.limited_by != "cooling band":
+        return []
+    return [
+        Finding(
+            id="cooling-limits-density",
+            severity="info",
+            message=f"the best cooling available ({', '.join(d.spec.facility.cooling_available)}) "
+            f"removes {den.limit_kw:g} kW per rack, below the contracted "
+            f"{d.spec.facility.max_rack_kw:g} kW",
+            numbers={"limit_kw": den.limit_kw, "max_rack_kw": d.spec.facility.max_rack_kw},
+            fix="add rear-door or direct-to-chip cooling to use the contracted power",
+        )
+    ]
+
+
+def feed_loss(d: Design) -> list[Finding]:
+    node = d.compute.node
+    if d.spec.facility.feeds_per_rack < 2 or not node.num_psus:
+        return []
+    left_kw = node.num_psus // 2 * node.psu_kw
+    need = d.layout_density.node_max_kw
+    if left_kw >= need:
+        return []
+    return [
+        Finding(
+            id="feed-loss-exceeds-psus",
+            severity="warning",
+            message=f"losing one feed leaves {node.num_psus // 2} of {node.num_psus} PSUs = "
+            f"{left_kw:.1f} kW, below the {need:g} kW node max: nodes throttle or shut down at load",
+            numbers={"psu_kw_after_feed_loss": left_kw, "node_max_kw": need},
+            fix="accept power-brake on feed loss, cap GPU power, or check the vendor's site guide",
+        )
+    ]

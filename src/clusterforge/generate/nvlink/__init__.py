@@ -1,0 +1,2 @@
+"""NVLink domains that span nodes: IMEX setup for Slurm and a Kubernetes ComputeDomain
+(:mod:`.imex`)."""
