@@ -6,28 +6,26 @@ Parse the options into :class:`PredictOptions`, design the cluster, call
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, get_args
 
 import click
 
 from clusterforge.assess import STACK_NAMES, PlanOverrides, Precision, Recompute
+from clusterforge.job import JobLayout
 
 __all__ = ["PredictOptions", "command"]
 
+# Options that change the plan's step settings (option -> PlanOverrides field); the degree
+# options (--tp, --pp, --cp, --ep, --dp, --vpp) are the job layout's own field names.
 _PLAN_OPTIONS = {
-    "tp": "tp",
-    "pp": "pp",
-    "cp": "cp",
-    "ep": "ep",
-    "dp": "dp",
     "micro_batch": "micro_batch",
     "global_batch": "global_batch",
-    "vpp": "vpp",
     "zero": "zero_stage",
     "recompute": "recompute",
     "precision": "precision",
 }
+_DEGREES = tuple(f.name for f in fields(JobLayout))
 
 
 @dataclass(frozen=True)
@@ -104,9 +102,10 @@ def _run(options: PredictOptions) -> None:
 def command(**values: Any) -> None:
     """Predict training step time, MFU/HFU and memory per GPU (SPEC: YAML; none = default)."""
     plan = {_PLAN_OPTIONS[k]: v for k, v in values.items() if k in _PLAN_OPTIONS}
+    layout = {k: values[k] for k in _DEGREES if values[k] is not None}
     options = PredictOptions(
         spec=values["spec"],
-        overrides=PlanOverrides(**plan),
+        overrides=PlanOverrides(layout=layout, **plan),
         stack=values["stack"],
         search=values["search"] or values["max_gpus"] is not None,
         top=values["top"],

@@ -12,7 +12,7 @@ derived.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -68,21 +68,16 @@ def plan_from_workload(workload: WorkloadSpec, job: JobLayout, arch: ModelArch) 
     )
 
 
-_LAYOUT_FIELDS = ("tp", "pp", "cp", "ep", "dp", "vpp")
-
-
 @dataclass(frozen=True)
 class PlanOverrides:
-    """Changes to the spec's plan (None = keep the spec's value)."""
+    """Changes to the spec's plan (None = keep the spec's value). ``layout``: the changed
+    degrees of the job layout by their :class:`~clusterforge.job.JobLayout` field name
+    (``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``vpp``); the others are kept or, for DP,
+    re-derived from the GPU count."""
 
-    tp: int | None = None
-    pp: int | None = None
-    cp: int | None = None
-    ep: int | None = None
-    dp: int | None = None
+    layout: Mapping[str, int] = field(default_factory=dict)
     micro_batch: int | None = None
     global_batch: int | None = None
-    vpp: int | None = None
     zero_stage: int | None = None
     recompute: Recompute | None = None
     precision: Precision | None = None
@@ -90,11 +85,14 @@ class PlanOverrides:
 
 def apply_overrides(plan: ParallelPlan, changes: PlanOverrides, num_gpus: int) -> ParallelPlan:
     """``plan`` with ``changes`` on ``num_gpus`` GPUs; a new layout when a degree changes."""
-    values = {k: v for k, v in vars(changes).items() if v is not None}
+    values = {k: v for k, v in vars(changes).items() if v is not None and k != "layout"}
+    layout = dict(changes.layout)
     old = plan.layout
-    degrees = {k: values.pop(k, getattr(old, k)) for k in ("tp", "pp", "cp", "ep")}
-    vpp = values.pop("vpp", old.vpp)
-    explicit_dp = values.pop("dp", None)
+    degrees = {k: layout.pop(k, getattr(old, k)) for k in ("tp", "pp", "cp", "ep")}
+    vpp = layout.pop("vpp", old.vpp)
+    explicit_dp = layout.pop("dp", None)
+    if layout:
+        raise PlanError(f"not a job-layout degree: {', '.join(sorted(layout))}")
     keep_dp = (
         explicit_dp is None
         and num_gpus == old.num_gpus
@@ -216,8 +214,7 @@ def _search_start(
     """The plan a search at ``num_gpus`` starts from (the request's changes but its degrees)
     and the request it answers: a size sweep keeps each size's best plan only, so branch
     and bound times fewer plans."""
-    changes = vars(request.overrides).items()
-    kept = PlanOverrides(**{k: v for k, v in changes if k not in _LAYOUT_FIELDS})
+    kept = replace(request.overrides, layout={})
     # the spec's own degrees divide its own GPU count, not necessarily this size's
     start = apply_overrides(base, kept, base.layout.num_gpus).with_(
         layout=JobLayout.for_gpus(num_gpus), pipeline_layers=None
