@@ -36,8 +36,11 @@ from tests.generate.netbox_server import (
 )
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-# Small enough for CI: NetBox creates about 3 objects a second here (cables ~0.3 s each).
-SPECS = [EXAMPLES / "lab-8-gpu.yaml"]
+SPECS_DIR = Path(__file__).resolve().parent / "specs"
+# Small enough for CI: NetBox creates about 3 objects a second here (cables ~0.3 s each). The
+# one-node lab has no compute fabric; the 48-GPU leaf-spine lab (6 racks, two leaves, spines,
+# storage, in-band and out-of-band fabrics, 222 cables) loads every kind of cable and feed.
+SPECS = [EXAMPLES / "lab-8-gpu.yaml", SPECS_DIR / "lab-leaf-spine.yaml"]
 
 _MISSING = missing_prerequisites()
 pytestmark = [
@@ -120,3 +123,34 @@ def test_inventory_imports_into_netbox(spec: Path, empty_netbox: dict[str, str])
     assert api.count("dcim/interfaces", cabled="false") == 0, "an interface has no cable"
     assert api.count("dcim/power-feeds", cabled="true") == want["dcim/power-feeds"]
     assert api.count("dcim/power-ports", cabled="false") == 0, "a PSU or PDU inlet is unplugged"
+    assert _cable_ends(api) == _csv_cable_ends(design), "every cable's two ends read back"
+
+
+def _ends(terminations: list[dict[str, Any]]) -> tuple[str, str]:
+    """(device, port) of a cable side's one termination."""
+    (end,) = terminations
+    thing = end["object"]
+    return thing["device"]["name"], thing["name"]
+
+
+def _cable_ends(api: Api) -> dict[str, tuple[tuple[str, str], tuple[str, str]]]:
+    """Each device-to-device cable in NetBox (data links and power cords; not the feeds) by
+    label: its A end and its B end."""
+    cables = api.all("dcim/cables", "id,label,a_terminations,b_terminations")
+    return {
+        c["label"]: (_ends(c["a_terminations"]), _ends(c["b_terminations"]))
+        for c in cables
+        if c["a_terminations"] and c["a_terminations"][0]["object_type"] != "dcim.powerfeed"
+    }
+
+
+def _csv_cable_ends(design: Design) -> dict[str, tuple[tuple[str, str], tuple[str, str]]]:
+    """Each cable of the generated device-to-device cable file by label: its two ends."""
+    (cables,) = [f for f in render(design, ["inventory"]) if Path(f.path).name == "13-cables.csv"]
+    return {
+        row["label"]: (
+            (row["side_a_device"], row["side_a_name"]),
+            (row["side_b_device"], row["side_b_name"]),
+        )
+        for row in _rows(cables.content)
+    }
