@@ -57,6 +57,7 @@ class NodeExpectation:
     num_compute_nics: int | None = None
     nic_gbit_per_s: float | None = None
     fabric: Fabric | None = None
+    compute_hca_names: tuple[str, ...] = ()  # RDMA device names, index = rail
     num_cpus: int | None = None
     memory_gib: float | None = None
     driver_version: str | None = None
@@ -153,6 +154,8 @@ def expectation_from_design(design: Design, node: str | None = None) -> NodeExpe
     With ``node``, also that node's facts (spare, rack, leaves); a name the design does not
     have raises :class:`UnknownNodeError`.
     """
+    from clusterforge.generate.training.launch import hca_names  # the rails' one owner
+
     compute, fabric = design.compute, design.fabric
     cap = design.layout_density.power_cap
     return NodeExpectation(
@@ -166,6 +169,7 @@ def expectation_from_design(design: Design, node: str | None = None) -> NodeExpe
         num_compute_nics=fabric.nics_per_node,
         nic_gbit_per_s=fabric.nic_gbit_per_s,
         fabric=design.spec.network.fabric,
+        compute_hca_names=tuple(hca_names(design)),
         num_cpus=compute.node.num_cpus,
         memory_gib=float(compute.node.memory_gib),
         facts=None if node is None else node_facts(design, node),
