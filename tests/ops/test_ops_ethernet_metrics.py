@@ -11,7 +11,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from clusterforge.ops.checker import build_checker
-from clusterforge.ops.ethernet import PortSample, ethernet_samples
+from clusterforge.ops.ethernet import PORT_METRICS, PRIORITY_METRICS, PortSample, ethernet_samples
 from clusterforge.ops.exporter import Exporter
 from clusterforge.ops.options import SourceOptions
 from clusterforge.ops.sysfs import SysfsReader, parse_ethtool_stats
@@ -98,3 +98,10 @@ def test_without_a_design_the_rail_label_is_empty_and_only_ethernet_ports_have_s
     samples_ib, _ = _exported(fake_root("ib-8x400-healthy.json"), None)
     # the InfiniBand compute ports have none; the node's two Ethernet storage ports do
     assert {device for _metric, device, _prio in samples_ib} == {"mlx5_8", "mlx5_9"}
+
+
+def test_every_ethernet_metric_is_documented_with_its_driver_counter() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "ops.md").read_text()
+    for metric in (*PORT_METRICS, *PRIORITY_METRICS):
+        counter = metric.counter.replace("{p}", "<p>")
+        assert f"`{metric.name}_total" in doc and f"`{counter}`" in doc, metric.name
