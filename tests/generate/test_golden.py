@@ -1,4 +1,5 @@
-"""Golden files: every generator on the lab design, byte for byte.
+"""Golden files: every generator on the lab design, and the monitoring files of the RoCE design,
+byte for byte.
 
 Regenerate with ``python -m tests.generate.regen_golden`` and review the diff.
 """
@@ -9,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.design import Design
+from clusterforge.design import Design, plan
 from clusterforge.generate import TARGETS, render
+from clusterforge.spec import load_spec
+from tests.generate.regen_golden import GOLDEN_ROCE, ROCE_SPEC, ROCE_TARGETS
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -36,3 +39,23 @@ def test_generated_file_matches_golden(path: str, lab_design: Design) -> None:
     assert files[path].content == expected, f"{path} differs; see tests/generate/regen_golden.py"
     if path.endswith((".sh", ".sbatch")):
         assert files[path].mode == 0o755
+
+
+def _roce_golden_paths() -> list[str]:
+    return sorted(str(p.relative_to(GOLDEN_ROCE)) for p in GOLDEN_ROCE.rglob("*") if p.is_file())
+
+
+@pytest.fixture(scope="module")
+def roce_files() -> dict[str, str]:
+    design = plan(load_spec(ROCE_SPEC))
+    return {f.path: f.content for f in render(design, ROCE_TARGETS)}
+
+
+def test_roce_generated_paths_match_golden(roce_files: dict[str, str]) -> None:
+    assert sorted(roce_files) == _roce_golden_paths()
+
+
+@pytest.mark.parametrize("path", _roce_golden_paths())
+def test_roce_generated_file_matches_golden(path: str, roce_files: dict[str, str]) -> None:
+    expected = (GOLDEN_ROCE / path).read_text(encoding="utf-8")
+    assert roce_files.get(path) == expected, f"{path} differs; see tests/generate/regen_golden.py"

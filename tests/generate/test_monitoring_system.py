@@ -40,22 +40,6 @@ def _s(metric: str, labels: str, values: str) -> dict[str, str]:
     return {"series": f"{metric}{{{labels}}}", "values": values}
 
 
-# alerts whose labels are not those of one GPU
-NOT_PER_GPU = {
-    "NodeUnhealthy",
-    "ExporterDown",
-    "NicDropRateHigh",
-    "IbPortDown",
-    "IbLinkDowned",
-    "IbLinkErrorRecovery",
-    "IbSymbolErrors",
-    "IbPortErrorRate",
-    "RackPowerNearFeedLimit",
-    "RocePfcPauseHigh",
-    "RoceEcnMarksHigh",
-    "RoceCnpRateHigh",
-}
-
 # alert -> (eval time, failing series, healthy series, extra labels of the firing alert, summary)
 CASES: dict[str, tuple[str, list[dict[str, str]], list[dict[str, str]], dict[str, str], str]] = {
     # Hardware XIDs page; the raw gauge keeps the last XID forever, the windowed count is back
@@ -356,77 +340,131 @@ def test_rack_power_from_the_pdus_alerts_near_the_feed_limit(
     _run_case("RackPowerNearFeedLimit", case, lab_design, monitoring_dir, tmp_path)
 
 
-ROCE_NIC = 'node="gpu-0002", nic="mlx5_3", port="1"'
+def _nic(metric: str, values: str, labels: str = NIC) -> dict[str, str]:
+    return _s(metric, labels, values)
+
+
+ETH, ROCE = "clusterforge_eth_", "clusterforge_roce_"
+# RoCE alert -> case, on the clusterforge exporter's Ethernet/RoCE metrics (ops.ethernet)
 ROCE_CASES: dict[str, Case] = {
+    "RocePortDown": (
+        "5m",
+        [_nic(f"{ETH}port_up", "1 0 0 0 0 0")],
+        [_nic(f"{ETH}port_up", "1 1 1 1 1 1")],
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) is not ACTIVE / LinkUp: the rail is down",
+    ),
+    "RoceLinkDownEvents": (
+        "4m",
+        [_nic(f"{ETH}link_down_events_total", "0 0 1 1 1")],
+        [_nic(f"{ETH}link_down_events_total", "2 2 2 2 2")],  # old flaps, none new
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) went down and came back (link down events: check cable and "
+        "transceiver)",
+    ),
+    "RoceSymbolErrors": (
+        "4m",
+        [_nic(f"{ETH}rx_symbol_errors_total", "0 0 3 3 3")],
+        [_nic(f"{ETH}rx_symbol_errors_total", "9 9 9 9 9")],
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) drops packets for symbol errors (check cable and transceiver)",
+    ),
+    "RoceFecUncorrectedErrors": (
+        "4m",
+        [_nic(f"{ETH}rx_fec_uncorrected_symbols_total", "0 0 5 5 5")],
+        [_nic(f"{ETH}rx_fec_uncorrected_symbols_total", "5 5 5 5 5")],
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) has symbol errors FEC could not correct: traffic is lost "
+        "(replace cable or transceiver)",
+    ),
+    "RocePreFecBerHigh": (
+        "20m",
+        # 400 Gb/s = 2.4e13 bits a minute; 1e-3 of them corrected fires, 1e-6 does not
+        [
+            _nic(f"{ETH}rx_bits_total", "0+24000000000000x20"),
+            _nic(f"{ETH}rx_fec_corrected_bits_total", "0+24000000000x20"),
+        ],
+        [
+            _nic(f"{ETH}rx_bits_total", "0+24000000000000x20"),
+            _nic(f"{ETH}rx_fec_corrected_bits_total", "0+24000000x20"),
+        ],
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) pre-FEC bit error ratio is above 0.00024, the IEEE 802.3 "
+        "limit for RS-FEC links",
+    ),
     "RocePfcPauseHigh": (
         "20m",
-        # paused 30 of every 60 s on priority 3 (the counter is in microseconds)
+        # paused 30 of every 60 s on priority 3 (microseconds); 0.6 s a minute is quiet, and
+        # pauses on another priority are not the lossless class's
+        [_nic(f"{ETH}rx_pause_microseconds_total", "0+30000000x20", NIC + ', priority="3"')],
         [
-            _s(
-                "clusterforge_nic_counter_total",
-                ROCE_NIC + ', counter="rx_prio3_pause_duration"',
-                "0+30000000x20",
-            )
+            _nic(f"{ETH}rx_pause_microseconds_total", "0+600000x20", NIC + ', priority="3"'),
+            _nic(f"{ETH}rx_pause_microseconds_total", "0+30000000x20", NIC + ', priority="0"'),
         ],
-        [
-            _s(
-                "clusterforge_nic_counter_total",
-                ROCE_NIC + ', counter="rx_prio3_pause_duration"',
-                "0+600000x20",
-            )
-        ],
-        {"node": "gpu-0002", "nic": "mlx5_3", "port": "1", "counter": "rx_prio3_pause_duration"},
-        "gpu-0002 mlx5_3 is paused by PFC more than 10% of the time",
+        {**NIC_LABELS, "priority": "3"},
+        "gpu-0002 mlx5_3 (rail 3) is paused by PFC more than 10% of the time",
+    ),
+    "RocePfcPauseStorm": (
+        "4m",
+        [_nic(f"{ETH}tx_pause_storm_errors_total", "0 0 1 1 1")],
+        [_nic(f"{ETH}tx_pause_storm_errors_total", "1 1 1 1 1")],
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) sent PFC pauses until its watchdog stopped them (a pause "
+        "storm: the host cannot take its traffic)",
     ),
     "RoceEcnMarksHigh": (
         "25m",
         [
-            _s(
-                "clusterforge_nic_counter_total",
-                ROCE_NIC + ', counter="port_rcv_packets"',
-                "0+1000000x25",
-            ),
-            _s(
-                "clusterforge_nic_counter_total",
-                ROCE_NIC + ', counter="np_ecn_marked_roce_packets"',
-                "0+50000x25",
-            ),
+            _nic(f"{ROCE}rx_packets_total", "0+1000000x25"),
+            _nic(f"{ROCE}ecn_marked_packets_total", "0+50000x25"),  # 5 %
         ],
         [
-            _s(
-                "clusterforge_nic_counter_total",
-                ROCE_NIC + ', counter="port_rcv_packets"',
-                "0+1000000x25",
-            ),
-            _s(
-                "clusterforge_nic_counter_total",
-                ROCE_NIC + ', counter="np_ecn_marked_roce_packets"',
-                "0+1000x25",
-            ),
+            _nic(f"{ROCE}rx_packets_total", "0+1000000x25"),
+            _nic(f"{ROCE}ecn_marked_packets_total", "0+1000x25"),  # 0.1 %
         ],
-        {"node": "gpu-0002", "nic": "mlx5_3", "port": "1"},
-        "gpu-0002 mlx5_3: more than 1% of received RoCE packets are ECN-marked",
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3): more than 1% of received RoCE packets are ECN-marked",
     ),
     "RoceCnpRateHigh": (
         "25m",
+        [_nic(f"{ROCE}cnp_handled_total", "0+1200000x25")],  # 20 000 a second
+        [_nic(f"{ROCE}cnp_handled_total", "0+6000x25")],  # 100 a second
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) is told to slow down (CNPs) more than 10000 times a second",
+    ),
+    "RoceDropRateHigh": (
+        "15m",
         [
-            _s(
-                "clusterforge_nic_counter_total",
-                ROCE_NIC + ', counter="rp_cnp_handled"',
-                "0+1200000x25",
-            )
+            _nic(f"{ETH}rx_packets_total", "0+60000x15"),
+            _nic(f"{ETH}tx_packets_total", "0+60000x15"),
+            _nic(f"{ETH}rx_discards_total", "0+200x15"),
+            _nic(f"{ETH}rx_out_of_buffer_total", "0+100x15"),
+            _nic(f"{ETH}tx_discards_total", "0+300x15"),  # 0.5 % in all
         ],
         [
-            _s(
-                "clusterforge_nic_counter_total",
-                ROCE_NIC + ', counter="rp_cnp_handled"',
-                "0+6000x25",
-            )
+            _nic(f"{ETH}rx_packets_total", "0+60000x15"),
+            _nic(f"{ETH}tx_packets_total", "0+60000x15"),
+            _nic(f"{ETH}rx_discards_total", "0+30x15"),
+            _nic(f"{ETH}rx_out_of_buffer_total", "0+0x15"),
+            _nic(f"{ETH}tx_discards_total", "0+30x15"),  # 0.05 %
         ],
-        {"node": "gpu-0002", "nic": "mlx5_3", "port": "1", "counter": "rp_cnp_handled"},
-        "gpu-0002 mlx5_3 is told to slow down (CNPs) more than 10000 times a second",
+        dict(NIC_LABELS),
+        "gpu-0002 mlx5_3 (rail 3) drops more than 0.1 % of packets",
     ),
 }
+
+IB_ALERTS = {
+    "NicDropRateHigh",
+    "IbPortDown",
+    "IbLinkDowned",
+    "IbLinkErrorRecovery",
+    "IbSymbolErrors",
+    "IbPortErrorRate",
+}
+# alerts whose labels are not those of one GPU
+NOT_PER_GPU = (
+    {"NodeUnhealthy", "ExporterDown", "RackPowerNearFeedLimit"} | IB_ALERTS | set(ROCE_CASES)
+)
 
 
 @pytest.fixture(scope="module")
@@ -434,34 +472,60 @@ def roce_design() -> Design:
     return plan(load_spec(SPECS / "roce-rail-optimized.yaml"))
 
 
-@pytest.mark.parametrize("alert", sorted(ROCE_CASES))
-def test_roce_congestion_alerts(
-    alert: str, roce_design: Design, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def roce_monitoring_dir(roce_design: Design, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("cfgen-roce-monitoring")
     write_files(render(roce_design, ["monitoring"]), out)
+    return out / "monitoring"
+
+
+def _alert_names(design: Design) -> set[str]:
+    return {
+        r["alert"]
+        for g in alert_groups(design).values()
+        for grp in g["groups"]
+        for r in grp["rules"]
+        if "alert" in r
+    }
+
+
+def test_promtool_accepts_the_roce_rules(roce_monitoring_dir: Path) -> None:
     rules = _promtool(
         "check",
         "rules",
-        *sorted(str(p) for p in (out / "monitoring" / "rules").glob("*.yml")),
-        cwd=out,
+        *sorted(str(p) for p in (roce_monitoring_dir / "rules").glob("*.yml")),
+        cwd=roce_monitoring_dir,
     )
     assert rules.returncode == 0, rules.stdout + rules.stderr
-    _run_case(alert, ROCE_CASES[alert], roce_design, out / "monitoring", tmp_path)
 
 
-def test_roce_alerts_exist_only_on_roce(roce_design: Design, lab_design: Design) -> None:
-    def names(design: Design) -> set[str]:
-        return {
-            r["alert"]
-            for g in alert_groups(design).values()
-            for grp in g["groups"]
-            for r in grp["rules"]
-            if "alert" in r
-        }
+def test_every_roce_alert_has_a_case(roce_design: Design) -> None:
+    expected = (set(CASES) - IB_ALERTS) | set(ROCE_CASES) | {"RackPowerNearFeedLimit"}
+    assert _alert_names(roce_design) == expected
 
-    assert set(ROCE_CASES) <= names(roce_design)
-    assert not set(ROCE_CASES) & names(lab_design)
+
+@pytest.mark.parametrize("alert", sorted(ROCE_CASES))
+def test_roce_alert_fires_on_failure_and_stays_quiet_when_healthy(
+    alert: str, roce_design: Design, roce_monitoring_dir: Path, tmp_path: Path
+) -> None:
+    _run_case(alert, ROCE_CASES[alert], roce_design, roce_monitoring_dir, tmp_path)
+
+
+def test_each_fabric_kind_reads_only_its_own_counters(
+    roce_design: Design, lab_design: Design, monitoring_dir: Path, roce_monitoring_dir: Path
+) -> None:
+    """An InfiniBand counter never moves on an Ethernet port (and the other way round): a
+    RoCE design's rule file has no InfiniBand rule or counter, an InfiniBand design's none of
+    the Ethernet ones."""
+    assert lab_design.spec.network.fabric == "infiniband"
+    assert roce_design.spec.network.fabric == "roce"
+    ib_names, roce_names = _alert_names(lab_design), _alert_names(roce_design)
+    assert ib_names >= IB_ALERTS and not IB_ALERTS & roce_names
+    assert set(ROCE_CASES) <= roce_names and not set(ROCE_CASES) & ib_names
+    ib_file = (monitoring_dir / "rules" / "network.yml").read_text()
+    roce_file = (roce_monitoring_dir / "rules" / "network.yml").read_text()
+    assert "node_infiniband_" not in roce_file
+    assert ETH not in ib_file and ROCE not in ib_file
 
 
 def test_pdu_scrape_job_reaches_every_pdu_through_the_snmp_exporter(
@@ -477,10 +541,15 @@ def test_pdu_scrape_job_reaches_every_pdu_through_the_snmp_exporter(
     assert job["params"]["auth"][0] in generator["auths"]
 
 
-def test_dashboard_queries_parse(lab_design: Design, tmp_path: Path) -> None:
-    """Every dashboard query, with its $variables filled in, is valid PromQL to promtool."""
+@pytest.mark.parametrize("design_fixture", ["lab_design", "roce_design"])
+def test_dashboard_queries_parse(
+    design_fixture: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Every dashboard query, with its $variables filled in, is valid PromQL to promtool
+    (InfiniBand and RoCE designs: their network health panels differ)."""
+    design: Design = request.getfixturevalue(design_fixture)
     rules = []
-    for stem, text in dashboards(lab_design).items():
+    for stem, text in dashboards(design).items():
         for panel in yaml.safe_load(text)["panels"]:
             for target in panel["targets"]:
                 expr = re.sub(r"\$\w+", ".*", target["expr"])

@@ -10,6 +10,7 @@ from typing import Any
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ops"
 NVML_FIXTURES = FIXTURES / "nvml"
+ETHTOOL_FIXTURES = FIXTURES / "ethtool"  # `ethtool -S <netdev>` output as the command prints it
 SYSFS_FIXTURES = FIXTURES / "sysfs"
 
 
@@ -70,7 +71,10 @@ def _build_nic(root: Path, nic: dict[str, Any]) -> None:
             _write(port / folder / counter, f"{value}\n")
     _write(device / "device/numa_node", f"{nic['numa_node']}\n")
     (device / "device/net" / nic["netdev"]).mkdir(parents=True, exist_ok=True)
-    if "ethtool" in nic:
+    if "ethtool_file" in nic:
+        text = (ETHTOOL_FIXTURES / nic["ethtool_file"]).read_text()
+        _write(root / "ethtool-S" / nic["netdev"], text)
+    elif "ethtool" in nic:
         lines = ["NIC statistics:"] + [f"     {k}: {v}" for k, v in nic["ethtool"].items()]
         _write(root / "ethtool-S" / nic["netdev"], "\n".join(lines) + "\n")
 

@@ -6,6 +6,8 @@ Modules (imported directly; this package imports nothing so ``clusterforge plan`
 - ``nvml`` / ``nvml_pynvml``: the NVML interface, a never-hanging collector, recorded replay,
   and the real pynvml adapter
 - ``sysfs``: InfiniBand/RoCE ports, ``ethtool -S``, mounts, memory, kernel log
+- ``ethernet``: which Ethernet/RoCE port counters (``ethtool -S``, RDMA ``hw_counters``) the
+  exporter serves, under which metric names
 - ``xid``: the XID policy (data/xid_policy.yaml) and the kernel-log parser
 - ``expect``: what a node should look like, from the spec through the catalog
 - ``checks``: verdicts (pass / warn / fail / unknown) from readings

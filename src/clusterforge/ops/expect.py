@@ -8,6 +8,7 @@ counters but not the GPU model or count.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -57,6 +58,7 @@ class NodeExpectation:
     num_compute_nics: int | None = None
     nic_gbit_per_s: float | None = None
     fabric: Fabric | None = None
+    compute_hca_names: tuple[str, ...] = ()  # RDMA device names, index = rail; () unknown
     num_cpus: int | None = None
     memory_gib: float | None = None
     driver_version: str | None = None
@@ -122,6 +124,12 @@ def node_facts(design: Design, node: str) -> NodeFacts:
     )
 
 
+def _rail_hca_names(names: Sequence[str], num_compute_nics: int) -> tuple[str, ...]:
+    """The node model's compute HCA names, index = rail, when it lists one per compute NIC;
+    otherwise the rails' device names are unknown (empty)."""
+    return tuple(names) if len(names) == num_compute_nics else ()
+
+
 def expectation_from_spec(spec: ClusterSpec, catalog: Catalog | None = None) -> NodeExpectation:
     """The node the spec designs: GPU model and count, NICs and their speed, fabric, memory.
 
@@ -130,6 +138,7 @@ def expectation_from_spec(spec: ClusterSpec, catalog: Catalog | None = None) -> 
     node = catalog.nodes[resolve_node_id(spec, catalog)]
     gpu = catalog.gpus[node.gpu]
     nic = catalog.nics[node.compute_nic]
+    num_nics = spec.network.nics_per_node or node.num_compute_nics
     return NodeExpectation(
         num_gpus=spec.gpus_per_node or node.num_gpus,
         gpu_id=gpu.id,
@@ -139,9 +148,10 @@ def expectation_from_spec(spec: ClusterSpec, catalog: Catalog | None = None) -> 
         # An NVLink domain larger than one GPU on an SXM board is built from NVSwitches
         # (HGX/DGX); those systems need the fabric manager.
         nvswitch=node.nvlink_domain_gpus > 1 and gpu.form_factor == "sxm",
-        num_compute_nics=spec.network.nics_per_node or node.num_compute_nics,
+        num_compute_nics=num_nics,
         nic_gbit_per_s=spec.network.nic_gbit_per_s or nic.port_gbit_per_s,
         fabric=spec.network.fabric,
+        compute_hca_names=_rail_hca_names(node.compute_hca_names, num_nics),
         num_cpus=node.num_cpus,
         memory_gib=float(node.memory_gib),
     )
@@ -166,6 +176,7 @@ def expectation_from_design(design: Design, node: str | None = None) -> NodeExpe
         num_compute_nics=fabric.nics_per_node,
         nic_gbit_per_s=fabric.nic_gbit_per_s,
         fabric=design.spec.network.fabric,
+        compute_hca_names=_rail_hca_names(compute.node.compute_hca_names, fabric.nics_per_node),
         num_cpus=compute.node.num_cpus,
         memory_gib=float(compute.node.memory_gib),
         facts=None if node is None else node_facts(design, node),

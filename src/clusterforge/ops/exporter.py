@@ -18,6 +18,10 @@ increase (the first run is a baseline, see :mod:`clusterforge.ops.checks`).  Met
   keeps the last good run; alert on its age with the timestamp above)
 - ``clusterforge_nic_counter_total{counter=...}``: raw sysfs / ethtool counters
 - ``clusterforge_nic_up``, ``clusterforge_nic_speed_gbit_per_second``
+- Ethernet (RoCE) ports, labels node/device/port/rail (rail: the device's index in the
+  design's HCA names with ``--expect``, else empty): ``clusterforge_eth_port_up`` and the
+  counters of :mod:`clusterforge.ops.ethernet` (``clusterforge_eth_*_total``,
+  ``clusterforge_roce_*_total``; PFC ones also by ``priority``)
 - ``clusterforge_gpu_temperature_celsius``, ``clusterforge_gpu_power_watts``,
   ``clusterforge_gpu_ecc_dbe_volatile``, ``clusterforge_gpu_remapped_rows_uncorrectable``
 - ``clusterforge_driver_info{driver_version, cuda_version}`` = 1: alert on
@@ -41,6 +45,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from clusterforge.ops.checks import STATUS_ORDER
+from clusterforge.ops.ethernet import PORT_METRICS, PRIORITY_METRICS, ethernet_samples
 from clusterforge.ops.readings import NodeReading
 from clusterforge.ops.runner import NodeChecker, Report
 
@@ -81,6 +86,7 @@ class HealthCollector(Collector):
         yield from self._checks(report)
         yield from self._node(report)
         yield from self._nics(report)
+        yield from self._ethernet(report)
         yield from self._gpus(report)
 
     def _checks(self, report: Report) -> Iterator[Metric]:
@@ -159,6 +165,32 @@ class HealthCollector(Collector):
             if nic.rate_gbit_per_s is not None:
                 speed.add_metric([node, nic.name, port], nic.rate_gbit_per_s)
         yield from (counters, up, speed)
+
+    def _ethernet(self, report: Report) -> Iterator[Metric]:
+        port_labels = ["node", "device", "port", "rail"]
+        up = GaugeMetricFamily(
+            "clusterforge_eth_port_up",
+            "1 when the Ethernet (RoCE) port is ACTIVE / LinkUp",
+            labels=port_labels,
+        )
+        families = {
+            m.name: CounterMetricFamily(m.name, m.help, labels=port_labels) for m in PORT_METRICS
+        }
+        families |= {
+            m.name: CounterMetricFamily(m.name, m.help, labels=[*port_labels, "priority"])
+            for m in PRIORITY_METRICS
+        }
+        rails = {name: str(rail) for rail, name in enumerate(report.hca_names)}
+        for nic in report.reading.nics:
+            if nic.link_layer != "Ethernet":
+                continue
+            labels = [report.node, nic.name, str(nic.port), rails.get(nic.name, "")]
+            up.add_metric(labels, float(nic.state == "ACTIVE" and nic.phys_state == "LinkUp"))
+            for sample in ethernet_samples(nic.counters):
+                extra = [] if sample.priority is None else [sample.priority]
+                families[sample.metric].add_metric([*labels, *extra], sample.value)
+        yield up
+        yield from families.values()
 
     def _gpus(self, report: Report) -> Iterator[Metric]:
         node = report.node

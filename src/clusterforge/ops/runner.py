@@ -50,6 +50,7 @@ class Report:
     baseline: bool = True  # no previous reading: counters judged by totals (see checks)
     notes: tuple[str, ...] = ()  # things the operator should know that change no verdict
     facts: NodeFacts | None = None  # the node's place in the design (with --expect)
+    hca_names: tuple[str, ...] = ()  # the design's RDMA device names, index = rail
 
     @property
     def exit_code(self) -> int:
@@ -171,6 +172,7 @@ def make_report(
         reading=reading,
         baseline=previous is None,
         facts=expect.facts,
+        hca_names=expect.compute_hca_names,
     )
 
 

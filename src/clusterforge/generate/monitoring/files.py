@@ -5,8 +5,10 @@ Every GPU node is scraped on three ports: dcgm-exporter (9400), node_exporter (9
 clusterforge exporter (9410).  Targets are grouped by rack and leaf group so each series carries
 ``rack``, ``leaf_group`` (and ``spine_block``) labels; a ``node`` label comes from the target
 address, which avoids dcgm-exporter's ``Hostname``/``hostname`` label rename (dcgm-exporter
-README, "Kubernetes" notes); InfiniBand series get a ``rail`` label from the HCA name, mapped
-through the node model's compute HCA names (a DGX H100's rail 1 is ``mlx5_3``).
+README, "Kubernetes" notes); NIC port series (node_exporter's InfiniBand ones, the clusterforge
+exporter's Ethernet/RoCE ones) get a ``rail`` label from the HCA name, mapped through the node
+model's compute HCA names (a DGX H100's rail 1 is ``mlx5_3``), also when the exporter runs
+without the design.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def _scrape_config(design: Design, job: str, port: int) -> dict[str, Any]:
             }
         ],
     }
-    if job == "node":
+    if job in ("node", "clusterforge"):
         config["metric_relabel_configs"] = _rail_labels(design)
     return config
 

@@ -9,7 +9,7 @@ errors, RoCE congestion (on RoCE fabrics) and PDU power, grouped by the ``rack``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from clusterforge.design import Design
 from clusterforge.generate.monitoring.metrics import EXPORTER_HEALTH_METRIC, VIOLATION_NS_PER_S
@@ -126,44 +126,9 @@ def node_health_panels() -> list[PanelSpec]:
     ]
 
 
-def _roce_panels() -> list[PanelSpec]:
-    def counter(name: str) -> str:
-        return f'rate(clusterforge_nic_counter_total{{counter="{name}", rack=~"$rack", node=~"$node"}}[5m])'
-
-    return [
-        _ts(
-            f"PFC pause time, priority {ROCE_PRIORITY} (share)",
-            "percentunit",
-            (f"{counter(f'rx_prio{ROCE_PRIORITY}_pause_duration')} / 1e6", "{{node}} {{nic}}"),
-        ),
-        _ts(
-            "ECN-marked RoCE packets and CNPs per second",
-            "pps",
-            (counter("np_ecn_marked_roce_packets"), "{{node}} {{nic}} ECN"),
-            (counter("rp_cnp_handled"), "{{node}} {{nic}} CNP"),
-        ),
-    ]
-
-
-def network_panels(design: Design) -> list[PanelSpec]:
+def _ib_health_panels() -> list[PanelSpec]:
     ib = "node_infiniband_"
-    panels = [
-        _ts(
-            "Receive by rail",
-            "bps",
-            (
-                f"sum by (rail) (rate({ib}port_data_received_bytes_total{SEL}[5m])) * 8",
-                "rail {{rail}}",
-            ),
-        ),
-        _ts(
-            "Transmit by rail",
-            "bps",
-            (
-                f"sum by (rail) (rate({ib}port_data_transmitted_bytes_total{SEL}[5m])) * 8",
-                "rail {{rail}}",
-            ),
-        ),
+    return [
         _ts(
             "Discards by leaf group",
             "pps",
@@ -189,9 +154,87 @@ def network_panels(design: Design) -> list[PanelSpec]:
             (f"increase({ib}link_downed_total{SEL}[1h]) > 0", "{{node}} rail {{rail}} down"),
         ),
     ]
-    if design.fabric.fabric == "roce":
-        panels += _roce_panels()
-    return panels
+
+
+def _roce_health_panels() -> list[PanelSpec]:
+    """The Ethernet/RoCE counters of the clusterforge exporter (ops.ethernet)."""
+    eth, roce = "clusterforge_eth_", "clusterforge_roce_"
+    port = "{{node}} rail {{rail}}"
+    lossless = f'{{priority="{ROCE_PRIORITY}", rack=~"$rack", node=~"$node"}}'
+    return [
+        _ts(
+            "Discards by leaf group",
+            "pps",
+            (
+                f"sum by (leaf_group) (rate({eth}rx_discards_total{SEL}[5m])"
+                f" + rate({eth}rx_out_of_buffer_total{SEL}[5m])"
+                f" + rate({eth}tx_discards_total{SEL}[5m]))",
+                "{{leaf_group}}",
+            ),
+        ),
+        _ts(
+            "Pre-FEC bit error ratio by node and rail",
+            "sci",
+            (
+                f"rate({eth}rx_fec_corrected_bits_total{SEL}[5m])"
+                f" / rate({eth}rx_bits_total{SEL}[5m]) > 0",
+                port,
+            ),
+        ),
+        _ts(
+            "Link events (symbol errors, FEC-uncorrected, link downs) in the last hour",
+            "none",
+            (f"increase({eth}rx_symbol_errors_total{SEL}[1h]) > 0", f"{port} symbol"),
+            (
+                f"increase({eth}rx_fec_uncorrected_symbols_total{SEL}[1h]) > 0",
+                f"{port} uncorrected",
+            ),
+            (f"increase({eth}link_down_events_total{SEL}[1h]) > 0", f"{port} down"),
+        ),
+        _ts(
+            f"PFC pause time, priority {ROCE_PRIORITY} (share)",
+            "percentunit",
+            (f"rate({eth}rx_pause_microseconds_total{lossless}[5m]) / 1e6", port),
+        ),
+        _ts(
+            "ECN-marked RoCE packets and CNPs per second",
+            "pps",
+            (f"rate({roce}ecn_marked_packets_total{SEL}[5m])", f"{port} ECN"),
+            (f"rate({roce}cnp_handled_total{SEL}[5m])", f"{port} CNP"),
+        ),
+    ]
+
+
+def network_panels(design: Design) -> list[PanelSpec]:
+    """Throughput by rail (the RDMA port counters count both kinds), then the health panels
+    of the design's fabric kind: its error counters are the only ones that move."""
+    ib = "node_infiniband_"
+    panels = [
+        _ts(
+            "Receive by rail",
+            "bps",
+            (
+                f"sum by (rail) (rate({ib}port_data_received_bytes_total{SEL}[5m])) * 8",
+                "rail {{rail}}",
+            ),
+        ),
+        _ts(
+            "Transmit by rail",
+            "bps",
+            (
+                f"sum by (rail) (rate({ib}port_data_transmitted_bytes_total{SEL}[5m])) * 8",
+                "rail {{rail}}",
+            ),
+        ),
+    ]
+    fabric = design.spec.network.fabric
+    match fabric:
+        case "infiniband":
+            return panels + _ib_health_panels()
+        case "roce":
+            return panels + _roce_health_panels()
+        case _:
+            assert_never(fabric)
 
 
 def power_panels(design: Design) -> list[PanelSpec]:

@@ -2,8 +2,8 @@
 
 Counter names: InfiniBand port counters from sysfs (``ports/N/counters``; kernel ABI
 Documentation/ABI/stable/sysfs-class-infiniband) and mlx5 ``ethtool -S`` names for RoCE
-(kernel Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst
-[unverified: names from memory]).  Counters are cumulative.  With a previous reading of the
+(kernel Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst,
+"Physical Port Counters" and "Priority Port Counters").  Counters are cumulative.  With a previous reading of the
 port (the exporter's last run, or the state file of a one-shot check) the checks judge the
 increase since then; without one (a *baseline* run) they see only totals since the counters
 were last reset, possibly months ago, and only warn when those are absurd (see Thresholds).
