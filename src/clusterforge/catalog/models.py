@@ -10,8 +10,8 @@ __all__ = [
     "FORM_FACTORS",
     "HOST_LINKS",
     "SCALEUPS",
-    "Cpu",
     "Container",
+    "Cpu",
     "FacilityItem",
     "FormFactor",
     "Gpu",
@@ -128,6 +128,12 @@ class Node(_Row):
         "GPU i); empty when the vendor publishes no fixed names",
     )
     compute_hca_source: str = Field("", description="Where compute_hca_names come from")
+    compute_ib_netdev_names: list[str] = Field(
+        default_factory=list,
+        description="Network interface names of the compute ports in rail order when they run "
+        "InfiniBand (IPoIB netdevs); empty when the vendor publishes none",
+    )
+    compute_ib_netdev_source: str = Field("", description="Where compute_ib_netdev_names come from")
     compute_nic_twin_cages: int = Field(
         description="Twin-port OSFP cages carrying the compute NIC ports (0 = one module per NIC)"
     )
@@ -283,6 +289,6 @@ class Container(_Row):
 
     def compiles_for(self, arch: GpuArchitecture) -> bool:
         """True when the image's toolkit is the architecture's and new enough for its ISA."""
-        return self.toolkit == arch.toolkit and _version_key(
-            self.toolkit_version
-        ) >= _version_key(arch.min_toolkit_version)
+        return self.toolkit == arch.toolkit and _version_key(self.toolkit_version) >= _version_key(
+            arch.min_toolkit_version
+        )
