@@ -471,8 +471,16 @@ def test_nvl72_job_gets_a_compute_domain_and_claims_its_channel() -> None:
     assert domain["kind"] == "ComputeDomain"
     assert domain["spec"]["numNodes"] == design.compute.num_training_nodes
     template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
-    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+    for role, replica in job["spec"]["pytorchReplicaSpecs"].items():
         pod = replica["template"]["spec"]
+        # Pod-level resource claims are part of the core PodSpec at the targeted version.
+        wrapped = {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": role.lower()},
+            "template": replica["template"],
+        }
+        kubernetes_validate.validate(wrapped, K8S_VERSION, strict=True)
         assert pod["resourceClaims"] == [
             {"name": "imex-channel", "resourceClaimTemplateName": template}
         ]

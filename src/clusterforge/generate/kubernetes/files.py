@@ -1,13 +1,17 @@
-"""Kubernetes files from the design: GPU and Network Operator settings, node labels, Kueue and
-Volcano queues, a training job, the health-check agent with least-privilege RBAC, and
-network policies.
+"""Kubernetes files from the design: GPU and Network Operator settings, the DRA driver's values
+(multi-node NVLink), node labels, the rail networks, Kueue and Volcano queues, a training job,
+the health-check agent with least-privilege RBAC, network policies, and the kustomization and
+README that apply them in order.
 
 Objects are built as Python dicts and dumped as YAML, so no value can break the syntax.
 Sources: the GPU Operator chart's values (NVIDIA GPU Operator documentation), the queues in
 :mod:`clusterforge.generate.kubernetes.queues`, the RDMA path in
-:mod:`clusterforge.generate.kubernetes.rdma`, the training job from the Kubeflow Training
-Operator's ``PyTorchJob`` (``kubeflow.org/v1``), and IMEX channels for multi-node NVLink from
-:mod:`clusterforge.generate.nvlink.imex`.
+:mod:`clusterforge.generate.kubernetes.rdma`, the DRA driver in
+:mod:`clusterforge.generate.kubernetes.dra`, the training job from the Kubeflow Training
+Operator's ``PyTorchJob`` (``kubeflow.org/v1``) running the catalog's container for the GPU
+(``containers.toml``), IMEX channels for multi-node NVLink from
+:mod:`clusterforge.generate.nvlink.imex`, and the install order in
+:mod:`clusterforge.generate.kubernetes.install`.
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def kustomization_text(manifests: list[Manifest]) -> str:
     return header + "# Written by `clusterforge generate`.\n" + yaml_text(kustomization(manifests))
 
 
-def _cluster_steps(design: Design, rack_scale: bool) -> list[Step]:
+def _cluster_steps(rack_scale: bool) -> list[Step]:
     dra_note = (
         f"The DRA driver needs DRA: Kubernetes {KUBERNETES_MIN_FOR_DRA} with the "
         f"DynamicResourceAllocation feature gate and resource.k8s.io beta API on, or "
@@ -117,11 +117,11 @@ def _cluster_steps(design: Design, rack_scale: bool) -> list[Step]:
 
 
 def install_steps(
-    design: Design, manifests: list[Manifest], image: Container | None, rack_scale: bool
+    manifests: list[Manifest], image: Container | None, *, rack_scale: bool
 ) -> list[Step]:
     """Every step, in order, from an empty cluster to a running training job."""
     listed = ", ".join(m.path for m in manifests if m.in_kustomization)
-    steps = _cluster_steps(design, rack_scale)
+    steps = _cluster_steps(rack_scale)
     steps.append(
         Step(
             f"Kueue {KUEUE_MIN_VERSION} or later and the Kubeflow Training Operator (PyTorchJob)",
@@ -160,5 +160,5 @@ def readme_text(
         versions=versions,
         image=image,
         warnings=warnings,
-        steps=install_steps(design, manifests, image, rack_scale),
+        steps=install_steps(manifests, image, rack_scale=rack_scale),
     )
