@@ -606,8 +606,8 @@ def test_dra_driver_values_only_for_rack_scale(k8s_design: Design) -> None:
 
 @pytest.mark.parametrize("spec", [GOLDEN_SPEC, SPECS / "gb200-nvl72.yaml"], ids=lambda p: p.stem)
 def test_kustomization_builds_with_kubectl(spec: Path, tmp_path: Path) -> None:
-    """``kubectl kustomize`` reads the kustomization and every file it lists; the training job
-    and the Volcano alternative stay out of it."""
+    """``kubectl kustomize`` reads the kustomization and every file it lists; the training job,
+    the Volcano alternative and the rail networks (applied once their types exist) stay out."""
     write_files(render(plan(load_spec(spec)), ["kubernetes"]), tmp_path)
     folder = tmp_path / "kubernetes"
     kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text())
@@ -615,11 +615,13 @@ def test_kustomization_builds_with_kubectl(spec: Path, tmp_path: Path) -> None:
     listed = kustomization["resources"]
     assert all((folder / name).is_file() for name in listed)
     assert "training-job.yaml" not in listed and "volcano.yaml" not in listed
+    assert "rail-networks.yaml" not in listed  # their types exist once the policy is reconciled
     manifests = {p.name for p in folder.glob("*.yaml")}
     assert manifests - set(listed) <= {
         "kustomization.yaml",
         "training-job.yaml",
         "volcano.yaml",
+        "rail-networks.yaml",
         "gpu-operator-values.yaml",
         "nvidia-dra-driver-gpu-values.yaml",
     }
@@ -646,6 +648,8 @@ def test_readme_orders_the_install_and_names_the_versions() -> None:
         "helm install network-operator",
         "helm install nvidia-dra-driver-gpu",
         "kubectl apply -k .",
+        "kubectl wait nicclusterpolicy/nic-cluster-policy",
+        "kubectl apply -f rail-networks.yaml",
         "kubectl apply -f training-job.yaml",
     ]
     positions = [readme.index(step) for step in order]

@@ -38,6 +38,7 @@ from clusterforge.generate.kubernetes.agent import (
 from clusterforge.generate.kubernetes.dra import DRA_VALUES_FILE, dra_driver_values, dra_install
 from clusterforge.generate.kubernetes.install import (
     COUNTERS_FILE,
+    RAIL_NETWORKS_FILE,
     TRAINING_JOB_FILE,
     Manifest,
     kustomization_text,
@@ -205,9 +206,10 @@ def _manifests(design: Design, placements: list[NodePlacement]) -> list[Manifest
             [nic_cluster_policy(design)],
         ),
         Manifest(
-            "rail-networks.yaml",
+            RAIL_NETWORKS_FILE,
             "Secondary network per rail for the training pods (Multus, NVIDIA Network Operator)",
             rail_networks(design, TRAINING_NAMESPACE),
+            in_kustomization=False,
         ),
         Manifest(
             "kueue.yaml",

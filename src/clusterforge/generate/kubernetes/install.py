@@ -2,11 +2,13 @@
 that says in which order to install what, on which versions.
 
 The order follows what each file needs to exist first: the Helm charts bring the custom
-resource definitions (NicClusterPolicy and the rail networks: Network Operator; ComputeDomain:
-DRA driver; Kueue and PyTorchJob: their own releases), so they come before ``kubectl apply
--k``; the GPU Operator's values name the dcgm-exporter ConfigMap, so that comes before the GPU
-Operator; the training job comes last, once its queue, networks and (rack-scale) DRA driver
-are there.  ``kubectl kustomize`` (kubectl's built-in Kustomize) reads the kustomization.
+resource definitions (NicClusterPolicy, IPoIBNetwork, MacvlanNetwork: Network Operator;
+ComputeDomain: DRA driver; Kueue and PyTorchJob: their own releases), so they come before
+``kubectl apply -k``; nv-ipam's IPPool and Multus' NetworkAttachmentDefinition are installed
+by the Network Operator only once the NicClusterPolicy is reconciled, so the rail networks
+wait for it; the GPU Operator's values name the dcgm-exporter ConfigMap, so that comes before
+the GPU Operator; the training job comes last, once its queue, networks and (rack-scale) DRA
+driver are there.  ``kubectl kustomize`` (kubectl's built-in Kustomize) reads the kustomization.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from clusterforge.generate.kubernetes.versions import (
 __all__ = [
     "COUNTERS_FILE",
     "KUEUE_MIN_VERSION",
+    "RAIL_NETWORKS_FILE",
     "TRAINING_JOB_FILE",
     "Manifest",
     "Step",
@@ -44,6 +47,13 @@ __all__ = [
 
 TRAINING_JOB_FILE = "training-job.yaml"
 COUNTERS_FILE = "dcgm-counters-configmap.yaml"
+RAIL_NETWORKS_FILE = "rail-networks.yaml"
+# The NicClusterPolicy's status.state once every component it deploys runs (Network Operator
+# api/v1alpha1: ignore, notReady, ready, error).
+WAIT_FOR_NETWORK_OPERATOR = (
+    "kubectl wait nicclusterpolicy/nic-cluster-policy --for=jsonpath='{.status.state}'=ready "
+    "--timeout=30m"
+)
 HELM_REPO = "helm repo add nvidia https://helm.ngc.nvidia.com/nvidia && helm repo update"
 KUEUE_MIN_VERSION = "v0.14"  # Topology served at kueue.x-k8s.io/v1beta1 (TAS beta)
 
@@ -130,6 +140,13 @@ def install_steps(
         )
     )
     steps.append(Step("The cluster's objects", ("kubectl apply -k .",), f"Applies {listed}."))
+    steps.append(
+        Step(
+            "The rail networks, once the Network Operator has deployed Multus and nv-ipam",
+            (WAIT_FOR_NETWORK_OPERATOR, f"kubectl apply -f {RAIL_NETWORKS_FILE}"),
+            "nv-ipam's IPPool and Multus' NetworkAttachmentDefinition types exist only then.",
+        )
+    )
     if image is not None:
         steps.append(
             Step(
