@@ -1,13 +1,16 @@
 """Kubernetes manifests: core kinds against the Kubernetes schemas (kubernetes-validate,
-offline), CRDs (Kueue, Volcano, PyTorchJob, NicClusterPolicy, ComputeDomain) against
+offline, at the Kubernetes version the files target), CRDs (Kueue, Volcano, PyTorchJob,
+NicClusterPolicy, IPoIBNetwork, MacvlanNetwork, nv-ipam IPPool, ComputeDomain) against
 structural schemas written from their documented fields (each project's API reference), pod
-templates inside CRDs against the core PodTemplate schema, the RDMA path (device resource,
-IPC_LOCK, GPUDirect), and the node-label script executed with a recording kubectl."""
+templates inside CRDs against the core PodTemplate schema, the RDMA path (device resource per
+rail, rail networks, IPC_LOCK, GPUDirect), the kustomization built by ``kubectl kustomize``,
+and the node-label script executed with a recording kubectl."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,8 +21,9 @@ import yaml
 
 from clusterforge.design import Design, plan
 from clusterforge.generate import render, write_files
-from clusterforge.generate.kubernetes.files import topology_levels
+from clusterforge.generate.kubernetes.files import topology_levels, training_image
 from clusterforge.generate.kubernetes.rdma import K8S_MAX_NODES, scale_warnings
+from clusterforge.generate.kubernetes.versions import GPU_OPERATOR, KUBERNETES, components
 from clusterforge.generate.layout import node_placements
 from clusterforge.generate.notices import generation_warnings
 from clusterforge.spec import load_spec
@@ -28,7 +32,7 @@ from tests.generate.conftest import GOLDEN_SPEC, MULTI_PLANE_SPEC, SPECS
 kubernetes_validate = pytest.importorskip(
     "kubernetes_validate", reason="pip install kubernetes-validate"
 )
-K8S_VERSION = "1.30"
+K8S_VERSION = KUBERNETES.version
 
 _NAME = {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"}
 _META = {"type": "object", "required": ["name"], "properties": {"name": _NAME}}
@@ -38,6 +42,34 @@ _QUANTITY = {
         {"type": "string", "pattern": r"^\d+(Ki|Mi|Gi|Ti)?$"},
     ]
 }
+
+
+# Network Operator API v1alpha1 (api/v1alpha1 of the release): ImageSpec, IPoIBNetworkSpec and
+# MacvlanNetworkSpec; nv-ipam's IPPool spec.
+_IMAGE: dict[str, Any] = {
+    "type": "object",
+    "required": ["image", "repository", "version"],
+    "additionalProperties": False,
+    "properties": {
+        "image": {"type": "string", "pattern": "^[a-zA-Z0-9-]+$"},
+        "repository": {"type": "string", "pattern": "^[a-zA-Z0-9./-]+$"},
+        "version": {"type": "string"},
+    },
+}
+
+
+def _network_spec(extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["networkNamespace", "master", "ipam"],
+        "additionalProperties": False,
+        "properties": {
+            "networkNamespace": _NAME,
+            "master": {"type": "string", "minLength": 1},
+            "ipam": {"type": "string"},
+            **extra,
+        },
+    }
 
 
 def _crd(spec: dict[str, Any], namespaced: bool = False) -> dict[str, Any]:
@@ -186,18 +218,42 @@ CRD_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("mellanox.com/v1alpha1", "NicClusterPolicy"): _crd(
         {
             "type": "object",
-            "required": ["rdmaSharedDevicePlugin"],
+            "required": ["rdmaSharedDevicePlugin", "secondaryNetwork", "nvIpam"],
+            "additionalProperties": False,
             "properties": {
-                "rdmaSharedDevicePlugin": {
+                "rdmaSharedDevicePlugin": dict(_IMAGE, required=[*_IMAGE["required"], "config"])
+                | {"properties": {**_IMAGE["properties"], "config": {"type": "string"}}},
+                "secondaryNetwork": {
                     "type": "object",
-                    "required": ["image", "repository", "version", "config"],
                     "additionalProperties": False,
-                    "properties": {
-                        k: {"type": "string"} for k in ("image", "repository", "version", "config")
-                    },
-                }
+                    "properties": {k: _IMAGE for k in ("multus", "cniPlugins", "ipoib")},
+                },
+                "nvIpam": _IMAGE
+                | {"properties": {**_IMAGE["properties"], "enableWebhook": {"type": "boolean"}}},
             },
         }
+    ),
+    ("mellanox.com/v1alpha1", "IPoIBNetwork"): _crd(_network_spec({})),
+    ("mellanox.com/v1alpha1", "MacvlanNetwork"): _crd(
+        _network_spec(
+            {
+                "mode": {"enum": ["bridge", "private", "vepa", "passthru"]},
+                "mtu": {"type": "integer", "minimum": 0},
+            }
+        )
+    ),
+    ("nv-ipam.nvidia.com/v1alpha1", "IPPool"): _crd(
+        {
+            "type": "object",
+            "required": ["subnet", "perNodeBlockSize"],
+            "additionalProperties": False,
+            "properties": {
+                "subnet": {"type": "string", "pattern": r"^\d+\.\d+\.\d+\.\d+/\d+$"},
+                "perNodeBlockSize": {"type": "integer", "minimum": 1},
+                "gateway": {"type": "string"},
+            },
+        },
+        namespaced=True,
     ),
     ("resource.nvidia.com/v1beta1", "ComputeDomain"): _crd(
         {
@@ -269,7 +325,7 @@ def manifests(
     write_files(render(k8s_design, ["kubernetes"]), out)
     docs = {}
     for path in sorted((out / "kubernetes").glob("*.yaml")):
-        if path.name != "gpu-operator-values.yaml":
+        if not path.name.endswith("-values.yaml") and path.name != "kustomization.yaml":
             docs[path.name] = list(yaml.safe_load_all(path.read_text()))
     return docs
 
@@ -297,7 +353,9 @@ def test_core_objects_pass_the_kubernetes_schemas(
 
 def test_crds_are_structurally_valid(manifests: dict[str, list[dict[str, Any]]]) -> None:
     crds = [d for d in _all(manifests) if (d["apiVersion"], d["kind"]) in CRD_SCHEMAS]
-    assert {d["kind"] for d in crds} == {k for _, k in CRD_SCHEMAS} - {"ComputeDomain"}
+    # The lab designs are InfiniBand HGX: no ComputeDomain, IPoIB rather than macvlan.
+    expected = {k for _, k in CRD_SCHEMAS} - {"ComputeDomain", "MacvlanNetwork"}
+    assert {d["kind"] for d in crds} == expected
     for doc in crds:
         jsonschema.validate(doc, CRD_SCHEMAS[(doc["apiVersion"], doc["kind"])])
 
@@ -413,8 +471,16 @@ def test_nvl72_job_gets_a_compute_domain_and_claims_its_channel() -> None:
     assert domain["kind"] == "ComputeDomain"
     assert domain["spec"]["numNodes"] == design.compute.num_training_nodes
     template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
-    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+    for role, replica in job["spec"]["pytorchReplicaSpecs"].items():
         pod = replica["template"]["spec"]
+        # Pod-level resource claims are part of the core PodSpec at the targeted version.
+        wrapped = {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": role.lower()},
+            "template": replica["template"],
+        }
+        kubernetes_validate.validate(wrapped, K8S_VERSION, strict=True)
         assert pod["resourceClaims"] == [
             {"name": "imex-channel", "resourceClaimTemplateName": template}
         ]
@@ -457,12 +523,141 @@ def test_gpu_operator_enables_gpudirect_rdma(k8s_design: Design) -> None:
     assert driver["kernelModuleType"] == "open" or driver["rdma"]["enabled"] is True
 
 
-def test_roce_training_pods_use_the_host_network() -> None:
+def test_roce_training_pods_get_a_macvlan_network_per_rail() -> None:
+    """RoCE pods take their RDMA address (and so their GID) from a macvlan on each rail, not
+    from the host network; the host's GID index does not hold in the pod, NCCL picks by range."""
     design = plan(load_spec(SPECS / "roce-rail-optimized.yaml"))
+    files = {f.path: f.content for f in render(design, ["kubernetes"])}
+    networks = list(yaml.safe_load_all(files["kubernetes/rail-networks.yaml"]))
+    macvlans = [n for n in networks if n["kind"] == "MacvlanNetwork"]
+    assert len(macvlans) == design.fabric.nics_per_node
+    for doc in networks:
+        jsonschema.validate(doc, CRD_SCHEMAS[(doc["apiVersion"], doc["kind"])])
+    job = list(yaml.safe_load_all(files["kubernetes/training-job.yaml"]))[-1]
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        pod = replica["template"]
+        assert "hostNetwork" not in pod["spec"]
+        names = pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].split(", ")
+        assert names == [n["metadata"]["name"] for n in macvlans]
+        env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+        assert "NCCL_IB_GID_INDEX" not in env
+        assert env["NCCL_IB_ADDR_FAMILY"] == "AF_INET"
+
+
+def test_rdma_pool_holds_exactly_the_compute_port_of_each_rail(
+    manifests: dict[str, list[dict[str, Any]]], k8s_design: Design
+) -> None:
+    """The device plugin selects the compute ports by interface name (one per rail, from the
+    catalog), never every Mellanox function; each rail has an IPoIB network on that port."""
+    policy = manifests["network-operator.yaml"][0]
+    (entry,) = json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"]
+    expected = k8s_design.compute.node.compute_ib_netdev_names
+    assert entry["selectors"] == {"ifNames": expected}
+    assert len(expected) == k8s_design.fabric.nics_per_node
+    networks = [d for d in manifests["rail-networks.yaml"] if d["kind"] == "IPoIBNetwork"]
+    assert [n["spec"]["master"] for n in networks] == expected
+    pools = {
+        d["metadata"]["name"] for d in manifests["rail-networks.yaml"] if d["kind"] == "IPPool"
+    }
+    assert {json.loads(n["spec"]["ipam"])["poolName"] for n in networks} == pools
+    job = manifests["training-job.yaml"][-1]
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        annotation = replica["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
+        assert annotation.split(", ") == [n["metadata"]["name"] for n in networks]
+        assert networks[0]["spec"]["networkNamespace"] == job["metadata"]["namespace"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "min_cuda"),
+    [(GOLDEN_SPEC, (11, 8)), (SPECS / "gb200-nvl72.yaml", (12, 8))],
+    ids=["hopper", "blackwell"],
+)
+def test_training_container_runs_on_the_gpu(spec: Path, min_cuda: tuple[int, int]) -> None:
+    """Blackwell (sm_100) needs CUDA >= 12.8; the job runs the image's own pretrain_gpt.py."""
+    design = plan(load_spec(spec))
+    image = training_image(design)
+    assert tuple(int(p) for p in image.toolkit_version.split(".")) >= min_cuda
     files = {f.path: f.content for f in render(design, ["kubernetes"])}
     job = list(yaml.safe_load_all(files["kubernetes/training-job.yaml"]))[-1]
     for replica in job["spec"]["pytorchReplicaSpecs"].values():
-        assert replica["template"]["spec"]["hostNetwork"] is True
+        container = replica["template"]["spec"]["containers"][0]
+        assert container["image"] == image.image
+        assert container["command"][2] == image.pretrain_gpt_path
+
+
+def test_dra_driver_values_only_for_rack_scale(k8s_design: Design) -> None:
+    """GB200 NVL72 gets the DRA driver's values (ComputeDomains on the GPU Operator's driver
+    container, GPUs left to the device plugin, which the chart requires); HGX does not."""
+    hgx = {f.path for f in render(k8s_design, ["kubernetes"])}
+    assert "kubernetes/nvidia-dra-driver-gpu-values.yaml" not in hgx
+    design = plan(load_spec(SPECS / "gb200-nvl72.yaml"))
+    files = {f.path: f.content for f in render(design, ["kubernetes"])}
+    text = files["kubernetes/nvidia-dra-driver-gpu-values.yaml"]
+    assert "helm install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu --version " in text
+    values = yaml.safe_load(text)
+    assert values == {
+        "nvidiaDriverRoot": "/run/nvidia/driver",
+        "resources": {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}},
+    }
+    gpu_values = yaml.safe_load(files["kubernetes/gpu-operator-values.yaml"])
+    assert gpu_values["driver"]["enabled"] is True  # the driver root above is its container's
+    assert gpu_values["devicePlugin"]["enabled"] is True
+
+
+@pytest.mark.parametrize("spec", [GOLDEN_SPEC, SPECS / "gb200-nvl72.yaml"], ids=lambda p: p.stem)
+def test_kustomization_builds_with_kubectl(spec: Path, tmp_path: Path) -> None:
+    """``kubectl kustomize`` reads the kustomization and every file it lists; the training job,
+    the Volcano alternative and the rail networks (applied once their types exist) stay out."""
+    write_files(render(plan(load_spec(spec)), ["kubernetes"]), tmp_path)
+    folder = tmp_path / "kubernetes"
+    kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text())
+    assert kustomization["kind"] == "Kustomization"
+    listed = kustomization["resources"]
+    assert all((folder / name).is_file() for name in listed)
+    assert "training-job.yaml" not in listed and "volcano.yaml" not in listed
+    assert "rail-networks.yaml" not in listed  # their types exist once the policy is reconciled
+    manifests = {p.name for p in folder.glob("*.yaml")}
+    assert manifests - set(listed) <= {
+        "kustomization.yaml",
+        "training-job.yaml",
+        "volcano.yaml",
+        "rail-networks.yaml",
+        "gpu-operator-values.yaml",
+        "nvidia-dra-driver-gpu-values.yaml",
+    }
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl not installed: the structure above is all that was checked")
+    built = subprocess.run(
+        [kubectl, "kustomize", str(folder)], check=True, capture_output=True, text=True
+    ).stdout
+    expected = sum(len(list(yaml.safe_load_all((folder / name).read_text()))) for name in listed)
+    assert len(list(yaml.safe_load_all(built))) == expected
+
+
+def test_readme_orders_the_install_and_names_the_versions() -> None:
+    """Charts that bring CRDs come before ``kubectl apply -k``; the job comes last; every
+    pinned version is the one the Helm commands use."""
+    design = plan(load_spec(SPECS / "gb200-nvl72.yaml"))
+    files = {f.path: f.content for f in render(design, ["kubernetes"])}
+    readme = files["kubernetes/README.md"]
+    order = [
+        "sh node-labels.sh",
+        "kubectl apply -f dcgm-counters-configmap.yaml",
+        "helm install gpu-operator",
+        "helm install network-operator",
+        "helm install nvidia-dra-driver-gpu",
+        "kubectl apply -k .",
+        "kubectl wait nicclusterpolicy/nic-cluster-policy",
+        "kubectl apply -f rail-networks.yaml",
+        "kubectl apply -f training-job.yaml",
+    ]
+    positions = [readme.index(step) for step in order]
+    assert positions == sorted(positions)
+    for component in components():
+        assert f"| {component.name} | {component.version} |" in readme
+    assert f"--version {GPU_OPERATOR.version} " in readme
+    assert training_image(design).image in readme
 
 
 def test_more_nodes_than_kubernetes_supports_is_a_warning(k8s_design: Design) -> None:

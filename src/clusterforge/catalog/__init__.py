@@ -1,4 +1,5 @@
-"""The hardware catalog: GPUs, nodes, CPUs, NICs, switches, link media, storage, facility items.
+"""The hardware catalog: GPUs, nodes, CPUs, NICs, switches, link media, storage, facility items,
+and the training containers that run on each GPU architecture.
 
 Facts live in TOML files under ``data/`` (documented in ``README.md``), each row with its
 source. :func:`load_catalog` reads them once; lookups raise :class:`CatalogError` with
@@ -17,10 +18,12 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from clusterforge.catalog.models import (
+    Container,
     Cpu,
     FacilityItem,
     FormFactor,
     Gpu,
+    GpuArchitecture,
     HostLink,
     Medium,
     ModelArch,
@@ -35,10 +38,12 @@ from clusterforge.errors import CatalogError, did_you_mean
 
 __all__ = [
     "Catalog",
+    "Container",
     "Cpu",
     "FacilityItem",
     "FormFactor",
     "Gpu",
+    "GpuArchitecture",
     "HostLink",
     "Medium",
     "ModelArch",
@@ -49,7 +54,9 @@ __all__ = [
     "StorageBlock",
     "Switch",
     "Table",
+    "gpu_architecture",
     "load_catalog",
+    "training_container",
 ]
 
 RowT = TypeVar("RowT", bound=BaseModel)
@@ -93,6 +100,8 @@ class Catalog:
     storage: Table[StorageBlock]
     facility: Table[FacilityItem]
     models: Table[ModelArch]
+    architectures: Table[GpuArchitecture]
+    containers: Table[Container]
 
 
 def _load_table(filename: str, key: str, model: type[RowT]) -> Table[RowT]:
@@ -124,6 +133,8 @@ def load_catalog() -> Catalog:
         storage=_load_table("storage.toml", "storage", StorageBlock),
         facility=_load_table("facility.toml", "item", FacilityItem),
         models=_load_table("models.toml", "model", ModelArch),
+        architectures=_load_table("containers.toml", "architecture", GpuArchitecture),
+        containers=_load_table("containers.toml", "container", Container),
     )
     _check_references(catalog)
     return catalog
@@ -135,9 +146,45 @@ def _check_references(catalog: Catalog) -> None:
         catalog.gpus[node.gpu]
         catalog.cpus[node.cpu]
         catalog.nics[node.compute_nic]
+    for arch in catalog.architectures:
+        for gpu_id in arch.gpus:
+            catalog.gpus[gpu_id]
+    for container in catalog.containers:
+        for arch_id in container.architectures:
+            if not container.compiles_for(catalog.architectures[arch_id]):
+                raise CatalogError(
+                    f"containers.toml: {container.id} lists {arch_id!r}, but its "
+                    f"{container.toolkit} {container.toolkit_version} cannot compile for it"
+                )
     for gpu in catalog.gpus:
         if catalog.nodes[gpu.default_node].gpu != gpu.id:
             raise CatalogError(
                 f"gpus.toml: {gpu.id}.default_node {gpu.default_node!r} carries "
                 f"{catalog.nodes[gpu.default_node].gpu!r}, not {gpu.id!r}"
             )
+
+
+def gpu_architecture(catalog: Catalog, gpu_id: str) -> GpuArchitecture:
+    """The architecture row that lists ``gpu_id``."""
+    catalog.gpus[gpu_id]  # an unknown GPU gets the table's did-you-mean error
+    for arch in catalog.architectures:
+        if gpu_id in arch.gpus:
+            return arch
+    raise CatalogError(f"containers.toml: no [[architecture]] lists GPU {gpu_id!r}")
+
+
+def training_container(catalog: Catalog, gpu_id: str, framework: str = "megatron") -> Container:
+    """The newest container of ``framework`` that runs on ``gpu_id``'s architecture.
+
+    Newest by release month; the table's rows say which architectures each image supports.
+    """
+    arch = gpu_architecture(catalog, gpu_id)
+    fitting = [
+        c for c in catalog.containers if c.framework == framework and arch.id in c.architectures
+    ]
+    if not fitting:
+        raise CatalogError(
+            f"containers.toml: no {framework} container runs on {gpu_id!r} "
+            f"({arch.name}, {arch.toolkit} {arch.isa}); add a [[container]] row for it"
+        )
+    return max(fitting, key=lambda c: c.release_date)

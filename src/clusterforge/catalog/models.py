@@ -10,10 +10,12 @@ __all__ = [
     "FORM_FACTORS",
     "HOST_LINKS",
     "SCALEUPS",
+    "Container",
     "Cpu",
     "FacilityItem",
     "FormFactor",
     "Gpu",
+    "GpuArchitecture",
     "HostLink",
     "Medium",
     "Nic",
@@ -22,6 +24,7 @@ __all__ = [
     "Scaleup",
     "StorageBlock",
     "Switch",
+    "Toolkit",
 ]
 
 
@@ -35,6 +38,9 @@ Infinity Fabric, or PCIe when the GPUs have no peer link)."""
 
 HostLink = Literal["pcie4", "pcie5", "nvlink-c2c"]
 """The link between a GPU and its host CPU: PCIe Gen4/Gen5 x16, or NVLink-C2C on superchips."""
+
+Toolkit = Literal["cuda", "rocm"]
+"""The GPU compiler toolkit a container is built with: NVIDIA CUDA or AMD ROCm."""
 
 FORM_FACTORS: tuple[FormFactor, ...] = get_args(FormFactor)
 SCALEUPS: tuple[Scaleup, ...] = get_args(Scaleup)
@@ -122,6 +128,12 @@ class Node(_Row):
         "GPU i); empty when the vendor publishes no fixed names",
     )
     compute_hca_source: str = Field("", description="Where compute_hca_names come from")
+    compute_ib_netdev_names: list[str] = Field(
+        default_factory=list,
+        description="Network interface names of the compute ports in rail order when they run "
+        "InfiniBand (IPoIB netdevs); empty when the vendor publishes none",
+    )
+    compute_ib_netdev_source: str = Field("", description="Where compute_ib_netdev_names come from")
     compute_nic_twin_cages: int = Field(
         description="Twin-port OSFP cages carrying the compute NIC ports (0 = one module per NIC)"
     )
@@ -243,3 +255,40 @@ class ModelArch(BaseModel):
         "rope", description="Rotary (RoPE), learned absolute, or ALiBi attention biases"
     )
     source: str = "user-provided"
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+class GpuArchitecture(_Row):
+    """GPUs that share an instruction set, and the oldest toolkit that compiles for it."""
+
+    toolkit: Toolkit
+    isa: str = Field(description="Instruction set the toolkit targets: sm_90, gfx942, ...")
+    min_toolkit_version: str = Field(
+        pattern=r"^\d+\.\d+$", description="Oldest toolkit release (major.minor) with this ISA"
+    )
+    gpus: list[str] = Field(min_length=1, description="Catalog GPU ids of this architecture")
+
+
+class Container(_Row):
+    """A training container image: its toolkit, the architectures it runs on, its date."""
+
+    image: str = Field(description="Registry reference with its tag")
+    framework: Literal["megatron"] = Field(
+        description="Training code the image carries; megatron = Megatron-LM with pretrain_gpt.py"
+    )
+    toolkit: Toolkit
+    toolkit_version: str = Field(
+        pattern=r"^\d+\.\d+$", description="Toolkit (major.minor) the image is built with"
+    )
+    architectures: list[str] = Field(min_length=1, description="GpuArchitecture ids it runs on")
+    release_date: str = Field(pattern=r"^\d{4}-\d{2}$", description="Month of release, YYYY-MM")
+    pretrain_gpt_path: str = Field(description="Absolute path of pretrain_gpt.py in the image")
+
+    def compiles_for(self, arch: GpuArchitecture) -> bool:
+        """True when the image's toolkit is the architecture's and new enough for its ISA."""
+        return self.toolkit == arch.toolkit and _version_key(self.toolkit_version) >= _version_key(
+            arch.min_toolkit_version
+        )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clusterforge.design import Design
-from clusterforge.generate.kubernetes.rdma import scale_warnings
+from clusterforge.generate.kubernetes.rdma import rdma_warnings, scale_warnings
 from clusterforge.generate.training.launch import hca_names_assumed
 
 __all__ = ["generation_warnings"]
@@ -28,7 +28,7 @@ def generation_warnings(design: Design, targets: Sequence[str]) -> list[str]:
     for target in targets:
         match target:
             case "kubernetes":
-                warnings = scale_warnings(design) + _hca_warning(design)
+                warnings = scale_warnings(design) + rdma_warnings(design) + _hca_warning(design)
             case "slurm":
                 warnings = _hca_warning(design)
             case _:

@@ -1,20 +1,26 @@
-"""Kubernetes files from the design: GPU and Network Operator settings, node labels, Kueue and
-Volcano queues, a training job, the health-check agent with least-privilege RBAC, and
-network policies.
+"""Kubernetes files from the design: GPU and Network Operator settings, the DRA driver's values
+(multi-node NVLink), node labels, the rail networks, Kueue and Volcano queues, a training job,
+the health-check agent with least-privilege RBAC, network policies, and the kustomization and
+README that apply them in order.
 
 Objects are built as Python dicts and dumped as YAML, so no value can break the syntax.
 Sources: the GPU Operator chart's values (NVIDIA GPU Operator documentation), the queues in
 :mod:`clusterforge.generate.kubernetes.queues`, the RDMA path in
-:mod:`clusterforge.generate.kubernetes.rdma`, the training job from the Kubeflow Training
-Operator's ``PyTorchJob`` (``kubeflow.org/v1``), and IMEX channels for multi-node NVLink from
-:mod:`clusterforge.generate.nvlink.imex`.
+:mod:`clusterforge.generate.kubernetes.rdma`, the DRA driver in
+:mod:`clusterforge.generate.kubernetes.dra`, the training job from the Kubeflow Training
+Operator's ``PyTorchJob`` (``kubeflow.org/v1``) running the catalog's container for the GPU
+(``containers.toml``), IMEX channels for multi-node NVLink from
+:mod:`clusterforge.generate.nvlink.imex`, and the install order in
+:mod:`clusterforge.generate.kubernetes.install`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from clusterforge.catalog import Container, load_catalog, training_container
 from clusterforge.design import Design
+from clusterforge.errors import CatalogError, GenerateError
 from clusterforge.generate.common import (
     GeneratedFile,
     checked_name,
@@ -29,6 +35,15 @@ from clusterforge.generate.kubernetes.agent import (
     namespaces,
     network_policies,
 )
+from clusterforge.generate.kubernetes.dra import DRA_VALUES_FILE, dra_driver_values, dra_install
+from clusterforge.generate.kubernetes.install import (
+    COUNTERS_FILE,
+    RAIL_NETWORKS_FILE,
+    TRAINING_JOB_FILE,
+    Manifest,
+    kustomization_text,
+    readme_text,
+)
 from clusterforge.generate.kubernetes.queues import (
     kueue_objects,
     node_labels,
@@ -38,28 +53,30 @@ from clusterforge.generate.kubernetes.queues import (
 )
 from clusterforge.generate.kubernetes.rdma import (
     GPU_OPERATOR_NAMESPACE,
+    GPU_OPERATOR_VALUES_FILE,
+    PodRdma,
+    gpu_operator_install,
     gpu_operator_values,
     nic_cluster_policy,
-    rdma_container_settings,
+    pod_rdma,
+    rail_networks,
+    rdma_warnings,
     scale_warnings,
-    uses_host_network,
 )
 from clusterforge.generate.layout import NodePlacement, node_placements
 from clusterforge.generate.monitoring.metrics import DCGM_COUNTERS_FILE, dcgm_counters_csv
 from clusterforge.generate.nvlink.imex import compute_domain, imex_pod_claim, needs_imex
 from clusterforge.generate.spec_copy import SPEC_PATH, spec_yaml
-from clusterforge.generate.training.launch import launch_plan
+from clusterforge.generate.training.launch import Launch, launch_plan
 
 __all__ = [
     "AGENT_IMAGE",
     "LABEL_PREFIX",
-    "TRAINING_IMAGE",
     "kubernetes_files",
     "node_labels",
     "topology_levels",
+    "training_image",
 ]
-
-TRAINING_IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"  # an NGC PyTorch image; pick your own
 
 
 def _dump(*objects: dict[str, Any], header: str, warnings: list[str]) -> str:
@@ -87,22 +104,35 @@ def _counters_configmap(design: Design) -> dict[str, Any]:
     }
 
 
-def _container(design: Design) -> dict[str, Any]:
-    """The training container: GPUs, one shared RDMA resource, IPC_LOCK, the NCCL env."""
+def training_image(design: Design) -> Container:
+    """The Megatron-LM container for the design's GPU (catalog ``containers.toml``)."""
+    try:
+        return training_container(load_catalog(), design.compute.gpu.id)
+    except CatalogError as exc:
+        raise GenerateError(f"kubernetes training job: {exc}") from None
+
+
+def _env(design: Design, launch: Launch, rdma: PodRdma) -> list[dict[str, str]]:
+    pairs = [(k, v) for k, v in launch.nccl_env if k not in rdma.unset_env] + list(rdma.env)
+    return [{"name": k, "value": v} for k, v in pairs]
+
+
+def _container(design: Design, rdma: PodRdma) -> dict[str, Any]:
+    """The training container: GPUs, the rails' RDMA resource, IPC_LOCK, the NCCL env."""
     launch = launch_plan(design, 1)
-    rdma = rdma_container_settings()
+    image = training_image(design)
     container: dict[str, Any] = {
         "name": "pytorch",  # the name the training operator looks for
-        "image": TRAINING_IMAGE,
+        "image": image.image,
         "command": [
             "torchrun",
             f"--nproc-per-node={launch.gpus_per_node}",
-            "pretrain_gpt.py",
+            image.pretrain_gpt_path,
             *launch.train_args,
         ],
-        "env": [{"name": k, "value": v} for k, v in launch.nccl_env],
-        "resources": {"limits": {"nvidia.com/gpu": launch.gpus_per_node, **rdma["limits"]}},
-        "securityContext": rdma["securityContext"],
+        "env": _env(design, launch, rdma),
+        "resources": {"limits": {"nvidia.com/gpu": launch.gpus_per_node, **rdma.limits}},
+        "securityContext": {"capabilities": {"add": list(rdma.capabilities)}},
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
     return container
@@ -111,22 +141,18 @@ def _container(design: Design) -> dict[str, Any]:
 def _pod_template(
     design: Design, placements: list[NodePlacement], group: str | None, domain: str | None
 ) -> dict[str, Any]:
-    container = _container(design)
+    rdma = pod_rdma(design)
+    container = _container(design, rdma)
     spec: dict[str, Any] = {
         "containers": [container],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
     }
-    if uses_host_network(design):
-        spec["hostNetwork"] = True
-        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     if domain is not None:
         claim = imex_pod_claim(domain)
         spec["resourceClaims"] = [claim]
         container["resources"]["claims"] = [{"name": claim["name"]}]
-    return {
-        "metadata": {"annotations": topology_annotations(design, placements, group)},
-        "spec": spec,
-    }
+    annotations = {**topology_annotations(design, placements, group), **rdma.annotations}
+    return {"metadata": {"annotations": annotations}, "spec": spec}
 
 
 def _training_objects(design: Design, placements: list[NodePlacement]) -> list[dict[str, Any]]:
@@ -159,60 +185,83 @@ def _training_objects(design: Design, placements: list[NodePlacement]) -> list[d
     return [compute_domain(design, name=domain, namespace=TRAINING_NAMESPACE), job]
 
 
+def _helm_values(path: str, command: str, values: dict[str, Any]) -> GeneratedFile:
+    header = f"# {command}\n# Written by `clusterforge generate`.\n"
+    return GeneratedFile(f"kubernetes/{path}", header + yaml_text(values))
+
+
+def _manifests(design: Design, placements: list[NodePlacement]) -> list[Manifest]:
+    """The YAML files ``kubectl apply`` takes, in the order the README applies them."""
+    name = design.spec.name
+    manifests = [
+        Manifest("namespaces.yaml", f"Namespaces of cluster {name}", namespaces()),
+        Manifest(
+            COUNTERS_FILE,
+            "dcgm-exporter counters for the alert rules",
+            [_counters_configmap(design)],
+        ),
+        Manifest(
+            "network-operator.yaml",
+            "NVIDIA Network Operator policy: RDMA shared device plugin on the compute rails",
+            [nic_cluster_policy(design)],
+        ),
+        Manifest(
+            RAIL_NETWORKS_FILE,
+            "Secondary network per rail for the training pods (Multus, NVIDIA Network Operator)",
+            rail_networks(design, TRAINING_NAMESPACE),
+            in_kustomization=False,
+        ),
+        Manifest(
+            "kueue.yaml",
+            f"Kueue queues and fabric topology of {name}",
+            kueue_objects(design, placements),
+        ),
+        Manifest(
+            "health-agent.yaml",
+            "clusterforge check agent and exporter, least-privilege RBAC",
+            agent_objects(design, spec_yaml(design), SPEC_PATH),
+        ),
+        Manifest("network-policies.yaml", "Network policies", network_policies()),
+        Manifest(
+            "volcano.yaml",
+            f"Volcano queue and HyperNodes of {name} (instead of Kueue)",
+            volcano_objects(design),
+            in_kustomization=False,
+        ),
+    ]
+    # A spec without a workload gets the cluster's files but no training job.
+    if design.job:
+        nodes = design.compute.num_training_nodes
+        manifests.append(
+            Manifest(
+                TRAINING_JOB_FILE,
+                f"Training job: {nodes} nodes, queued through Kueue",
+                _training_objects(design, placements),
+                in_kustomization=False,
+            )
+        )
+    return manifests
+
+
 def kubernetes_files(design: Design) -> list[GeneratedFile]:
     """Every Kubernetes file for ``design``, paths under ``kubernetes/``."""
     placements = node_placements(design)
-    name = design.spec.name
-    warnings = scale_warnings(design)
-    nodes = design.compute.num_training_nodes
-
-    def file(path: str, header: str, *objects: dict[str, Any]) -> GeneratedFile:
-        return GeneratedFile(
-            f"kubernetes/{path}", _dump(*objects, header=header, warnings=warnings)
-        )
-
-    values = yaml_text(gpu_operator_values())
-    return [
-        file("namespaces.yaml", f"Namespaces of cluster {name}", *namespaces()),
-        GeneratedFile(
-            "kubernetes/gpu-operator-values.yaml",
-            f"# helm install gpu-operator nvidia/gpu-operator -n {GPU_OPERATOR_NAMESPACE} "
-            f"-f gpu-operator-values.yaml\n# Written by `clusterforge generate`.\n{values}",
-        ),
-        file(
-            "network-operator.yaml",
-            "NVIDIA Network Operator policy: RDMA shared device plugin (install the "
-            "network-operator chart first)",
-            nic_cluster_policy(),
-        ),
-        file(
-            "dcgm-counters-configmap.yaml",
-            "dcgm-exporter counters for the alert rules",
-            _counters_configmap(design),
-        ),
-        GeneratedFile("kubernetes/node-labels.sh", _label_script(design, placements), 0o755),
-        file(
-            "kueue.yaml",
-            f"Kueue queues and fabric topology of {name}",
-            *kueue_objects(design, placements),
-        ),
-        file("volcano.yaml", f"Volcano queue and HyperNodes of {name}", *volcano_objects(design)),
-        # A spec without a workload gets the cluster's files but no training job.
-        *(
-            [
-                file(
-                    "training-job.yaml",
-                    f"Training job: {nodes} nodes, queued through Kueue",
-                    *_training_objects(design, placements),
-                )
-            ]
-            if design.job
-            else []
-        ),
-        file(
-            "health-agent.yaml",
-            "clusterforge check agent and exporter, least-privilege RBAC",
-            *agent_objects(design, spec_yaml(design), SPEC_PATH),
-        ),
-        file("network-policies.yaml", "Network policies", *network_policies()),
+    warnings = scale_warnings(design) + rdma_warnings(design)
+    manifests = _manifests(design, placements)
+    files = [
+        GeneratedFile(f"kubernetes/{m.path}", _dump(*m.objects, header=m.header, warnings=warnings))
+        for m in manifests
     ]
+    files.append(
+        _helm_values(GPU_OPERATOR_VALUES_FILE, gpu_operator_install(), gpu_operator_values())
+    )
+    if needs_imex(design):
+        files.append(_helm_values(DRA_VALUES_FILE, dra_install(), dra_driver_values()))
+    files.append(
+        GeneratedFile("kubernetes/node-labels.sh", _label_script(design, placements), 0o755)
+    )
+    files.append(GeneratedFile("kubernetes/kustomization.yaml", kustomization_text(manifests)))
+    image = training_image(design) if design.job else None
+    readme = readme_text(design, manifests, warnings, image=image, rack_scale=needs_imex(design))
+    files.append(GeneratedFile("kubernetes/README.md", readme))
+    return files

@@ -29,6 +29,7 @@ from clusterforge.generate.monitoring.metrics import (
     dcgm_counters_csv,
 )
 from clusterforge.generate.monitoring.pdu_snmp import generator_config, pdu_scrape_config
+from clusterforge.generate.monitoring.provisioning import provisioning_files
 from clusterforge.generate.slurm.accounting import management_roles
 from clusterforge.generate.training.launch import hca_names
 
@@ -183,4 +184,5 @@ def monitoring_files(design: Design) -> list[GeneratedFile]:
         )
     for stem, text in dashboards(design).items():
         files.append(GeneratedFile(f"monitoring/dashboards/{stem}.json", text))
+    files += provisioning_files(name, host=monitoring_host(design), scrape_s=SCRAPE_INTERVAL_S)
     return files
