@@ -1,4 +1,4 @@
-"""How the training job is launched: node count, training arguments, NCCL environment.
+"""How the training job is launched: node count, training arguments, environment.
 
 Shared by the Slurm job script and the Kubernetes training job so that both run the same
 workload with the same fabric settings.
@@ -22,6 +22,12 @@ NCCL variables (NCCL user guide, "Environment Variables"):
   26 in switch priority 3 with PFC, and congestion notification packets (CNPs) on DSCP 48 in
   priority 6; the hosts then need ``mlnx_qos --trust dscp --pfc 0,0,0,1,0,0,0,0`` on each
   compute port (comment in the job script).
+
+Megatron-LM refuses to start tensor or context parallelism on Hopper and older GPUs unless
+``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware work queue, so a layer's TP communication is
+issued before the next GEMM; ``validate_args`` in ``megatron/training/arguments.py``), and
+refuses FSDP2 with it; Blackwell takes either, so the job sets it whenever TP or CP > 1 without
+FSDP2.
 """
 
 from __future__ import annotations
@@ -65,7 +71,7 @@ class Launch:
     gpus_per_node: int
     num_gpus: int
     train_args: tuple[str, ...]  # Megatron-LM flags with their values
-    nccl_env: tuple[tuple[str, str], ...]
+    nccl_env: tuple[tuple[str, str], ...]  # NCCL's variables and the one Megatron-LM needs
     notes: tuple[str, ...]  # what the operator must check or set on the hosts
     num_leaf_groups: int  # level-0 groups the job needs at least (Slurm --switches)
 
@@ -95,6 +101,13 @@ def _nccl_env(design: Design) -> tuple[tuple[str, str], ...]:
         env.append(("NCCL_IB_TC", str(ROCE_TRAFFIC_CLASS)))
     env.append(("NCCL_DEBUG", "WARN"))
     return tuple(env)
+
+
+def _megatron_env(design: Design) -> tuple[tuple[str, str], ...]:
+    w, job = design.require_workload("the training job script")
+    if (job.tp > 1 or job.cp > 1) and w.zero_stage != 3:
+        return (("CUDA_DEVICE_MAX_CONNECTIONS", "1"),)
+    return ()
 
 
 def _notes(design: Design) -> tuple[str, ...]:
@@ -129,7 +142,7 @@ def launch_plan(design: Design, nodes_per_group: int) -> Launch:
         gpus_per_node=compute.gpus_per_node,
         num_gpus=compute.num_training_gpus,
         train_args=megatron_args(design),
-        nccl_env=_nccl_env(design),
+        nccl_env=_nccl_env(design) + _megatron_env(design),
         notes=_notes(design),
         num_leaf_groups=-(-compute.num_training_nodes // max(1, nodes_per_group)),
     )

@@ -1,12 +1,16 @@
 """Megatron-LM ``pretrain_gpt.py`` arguments for the workload the design was planned for.
 
-Flag names are Megatron-LM's (``megatron/training/arguments.py``, core_r0.12): model shape
-(``--num-layers``, ``--hidden-size``, ``--ffn-hidden-size``, ``--num-attention-heads``,
-``--group-query-attention``/``--num-query-groups``, ``--swiglu``,
-``--position-embedding-type``, ``--untie-embeddings-and-output-weights``, ``--num-experts``,
-``--moe-router-topk``), sequence (``--seq-length``, ``--max-position-embeddings``), batch and
-length of training (``--micro-batch-size``, ``--global-batch-size``, ``--train-samples``),
-parallelism (``--tensor-/--pipeline-/--context-/--expert-model-parallel-size``,
+Flag names are Megatron-LM's (``megatron/training/arguments.py``, megatron-core 0.17): model
+shape (``--num-layers``, ``--hidden-size``, ``--ffn-hidden-size``, ``--num-attention-heads``,
+``--group-query-attention``/``--num-query-groups``, ``--num-experts``, ``--moe-router-topk``),
+architecture (``--normalization``, ``--disable-bias-linear``, ``--swiglu``,
+``--position-embedding-type`` with ``--rotary-base``, ``--untie-embeddings-and-output-weights``),
+vocabulary (``--tokenizer-type``, ``--tokenizer-model``, ``--vocab-size``,
+``--make-vocab-size-divisible-by``), sequence (``--seq-length``,
+``--max-position-embeddings``), batch and length of training (``--micro-batch-size``,
+``--global-batch-size``, ``--train-samples``), learning rate (``--lr``, ``--min-lr``,
+``--lr-decay-style``, ``--lr-warmup-samples``, ``--lr-decay-samples``), parallelism
+(``--tensor-/--pipeline-/--context-/--expert-model-parallel-size``,
 ``--num-virtual-stages-per-pipeline-rank``, ``--sequence-parallel``,
 ``--decoder-first-/--decoder-last-pipeline-num-layers``), precision (``--bf16``, ``--fp16``;
 FP8 through Transformer Engine: ``--fp8-format hybrid``, E4M3 forward and E5M2 backward, with
@@ -15,7 +19,11 @@ BF16 master weights), recomputation (``--recompute-granularity selective|full`` 
 (``--use-distributed-optimizer`` shards optimizer state and gradients, ZeRO stages 1-2;
 ``--use-torch-fsdp2`` shards parameters too, stage 3).
 
-The tokenizer and data paths are the site's: the job script passes its own arguments on.
+Megatron-LM's own defaults describe another model (LayerNorm, biased linears, GeLU, RoPE base
+10,000, tied embeddings) and it refuses to train without a learning rate, so every one of
+these comes from the model's catalog row.  The data paths are the site's: the job script
+passes its own arguments on, after these (argparse keeps the last value of a flag, so a local
+``--tokenizer-model`` path replaces the Hub id).
 """
 
 from __future__ import annotations
@@ -27,9 +35,27 @@ from clusterforge.design import Design
 from clusterforge.errors import GenerateError
 from clusterforge.spec import WorkloadSpec
 
-__all__ = ["megatron_args", "workload_model"]
+__all__ = [
+    "HF_TOKENIZER",
+    "MAX_VOCAB_DIVISOR",
+    "MIN_VOCAB_DIVISOR",
+    "NULL_TOKENIZER",
+    "megatron_args",
+    "vocab_divisor",
+    "workload_model",
+]
 
 _POSITION_TYPES = {"rope": "rope", "learned": "learned_absolute"}
+_NORMALIZATIONS = {"rmsnorm": "RMSNorm", "layernorm": "LayerNorm"}
+HF_TOKENIZER = "HuggingFaceTokenizer"  # loads the model's tokenizer by Hub id or local path
+NULL_TOKENIZER = "NullTokenizer"  # token ids as text: only for --mock-data smoke runs
+# Megatron-LM pads the vocabulary to a multiple of --make-vocab-size-divisible-by x TP (its
+# default divisor: 128).  A smaller power of two that still divides the model's vocabulary
+# keeps the planned embedding shape; 16 rows per rank is the floor that keeps the logits GEMM
+# on Tensor Cores for every precision (NVIDIA Deep Learning Performance Guide, "Matrix
+# Multiplication Background": dimensions multiples of 8 for FP16/BF16, of 16 for FP8).
+MAX_VOCAB_DIVISOR = 128
+MIN_VOCAB_DIVISOR = 16
 
 
 def workload_model(design: Design, workload: WorkloadSpec) -> ModelArch:
@@ -54,7 +80,12 @@ def _shape_args(arch: ModelArch, seq_length: int) -> list[str]:
         f"--seq-length={seq_length}",
         f"--max-position-embeddings={max(seq_length, arch.seq_length)}",
         f"--position-embedding-type={position}",
+        f"--normalization={_NORMALIZATIONS[arch.normalization]}",
     ]
+    if position == "rope":
+        args.append(f"--rotary-base={arch.rotary_base}")
+    if not arch.linear_bias:
+        args.append("--disable-bias-linear")
     if arch.num_kv_heads is not None and arch.num_kv_heads != arch.num_heads:
         args += ["--group-query-attention", f"--num-query-groups={arch.num_kv_heads}"]
     if arch.gated_mlp:
@@ -64,6 +95,55 @@ def _shape_args(arch: ModelArch, seq_length: int) -> list[str]:
     if arch.num_experts > 1:
         args += [f"--num-experts={arch.num_experts}", f"--moe-router-topk={arch.top_k}"]
     return args
+
+
+def vocab_divisor(vocab_size: int, tp: int) -> int | None:
+    """The largest power-of-two ``--make-vocab-size-divisible-by`` in [16, 128] whose multiple
+    by TP divides the vocabulary (Megatron then adds no padding rows); None when none does."""
+    divisor = MAX_VOCAB_DIVISOR
+    while divisor >= MIN_VOCAB_DIVISOR:
+        if vocab_size % (divisor * tp) == 0:
+            return divisor
+        divisor //= 2
+    return None
+
+
+def _vocab_args(arch: ModelArch, tp: int) -> list[str]:
+    """The tokenizer, and a padding divisor that keeps the planned vocabulary size.
+
+    A model without a published tokenizer gets Megatron's NullTokenizer, whose vocabulary is
+    ``--vocab-size`` + 1 (the end-of-document id); pass ``--tokenizer-type`` and
+    ``--tokenizer-model`` for a real run.
+    """
+    if arch.tokenizer is not None:
+        args = [f"--tokenizer-type={HF_TOKENIZER}", f"--tokenizer-model={arch.tokenizer}"]
+    else:
+        args = [f"--tokenizer-type={NULL_TOKENIZER}", f"--vocab-size={arch.vocab_size - 1}"]
+    divisor = vocab_divisor(arch.vocab_size, tp)
+    if divisor is not None:
+        args.append(f"--make-vocab-size-divisible-by={divisor}")
+    return args
+
+
+def _lr_args(arch: ModelArch, global_batch: int, train_samples: int) -> list[str]:
+    """The model's learning-rate schedule: warm-up steps at the planned global batch, decay
+    over the whole run."""
+    schedule = arch.lr_schedule
+    warmup_samples = schedule.warmup_steps * global_batch
+    if warmup_samples >= train_samples:
+        raise GenerateError(
+            f"workload.tokens_b: the run is {train_samples} sequences, shorter than the "
+            f"learning-rate warm-up of model {arch.id!r} ({schedule.warmup_steps} steps x "
+            f"{global_batch} sequences); train on more tokens or give the model a shorter "
+            "lr_schedule.warmup_steps"
+        )
+    return [
+        f"--lr={schedule.peak_lr}",
+        f"--min-lr={schedule.min_lr}",
+        f"--lr-decay-style={schedule.decay_style}",
+        f"--lr-warmup-samples={warmup_samples}",
+        f"--lr-decay-samples={train_samples}",
+    ]
 
 
 def _precision_args(w: WorkloadSpec) -> list[str]:
@@ -94,13 +174,18 @@ def _recompute_args(w: WorkloadSpec) -> list[str]:
             assert_never(w.recompute)
 
 
-def _sharding_args(w: WorkloadSpec) -> list[str]:
+def _sharding_args(w: WorkloadSpec, arch: ModelArch) -> list[str]:
     match w.zero_stage:
         case 0:
             return []
         case 1 | 2:
             return ["--use-distributed-optimizer"]
         case 3:
+            if arch.tied_embeddings:
+                raise GenerateError(
+                    f"workload.zero_stage = 3: Megatron-LM's FSDP2 needs untied embeddings, "
+                    f"and model {arch.id!r} ties them; use zero_stage 1 or 2"
+                )
             return ["--use-torch-fsdp2"]
         case _:
             assert_never(w.zero_stage)
@@ -138,11 +223,13 @@ def megatron_args(design: Design) -> tuple[str, ...]:
         f"--micro-batch-size={w.micro_batch}",
         f"--global-batch-size={w.global_batch}",
         f"--train-samples={train_samples}",
+        *_lr_args(arch, w.global_batch, train_samples),
+        *_vocab_args(arch, job.tp),
     ]
     if job.vpp > 1:
         args.append(f"--num-virtual-stages-per-pipeline-rank={job.vpp}")
     if w.sequence_parallel and job.tp > 1:
         args.append("--sequence-parallel")
     args += _pipeline_layer_args(w)
-    args += _precision_args(w) + _recompute_args(w) + _sharding_args(w)
+    args += _precision_args(w) + _recompute_args(w) + _sharding_args(w, arch)
     return tuple(args)
