@@ -33,6 +33,7 @@ from typing import assert_never
 from clusterforge.catalog import ModelArch
 from clusterforge.design import Design
 from clusterforge.errors import GenerateError
+from clusterforge.job import JobLayout
 from clusterforge.spec import WorkloadSpec
 
 __all__ = [
@@ -174,21 +175,31 @@ def _recompute_args(w: WorkloadSpec) -> list[str]:
             assert_never(w.recompute)
 
 
-def _sharding_args(w: WorkloadSpec, arch: ModelArch) -> list[str]:
+def _sharding_args(w: WorkloadSpec, job: JobLayout, arch: ModelArch) -> list[str]:
     match w.zero_stage:
         case 0:
             return []
         case 1 | 2:
             return ["--use-distributed-optimizer"]
         case 3:
-            if arch.tied_embeddings:
-                raise GenerateError(
-                    f"workload.zero_stage = 3: Megatron-LM's FSDP2 needs untied embeddings, "
-                    f"and model {arch.id!r} ties them; use zero_stage 1 or 2"
-                )
+            _check_fsdp2(job, arch)
             return ["--use-torch-fsdp2"]
         case _:
             assert_never(w.zero_stage)
+
+
+def _check_fsdp2(job: JobLayout, arch: ModelArch) -> None:
+    """What Megatron-LM's ``validate_args`` refuses with ``--use-torch-fsdp2``."""
+    if job.pp > 1:
+        raise GenerateError(
+            f"workload.zero_stage = 3 with pipeline_parallel = {job.pp}: Megatron-LM's FSDP2 "
+            "does not support pipeline parallelism; use pipeline_parallel 1 or zero_stage 1"
+        )
+    if arch.tied_embeddings:
+        raise GenerateError(
+            f"workload.zero_stage = 3: Megatron-LM's FSDP2 needs untied embeddings, and model "
+            f"{arch.id!r} ties them; use zero_stage 1 or 2"
+        )
 
 
 def _pipeline_layer_args(w: WorkloadSpec) -> list[str]:
@@ -231,5 +242,5 @@ def megatron_args(design: Design) -> tuple[str, ...]:
     if w.sequence_parallel and job.tp > 1:
         args.append("--sequence-parallel")
     args += _pipeline_layer_args(w)
-    args += _precision_args(w) + _recompute_args(w) + _sharding_args(w, arch)
+    args += _precision_args(w) + _recompute_args(w) + _sharding_args(w, job, arch)
     return tuple(args)

@@ -1,0 +1,254 @@
+"""Megatron-LM's own argument parser and model builder read the generated training flags.
+
+Every example spec and a few workload variants go through ``megatron_harness`` (a separate
+process): each flag must be accepted, the parsed arguments must describe the planned model,
+layout, batch and schedule, and the GPT model Megatron builds from them (2 layers, one rank)
+must hold the performance model's parameter count within 0.1 %.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterforge.catalog import ModelArch
+from clusterforge.design import Design, plan
+from clusterforge.generate.training.launch import launch_plan
+from clusterforge.generate.training.megatron import (
+    MAX_VOCAB_DIVISOR,
+    vocab_divisor,
+    workload_model,
+)
+from clusterforge.perf.flops import num_params
+from clusterforge.spec import ClusterSpec, load_spec
+from tests.generate.conftest import GOLDEN_SPEC
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).parents[2]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+BUILD_LAYERS = 2  # layers of the model built on the CPU (its shapes do not depend on depth)
+PARAM_TOLERANCE = 1e-3
+NORMALIZATIONS = {"rmsnorm": "RMSNorm", "layernorm": "LayerNorm"}
+POSITIONS = {"rope": "rope", "learned": "learned_absolute"}
+# Workload variants of the golden design: each changes what Megatron must be told.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "gpt3-1.3b": {"model": "gpt3-1.3b", "seq_length": None},
+    "mixtral-8x7b": {
+        "model": "mixtral-8x7b",
+        "tensor_parallel": 4,
+        "pipeline_parallel": 1,
+        "expert_parallel": 4,
+    },
+    "custom-null-tokenizer": {
+        "model": ModelArch(
+            num_layers=4, hidden_size=1024, num_heads=8, vocab_size=50000, seq_length=2048
+        ),
+        "tokens_b": 50,
+    },
+    "interleaved-fp16-full": {"virtual_pipeline_stages": 2, "precision": "fp16", "recompute": "full"},
+    "fsdp2": {"zero_stage": 3, "pipeline_parallel": 1},
+}
+
+if importlib.util.find_spec("megatron.training") is None:
+    pytest.skip(
+        "needs Megatron-LM's parser: pip install --no-deps --ignore-requires-python "
+        "megatron-core==0.17.1 (see .ci/run)",
+        allow_module_level=True,
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    design: Design
+
+    @property
+    def arch(self) -> ModelArch:
+        assert self.design.spec.workload is not None
+        return workload_model(self.design, self.design.spec.workload)
+
+    def harness_input(self) -> dict[str, Any]:
+        launch = launch_plan(self.design, 1)
+        return {
+            "name": self.name,
+            "args": list(launch.train_args),
+            "env": dict(launch.nccl_env),
+            "world_size": launch.num_gpus,
+            "vocab_size": self.arch.vocab_size,
+            "build_layers": BUILD_LAYERS,
+        }
+
+
+def _variant(spec: ClusterSpec, changes: dict[str, Any]) -> Design:
+    assert spec.workload is not None
+    workload = spec.workload.model_copy(update=changes)
+    return plan(spec.model_copy(update={"workload": workload}))
+
+
+def _cases() -> list[Case]:
+    cases = [Case(path.stem, plan(load_spec(path))) for path in EXAMPLES]
+    golden = load_spec(GOLDEN_SPEC)
+    cases += [Case(name, _variant(golden, changes)) for name, changes in VARIANTS.items()]
+    return cases
+
+
+CASES = {case.name: case for case in _cases()}
+
+
+@pytest.fixture(scope="module")
+def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """What Megatron made of every case's flags, by case name (one process for all)."""
+    folder = tmp_path_factory.mktemp("megatron")
+    (folder / "cases.json").write_text(json.dumps([c.harness_input() for c in CASES.values()]))
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.generate.megatron_harness", "cases.json", "out.json"],
+        cwd=folder,
+        env={**_env(), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    return {r["name"]: r for r in json.loads((folder / "out.json").read_text())}
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK")}
+
+
+def _result(parsed: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
+    result = parsed[name]
+    assert "error" not in result, result.get("error")
+    return result
+
+
+def test_every_example_is_a_case() -> None:
+    assert len(EXAMPLES) >= 7
+    assert {p.stem for p in EXAMPLES} <= set(CASES)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_megatron_parses_the_planned_model(parsed: dict[str, dict[str, Any]], name: str) -> None:
+    case, ns = CASES[name], _result(parsed, name)["namespace"]
+    arch = case.arch
+    assert ns["num_layers"] == arch.num_layers
+    assert ns["hidden_size"] == arch.hidden_size
+    assert ns["num_attention_heads"] == arch.num_heads
+    grouped = arch.num_kv_heads not in (None, arch.num_heads)
+    assert ns["group_query_attention"] is grouped
+    if grouped:
+        assert ns["num_query_groups"] == arch.num_kv_heads
+    assert ns["ffn_hidden_size"] == (arch.ffn_hidden_size or 4 * arch.hidden_size)
+    assert ns["normalization"] == NORMALIZATIONS[arch.normalization]
+    assert ns["swiglu"] is arch.gated_mlp
+    assert ns["add_bias_linear"] is arch.linear_bias
+    assert ns["position_embedding_type"] == POSITIONS[arch.position_embedding]
+    if arch.position_embedding == "rope":
+        assert ns["rotary_base"] == arch.rotary_base
+    assert ns["untie_embeddings_and_output_weights"] is not arch.tied_embeddings
+    assert (ns["num_experts"] or 1) == arch.num_experts
+    if arch.num_experts > 1:
+        assert ns["moe_router_topk"] == arch.top_k
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_megatron_config_is_the_planned_architecture(
+    parsed: dict[str, dict[str, Any]], name: str
+) -> None:
+    result, arch = _result(parsed, name), CASES[name].arch
+    config = result["config"]
+    assert config["normalization"] == NORMALIZATIONS[arch.normalization]
+    assert config["gated_linear_unit"] is arch.gated_mlp
+    assert result["activation"] == ("silu" if arch.gated_mlp else "gelu")
+    assert config["add_bias_linear"] is arch.linear_bias
+    assert config["num_query_groups"] == (arch.num_kv_heads or arch.num_heads)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_megatron_parses_the_planned_layout_and_batch(
+    parsed: dict[str, dict[str, Any]], name: str
+) -> None:
+    design, ns = CASES[name].design, _result(parsed, name)["namespace"]
+    w, job = design.require_workload("test")
+    seq_length = w.seq_length or CASES[name].arch.seq_length
+    assert (ns["tensor_model_parallel_size"], ns["pipeline_model_parallel_size"]) == (
+        job.tp,
+        job.pp,
+    )
+    assert (ns["context_parallel_size"], ns["expert_model_parallel_size"]) == (job.cp, job.ep)
+    assert (ns["virtual_pipeline_model_parallel_size"] or 1) == job.vpp
+    assert ns["data_parallel_size"] == job.dp
+    assert ns["seq_length"] == seq_length
+    assert ns["max_position_embeddings"] >= seq_length
+    assert (ns["micro_batch_size"], ns["global_batch_size"]) == (w.micro_batch, w.global_batch)
+    assert ns["train_samples"] == round(w.tokens_b * 1e9 / seq_length)
+    assert ns["sequence_parallel"] is (w.sequence_parallel and job.tp > 1)
+    assert ns["bf16"] is (w.precision != "fp16")
+    assert ns["fp16"] is (w.precision == "fp16")
+    assert ns["use_torch_fsdp2"] is (w.zero_stage == 3)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_megatron_parses_the_learning_rate_schedule(
+    parsed: dict[str, dict[str, Any]], name: str
+) -> None:
+    design, ns = CASES[name].design, _result(parsed, name)["namespace"]
+    schedule = CASES[name].arch.lr_schedule
+    w, _ = design.require_workload("test")
+    assert (ns["lr"], ns["min_lr"]) == (schedule.peak_lr, schedule.min_lr)
+    assert ns["lr_decay_style"] == schedule.decay_style
+    assert ns["lr_warmup_samples"] == schedule.warmup_steps * w.global_batch
+    assert ns["lr_decay_samples"] == ns["train_samples"]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_megatron_vocabulary_is_the_planned_one(
+    parsed: dict[str, dict[str, Any]], name: str
+) -> None:
+    result, arch = _result(parsed, name), CASES[name].arch
+    ns = result["namespace"]
+    if arch.tokenizer is None:
+        assert ns["tokenizer_type"] == "NullTokenizer"
+        assert result["tokenizer_vocab_size"] == arch.vocab_size
+    else:
+        assert (ns["tokenizer_type"], ns["tokenizer_model"]) == (
+            "HuggingFaceTokenizer",
+            arch.tokenizer,
+        )
+    tp = ns["tensor_model_parallel_size"]
+    if vocab_divisor(arch.vocab_size, tp) is not None:
+        assert result["padded_vocab_size"] == arch.vocab_size
+    else:  # no divisor keeps the vocabulary: Megatron pads it to its default multiple
+        multiple = MAX_VOCAB_DIVISOR * tp
+        assert result["padded_vocab_size"] == -(-arch.vocab_size // multiple) * multiple
+
+
+def _relative(a: float, b: float) -> float:
+    return abs(a - b) / b
+
+
+@pytest.mark.parametrize("name", [p.stem for p in EXAMPLES])
+def test_megatron_model_has_the_planned_parameter_count(
+    parsed: dict[str, dict[str, Any]], name: str
+) -> None:
+    arch, params = CASES[name].arch, _result(parsed, name)["params"]
+    one = num_params(arch.model_copy(update={"num_layers": 1}))
+    built = num_params(arch.model_copy(update={"num_layers": BUILD_LAYERS}))
+    per_layer = built - one
+    for index in range(BUILD_LAYERS):
+        assert _relative(params[f"layer{index}"], per_layer) < PARAM_TOLERANCE
+    assert _relative(params["total"], built) < PARAM_TOLERANCE
+    outside = params["embedding"] + params["output"] + params["final_norm"]
+    assert _relative(outside, built - BUILD_LAYERS * per_layer) < PARAM_TOLERANCE
+    full = outside + arch.num_layers * params["layer0"]
+    assert _relative(full, num_params(arch)) < PARAM_TOLERANCE
