@@ -26,6 +26,7 @@ import json
 import os
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 HOPPER = 9  # compute-capability major that validate_args is told it runs on
@@ -214,15 +215,14 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     warnings.simplefilter("ignore")  # Megatron warns of every missing optional kernel
-    cases = json.loads(open(argv[0], encoding="utf-8").read())
+    cases = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     results = []
     for case in cases:
         try:
             results.append(run_case(case))
         except (SystemExit, Exception) as exc:  # argparse exits on a flag it refuses
             results.append({"name": case["name"], "error": f"{type(exc).__name__}: {exc}"})
-    with open(argv[1], "w", encoding="utf-8") as out:
-        json.dump(results, out)
+    Path(argv[1]).write_text(json.dumps(results), encoding="utf-8")
     return 0
 
 

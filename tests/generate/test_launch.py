@@ -17,12 +17,19 @@ from clusterforge.generate.training.launch import (
     hca_names_assumed,
     launch_plan,
 )
-from clusterforge.generate.training.megatron import megatron_args
+from clusterforge.generate.training.megatron import megatron_args, vocab_divisor
 from clusterforge.spec import load_spec
 from tests.generate.conftest import SPECS
 
 # DGX H100/H200 User Guide, network modules table: compute ports of GPUs 0-7.
 DGX_H100_COMPUTE_HCAS = [f"mlx5_{i}" for i in (0, 3, 4, 5, 6, 9, 10, 11)]
+
+
+def _replanned(design: Design, **changes: object) -> Design:
+    """The design planned again with a changed workload (the job layout follows)."""
+    assert design.spec.workload is not None
+    workload = design.spec.workload.model_copy(update=changes)
+    return plan(design.spec.model_copy(update={"workload": workload}))
 
 
 def _with_workload(design: Design, **changes: object) -> Design:
@@ -93,9 +100,70 @@ def test_megatron_args_carry_the_model_and_the_recipe(lab_design: Design) -> Non
         f"--tensor-model-parallel-size={lab_design.job.tp if lab_design.job else 0}",
         "--bf16",
         "--recompute-granularity=selective",
+        "--normalization=RMSNorm",
+        "--disable-bias-linear",
+        "--rotary-base=500000",
+        "--untie-embeddings-and-output-weights",
+        "--tokenizer-type=HuggingFaceTokenizer",
+        "--tokenizer-model=meta-llama/Meta-Llama-3-8B",
+        "--lr=0.0003",
+        "--min-lr=3e-06",
+        "--lr-decay-style=cosine",
+        f"--lr-warmup-samples={8000 * w.global_batch}",
     ):
         assert flag in args, flag
-    assert f"--train-samples={round(w.tokens_b * 1e9 / 8192)}" in args
+    train_samples = round(w.tokens_b * 1e9 / 8192)
+    assert f"--train-samples={train_samples}" in args
+    assert f"--lr-decay-samples={train_samples}" in args
+
+
+def test_gpt3_keeps_megatrons_layernorm_biases_and_learned_positions(lab_design: Design) -> None:
+    args = megatron_args(_with_workload(lab_design, model="gpt3-1.3b", seq_length=None))
+    assert "--normalization=LayerNorm" in args
+    assert "--position-embedding-type=learned_absolute" in args
+    assert not any(a.startswith(("--rotary-base", "--disable-bias", "--swiglu")) for a in args)
+    assert "--tokenizer-model=openai-community/gpt2" in args
+    assert not any(a.startswith("--make-vocab-size-divisible-by") for a in args)  # odd: padded
+
+
+@pytest.mark.parametrize(
+    ("vocab", "tp", "divisor"),
+    [(128256, 1, 128), (128256, 8, 32), (32000, 8, 32), (32000, 2, 128), (50257, 1, None)],
+)
+def test_vocab_divisor_keeps_the_planned_vocabulary(vocab: int, tp: int, divisor: int) -> None:
+    assert vocab_divisor(vocab, tp) == divisor
+
+
+def test_model_without_tokenizer_gets_the_null_tokenizer(lab_design: Design) -> None:
+    arch = lab_design.catalog.models["llama3-8b"].model_copy(update={"tokenizer": None})
+    args = megatron_args(_with_workload(lab_design, model=arch))
+    assert "--tokenizer-type=NullTokenizer" in args
+    assert "--vocab-size=128255" in args  # NullTokenizer adds the end-of-document id
+
+
+def test_run_shorter_than_the_warm_up_is_refused(lab_design: Design) -> None:
+    with pytest.raises(GenerateError, match="warm-up"):
+        megatron_args(_with_workload(lab_design, tokens_b=1))
+
+
+def test_fsdp2_with_pipeline_parallelism_is_refused(lab_design: Design) -> None:
+    assert lab_design.job is not None and lab_design.job.pp > 1
+    with pytest.raises(GenerateError, match="FSDP2"):
+        megatron_args(_with_workload(lab_design, zero_stage=3))
+
+
+def test_fsdp2_shards_parameters_and_keeps_cuda_connections(lab_design: Design) -> None:
+    fsdp = _replanned(lab_design, zero_stage=3, pipeline_parallel=1)
+    args = megatron_args(fsdp)
+    assert "--use-torch-fsdp2" in args and "--use-distributed-optimizer" not in args
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in dict(launch_plan(fsdp, 1).nccl_env)
+
+
+def test_tensor_parallel_job_limits_cuda_connections(lab_design: Design) -> None:
+    env = dict(launch_plan(lab_design, 1).nccl_env)
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    data_parallel = _replanned(lab_design, tensor_parallel=1, global_batch=96)
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in dict(launch_plan(data_parallel, 1).nccl_env)
 
 
 @pytest.mark.parametrize(
@@ -110,7 +178,6 @@ def test_megatron_args_carry_the_model_and_the_recipe(lab_design: Design) -> Non
         ),
         ({"recompute": "none"}, [], ["--recompute-granularity=selective"]),
         ({"seq_length": 4096}, ["--seq-length=4096", "--max-position-embeddings=8192"], []),
-        ({"zero_stage": 3}, ["--use-torch-fsdp2"], ["--use-distributed-optimizer"]),
     ],
 )
 def test_megatron_args_follow_the_workload(

@@ -54,11 +54,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
         ),
         "tokens_b": 50,
     },
-    "interleaved-fp16-full": {"virtual_pipeline_stages": 2, "precision": "fp16", "recompute": "full"},
+    "interleaved-fp16-full": {
+        "virtual_pipeline_stages": 2,
+        "precision": "fp16",
+        "recompute": "full",
+    },
     "fsdp2": {"zero_stage": 3, "pipeline_parallel": 1},
 }
 
-if importlib.util.find_spec("megatron.training") is None:
+if (
+    importlib.util.find_spec("torch") is None
+    or importlib.util.find_spec("megatron.training") is None
+):
     pytest.skip(
         "needs Megatron-LM's parser: pip install --no-deps --ignore-requires-python "
         "megatron-core==0.17.1 (see .ci/run)",
