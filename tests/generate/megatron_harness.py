@@ -63,6 +63,8 @@ NAMESPACE_FIELDS = (
     "bf16",
     "fp16",
     "fp8",
+    "attention_dropout",
+    "hidden_dropout",
     "recompute_granularity",
     "use_distributed_optimizer",
     "use_torch_fsdp2",

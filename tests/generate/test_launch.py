@@ -110,6 +110,8 @@ def test_megatron_args_carry_the_model_and_the_recipe(lab_design: Design) -> Non
         "--min-lr=3e-06",
         "--lr-decay-style=cosine",
         f"--lr-warmup-samples={8000 * w.global_batch}",
+        "--attention-dropout=0",
+        "--hidden-dropout=0",
     ):
         assert flag in args, flag
     train_samples = round(w.tokens_b * 1e9 / 8192)

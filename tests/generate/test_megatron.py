@@ -28,6 +28,7 @@ from clusterforge.generate.training.megatron import (
     workload_model,
 )
 from clusterforge.perf.flops import num_params
+from clusterforge.perf.stack import stack_named
 from clusterforge.spec import ClusterSpec, load_spec
 from tests.generate.conftest import GOLDEN_SPEC
 
@@ -37,11 +38,12 @@ ROOT = Path(__file__).parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 BUILD_LAYERS = 2  # layers of the model built on the CPU (its shapes do not depend on depth)
 PARAM_TOLERANCE = 1e-3
+MEGATRON_DROPOUT = 0.1  # Megatron-LM's default attention and hidden dropout
 NORMALIZATIONS = {"rmsnorm": "RMSNorm", "layernorm": "LayerNorm"}
 POSITIONS = {"rope": "rope", "learned": "learned_absolute"}
 # Workload variants of the golden design: each changes what Megatron must be told.
 VARIANTS: dict[str, dict[str, Any]] = {
-    "gpt3-1.3b": {"model": "gpt3-1.3b", "seq_length": None},
+    "gpt3-1.3b-megatron-2021": {"model": "gpt3-1.3b", "seq_length": None, "stack": "megatron-2021"},
     "mixtral-8x7b": {
         "model": "mixtral-8x7b",
         "tensor_parallel": 4,
@@ -203,6 +205,8 @@ def test_megatron_parses_the_planned_layout_and_batch(
     assert ns["bf16"] is (w.precision != "fp16")
     assert ns["fp16"] is (w.precision == "fp16")
     assert ns["use_torch_fsdp2"] is (w.zero_stage == 3)
+    dropout = MEGATRON_DROPOUT if stack_named(w.stack).dropout else 0.0
+    assert ns["attention_dropout"] == ns["hidden_dropout"] == dropout
 
 
 @pytest.mark.parametrize("name", list(CASES))

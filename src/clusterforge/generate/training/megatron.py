@@ -14,7 +14,8 @@ vocabulary (``--tokenizer-type``, ``--tokenizer-model``, ``--vocab-size``,
 ``--num-virtual-stages-per-pipeline-rank``, ``--sequence-parallel``,
 ``--decoder-first-/--decoder-last-pipeline-num-layers``), precision (``--bf16``, ``--fp16``;
 FP8 through Transformer Engine: ``--fp8-format hybrid``, E4M3 forward and E5M2 backward, with
-BF16 master weights), recomputation (``--recompute-granularity selective|full`` with
+BF16 master weights), dropout (``--attention-dropout``, ``--hidden-dropout``: 0 when the planned software stack runs
+without it), recomputation (``--recompute-granularity selective|full`` with
 ``--recompute-method uniform --recompute-num-layers 1`` for full), and optimizer sharding
 (``--use-distributed-optimizer`` shards optimizer state and gradients, ZeRO stages 1-2;
 ``--use-torch-fsdp2`` shards parameters too, stage 3).
@@ -34,6 +35,7 @@ from clusterforge.catalog import ModelArch
 from clusterforge.design import Design
 from clusterforge.errors import GenerateError
 from clusterforge.job import JobLayout
+from clusterforge.perf.stack import stack_named
 from clusterforge.spec import WorkloadSpec
 
 __all__ = [
@@ -159,6 +161,14 @@ def _precision_args(w: WorkloadSpec) -> list[str]:
             assert_never(w.precision)
 
 
+def _dropout_args(w: WorkloadSpec) -> list[str]:
+    """No dropout when the planned stack runs without it (the plan's step time and activation
+    memory assume none); Megatron-LM's default is 0.1 on attention and hidden states."""
+    if stack_named(w.stack).dropout:
+        return []
+    return ["--attention-dropout=0", "--hidden-dropout=0"]
+
+
 def _recompute_args(w: WorkloadSpec) -> list[str]:
     match w.recompute:
         case "none":
@@ -242,5 +252,7 @@ def megatron_args(design: Design) -> tuple[str, ...]:
     if w.sequence_parallel and job.tp > 1:
         args.append("--sequence-parallel")
     args += _pipeline_layer_args(w)
-    args += _precision_args(w) + _recompute_args(w) + _sharding_args(w, job, arch)
+    args += (
+        _precision_args(w) + _dropout_args(w) + _recompute_args(w) + _sharding_args(w, job, arch)
+    )
     return tuple(args)
