@@ -15,7 +15,8 @@ flags, and the tests compare that with the plan.  For each case it
 
 The CPU stand-ins change kernels only, never a parameter: no RoPE fusion (Transformer Engine),
 no persistent LayerNorm kernel (Apex), no gradient-accumulation fusion, CPU initialisation
-skipped.
+skipped.  megatron-core 0.19 asks for Python 3.12 for one name only, ``typing.override`` (a
+decorator that returns its argument), which Python 3.11 gets from ``typing_extensions``.
 """
 
 from __future__ import annotations
@@ -25,9 +26,15 @@ import dataclasses
 import json
 import os
 import sys
+import typing
 import warnings
 from pathlib import Path
 from typing import Any
+
+if not hasattr(typing, "override"):  # Python 3.11
+    import typing_extensions
+
+    typing.override = typing_extensions.override  # type: ignore[attr-defined]
 
 HOPPER = 9  # compute-capability major that validate_args is told it runs on
 NAMESPACE_FIELDS = (
@@ -136,18 +143,18 @@ def _tokenizer_vocab(args: argparse.Namespace) -> int | None:
     """NullTokenizer's vocabulary as Megatron builds it; None for a Hub tokenizer (offline)."""
     if args.tokenizer_type != "NullTokenizer":
         return None
-    from megatron.core.tokenizers.text.libraries.null_tokenizer import NullTokenizer
+    from megatron.core.tokenizers.utils.build_tokenizer import build_tokenizer
 
-    return int(NullTokenizer(args.vocab_size).vocab_size)
+    return int(build_tokenizer(args).vocab_size)
 
 
 def _init_single_rank() -> None:
     import torch
     from megatron.core import parallel_state
 
-    if not torch.distributed.is_initialized():
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ.get("PORT", "29533"))
-        torch.distributed.init_process_group("gloo", world_size=1, rank=0)
+    if not torch.distributed.is_initialized():  # an in-memory store: no port to collide on
+        store = torch.distributed.HashStore()
+        torch.distributed.init_process_group("gloo", store=store, world_size=1, rank=0)
     if not parallel_state.model_parallel_is_initialized():
         parallel_state.initialize_model_parallel(1, 1)
 

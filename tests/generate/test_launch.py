@@ -140,7 +140,7 @@ def test_model_without_tokenizer_gets_the_null_tokenizer(lab_design: Design) -> 
     arch = lab_design.catalog.models["llama3-8b"].model_copy(update={"tokenizer": None})
     args = megatron_args(_with_workload(lab_design, model=arch))
     assert "--tokenizer-type=NullTokenizer" in args
-    assert "--vocab-size=128255" in args  # NullTokenizer adds the end-of-document id
+    assert "--vocab-size=128256" in args
 
 
 def test_run_shorter_than_the_warm_up_is_refused(lab_design: Design) -> None:

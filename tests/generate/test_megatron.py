@@ -64,13 +64,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fsdp2": {"zero_stage": 3, "pipeline_parallel": 1},
 }
 
-if (
-    importlib.util.find_spec("torch") is None
-    or importlib.util.find_spec("megatron.training") is None
-):
+if any(importlib.util.find_spec(name) is None for name in ("torch", "triton", "megatron.training")):
     pytest.skip(
         "needs Megatron-LM's parser: pip install --no-deps --ignore-requires-python "
-        "megatron-core==0.17.1 (see .ci/run)",
+        "megatron-core==0.19.2 triton==3.9.0 (see .ci/run)",
         allow_module_level=True,
     )
 
@@ -121,7 +118,7 @@ def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     run = subprocess.run(
         [sys.executable, "-m", "tests.generate.megatron_harness", "cases.json", "out.json"],
         cwd=folder,
-        env={**_env(), "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *_pythonpath()])},
         capture_output=True,
         text=True,
         timeout=600,
@@ -131,8 +128,8 @@ def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     return {r["name"]: r for r in json.loads((folder / "out.json").read_text())}
 
 
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK")}
+def _pythonpath() -> list[str]:
+    return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 
 
 def _result(parsed: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:

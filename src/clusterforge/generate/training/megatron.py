@@ -1,6 +1,6 @@
 """Megatron-LM ``pretrain_gpt.py`` arguments for the workload the design was planned for.
 
-Flag names are Megatron-LM's (``megatron/training/arguments.py``, megatron-core 0.17): model
+Flag names are Megatron-LM's (``megatron/training/arguments.py``, megatron-core 0.19): model
 shape (``--num-layers``, ``--hidden-size``, ``--ffn-hidden-size``, ``--num-attention-heads``,
 ``--group-query-attention``/``--num-query-groups``, ``--num-experts``, ``--moe-router-topk``),
 architecture (``--normalization``, ``--disable-bias-linear``, ``--swiglu``,
@@ -114,14 +114,15 @@ def vocab_divisor(vocab_size: int, tp: int) -> int | None:
 def _vocab_args(arch: ModelArch, tp: int) -> list[str]:
     """The tokenizer, and a padding divisor that keeps the planned vocabulary size.
 
-    A model without a published tokenizer gets Megatron's NullTokenizer, whose vocabulary is
-    ``--vocab-size`` + 1 (the end-of-document id); pass ``--tokenizer-type`` and
-    ``--tokenizer-model`` for a real run.
+    A model without a published tokenizer gets Megatron's NullTokenizer of ``--vocab-size``
+    tokens, the last one the end of document (megatron-core 0.18 and later; up to 0.17 it added
+    that id as one more token); pass ``--tokenizer-type`` and ``--tokenizer-model`` for a real
+    run.
     """
     if arch.tokenizer is not None:
         args = [f"--tokenizer-type={HF_TOKENIZER}", f"--tokenizer-model={arch.tokenizer}"]
     else:
-        args = [f"--tokenizer-type={NULL_TOKENIZER}", f"--vocab-size={arch.vocab_size - 1}"]
+        args = [f"--tokenizer-type={NULL_TOKENIZER}", f"--vocab-size={arch.vocab_size}"]
     divisor = vocab_divisor(arch.vocab_size, tp)
     if divisor is not None:
         args.append(f"--make-vocab-size-divisible-by={divisor}")
