@@ -26,6 +26,24 @@ def test_every_row_has_a_source(catalog):
             assert row.source.strip(), row.id
 
 
+def test_every_model_has_a_tagged_schedule_and_a_tokenizer(catalog):
+    for model in catalog.models:
+        schedule = model.lr_schedule
+        assert schedule.source[:3] in ("[V]", "[S]", "[D]", "[U]"), model.id
+        assert 0 < schedule.min_lr < schedule.peak_lr, model.id
+        assert model.tokenizer, model.id
+
+
+def test_llama3_architecture_is_the_papers(catalog):
+    """Llama 3 Herd paper §3.2, Table 3 and §3.4.1."""
+    model = catalog.models["llama3.1-405b"]
+    assert (model.normalization, model.linear_bias, model.gated_mlp) == ("rmsnorm", False, True)
+    assert (model.rotary_base, model.vocab_size, model.tied_embeddings) == (500_000, 128_256, False)
+    schedule = model.lr_schedule
+    assert (schedule.peak_lr, schedule.min_lr, schedule.warmup_steps) == (8e-5, 8e-7, 8000)
+    assert schedule.decay_style == "cosine"
+
+
 def test_parts_users_buy_are_present(catalog):
     for gpu in (
         "a100-40gb",
