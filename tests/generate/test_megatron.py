@@ -139,7 +139,7 @@ def _result(parsed: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
 
 
 def test_every_example_is_a_case() -> None:
-    assert len(EXAMPLES) >= 7
+    assert EXAMPLES, "no example specs"
     assert {p.stem for p in EXAMPLES} <= set(CASES)
 
 
