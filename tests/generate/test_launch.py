@@ -141,6 +141,9 @@ def test_model_without_tokenizer_gets_the_null_tokenizer(lab_design: Design) -> 
     args = megatron_args(_with_workload(lab_design, model=arch))
     assert "--tokenizer-type=NullTokenizer" in args
     assert "--vocab-size=128256" in args
+    design = _with_workload(lab_design, model=arch)
+    script = {f.path: f.content for f in render(design, ["slurm"])}["slurm/train.sbatch"]
+    assert "# The model names no tokenizer" in script
 
 
 def test_run_shorter_than_the_warm_up_is_refused(lab_design: Design) -> None:

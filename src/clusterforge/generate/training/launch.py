@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from clusterforge.design import Design
 from clusterforge.generate.common import checked_name
-from clusterforge.generate.training.megatron import megatron_args
+from clusterforge.generate.training.megatron import megatron_args, workload_model
 
 __all__ = [
     "ASSUMED_HCA_PREFIX",
@@ -124,6 +124,12 @@ def _notes(design: Design) -> tuple[str, ...]:
             f"carry lossless (PFC) in priority {ROCE_PRIORITY};",
             "each compute port needs the same on the host: "
             f"mlnx_qos -i <port> --trust dscp --pfc {_pfc_vector()}",
+        ]
+    w, _ = design.require_workload("the training job script")
+    if workload_model(design, w).tokenizer is None:
+        notes += [
+            "The model names no tokenizer: the job runs Megatron's NullTokenizer (--mock-data",
+            "only); pass --tokenizer-type and --tokenizer-model for a real run.",
         ]
     return tuple(notes)
 
