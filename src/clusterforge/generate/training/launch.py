@@ -24,10 +24,10 @@ NCCL variables (NCCL user guide, "Environment Variables"):
   compute port (comment in the job script).
 
 Megatron-LM refuses to start tensor or context parallelism on Hopper and older GPUs unless
-``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware work queue, so a layer's TP communication is
-issued before the next GEMM; ``validate_args`` in ``megatron/training/arguments.py``), and
-refuses FSDP2 with it; Blackwell takes either, so the job sets it whenever TP or CP > 1 without
-FSDP2.
+``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware queue: kernels reach the GPU in the order they
+are issued, which its communication overlap relies on; ``validate_args`` in
+``megatron/training/arguments.py``), and refuses FSDP2 with it; Blackwell takes either, so the
+job sets it whenever TP or CP > 1 without FSDP2.
 """
 
 from __future__ import annotations
