@@ -11,6 +11,8 @@ import pytest
 
 from clusterforge.design import Design
 from clusterforge.generate import TARGETS, render
+from clusterforge.spec import SlurmVersion
+from tests.generate.regen_golden import GOLDEN_RACK_SCALE, RACK_SCALE_VERSIONS, rack_scale_files
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -36,3 +38,20 @@ def test_generated_file_matches_golden(path: str, lab_design: Design) -> None:
     assert files[path].content == expected, f"{path} differs; see tests/generate/regen_golden.py"
     if path.endswith((".sh", ".sbatch")):
         assert files[path].mode == 0o755
+
+
+def _rack_scale_golden_paths() -> list[str]:
+    return sorted(
+        str(p.relative_to(GOLDEN_RACK_SCALE)) for p in GOLDEN_RACK_SCALE.rglob("*") if p.is_file()
+    )
+
+
+@pytest.mark.parametrize("version", RACK_SCALE_VERSIONS)
+def test_rack_scale_slurm_files_match_golden(version: SlurmVersion) -> None:
+    """GB200 NVL72 Slurm files per target release: blocks and IMEX on 25.11, tree on 22.05."""
+    files = {f.path: f for f in rack_scale_files(version)}
+    golden = [p for p in _rack_scale_golden_paths() if p.startswith(f"slurm-{version}/")]
+    assert sorted(files) == golden
+    for path in golden:
+        expected = (GOLDEN_RACK_SCALE / path).read_text(encoding="utf-8")
+        assert files[path].content == expected, f"{path} differs; see regen_golden.py"
