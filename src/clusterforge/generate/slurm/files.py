@@ -27,6 +27,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from itertools import groupby
+from typing import Literal
 
 from clusterforge.catalog import Gpu
 from clusterforge.design import Design
@@ -167,12 +168,16 @@ def _partitions(placements: list[NodePlacement]) -> list[dict[str, str]]:
     return parts
 
 
+TopologyPlugin = Literal["topology/tree", "topology/block"]
+SwitchType = Literal["switch/none", "switch/nvidia_imex"]
+
+
 @dataclass(frozen=True)
 class _Placement:
     """How slurmctld places jobs: the topology plugin and the switch plugin."""
 
-    topology_plugin: str
-    switch_type: str
+    topology_plugin: TopologyPlugin
+    switch_type: SwitchType
     comments: tuple[str, ...]
 
     @property
@@ -184,7 +189,7 @@ def _placement(design: Design, release: SlurmRelease) -> _Placement:
     """Blocks and per-job IMEX channels for rack-scale NVLink where the release has them."""
     if nodes_per_nvlink_block(design) == 1:
         return _Placement("topology/tree", "switch/none", ())
-    switch = IMEX_SWITCH_TYPE if release.nvidia_imex else "switch/none"
+    switch: SwitchType = "switch/nvidia_imex" if release.nvidia_imex else "switch/none"
     if release.block_topology:
         block_comments = ("Each block of topology.conf is one rack-scale NVLink domain.",)
         return _Placement("topology/block", switch, block_comments)
