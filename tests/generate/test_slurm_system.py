@@ -38,6 +38,27 @@ pytestmark = [
 ]
 
 
+def _munge_works() -> bool:
+    probe = subprocess.run("munge -n | unmunge", shell=True, capture_output=True, text=True)
+    return probe.returncode == 0 and "Success" in probe.stdout
+
+
+@pytest.fixture(scope="session")
+def munge() -> None:
+    """Start munged as the munge user unless one already runs (another test may own it)."""
+    if _munge_works():
+        return
+    Path("/run/munge").mkdir(parents=True, exist_ok=True)
+    for path in ("/run/munge", "/var/log/munge", "/var/lib/munge", "/etc/munge"):
+        subprocess.run(["chown", "-R", "munge:munge", path], check=False)
+    subprocess.run(["runuser", "-u", "munge", "--", "munged"], check=False)
+    for _ in range(50):
+        if _munge_works():
+            return
+        time.sleep(0.1)
+    pytest.skip("munged could not be started (run as root with the munge package installed)")
+
+
 @pytest.fixture(scope="module", params=[GOLDEN_SPEC, MULTI_PLANE_SPEC], ids=lambda p: p.stem)
 def cluster_design(request: pytest.FixtureRequest) -> Design:
     """The lab design, and a dual-plane one (a tree switch stands for a leaf per plane), for

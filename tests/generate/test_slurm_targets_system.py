@@ -36,9 +36,11 @@ from clusterforge.generate.slurm.files import slurm_files
 from clusterforge.generate.slurm.releases import slurm_release
 from clusterforge.spec import SlurmVersion, load_spec, parse_spec
 from tests.conftest import REPO
+from tests.generate import test_slurm_system
 from tests.generate.emulated_slurm import EmulatedSlurm, Ports, expand_hostlist, slurm_release_of
 
 pytestmark = pytest.mark.system
+munge = test_slurm_system.munge  # the session fixture that starts munged
 
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 CURRENT_SLURM = Path("/opt/clusterforge-slurm")
