@@ -221,3 +221,15 @@ def test_job_script_reaches_the_training_command(cluster: Cluster) -> None:
         assert row["script"] == "pretrain_gpt.py"
         assert f"--tensor-model-parallel-size={design.job.tp}" in row["train_args"]
         assert f"--pipeline-model-parallel-size={design.job.pp}" in row["train_args"]
+
+
+def test_rack_scale_designs_load_the_imex_switch_plugin_where_the_release_has_it(
+    cluster: Cluster,
+) -> None:
+    """slurmctld runs with switch/nvidia_imex for rack-scale NVLink on Slurm >= 24.05."""
+    cluster.slurm.wait_idle(WAIT_IDLE_S)
+    rack_scale = nodes_per_nvlink_block(cluster.design) > 1
+    imex = rack_scale and slurm_release(cluster.case.version).nvidia_imex
+    config = cluster.slurm.run("scontrol", "show", "config")
+    switch = next(line for line in config.splitlines() if line.startswith("SwitchType"))
+    assert ("switch/nvidia_imex" in switch) is imex, switch
