@@ -11,6 +11,15 @@ from clusterforge.rehearse.emulated import (
     Ports,
     cgroups_unavailable,
     expand_hostlist,
+    slurm_env,
+    slurm_release_of,
 )
 
-__all__ = ["EmulatedSlurm", "Ports", "cgroups_unavailable", "expand_hostlist"]
+__all__ = [
+    "EmulatedSlurm",
+    "Ports",
+    "cgroups_unavailable",
+    "expand_hostlist",
+    "slurm_env",
+    "slurm_release_of",
+]

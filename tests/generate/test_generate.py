@@ -65,9 +65,10 @@ def test_roce_gets_gid_index_and_ib_does_not() -> None:
 
 
 def test_nvl72_gets_a_block_topology_file() -> None:
+    """Slurm 25.11 (the default target) reads the blocks as topology.conf."""
     design = plan(load_spec(SPECS / "gb200-nvl72.yaml"))
     files = {f.path: f.content for f in render(design, ["slurm"])}
-    block = files["slurm/topology-block.conf"]
+    block = files["slurm/topology.conf"]
     assert block.count("BlockName=") == -(-design.compute.num_nodes // 18)
     assert "BlockSizes=18" in block
     assert "Gres=gpu:gb200:4" in files["slurm/slurm.conf"]

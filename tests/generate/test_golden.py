@@ -12,8 +12,15 @@ import pytest
 
 from clusterforge.design import Design, plan
 from clusterforge.generate import TARGETS, render
-from clusterforge.spec import load_spec
-from tests.generate.regen_golden import GOLDEN_ROCE, ROCE_SPEC, ROCE_TARGETS
+from clusterforge.spec import SlurmVersion, load_spec
+from tests.generate.regen_golden import (
+    GOLDEN_RACK_SCALE,
+    GOLDEN_ROCE,
+    RACK_SCALE_VERSIONS,
+    ROCE_SPEC,
+    ROCE_TARGETS,
+    rack_scale_files,
+)
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -59,3 +66,20 @@ def test_roce_generated_paths_match_golden(roce_files: dict[str, str]) -> None:
 def test_roce_generated_file_matches_golden(path: str, roce_files: dict[str, str]) -> None:
     expected = (GOLDEN_ROCE / path).read_text(encoding="utf-8")
     assert roce_files.get(path) == expected, f"{path} differs; see tests/generate/regen_golden.py"
+
+
+def _rack_scale_golden_paths() -> list[str]:
+    return sorted(
+        str(p.relative_to(GOLDEN_RACK_SCALE)) for p in GOLDEN_RACK_SCALE.rglob("*") if p.is_file()
+    )
+
+
+@pytest.mark.parametrize("version", RACK_SCALE_VERSIONS)
+def test_rack_scale_slurm_files_match_golden(version: SlurmVersion) -> None:
+    """GB200 NVL72 Slurm files per target release: blocks and IMEX on 25.11, tree on 22.05."""
+    files = {f.path: f for f in rack_scale_files(version)}
+    golden = [p for p in _rack_scale_golden_paths() if p.startswith(f"slurm-{version}/")]
+    assert sorted(files) == golden
+    for path in golden:
+        expected = (GOLDEN_RACK_SCALE / path).read_text(encoding="utf-8")
+        assert files[path].content == expected, f"{path} differs; see regen_golden.py"

@@ -42,7 +42,7 @@ SCRIPT_VALUES = {
     "num_gpus": "int",
     "parallelism": "ints (comment line)",
     "gres_type": "gres_type() checks [a-z0-9]",
-    "num_leaf_groups": "int",
+    "num_leaf_groups": "int or None (the line is left out)",
     "fabric": "checked_name",
     "nccl_env": "constant names, shlex.quote values",
     "rendezvous_port": "int",
@@ -50,6 +50,10 @@ SCRIPT_VALUES = {
     "lines": "checked_name node + checked_label_value labels, in a quoted here-document",
     "notes": "constants, ints and a checked_name node id (comment lines)",
     "nodes_config": "constant",
+    "channel_device": "constant",
+    "channel_dir": "constant",
+    "channel_dir_mode": "constant",
+    "channel_mode": "constant",
     "domains": "checked_name block names and hostlist() of checked names, in a quoted "
     "here-document",
 }

@@ -1,7 +1,8 @@
 """The generated Slurm files on the real Slurm: slurmctld and one slurmd per emulated node.
 
-Needs Debian's slurm-wlm and munge (marked ``system``); see emulated_slurm.py for the only
-lines rewritten for one machine.
+Needs Debian's slurm-wlm (22.05, the release these files target) and munge (marked
+``system``); see emulated_slurm.py for the only lines rewritten for one machine.
+test_slurm_targets_system.py loads every example in each tested release.
 
 cgroups: the generated ``ProctrackType=proctrack/cgroup``, ``TaskPlugin=task/cgroup,...`` and
 ``cgroup.conf`` run as generated wherever the machine has writable cgroup v1 controllers and
@@ -24,7 +25,7 @@ import pytest
 
 from clusterforge.design import Design, plan
 from clusterforge.generate.slurm.files import slurm_files
-from clusterforge.spec import load_spec
+from clusterforge.spec import SlurmSpec, load_spec
 from tests.generate.conftest import GOLDEN_SPEC, MULTI_PLANE_SPEC
 from tests.generate.emulated_slurm import EmulatedSlurm, expand_hostlist
 
@@ -60,8 +61,10 @@ def munge() -> None:
 
 @pytest.fixture(scope="module", params=[GOLDEN_SPEC, MULTI_PLANE_SPEC], ids=lambda p: p.stem)
 def cluster_design(request: pytest.FixtureRequest) -> Design:
-    """The lab design, and a dual-plane one (a tree switch stands for a leaf per plane)."""
-    return plan(load_spec(request.param))
+    """The lab design, and a dual-plane one (a tree switch stands for a leaf per plane), for
+    the Slurm that runs them here (Debian's 22.05)."""
+    spec = load_spec(request.param)
+    return plan(spec.model_copy(update={"slurm": SlurmSpec(version="22.05")}))
 
 
 @pytest.fixture(scope="module")

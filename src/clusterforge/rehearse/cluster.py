@@ -23,10 +23,10 @@ from clusterforge.design import Design, plan
 from clusterforge.errors import AdapterError
 from clusterforge.generate.slurm.files import slurm_files
 from clusterforge.generate.spec_copy import spec_yaml
-from clusterforge.rehearse.emulated import EmulatedSlurm
+from clusterforge.rehearse.emulated import EmulatedSlurm, slurm_release_of
 from clusterforge.rehearse.fixtures import healthy_readings, write_readings
 from clusterforge.rehearse.model import RehearseOptions
-from clusterforge.spec import load_spec, parse_spec, resolve_node_id
+from clusterforge.spec import SLURM_VERSIONS, load_spec, parse_spec, resolve_node_id
 
 __all__ = ["Lab", "close_lab", "missing_requirements", "open_lab", "rehearsal_design"]
 
@@ -44,14 +44,23 @@ def missing_requirements() -> list[str]:
     return missing
 
 
-def rehearsal_design(spec_path: Path, num_nodes: int) -> Design:
-    """The spec's design resized to ``num_nodes`` compute nodes and no spares."""
+def rehearsal_design(spec_path: Path, num_nodes: int, slurm_version: str | None = None) -> Design:
+    """The spec's design resized to ``num_nodes`` compute nodes and no spares; its files
+    target ``slurm_version`` (the Slurm that runs the rehearsal) when given."""
     spec = load_spec(spec_path)
     catalog = load_catalog()
     gpus_per_node = catalog.nodes[resolve_node_id(spec, catalog)].num_gpus
     data = spec.model_dump(mode="json", exclude_none=True)
     data |= {"num_gpus": num_nodes * gpus_per_node, "spare_fraction": 0}
+    if slurm_version is not None:
+        data["slurm"] = {"version": slurm_version}
     return plan(parse_spec(data, source=str(spec_path)))
+
+
+def _local_slurm_version() -> str | None:
+    """The release of the slurmctld on PATH when the spec can target it, else None."""
+    version = slurm_release_of(None)
+    return version if version in SLURM_VERSIONS else None
 
 
 @dataclass
@@ -137,7 +146,7 @@ def _write_node_program(work: Path) -> Path:
 def open_lab(options: RehearseOptions, progress: Progress) -> Lab:
     """Plan, generate and start the emulated cluster (munged too, when none runs)."""
     progress(f"planning {options.spec} at {options.num_nodes} nodes")
-    design = rehearsal_design(options.spec, options.num_nodes)
+    design = rehearsal_design(options.spec, options.num_nodes, _local_slurm_version())
     work = options.work or Path(tempfile.mkdtemp(prefix="clusterforge-rehearse-"))
     work.mkdir(parents=True, exist_ok=True)
     _write_generated(design, work / "generated")

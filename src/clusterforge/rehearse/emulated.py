@@ -37,6 +37,11 @@ node (``slurm_gpu-0001``), so several slurmd share one cgroup v1 hierarchy, and 
 
 Everything else (node names, GRES, features, partitions, topology, job scripts) is used
 as generated.
+
+Which Slurm runs the files: Debian's on PATH by default, or the install under
+:attr:`EmulatedSlurm.slurm_prefix` (a build configured with that ``--prefix``, so slurmd finds
+slurmstepd and the plugins there): its ``bin``/``sbin`` go first on PATH and its ``lib`` on
+LD_LIBRARY_PATH for the daemons and every command run through :meth:`EmulatedSlurm.run`.
 """
 
 from __future__ import annotations
@@ -55,7 +60,14 @@ from pathlib import Path
 
 from clusterforge.errors import AdapterError
 
-__all__ = ["EmulatedSlurm", "Ports", "cgroups_unavailable", "expand_hostlist"]
+__all__ = [
+    "EmulatedSlurm",
+    "Ports",
+    "cgroups_unavailable",
+    "expand_hostlist",
+    "slurm_env",
+    "slurm_release_of",
+]
 
 NVIDIA_MAJOR = 195  # character-device major of /dev/nvidia[0-9]* (NVIDIA driver)
 MIN_JOB_AGE_S = 6  # sbatch --wait then polls every 2 s (see the module's docstring)
@@ -98,8 +110,32 @@ def expand_hostlist(expr: str) -> list[str]:
     return names
 
 
-def _slurmd_hardware() -> str:
-    out = subprocess.run(["slurmd", "-C"], check=True, capture_output=True, text=True).stdout
+def slurm_env(prefix: Path | None) -> dict[str, str]:
+    """This process's environment with the Slurm under ``prefix`` first (None: as it is)."""
+    env = dict(os.environ)
+    if prefix is None:
+        return env
+    env["PATH"] = f"{prefix / 'bin'}:{prefix / 'sbin'}:{env.get('PATH', '/usr/bin:/bin')}"
+    libs = [str(prefix / "lib"), env.get("LD_LIBRARY_PATH", "")]
+    env["LD_LIBRARY_PATH"] = ":".join(p for p in libs if p)
+    return env
+
+
+def slurm_release_of(prefix: Path | None) -> str:
+    """The year.month release of slurmctld (``slurm 25.11.7`` -> ``25.11``)."""
+    out = subprocess.run(
+        ["slurmctld", "-V"], check=True, capture_output=True, text=True, env=slurm_env(prefix)
+    ).stdout
+    match = re.search(r"(\d+)\.(\d+)\.\d+", out)
+    if not match:
+        raise AdapterError(f"slurmctld -V printed no version: {out!r}")
+    return f"{int(match[1]):02d}.{int(match[2]):02d}"
+
+
+def _slurmd_hardware(env: dict[str, str]) -> str:
+    out = subprocess.run(
+        ["slurmd", "-C"], check=True, capture_output=True, text=True, env=env
+    ).stdout
     fields = dict(re.findall(r"(\w+)=(\S+)", out.splitlines()[0]))
     memory = int(fields["RealMemory"]) // 2  # leave room: several slurmd share this memory
     return (
@@ -135,6 +171,7 @@ class EmulatedSlurm:
     env: dict[str, str] = field(default_factory=dict)
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     cgroup_fallback: str | None = None  # why the cgroup plugins were replaced, if they were
+    slurm_prefix: Path | None = None  # where the Slurm to run is installed; None: Debian's
 
     @property
     def conf(self) -> Path:
@@ -149,6 +186,7 @@ class EmulatedSlurm:
         return self.work / "clusterforge-calls.log"
 
     def prepare(self) -> None:
+        self.env = {**slurm_env(self.slurm_prefix), "SLURM_CONF": str(self.conf)}
         self.cgroup_fallback = cgroups_unavailable()
         for sub in ("state", "dev", "log", "fakebin"):
             (self.work / sub).mkdir(parents=True, exist_ok=True)
@@ -161,7 +199,6 @@ class EmulatedSlurm:
         self._write_gres()
         shutil.copy(self.generated / "topology.conf", self.work / "topology.conf")
         shutil.copy(self.generated / "cgroup.conf", self.work / "cgroup.conf")
-        self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
 
     def _write_recorder(self) -> None:
         recorder = self.work / "fakebin" / "clusterforge"
@@ -187,7 +224,7 @@ class EmulatedSlurm:
         target.chmod(0o755)
 
     def _rewrite_node_lines(self, text: str) -> str:
-        hardware = _slurmd_hardware()
+        hardware = _slurmd_hardware(self.env)
         host = socket.gethostname().split(".")[0]
         lines = []
         port = self.ports.first_slurmd_port

@@ -6,8 +6,9 @@ YAML, an unknown id, a count that does not divide) into a :class:`SpecError` who
 names the field, the bad value and the fix.
 
 Modules: ``base`` (vocabulary, ranges), ``sections`` (network, facility, storage),
-``workload``, ``economics`` (and reliability), ``cluster`` (the whole spec, the default),
-``load`` (YAML to models, catalog checks, the job layout).
+``workload``, ``economics`` (and reliability), ``scheduler`` (the target Slurm release),
+``cluster`` (the whole spec, the default), ``load`` (YAML to models, catalog checks, the job
+layout).
 """
 
 from clusterforge.spec.base import (
@@ -28,14 +29,22 @@ from clusterforge.spec.load import (
     parse_spec,
     resolve_node_id,
 )
+from clusterforge.spec.scheduler import (
+    DEFAULT_SLURM_VERSION,
+    SLURM_VERSIONS,
+    SlurmSpec,
+    SlurmVersion,
+)
 from clusterforge.spec.sections import FacilitySpec, NetworkSpec, StorageSpec
 from clusterforge.spec.workload import WorkloadSpec
 
 __all__ = [
+    "DEFAULT_SLURM_VERSION",
     "DEFAULT_SPEC_YAML",
     "MAX_GPUS",
     "MAX_LAYERS",
     "MODEL_LIMITS",
+    "SLURM_VERSIONS",
     "ClusterSpec",
     "Cooling",
     "EconomicsSpec",
@@ -44,6 +53,8 @@ __all__ = [
     "ReliabilitySpec",
     "RentBasis",
     "Section",
+    "SlurmSpec",
+    "SlurmVersion",
     "SpareAttach",
     "StorageSpec",
     "Topology",

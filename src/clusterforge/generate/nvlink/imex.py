@@ -7,9 +7,14 @@ service on every tray (NVIDIA "IMEX Service for NVLink Networks" guide):
   with ``/etc/nvidia-imex/nodes_config.cfg`` listing the IP addresses of every tray of its
   NVLink domain (the IMEX instances reach quorum over exactly that list).
   ``clusterforge-imex-setup.sh`` holds each domain's host list, as read from the design's
-  racks, and writes that file from DNS on the tray it runs on.  Per-job IMEX channels need
-  ``SwitchType=switch/nvidia_imex`` (Slurm 24.05 or later, slurm.conf(5)); slurm.conf says so
-  in a comment because the Slurm this project tests against (22.05) has no such plugin.
+  racks, writes that file from DNS on the tray it runs on, and creates the default IMEX
+  channel ``/dev/nvidia-caps-imex-channels/channel0`` (the guide's "IMEX Channels": the driver
+  registers the ``nvidia-caps-imex-channels`` character device, whose major number
+  ``/proc/devices`` lists, but creates no channel node; CUDA's fabric-memory calls fail with a
+  permission error until one exists).  Per-job IMEX channels come from
+  ``SwitchType=switch/nvidia_imex`` (Slurm 24.05 or later), which slurm.conf sets when the
+  target Slurm has it (:mod:`clusterforge.generate.slurm.releases`) and names in a comment
+  otherwise.
 * **Kubernetes** uses NVIDIA's DRA driver for GPUs (``k8s-dra-driver-gpu``): a
   ``ComputeDomain`` (``resource.nvidia.com/v1beta1``) of the job's nodes makes the driver run
   the IMEX daemons and hand each pod an IMEX channel through the ResourceClaimTemplate it
@@ -26,7 +31,10 @@ from clusterforge.generate.layout import NodePlacement, nodes_per_nvlink_block
 
 __all__ = [
     "COMPUTE_DOMAIN_API",
+    "IMEX_CHANNEL_DEVICE",
+    "IMEX_CHANNEL_DIR",
     "IMEX_CLAIM",
+    "IMEX_SWITCH_TYPE",
     "compute_domain",
     "imex_pod_claim",
     "imex_slurm_files",
@@ -37,6 +45,13 @@ __all__ = [
 COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
 IMEX_CLAIM = "imex-channel"
 IMEX_NODES_CONFIG = "/etc/nvidia-imex/nodes_config.cfg"
+IMEX_SWITCH_TYPE = "switch/nvidia_imex"
+# NVIDIA IMEX guide, "IMEX Channels": the device name in /proc/devices, the folder of the
+# channel nodes and the modes of its example listing (drwxr-xr-x folder, crw-rw-rw- root:root).
+IMEX_CHANNEL_DEVICE = "nvidia-caps-imex-channels"
+IMEX_CHANNEL_DIR = "/dev/nvidia-caps-imex-channels"
+IMEX_CHANNEL_DIR_MODE = "0755"
+IMEX_CHANNEL_MODE = "0666"
 
 
 def needs_imex(design: Design) -> bool:
@@ -44,14 +59,17 @@ def needs_imex(design: Design) -> bool:
     return nodes_per_nvlink_block(design) > 1
 
 
-def imex_switch_comments(design: Design) -> list[str]:
-    """slurm.conf comment lines on per-job IMEX channels (empty without multi-node NVLink)."""
+def imex_switch_comments(design: Design, *, plugin: bool) -> list[str]:
+    """slurm.conf comment lines on per-job IMEX channels (empty without multi-node NVLink);
+    ``plugin``: whether the target Slurm has ``switch/nvidia_imex``."""
     if not needs_imex(design):
         return []
+    lines = ["Multi-node NVLink: clusterforge-imex-setup.sh configures IMEX per NVLink domain."]
+    if plugin:
+        return [*lines, f"{IMEX_SWITCH_TYPE} gives each job its own IMEX channel."]
     return [
-        "Multi-node NVLink: clusterforge-imex-setup.sh configures IMEX per NVLink domain.",
-        "On Slurm >= 24.05 set SwitchType=switch/nvidia_imex to give each job its own",
-        "IMEX channel (Debian 12's Slurm 22.05 lacks the plugin, so switch/none stays).",
+        *lines,
+        f"This Slurm lacks {IMEX_SWITCH_TYPE} (24.05 or later), so jobs share channel0.",
     ]
 
 
@@ -71,6 +89,10 @@ def imex_slurm_files(design: Design, placements: list[NodePlacement]) -> list[Ge
         "slurm/imex-setup.sh.j2",
         cluster=checked_name(design.spec.name, "cluster name"),
         nodes_config=IMEX_NODES_CONFIG,
+        channel_device=IMEX_CHANNEL_DEVICE,
+        channel_dir=IMEX_CHANNEL_DIR,
+        channel_dir_mode=IMEX_CHANNEL_DIR_MODE,
+        channel_mode=IMEX_CHANNEL_MODE,
         domains=_domains(placements),
     )
     return [GeneratedFile("slurm/clusterforge-imex-setup.sh", text, 0o755)]

@@ -5,8 +5,13 @@ Sources (slurm.conf(5), gres.conf(5), topology.conf(5), Slurm "Prolog and Epilog
 * ``NodeName ... Gres=gpu:<type>:<count>`` with ``GresTypes=gpu`` and ``select/cons_tres``;
 * ``gres.conf`` with ``AutoDetect=nvml`` (``rsmi`` for AMD) plus explicit ``Type``/``File``,
   which Slurm then uses as a sanity check (a mismatch drains the node);
-* ``topology/tree`` from :func:`clusterforge.generate.layout.switch_tree`; NVLink domains
-  larger than a node (GB200 NVL72) also get a ``topology/block`` file (Slurm ≥ 23.11);
+* the target Slurm release (the spec's ``slurm.version``) decides what the files name
+  (:mod:`clusterforge.generate.slurm.releases`): NVLink domains larger than a node (GB200/
+  GB300 NVL72) are placed with ``topology/block``, one block per rack-scale domain as the
+  racks hold them, and get ``switch/nvidia_imex`` where the release has them; every other
+  design, and a rack-scale one on an older Slurm, uses ``topology/tree`` from
+  :func:`clusterforge.generate.layout.switch_tree` (the block file then ships as
+  ``topology-block.conf`` for the upgrade);
 * a failing Prolog drains the node and requeues the job, a failing Epilog drains the node;
   HealthCheckProgram is killed after 60 s (slurm.conf(5), HealthCheckProgram);
 * spare nodes sit in their own ``spare`` partition, never in the default one, so no job lands
@@ -22,6 +27,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from itertools import groupby
+from typing import Literal
 
 from clusterforge.catalog import Gpu
 from clusterforge.design import Design
@@ -35,12 +41,17 @@ from clusterforge.generate.layout import (
     nodes_per_nvlink_block,
     switch_tree,
 )
-from clusterforge.generate.nvlink.imex import imex_slurm_files, imex_switch_comments
+from clusterforge.generate.nvlink.imex import (
+    IMEX_SWITCH_TYPE,
+    imex_slurm_files,
+    imex_switch_comments,
+)
 from clusterforge.generate.slurm.accounting import (
     accounting_settings,
     controllers,
     slurmdbd_conf,
 )
+from clusterforge.generate.slurm.releases import SlurmRelease, slurm_release
 from clusterforge.generate.spec_copy import SPEC_PATH, spec_yaml
 from clusterforge.generate.training.launch import RENDEZVOUS_PORT, launch_plan
 
@@ -157,16 +168,39 @@ def _partitions(placements: list[NodePlacement]) -> list[dict[str, str]]:
     return parts
 
 
-def _topology_comments(design: Design) -> list[str]:
+TopologyPlugin = Literal["topology/tree", "topology/block"]
+SwitchType = Literal["switch/none", "switch/nvidia_imex"]
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """How slurmctld places jobs: the topology plugin and the switch plugin."""
+
+    topology_plugin: TopologyPlugin
+    switch_type: SwitchType
+    comments: tuple[str, ...]
+
+    @property
+    def block(self) -> bool:
+        return self.topology_plugin == "topology/block"
+
+
+def _placement(design: Design, release: SlurmRelease) -> _Placement:
+    """Blocks and per-job IMEX channels for rack-scale NVLink where the release has them."""
     if nodes_per_nvlink_block(design) == 1:
-        return []
-    return [
+        return _Placement("topology/tree", "switch/none", ())
+    switch: SwitchType = "switch/nvidia_imex" if release.nvidia_imex else "switch/none"
+    if release.block_topology:
+        block_comments = ("Each block of topology.conf is one rack-scale NVLink domain.",)
+        return _Placement("topology/block", switch, block_comments)
+    comments = (
         "NVLink domains span several nodes: topology-block.conf holds them for",
-        "TopologyPlugin=topology/block (Slurm >= 23.11); tree is used until then.",
-    ]
+        f"TopologyPlugin=topology/block (Slurm >= 23.11); Slurm {release.version} uses tree.",
+    )
+    return _Placement("topology/tree", switch, comments)
 
 
-def _slurm_conf(design: Design, placements: list[NodePlacement]) -> str:
+def _slurm_conf(design: Design, placements: list[NodePlacement], how: _Placement) -> str:
     compute = design.compute
     ctl = controllers(design)
     return render_template(
@@ -176,8 +210,11 @@ def _slurm_conf(design: Design, placements: list[NodePlacement]) -> str:
         controller_comments=list(ctl.comments),
         state_save_location=ctl.state_save_location,
         real_memory_pct=round(REAL_MEMORY_FRACTION * 100),
-        topology_comments=_topology_comments(design),
-        switch_comments=imex_switch_comments(design),
+        slurm_version=design.spec.slurm.version,
+        topology_plugin=how.topology_plugin,
+        topology_comments=list(how.comments),
+        switch_type=how.switch_type,
+        switch_comments=imex_switch_comments(design, plugin=how.switch_type == IMEX_SWITCH_TYPE),
         healthcheck_path=f"{CONF_DIR}/clusterforge-healthcheck.sh",
         healthcheck_interval_s=HEALTHCHECK_INTERVAL_S,
         prolog_path=f"{CONF_DIR}/clusterforge-prolog.sh",
@@ -226,21 +263,29 @@ def _topology_conf(design: Design) -> str:
     )
 
 
-def _block_conf(design: Design, placements: list[NodePlacement]) -> str:
-    """One block per NVLink domain, as the racks hold them (not consecutive node numbers)."""
-    per_block = nodes_per_nvlink_block(design)
+def _block_conf(
+    design: Design, placements: list[NodePlacement], release: SlurmRelease, *, in_use: bool
+) -> str:
+    """One block per NVLink domain, as the racks hold them (not consecutive node numbers).
+
+    ``BlockSizes`` is the planning base size, which every block must reach
+    (topology.conf(5)): the domain's node count, or the smallest block when a partly filled
+    rack holds fewer trays."""
     members: dict[str, list[str]] = {}
     for p in placements:
         if p.nvlink_block:
             members.setdefault(p.nvlink_block, []).append(p.name)
     blocks = [dict(name=block, nodes=hostlist(names)) for block, names in members.items()]
+    base_size = min(len(names) for names in members.values())
     return render_template(
         "slurm/topology-block.conf.j2",
         cluster=design.spec.name,
-        nodes_per_block=per_block,
+        nodes_per_block=nodes_per_nvlink_block(design),
         domain_gpus=design.compute.nvlink_domain_gpus,
+        slurm_version=release.version,
+        in_use=in_use,
         blocks=blocks,
-        block_sizes=str(per_block),
+        block_sizes=str(base_size) if release.block_sizes or not in_use else "",
     )
 
 
@@ -249,10 +294,12 @@ def _parallelism(design: Design) -> str:
     return f"TP={job.tp} PP={job.pp} CP={job.cp} EP={job.ep} DP={job.dp}"
 
 
-def _job_script(design: Design) -> str:
+def _job_script(design: Design, how: _Placement) -> str:
     tree = switch_tree(design)
     biggest_group = max(len(s.nodes) for s in tree if s.level == 0)
     launch = launch_plan(design, biggest_group)
+    # --switches counts leaf switches of topology/tree (sbatch(1)); blocks place by themselves.
+    switches = None if how.block else launch.num_leaf_groups
     return render_template(
         "slurm/train.sbatch.j2",
         cluster=checked_name(design.spec.name, "cluster name"),
@@ -264,7 +311,7 @@ def _job_script(design: Design) -> str:
         num_gpus=launch.num_gpus,
         parallelism=_parallelism(design),
         gres_type=gres_type(design.compute.gpu),
-        num_leaf_groups=launch.num_leaf_groups,
+        num_leaf_groups=switches,
         fabric=checked_name(design.fabric.fabric, "fabric"),
         nccl_env=[(k, shlex.quote(v)) for k, v in launch.nccl_env],
         notes=list(launch.notes),
@@ -273,7 +320,7 @@ def _job_script(design: Design) -> str:
     )
 
 
-def _scripts(design: Design) -> list[GeneratedFile]:
+def _scripts(design: Design, how: _Placement) -> list[GeneratedFile]:
     common = dict(
         cluster=checked_name(design.spec.name, "cluster name"),
         clusterforge_path=shlex.quote(CLUSTERFORGE_PATH),
@@ -303,25 +350,37 @@ def _scripts(design: Design) -> list[GeneratedFile]:
             0o755,
         ),
         # A spec without a workload gets the cluster's files but no training job script.
-        *([GeneratedFile("slurm/train.sbatch", _job_script(design), 0o755)] if design.job else []),
+        *(
+            [GeneratedFile("slurm/train.sbatch", _job_script(design, how), 0o755)]
+            if design.job
+            else []
+        ),
     ]
 
 
 def slurm_files(design: Design) -> list[GeneratedFile]:
-    """Every Slurm file for ``design``, paths under ``slurm/``."""
+    """Every Slurm file for ``design``, paths under ``slurm/``, for the spec's Slurm release."""
     placements = node_placements(design)
+    release = slurm_release(design.spec.slurm.version)
+    how = _placement(design, release)
+    topology = (
+        _block_conf(design, placements, release, in_use=True)
+        if how.block
+        else _topology_conf(design)
+    )
     files = [
-        GeneratedFile("slurm/slurm.conf", _slurm_conf(design, placements)),
+        GeneratedFile("slurm/slurm.conf", _slurm_conf(design, placements, how)),
         GeneratedFile("slurm/gres.conf", _gres_conf(design)),
-        GeneratedFile("slurm/topology.conf", _topology_conf(design)),
+        GeneratedFile("slurm/topology.conf", topology),
         GeneratedFile(
             "slurm/cgroup.conf", render_template("slurm/cgroup.conf.j2", cluster=design.spec.name)
         ),
-        *_scripts(design),
+        *_scripts(design, how),
         GeneratedFile("slurm/clusterforge-spec.yaml", spec_yaml(design)),
         GeneratedFile("slurm/slurmdbd.conf", slurmdbd_conf(design), 0o600),
         *imex_slurm_files(design, placements),
     ]
-    if nodes_per_nvlink_block(design) > 1:
-        files.append(GeneratedFile("slurm/topology-block.conf", _block_conf(design, placements)))
+    if nodes_per_nvlink_block(design) > 1 and not how.block:
+        block = _block_conf(design, placements, release, in_use=False)
+        files.append(GeneratedFile("slurm/topology-block.conf", block))
     return files
