@@ -34,6 +34,7 @@ from clusterforge.design import Design, plan
 from clusterforge.generate.layout import node_placements, nodes_per_nvlink_block
 from clusterforge.generate.slurm.files import slurm_files
 from clusterforge.generate.slurm.releases import slurm_release
+from clusterforge.generate.training.megatron import megatron_args
 from clusterforge.spec import SlurmVersion, load_spec, parse_spec
 from tests.conftest import REPO
 from tests.generate import test_slurm_system
@@ -219,8 +220,8 @@ def test_job_script_reaches_the_training_command(cluster: Cluster) -> None:
         assert f"--nnodes={training}" in row["torchrun"]
         assert f"--nproc-per-node={design.compute.gpus_per_node}" in row["torchrun"]
         assert row["script"] == "pretrain_gpt.py"
-        assert f"--tensor-model-parallel-size={design.job.tp}" in row["train_args"]
-        assert f"--pipeline-model-parallel-size={design.job.pp}" in row["train_args"]
+        # exactly the flags Megatron-LM's own parser accepts (tests/generate/test_megatron.py)
+        assert row["train_args"] == list(megatron_args(design))
 
 
 def test_rack_scale_designs_load_the_imex_switch_plugin_where_the_release_has_it(
