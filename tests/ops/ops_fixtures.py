@@ -38,7 +38,7 @@ def load_sysfs_fixture(name: str) -> dict[str, Any]:
     unmount = set(data.get("unmount", []))
     base["unmounted_dirs"] = sorted(unmount)
     base["mounts"] = [m for m in base["mounts"] if m["path"] not in unmount]
-    for key in ("meminfo_kb", "dmesg", "numa_nodes"):
+    for key in ("meminfo_kb", "dmesg", "numa_nodes", "processes", "cgroup_files", "passwd"):
         if key in data:
             base[key] = data[key]
     return base
@@ -94,4 +94,22 @@ def build_fake_root(root: Path, data: dict[str, Any]) -> Path:
     for n in range(data["numa_nodes"]):
         (root / f"sys/devices/system/node/node{n}").mkdir(parents=True, exist_ok=True)
     _write(root / "dmesg", _timestamps(data.get("dmesg", "")))
+    _build_processes(root, data)
     return root
+
+
+def _build_processes(root: Path, data: dict[str, Any]) -> None:
+    """/proc/<pid>/{comm,cmdline,status,cgroup}, /etc/passwd and files under /sys/fs/cgroup,
+    as the kernel writes them (proc(5): cmdline is NUL-separated; status has 'Uid:' with the
+    real, effective, saved and filesystem uid)."""
+    for proc in data.get("processes", []):
+        folder = root / "proc" / str(proc["pid"])
+        _write(folder / "comm", proc["comm"] + "\n")
+        _write(folder / "cmdline", "\0".join(proc["cmdline"]) + "\0")
+        uid = proc["uid"]
+        _write(folder / "status", f"Name:\t{proc['comm']}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n")
+        _write(folder / "cgroup", proc["cgroup"] + "\n")
+    for path, text in data.get("cgroup_files", {}).items():
+        _write(root / "sys/fs/cgroup" / path, text)
+    if "passwd" in data:
+        _write(root / "etc/passwd", data["passwd"])

@@ -58,6 +58,9 @@ CASES = [
     ("gpu.nvml", "gpu3", "h100-xid79.json", "ib-8x400-healthy.json", DGX_H100, "fail"),
     ("gpu.nvml", "gpu3", "h100-healthy.json", "ib-8x400-healthy.json", DGX_H100, "pass"),
     ("gpu.count", "node", "h100-missing-gpu.json", "ib-8x400-healthy.json", DGX_H100, "fail"),
+    ("gpu.processes", "gpu0", "h100-gpu-processes.json", "ib-gpu-processes.json", DGX_H100, "pass"),
+    ("gpu.processes", "gpu2 pid 4303", "h100-gpu-processes.json", "ib-gpu-processes.json",
+     DGX_H100, "fail"),  # fmt: skip
     ("gpu.count", "node", "h100-healthy.json", "ib-8x400-healthy.json", DGX_H100, "pass"),
     ("gpu.model", "gpu0", "h200-healthy.json", "ib-8x400-healthy.json", DGX_H100, "fail"),
     ("gpu.model", "gpu0", "h100-healthy.json", "ib-8x400-healthy.json", DGX_H100, "pass"),

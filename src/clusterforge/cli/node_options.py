@@ -45,6 +45,8 @@ _OPTIONS = [
     click.option("--fabric", type=click.Choice(get_args(Fabric)), help="Compute fabric."),
     click.option("--driver-version", help="The cluster's NVIDIA driver version."),
     click.option("--cuda-version", help="The cluster's CUDA driver version (e.g. 12.4)."),
+    click.option("--allow-process", "allowed_processes", multiple=True,
+                 help="Program allowed to hold a GPU outside a job (e.g. a site agent)."),
 ]  # fmt: skip
 
 
@@ -69,6 +71,7 @@ def source_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         fabric: Literal["infiniband", "roce"] | None,
         driver_version: str | None,
         cuda_version: str | None,
+        allowed_processes: tuple[str, ...],
         **rest: Any,
     ) -> Any:
         overrides = ExpectOverrides(
@@ -79,6 +82,7 @@ def source_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         source = SourceOptions(
             node=node, spec_path=spec_path, nvml_fixture=nvml_fixture, sysfs_root=sysfs_root,
             budget_s=timeout_s, xid_policy_path=xid_policy, overrides=overrides,
+            allowed_processes=tuple(allowed_processes),
         )  # fmt: skip
         return fn(source=source, **rest)
 

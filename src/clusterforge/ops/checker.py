@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from clusterforge.ops.checks.processes import load_process_policy
 from clusterforge.ops.expect import (
     NodeExpectation,
     expectation_from_design,
@@ -68,4 +69,5 @@ def build_checker(source: SourceOptions) -> NodeChecker:
         expect=expectation_for(source, node),
         policy=load_xid_policy(source.xid_policy_path),
         budget_s=source.budget_s,
+        process_policy=load_process_policy(source.allowed_processes),
     )

@@ -24,6 +24,11 @@ increase (the first run is a baseline, see :mod:`clusterforge.ops.checks`).  Met
   ``clusterforge_roce_*_total``; PFC ones also by ``priority``)
 - ``clusterforge_gpu_temperature_celsius``, ``clusterforge_gpu_power_watts``,
   ``clusterforge_gpu_ecc_dbe_volatile``, ``clusterforge_gpu_remapped_rows_uncorrectable``
+- ``clusterforge_gpu_foreign_processes{gpu, uuid, kind}``: processes on the GPU that belong
+  to no running job or pod (``kind="outside_job"``) or look like a cryptocurrency miner
+  (``kind="miner"``); every GPU with a process list has both series, 0 when clean
+- ``clusterforge_gpu_foreign_process_info{gpu, pid, user, command, kind}`` = 1 for each such
+  process, to name it in an alert
 - ``clusterforge_driver_info{driver_version, cuda_version}`` = 1: alert on
   ``count(count by (driver_version) (clusterforge_driver_info)) > 1`` for a mixed cluster.
 
@@ -45,6 +50,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from clusterforge.ops.checks import STATUS_ORDER
+from clusterforge.ops.checks.processes import FOREIGN_KINDS
 from clusterforge.ops.ethernet import PORT_METRICS, PRIORITY_METRICS, ethernet_samples
 from clusterforge.ops.readings import NodeReading
 from clusterforge.ops.runner import NodeChecker, Report
@@ -88,6 +94,7 @@ class HealthCollector(Collector):
         yield from self._nics(report)
         yield from self._ethernet(report)
         yield from self._gpus(report)
+        yield from self._gpu_processes(report)
 
     def _checks(self, report: Report) -> Iterator[Metric]:
         node = report.node
@@ -215,6 +222,31 @@ class HealthCollector(Collector):
                 if value is not None:
                     family.add_metric([node, str(gpu.index), _label(gpu.uuid)], float(value))
             yield family
+
+    def _gpu_processes(self, report: Report) -> Iterator[Metric]:
+        node = report.node
+        counts = GaugeMetricFamily(
+            "clusterforge_gpu_foreign_processes",
+            "Processes on the GPU outside any running job or pod, or mining",
+            labels=["node", "gpu", "uuid", "kind"],
+        )
+        info = GaugeMetricFamily(
+            "clusterforge_gpu_foreign_process_info",
+            "One foreign process on a GPU: who runs what",
+            labels=["node", "gpu", "pid", "user", "command", "kind"],
+        )
+        foreign = [v for v in report.gpu_processes if v.kind in FOREIGN_KINDS]
+        for gpu in report.reading.gpu.gpus:
+            if gpu.processes is None:
+                continue
+            for kind in FOREIGN_KINDS:
+                num = sum(1 for v in foreign if v.gpu == gpu.index and v.kind == kind)
+                counts.add_metric([node, str(gpu.index), _label(gpu.uuid), kind], float(num))
+        for v in foreign:
+            info.add_metric(
+                [node, str(v.gpu), str(v.pid), _label(v.user), v.command, v.kind], 1.0
+            )
+        yield from (counts, info)
 
 
 @dataclass(frozen=True)

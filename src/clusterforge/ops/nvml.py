@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from clusterforge.errors import CheckError
-from clusterforge.ops.readings import GpuReading, GpuSnapshot, XidEvent
+from clusterforge.ops.readings import GpuProcess, GpuReading, GpuSnapshot, XidEvent, to_jsonable
 
 __all__ = [
     "GPU_FIELDS",
@@ -261,7 +261,8 @@ class RecordedNvml:
     """Replays a JSON fixture as if it were NVML.
 
     Format: ``driver_version``, ``cuda_driver_version``, ``gpus`` (list of GpuReading field
-    values; a missing key is "not supported"), ``xid_events`` (``{"gpu_index", "xid"}``) and
+    values; a missing key is "not supported"; ``processes`` is a list of ``{"pid",
+    "used_memory_mib"}``, NVML's running compute and graphics processes), ``xid_events`` (``{"gpu_index", "xid"}``) and
     ``init_error``.  A value may be ``"NOT_SUPPORTED"``, ``"GPU_IS_LOST"`` or ``"HANG"`` (the
     call blocks until :meth:`release`).  A fixture with ``base`` names another fixture in the
     same folder and applies ``gpu_patches`` (by GPU index) and ``remove_gpus`` on top of it.
@@ -306,13 +307,27 @@ class RecordedNvml:
         return int(self._value(self.data.get("device_count", len(self.data.get("gpus", [])))))
 
     def gpu_field(self, index: int, name: str) -> Any:
-        return self._value(self.data["gpus"][index].get(name, NOT_SUPPORTED))
+        value = self._value(self.data["gpus"][index].get(name, NOT_SUPPORTED))
+        if name == "processes":
+            return [_gpu_process(p, index) for p in value]
+        return value
 
     def xid_events(self, listen_s: float) -> list[XidEvent]:
         return [
             XidEvent(xid=int(e["xid"]), gpu_index=e.get("gpu_index"), source="nvml")
             for e in self.data.get("xid_events", [])
         ]
+
+
+def _gpu_process(data: Any, index: int) -> GpuProcess:
+    """One ``{"pid", "used_memory_mib"}`` entry of a fixture's process list."""
+    if not (isinstance(data, dict) and isinstance(data.get("pid"), int)):
+        raise CheckError(
+            f"NVML fixture: GPU {index} processes: {data!r} is not "
+            '{"pid": <integer>, "used_memory_mib": <number or null>}'
+        )
+    memory = data.get("used_memory_mib")
+    return GpuProcess(pid=data["pid"], used_memory_mib=None if memory is None else float(memory))
 
 
 def snapshot_to_fixture(snapshot: GpuSnapshot, description: str) -> dict[str, Any]:
@@ -327,7 +342,7 @@ def snapshot_to_fixture(snapshot: GpuSnapshot, description: str) -> dict[str, An
             row[name] = (
                 NOT_SUPPORTED
                 if value is None
-                else list(value)
+                else to_jsonable(value)
                 if isinstance(value, tuple)
                 else value
             )

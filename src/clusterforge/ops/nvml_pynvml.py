@@ -20,7 +20,7 @@ from typing import Any
 
 from clusterforge.errors import AdapterError
 from clusterforge.ops.nvml import NvmlCallError, NvmlNotSupported
-from clusterforge.ops.readings import XidEvent, normalize_pci_bus_id
+from clusterforge.ops.readings import GpuProcess, XidEvent, normalize_pci_bus_id
 
 __all__ = ["PynvmlApi", "import_pynvml"]
 
@@ -155,6 +155,7 @@ class PynvmlApi:
             "fabric_state": lambda h: self._fabric_info(h)[0],
             "fabric_status": lambda h: self._fabric_info(h)[1],
             "recovery_action": self._recovery_action,
+            "processes": self._processes,
         }
 
     def _numa_node(self, handle: Any) -> int:
@@ -223,6 +224,29 @@ class PynvmlApi:
         if value.nvmlReturn != 0:
             raise NvmlNotSupported(f"recovery action field returned {value.nvmlReturn}")
         return int(value.value.uiVal)
+
+    def _processes(self, handle: Any) -> list[GpuProcess]:
+        """Every process with a context on the GPU: nvmlDeviceGetComputeRunningProcesses and
+        nvmlDeviceGetGraphicsRunningProcesses (NVML API reference, "Device Queries"), one entry
+        per PID.  pynvml gives ``usedGpuMemory`` in bytes, or None where NVML answers
+        NVML_VALUE_NOT_AVAILABLE.  A GPU without graphics support answers NOT_SUPPORTED for
+        the graphics list; that leaves the compute list."""
+        by_pid: dict[int, GpuProcess] = {}
+        for name in (
+            "nvmlDeviceGetComputeRunningProcesses",
+            "nvmlDeviceGetGraphicsRunningProcesses",
+        ):
+            try:
+                infos = self._call(getattr(self.nv, name), handle)
+            except NvmlNotSupported:
+                if name == "nvmlDeviceGetComputeRunningProcesses":
+                    raise
+                continue
+            for info in infos:
+                used = getattr(info, "usedGpuMemory", None)
+                mib = None if used is None else int(used) / (1024 * 1024)
+                by_pid.setdefault(int(info.pid), GpuProcess(pid=int(info.pid), used_memory_mib=mib))
+        return list(by_pid.values())
 
     # --- XID events -----------------------------------------------------------------------
 

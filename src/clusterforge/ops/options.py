@@ -43,6 +43,8 @@ class SourceOptions:
     budget_s: float = DEFAULT_BUDGET_S  # for all readings together
     xid_policy_path: Path | None = None  # a site's XID actions laid over the default policy
     overrides: ExpectOverrides = field(default_factory=ExpectOverrides)
+    # programs (by file name) that may hold a GPU outside a job, besides the default list
+    allowed_processes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "GpuProcess",
     "GpuReading",
     "GpuSnapshot",
     "HostReading",
     "MountReading",
     "NicReading",
     "NodeReading",
+    "ProcessReading",
     "XidEvent",
     "node_reading_from_dict",
     "normalize_pci_bus_id",
@@ -36,6 +38,16 @@ class XidEvent:
     pci_bus_id: str | None = None
     source: str = "nvml"
     age_s: float | None = None  # seconds before the check ran (kernel log only)
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A process that holds a context on a GPU (NVML's running compute or graphics
+    processes).  ``pid`` is in the host's PID namespace; ``used_memory_mib`` is None where
+    NVML cannot say (NVML_VALUE_NOT_AVAILABLE, e.g. under MIG or in a VM)."""
+
+    pid: int
+    used_memory_mib: float | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,7 @@ class GpuReading:
     fabric_state: int | None = None
     fabric_status: int | None = None
     recovery_action: int | None = None
+    processes: tuple[GpuProcess, ...] | None = None
     errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -137,6 +150,27 @@ class HostReading:
 
 
 @dataclass(frozen=True)
+class ProcessReading:
+    """Who a GPU process is, from ``/proc/<pid>`` and the cgroup tree.
+
+    ``found`` is False when ``/proc/<pid>`` does not exist: the process exited between the
+    NVML and the /proc reads, or the check runs in a PID namespace other than the host's.
+    ``cgroup`` is the process's cgroup path (the cgroup v2 line, else the first v1 line that
+    names a Slurm job or a pod).  ``job_running``: for a process in a Slurm job's cgroup,
+    whether that job still has its slurmstepd; None outside a job or where it cannot be told.
+    """
+
+    pid: int
+    found: bool = False
+    uid: int | None = None
+    user: str | None = None
+    comm: str | None = None
+    cmdline: tuple[str, ...] = ()
+    cgroup: str | None = None
+    job_running: bool | None = None
+
+
+@dataclass(frozen=True)
 class NodeReading:
     """All readings of one node at one time (``taken_at_s``: Unix seconds)."""
 
@@ -146,6 +180,7 @@ class NodeReading:
     nics: tuple[NicReading, ...] = ()
     host: HostReading = HostReading()
     kernel_xids: tuple[XidEvent, ...] = ()
+    processes: tuple[ProcessReading, ...] = ()  # the GPU processes' /proc facts, by PID
     errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -174,7 +209,13 @@ def _gpu_from_dict(data: dict[str, Any]) -> GpuReading:
     values = dict(data)
     if values.get("nvlink_active") is not None:
         values["nvlink_active"] = tuple(bool(v) for v in values["nvlink_active"])
+    if values.get("processes") is not None:
+        values["processes"] = tuple(GpuProcess(**p) for p in values["processes"])
     return GpuReading(**values)
+
+
+def _process_from_dict(data: dict[str, Any]) -> ProcessReading:
+    return ProcessReading(**{**data, "cmdline": tuple(data.get("cmdline", ()))})
 
 
 def node_reading_from_dict(data: dict[str, Any]) -> NodeReading:
@@ -194,5 +235,6 @@ def node_reading_from_dict(data: dict[str, Any]) -> NodeReading:
         nics=tuple(NicReading(**n) for n in data.get("nics", [])),
         host=HostReading(**host),
         kernel_xids=tuple(XidEvent(**e) for e in data.get("kernel_xids", [])),
+        processes=tuple(_process_from_dict(p) for p in data.get("processes", [])),
         errors=dict(data.get("errors", {})),
     )

@@ -19,9 +19,22 @@ from typing import Any
 
 from clusterforge.errors import ClusterforgeError
 from clusterforge.ops.checks import CheckResult, Status, Thresholds, evaluate
+from clusterforge.ops.checks.processes import (
+    ProcessPolicy,
+    ProcessVerdict,
+    judge_gpu_processes,
+    load_process_policy,
+)
 from clusterforge.ops.expect import NodeExpectation, NodeFacts
 from clusterforge.ops.nvml import NvmlApi, collect_gpu_snapshot
-from clusterforge.ops.readings import GpuSnapshot, HostReading, NodeReading, to_jsonable
+from clusterforge.ops.procfs import ProcReader
+from clusterforge.ops.readings import (
+    GpuSnapshot,
+    HostReading,
+    NodeReading,
+    ProcessReading,
+    to_jsonable,
+)
 from clusterforge.ops.sysfs import SysfsReader, run_with_timeout
 from clusterforge.ops.xid import XidPolicy, parse_kernel_xids
 
@@ -51,6 +64,7 @@ class Report:
     notes: tuple[str, ...] = ()  # things the operator should know that change no verdict
     facts: NodeFacts | None = None  # the node's place in the design (with --expect)
     hca_names: tuple[str, ...] = ()  # the design's RDMA device names, index = rail
+    gpu_processes: tuple[ProcessVerdict, ...] = ()  # every GPU process and what it is
 
     @property
     def exit_code(self) -> int:
@@ -71,6 +85,7 @@ class Report:
             "notes": list(self.notes),
             "node_facts": None if self.facts is None else to_jsonable(self.facts),
             "results": [to_jsonable(r) for r in self.results],
+            "gpu_processes": [to_jsonable(v) for v in self.gpu_processes],
         }
         if with_reading:
             data["reading"] = to_jsonable(self.reading)
@@ -120,6 +135,10 @@ def collect_reading(
             "kernel log not readable (dmesg needs root); XIDs from NVML events only"
         )
     kernel_xids = tuple(parse_kernel_xids(log or "", now=now or datetime.now(UTC)))
+    try:
+        processes = run_with_timeout(lambda: _gpu_processes(snapshot, sysfs), left_s())
+    except (TimeoutError, OSError) as exc:
+        processes, errors["processes"] = (), f"reading /proc for the GPU processes: {exc}"
     return NodeReading(
         node=node,
         taken_at_s=time.time(),
@@ -127,8 +146,16 @@ def collect_reading(
         nics=nics,
         host=host,
         kernel_xids=kernel_xids,
+        processes=processes,
         errors=errors,
     )
+
+
+def _gpu_processes(snapshot: GpuSnapshot, sysfs: SysfsReader) -> tuple[ProcessReading, ...]:
+    """/proc facts of every PID NVML listed on a GPU, read below the same root as sysfs."""
+    pids = sorted({p.pid for g in snapshot.gpus for p in g.processes or ()})
+    reader = ProcReader(sysfs.root)
+    return tuple(reader.process(pid) for pid in pids)
 
 
 def _read_errors(reading: NodeReading) -> list[str]:
@@ -149,9 +176,13 @@ def make_report(
     limits: Thresholds | None = None,
     previous: NodeReading | None = None,
     duration_s: float = 0.0,
+    process_policy: ProcessPolicy | None = None,
 ) -> Report:
     """Judge a reading: fail beats could-not-check, which beats warn."""
-    results = tuple(evaluate(reading, expect, policy, limits, previous))
+    process_policy = process_policy or load_process_policy()
+    results = tuple(
+        evaluate(reading, expect, policy, limits, previous, process_policy=process_policy)
+    )
     errors = tuple(_read_errors(reading))
     statuses = {r.status for r in results}
     status: Status = (
@@ -173,6 +204,9 @@ def make_report(
         baseline=previous is None,
         facts=expect.facts,
         hca_names=expect.compute_hca_names,
+        gpu_processes=tuple(
+            judge_gpu_processes(reading.gpu.gpus, reading.processes, process_policy)
+        ),
     )
 
 
@@ -189,6 +223,7 @@ class NodeChecker:
     policy: XidPolicy
     budget_s: float = 45.0
     limits: Thresholds = field(default_factory=Thresholds)
+    process_policy: ProcessPolicy = field(default_factory=load_process_policy)
 
     def run(self, previous: NodeReading | None = None) -> Report:
         """Collect and judge; counters against ``previous`` when given (else a baseline)."""
@@ -213,4 +248,5 @@ class NodeChecker:
             limits=self.limits,
             previous=previous,
             duration_s=time.monotonic() - start,
+            process_policy=self.process_policy,
         )

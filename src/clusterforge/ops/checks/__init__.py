@@ -46,6 +46,12 @@ from clusterforge.ops.checks.net import (
     check_nic_speed,
     compute_nics,
 )
+from clusterforge.ops.checks.processes import (
+    ProcessPolicy,
+    check_gpu_processes,
+    judge_gpu_processes,
+    load_process_policy,
+)
 from clusterforge.ops.expect import NodeExpectation
 from clusterforge.ops.readings import GpuReading, NodeReading
 from clusterforge.ops.xid import XidPolicy
@@ -65,7 +71,7 @@ __all__ = [
 CHECK_IDS = (
     "gpu.nvml", "gpu.count", "gpu.model", "gpu.driver", "gpu.ecc", "gpu.memory_repair",
     "gpu.xid", "gpu.recovery_action", "gpu.thermal", "gpu.clocks", "gpu.power", "gpu.pcie",
-    "gpu.nvlink", "gpu.fabric", "nic.count", "nic.link", "nic.speed", "nic.errors",
+    "gpu.nvlink", "gpu.fabric", "gpu.processes", "nic.count", "nic.link", "nic.speed", "nic.errors",
     "nic.drops", "nic.pause", "host.mounts", "host.disk_free", "host.memory", "host.affinity",
 )  # fmt: skip
 
@@ -89,9 +95,14 @@ def evaluate(
     policy: XidPolicy,
     limits: Thresholds | None = None,
     previous: NodeReading | None = None,
+    *,
+    process_policy: ProcessPolicy | None = None,
 ) -> list[CheckResult]:
     """Every check of one node, in CHECK_IDS order."""
     limits = limits or Thresholds()
+    verdicts = judge_gpu_processes(
+        reading.gpu.gpus, reading.processes, process_policy or load_process_policy()
+    )
     snap, gpus = reading.gpu, reading.gpu.gpus
     nics = compute_nics(reading.nics, expect)
     prev_gpus = _same_gpus(gpus, previous)
@@ -112,6 +123,7 @@ def evaluate(
         *check_pcie(gpus),
         *check_nvlink(gpus, expect, limits, prev_gpus, elapsed_s),
         *check_fabric(gpus, expect),
+        *check_gpu_processes(gpus, verdicts),
         *check_nic_count(nics, expect),
         *check_nic_link(nics),
         *check_nic_speed(nics, expect),
