@@ -143,6 +143,28 @@ CASES: dict[str, tuple[str, list[dict[str, str]], list[dict[str, str]], dict[str
         {},
         "NVLink errors on gpu-0001 GPU 0",
     ),
+    # A miner pages at the first evaluation; a count of 0 (a clean GPU) never fires.
+    "GpuCryptoMiner": (
+        "1m",
+        [_s("clusterforge_gpu_foreign_processes", GPU + ', kind="miner"', "0 1")],
+        [
+            _s("clusterforge_gpu_foreign_processes", GPU + ', kind="miner"', "0 0"),
+            _s("clusterforge_gpu_foreign_processes", GPU + ', kind="outside_job"', "1 1"),
+        ],
+        {"kind": "miner"},
+        "A cryptocurrency miner runs on gpu-0001 GPU 0: drain the node, kill it, find how it got there",
+    ),
+    # Outside a job for two check runs pages; one run (a job's processes being cleaned up) not.
+    "GpuProcessOutsideJob": (
+        "5m",
+        [_s("clusterforge_gpu_foreign_processes", GPU + ', kind="outside_job"', "0 0 2 2 2 2")],
+        [
+            _s("clusterforge_gpu_foreign_processes", GPU + ', kind="outside_job"', "0 0 0 0 1 1"),
+            _s("clusterforge_gpu_foreign_processes", GPU + ', kind="miner"', "0 0 0 0 0 0"),
+        ],
+        {"kind": "outside_job"},
+        "2 process(es) outside any running job on gpu-0001 GPU 0",
+    ),
     "NicDropRateHigh": (
         "15m",
         [

@@ -60,7 +60,7 @@ CASES = [
     ("gpu.count", "node", "h100-missing-gpu.json", "ib-8x400-healthy.json", DGX_H100, "fail"),
     ("gpu.processes", "gpu0", "h100-gpu-processes.json", "ib-gpu-processes.json", DGX_H100, "pass"),
     ("gpu.processes", "gpu2 pid 4303", "h100-gpu-processes.json", "ib-gpu-processes.json",
-     DGX_H100, "fail"),  # fmt: skip
+     DGX_H100, "fail"),
     ("gpu.count", "node", "h100-healthy.json", "ib-8x400-healthy.json", DGX_H100, "pass"),
     ("gpu.model", "gpu0", "h200-healthy.json", "ib-8x400-healthy.json", DGX_H100, "fail"),
     ("gpu.model", "gpu0", "h100-healthy.json", "ib-8x400-healthy.json", DGX_H100, "pass"),

@@ -15,12 +15,13 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from clusterforge.errors import CheckError
+from clusterforge.generate.monitoring.metrics import EXPORTER_FOREIGN_PROCESS_METRIC
 from clusterforge.ops.actions import drain_reason
 from clusterforge.ops.cgroups import cgroup_owner, cgroup_path
 from clusterforge.ops.checker import build_checker
 from clusterforge.ops.checks.processes import load_process_policy
-from clusterforge.ops.exporter import Exporter
 from clusterforge.ops.expect import NodeExpectation
+from clusterforge.ops.exporter import Exporter
 from clusterforge.ops.nvml import RecordedNvml, collect_gpu_snapshot, snapshot_to_fixture
 from clusterforge.ops.nvml_pynvml import PynvmlApi
 from clusterforge.ops.options import SourceOptions
@@ -50,7 +51,11 @@ PROCS = "ib-gpu-processes.json"
         ("/system.slice/slurmstepd.scope/job_3385/step_0/user/task_0", "slurm_job", "3385"),
         ("/system.slice/slurmstepd.scope/job_7/step_extern/user/task_0", "slurm_job", "7"),
         # --enable-multiple-slurmd prefixes the node name to the scope
-        ("/system.slice/gpu-0001_slurmstepd.scope/job_12/step_batch/user/task_0", "slurm_job", "12"),
+        (
+            "/system.slice/gpu-0001_slurmstepd.scope/job_12/step_batch/user/task_0",
+            "slurm_job",
+            "12",
+        ),
         # Slurm cgroup/v1: /slurm/uid_<uid>/job_<id>/step_<s>/task_<n>
         ("/slurm/uid_1001/job_280678/step_interactive/task_0", "slurm_job", "280678"),
         # kubelet, systemd driver (dashes of the pod UID become underscores) and cgroupfs
@@ -250,7 +255,6 @@ def test_readings_with_processes_round_trip_through_json() -> None:
 
 def test_pynvml_adapter_lists_compute_and_graphics_processes() -> None:
     import pynvml
-
     from test_ops_nvml import _fake_pynvml
 
     mib = 1024 * 1024
@@ -279,7 +283,11 @@ def test_pynvml_adapter_without_graphics_processes_keeps_the_compute_ones() -> N
     from test_ops_nvml import _fake_pynvml
 
     fake = _fake_pynvml(
-        {"nvmlDeviceGetComputeRunningProcesses": lambda h: [SimpleNamespace(pid=21, usedGpuMemory=0)]}
+        {
+            "nvmlDeviceGetComputeRunningProcesses": lambda h: [
+                SimpleNamespace(pid=21, usedGpuMemory=0)
+            ]
+        }
     )
     gpu = collect_gpu_snapshot(PynvmlApi(fake)).gpus[0]  # type: ignore[arg-type]
     assert gpu.processes == (GpuProcess(pid=21, used_memory_mib=0.0),)
@@ -300,12 +308,17 @@ def test_exporter_counts_foreign_processes_per_gpu_and_kind(
     fake_root: Callable[[str], Path],
 ) -> None:
     source = SourceOptions(
-        node="gpu-0001", nvml_fixture=NVML_FIXTURES / NVML, sysfs_root=fake_root(PROCS), budget_s=4.0
+        node="gpu-0001",
+        nvml_fixture=NVML_FIXTURES / NVML,
+        sysfs_root=fake_root(PROCS),
+        budget_s=4.0,
     )
     exporter = Exporter(build_checker(source))
     exporter.refresh()
     families = _families(exporter)
-    counts = {(s["gpu"], s["kind"]): v for s, v in families["clusterforge_gpu_foreign_processes"]}
+    # the generated alert rules read this metric by this name
+    assert EXPORTER_FOREIGN_PROCESS_METRIC == "clusterforge_gpu_foreign_processes"
+    counts = {(s["gpu"], s["kind"]): v for s, v in families[EXPORTER_FOREIGN_PROCESS_METRIC]}
     assert counts[("1", "outside_job")] == 1 and counts[("1", "miner")] == 0
     assert counts[("2", "outside_job")] == 1
     assert counts[("3", "miner")] == 1 and counts[("3", "outside_job")] == 0
@@ -330,7 +343,9 @@ def test_the_check_command_allows_processes_by_name(
             str(root), "--node", "gpu-0001", "--timeout-s", "4"]  # fmt: skip
     assert main([*args, "--allow-process", "cuda-bench"]) == 1
     report = json.loads(capsys.readouterr().out)
-    subjects = {r["subject"]: r["status"] for r in report["results"] if r["check"] == "gpu.processes"}
+    subjects = {
+        r["subject"]: r["status"] for r in report["results"] if r["check"] == "gpu.processes"
+    }
     assert subjects["gpu2"] == "pass" and subjects["gpu1 pid 4202"] == "fail"
 
 

@@ -68,4 +68,5 @@ def cgroup_path(text: str) -> str | None:
         if hierarchy == "0":
             return path
     owned = [path for _, path in paths if cgroup_owner(path) is not None]
-    return (owned or [path for _, path in paths] or [None])[0]
+    ordered = owned or [path for _, path in paths]
+    return ordered[0] if ordered else None

@@ -243,9 +243,7 @@ class HealthCollector(Collector):
                 num = sum(1 for v in foreign if v.gpu == gpu.index and v.kind == kind)
                 counts.add_metric([node, str(gpu.index), _label(gpu.uuid), kind], float(num))
         for v in foreign:
-            info.add_metric(
-                [node, str(v.gpu), str(v.pid), _label(v.user), v.command, v.kind], 1.0
-            )
+            info.add_metric([node, str(v.gpu), str(v.pid), _label(v.user), v.command, v.kind], 1.0)
         yield from (counts, info)
 
 

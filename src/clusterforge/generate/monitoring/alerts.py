@@ -14,6 +14,10 @@ Sources and the pitfalls they encode:
   NVML ``nvmlViolationTime_t``), so their rate over 1e9 is the share of time throttled.
 * PCIe: a lower link *width* is a fault; a lower *generation* is normal power saving at idle,
   so it only counts while the GPU is busy.
+* GPU misuse comes from ``clusterforge exporter`` (``clusterforge_gpu_foreign_processes``,
+  by ``kind``): a miner pages at once; a process outside any job waits two check runs of the
+  exporter's default 60 s interval, so a process caught while its job was being cleaned up
+  does not page.
 * "Allocated" GPUs carry dcgm-exporter's ``pod`` label (Kubernetes) or ``hpc_job`` label
   (Slurm with ``--hpc-job-mapping-dir``).
 
@@ -25,7 +29,11 @@ from __future__ import annotations
 from typing import Any
 
 from clusterforge.design import Design
-from clusterforge.generate.monitoring.metrics import EXPORTER_HEALTH_METRIC, VIOLATION_NS_PER_S
+from clusterforge.generate.monitoring.metrics import (
+    EXPORTER_FOREIGN_PROCESS_METRIC,
+    EXPORTER_HEALTH_METRIC,
+    VIOLATION_NS_PER_S,
+)
 from clusterforge.generate.monitoring.network_alerts import alert as _alert
 from clusterforge.generate.monitoring.network_alerts import network_rules, power_rules
 from clusterforge.generate.monitoring.xid_classes import xid_classes
@@ -169,6 +177,26 @@ def _usage_rules() -> list[dict[str, Any]]:
     ]
 
 
+def _misuse_rules() -> list[dict[str, Any]]:
+    metric = EXPORTER_FOREIGN_PROCESS_METRIC
+    return [
+        _alert(
+            "GpuCryptoMiner",
+            f'{metric}{{kind="miner"}} > 0',
+            "0m",
+            "critical",
+            f"A cryptocurrency miner runs on {_ON}: drain the node, kill it, find how it got there",
+        ),
+        _alert(
+            "GpuProcessOutsideJob",
+            f'{metric}{{kind="outside_job"}} > 0',
+            "2m",
+            "critical",
+            "{{ $value }} process(es) outside any running job on " + _ON,
+        ),
+    ]
+
+
 def _gpu_rules(design: Design) -> list[dict[str, Any]]:
     return [
         *_xid_rules(),
@@ -176,6 +204,7 @@ def _gpu_rules(design: Design) -> list[dict[str, Any]]:
         *_clock_rules(design),
         *_link_rules(design),
         *_usage_rules(),
+        *_misuse_rules(),
     ]
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "DCGM_COUNTERS",
     "DCGM_COUNTERS_FILE",
     "DCGM_EXPORTER_PORT",
+    "EXPORTER_FOREIGN_PROCESS_METRIC",
     "EXPORTER_HEALTH_METRIC",
     "NODE_EXPORTER_PORT",
     "VIOLATION_NS_PER_S",
@@ -32,6 +33,8 @@ CLUSTERFORGE_EXPORTER_PORT = 9410  # `clusterforge exporter --port 9410`
 DCGM_COUNTERS_FILE = "dcgm-counters.csv"
 # 1 when the node passes every check of `clusterforge check`, 0 otherwise (the exporter's).
 EXPORTER_HEALTH_METRIC = "clusterforge_node_healthy"
+# Processes on a GPU outside any running job or pod, by kind ("outside_job", "miner").
+EXPORTER_FOREIGN_PROCESS_METRIC = "clusterforge_gpu_foreign_processes"
 # The DCGM_FI_DEV_*_VIOLATION counters add up nanoseconds of clocks held back (DCGM
 # dcgm_fields.h, "Violation time in ns"; NVML nvmlViolationTime_t.violationTime, "in
 # Nanoseconds"), so their rate divided by this is the share of time throttled (0 to 1).

@@ -118,7 +118,9 @@ def _miner_signature(proc: ProcessReading, policy: ProcessPolicy) -> str | None:
 
 def _allowed(proc: ProcessReading, policy: ProcessPolicy) -> bool:
     names = _program_names(proc)
-    return any(n in names or n[:_COMM_CHARS] == (proc.comm or "").lower() for n in policy.allowed_names)
+    return any(
+        n in names or n[:_COMM_CHARS] == (proc.comm or "").lower() for n in policy.allowed_names
+    )
 
 
 def _kind(proc: ProcessReading | None, policy: ProcessPolicy) -> tuple[ProcessKind, str]:
@@ -182,9 +184,7 @@ _REMEDY = {
 
 
 def _result(verdict: ProcessVerdict) -> CheckResult:
-    memory = (
-        "" if verdict.used_memory_mib is None else f", {verdict.used_memory_mib:.0f} MiB"
-    )
+    memory = "" if verdict.used_memory_mib is None else f", {verdict.used_memory_mib:.0f} MiB"
     observed = (
         f"{verdict.kind.replace('_', ' ')}: pid {verdict.pid} user {verdict.user or '?'} "
         f"command '{verdict.command}' on {verdict.uuid or 'GPU ' + str(verdict.gpu)}{memory}: "
@@ -221,7 +221,8 @@ def check_gpu_processes(
                     "pass",
                     severity="critical",
                     subject=f"gpu{gpu.index}",
-                    observed=f"{len(mine)} process(es)" + (f": {'; '.join(owners)}" if owners else ""),
+                    observed=f"{len(mine)} process(es)"
+                    + (f": {'; '.join(owners)}" if owners else ""),
                     expected=_EXPECTED,
                     gpu=gpu.index,
                 )
