@@ -406,6 +406,15 @@ def test_agent_rbac_is_least_privilege(manifests: dict[str, list[dict[str, Any]]
     assert "--action k8s-taint" in check["args"][0] and '--node "$NODE_NAME"' in check["args"][0]
 
 
+def test_agent_sees_the_host_pids_nvml_reports(
+    manifests: dict[str, list[dict[str, Any]]],
+) -> None:
+    """The GPU process check looks up NVML's (host) PIDs in /proc: the pod shares the host's
+    PID namespace."""
+    daemonset = next(d for d in manifests["health-agent.yaml"] if d["kind"] == "DaemonSet")
+    assert daemonset["spec"]["template"]["spec"]["hostPID"] is True
+
+
 def test_topology_levels_are_labels_the_script_sets(
     manifests: dict[str, list[dict[str, Any]]], k8s_design: Design, tmp_path: Path
 ) -> None:

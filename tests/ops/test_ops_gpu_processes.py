@@ -121,6 +121,24 @@ def test_proc_reader_reads_user_command_cgroup_and_job_state(
     assert gone.found is False and gone.user is None
 
 
+def test_a_path_relative_to_a_cgroup_namespace_does_not_make_an_orphan(
+    fake_root: Callable[[str], Path],
+) -> None:
+    """In a container's own cgroup namespace, a host process's path starts with '/..'
+    (cgroups(7), "Cgroup namespaces") and the job's folder is not under /sys/fs/cgroup:
+    the job's state cannot be told, which must not read as "ended"."""
+    root = fake_root(PROCS)
+    (root / "proc/4101/cgroup").write_text(
+        "0::/../../system.slice/slurmstepd.scope/job_3385/step_0/user/task_0\n"
+    )
+    (root / "proc/4202/cgroup").write_text(
+        "0::/../../system.slice/slurmstepd.scope/job_3377/step_0/user/task_1\n"
+    )
+    reader = ProcReader(root)
+    assert reader.process(4101).job_running is None
+    assert reader.process(4202).job_running is None
+
+
 def test_an_unknown_uid_is_shown_as_a_number(fake_root: Callable[[str], Path]) -> None:
     root = fake_root(PROCS)
     (root / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")

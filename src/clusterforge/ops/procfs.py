@@ -13,8 +13,11 @@ A process left in a job folder with no slurmstepd is what the job left behind.  
 no call to slurmctld, which a health check on every node every minute must not load.  Under
 cgroup/v1 the stepd is not in the job's folder, so there the state is not told (None).
 
-The check must see the host's PIDs and cgroup paths: NVML reports host PIDs, and inside a
-private PID or cgroup namespace (a container's default) they do not match ``/proc``.
+The check must see the host's PIDs: NVML reports host PIDs, which inside a private PID
+namespace (a container's default; Kubernetes ``hostPID: true`` lifts it) are not in
+``/proc``.  Inside a private cgroup namespace a host process's cgroup path starts with
+``/..`` and the job folders are not under the container's ``/sys/fs/cgroup``; its job's state
+is then not told (None), never taken for "ended".
 """
 
 from __future__ import annotations
@@ -78,6 +81,10 @@ class ProcReader:
 
     def _job_running(self, owner: CgroupOwner | None) -> bool | None:
         if owner is None or owner.kind != "slurm_job" or "slurmstepd.scope" not in owner.path:
+            return None
+        if "/../" in owner.path or owner.path.startswith("/.."):
+            # Seen from inside a cgroup namespace (cgroups(7), "Cgroup namespaces"): the
+            # job's folder is outside the /sys/fs/cgroup we can see.
             return None
         job = self.root / "sys/fs/cgroup" / owner.path.lstrip("/")
         if not job.is_dir():

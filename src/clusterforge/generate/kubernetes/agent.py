@@ -149,6 +149,9 @@ def _daemonset(design: Design, spec_path: str) -> dict[str, Any]:
                     # Host network: NIC netdevs and RoCE ethtool counters are the host's.
                     "hostNetwork": True,
                     "dnsPolicy": "ClusterFirstWithHostNet",
+                    # Host PIDs: NVML lists the GPUs' processes by host PID, and the GPU
+                    # process check reads their /proc entries (user, command, cgroup).
+                    "hostPID": True,
                     "containers": _containers(spec_path),
                     "volumes": [
                         {"name": "spec", "configMap": {"name": "clusterforge-spec"}},
