@@ -82,6 +82,13 @@ def test_job_and_pod_cgroups_name_their_owner(path: str, kind: str, owner_id: st
     assert owner is not None and (owner.kind, owner.id) == (kind, owner_id)
 
 
+def test_slurmds_own_cgroup_is_a_job_of_unknown_id() -> None:
+    """Without proctrack/cgroup, slurmstepd and the tasks it starts stay in slurmd's service
+    cgroup: a job's process, which job cannot be told (never an orphan, never outside)."""
+    owner = cgroup_owner("/system.slice/slurmd.service")
+    assert owner is not None and (owner.kind, owner.id) == ("slurm_job", "")
+
+
 @pytest.mark.parametrize(
     "path",
     [
@@ -365,6 +372,18 @@ def test_the_check_command_allows_processes_by_name(
         r["subject"]: r["status"] for r in report["results"] if r["check"] == "gpu.processes"
     }
     assert subjects["gpu2"] == "pass" and subjects["gpu1 pid 4202"] == "fail"
+
+
+def test_a_path_as_allowed_process_is_one_user_error(
+    fake_root: Callable[[str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clusterforge.cli.main import main
+
+    args = ["check", "--nvml-fixture", str(NVML_FIXTURES / NVML), "--sysfs-root",
+            str(fake_root(PROCS)), "--allow-process", "/usr/bin/dcgmi"]  # fmt: skip
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "allowed process name '/usr/bin/dcgmi'" in err and "Traceback" not in err
 
 
 def test_process_policy_is_a_frozen_value() -> None:

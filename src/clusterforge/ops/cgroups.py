@@ -9,6 +9,9 @@ line per hierarchy; cgroup v2 has the single line ``0::path``).  The layouts:
   ``step_<n|batch|extern|interactive>`` with the step's slurmstepd in ``slurm`` and the
   user's processes in ``user/task_<n>``.  The scope's ``system`` folder holds only the idle
   ``slurmstepd infinity`` process and belongs to no job.
+- **Slurm without cgroup process tracking** (``ProctrackType`` other than proctrack/cgroup):
+  slurmstepd and its tasks stay in the cgroup slurmd was started in,
+  ``system.slice/slurmd.service``: a job's process, but which job is not told (id "").
 - **Slurm, cgroup/v1** (slurm.schedmd.com/cgroups.html): ``/slurm/uid_<uid>/job_<id>/...``
   in every controller's hierarchy (``slurm_<node>`` with multiple slurmd).
 - **Kubernetes** (kubelet's cgroup manager, kubernetes/kubernetes
@@ -28,6 +31,7 @@ __all__ = ["CgroupOwner", "cgroup_owner", "cgroup_path"]
 
 _SLURM_V2 = re.compile(r"/system\.slice/(?:[^/]+_)?slurmstepd\.scope/job_(\d+)(?:/|$)")
 _SLURM_V1 = re.compile(r"/slurm(?:_[^/]+)?/uid_\d+/job_(\d+)(?:/|$)")
+_SLURMD = re.compile(r"/system\.slice/slurmd\.service(?:/|$)")
 # A pod UID is an RFC 4122 UUID: 36 characters, dashes (cgroupfs) or underscores (systemd).
 _POD_SYSTEMD = re.compile(r"/kubepods[-\w]*-pod([0-9a-f_]{36})\.slice(?:/|$)")
 _POD_CGROUPFS = re.compile(r"/kubepods(?:/burstable|/besteffort)?/pod([0-9a-f-]{36})(?:/|$)")
@@ -48,6 +52,8 @@ def cgroup_owner(path: str) -> CgroupOwner | None:
     for pattern in (_SLURM_V2, _SLURM_V1):
         if match := pattern.search(path):
             return CgroupOwner("slurm_job", match.group(1), path[: match.end(1)])
+    if match := _SLURMD.search(path):
+        return CgroupOwner("slurm_job", "", path[: match.end()].rstrip("/"))
     for pattern in (_POD_SYSTEMD, _POD_CGROUPFS):
         if match := pattern.search(path):
             uid = match.group(1).replace("_", "-")

@@ -132,7 +132,7 @@ def _kind(proc: ProcessReading | None, policy: ProcessPolicy) -> tuple[ProcessKi
     if owner is not None and owner.kind == "slurm_job":
         if proc.job_running is False:
             return "outside_job", f"left in the cgroup of Slurm job {owner.id}, which has ended"
-        return "job", f"Slurm job {owner.id}"
+        return "job", f"Slurm job {owner.id}" if owner.id else "a Slurm job (in slurmd's cgroup)"
     if owner is not None:
         return "pod", f"Kubernetes pod {owner.id}"
     if _allowed(proc, policy):
