@@ -224,3 +224,21 @@ def test_circuit_breaker_stops_draining_half_the_cluster(
         for node in ("gpu-001", "gpu-002"):
             _check(node, "h100-healthy.json", root, capsys)
     assert all(_sinfo(slurm)[n][0].rstrip("*") == "idle" for n in ("gpu-001", "gpu-002", "gpu-004"))
+
+
+def test_a_gpu_process_outside_any_job_drains_the_node(
+    slurm: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    fake_root: Callable[[str], Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A miner and processes outside any job (fake /proc and Slurm cgroup tree) drain the node
+    through the real scontrol; the node is resumed once its GPUs run only jobs again."""
+    monkeypatch.setenv("SLURM_CONF", slurm["SLURM_CONF"])
+    root = fake_root("ib-gpu-processes.json")
+    assert _check("gpu-004", "h100-gpu-processes.json", root, capsys) == (1, "drain")
+    state, reason = _sinfo(slurm)["gpu-004"]
+    assert state == "drained"
+    assert "gpu.processes: gpu3 pid 4404" in reason and "gpu.processes: gpu2 pid 4303" in reason
+    assert _check("gpu-004", "h100-healthy.json", root, capsys) == (0, "resume")
+    assert _sinfo(slurm)["gpu-004"][0].rstrip("*") == "idle"
