@@ -6,6 +6,8 @@ Modules (imported directly; this package imports nothing so ``clusterforge plan`
 - ``nvml`` / ``nvml_pynvml``: the NVML interface, a never-hanging collector, recorded replay,
   and the real pynvml adapter
 - ``sysfs``: InfiniBand/RoCE ports, ``ethtool -S``, mounts, memory, kernel log
+- ``procfs`` / ``cgroups``: who a GPU process is (user, command, cgroup from ``/proc``) and
+  which Slurm job or Kubernetes pod its cgroup belongs to
 - ``ethernet``: which Ethernet/RoCE port counters (``ethtool -S``, RDMA ``hw_counters``) the
   exporter serves, under which metric names
 - ``xid``: the XID policy (data/xid_policy.yaml) and the kernel-log parser
