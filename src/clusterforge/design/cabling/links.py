@@ -102,9 +102,7 @@ def _compute_cabling(
         )
     if fabric.num_spare_pool_links:
         spare = LinkEnd("spare node NIC", nic.cage, nic.ports_per_module)
-        classes.append(
-            _spare_pool_class(fabric, layout, media, (spare, sw("pool leaf")), catalog)
-        )
+        classes.append(_spare_pool_class(fabric, layout, media, (spare, sw("pool leaf")), catalog))
     a, b, n, tier = c.switch_links()
     for t in np.unique(tier):
         sel = tier == t

@@ -48,6 +48,7 @@ __all__ = [
     "fiber_media",
     "link_class",
     "medium_parts",
+    "orderable_media",
     "pick_media",
     "run_lengths_m",
     "transceiver_for",
@@ -94,6 +95,9 @@ class MediaCount(BaseModel):
     optics_power_w: float
     cost_usd: float
     parts: list[PartCount] = Field(description="The orderable parts behind these links")
+    missing_parts: str = Field(
+        "", description="Why no parts could be chosen (the catalog lacks one); empty when priced"
+    )
 
 
 class LinkClass(BaseModel):
@@ -229,6 +233,23 @@ def medium_parts(
     return [_part_count(catalog.parts[i], n) for i, n in quantities.items()]
 
 
+def orderable_media(
+    catalog: Catalog, media: Sequence[Medium], ends: tuple[LinkEnd, LinkEnd], gbit_per_s: float
+) -> list[Medium]:
+    """The media of ``media`` whose parts the catalog has for ``ends`` at ``gbit_per_s`` (a
+    medium with no part for these cages, e.g. an AOC between two 200G-split twin-port
+    switch cages, is skipped: longer runs fall to the next medium); when none is orderable,
+    all of them stay and the class is marked unpriced (:func:`_media_counts`)."""
+    fits = []
+    for medium in media:
+        try:
+            medium_parts(catalog, medium, ends, gbit_per_s, 1)
+        except CatalogError:
+            continue
+        fits.append(medium)
+    return fits or list(media)
+
+
 def _media_counts(
     lengths: np.ndarray,
     weights: np.ndarray,
@@ -244,7 +265,11 @@ def _media_counts(
         links = int(weights[chosen == i].sum())
         if not links:
             continue
-        parts = medium_parts(catalog, medium, ends, gbit_per_s, links)
+        try:
+            parts = medium_parts(catalog, medium, ends, gbit_per_s, links)
+            missing = ""
+        except CatalogError as exc:  # no part yet (e.g. 800G XDR optics): shown, not hidden
+            parts, missing = [], str(exc)
         out.append(
             MediaCount(
                 medium=medium.id,
@@ -255,6 +280,7 @@ def _media_counts(
                 optics_power_w=sum(p.power_w for p in parts),
                 cost_usd=sum(p.extended_usd for p in parts),
                 parts=parts,
+                missing_parts=missing,
             )
         )
     return out
@@ -272,6 +298,7 @@ def link_class(
     weights: np.ndarray | None = None,
 ) -> LinkClass:
     weights = np.ones(lengths.size) if weights is None else weights
+    media = orderable_media(catalog, media, ends, speed)
     return LinkClass(
         fabric=fabric,
         name=name,

@@ -146,11 +146,27 @@ def _media_lines(cabling: list[LinkClass], catalog: Catalog) -> list[BomLine]:
     """One line per ordering part number: its count summed over every link class, at its own
     catalog price (optics for transceivers, cabling for cables and fibres)."""
     quantities: dict[str, int] = defaultdict(int)
+    unpriced: dict[tuple[str, float], int] = defaultdict(int)
+    reasons: dict[tuple[str, float], str] = {}
     for link_class in cabling:
         for m in link_class.media:
             for count in m.parts:
                 quantities[count.part] += count.quantity
-    lines = []
+            if m.missing_parts:
+                key = (m.medium, link_class.gbit_per_s)
+                unpriced[key] += m.num_links
+                reasons[key] = m.missing_parts
+    lines = [
+        _line(
+            category="optics",
+            item=f"unpriced-{medium}-{speed:g}G",
+            description=f"{medium} links at {speed:g} Gb/s with no catalog part: not priced",
+            quantity=n,
+            unit_usd=0.0,
+            source=reasons[(medium, speed)],
+        )
+        for (medium, speed), n in sorted(unpriced.items())
+    ]
     for part_id in sorted(quantities):
         part = catalog.parts[part_id]
         lines.append(
