@@ -14,7 +14,7 @@ from clusterforge.design.cabling.media import LinkEnd, medium_parts
 from clusterforge.design.result import Design
 from clusterforge.errors import CatalogError
 from clusterforge.spec import load_spec
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, make_spec
 
 EXAMPLE_FILES = sorted(p.name for p in EXAMPLES.glob("*.yaml"))
 
@@ -130,3 +130,11 @@ def test_an_end_without_a_cage_says_which_row_to_fix(catalog: Catalog) -> None:
         medium_parts(
             catalog, catalog.media["mmf-sr4"], (LinkEnd("leaf", None), LinkEnd("x", "qsfp")), 400, 1
         )
+
+
+def test_links_no_catalog_part_fits_show_as_an_unpriced_line() -> None:
+    """800G XDR optics have no [[part]] row yet: the BOM says so instead of pricing nothing."""
+    d = plan(make_spec(node="dgx-b300", num_gpus=64))
+    unpriced = [line for line in d.bom if line.item.startswith("unpriced-")]
+    assert unpriced and all(line.unit_usd == 0 for line in unpriced)
+    assert all("[[part]]" in line.source for line in unpriced)
