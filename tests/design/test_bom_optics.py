@@ -3,16 +3,12 @@ ordering part number at that part's own catalog price, and counts that match the
 
 from __future__ import annotations
 
-import dataclasses
 from functools import cache
 
 import pytest
 
-from clusterforge.catalog import Catalog, Table, load_catalog
 from clusterforge.design import plan
-from clusterforge.design.cabling.media import LinkEnd, medium_parts
 from clusterforge.design.result import Design
-from clusterforge.errors import CatalogError
 from clusterforge.spec import load_spec
 from tests.conftest import EXAMPLES, make_spec
 
@@ -75,6 +71,20 @@ def test_modules_times_links_per_module_cover_every_link_end(name: str) -> None:
             assert m.num_transceivers == sum(p.quantity for p in m.parts if p.kind == "transceiver")
 
 
+@pytest.mark.parametrize("name", ["colo-512-h100.yaml", "gb200-nvl72-pod.yaml"])
+def test_module_ports_add_up_exactly_to_the_optical_link_ends(name: str) -> None:
+    design = _design(name)
+    ends = sum(m.num_optical_ends for c in design.cabling for m in c.media)
+    served = sum(
+        p.quantity * design.catalog.parts[p.part].links_at(c.gbit_per_s)
+        for c in design.cabling
+        for m in c.media
+        for p in m.parts
+        if p.kind == "transceiver"
+    )
+    assert served == ends
+
+
 def _parts_of(design: Design, fabric: str, name: str) -> dict[str, int]:
     c = next(c for c in design.cabling if c.fabric == fabric and c.name == name)
     return {p.part: p.quantity for m in c.media for p in m.parts}
@@ -110,26 +120,6 @@ def test_200g_breakout_counts_four_links_per_switch_module() -> None:
     # a 1:2 splitter fibre per 2 links
     assert parts["MMA1Z00-NS400"] == 60 and parts["MMA4Z00-NS"] == 15
     assert parts["MFP7E20-N0xx"] == 30
-
-
-def _without(catalog: Catalog, part_id: str) -> Catalog:
-    rows = {k: v for k, v in catalog.parts.rows.items() if k != part_id}
-    return dataclasses.replace(catalog, parts=Table(kind="part", rows=rows))
-
-
-def test_a_missing_transceiver_names_the_row_to_add() -> None:
-    catalog = _without(load_catalog(), "MMA4Z00-NS-FLT")
-    twin = LinkEnd("node NIC", "osfp-flat", 2)
-    leaf = LinkEnd("leaf", "osfp-finned", 2)
-    with pytest.raises(CatalogError, match=r"osfp-flat cage at 400 Gb/s with 2 link.*\[\[part\]\]"):
-        medium_parts(catalog, catalog.media["mmf-sr4"], (twin, leaf), 400, 8)
-
-
-def test_an_end_without_a_cage_says_which_row_to_fix(catalog: Catalog) -> None:
-    with pytest.raises(CatalogError, match="set `cage`"):
-        medium_parts(
-            catalog, catalog.media["mmf-sr4"], (LinkEnd("leaf", None), LinkEnd("x", "qsfp")), 400, 1
-        )
 
 
 def test_links_no_catalog_part_fits_show_as_an_unpriced_line() -> None:
