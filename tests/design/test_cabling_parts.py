@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from clusterforge.catalog import Catalog, Table, load_catalog
+from clusterforge.catalog import Catalog, Part, Table, load_catalog
 from clusterforge.design.cabling.media import LinkEnd, medium_parts, orderable_media
 from clusterforge.errors import CatalogError
 
@@ -49,3 +49,10 @@ def test_a_medium_without_parts_for_the_cages_is_skipped(catalog: Catalog) -> No
     media = [catalog.media[m] for m in ("dac", "aoc", "mmf-sr4")]
     # no NVIDIA AOC joins two twin-port cages split to 200G: the 10 m runs go to SR4
     assert [m.id for m in orderable_media(catalog, media, (leaf, spine), 200)] == ["mmf-sr4"]
+
+
+def test_a_transceiver_row_with_two_cages_is_refused() -> None:
+    row = load_catalog().parts["MMA4Z00-NS"].model_dump()
+    row["cages"] = ["osfp-finned", "qsfp"]
+    with pytest.raises(ValueError, match="exactly one cage"):
+        Part.model_validate(row)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "FORM_FACTORS",
@@ -243,6 +243,14 @@ class Part(_Row):
     price_usd: float
     price_date: str = Field(description="Month the price holds for, YYYY-MM")
     price_source: str = Field(description="Where the price comes from, with a confidence tag")
+
+    @model_validator(mode="after")
+    def _cages_fit_kind(self) -> Part:
+        if self.kind == "transceiver" and len(self.cages) != 1:
+            raise ValueError(f"{self.id}: a transceiver plugs into exactly one cage")
+        if self.kind == "cable" and len(self.cages) not in (0, 2):
+            raise ValueError(f"{self.id}: a cable has two plugged ends, or none (a fibre)")
+        return self
 
     def links_at(self, gbit_per_s: float) -> int | None:
         """Links one unit serves at ``gbit_per_s``, or None when it cannot run that speed."""
