@@ -18,6 +18,7 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from clusterforge.catalog.models import (
+    Cage,
     Container,
     Cpu,
     FacilityItem,
@@ -30,6 +31,7 @@ from clusterforge.catalog.models import (
     ModelArch,
     Nic,
     Node,
+    Part,
     PortMode,
     Scaleup,
     StorageBlock,
@@ -38,6 +40,7 @@ from clusterforge.catalog.models import (
 from clusterforge.errors import CatalogError, did_you_mean
 
 __all__ = [
+    "Cage",
     "Catalog",
     "Container",
     "Cpu",
@@ -51,6 +54,7 @@ __all__ = [
     "ModelArch",
     "Nic",
     "Node",
+    "Part",
     "PortMode",
     "Scaleup",
     "StorageBlock",
@@ -99,6 +103,7 @@ class Catalog:
     nics: Table[Nic]
     switches: Table[Switch]
     media: Table[Medium]
+    parts: Table[Part]
     storage: Table[StorageBlock]
     facility: Table[FacilityItem]
     models: Table[ModelArch]
@@ -132,6 +137,7 @@ def load_catalog() -> Catalog:
         nics=_load_table("nics.toml", "nic", Nic),
         switches=_load_table("switches.toml", "switch", Switch),
         media=_load_table("media.toml", "medium", Medium),
+        parts=_load_table("media.toml", "part", Part),
         storage=_load_table("storage.toml", "storage", StorageBlock),
         facility=_load_table("facility.toml", "item", FacilityItem),
         models=_load_table("models.toml", "model", ModelArch),
@@ -151,6 +157,9 @@ def _check_references(catalog: Catalog) -> None:
     for arch in catalog.architectures:
         for gpu_id in arch.gpus:
             catalog.gpus[gpu_id]
+    for part in catalog.parts:
+        for medium_id in part.media:
+            catalog.media[medium_id]
     for container in catalog.containers:
         for arch_id in container.architectures:
             if not container.compiles_for(catalog.architectures[arch_id]):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "FORM_FACTORS",
     "HOST_LINKS",
     "SCALEUPS",
+    "Cage",
     "Container",
     "Cpu",
     "FacilityItem",
@@ -22,6 +23,8 @@ __all__ = [
     "ModelArch",
     "Nic",
     "Node",
+    "Part",
+    "PartMode",
     "PortMode",
     "Scaleup",
     "StorageBlock",
@@ -43,6 +46,13 @@ HostLink = Literal["pcie4", "pcie5", "nvlink-c2c"]
 
 Toolkit = Literal["cuda", "rocm"]
 """The GPU compiler toolkit a container is built with: NVIDIA CUDA or AMD ROCm."""
+
+Cage = Literal["osfp-finned", "osfp-flat", "qsfp", "rj45"]
+"""The socket a transceiver or cable end plugs into: an OSFP cage with a finned-top (IHS) plug
+(air-cooled Quantum-2 / Spectrum-4 switches), an OSFP cage with a riding heat sink that takes
+flat-top (RHS) plugs (ConnectX-7/8 adapters, DGX H100 twin-port cages), the QSFP family
+(QSFP28 / QSFP56 / QSFP112, one plug shape), or an RJ45 copper jack (NVIDIA LinkX 100G-PAM4
+user guide, "connector types")."""
 
 FORM_FACTORS: tuple[FormFactor, ...] = get_args(FormFactor)
 SCALEUPS: tuple[Scaleup, ...] = get_args(Scaleup)
@@ -104,6 +114,9 @@ class Cpu(_Row):
 class Nic(_Row):
     port_gbit_per_s: float
     num_ports: int
+    cage: Cage | None = Field(
+        None, description="Cage of each port (None: unknown, optics cannot be ordered)"
+    )
     fabrics: list[Literal["infiniband", "ethernet"]]
     power_w: float
     price_usd: float
@@ -163,6 +176,9 @@ class PortMode(BaseModel):
 class Switch(_Row):
     manufacturer: str = Field(description="Vendor name as NetBox should show it")
     fabric: Literal["infiniband", "ethernet"]
+    cage: Cage | None = Field(
+        None, description="Cage of the front ports (None: unknown, optics cannot be ordered)"
+    )
     u_height: int
     typical_w: float
     max_w: float
@@ -203,9 +219,42 @@ class Medium(_Row):
         description="Fastest port speed the medium is specified (or recommended) for, Gb/s"
     )
     pluggable_optics: bool = Field(description="A transceiver is bought per end")
-    power_w_per_end: float
-    price_usd_per_end: float
-    cable_price_usd: float
+
+
+class PartMode(BaseModel):
+    """How many links one module or cable serves at one port speed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    gbit_per_s: float = Field(description="Port speed of each link, Gb/s")
+    num_links: int = Field(gt=0, description="Links one module (or cable) serves at that speed")
+
+
+class Part(_Row):
+    """An orderable cable or transceiver: ``id`` is the vendor's ordering part number."""
+
+    media: list[str] = Field(description="The media (media.toml ids) this part realizes")
+    kind: Literal["transceiver", "cable"]
+    cages: list[Cage] = Field(
+        description="Transceiver: the one cage it plugs into; cable with its own plugs (DAC, "
+        "ACC, AOC, Cat6): the cages of its two ends; fibre: empty (it plugs into transceivers)"
+    )
+    modes: list[PartMode]
+    power_w: float = Field(description="Power of one module, or of both ends of one cable, W")
+    price_usd: float
+    price_date: str = Field(description="Month the price holds for, YYYY-MM")
+    price_source: str = Field(description="Where the price comes from, with a confidence tag")
+
+    @model_validator(mode="after")
+    def _cages_fit_kind(self) -> Part:
+        if self.kind == "transceiver" and len(self.cages) != 1:
+            raise ValueError(f"{self.id}: a transceiver plugs into exactly one cage")
+        if self.kind == "cable" and len(self.cages) not in (0, 2):
+            raise ValueError(f"{self.id}: a cable has two plugged ends, or none (a fibre)")
+        return self
+
+    def links_at(self, gbit_per_s: float) -> int | None:
+        """Links one unit serves at ``gbit_per_s``, or None when it cannot run that speed."""
+        return next((m.num_links for m in self.modes if m.gbit_per_s == gbit_per_s), None)
 
 
 class StorageBlock(_Row):

@@ -12,17 +12,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from clusterforge.catalog import Catalog, Medium
+from clusterforge.catalog import Cage, Catalog, Medium
 from clusterforge.design.cabling.media import (
     CORE_BLOCK_RUN_M,
     IN_RACK_M,
     LinkClass,
+    LinkEnd,
     MediaCount,
     fiber_media,
     link_class,
     pick_media,
     run_lengths_m,
-    speed_factor,
 )
 from clusterforge.design.cabling.support import support_cabling
 from clusterforge.design.compute import ComputeDesign
@@ -36,16 +36,19 @@ __all__ = [
     "IN_RACK_M",
     "TIER_NAMES",
     "LinkClass",
+    "LinkEnd",
     "MediaCount",
     "design_cabling",
     "fiber_media",
     "longest_runs_m",
     "pick_media",
     "run_lengths_m",
-    "speed_factor",
 ]
 
 UFM_RUN_M = 10.0  # UFM appliances stand in the core block beside the first leaves [U]
+# UFM Enterprise appliances take their fabric links on ConnectX adapters with QSFP cages
+# (NVIDIA UFM Enterprise Appliance user manual) [S]
+UFM_CAGE: Cage = "qsfp"
 
 TIER_NAMES = {
     0: ("leaf-spine", "leaf", "spine"),
@@ -74,57 +77,51 @@ def _compute_cabling(
     c = fabric.connectivity
     if not fabric.radix:
         return []
-    media = fiber_media(catalog, fabric.nic_gbit_per_s)
-    mode = fabric.switch.mode_at(fabric.nic_gbit_per_s)
-    sw_ppm = mode.ports_per_cage if mode else 1
+    speed = fabric.nic_gbit_per_s
+    media = fiber_media(catalog, speed)
+    mode = fabric.switch.mode_at(speed)
     node = compute.node
     twin = node.compute_nic_twin_cages
-    node_ppm = node.num_compute_nics // twin if twin else 1
-    speed = fabric.nic_gbit_per_s
+    nic_cage = catalog.nics[node.compute_nic].cage
+    nic = LinkEnd("node NIC", nic_cage, node.num_compute_nics // twin if twin else 1)
+    cage = fabric.switch.cage
+
+    def sw(role: str) -> LinkEnd:
+        return LinkEnd(role, cage, mode.ports_per_cage if mode else 1)
+
     n_node, _, n_leaf = c.node_links()
     lengths = run_lengths_m(layout, layout.node_rack[n_node], layout.switch_rack[n_leaf])
-    ends = ("node NIC", "leaf")
     classes = [
-        link_class(
-            "compute", "node-leaf", ends, speed, lengths, media, ports_per_module=(node_ppm, sw_ppm)
-        )
+        link_class("compute", "node-leaf", (nic, sw("leaf")), speed, lengths, media, catalog)
     ]
     if fabric.num_ufm_links:
+        ufm = LinkEnd("UFM appliance", UFM_CAGE)
+        runs = np.full(fabric.num_ufm_links, UFM_RUN_M)
         classes.append(
-            link_class(
-                "compute",
-                "ufm-leaf",
-                ("UFM appliance", "leaf"),
-                speed,
-                np.full(fabric.num_ufm_links, UFM_RUN_M),
-                media,
-                ports_per_module=(1, sw_ppm),
-            )
+            link_class("compute", "ufm-leaf", (ufm, sw("leaf")), speed, runs, media, catalog)
         )
     if fabric.num_spare_pool_links:
-        classes.append(_spare_pool_class(fabric, layout, media, (node_ppm, sw_ppm)))
+        spare = LinkEnd("spare node NIC", nic.cage, nic.ports_per_module)
+        classes.append(_spare_pool_class(fabric, layout, media, (spare, sw("pool leaf")), catalog))
     a, b, n, tier = c.switch_links()
     for t in np.unique(tier):
         sel = tier == t
         lengths = run_lengths_m(layout, layout.switch_rack[a[sel]], layout.switch_rack[b[sel]])
         name, end_a, end_b = TIER_NAMES[int(t)]
+        ends = (sw(end_a), sw(end_b))
+        weights = n[sel].astype(float)
         classes.append(
-            link_class(
-                "compute",
-                name,
-                (end_a, end_b),
-                speed,
-                lengths,
-                media,
-                weights=n[sel].astype(float),
-                ports_per_module=(sw_ppm, sw_ppm),
-            )
+            link_class("compute", name, ends, speed, lengths, media, catalog, weights=weights)
         )
     return classes
 
 
 def _spare_pool_class(
-    fabric: FabricDesign, layout: Layout, media: Sequence[Medium], ppm: tuple[int, int]
+    fabric: FabricDesign,
+    layout: Layout,
+    media: Sequence[Medium],
+    ends: tuple[LinkEnd, LinkEnd],
+    catalog: Catalog,
 ) -> LinkClass:
     """Spare nodes after the cabled ones, NIC by NIC onto the pool's leaves in order."""
     c = fabric.connectivity
@@ -132,15 +129,8 @@ def _spare_pool_class(
     node = c.num_nodes + port // c.nics_per_node
     leaf = np.minimum(port // fabric.radix, fabric.num_spare_pool_leaves - 1)
     lengths = run_lengths_m(layout, layout.node_rack[node], layout.pool_leaf_rack[leaf])
-    return link_class(
-        "compute",
-        "spare-pool",
-        ("spare node NIC", "pool leaf"),
-        fabric.nic_gbit_per_s,
-        lengths,
-        media,
-        ports_per_module=ppm,
-    )
+    speed = fabric.nic_gbit_per_s
+    return link_class("compute", "spare-pool", ends, speed, lengths, media, catalog)
 
 
 def longest_runs_m(cabling: Sequence[LinkClass]) -> dict[str, float]:

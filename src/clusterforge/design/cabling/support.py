@@ -20,8 +20,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from clusterforge.catalog import Catalog
-from clusterforge.design.cabling.media import LinkClass, fiber_media, link_class, run_lengths_m
+from clusterforge.catalog import Cage, Catalog
+from clusterforge.design.cabling.media import (
+    LinkClass,
+    LinkEnd,
+    fiber_media,
+    link_class,
+    run_lengths_m,
+)
 from clusterforge.design.compute import ComputeDesign
 from clusterforge.design.fabric.support import SupportFabric
 from clusterforge.design.facility.racks import Layout, Rack, RackDevice
@@ -30,6 +36,11 @@ from clusterforge.design.storage import StorageDesign
 __all__ = ["endpoint_ports", "endpoint_runs_m", "ports_of", "support_cabling", "uplink_runs_m"]
 
 MGMT_SERVER_INBAND_PORTS = 2
+# Storage and in-band ports sit on dual-port ConnectX-7 adapters or BlueField-3 DPUs, whose
+# cages are QSFP112 (DGX H100/H200 user guide, network ports; BlueField-3 accepts QSFP112
+# only, NVIDIA LinkX MMA1Z00-NS400 specification); out-of-band ports are RJ45 BMC jacks.
+ENDPOINT_CAGE: Cage = "qsfp"
+OOB_ENDPOINT_CAGE: Cage = "rj45"
 
 
 def ports_of(
@@ -114,17 +125,23 @@ def support_cabling(
     return classes
 
 
+def _switch_end(fab: SupportFabric, name: str) -> LinkEnd:
+    mode = fab.switch.mode_at(fab.port_gbit_per_s)
+    return LinkEnd(name, fab.switch.cage, mode.ports_per_cage if mode else 1)
+
+
 def _endpoint_class(
     fab: SupportFabric, ports: np.ndarray, layout: Layout, catalog: Catalog
 ) -> LinkClass:
     _, lengths = endpoint_runs_m(layout, fab, np.repeat(np.arange(ports.size), ports))
+    speed = fab.port_gbit_per_s
     if fab.name == "out-of-band":
         media = [catalog.media["cat6"]]
-        ends = ("BMC / mgmt port", "oob switch")
-        return link_class(fab.name, "device-oob", ends, fab.port_gbit_per_s, lengths, media)
-    media = fiber_media(catalog, fab.port_gbit_per_s)
-    ends = ("node / storage port", f"{fab.name} leaf")
-    return link_class(fab.name, "endpoint-leaf", ends, fab.port_gbit_per_s, lengths, media)
+        ends = (LinkEnd("BMC / mgmt port", OOB_ENDPOINT_CAGE), _switch_end(fab, "oob switch"))
+        return link_class(fab.name, "device-oob", ends, speed, lengths, media, catalog)
+    media = fiber_media(catalog, speed)
+    ends = (LinkEnd("node / storage port", ENDPOINT_CAGE), _switch_end(fab, f"{fab.name} leaf"))
+    return link_class(fab.name, "endpoint-leaf", ends, speed, lengths, media, catalog)
 
 
 def uplink_runs_m(layout: Layout, fab: SupportFabric) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -139,6 +156,6 @@ def uplink_runs_m(layout: Layout, fab: SupportFabric) -> tuple[np.ndarray, np.nd
 
 def _uplink_class(fab: SupportFabric, layout: Layout, catalog: Catalog) -> LinkClass:
     _, _, lengths = uplink_runs_m(layout, fab)
-    ends = (f"{fab.name} leaf", f"{fab.name} spine")
+    ends = (_switch_end(fab, f"{fab.name} leaf"), _switch_end(fab, f"{fab.name} spine"))
     media = fiber_media(catalog, fab.port_gbit_per_s)
-    return link_class(fab.name, "leaf-spine", ends, fab.port_gbit_per_s, lengths, media)
+    return link_class(fab.name, "leaf-spine", ends, fab.port_gbit_per_s, lengths, media, catalog)

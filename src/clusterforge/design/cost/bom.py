@@ -143,37 +143,40 @@ def bill_of_materials(parts: Parts) -> list[BomLine]:
 
 
 def _media_lines(cabling: list[LinkClass], catalog: Catalog) -> list[BomLine]:
-    optics_usd: dict[str, float] = defaultdict(float)
-    modules: dict[str, int] = defaultdict(int)
-    cables: dict[str, int] = defaultdict(int)
+    """One line per ordering part number: its count summed over every link class, at its own
+    catalog price (optics for transceivers, cabling for cables and fibres)."""
+    quantities: dict[str, int] = defaultdict(int)
+    unpriced: dict[tuple[str, float], int] = defaultdict(int)
+    reasons: dict[tuple[str, float], str] = {}
     for link_class in cabling:
         for m in link_class.media:
-            medium = catalog.media[m.medium]
-            optics_usd[m.medium] += m.cost_usd - m.num_links * medium.cable_price_usd
-            modules[m.medium] += m.num_transceivers
-            cables[m.medium] += m.num_links
-    lines = []
-    for medium_id in sorted(cables):
-        medium = catalog.media[medium_id]
-        if modules[medium_id]:
-            lines.append(
-                _line(
-                    category="optics",
-                    item=f"{medium_id}-transceiver",
-                    description=f"{medium.name}: transceiver modules",
-                    quantity=modules[medium_id],
-                    unit_usd=optics_usd[medium_id] / modules[medium_id],
-                    source=medium.source,
-                )
-            )
+            for count in m.parts:
+                quantities[count.part] += count.quantity
+            if m.missing_parts:
+                key = (m.medium, link_class.gbit_per_s)
+                unpriced[key] += m.num_links
+                reasons[key] = m.missing_parts
+    lines = [
+        _line(
+            category="optics",
+            item=f"unpriced-{medium}-{speed:g}G",
+            description=f"{medium} links at {speed:g} Gb/s with no catalog part: not priced",
+            quantity=n,
+            unit_usd=0.0,
+            source=reasons[(medium, speed)],
+        )
+        for (medium, speed), n in sorted(unpriced.items())
+    ]
+    for part_id in sorted(quantities):
+        part = catalog.parts[part_id]
         lines.append(
             _line(
-                category="cabling",
-                item=f"{medium_id}-cable",
-                description=f"{medium.name}: cables",
-                quantity=cables[medium_id],
-                unit_usd=medium.cable_price_usd,
-                source=medium.source,
+                category="optics" if part.kind == "transceiver" else "cabling",
+                item=part.id,
+                description=part.name,
+                quantity=quantities[part_id],
+                unit_usd=part.price_usd,
+                source=f"price {part.price_date}: {part.price_source}; part: {part.source}",
             )
         )
     return lines
