@@ -82,6 +82,17 @@ TRIGGERS: dict[str, dict[str, object]] = {
         "workload": {"model": "mixtral-8x7b", "expert_parallel": 8},
     },
     "too-small-to-own": {"num_gpus": 16, "workload": {"global_batch": 16}},
+    "floor-overloaded": {
+        "facility": {
+            "max_rack_kw": 50,
+            "cooling_available": ["air", "rear-door"],
+            "feeds_per_rack": 1,
+            "floor_rating_kn_per_m2": 7.2,  # the TIA-942 minimum: 4 DGX H100 + door exceed it
+        }
+    },
+    "cooling-unsupported-by-node": {
+        "facility": {"max_rack_kw": 50, "cooling_available": ["immersion"], "feeds_per_rack": 1}
+    },
 }
 
 
@@ -143,3 +154,22 @@ def test_empty_cooling_list_is_named_as_empty_not_as_liquid():
     message = str(info.value)
     assert "facility.cooling_available" in message and "empty" in message
     assert "liquid-cooled" not in message
+
+
+def test_immersion_of_an_air_cooled_dgx_h100_is_an_error():
+    d = plan(make_spec(**{**GOOD, **TRIGGERS["cooling-unsupported-by-node"]}))
+    found = next(f for f in d.findings if f.id == "cooling-unsupported-by-node")
+    assert found.severity == "error"
+    assert "immersion" in found.message and "dgx-h100" in found.message
+
+
+def test_nvl72_rack_overloads_a_12_kpa_floor_and_passes_a_slab_rated_for_it():
+    from tests.conftest import EXAMPLES
+    from clusterforge.spec import load_spec
+
+    spec = load_spec(EXAMPLES / "gb200-nvl72-pod.yaml")
+    assert "floor-overloaded" in {f.id for f in plan(spec).findings}
+    slab = spec.model_copy(
+        update={"facility": spec.facility.model_copy(update={"floor_rating_kn_per_m2": 25.0})}
+    )
+    assert "floor-overloaded" not in {f.id for f in plan(slab).findings}

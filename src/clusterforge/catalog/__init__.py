@@ -31,6 +31,8 @@ from clusterforge.catalog.models import (
     Nic,
     Node,
     PortMode,
+    PowerEntry,
+    PowerPath,
     Scaleup,
     StorageBlock,
     Switch,
@@ -52,6 +54,8 @@ __all__ = [
     "Nic",
     "Node",
     "PortMode",
+    "PowerEntry",
+    "PowerPath",
     "Scaleup",
     "StorageBlock",
     "Switch",
@@ -101,6 +105,7 @@ class Catalog:
     media: Table[Medium]
     storage: Table[StorageBlock]
     facility: Table[FacilityItem]
+    power_paths: Table[PowerPath]
     models: Table[ModelArch]
     architectures: Table[GpuArchitecture]
     containers: Table[Container]
@@ -134,6 +139,7 @@ def load_catalog() -> Catalog:
         media=_load_table("media.toml", "medium", Medium),
         storage=_load_table("storage.toml", "storage", StorageBlock),
         facility=_load_table("facility.toml", "item", FacilityItem),
+        power_paths=_load_table("facility.toml", "power_path", PowerPath),
         models=_load_table("models.toml", "model", ModelArch),
         architectures=_load_table("containers.toml", "architecture", GpuArchitecture),
         containers=_load_table("containers.toml", "container", Container),
@@ -148,6 +154,9 @@ def _check_references(catalog: Catalog) -> None:
         catalog.gpus[node.gpu]
         catalog.cpus[node.cpu]
         catalog.nics[node.compute_nic]
+    for path in catalog.power_paths:
+        for item_id in (path.circuit_device, *path.circuit_items):
+            catalog.facility[item_id]
     for arch in catalog.architectures:
         for gpu_id in arch.gpus:
             catalog.gpus[gpu_id]
