@@ -128,3 +128,11 @@ def test_power_shelf_rack_gets_a_tap_off_per_shelf():
 def test_breaker_over_the_rack_end_device_rating_is_refused():
     with pytest.raises(CapacityError, match="facility.breaker_a"):
         plan_circuits(30.0, FacilitySpec(voltage_v=415, breaker_a=125), _path("power-shelf"))
+
+
+def test_a_rack_over_its_shelves_keeps_them_and_shows_the_feed_cannot_carry_it():
+    """A 140 kW GB300 rack still has 4 + 4 shelves of 33 kW: one feed's 132 kW falls short,
+    which the circuit's utilization over 1 records (the feed-loss rule reports it)."""
+    c = plan_circuits(140.0, FacilitySpec(voltage_v=415), _path("power-shelf"))
+    assert (c.circuits_per_feed, c.breaker_a) == (4, 63)
+    assert c.utilization > 1.0

@@ -173,3 +173,16 @@ def test_nvl72_rack_overloads_a_12_kpa_floor_and_passes_a_slab_rated_for_it():
         update={"facility": spec.facility.model_copy(update={"floor_rating_kn_per_m2": 25.0})}
     )
     assert "floor-overloaded" not in {f.id for f in plan(slab).findings}
+
+
+def test_feed_loss_on_a_rack_that_outgrows_its_power_shelves():
+    spec = make_spec(
+        num_gpus=72,
+        node="gb300-nvl72-tray",
+        spare_fraction=0,
+        facility={"max_rack_kw": 140, "cooling_available": ["direct-to-chip"]},
+        workload={"tensor_parallel": 8, "global_batch": 72},
+    )
+    found = {f.id: f for f in plan(spec).findings}
+    assert "feed-loss-exceeds-psus" in found
+    assert found["feed-loss-exceeds-psus"].numbers["rack_max_kw"] == 140

@@ -118,7 +118,12 @@ def plan_circuits(load_kw: float, facility: FacilitySpec, path: PowerPath) -> Ci
         )
     top = f.breaker_a or max(a for a in STANDARD_BREAKERS_A if a <= path.max_breaker_a)
     count = max(1, math.ceil(load_kw / min(usable_kw(top), device_kw) - 1e-9))
-    if count > path.max_circuits_per_feed:
+    if count > path.max_circuits_per_feed and path.circuit_max_kw is not None:
+        # A rack-scale system holds a fixed set of power shelves: more load than one feed's
+        # shelves deliver is still fed (both feeds share it), but a feed alone cannot carry
+        # it; the utilization over 1 says so and the feed-loss rule reports it.
+        count = path.max_circuits_per_feed
+    elif count > path.max_circuits_per_feed:
         raise CapacityError(
             f"facility: a {load_kw:.1f} kW rack needs {count:,} circuits per feed at "
             f"{f.voltage_v:g} V, {top:g} A ({min(usable_kw(top), device_kw):.2f} kW each); a rack "
@@ -128,7 +133,9 @@ def plan_circuits(load_kw: float, facility: FacilitySpec, path: PowerPath) -> Ci
         )
     share_kw = load_kw / count
     amps = f.breaker_a or min(
-        a for a in STANDARD_BREAKERS_A if a <= top and usable_kw(a) >= share_kw - 1e-9
+        a
+        for a in STANDARD_BREAKERS_A
+        if a <= top and usable_kw(a) >= min(share_kw, device_kw) - 1e-9
     )
     current = phase_current_a(share_kw, f.voltage_v, f.phases, f.power_factor)
     return Circuit(

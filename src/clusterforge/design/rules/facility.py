@@ -125,8 +125,10 @@ def cooling_limits_density(d: Design) -> list[Finding]:
 
 def feed_loss(d: Design) -> list[Finding]:
     node = d.compute.node
-    if d.spec.facility.feeds_per_rack < 2 or not node.num_psus:
+    if d.spec.facility.feeds_per_rack < 2:
         return []
+    if not node.num_psus:
+        return _shelf_feed_loss(d)
     left_kw = node.num_psus // 2 * node.psu_kw
     need = d.layout_density.node_max_kw
     if left_kw >= need:
@@ -188,5 +190,28 @@ def cooling_unsupported_by_node(d: Design) -> list[Finding]:
             numbers={"node_cooling": node.cooling, "rack_cooling": ", ".join(wrong)},
             fix=f"offer {' or '.join(supported)} in facility.cooling_available, or choose a "
             "node rated for the facility's cooling",
+        )
+    ]
+
+
+def _shelf_feed_loss(d: Design) -> list[Finding]:
+    """Rack-scale systems on power shelves: one feed's shelves must carry the whole rack."""
+    short = [r for r in d.racks if r.role == "gpu" and r.circuit.utilization > 1 + 1e-9]
+    if not short:
+        return []
+    c = short[0].circuit
+    return [
+        Finding(
+            id="feed-loss-exceeds-psus",
+            severity="warning",
+            message=f"losing one feed leaves {c.circuits_per_feed} power shelves on "
+            f"{c.circuits_per_feed} x {c.breaker_a:g} A circuits ({c.usable_kw * c.circuits_per_feed:.1f}"
+            f" kW usable) for a {c.load_kw:.1f} kW rack: the rack throttles or trips at full load",
+            numbers={
+                "racks": len(short),
+                "feed_kw_after_loss": c.usable_kw * c.circuits_per_feed,
+                "rack_max_kw": c.load_kw,
+            },
+            fix="accept power-brake on feed loss, cap GPU power, or check the vendor's site guide",
         )
     ]
