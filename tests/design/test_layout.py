@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -58,7 +60,7 @@ def test_nvl72_rack_is_fed_by_busway_tap_offs_to_eight_power_shelves(catalog: Ca
     assert trays.u_height + len(shelves) == node.rack_overhead_u
     spans = sorted((dev.u_position, dev.u_position + dev.u_height) for dev in rack.devices
                    if dev.u_height and dev.kind != "patch-panel")  # fmt: skip
-    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))  # no overlap
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # no overlap
     bom = {line.item: line for line in d.bom}
     assert bom["busway-tap-off"].quantity == 8 * 8
     assert bom["power-shelf-33kw"].quantity == 8 * 8
@@ -85,7 +87,9 @@ def test_rack_mass_is_the_frame_and_every_device_in_it(catalog: Catalog):
 
 
 def test_rear_door_hangs_on_the_rack_and_adds_its_mass(catalog: Catalog):
-    d = plan(make_spec(num_gpus=64, facility={"max_rack_kw": 50, "cooling_available": ["rear-door"]}))
+    d = plan(
+        make_spec(num_gpus=64, facility={"max_rack_kw": 50, "cooling_available": ["rear-door"]})
+    )
     rack = next(r for r in d.racks if r.role == "gpu")
     assert rack.cooling.method == "rear-door"
     devices_kg = sum(x.weight_kg for x in rack.devices)

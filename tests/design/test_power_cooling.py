@@ -126,7 +126,7 @@ def test_power_shelf_rack_gets_a_tap_off_per_shelf():
 
 
 def test_breaker_over_the_rack_end_device_rating_is_refused():
-    with pytest.raises(CapacityError, match="facility.breaker_a"):
+    with pytest.raises(CapacityError, match=r"facility\.breaker_a"):
         plan_circuits(30.0, FacilitySpec(voltage_v=415, breaker_a=125), _path("power-shelf"))
 
 

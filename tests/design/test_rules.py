@@ -8,7 +8,8 @@ from clusterforge.design import plan
 from clusterforge.design.rules import RULES, Finding
 from clusterforge.errors import ClusterforgeError
 from clusterforge.report.files import render_findings_md
-from tests.conftest import make_spec
+from clusterforge.spec import load_spec
+from tests.conftest import EXAMPLES, make_spec
 
 GOOD = dict(  # 512 x H100, 4 per 50 kW rear-door rack, 1:1 rail-optimized, TP in the node
     num_gpus=512,
@@ -164,9 +165,6 @@ def test_immersion_of_an_air_cooled_dgx_h100_is_an_error():
 
 
 def test_nvl72_rack_overloads_a_12_kpa_floor_and_passes_a_slab_rated_for_it():
-    from tests.conftest import EXAMPLES
-    from clusterforge.spec import load_spec
-
     spec = load_spec(EXAMPLES / "gb200-nvl72-pod.yaml")
     assert "floor-overloaded" in {f.id for f in plan(spec).findings}
     slab = spec.model_copy(

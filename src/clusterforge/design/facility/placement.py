@@ -27,8 +27,8 @@ from clusterforge.design.facility.racks import (
     power_entry,
     rack_circuit,
 )
-from clusterforge.errors import CapacityError
 from clusterforge.design.storage import StorageDesign
+from clusterforge.errors import CapacityError
 from clusterforge.spec import ClusterSpec
 
 __all__ = ["DeviceItem", "Packer", "Placer", "node_devices", "support_switch_name"]
@@ -63,9 +63,7 @@ class Packer:
             if current and (u + height > usable or kw + dev_kw > limit):
                 self._close(role, current, index)
                 current, index, u, kw, limit = [], len(self.racks), 0.0, 0.0, self.limit_kw
-            current.append(
-                device(name, kind, model, dev_role, int(u) + 1, height, dev_kw, dev_kg)
-            )
+            current.append(device(name, kind, model, dev_role, int(u) + 1, height, dev_kw, dev_kg))
             u += height
             kw += dev_kw
             where.append(index)
@@ -155,7 +153,9 @@ def _power_shelves(
     end = catalog.facility[catalog.power_paths[circuit.power_path].circuit_device]
     if not end.u_height:
         return []
-    ends = [(side, i) for side in "ab"[: circuit.num_feeds] for i in range(circuit.circuits_per_feed)]
+    ends = [
+        (side, i) for side in "ab"[: circuit.num_feeds] for i in range(circuit.circuits_per_feed)
+    ]
     return [
         device(
             f"shelf-{side}{i + 1}",
@@ -171,7 +171,7 @@ def _power_shelves(
     ]
 
 
-Target = tupleTarget = tuple[np.ndarray, int]  # (index array, position) that receives a device's rack
+Target = tuple[np.ndarray, int]  # (index array, position) that receives a device's rack
 
 
 def support_switch_name(fab: SupportFabric, index: int) -> str:

@@ -186,14 +186,16 @@ def finish_racks(
             )
         entry = power_entry(role, compute.node)
         key = (kw, entry)
-        circuit = circuits.get(key) or circuits.setdefault(
-            key, rack_circuit(catalog, f, entry, kw)
-        )
+        circuit = circuits.get(key) or circuits.setdefault(key, rack_circuit(catalog, f, entry, kw))
         path = catalog.power_paths[circuit.power_path]
         end = catalog.facility[path.circuit_device]
         # a zero-U rack end (PDU) hangs in the rear channels here; a racked one (power shelf)
         # was placed with the rack-scale system's devices
-        pdus = [] if end.u_height else _pdus(circuit.num_feeds, circuit.circuits_per_feed, end.id, end.weight_kg)
+        pdus = (
+            []
+            if end.u_height
+            else _pdus(circuit.num_feeds, circuit.circuits_per_feed, end.id, end.weight_kg)
+        )
         patch = _patch_panel(f.rack_u)
         cooling = cooled.get((kw, method)) or cooled.setdefault((kw, method), cool_rack(kw, method))
         all_devices = [*devices, patch, *pdus]
