@@ -13,6 +13,7 @@ from clusterforge.design.cabling.media import fiber_media, pick_media
 from clusterforge.design.fabric.sizing import FabricParams, size_fabric
 from clusterforge.design.fabric.switches import default_switch
 from clusterforge.errors import CapacityError
+from clusterforge.report.files import racks_csv
 from clusterforge.spec import load_spec
 from tests.conftest import EXAMPLES, make_spec
 
@@ -81,6 +82,10 @@ def test_rack_mass_is_the_frame_and_every_device_in_it(catalog: Catalog):
     area = f.rack_width_m * f.rack_depth_m
     assert rack.floor.load_kn_per_m2 == pytest.approx(rack.floor.mass_kg * 9.80665 / area / 1000)
     assert rack.floor.point_load_kn == pytest.approx(rack.floor.mass_kg * 9.80665 / 4000)
+    csv_rows = racks_csv(d).splitlines()
+    header = csv_rows[0].split(",")
+    first = dict(zip(header, csv_rows[1].split(","), strict=True))
+    assert float(first["rack_kg"]) == pytest.approx(rack.floor.mass_kg, abs=0.5)
     dumped = d.model_dump(mode="json")["racks"][0]["floor"]
     assert dumped["mass_kg"] == pytest.approx(rack.floor.mass_kg)
     assert dumped["rating_kn_per_m2"] == f.floor_rating_kn_per_m2
