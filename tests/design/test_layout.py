@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ from clusterforge.design.cabling.media import fiber_media, pick_media
 from clusterforge.design.fabric.sizing import FabricParams, size_fabric
 from clusterforge.design.fabric.switches import default_switch
 from clusterforge.errors import CapacityError
+from clusterforge.report.files import racks_csv
 from clusterforge.spec import load_spec
 from tests.conftest import EXAMPLES, make_spec
 
@@ -41,6 +44,62 @@ def test_nvl72_racks_hold_whole_systems_with_their_own_power_and_cooling():
     # membership is readable: the trays of rack k are nodes 18k .. 18k+17
     first = [next(dev.name for dev in r.devices if dev.kind == "node") for r in gpu_racks]
     assert first == [d.compute.node_names[18 * k] for k in range(8)]
+
+
+def test_nvl72_rack_is_fed_by_busway_tap_offs_to_eight_power_shelves(catalog: Catalog):
+    """NVIDIA's GB200 rack: 8 power shelves of 33 kW, 4 per feed, each on its own circuit from
+    a busway tap-off; no zero-U PDU, and the shelves take their U from the rack's fixed parts."""
+    d = _example("gb200-nvl72-pod.yaml")
+    rack = next(r for r in d.racks if r.role == "gpu")
+    shelves = [dev for dev in rack.devices if dev.kind == "power-shelf"]
+    assert len(shelves) == 8 and {dev.u_height for dev in shelves} == {1}
+    assert not [dev for dev in rack.devices if dev.kind == "pdu"]
+    assert rack.circuit.power_path == "busway-power-shelf"
+    assert (rack.circuit.circuits_per_feed, rack.circuit.breaker_a) == (4, 63)
+    node = catalog.nodes["gb200-nvl72-tray"]
+    trays = next(dev for dev in rack.devices if dev.role == "nvlink")
+    assert trays.u_height + len(shelves) == node.rack_overhead_u
+    spans = sorted((dev.u_position, dev.u_position + dev.u_height) for dev in rack.devices
+                   if dev.u_height and dev.kind != "patch-panel")  # fmt: skip
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # no overlap
+    bom = {line.item: line for line in d.bom}
+    assert bom["busway-tap-off"].quantity == 8 * 8
+    assert bom["power-shelf-33kw"].quantity == 8 * 8
+    assert bom["power-shelf-33kw"].extended_usd == 0  # priced in the system's trays
+    gpu_pdus = sum(r.circuit.num_whips for r in d.racks if r.role != "gpu")
+    assert bom["pdu-3ph"].quantity == gpu_pdus  # PDUs only in the network and core racks
+
+
+def test_rack_mass_is_the_frame_and_every_device_in_it(catalog: Catalog):
+    """An NVL72 rack weighs about 1.36 t (plus its CDU here); its floor load is m·g over the
+    footprint, and the design's JSON carries it."""
+    d = _example("gb200-nvl72-pod.yaml")
+    rack = next(r for r in d.racks if r.role == "gpu")
+    frame = catalog.facility["rack-48u"].weight_kg
+    assert rack.floor.mass_kg == pytest.approx(frame + sum(x.weight_kg for x in rack.devices))
+    assert 1300 <= rack.floor.mass_kg - catalog.facility["rack-cdu"].weight_kg <= 1400
+    f = d.spec.facility
+    area = f.rack_width_m * f.rack_depth_m
+    assert rack.floor.load_kn_per_m2 == pytest.approx(rack.floor.mass_kg * 9.80665 / area / 1000)
+    assert rack.floor.point_load_kn == pytest.approx(rack.floor.mass_kg * 9.80665 / 4000)
+    csv_rows = racks_csv(d).splitlines()
+    header = csv_rows[0].split(",")
+    first = dict(zip(header, csv_rows[1].split(","), strict=True))
+    assert float(first["rack_kg"]) == pytest.approx(rack.floor.mass_kg, abs=0.5)
+    dumped = d.model_dump(mode="json")["racks"][0]["floor"]
+    assert dumped["mass_kg"] == pytest.approx(rack.floor.mass_kg)
+    assert dumped["rating_kn_per_m2"] == f.floor_rating_kn_per_m2
+
+
+def test_rear_door_hangs_on_the_rack_and_adds_its_mass(catalog: Catalog):
+    d = plan(
+        make_spec(num_gpus=64, facility={"max_rack_kw": 50, "cooling_available": ["rear-door"]})
+    )
+    rack = next(r for r in d.racks if r.role == "gpu")
+    assert rack.cooling.method == "rear-door"
+    devices_kg = sum(x.weight_kg for x in rack.devices)
+    frame_and_door = catalog.facility["rack-48u"].weight_kg + catalog.facility["rdhx"].weight_kg
+    assert rack.floor.mass_kg == pytest.approx(devices_kg + frame_and_door)
 
 
 def test_rack_scale_rule_comes_from_the_catalog(catalog: Catalog):

@@ -43,14 +43,14 @@ def test_phase_current_of_a_dgx_h100_on_415v():
 
 def test_each_feed_carries_the_whole_rack():
     f = FacilitySpec(voltage_v=415, breaker_a=20, feeds_per_rack=2)
-    c = plan_circuits(30.6, f)  # three DGX H100
+    c = plan_circuits(30.6, f, _path("psu"))  # three DGX H100
     assert c.circuits_per_feed == 3  # 10.9 kW usable per 20 A circuit
     assert c.num_whips == 6
     assert c.usable_kw * c.circuits_per_feed >= 30.6
 
 
 def test_smallest_standard_breaker_is_chosen():
-    c = plan_circuits(30.6, FacilitySpec(voltage_v=415, breaker_a=None))
+    c = plan_circuits(30.6, FacilitySpec(voltage_v=415, breaker_a=None), _path("psu"))
     assert c.circuits_per_feed == 1
     assert c.breaker_a == 60  # 415 V 3φ 60 A = 34.5 kVA, the first standard size that fits
 
@@ -88,3 +88,51 @@ def test_heat_and_airflow():
     dlc = cool_rack(100.0, "direct-to-chip")
     assert dlc.heat_btu_per_h == pytest.approx(341200)
     assert dlc.liquid_heat_kw == pytest.approx(70.0)
+
+
+def _path(feeds: str):
+    from clusterforge.catalog import load_catalog
+
+    return next(p for p in load_catalog().power_paths if p.feeds == feeds)
+
+
+def test_current_shown_is_per_circuit_against_that_circuits_breaker():
+    """84 kW on three 60 A circuits per feed: each circuit carries a third, 41 A per phase,
+    68 % of its breaker and 85 % of its 80 % continuous rating (not the feed's 123 A)."""
+    f = FacilitySpec(voltage_v=415, breaker_a=60, power_factor=0.95)
+    c = plan_circuits(84.0, f, _path("psu"))
+    assert c.circuits_per_feed == 3
+    assert c.phase_current_a == pytest.approx(phase_current_a(28.0, 415, 3, 0.95))
+    assert c.phase_current_a == pytest.approx(41.0, abs=0.1)
+    assert c.breaker_load == pytest.approx(c.phase_current_a / c.breaker_a)
+    assert c.utilization == pytest.approx(c.breaker_load / f.continuous_load_factor)
+
+
+def test_zero_u_pdus_stop_at_63_a_so_a_dense_rack_gets_several():
+    """No zero-U PDU takes a 125 A whip: an 84 kW rack gets three 60 A PDUs per feed."""
+    c = plan_circuits(84.0, FacilitySpec(voltage_v=415), _path("psu"))
+    assert c.power_path == "zero-u-pdu"
+    assert c.breaker_a <= 63
+    assert c.circuits_per_feed == 3
+    assert c.breaker_a == 60  # 32.8 kW usable x 3 >= 84 kW; 50 A (27.3 kW) x 3 is short
+
+
+def test_power_shelf_rack_gets_a_tap_off_per_shelf():
+    """A 132 kW NVL72 rack: 33 kW shelves, four per feed (eight per rack), each on 63 A."""
+    c = plan_circuits(132.0, FacilitySpec(voltage_v=415), _path("power-shelf"))
+    assert c.power_path == "busway-power-shelf"
+    assert (c.circuits_per_feed, c.num_whips, c.breaker_a) == (4, 8, 63)
+    assert c.utilization <= 1.0
+
+
+def test_breaker_over_the_rack_end_device_rating_is_refused():
+    with pytest.raises(CapacityError, match=r"facility\.breaker_a"):
+        plan_circuits(30.0, FacilitySpec(voltage_v=415, breaker_a=125), _path("power-shelf"))
+
+
+def test_a_rack_over_its_shelves_keeps_them_and_shows_the_feed_cannot_carry_it():
+    """A 140 kW GB300 rack still has 4 + 4 shelves of 33 kW: one feed's 132 kW falls short,
+    which the circuit's utilization over 1 records (the feed-loss rule reports it)."""
+    c = plan_circuits(140.0, FacilitySpec(voltage_v=415), _path("power-shelf"))
+    assert (c.circuits_per_feed, c.breaker_a) == (4, 63)
+    assert c.utilization > 1.0

@@ -8,7 +8,8 @@ from clusterforge.design import plan
 from clusterforge.design.rules import RULES, Finding
 from clusterforge.errors import ClusterforgeError
 from clusterforge.report.files import render_findings_md
-from tests.conftest import make_spec
+from clusterforge.spec import load_spec
+from tests.conftest import EXAMPLES, make_spec
 
 GOOD = dict(  # 512 x H100, 4 per 50 kW rear-door rack, 1:1 rail-optimized, TP in the node
     num_gpus=512,
@@ -82,6 +83,17 @@ TRIGGERS: dict[str, dict[str, object]] = {
         "workload": {"model": "mixtral-8x7b", "expert_parallel": 8},
     },
     "too-small-to-own": {"num_gpus": 16, "workload": {"global_batch": 16}},
+    "floor-overloaded": {
+        "facility": {
+            "max_rack_kw": 50,
+            "cooling_available": ["air", "rear-door"],
+            "feeds_per_rack": 1,
+            "floor_rating_kn_per_m2": 7.2,  # the TIA-942 minimum: 4 DGX H100 + door exceed it
+        }
+    },
+    "cooling-unsupported-by-node": {
+        "facility": {"max_rack_kw": 50, "cooling_available": ["immersion"], "feeds_per_rack": 1}
+    },
 }
 
 
@@ -143,3 +155,32 @@ def test_empty_cooling_list_is_named_as_empty_not_as_liquid():
     message = str(info.value)
     assert "facility.cooling_available" in message and "empty" in message
     assert "liquid-cooled" not in message
+
+
+def test_immersion_of_an_air_cooled_dgx_h100_is_an_error():
+    d = plan(make_spec(**{**GOOD, **TRIGGERS["cooling-unsupported-by-node"]}))
+    found = next(f for f in d.findings if f.id == "cooling-unsupported-by-node")
+    assert found.severity == "error"
+    assert "immersion" in found.message and "dgx-h100" in found.message
+
+
+def test_nvl72_rack_overloads_a_12_kpa_floor_and_passes_a_slab_rated_for_it():
+    spec = load_spec(EXAMPLES / "gb200-nvl72-pod.yaml")
+    assert "floor-overloaded" in {f.id for f in plan(spec).findings}
+    slab = spec.model_copy(
+        update={"facility": spec.facility.model_copy(update={"floor_rating_kn_per_m2": 25.0})}
+    )
+    assert "floor-overloaded" not in {f.id for f in plan(slab).findings}
+
+
+def test_feed_loss_on_a_rack_that_outgrows_its_power_shelves():
+    spec = make_spec(
+        num_gpus=72,
+        node="gb300-nvl72-tray",
+        spare_fraction=0,
+        facility={"max_rack_kw": 140, "cooling_available": ["direct-to-chip"]},
+        workload={"tensor_parallel": 8, "global_batch": 72},
+    )
+    found = {f.id: f for f in plan(spec).findings}
+    assert "feed-loss-exceeds-psus" in found
+    assert found["feed-loss-exceeds-psus"].numbers["rack_max_kw"] == 140

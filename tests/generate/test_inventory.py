@@ -221,7 +221,7 @@ def test_cables_join_declared_interfaces_once(
 
 
 def _oob_devices(design: Design) -> int:
-    pdus = sum(1 for r in design.racks for d in r.devices if d.kind == "pdu")
+    pdus = sum(1 for r in design.racks for d in r.devices if d.kind in ("pdu", "power-shelf"))
     return (
         design.compute.num_nodes
         + design.fabric.num_switches

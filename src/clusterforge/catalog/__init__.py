@@ -33,6 +33,8 @@ from clusterforge.catalog.models import (
     Node,
     Part,
     PortMode,
+    PowerEntry,
+    PowerPath,
     Scaleup,
     StorageBlock,
     Switch,
@@ -56,6 +58,8 @@ __all__ = [
     "Node",
     "Part",
     "PortMode",
+    "PowerEntry",
+    "PowerPath",
     "Scaleup",
     "StorageBlock",
     "Switch",
@@ -106,6 +110,7 @@ class Catalog:
     parts: Table[Part]
     storage: Table[StorageBlock]
     facility: Table[FacilityItem]
+    power_paths: Table[PowerPath]
     models: Table[ModelArch]
     architectures: Table[GpuArchitecture]
     containers: Table[Container]
@@ -140,6 +145,7 @@ def load_catalog() -> Catalog:
         parts=_load_table("media.toml", "part", Part),
         storage=_load_table("storage.toml", "storage", StorageBlock),
         facility=_load_table("facility.toml", "item", FacilityItem),
+        power_paths=_load_table("facility.toml", "power_path", PowerPath),
         models=_load_table("models.toml", "model", ModelArch),
         architectures=_load_table("containers.toml", "architecture", GpuArchitecture),
         containers=_load_table("containers.toml", "container", Container),
@@ -154,6 +160,9 @@ def _check_references(catalog: Catalog) -> None:
         catalog.gpus[node.gpu]
         catalog.cpus[node.cpu]
         catalog.nics[node.compute_nic]
+    for path in catalog.power_paths:
+        for item_id in (path.circuit_device, *path.circuit_items):
+            catalog.facility[item_id]
     for arch in catalog.architectures:
         for gpu_id in arch.gpus:
             catalog.gpus[gpu_id]

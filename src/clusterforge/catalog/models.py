@@ -26,6 +26,8 @@ __all__ = [
     "Part",
     "PartMode",
     "PortMode",
+    "PowerEntry",
+    "PowerPath",
     "Scaleup",
     "StorageBlock",
     "Switch",
@@ -43,6 +45,10 @@ Infinity Fabric, or PCIe when the GPUs have no peer link)."""
 
 HostLink = Literal["pcie4", "pcie5", "nvlink-c2c"]
 """The link between a GPU and its host CPU: PCIe Gen4/Gen5 x16, or NVLink-C2C on superchips."""
+
+PowerEntry = Literal["psu", "power-shelf"]
+"""What a rack's devices take power from: their own PSUs, or the rack's power shelves on a DC
+busbar (rack-scale systems whose trays have no PSU)."""
 
 Toolkit = Literal["cuda", "rocm"]
 """The GPU compiler toolkit a container is built with: NVIDIA CUDA or AMD ROCm."""
@@ -160,6 +166,12 @@ class Node(_Row):
     rack_scale_nodes: int = Field(0, description="Nodes in a fixed rack-scale system (NVL72: 18)")
     rack_overhead_kw: float = Field(0.0, description="Rack-scale overhead: switch trays, shelves")
     rack_overhead_u: int = 0
+    rack_overhead_kg: float = Field(
+        0.0,
+        description="Rack-scale systems: mass of the rack's own parts besides the trays, the "
+        "rack frame and the power shelves (NVLink switch trays, busbar, manifolds, cable "
+        "cartridges), kg",
+    )
     cooling: Literal["air", "liquid"]
     weight_kg: float
     price_usd: float
@@ -270,6 +282,7 @@ class StorageBlock(_Row):
         description="A parallel file system that scales out by adding blocks under one "
         "namespace; false for a single NFS server"
     )
+    weight_kg: float
     price_usd: float
     price_date: str
 
@@ -279,6 +292,35 @@ class FacilityItem(_Row):
     price_usd: float
     u_height: int
     power_kw: float = 0.0
+    weight_kg: float = Field(description="Mass of one item, kg (0 for items off the rack)")
+
+
+class PowerPath(_Row):
+    """How a rack's feed circuits reach its devices: one catalog row per way of building it.
+
+    Each circuit of each feed ends on one rack-end device (``circuit_device``: a zero-U PDU
+    the devices' PSUs plug into, or a power shelf on the rack's DC busbar) reached through
+    ``circuit_items`` bought per circuit (a busway tap-off box, or nothing beyond the whip).
+    """
+
+    feeds: PowerEntry = Field(
+        description="What the rack's devices take power from: their own PSUs (psu), or the "
+        "rack's power shelves (power-shelf: rack-scale systems with no PSU in the trays)"
+    )
+    circuit_device: str = Field(description="Facility item at the rack end of each circuit")
+    circuit_device_included: bool = Field(
+        description="The rack-end device comes with the system and is priced in its node price"
+    )
+    circuit_items: list[str] = Field(
+        default_factory=list, description="Facility items bought for each circuit upstream"
+    )
+    max_breaker_a: float = Field(description="Largest breaker the rack-end device takes, A")
+    circuit_max_kw: float | None = Field(
+        None,
+        description="Rated output of the rack-end device (a power shelf), kW: the most one "
+        "circuit carries; None when only the breaker limits it (a PDU)",
+    )
+    max_circuits_per_feed: int = Field(description="Rack-end devices a rack holds per feed")
 
 
 class LrSchedule(BaseModel):

@@ -37,7 +37,9 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None) -> Design:
     # GPU racks' own PDUs (exact before placement) and two per other rack, then re-lay until
     # the support fabrics stop changing where the placement reads them.
     other_racks = fabric.num_switches // 10 + 2
-    pdu_estimate = int(gpu_rack_whips(spec, compute, fabric, density).sum()) + 2 * other_racks
+    pdu_estimate = (
+        int(gpu_rack_whips(spec, compute, fabric, density, catalog).sum()) + 2 * other_racks
+    )
     support = design_support_fabrics(spec, compute, fabric, storage, catalog, pdu_estimate, mgmt)
     layout = lay_out(spec, compute, fabric, support, storage, catalog, density, mgmt)
     for _ in range(3):

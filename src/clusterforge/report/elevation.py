@@ -45,6 +45,7 @@ KIND_COLORS = {
     "cdu": "#72b7b2",
     "patch-panel": "#bab0ac",
     "pdu": "#9d755d",
+    "power-shelf": "#9d755d",
 }
 SWITCH_COLORS = ("#f58518", "#e45756", "#eeca3b", "#ff9da6", "#d67195", "#ffbf79", *COLORS)
 

@@ -91,6 +91,9 @@ def racks_csv(design: Design) -> str:
                     f"{dev.max_kw:.2f}",
                     f"{rack.max_kw:.2f}",
                     rack.cooling.method,
+                    f"{dev.weight_kg:g}",
+                    f"{rack.floor.mass_kg:.0f}",
+                    f"{rack.floor.load_kn_per_m2:.2f}",
                 ]
             )
     header = [
@@ -107,6 +110,9 @@ def racks_csv(design: Design) -> str:
         "device_max_kw",
         "rack_max_kw",
         "cooling",
+        "device_kg",
+        "rack_kg",
+        "rack_kn_per_m2",
     ]
     return _csv(header, rows)
 

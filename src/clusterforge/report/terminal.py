@@ -127,6 +127,7 @@ def _facility(d: Design) -> Table:
     cooling = Counter(r.cooling.method for r in d.racks)
     gpu_rack = next((r for r in d.racks if r.role == "gpu"), d.racks[0])
     circ = gpu_rack.circuit
+    heavy = max(d.racks, key=lambda r: r.floor.mass_kg)
     p = d.power
     return _kv(
         "Racks, power, cooling",
@@ -140,8 +141,20 @@ def _facility(d: Design) -> Table:
             (
                 "circuits",
                 f"{circ.num_feeds} feed(s) x {circ.circuits_per_feed} x {circ.voltage_v:g} V "
-                f"{circ.phases}ph {circ.breaker_a:g} A ({circ.usable_kw:.1f} kW usable each, "
-                f"{circ.phase_current_a:.1f} A/phase)",
+                f"{circ.phases}ph {circ.breaker_a:g} A ({circ.usable_kw:.1f} kW usable each), "
+                f"{circ.power_path}",
+            ),
+            (
+                "circuit load",
+                f"{circ.phase_current_a:.1f} A/phase per circuit on its {circ.breaker_a:g} A "
+                f"breaker ({circ.breaker_load:.0%}; {circ.utilization:.0%} of the continuous limit)",
+            ),
+            (
+                "floor load",
+                f"{heavy.name}: {heavy.floor.mass_kg:,.0f} kg = "
+                f"{heavy.floor.load_kn_per_m2:.1f} kN/m2 on {heavy.floor.footprint_m2:.2f} m2 "
+                f"(floor rated {heavy.floor.rating_kn_per_m2:g}), "
+                f"{heavy.floor.point_load_kn:.2f} kN per foot",
             ),
             ("IT power", f"{p.it_max_kw:,.0f} kW max, {p.it_average_kw:,.0f} kW average"),
             ("facility power", f"{p.facility_kw:,.0f} kW at PUE {d.spec.facility.pue:g}"),

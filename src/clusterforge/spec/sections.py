@@ -133,6 +133,17 @@ class FacilitySpec(Section):
     racks_per_row: int = Field(16, ge=1, le=200, description="Racks in one row")
     rack_width_m: float = Field(0.6, ge=0.3, le=2.0, description="Rack width, m")
     row_pitch_m: float = Field(3.0, ge=0.5, le=20.0, description="Distance between row centres, m")
+    rack_depth_m: float = Field(
+        1.2, ge=0.5, le=2.0, description="Rack depth, m (the catalog's rack is 600 x 1200 mm)"
+    )
+    floor_rating_kn_per_m2: float = Field(
+        12.0,
+        ge=1,
+        le=100,
+        description="Distributed live load the floor carries, kN/m2 (= kPa), compared with each "
+        "rack's mass over its footprint. Default: the 12 kPa (250 lbf/ft2) ANSI/TIA-942-B "
+        "(2017) gives for Rated-3 and -4 data centres; its minimum is 7.2 kPa (150 lbf/ft2)",
+    )
 
     allow_power_capping: bool = Field(
         False,

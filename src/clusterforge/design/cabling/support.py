@@ -54,7 +54,7 @@ def ports_of(
     node = compute.node
     shared = "storage" not in {f.name for f in support}  # storage rides the in-band fabric
     match fab.name, device.kind:
-        case "out-of-band", "node" | "storage" | "server" | "pdu":
+        case "out-of-band", "node" | "storage" | "server" | "pdu" | "power-shelf":
             return 1
         case "out-of-band", "switch":
             return 0 if device.role == "nvlink" else 1

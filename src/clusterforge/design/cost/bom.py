@@ -186,11 +186,43 @@ def _facility_lines(layout: Layout, catalog: Catalog) -> list[BomLine]:
     f = catalog.facility
     counts = {
         "rack-48u": len(layout.racks),
-        "pdu-3ph": sum(r.circuit.num_whips for r in layout.racks),
         "rack-cdu": sum(1 for r in layout.racks for d in r.devices if d.kind == "cdu"),
         "rdhx": sum(1 for r in layout.racks if r.cooling.method == "rear-door"),
     }
-    return [_row_line("facility", f[item], quantity=n) for item, n in counts.items()]
+    lines = [_row_line("facility", f[item], quantity=n) for item, n in counts.items()]
+    return lines + _power_path_lines(layout, catalog)
+
+
+def _power_path_lines(layout: Layout, catalog: Catalog) -> list[BomLine]:
+    """Per circuit of each rack's power path: its rack-end device (a PDU, or a power shelf that
+    comes with the rack-scale system: listed at $0, priced in the node) and what is bought
+    upstream of it (a busway tap-off box)."""
+    circuits: dict[str, int] = defaultdict(int)
+    for r in layout.racks:
+        circuits[r.circuit.power_path] += r.circuit.num_whips
+    lines = []
+    for path_id, n in circuits.items():
+        path = catalog.power_paths[path_id]
+        end = catalog.facility[path.circuit_device]
+        if path.circuit_device_included:
+            note = ", one per circuit (comes with the rack-scale system, priced in its trays)"
+            lines.append(
+                _line(
+                    category="facility",
+                    item=end.id,
+                    description=f"{end.name}{note}",
+                    quantity=n,
+                    unit_usd=0.0,
+                    source=end.source,
+                )
+            )
+        else:
+            lines.append(_row_line("facility", end, quantity=n, note=", one per circuit"))
+        lines += [
+            _row_line("facility", catalog.facility[item], quantity=n, note=", one per circuit")
+            for item in path.circuit_items
+        ]
+    return lines
 
 
 def power_summary(parts: Parts) -> PowerSummary:

@@ -24,7 +24,7 @@ from clusterforge.design.fabric.support import SupportFabric
 from clusterforge.design.facility.cooling import COOLING_BAND_KW
 from clusterforge.design.facility.floorplan import CORE, FloorPlan, gpu_rack_blocks, plan_floor
 from clusterforge.design.facility.placement import Placer
-from clusterforge.design.facility.power import plan_circuits, propose_power_cap
+from clusterforge.design.facility.power import propose_power_cap
 from clusterforge.design.facility.racks import (
     CDU_U,
     PATCH_PANEL_U,
@@ -32,6 +32,8 @@ from clusterforge.design.facility.racks import (
     Layout,
     Rack,
     RackDevice,
+    power_entry,
+    rack_circuit,
 )
 from clusterforge.design.storage import StorageDesign
 from clusterforge.errors import CapacityError
@@ -129,13 +131,21 @@ def _gpu_rack_kw(compute: ComputeDesign, density: Density, num_nodes: int) -> fl
 
 
 def gpu_rack_whips(
-    spec: ClusterSpec, compute: ComputeDesign, fabric: FabricDesign, density: Density
+    spec: ClusterSpec,
+    compute: ComputeDesign,
+    fabric: FabricDesign,
+    density: Density,
+    catalog: Catalog,
 ) -> np.ndarray:
-    """Power whips (PDUs) of each GPU rack in floor order: known before any device is placed,
-    since a GPU rack's load is its nodes' (:func:`plan_circuits`)."""
+    """Power whips (a PDU or power shelf each) of each GPU rack in floor order: known before
+    any device is placed, since a GPU rack's load is its nodes' (:func:`rack_circuit`)."""
     blocks = gpu_rack_blocks(compute, fabric.connectivity, density.nodes_per_rack)
     sizes = {len(b) for b in blocks}
-    whips = {n: plan_circuits(_gpu_rack_kw(compute, density, n), spec.facility) for n in sizes}
+    entry = power_entry("gpu", compute.node)
+    whips = {
+        n: rack_circuit(catalog, spec.facility, entry, _gpu_rack_kw(compute, density, n))
+        for n in sizes
+    }
     return np.array([whips[len(b)].num_whips for b in blocks], dtype=np.int64)
 
 
@@ -157,7 +167,7 @@ def lay_out(
     ``reuse``: a layout made with other support fabrics; returned as it is when those
     fabrics differ in nothing the placement reads (:func:`placement_key`), e.g. a few more
     out-of-band ports that move no leaf."""
-    gpu_whips = gpu_rack_whips(spec, compute, fabric, density)
+    gpu_whips = gpu_rack_whips(spec, compute, fabric, density, catalog)
     check_rack_budget(spec, len(gpu_whips), fabric, support, storage)
     floor = plan_floor(
         compute, fabric, support, density.nodes_per_rack, gpu_whips.astype(np.float64)
@@ -166,7 +176,7 @@ def lay_out(
     if reuse is not None and reuse.placement_key == key:
         return reuse
     network_limit = min(spec.facility.max_rack_kw, NETWORK_RACK_KW)
-    placer = Placer(spec, compute, fabric, support, density, floor, network_limit)
+    placer = Placer(spec, compute, fabric, support, density, floor, network_limit, catalog)
     for slot in floor.slots:
         if slot == CORE:
             placer.core(storage, catalog, num_mgmt_servers)

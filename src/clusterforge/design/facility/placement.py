@@ -24,13 +24,16 @@ from clusterforge.design.facility.racks import (
     RackRole,
     device,
     finish_racks,
+    power_entry,
+    rack_circuit,
 )
 from clusterforge.design.storage import StorageDesign
+from clusterforge.errors import CapacityError
 from clusterforge.spec import ClusterSpec
 
 __all__ = ["DeviceItem", "Packer", "Placer", "node_devices", "support_switch_name"]
 
-DeviceItem = tuple[str, str, str, str, int, float]  # name, kind, model, role, U, kW
+DeviceItem = tuple[str, str, str, str, int, float, float]  # name, kind, model, role, U, kW, kg
 
 
 class Packer:
@@ -52,15 +55,15 @@ class Packer:
         self.open = rack
 
     def pack(self, role: RackRole, items: list[DeviceItem]) -> list[int]:
-        """Place (name, kind, model, role, u, kw) items; returns the rack index of each."""
+        """Place (name, kind, model, role, u, kw, kg) items; returns the rack index of each."""
         where: list[int] = []
         usable = self.spec.facility.rack_u - PATCH_PANEL_U
         current, index, u, kw, limit = self._start()
-        for name, kind, model, dev_role, height, dev_kw in items:
+        for name, kind, model, dev_role, height, dev_kw, dev_kg in items:
             if current and (u + height > usable or kw + dev_kw > limit):
                 self._close(role, current, index)
                 current, index, u, kw, limit = [], len(self.racks), 0.0, 0.0, self.limit_kw
-            current.append(device(name, kind, model, dev_role, int(u) + 1, height, dev_kw))
+            current.append(device(name, kind, model, dev_role, int(u) + 1, height, dev_kw, dev_kg))
             u += height
             kw += dev_kw
             where.append(index)
@@ -85,13 +88,17 @@ class Packer:
 
 
 def node_devices(
-    spec: ClusterSpec, compute: ComputeDesign, density: Density, nodes: range
+    spec: ClusterSpec, compute: ComputeDesign, density: Density, nodes: range, catalog: Catalog
 ) -> list[RackDevice]:
+    """A GPU rack's devices from the bottom: its CDU (liquid nodes), the nodes, and for a
+    rack-scale system its power shelves (one per circuit of its power path) and the rest of
+    its fixed parts (NVLink switch trays, management) in ``rack_overhead_u`` less the shelves."""
     node = compute.node
     devices: list[RackDevice] = []
     u = 1
     if node.cooling == "liquid":
-        devices.append(device("cdu", "cdu", "rack-cdu", "cooling", 1, CDU_U, 0.0))
+        cdu = catalog.facility["rack-cdu"]
+        devices.append(device("cdu", "cdu", cdu.id, "cooling", 1, CDU_U, 0.0, cdu.weight_kg))
         u += CDU_U
     for i in nodes:
         devices.append(
@@ -103,22 +110,65 @@ def node_devices(
                 u,
                 node.u_height,
                 density.node_max_kw,
+                node.weight_kg,
             )
         )
         u += node.u_height
-    if node.rack_overhead_kw:
-        devices.append(
-            device(
-                "nvlink-switch-trays",
-                "switch",
-                node.id,
-                "nvlink",
-                u,
-                node.rack_overhead_u,
-                node.rack_overhead_kw,
-            )
+    if not node.rack_overhead_kw:
+        return devices
+    shelves = _power_shelves(spec, compute, density, len(nodes), catalog, u)
+    shelves_u = sum(d.u_height for d in shelves)
+    trays_u = node.rack_overhead_u - shelves_u
+    if trays_u < 0:
+        raise CapacityError(
+            f"catalog: {node.id}.rack_overhead_u = {node.rack_overhead_u} cannot hold its "
+            f"{len(shelves)} power shelves ({shelves_u} U); raise it"
         )
-    return devices
+    trays = device(
+        "nvlink-switch-trays",
+        "switch",
+        node.id,
+        "nvlink",
+        u + shelves_u,
+        trays_u,
+        node.rack_overhead_kw,
+        node.rack_overhead_kg,
+    )
+    return [*devices, *shelves, trays]
+
+
+def _power_shelves(
+    spec: ClusterSpec,
+    compute: ComputeDesign,
+    density: Density,
+    num_nodes: int,
+    catalog: Catalog,
+    u: int,
+) -> list[RackDevice]:
+    """The racked rack-end devices of a GPU rack's power path from U ``u`` up (power shelves,
+    ``shelf-a1``, ``shelf-b1``, ...: one per circuit of each feed); none for zero-U PDUs."""
+    load_kw = num_nodes * density.node_max_kw + compute.node.rack_overhead_kw
+    entry = power_entry("gpu", compute.node)
+    circuit = rack_circuit(catalog, spec.facility, entry, load_kw)
+    end = catalog.facility[catalog.power_paths[circuit.power_path].circuit_device]
+    if not end.u_height:
+        return []
+    ends = [
+        (side, i) for side in "ab"[: circuit.num_feeds] for i in range(circuit.circuits_per_feed)
+    ]
+    return [
+        device(
+            f"shelf-{side}{i + 1}",
+            "power-shelf",
+            end.id,
+            "power",
+            u + n * end.u_height,
+            end.u_height,
+            0.0,
+            end.weight_kg,
+        )
+        for n, (side, i) in enumerate(ends)
+    ]
 
 
 Target = tuple[np.ndarray, int]  # (index array, position) that receives a device's rack
@@ -142,9 +192,11 @@ class Placer:
         density: Density,
         floor: FloorPlan,
         network_limit_kw: float,
+        catalog: Catalog,
     ) -> None:
         self.spec, self.compute, self.fabric, self.support = spec, compute, fabric, support
         self.density, self.floor = density, floor
+        self.catalog = catalog
         self.packer = Packer(spec, network_limit_kw)
         c = fabric.connectivity
         self.node_rack = np.zeros(compute.num_nodes, dtype=np.int64)
@@ -184,6 +236,7 @@ class Placer:
                     "spare-pool",
                     sw.u_height,
                     sw.max_w / 1000,
+                    sw.weight_kg,
                 ),
                 (self.pool_rack, i),
             )
@@ -199,6 +252,7 @@ class Placer:
                     "storage",
                     block.u_height,
                     block.power_kw,
+                    block.weight_kg,
                 ),
                 None,
             )
@@ -214,6 +268,7 @@ class Placer:
                     "management",
                     server.u_height,
                     server.power_kw,
+                    server.weight_kg,
                 ),
                 None,
             )
@@ -222,7 +277,7 @@ class Placer:
         self._place("core", items)
 
     def layout(self) -> Layout:
-        racks = finish_racks(self.spec, self.packer.racks, self.compute)
+        racks = finish_racks(self.spec, self.packer.racks, self.compute, self.catalog)
         return Layout(
             racks=racks,
             density=self.density,
@@ -236,7 +291,7 @@ class Placer:
     def _gpu_rack(self, block: int) -> None:
         nodes = self.floor.blocks[block]
         system = block if self.compute.node.rack_scale_nodes else None
-        devices = node_devices(self.spec, self.compute, self.density, nodes)
+        devices = node_devices(self.spec, self.compute, self.density, nodes, self.catalog)
         self.node_rack[nodes.start : nodes.stop] = self.packer.gpu_rack(devices, system)
 
     def _zone_switches(self, z: int) -> list[tuple[DeviceItem, Target | None]]:
@@ -246,7 +301,15 @@ class Placer:
         items = self._compute_switches(self.floor.spine_zone, z, core=False)
         items += [
             (
-                (c.switch_name(int(s)), "switch", sw.id, "leaf", sw.u_height, sw.max_w / 1000),
+                (
+                    c.switch_name(int(s)),
+                    "switch",
+                    sw.id,
+                    "leaf",
+                    sw.u_height,
+                    sw.max_w / 1000,
+                    sw.weight_kg,
+                ),
                 (self.switch_rack, int(s)),
             )
             for s in leaves
@@ -271,6 +334,7 @@ class Placer:
                     "spine" if s < c.num_leaves + c.num_spines else "core",
                     sw.u_height,
                     sw.max_w / 1000,
+                    sw.weight_kg,
                 ),
                 (self.switch_rack, s),
             )
@@ -295,6 +359,7 @@ class Placer:
                         fab.name,
                         fab.switch.u_height,
                         fab.switch.max_w / 1000,
+                        fab.switch.weight_kg,
                     ),
                     (self.support_rack[fab.name], i),
                 )

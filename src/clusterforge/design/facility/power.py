@@ -6,6 +6,14 @@
   because IEC practice may rate circuits at nameplate.
 * A and B feeds each carry the whole rack (2N distribution, Uptime Institute Tier III/IV
   concurrent maintainability: either feed alone must carry the load).
+* Each circuit of a feed ends on one rack-end device of the rack's power path (catalog
+  ``[[power_path]]``): a zero-U PDU the PSUs plug into, or a power shelf on the rack's DC busbar
+  reached through a busway tap-off box.  The device caps the breaker (a zero-U PDU takes at
+  most a 60/63 A inlet) and, for a power shelf, the load per circuit (its rated output), so a
+  dense rack gets several circuits per feed, never one oversized whip.
+* The current shown is per phase of one circuit, the quantity its breaker is rated for:
+  ``I = (P / circuits per feed) / (√3·V·PF)``; ``breaker_load = I / breaker``, and the
+  utilization is that over the continuous-load factor.
 * Power capping: CMOS dynamic power ``P ∝ f·V²`` with ``V ∝ f`` gives ``P ∝ f³``, so a GPU held
   at a share ``c`` of its TDP keeps about ``c^(1/3)`` of its clock-bound throughput.  This is
   an optimistic bound for compute-bound work ([D], first principles); NVIDIA allows power
@@ -18,11 +26,11 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clusterforge.catalog import PowerPath
 from clusterforge.errors import CapacityError
 from clusterforge.spec import FacilitySpec
 
 __all__ = [
-    "MAX_CIRCUITS_PER_FEED",
     "MIN_POWER_CAP_FRACTION",
     "STANDARD_BREAKERS_A",
     "Circuit",
@@ -35,25 +43,30 @@ __all__ = [
 
 STANDARD_BREAKERS_A = (16, 20, 30, 32, 40, 50, 60, 63, 80, 100, 125)
 MIN_POWER_CAP_FRACTION = 0.5
-# Zero-U PDUs hang in a rack's two rear vertical channels, a few per side; beyond four whips
-# per feed the rack cannot hold the PDUs [U, rack vendors' accessory guides].
-MAX_CIRCUITS_PER_FEED = 4
 
 
 class Circuit(BaseModel):
-    """The feed of one rack: per feed, ``circuits_per_feed`` whips of one breaker size."""
+    """The feed of one rack: per feed, ``circuits_per_feed`` circuits of one breaker size, each
+    ending on one rack-end device of the power path."""
 
     model_config = ConfigDict(frozen=True)
+    power_path: str = Field(description="Catalog power path: how each circuit reaches the rack")
     voltage_v: float
     phases: int
-    breaker_a: float
+    breaker_a: float = Field(description="Breaker rating of each circuit, A per phase")
     usable_kva: float = Field(description="Per circuit, after the continuous-load factor")
     usable_kw: float = Field(description="usable_kva x power factor")
     circuits_per_feed: int
     num_feeds: int
     load_kw: float = Field(description="Rack load each feed must carry alone")
-    phase_current_a: float = Field(description="Per-phase current of one feed at full rack load")
-    utilization: float = Field(description="Load over the feed's usable capacity")
+    phase_current_a: float = Field(
+        description="Per-phase current of one circuit when its feed carries the whole rack "
+        "(the load shared by the feed's circuits): the quantity breaker_a rates"
+    )
+    breaker_load: float = Field(description="phase_current_a / breaker_a")
+    utilization: float = Field(
+        description="Load over the feed's usable capacity (= breaker_load / continuous-load factor)"
+    )
 
     @property
     def num_whips(self) -> int:
@@ -83,42 +96,61 @@ def phase_current_a(load_kw: float, voltage_v: float, phases: int, power_factor:
     return load_kw * 1000 / (root * voltage_v * power_factor)
 
 
-def plan_circuits(load_kw: float, facility: FacilitySpec) -> Circuit:
-    """Circuits for one rack: each feed carries the whole load (A+B), whips of one size.
+def plan_circuits(load_kw: float, facility: FacilitySpec, path: PowerPath) -> Circuit:
+    """Circuits for one rack on power path ``path``: each feed carries the whole load (A+B).
 
-    With ``breaker_a`` set, enough whips of that size per feed; otherwise the smallest
-    standard breaker that carries the rack on one whip, or several of the largest.
+    Per circuit, the path's rack-end device caps the breaker (``max_breaker_a``) and, for a
+    power shelf, the load (its rated kW).  With ``facility.breaker_a`` set, enough circuits of
+    that size; otherwise the fewest circuits the device allows, each on the smallest standard
+    breaker that carries its share.
     """
     f = facility
+    device_kw = path.circuit_max_kw or math.inf
 
     def usable_kw(amps: float) -> float:
         return circuit_kva(f.voltage_v, amps, f.phases, f.continuous_load_factor) * f.power_factor
 
-    if f.breaker_a is not None:
-        amps = f.breaker_a
-    else:
-        fitting = [a for a in STANDARD_BREAKERS_A if usable_kw(a) >= load_kw]
-        amps = fitting[0] if fitting else STANDARD_BREAKERS_A[-1]
-    per_circuit = usable_kw(amps)
-    count = max(1, math.ceil(load_kw / per_circuit - 1e-9))
-    if count > MAX_CIRCUITS_PER_FEED:
+    if f.breaker_a is not None and f.breaker_a > path.max_breaker_a:
+        raise CapacityError(
+            f"facility.breaker_a: {f.breaker_a:g} A is over the {path.max_breaker_a:g} A the "
+            f"rack end of a {path.id} circuit takes; set at most {path.max_breaker_a:g} or leave "
+            "it unset to let the planner choose"
+        )
+    top = f.breaker_a or max(a for a in STANDARD_BREAKERS_A if a <= path.max_breaker_a)
+    count = max(1, math.ceil(load_kw / min(usable_kw(top), device_kw) - 1e-9))
+    if count > path.max_circuits_per_feed and path.circuit_max_kw is not None:
+        # A rack-scale system holds a fixed set of power shelves: more load than one feed's
+        # shelves deliver is still fed (both feeds share it), but a feed alone cannot carry
+        # it; the utilization over 1 says so and the feed-loss rule reports it.
+        count = path.max_circuits_per_feed
+    elif count > path.max_circuits_per_feed:
         raise CapacityError(
             f"facility: a {load_kw:.1f} kW rack needs {count:,} circuits per feed at "
-            f"{f.voltage_v:g} V, {amps:g} A ({per_circuit:.2f} kW usable each); a rack takes at "
-            f"most {MAX_CIRCUITS_PER_FEED} PDUs per feed: raise facility.breaker_a or "
-            "facility.voltage_v"
+            f"{f.voltage_v:g} V, {top:g} A ({min(usable_kw(top), device_kw):.2f} kW each); a rack "
+            f"takes at most {path.max_circuits_per_feed} per feed ({path.id}): raise "
+            f"facility.breaker_a (at most {path.max_breaker_a:g} A here) or facility.voltage_v, "
+            "or lower facility.max_rack_kw"
         )
+    share_kw = load_kw / count
+    amps = f.breaker_a or min(
+        a
+        for a in STANDARD_BREAKERS_A
+        if a <= top and usable_kw(a) >= min(share_kw, device_kw) - 1e-9
+    )
+    current = phase_current_a(share_kw, f.voltage_v, f.phases, f.power_factor)
     return Circuit(
+        power_path=path.id,
         voltage_v=f.voltage_v,
         phases=f.phases,
         breaker_a=amps,
         usable_kva=circuit_kva(f.voltage_v, amps, f.phases, f.continuous_load_factor),
-        usable_kw=per_circuit,
+        usable_kw=usable_kw(amps),
         circuits_per_feed=count,
         num_feeds=f.feeds_per_rack,
         load_kw=load_kw,
-        phase_current_a=phase_current_a(load_kw, f.voltage_v, f.phases, f.power_factor),
-        utilization=load_kw / (per_circuit * count),
+        phase_current_a=current,
+        breaker_load=current / amps,
+        utilization=share_kw / usable_kw(amps),
     )
 
 

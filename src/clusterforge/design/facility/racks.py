@@ -1,9 +1,16 @@
-"""Racks as built: the devices of each rack at their U, its feed and its cooling.
+"""Racks as built: the devices of each rack at their U, its feed, its cooling and its mass.
 
 The models here are what the design carries (``Design.racks``); :func:`finish_racks` turns the
-packer's device lists into racks with their place on the floor, their circuits (A+B feeds,
-:mod:`clusterforge.design.facility.power`) and their cooling method
-(:mod:`clusterforge.design.facility.cooling`).
+packer's device lists into racks with their place on the floor, their circuits (A+B feeds on
+the rack's power path, :mod:`clusterforge.design.facility.power`), their cooling method
+(:mod:`clusterforge.design.facility.cooling`) and their load on the floor.
+
+Floor load: the rack's mass (frame + every device + a rear door) over its footprint,
+``q = m·g / (width·depth)`` in kN/m² (= kPa), the uniformly distributed load a floor rating
+states (ANSI/TIA-942-B: 7.2 kPa minimum, 12 kPa for Rated-3/4), and the point load on each
+of its four feet, ``m·g / 4`` (raised-floor panels are rated for a concentrated load per
+foot, CISCA "Recommended Test Procedures for Access Floors").  Over the footprint alone is
+the conservative reading: a structural engineer may spread the load over the aisle.
 """
 
 from __future__ import annotations
@@ -15,29 +22,40 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from clusterforge.catalog import Catalog, Node, PowerEntry
 from clusterforge.design.compute import ComputeDesign
 from clusterforge.design.facility.cooling import CoolingDesign, choose_cooling, cool_rack
 from clusterforge.design.facility.power import Circuit, PowerCap, plan_circuits
 from clusterforge.errors import CapacityError
-from clusterforge.spec import ClusterSpec
+from clusterforge.spec import ClusterSpec, FacilitySpec
 
 __all__ = [
     "CDU_U",
+    "PATCH_PANEL_KG",
     "PATCH_PANEL_U",
     "Density",
     "DeviceKind",
+    "FloorLoad",
     "Layout",
     "Rack",
     "RackDevice",
     "RackRole",
     "device",
     "finish_racks",
+    "floor_load",
+    "power_entry",
+    "rack_circuit",
 ]
 
 PATCH_PANEL_U = 1
+PATCH_PANEL_KG = 3.0  # a 1U fibre patch panel, loaded [U]
 CDU_U = 4  # in-rack coolant distribution unit at the rack bottom [U]
+STANDARD_GRAVITY_M_PER_S2 = 9.80665  # g_n (3rd CGPM, 1901; ISO 80000-3)
+RACK_FEET = 4  # levelling feet or casters a rack stands on
 
-DeviceKind = Literal["node", "switch", "storage", "server", "cdu", "patch-panel", "pdu"]
+DeviceKind = Literal[
+    "node", "switch", "storage", "server", "cdu", "patch-panel", "pdu", "power-shelf"
+]
 RackRole = Literal["gpu", "network", "core"]
 PackedRack = tuple[RackRole, list["RackDevice"], int | None]
 
@@ -51,6 +69,18 @@ class RackDevice(BaseModel):
     u_position: int = Field(description="Lowest U occupied (0 = zero-U, e.g. PDUs)")
     u_height: int
     max_kw: float
+    weight_kg: float = Field(description="Mass of the device, kg (catalog)")
+
+
+class FloorLoad(BaseModel):
+    """What a rack puts on the floor, against the facility's floor rating."""
+
+    model_config = ConfigDict(frozen=True)
+    mass_kg: float = Field(description="Rack frame + every device + a rear door, kg")
+    footprint_m2: float = Field(description="facility.rack_width_m x facility.rack_depth_m")
+    load_kn_per_m2: float = Field(description="m·g / footprint, kN/m2 (= kPa)")
+    point_load_kn: float = Field(description="m·g / 4: the load on each of the rack's feet, kN")
+    rating_kn_per_m2: float = Field(description="facility.floor_rating_kn_per_m2")
 
 
 class Rack(BaseModel):
@@ -66,6 +96,7 @@ class Rack(BaseModel):
     devices: list[RackDevice]
     circuit: Circuit
     cooling: CoolingDesign
+    floor: FloorLoad
     nvlink_domain: int | None = Field(
         None,
         description="Index of the rack-scale system (one NVLink domain) this rack is; None "
@@ -98,12 +129,49 @@ class Layout:
     placement_key: tuple[tuple[str, str, int, int, bytes], ...] = ()
 
 
-def finish_racks(spec: ClusterSpec, packed: list[PackedRack], compute: ComputeDesign) -> list[Rack]:
-    """Racks with their floor position, circuits, cooling and zero-U PDUs (PDUs, patch panels
-    and circuits of equal racks are shared: they are frozen)."""
+def power_entry(role: RackRole, node: Node) -> PowerEntry:
+    """What a rack's devices take power from: the power shelves of a rack-scale system whose
+    trays have no PSU (GB200 NVL72), else their own PSUs."""
+    return "power-shelf" if role == "gpu" and node.num_psus == 0 else "psu"
+
+
+def rack_circuit(
+    catalog: Catalog, facility: FacilitySpec, entry: PowerEntry, load_kw: float
+) -> Circuit:
+    """The circuits of a rack on the first catalog power path for its power entry that carries
+    its load (the catalog lists the paths in order of preference)."""
+    paths = [p for p in catalog.power_paths if p.feeds == entry]
+    if not paths:
+        raise CapacityError(f"catalog: no [[power_path]] feeds {entry!r} racks; add one")
+    for path in paths[:-1]:
+        try:
+            return plan_circuits(load_kw, facility, path)
+        except CapacityError:
+            continue
+    return plan_circuits(load_kw, facility, paths[-1])
+
+
+def floor_load(mass_kg: float, facility: FacilitySpec) -> FloorLoad:
+    """Distributed load over the rack footprint and point load per foot (module docstring)."""
+    footprint = facility.rack_width_m * facility.rack_depth_m
+    weight_kn = mass_kg * STANDARD_GRAVITY_M_PER_S2 / 1000
+    return FloorLoad(
+        mass_kg=mass_kg,
+        footprint_m2=footprint,
+        load_kn_per_m2=weight_kn / footprint,
+        point_load_kn=weight_kn / RACK_FEET,
+        rating_kn_per_m2=facility.floor_rating_kn_per_m2,
+    )
+
+
+def finish_racks(
+    spec: ClusterSpec, packed: list[PackedRack], compute: ComputeDesign, catalog: Catalog
+) -> list[Rack]:
+    """Racks with their floor position, circuits, cooling, zero-U PDUs and floor load (PDUs,
+    patch panels and circuits of equal racks are shared: they are frozen)."""
     f = spec.facility
     racks: list[Rack] = []
-    circuits: dict[float, Circuit] = {}  # racks of one kind share a load: plan each load once
+    circuits: dict[tuple[float, str], Circuit] = {}  # plan each (load, entry) once
     cooled: dict[tuple[float, str], CoolingDesign] = {}  # and its cooling (frozen, shared)
     for index, (role, devices, nvlink_domain) in enumerate(packed):
         row, pos = divmod(index, f.racks_per_row)
@@ -116,10 +184,24 @@ def finish_racks(spec: ClusterSpec, packed: list[PackedRack], compute: ComputeDe
                 f"facility.cooling_available: rack {name} draws {kw:.1f} kW, more than "
                 f"{', '.join(f.cooling_available)} can remove; add a cooling method"
             )
-        circuit = circuits.get(kw) or circuits.setdefault(kw, plan_circuits(kw, f))
-        pdus = _pdus(circuit.num_feeds, circuit.circuits_per_feed)
+        entry = power_entry(role, compute.node)
+        key = (kw, entry)
+        circuit = circuits.get(key) or circuits.setdefault(key, rack_circuit(catalog, f, entry, kw))
+        path = catalog.power_paths[circuit.power_path]
+        end = catalog.facility[path.circuit_device]
+        # a zero-U rack end (PDU) hangs in the rear channels here; a racked one (power shelf)
+        # was placed with the rack-scale system's devices
+        pdus = (
+            []
+            if end.u_height
+            else _pdus(circuit.num_feeds, circuit.circuits_per_feed, end.id, end.weight_kg)
+        )
         patch = _patch_panel(f.rack_u)
         cooling = cooled.get((kw, method)) or cooled.setdefault((kw, method), cool_rack(kw, method))
+        all_devices = [*devices, patch, *pdus]
+        mass = catalog.facility["rack-48u"].weight_kg + sum(d.weight_kg for d in all_devices)
+        if method == "rear-door":
+            mass += catalog.facility["rdhx"].weight_kg
         racks.append(
             Rack(
                 name=name,
@@ -130,9 +212,10 @@ def finish_racks(spec: ClusterSpec, packed: list[PackedRack], compute: ComputeDe
                 y_m=row * f.row_pitch_m,
                 max_kw=kw,
                 u_used=sum(d.u_height for d in devices) + 1,
-                devices=[*devices, patch, *pdus],
+                devices=all_devices,
                 circuit=circuit,
                 cooling=cooling,
+                floor=floor_load(mass, f),
                 nvlink_domain=nvlink_domain,
             )
         )
@@ -140,17 +223,18 @@ def finish_racks(spec: ClusterSpec, packed: list[PackedRack], compute: ComputeDe
 
 
 @cache
-def _pdus(num_feeds: int, per_feed: int) -> list[RackDevice]:
-    """Zero-U metered PDUs, one per whip (frozen devices: racks share the instances)."""
+def _pdus(num_feeds: int, per_feed: int, model: str, weight_kg: float) -> list[RackDevice]:
+    """Zero-U metered PDUs, one per circuit (frozen devices: racks share the instances)."""
     return [
         RackDevice(
             name=f"pdu-{feed}{i + 1}",
             kind="pdu",
-            model="pdu-3ph",
+            model=model,
             role="power",
             u_position=0,
             u_height=0,
             max_kw=0.0,
+            weight_kg=weight_kg,
         )
         for feed in "ab"[:num_feeds]
         for i in range(per_feed)
@@ -167,6 +251,7 @@ def _patch_panel(rack_u: int) -> RackDevice:
         u_position=rack_u,
         u_height=PATCH_PANEL_U,
         max_kw=0.0,
+        weight_kg=PATCH_PANEL_KG,
     )
 
 
@@ -179,6 +264,7 @@ def device(
     u_position: int,
     u_height: int,
     max_kw: float,
+    weight_kg: float,
 ) -> RackDevice:
     """A racked device.  Devices are frozen, and the planner lays the hall out more than once
     (until the out-of-band port count settles): equal devices are made once and shared."""
@@ -190,4 +276,5 @@ def device(
         u_position=u_position,
         u_height=u_height,
         max_kw=max_kw,
+        weight_kg=weight_kg,
     )

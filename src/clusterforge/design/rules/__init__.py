@@ -23,7 +23,9 @@ from clusterforge.design.rules.fabric import (
 from clusterforge.design.rules.facility import (
     air_cooling_over_band,
     cooling_limits_density,
+    cooling_unsupported_by_node,
     feed_loss,
+    floor_overloaded,
     power_cap_required,
     rack_power_over_cap,
 )
@@ -42,6 +44,8 @@ RULES: tuple[Rule, ...] = (
     power_cap_required,
     air_cooling_over_band,
     cooling_limits_density,
+    cooling_unsupported_by_node,
+    floor_overloaded,
     tp_exceeds_nvlink,
     oversubscribed_fabric_with_tp,
     oversubscribed_fabric,

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
 __all__ = [
     "air_cooling_over_band",
     "cooling_limits_density",
+    "cooling_unsupported_by_node",
     "feed_loss",
+    "floor_overloaded",
     "power_cap_required",
     "rack_power_over_cap",
 ]
@@ -22,6 +24,14 @@ __all__ = [
 # (ASHRAE TC 9.9, Thermal Guidelines for Data Processing Environments, 5th ed.; Uptime
 # Institute Global Data Center Survey 2024 on rack densities).
 AIR_COMFORT_KW = 20.0
+
+# The facility cooling methods a node's own cooling works with: an air-cooled server takes
+# room air, contained or cooled at the rear door; a cold-plate (liquid) server needs a
+# direct-to-chip loop. Immersion needs servers built for it (no fans, every part compatible
+# with the fluid: the Open Compute Project's Advanced Cooling Solutions immersion
+# requirements); the catalog's nodes are air-cooled (e.g. DGX H100 and DGX B200, whose user
+# guides give their airflow) or cold-plate liquid-cooled (GB200 NVL72), none immersion-rated.
+SUPPORTED_COOLING = {"air": ("air", "rear-door"), "liquid": ("direct-to-chip",)}
 
 
 def rack_power_over_cap(d: Design) -> list[Finding]:
@@ -115,8 +125,10 @@ def cooling_limits_density(d: Design) -> list[Finding]:
 
 def feed_loss(d: Design) -> list[Finding]:
     node = d.compute.node
-    if d.spec.facility.feeds_per_rack < 2 or not node.num_psus:
+    if d.spec.facility.feeds_per_rack < 2:
         return []
+    if not node.num_psus:
+        return _shelf_feed_loss(d)
     left_kw = node.num_psus // 2 * node.psu_kw
     need = d.layout_density.node_max_kw
     if left_kw >= need:
@@ -128,6 +140,78 @@ def feed_loss(d: Design) -> list[Finding]:
             message=f"losing one feed leaves {node.num_psus // 2} of {node.num_psus} PSUs = "
             f"{left_kw:.1f} kW, below the {need:g} kW node max: nodes throttle or shut down at load",
             numbers={"psu_kw_after_feed_loss": left_kw, "node_max_kw": need},
+            fix="accept power-brake on feed loss, cap GPU power, or check the vendor's site guide",
+        )
+    ]
+
+
+def floor_overloaded(d: Design) -> list[Finding]:
+    """Racks whose mass over their footprint exceeds the floor's distributed-load rating."""
+    rating = d.spec.facility.floor_rating_kn_per_m2
+    heavy = [r for r in d.racks if r.floor.load_kn_per_m2 > rating]
+    if not heavy:
+        return []
+    worst = max(heavy, key=lambda r: r.floor.load_kn_per_m2)
+    load = worst.floor
+    return [
+        Finding(
+            id="floor-overloaded",
+            severity="warning",
+            message=f"{len(heavy)} racks load the floor beyond its {rating:g} kN/m2 rating (worst "
+            f"{worst.name}: {load.mass_kg:,.0f} kg on {load.footprint_m2:.2f} m2 = "
+            f"{load.load_kn_per_m2:.1f} kN/m2, {load.point_load_kn:.2f} kN per foot)",
+            numbers={
+                "racks": len(heavy),
+                "worst_mass_kg": round(load.mass_kg),
+                "worst_kn_per_m2": load.load_kn_per_m2,
+                "floor_rating_kn_per_m2": rating,
+            },
+            fix="have a structural engineer check the slab (spreader plates or plinths spread "
+            "the load), place these racks on slab rather than raised floor, or set "
+            "facility.floor_rating_kn_per_m2 to the floor's certified rating",
+        )
+    ]
+
+
+def cooling_unsupported_by_node(d: Design) -> list[Finding]:
+    """GPU racks cooled by a method the node's own cooling does not work with."""
+    node = d.compute.node
+    supported = SUPPORTED_COOLING[node.cooling]
+    wrong = sorted({r.cooling.method for r in d.racks if r.role == "gpu"} - set(supported))
+    if not wrong:
+        return []
+    return [
+        Finding(
+            id="cooling-unsupported-by-node",
+            severity="error",
+            message=f"GPU racks are cooled by {', '.join(wrong)}, but {node.id} is a "
+            f"{node.cooling}-cooled system that supports only {', '.join(supported)} "
+            "(vendor specification)",
+            numbers={"node_cooling": node.cooling, "rack_cooling": ", ".join(wrong)},
+            fix=f"offer {' or '.join(supported)} in facility.cooling_available, or choose a "
+            "node rated for the facility's cooling",
+        )
+    ]
+
+
+def _shelf_feed_loss(d: Design) -> list[Finding]:
+    """Rack-scale systems on power shelves: one feed's shelves must carry the whole rack."""
+    short = [r for r in d.racks if r.role == "gpu" and r.circuit.utilization > 1 + 1e-9]
+    if not short:
+        return []
+    c = short[0].circuit
+    return [
+        Finding(
+            id="feed-loss-exceeds-psus",
+            severity="warning",
+            message=f"losing one feed leaves {c.circuits_per_feed} power shelves on "
+            f"{c.circuits_per_feed} x {c.breaker_a:g} A circuits ({c.usable_kw * c.circuits_per_feed:.1f}"
+            f" kW usable) for a {c.load_kw:.1f} kW rack: the rack throttles or trips at full load",
+            numbers={
+                "racks": len(short),
+                "feed_kw_after_loss": c.usable_kw * c.circuits_per_feed,
+                "rack_max_kw": c.load_kw,
+            },
             fix="accept power-brake on feed loss, cap GPU power, or check the vendor's site guide",
         )
     ]

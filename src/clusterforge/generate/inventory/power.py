@@ -146,14 +146,17 @@ def _rack_psus(
 
 
 def pdus(design: Design) -> Iterator[Pdu]:
-    """Every rack PDU with the feed on its inlet, rack by rack."""
+    """Every rack PDU (or power shelf, the rack end of a busway circuit) with the feed on its
+    inlet, rack by rack."""
     names = rack_device_names(design)
     for rack in design.racks:
         c = rack.circuit
+        ends = {d.name for d in rack.devices if d.kind in ("pdu", "power-shelf")}
         for side in "ab"[: c.num_feeds]:
             for circuit in range(c.circuits_per_feed):
+                pdu = f"pdu-{side}{circuit + 1}"
                 yield Pdu(
-                    names[(rack.name, f"pdu-{side}{circuit + 1}")],
+                    names[(rack.name, pdu if pdu in ends else f"shelf-{side}{circuit + 1}")],
                     feed_name(rack, side, circuit),
                     power_panel(side),
                     c.phases,

@@ -66,6 +66,7 @@ def support_switch_names(fab: SupportFabric) -> tuple[list[str], list[str]]:
 _PORT_NAMES = {
     ("out-of-band", "switch"): ("mgmt0", "management port"),
     ("out-of-band", "pdu"): ("mgmt0", "PDU metering"),
+    ("out-of-band", "power-shelf"): ("mgmt0", "power shelf controller"),
     ("storage", "node"): ("storage{k}", "storage port"),
     ("storage", "storage"): ("p{n}", "storage port"),
     ("in-band", "node"): ("inband{k}", "in-band port"),

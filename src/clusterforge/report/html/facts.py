@@ -311,13 +311,14 @@ def feed_groups(design: Design) -> list[FeedGroup]:
 
 
 def _circuit_cells(c: Circuit) -> tuple[str, ...]:
-    return (f"{c.load_kw:.1f}", str(c.num_feeds), str(c.circuits_per_feed),
+    return (f"{c.load_kw:.1f}", str(c.num_feeds), str(c.circuits_per_feed), c.power_path,
             f"{c.breaker_a:g} A {c.phases}-phase {c.voltage_v:g} V", f"{c.usable_kw:.1f}",
-            f"{c.phase_current_a:.1f}", pct(c.utilization))  # fmt: skip
+            f"{c.phase_current_a:.1f}", pct(c.breaker_load), pct(c.utilization))  # fmt: skip
 
 
-CIRCUIT_HEADERS = ("load kW", "feeds", "circuits per feed", "breaker", "usable kW per circuit",
-                   "phase current (A)", "utilization")  # fmt: skip
+CIRCUIT_HEADERS = ("load kW", "feeds", "circuits per feed", "power path", "breaker",
+                   "usable kW per circuit", "A per phase, per circuit", "of the breaker",
+                   "utilization")  # fmt: skip
 
 
 def power_section(design: Design) -> Section:
