@@ -107,9 +107,7 @@ def test_ethernet_fabric_has_no_ufm():
 
 
 def _self_built(**economics: object):
-    return plan(
-        make_spec(num_gpus=256, facility={"colo_usd_per_kw_month": 0}, economics=economics)
-    )
+    return plan(make_spec(num_gpus=256, facility={"colo_usd_per_kw_month": 0}, economics=economics))
 
 
 def test_build_total_is_capex_plus_opex_less_a_residual_of_two_parts():

@@ -147,7 +147,7 @@ def _stream_years(years: float, rate: float) -> float:
     """Today's value of $1 a year paid evenly over ``years``: (1 − (1 + r)^−T) / ln(1 + r)."""
     if rate == 0:
         return years
-    return (1.0 - (1.0 + rate) ** -years) / math.log1p(rate)
+    return (1.0 - math.pow(1.0 + rate, -years)) / math.log1p(rate)
 
 
 def present_values(
@@ -162,7 +162,7 @@ def present_values(
     """Build and rent over ``years`` discounted at ``discount_rate`` per year: capex today,
     opex and rent as even streams, the residual at the end."""
     stream = _stream_years(years, discount_rate)
-    end = (1.0 + discount_rate) ** -years
+    end = math.pow(1.0 + discount_rate, -years)
     return PresentValues(
         build_usd=capex_usd + opex_per_year_usd * stream - residual_usd * end,
         rent_usd=rent_total_usd / years * stream,
