@@ -110,6 +110,8 @@ def test_html_lead_uses_the_charts_rent_and_the_terminals_money(design, tco, ter
         f"{pct(c.break_even_utilization)} utilization" in tco.lead
     )
     assert money(c.build_total_usd) in tco.lead and money(c.build_total_usd) in terminal
+    # the same break-even utilization in both views
+    assert pct(c.break_even_utilization) in _line(terminal, "verdict")
 
 
 def test_html_payback_is_where_the_chart_curves_cross(design):

@@ -213,7 +213,7 @@ def _verdict(c: CostDesign, economics: Economics | None) -> str:
     return (
         ("build" if c.build_wins else "rent")
         + f" against {c.rent_basis} rent (prices {c.rent.price_date}); building beats "
-        f"on-demand above {c.break_even_utilization:.0%} utilization" + break_even
+        f"on-demand above {pct(c.break_even_utilization)} utilization" + break_even
     )
 
 

@@ -91,7 +91,7 @@ def _tco_rows(design: Design, economics: Economics) -> list[tuple[str, str]]:
     rows = [
         ("capex", money(c.capex_usd)),
         ("opex per year", money(c.opex_per_year_usd)),
-        *((f"  opex: {k}", money(v)) for k, v in c.opex_by_category_per_year_usd.items()),
+        *((f"  opex: {k}", money(v)) for k, v in c.opex_by_category_per_year_usd.items() if v),
         ("residual value", f"-{money(c.residual_usd)}"),
         ("  residual: building", money(c.building_residual_usd)),
         ("  residual: hardware", money(c.hardware_residual_usd)),
