@@ -8,7 +8,7 @@ import json
 import pytest
 
 from clusterforge.design import plan
-from clusterforge.design.cost.tco import HOURS_PER_YEAR, rent_offers
+from clusterforge.design.cost.tco import HOURS_PER_YEAR, payback_month, present_values, rent_offers
 from clusterforge.design.plan import management_servers
 from clusterforge.report.files import design_json
 from clusterforge.spec import EconomicsSpec
@@ -101,3 +101,65 @@ def test_management_grows_with_the_cluster():
 def test_ethernet_fabric_has_no_ufm():
     roles = _mgmt(1024, network={"fabric": "roce", "switch": "sn5600"})
     assert roles.get("ufm", 0) == 0
+
+
+# --- the build total, its residual, payback and present value ---------------------------------
+
+
+def _self_built(**economics: object):
+    return plan(make_spec(num_gpus=256, facility={"colo_usd_per_kw_month": 0}, economics=economics))
+
+
+def test_build_total_is_capex_plus_opex_less_a_residual_of_two_parts():
+    c = _self_built().cost
+    assert c.build_total_usd == pytest.approx(
+        c.capex_usd + c.years * c.opex_per_year_usd - c.residual_usd
+    )
+    assert c.residual_usd == pytest.approx(c.building_residual_usd + c.hardware_residual_usd)
+    # 4 of the building's 20 years used: 80 % of it is left; 10 % of the hardware resells
+    assert c.building_residual_usd == pytest.approx(0.8 * c.datacenter_capex_usd)
+    hardware = c.capex_usd - c.datacenter_capex_usd - c.capex_by_category_usd["installation"]
+    assert c.hardware_residual_usd == pytest.approx(0.1 * hardware)
+
+
+def test_a_self_built_site_pays_to_run_its_building():
+    own = _self_built()
+    per_kw_year = own.spec.economics.datacenter_opex_usd_per_kw_year
+    assert per_kw_year > 0
+    building = own.cost.opex_by_category_per_year_usd["building"]
+    assert building == pytest.approx(per_kw_year * own.power.it_max_kw)
+    colo = plan(make_spec(num_gpus=256))
+    assert "building" not in colo.cost.opex_by_category_per_year_usd  # the colo rent covers it
+
+
+def test_present_values_match_a_hand_calculation():
+    # capex $100, opex $10/yr, resale $20 at the end, rent $200 over 4 years, 10 %/yr.
+    # A level stream paid through the period is worth (1 - 1.1^-4) / ln 1.1 = 3.325841 years
+    # of its yearly amount today; the resale is worth 1.1^-4 = 0.683013 of itself.
+    pv = present_values(
+        capex_usd=100, opex_per_year_usd=10, residual_usd=20, rent_total_usd=200, years=4,
+        discount_rate=0.10,
+    )  # fmt: skip
+    assert pv.build_usd == pytest.approx(100 + 33.25841 - 13.66027, rel=1e-5)  # 119.59814
+    assert pv.rent_usd == pytest.approx(50 * 3.325841, rel=1e-5)  # 166.29207
+    assert pv.npv_usd == pytest.approx(166.29207 - 119.59814, rel=1e-5)
+
+
+def test_without_discounting_the_npv_is_rent_less_build():
+    c = _self_built(discount_rate=0.0).cost
+    assert c.npv_usd == pytest.approx(c.rent_total_usd - c.build_total_usd)
+    discounted = _self_built(discount_rate=0.08).cost
+    assert discounted.discount_rate == 0.08
+    assert discounted.npv_usd != pytest.approx(c.npv_usd)
+
+
+def test_payback_month_by_hand():
+    # capex $120, opex $12/yr, rent $240 over 4 years ($60/yr): the totals meet at
+    # 120 / (60 - 12) = 2.5 years, so building is cheaper from month 31 on
+    assert payback_month(capex_usd=120, opex_per_year_usd=12, residual_usd=0,
+                         rent_total_usd=240, years=4) == 31  # fmt: skip
+    # the rent never catches up before the end; the resale at the end tips it
+    assert payback_month(capex_usd=200, opex_per_year_usd=12, residual_usd=50,
+                         rent_total_usd=240, years=4) == 48  # fmt: skip
+    assert payback_month(capex_usd=300, opex_per_year_usd=12, residual_usd=0,
+                         rent_total_usd=240, years=4) is None  # fmt: skip

@@ -13,6 +13,7 @@ from clusterforge.design import plan
 from clusterforge.errors import SpecError
 from clusterforge.report.figure_file import picture_format
 from clusterforge.report.files import tco_svg
+from clusterforge.report.format import money
 from clusterforge.report.plots import Series, busbw_chart, size_label, tco_chart
 from clusterforge.spec import default_spec
 from tests.conftest import EXAMPLES
@@ -66,8 +67,8 @@ def test_picture_format_follows_the_extension():
 def test_tco_chart_ends_at_the_cost_model_totals(design):
     root = svg_root(tco_svg(design))
     words = texts(root)
-    assert f"build: ${design.cost.build_total_usd / 1e6:,.1f}M" in words
-    assert f"rent: ${design.cost.rent_total_usd / 1e6:,.1f}M" in words
+    assert f"build: {money(design.cost.build_total_usd)}" in words
+    assert f"rent ({design.cost.rent_basis}): {money(design.cost.rent_total_usd)}" in words
     assert {"years", "cumulative cost ($M)"} <= set(words)
     build, rent = points(root, "series-1"), points(root, "series-2")
     assert build[0][1] < rent[0][1]  # capex up front: building starts above renting's zero

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clusterforge.report.figure_file import PictureFormat, draw_picture
+from clusterforge.report.format import money, size_label
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["Series", "busbw_chart", "size_label", "tco_chart"]
 
 CHART_SIZE_IN = (8.0, 4.6)
-_BINARY_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 
 
 @dataclass(frozen=True)
@@ -33,14 +33,6 @@ class Series:
     label: str
     size_bytes: Sequence[float]
     busbw_gbyte_per_s: Sequence[float]
-
-
-def size_label(size_bytes: float) -> str:
-    """A message size in binary units, as nccl-tests sweeps them: 1 KiB, 64 MiB, 8 GiB."""
-    for unit, scale in _BINARY_UNITS:
-        if size_bytes >= scale:
-            return f"{size_bytes / scale:g} {unit}"
-    return f"{size_bytes:g} B"
 
 
 def busbw_chart(title: str, series: Sequence[Series], fmt: PictureFormat = "svg") -> bytes:
@@ -66,8 +58,8 @@ def busbw_chart(title: str, series: Sequence[Series], fmt: PictureFormat = "svg"
 
 def tco_chart(design: Design, fmt: PictureFormat = "svg") -> bytes:
     """Cumulative cost in $M of building (capex up front, opex per year, resale at the end)
-    and of renting the same used GPU-hours, over the ownership period; the legend carries
-    each total. The curves are the report's (:func:`~clusterforge.report.html.money.tco_curves`)."""
+    and of renting (the verdict's offer, named in the legend) over the ownership period; the
+    legend carries each total. The curves are the report's (:func:`~clusterforge.report.html.money.tco_curves`)."""
     from clusterforge.report.html.money import tco_curves
 
     years, build, rent = tco_curves(design)
@@ -75,7 +67,7 @@ def tco_chart(design: Design, fmt: PictureFormat = "svg") -> bytes:
     resale_m = design.cost.residual_usd / 1e6
     curves = (
         ("build", [*years, years[-1]], [*build[:-1], build[-1] + resale_m, build[-1]]),
-        ("rent", years, rent),
+        (f"rent ({design.cost.rent_basis})", years, rent),
     )
     title = (
         f"{design.spec.name}: build vs rent at {design.spec.economics.utilization:.0%} utilization"
@@ -84,7 +76,7 @@ def tco_chart(design: Design, fmt: PictureFormat = "svg") -> bytes:
     def paint(figure: Figure) -> None:
         ax = figure.add_subplot()
         for i, (name, xs, ys) in enumerate(curves, start=1):
-            (line,) = ax.plot(xs, ys, linewidth=1.8, label=f"{name}: ${ys[-1]:,.1f}M")
+            (line,) = ax.plot(xs, ys, linewidth=1.8, label=f"{name}: {money(ys[-1] * 1e6)}")
             line.set_gid(f"series-{i}")
         ax.set_xlim(0, years[-1])
         ax.set_ylim(bottom=0)

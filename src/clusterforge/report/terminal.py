@@ -12,6 +12,7 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -26,6 +27,10 @@ from clusterforge.assess import (
 )
 from clusterforge.design import Design
 from clusterforge.report.expected import parallel_label
+from clusterforge.report.format import money, npv_text, payback_text, pct
+
+if TYPE_CHECKING:
+    from clusterforge.design.cost.tco import CostDesign
 
 __all__ = ["design_tables", "make_console", "print_design", "print_plan"]
 
@@ -170,37 +175,59 @@ def _facility(d: Design) -> Table:
 
 def _cost(d: Design, economics: Economics | None) -> Table:
     c = d.cost
+    rows = [(f"capex {k}", money(v)) for k, v in c.capex_by_category_usd.items()]
+    opex = ", ".join(f"{k} {money(v)}" for k, v in c.opex_by_category_per_year_usd.items() if v)
+    rows += [
+        ("capex total", f"{money(c.capex_usd)} ({money(c.capex_per_gpu_usd)} per GPU)"),
+        ("opex per year", f"{money(c.opex_per_year_usd)}: {opex}"),
+        ("residual value", _residual(d)),
+        (
+            f"build, {c.years:g} years",
+            f"{money(c.build_total_usd)} = capex + {c.years:g} x opex - residual = "
+            f"{money(c.effective_build_usd_per_gpu_hour)}/GPU-h",
+        ),
+        (
+            "rent, reserved",
+            f"{money(c.rent.reserved_total_usd)} at {money(c.rent.reserved_usd_per_gpu_hour)}"
+            f"/GPU-h, {c.rent.reserved_term_years:g}-year terms, every hour billed",
+        ),
+        (
+            "rent, on-demand",
+            f"{money(c.rent.on_demand_total_usd)} at "
+            f"{money(c.rent.on_demand_usd_per_gpu_hour)}/GPU-h, used hours only",
+        ),
+        ("payback", payback_text(c)),
+        (f"NPV at {pct(c.discount_rate)}", npv_text(c)),
+        ("verdict", _verdict(c, economics)),
+    ]
+    return _kv("Cost and TCO", rows)
+
+
+def _residual(d: Design) -> str:
+    """The value left at the end, subtracted from the build total, and its two parts."""
+    c, e = d.cost, d.spec.economics
+    hardware = f"{e.residual_fraction:.0%} of hardware {money(c.hardware_residual_usd)}"
+    if not c.datacenter_capex_usd:
+        return f"-{money(c.residual_usd)} at the end: {hardware}"
+    left = c.building_residual_usd / c.datacenter_capex_usd
+    return (
+        f"-{money(c.residual_usd)} at the end: {left:.0%} of the building "
+        f"{money(c.building_residual_usd)} ({c.years:g} of {e.datacenter_life_years:g} years "
+        f"used), {hardware}"
+    )
+
+
+def _verdict(c: CostDesign, economics: Economics | None) -> str:
     break_even = ""
     if economics and economics.break_even_gpus:
         break_even = f", wins from about {economics.break_even_gpus:,} GPUs"
     elif economics and economics.break_even_searched:
         break_even = f", wins at no size up to {BREAK_EVEN_MAX_GPUS:,} GPUs"
-    rows = [(f"capex {k}", f"${v / 1e6:,.2f}M") for k, v in c.capex_by_category_usd.items()]
-    rows += [
-        ("capex total", f"${c.capex_usd / 1e6:,.2f}M (${c.capex_per_gpu_usd:,.0f} per GPU)"),
-        ("opex per year", f"${c.opex_per_year_usd / 1e6:,.2f}M"),
-        (
-            f"build, {c.years:g} years",
-            f"${c.build_total_usd / 1e6:,.2f}M = ${c.effective_build_usd_per_gpu_hour:.2f}/GPU-h",
-        ),
-        (
-            "rent, reserved",
-            f"${c.rent.reserved_total_usd / 1e6:,.2f}M at ${c.rent.reserved_usd_per_gpu_hour:.2f}"
-            f"/GPU-h, {c.rent.reserved_term_years:g}-year terms, every hour billed",
-        ),
-        (
-            "rent, on-demand",
-            f"${c.rent.on_demand_total_usd / 1e6:,.2f}M at "
-            f"${c.rent.on_demand_usd_per_gpu_hour:.2f}/GPU-h, used hours only",
-        ),
-        (
-            "verdict",
-            ("build" if c.build_wins else "rent")
-            + f" against {c.rent_basis} rent (prices {c.rent.price_date}); building beats "
-            f"on-demand above {c.break_even_utilization:.0%} utilization" + break_even,
-        ),
-    ]
-    return _kv("Cost and TCO", rows)
+    return (
+        ("build" if c.build_wins else "rent")
+        + f" against {c.rent_basis} rent (prices {c.rent.price_date}); building beats "
+        f"on-demand above {pct(c.break_even_utilization)} utilization" + break_even
+    )
 
 
 def _findings(d: Design) -> Table:

@@ -80,6 +80,24 @@ class EconomicsSpec(Section):
         description="Self-build only: straight-line life of the building, years; the share "
         "not yet depreciated at the end of the period counts as residual value",
     )
+    datacenter_opex_usd_per_kw_year: float = Field(
+        480.0,
+        ge=0,
+        le=10_000,
+        description="Self-build only: running the building (facility maintenance, security, "
+        "site staff; energy and IT staff are counted apart), $ per kW of critical IT load per "
+        "year (Barroso, Clidaras and Hölzle, The Datacenter as a Computer, 2nd ed., 2013, "
+        "§6.2: datacenter opex of about $0.04 per critical watt per month)",
+    )
+    discount_rate: float = Field(
+        0.08,
+        ge=0,
+        le=1.0,
+        description="Yearly rate that discounts later payments to today's dollars for the net "
+        "present value: your cost of capital (Damodaran, Cost of Equity and Capital (US), "
+        "January 2026: industry costs of capital mostly 6-10 %, e.g. Advertising 7.81 %, "
+        "Auto & Truck 9.38 %)",
+    )
 
 
 class ReliabilitySpec(Section):

@@ -5,7 +5,7 @@
     build_total = capex + years × opex_per_year − residual
       capex     = bill of materials (hardware + installation) + self-built data centre
       opex      = colo $/kW-month × 12 × contracted kW + average IT kW × PUE × 8,760 h × $/kWh
-                  + staff + maintenance share of hardware
+                  + staff + maintenance share of hardware + building operation (self-built)
       residual  = residual share × hardware + building × (1 − years / building life)
     rent, for the same training GPUs, in one of two offers:
       reserved  = GPUs × 8,760 h × billed years × contract $/GPU-h × (1 − discount)
@@ -21,7 +21,21 @@ totals are always reported. Rent prices left unset in the spec come from the GPU
 A self-built site (``facility.colo_usd_per_kw_month: 0``) pays for its building instead of
 rent: ``economics.datacenter_usd_per_mw`` per MW of critical IT load (Cushman & Wakefield,
 Data Center Development Cost Guide 2025), depreciated straight-line over
-``economics.datacenter_life_years``; the undepreciated share is residual value.
+``economics.datacenter_life_years``; the undepreciated share is residual value. Running the
+building (facility maintenance, security, site staff) costs
+``economics.datacenter_opex_usd_per_kw_year`` per kW of critical IT load, which a colocation
+contract's $/kW-month already covers.
+
+Over time, building costs the capex at once and its opex evenly through the period, and the
+residual comes back at the end; rent is paid evenly through the period. The payback month is
+the first month after which the cumulative build cost stays below the cumulative rent of the
+verdict's offer. The net present value discounts both at ``economics.discount_rate`` per year,
+the level streams as continuous flows (a stream of A per year over T years is worth
+A × (1 − (1 + r)^−T) / ln(1 + r) today, A × T at r = 0):
+
+    npv = present rent − (capex + present opex − residual × (1 + r)^−T)
+
+Positive: building is worth that much more than renting, in today's dollars.
 Spare nodes are bought, powered and cabled but not counted as training GPU-hours.
 """
 
@@ -37,9 +51,20 @@ from clusterforge.catalog import Gpu
 from clusterforge.design.cost.bom import BomLine, PowerSummary
 from clusterforge.spec import ClusterSpec, EconomicsSpec
 
-__all__ = ["HOURS_PER_YEAR", "CostDesign", "RentOffers", "cost_design", "rent_offers"]
+__all__ = [
+    "HOURS_PER_YEAR",
+    "MONTHS_PER_YEAR",
+    "CostDesign",
+    "PresentValues",
+    "RentOffers",
+    "cost_design",
+    "payback_month",
+    "present_values",
+    "rent_offers",
+]
 
 HOURS_PER_YEAR = 8760.0
+MONTHS_PER_YEAR = 12
 RentOffer = Literal["reserved", "on-demand"]
 
 
@@ -75,9 +100,11 @@ class CostDesign(BaseModel):
     datacenter_capex_usd: float = Field(description="Self-built building (0 in colocation)")
     opex_per_year_usd: float
     opex_by_category_per_year_usd: dict[str, float]
-    residual_usd: float
+    residual_usd: float = Field(description="Value left at the end, subtracted from the build")
+    building_residual_usd: float = Field(description="Undepreciated share of the building")
+    hardware_residual_usd: float = Field(description="Resale share of the hardware")
     years: float
-    build_total_usd: float
+    build_total_usd: float = Field(description="capex + years × opex − residual")
     rent: RentOffers
     rent_basis: RentOffer = Field(description="The rental offer the verdict uses")
     rent_total_usd: float = Field(description="Rent of the offer the verdict uses")
@@ -91,6 +118,76 @@ class CostDesign(BaseModel):
     savings_usd: float = Field(
         description="rent_total - build_total (negative: renting is cheaper)"
     )
+    payback_months: int | None = Field(
+        description="First month after which cumulative build cost stays below cumulative "
+        "rent of the verdict's offer; None when it never does within the period"
+    )
+    discount_rate: float = Field(description="Yearly rate of the present values")
+    build_present_usd: float = Field(description="Build total in today's dollars")
+    rent_present_usd: float = Field(description="Rent of the verdict's offer in today's dollars")
+    npv_usd: float = Field(
+        description="rent_present - build_present: what building saves in today's dollars "
+        "(negative: renting is cheaper)"
+    )
+
+
+class PresentValues(BaseModel):
+    """Build and rent in today's dollars (module docstring)."""
+
+    model_config = ConfigDict(frozen=True)
+    build_usd: float
+    rent_usd: float
+
+    @property
+    def npv_usd(self) -> float:
+        return self.rent_usd - self.build_usd
+
+
+def _stream_years(years: float, rate: float) -> float:
+    """Today's value of $1 a year paid evenly over ``years``: (1 − (1 + r)^−T) / ln(1 + r)."""
+    if rate == 0:
+        return years
+    return (1.0 - math.pow(1.0 + rate, -years)) / math.log1p(rate)
+
+
+def present_values(
+    *,
+    capex_usd: float,
+    opex_per_year_usd: float,
+    residual_usd: float,
+    rent_total_usd: float,
+    years: float,
+    discount_rate: float,
+) -> PresentValues:
+    """Build and rent over ``years`` discounted at ``discount_rate`` per year: capex today,
+    opex and rent as even streams, the residual at the end."""
+    stream = _stream_years(years, discount_rate)
+    end = math.pow(1.0 + discount_rate, -years)
+    return PresentValues(
+        build_usd=capex_usd + opex_per_year_usd * stream - residual_usd * end,
+        rent_usd=rent_total_usd / years * stream,
+    )
+
+
+def payback_month(
+    *,
+    capex_usd: float,
+    opex_per_year_usd: float,
+    residual_usd: float,
+    rent_total_usd: float,
+    years: float,
+) -> int | None:
+    """First month after which cumulative build (capex, then opex) stays below cumulative rent
+    (paid evenly); the last month when only the residual at the end tips it; None when
+    building never costs less within the period."""
+    rent_per_year = rent_total_usd / years
+    if rent_per_year > opex_per_year_usd:
+        crossing_years = capex_usd / (rent_per_year - opex_per_year_usd)
+        if crossing_years < years:
+            return math.floor(crossing_years * MONTHS_PER_YEAR) + 1
+    if capex_usd + opex_per_year_usd * years - residual_usd < rent_total_usd:
+        return math.ceil(years * MONTHS_PER_YEAR - 1e-9)
+    return None
 
 
 def rent_offers(e: EconomicsSpec, gpu: Gpu, num_gpus: int) -> RentOffers:
@@ -135,12 +232,15 @@ def _capex_by_category(
 
 def _opex(spec: ClusterSpec, power: PowerSummary, hardware_usd: float) -> dict[str, float]:
     e, f = spec.economics, spec.facility
-    return {
+    opex = {
         "colocation": f.colo_usd_per_kw_month * 12 * power.it_max_kw,
         "energy": power.it_average_kw * f.pue * HOURS_PER_YEAR * f.usd_per_kwh,
         "staff": e.num_staff * e.staff_usd_per_year,
         "maintenance": e.maintenance_fraction_per_year * hardware_usd,
     }
+    if f.colo_usd_per_kw_month == 0:  # self-built: the colo rent no longer runs the building
+        opex["building"] = e.datacenter_opex_usd_per_kw_year * power.it_max_kw
+    return opex
 
 
 def cost_design(
@@ -155,11 +255,16 @@ def cost_design(
     opex = _opex(spec, power, hardware)
     opex_year = sum(opex.values())
     building_left = max(0.0, 1.0 - e.years / e.datacenter_life_years)
-    residual = e.residual_fraction * hardware + building * building_left
+    building_residual = building * building_left
+    hardware_residual = e.residual_fraction * hardware
+    residual = building_residual + hardware_residual
     build = capex + e.years * opex_year - residual
     gpus = num_training_gpus
     used_hours = gpus * HOURS_PER_YEAR * e.years * e.utilization
     rent = rent_offers(e, gpu, gpus)
+    flows = {"capex_usd": capex, "opex_per_year_usd": opex_year, "residual_usd": residual,
+             "rent_total_usd": rent.total_usd, "years": e.years}  # fmt: skip
+    present = present_values(**flows, discount_rate=e.discount_rate)
     return CostDesign(
         capex_usd=capex,
         capex_by_category_usd=by_cat,
@@ -168,6 +273,8 @@ def cost_design(
         opex_per_year_usd=opex_year,
         opex_by_category_per_year_usd=opex,
         residual_usd=residual,
+        building_residual_usd=building_residual,
+        hardware_residual_usd=hardware_residual,
         years=e.years,
         build_total_usd=build,
         rent=rent,
@@ -180,4 +287,9 @@ def cost_design(
         / (gpus * HOURS_PER_YEAR * e.years * rent.on_demand_usd_per_gpu_hour),
         build_wins=build < rent.total_usd,
         savings_usd=rent.total_usd - build,
+        payback_months=payback_month(**flows),
+        discount_rate=e.discount_rate,
+        build_present_usd=present.build_usd,
+        rent_present_usd=present.rent_usd,
+        npv_usd=present.npv_usd,
     )

@@ -86,17 +86,21 @@ def line_chart(
     y_title: str,
     log_x: bool = False,
     markers: bool = True,
+    x_ticks: Sequence[tuple[float, str]] = (),
 ) -> str:
-    """Lines, one per (label, xs, ys); ``markers`` marks each point (a simulated size)."""
+    """Lines, one per (label, xs, ys); ``markers`` marks each point (a simulated size);
+    ``x_ticks`` as (value, label) replaces plotly's own tick labels (whose SI suffixes read
+    1e9 bytes as "1G" and 1 byte as "1")."""
     mode = "lines+markers" if markers else "lines"
     traces = [
         {"type": "scatter", "mode": mode, "name": label, "x": list(xs), "y": list(ys)}
         for label, xs, ys in series
     ]
-    layout = {
-        "xaxis": {"title": {"text": x_title}, "type": "log" if log_x else "linear"},
-        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
-    }
+    xaxis: dict[str, Any] = {"title": {"text": x_title}, "type": "log" if log_x else "linear"}
+    if x_ticks:
+        xaxis |= {"tickmode": "array", "tickvals": [v for v, _ in x_ticks],
+                  "ticktext": [label for _, label in x_ticks]}  # fmt: skip
+    layout = {"xaxis": xaxis, "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"}}
     return _html(traces, title, layout)
 
 

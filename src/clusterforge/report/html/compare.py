@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from clusterforge.assess import Assessment, ExpectedPerformance
 from clusterforge.design import Design
 from clusterforge.report.html import charts, facts, money, studies
-from clusterforge.report.html.model import Figure, Section, Table, kw, num, pct
+from clusterforge.report.html.model import Figure, Section, Table, kw, num, pct, pp
 from clusterforge.report.html.model import money as usd
 from clusterforge.report.html.render import page_assets, template_env
 
@@ -71,16 +71,19 @@ def _delta_row(row: Row, a: Design, b: Design) -> DeltaRow:
 
 
 def _pair_row(row: Row, va: float, vb: float) -> DeltaRow:
-    """The row's two values and b - a, with its relative change and verdict."""
+    """The row's two values and b - a, with its relative change and verdict; a difference
+    of two percentages is in percentage points, with no relative change (a percent of a
+    percent would read as points)."""
     if vb == va:
         return DeltaRow(row.label, row.show(va), row.show(vb), "=", "")
-    change = f" ({(vb - va) / abs(va):+.0%})" if va else ""
     better = (vb > va) == row.higher_is_better
+    verdict = "better" if better else "worse"
+    if row.show is pct:
+        return DeltaRow(row.label, row.show(va), row.show(vb), pp(vb - va), verdict)
+    change = f" ({(vb - va) / abs(va):+.0%})" if va else ""
     sign = "+" if vb > va else "-"
-    return DeltaRow(
-        row.label, row.show(va), row.show(vb), f"{sign}{row.show(abs(vb - va))}{change}",
-        "better" if better else "worse",
-    )  # fmt: skip
+    delta = f"{sign}{row.show(abs(vb - va))}{change}"
+    return DeltaRow(row.label, row.show(va), row.show(vb), delta, verdict)
 
 
 EXPECTED_ROWS = (

@@ -63,7 +63,7 @@ def summary_metrics(design: Design) -> tuple[Metric, ...]:
         Metric("capex", money(design.cost.capex_usd),
                f"{money(design.cost.capex_per_gpu_usd)} per GPU"),
         Metric("build vs rent", "build wins" if design.cost.build_wins else "rent wins",
-               f"build {money(design.cost.build_total_usd)}, rent "
+               f"build {money(design.cost.build_total_usd)}, {design.cost.rent_basis} rent "
                f"{money(design.cost.rent_total_usd)} over {design.cost.years:g} years"),
     )  # fmt: skip
 

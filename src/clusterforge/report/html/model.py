@@ -11,7 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-__all__ = ["LAZY_ROWS", "Figure", "Metric", "Section", "Table", "kw", "money", "num", "pct",
+from clusterforge.report.format import kw, money, num, pct, pp
+
+__all__ = ["LAZY_ROWS", "Figure", "Metric", "Section", "Table", "kw", "money", "num", "pct", "pp",
            "script_safe", "table"]  # fmt: skip
 
 T = TypeVar("T")
@@ -100,29 +102,3 @@ def table(
         caption=caption,
         numeric=tuple(numeric),
     )
-
-
-def num(value: float, digits: int = 0) -> str:
-    """A number with thousands separated: 12,345 or 12,345.6."""
-    return f"{value:,.{digits}f}"
-
-
-def money(usd: float) -> str:
-    """Dollars for people: $1.23M above a million, $12,345 below."""
-    if abs(usd) >= 1e9:
-        return f"${usd / 1e9:,.2f}B"
-    if abs(usd) >= 1e6:
-        return f"${usd / 1e6:,.2f}M"
-    return f"${usd:,.0f}"
-
-
-def kw(value_kw: float) -> str:
-    """Kilowatts, megawatts above 1,000 kW."""
-    if abs(value_kw) >= 1000:
-        return f"{value_kw / 1000:,.2f} MW"
-    return f"{value_kw:,.1f} kW"
-
-
-def pct(fraction: float) -> str:
-    """A fraction as a percentage with one decimal."""
-    return f"{fraction:.1%}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from clusterforge.report.format import npv_text, payback_text
 from clusterforge.report.html import charts
 from clusterforge.report.html.model import Figure, Section, money, num, pct, table
 
@@ -56,9 +57,11 @@ def tco_curves(design: Design) -> tuple[list[float], list[float], list[float]]:
 
 
 def tco_section(design: Design, economics: Economics) -> Section:
-    """Build against rent over the ownership period, with the break-even figures."""
+    """Build against rent over the ownership period, with the break-even figures. The lead
+    sentence and the chart compare with the same rent, the verdict's offer, and say which."""
     c = design.cost
     years, build, rent = tco_curves(design)
+    rent_label = f"{c.rent_basis} rent"
     figure = charts.line_chart(
         f"build vs rent at {pct(design.spec.economics.utilization)} utilization",
         series=[("build", years, build), (f"rent ({c.rent_basis})", years, rent)],
@@ -74,9 +77,11 @@ def tco_section(design: Design, economics: Economics) -> Section:
     )
     verdict = "building wins" if c.build_wins else "renting wins"
     lead = (
-        f"Over {c.years:g} years {verdict}: build {money(c.build_total_usd)} against rent "
-        f"{money(c.rent_total_usd)}; building breaks even at {pct(c.break_even_utilization)} "
-        "utilization."
+        f"Over {c.years:g} years {verdict} against {rent_label} (the chart's rent line): build "
+        f"{money(c.build_total_usd)} against {rent_label} {money(c.rent_total_usd)}; payback "
+        f"{payback_text(c)}; net present value at {pct(c.discount_rate)}: {npv_text(c)}. "
+        f"Against on-demand rent (used hours only), building breaks even at "
+        f"{pct(c.break_even_utilization)} utilization."
     )
     return Section("tco", "Build vs rent", lead, (Figure(figure, "build vs rent"),), (rows,))
 
@@ -86,14 +91,18 @@ def _tco_rows(design: Design, economics: Economics) -> list[tuple[str, str]]:
     rows = [
         ("capex", money(c.capex_usd)),
         ("opex per year", money(c.opex_per_year_usd)),
-        *((f"  opex: {k}", money(v)) for k, v in c.opex_by_category_per_year_usd.items()),
-        ("residual value", money(c.residual_usd)),
+        *((f"  opex: {k}", money(v)) for k, v in c.opex_by_category_per_year_usd.items() if v),
+        ("residual value", f"-{money(c.residual_usd)}"),
+        ("  residual: building", money(c.building_residual_usd)),
+        ("  residual: hardware", money(c.hardware_residual_usd)),
         ("build total", money(c.build_total_usd)),
         (f"rent total ({c.rent_basis})", money(c.rent_total_usd)),
+        ("payback", f"month {c.payback_months}" if c.payback_months else "none in the period"),
+        (f"NPV at {pct(c.discount_rate)}", money(c.npv_usd)),
         ("used GPU-hours", num(c.used_gpu_hours)),
-        ("effective build $/GPU-hour", f"${c.effective_build_usd_per_gpu_hour:.2f}"),
-        ("cloud $/GPU-hour", f"${c.cloud_usd_per_gpu_hour:.2f}"),
-        ("break-even utilization", pct(c.break_even_utilization)),
+        ("effective build $/GPU-hour", money(c.effective_build_usd_per_gpu_hour)),
+        (f"cloud $/GPU-hour ({c.rent_basis})", money(c.cloud_usd_per_gpu_hour)),
+        ("break-even utilization (on-demand)", pct(c.break_even_utilization)),
     ]
     if economics.break_even_gpus is not None:
         rows.append(("break-even size (GPUs)", num(economics.break_even_gpus)))

@@ -4,6 +4,8 @@ spec's plan and of the best plans, and the goodput of the job's life."""
 
 from __future__ import annotations
 
+import math
+
 from clusterforge.assess import (
     ExpectedPerformance,
     GoodputOutlook,
@@ -12,18 +14,30 @@ from clusterforge.assess import (
     Unavailable,
 )
 from clusterforge.report.expected import parallel_label
+from clusterforge.report.format import size_label
 from clusterforge.report.html import charts
 from clusterforge.report.html.model import Figure, Section, Table, num, pct, table
 
-__all__ = ["busbw_section", "goodput_section", "performance_section", "plan_label"]
+__all__ = ["busbw_section", "goodput_section", "performance_section", "plan_label", "size_ticks"]
 
 DAY_S = 86400.0
 BREAKDOWN = ("compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "cp_comm_s", "ep_comm_s",
              "bubble_s", "optimizer_s", "other_s")  # fmt: skip
 
 
+def size_ticks(sizes: list[float]) -> list[tuple[float, str]]:
+    """Ticks at the powers of 4 bytes from the smallest size to the largest, labelled in the
+    table's binary units (1 KiB, 4 KiB, ... 1 GiB), as nccl-tests sweeps them."""
+    if not sizes:
+        return []
+    low = math.ceil(math.log(min(sizes), 4) - 1e-9)
+    high = math.floor(math.log(max(sizes), 4) + 1e-9)
+    return [(4.0**k, size_label(4.0**k)) for k in range(low, high + 1)]
+
+
 def busbw_section(curves: list[Study]) -> Section:
     """Bus bandwidth against message size, one line per design."""
+    sizes = [r.size_bytes for c in curves for r in c.results]
     figure = charts.line_chart(
         "all-reduce bus bandwidth over all GPUs (simulated)",
         series=[
@@ -31,9 +45,10 @@ def busbw_section(curves: list[Study]) -> Section:
              [r.busbw_gbyte_per_s for r in c.results])
             for c in curves
         ],
-        x_title="message size (bytes)",
+        x_title="message size",
         y_title="busbw (GB/s)",
         log_x=True,
+        x_ticks=size_ticks(sizes),
     )  # fmt: skip
     tables = tuple(_busbw_table(c) for c in curves)
     reached = "; ".join(
@@ -47,10 +62,10 @@ def busbw_section(curves: list[Study]) -> Section:
 
 def _busbw_table(curve: Study) -> Table:
     return table(
-        ("size (MiB)", "algorithm", "protocol", "time (us)", "algbw (GB/s)", "busbw (GB/s)"),
+        ("size", "algorithm", "protocol", "time (us)", "algbw (GB/s)", "busbw (GB/s)"),
         curve.results,
         lambda r: (
-            num(r.size_bytes / 2**20),
+            size_label(r.size_bytes),
             r.algorithm,
             r.protocol,
             num(r.time_s * 1e6, 1),
