@@ -23,6 +23,7 @@ from clusterforge.assess.fabric import BUSBW_SIZES, busbw_study, simulate
 from clusterforge.assess.lifetime import GoodputOutlook, goodput_outlook, goodput_study
 from clusterforge.assess.performance import (
     ExpectedPerformance,
+    PlanDoesNotFit,
     PredictAssessment,
     expected_performance,
     predict,
@@ -88,6 +89,7 @@ __all__ = [
     "Communicators",
     "Economics",
     "ExpectedPerformance",
+    "PlanDoesNotFit",
     "GoodputOutlook",
     "GoodputReport",
     "ParallelPlan",
