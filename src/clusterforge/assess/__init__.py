@@ -30,7 +30,7 @@ from clusterforge.assess.performance import (
     top_plans,
 )
 from clusterforge.assess.unavailable import Unavailable
-from clusterforge.goodput import GoodputReport
+from clusterforge.goodput import Expected, GoodputReport, LostTime
 from clusterforge.netsim.result import CollectiveResult
 from clusterforge.netsim.study import (
     DEFAULT_SWEEP,
@@ -91,7 +91,9 @@ __all__ = [
     "ExpectedPerformance",
     "PlanDoesNotFit",
     "GoodputOutlook",
+    "Expected",
     "GoodputReport",
+    "LostTime",
     "ParallelPlan",
     "Placement",
     "PlanOverrides",
