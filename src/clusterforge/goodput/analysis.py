@@ -31,9 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Expected",
-    "LostTime",
     "GoodputInputs",
     "GoodputReport",
+    "LostTime",
     "WhatIfFacts",
     "arrhenius_factor",
     "expected_goodput",

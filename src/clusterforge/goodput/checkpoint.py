@@ -38,13 +38,14 @@ __all__ = [
     "checkpoint_floor_s",
 ]
 
-# Measured: PyTorch DCP save of a 256-rank job with cached save plans took 1.5 s, "mostly
-# spent on creating the checkpoint module directories and near empty collective"
-# (pytorch/pytorch pull request 149785, Meta, 2025-03-22).
+# Measured: a PyTorch DCP save of a 256-rank job with cached save plans took 1.5 s, spent
+# mostly on creating the checkpoint's directories and a near-empty collective
+# (pytorch/pytorch pull request 149785, 2025-03-22).
 CHECKPOINT_BASE_S = 1.5
 # Measured: MDtest empty-file creates, peak of one flash metadata module of a parallel file
 # system, 169.4 K creates/s (Dell EMC Ready Solution for HPC PixStor Storage, Dell
-# Technologies, 2020, Table 7).
+# Technologies white paper, 2020, Table 7).  One metadata service is assumed: file systems
+# that spread metadata over many servers create faster, and the floor is then smaller.
 METADATA_CREATES_PER_S = 169_400.0
 
 Bottleneck = Literal["storage system", "node storage links", "none"]
