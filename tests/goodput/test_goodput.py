@@ -168,6 +168,12 @@ def test_plan_reports_time_to_train_with_failures() -> None:
     assert 0.5 < goodput["ettr"] < 1.0
     assert goodput["expected_days"] > perf["time_to_train_days"]
     assert goodput["p90_days"] >= goodput["p50_days"]
+    lost = goodput["lost_days_by_cause"]
+    assert set(lost) == {"failures", "restarts", "checkpoints", "waiting_for_spares"}
+    assert sum(lost.values()) == pytest.approx(
+        goodput["expected_days"] - perf["time_to_train_days"], rel=1e-6
+    )
+    assert goodput["checkpoint_interval_steps"] == round(goodput["checkpoint_interval_steps"])
 
 
 def test_predict_json_carries_time_to_train_with_failures(capsys) -> None:
