@@ -168,6 +168,12 @@ def test_plan_reports_time_to_train_with_failures() -> None:
     assert 0.5 < goodput["ettr"] < 1.0
     assert goodput["expected_days"] > perf["time_to_train_days"]
     assert goodput["p90_days"] >= goodput["p50_days"]
+    lost = goodput["lost_days_by_cause"]
+    assert set(lost) == {"failures", "restarts", "checkpoints", "waiting_for_spares"}
+    assert sum(lost.values()) == pytest.approx(
+        goodput["expected_days"] - perf["time_to_train_days"], rel=1e-6
+    )
+    assert goodput["checkpoint_interval_steps"] == round(goodput["checkpoint_interval_steps"])
 
 
 def test_predict_json_carries_time_to_train_with_failures(capsys) -> None:
@@ -179,3 +185,16 @@ def test_predict_json_carries_time_to_train_with_failures(capsys) -> None:
     rows = json.loads(capsys.readouterr().out)
     goodput = rows[0]["goodput"]
     assert goodput["available"] and goodput["expected_days"] > rows[0]["time_to_train_days"]
+
+
+def test_a_100k_gpu_checkpoint_is_not_free_nor_taken_within_a_step() -> None:
+    from clusterforge.design import plan
+    from clusterforge.goodput import goodput_report
+    from clusterforge.perf import predict_workload
+    from clusterforge.spec import load_spec
+
+    design = plan(load_spec("examples/colossus-100k-h100.yaml"))
+    step_s = predict_workload(design).step_time_s
+    exp = goodput_report(design, runs=10).expected
+    assert exp.checkpoint_s > 1.0  # a collective over 100,000 ranks and as many files
+    assert exp.checkpoint_interval_s >= step_s

@@ -23,13 +23,14 @@ from clusterforge.assess.fabric import BUSBW_SIZES, busbw_study, simulate
 from clusterforge.assess.lifetime import GoodputOutlook, goodput_outlook, goodput_study
 from clusterforge.assess.performance import (
     ExpectedPerformance,
+    PlanDoesNotFit,
     PredictAssessment,
     expected_performance,
     predict,
     top_plans,
 )
 from clusterforge.assess.unavailable import Unavailable
-from clusterforge.goodput import GoodputReport
+from clusterforge.goodput import Expected, GoodputReport, LostTime
 from clusterforge.netsim.result import CollectiveResult
 from clusterforge.netsim.study import (
     DEFAULT_SWEEP,
@@ -87,11 +88,14 @@ __all__ = [
     "CollectiveResult",
     "Communicators",
     "Economics",
+    "Expected",
     "ExpectedPerformance",
     "GoodputOutlook",
     "GoodputReport",
+    "LostTime",
     "ParallelPlan",
     "Placement",
+    "PlanDoesNotFit",
     "PlanOverrides",
     "Precision",
     "PredictAssessment",

@@ -20,6 +20,7 @@ from clusterforge.assess.fabric import busbw_study
 from clusterforge.assess.lifetime import GoodputOutlook, goodput_outlook
 from clusterforge.assess.performance import (
     ExpectedPerformance,
+    PlanDoesNotFit,
     expected_performance,
     top_plans,
 )
@@ -72,12 +73,19 @@ def assess(design: Design, options: AssessOptions | None = None) -> Assessment:
     options = options or AssessOptions()
     performance = expected_performance(design) if options.performance else None
     predicted = isinstance(performance, ExpectedPerformance)
-    goodput = None
-    if options.goodput_runs > 0:
-        days = (
-            performance.time_to_train_days if isinstance(performance, ExpectedPerformance) else None
+    goodput: GoodputOutlook | Unavailable | None = None
+    if isinstance(performance, PlanDoesNotFit):
+        # The design as assessed carries the finding, so every rendering shows it.
+        design = design.model_copy(update={"findings": [performance.finding, *design.findings]})
+        if options.goodput_runs > 0:
+            goodput = Unavailable(performance.reason)
+    elif options.goodput_runs > 0:
+        days, step_s = (
+            (performance.time_to_train_days, performance.prediction.step_time_s)
+            if isinstance(performance, ExpectedPerformance)
+            else (None, None)
         )
-        goodput = goodput_outlook(design, runs=options.goodput_runs, days=days)
+        goodput = goodput_outlook(design, runs=options.goodput_runs, days=days, step_s=step_s)
     return Assessment(
         design=design,
         economics=economics(design, break_even=options.break_even),

@@ -38,19 +38,24 @@ class GoodputOutlook:
 
 
 def goodput_study(
-    design: Design, *, runs: int, seed: int = 0, days: float | None = None
+    design: Design,
+    *,
+    runs: int,
+    seed: int = 0,
+    days: float | None = None,
+    step_s: float | None = None,
 ) -> GoodputReport:
-    """The goodput report of the design's job (``days``: its failure-free time to train;
-    None: the goodput model predicts it); errors propagate."""
-    return goodput_report(design, runs=runs, seed=seed, days=days)
+    """The goodput report of the design's job (``days``: its failure-free time to train,
+    ``step_s``: its step; None: the performance model predicts them); errors propagate."""
+    return goodput_report(design, runs=runs, seed=seed, days=days, step_s=step_s)
 
 
 def goodput_outlook(
-    design: Design, *, runs: int, days: float | None = None
+    design: Design, *, runs: int, days: float | None = None, step_s: float | None = None
 ) -> GoodputOutlook | Unavailable:
     """:func:`goodput_study`, or why it could not be made."""
     try:
-        report = goodput_study(design, runs=runs, days=days)
+        report = goodput_study(design, runs=runs, days=days, step_s=step_s)
     except ClusterforgeError as exc:
         return Unavailable(str(exc))
     return GoodputOutlook(report, design.compute.num_training_gpus)

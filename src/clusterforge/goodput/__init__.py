@@ -11,17 +11,20 @@ from clusterforge.goodput.analysis import (
     Expected,
     GoodputInputs,
     GoodputReport,
+    LostTime,
     expected_goodput,
     goodput_report,
     inputs_from_design,
     life_params,
     what_ifs,
 )
+from clusterforge.goodput.checkpoint import CheckpointCost, checkpoint_cost, checkpoint_floor_s
 from clusterforge.goodput.model import daly_interval_s, expected_wall_s, spare_pool
 from clusterforge.goodput.montecarlo import LifeParams, Lives, simulate_lives
 from clusterforge.goodput.rates import FailureClass, JobRates, failure_classes, job_rates
 
 __all__ = [
+    "CheckpointCost",
     "Expected",
     "FailureClass",
     "GoodputInputs",
@@ -29,6 +32,9 @@ __all__ = [
     "JobRates",
     "LifeParams",
     "Lives",
+    "LostTime",
+    "checkpoint_cost",
+    "checkpoint_floor_s",
     "daly_interval_s",
     "expected_goodput",
     "expected_wall_s",

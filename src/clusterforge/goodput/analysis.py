@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from clusterforge.errors import CapacityError
+from clusterforge.errors import CapacityError, ClusterforgeError
+from clusterforge.goodput.checkpoint import checkpoint_cost
 from clusterforge.goodput.model import (
     SparePool,
     daly_interval_s,
@@ -32,12 +33,14 @@ __all__ = [
     "Expected",
     "GoodputInputs",
     "GoodputReport",
+    "LostTime",
     "WhatIfFacts",
     "arrhenius_factor",
     "expected_goodput",
     "goodput_report",
     "inputs_from_design",
     "life_params",
+    "lost_time",
     "what_if_facts",
     "what_ifs",
 ]
@@ -61,6 +64,8 @@ class GoodputInputs:
     repair_s: float = 0.0
     interval_s: float | None = None  # None = Daly's optimum
     swap_s: float = 0.0  # bringing a spare into the job after a hardware failure
+    step_s: float = 0.0  # one training step: checkpoints fall between steps (0 = unknown)
+    min_interval_s: float = 0.0  # async: the previous write must end before the next starts
 
     @property
     def restart_s(self) -> float:
@@ -79,6 +84,49 @@ class GoodputInputs:
 
 
 @dataclass(frozen=True)
+class LostTime:
+    """Expected wall-clock seconds beyond the failure-free work, by cause: they are computed
+    from the model's parts so that they add up to ``wall - work``."""
+
+    failures_s: float  # work redone after failures (and checkpoints a failure cut short)
+    restarts_s: float  # detection, relaunch, reading the checkpoint back, a spare swapped in
+    checkpoints_s: float  # training paused for the checkpoints that completed
+    spare_wait_s: float  # waiting for a repaired node when no spare is left
+
+    @property
+    def total_s(self) -> float:
+        return self.failures_s + self.restarts_s + self.checkpoints_s + self.spare_wait_s
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "failures": self.failures_s,
+            "restarts": self.restarts_s,
+            "checkpoints": self.checkpoints_s,
+            "waiting_for_spares": self.spare_wait_s,
+        }
+
+
+def lost_time(
+    inputs: GoodputInputs, *, tau_s: float, running_s: float, spare_wait_s: float
+) -> LostTime:
+    """Split ``running_s`` (the expected time with failures, before spare waits) into work
+    and losses.  Failures come at rate 1/M all the time the job runs, so by Wald's identity
+    a life sees ``running / M`` of them on average; each starts a restart that a further
+    failure may cut short, lasting E[min(R, Exp(M))] = M·(1 - e^(-R/M)).  Every completed
+    segment ends with a checkpoint of ``delta``; what remains is work (and partly written
+    checkpoints) that failures threw away."""
+    mtbf, restart = inputs.mtbf_s, inputs.restart_s
+    checkpoints = inputs.work_s / tau_s * inputs.delta_s if tau_s > 0 else 0.0
+    if math.isinf(mtbf):
+        restarts = 0.0
+    else:
+        num_failures = running_s / mtbf
+        restarts = num_failures * mtbf * -math.expm1(-restart / mtbf)
+    failures = running_s - inputs.work_s - checkpoints - restarts
+    return LostTime(failures, restarts, checkpoints, spare_wait_s)
+
+
+@dataclass(frozen=True)
 class Expected:
     """Expected-value results for one set of inputs."""
 
@@ -90,20 +138,34 @@ class Expected:
     wall_s: float
     ettr: float
     spares: SparePool
+    lost: LostTime
     spare_wait_s: float = 0.0  # included in wall_s
+    checkpoint_interval_steps: float | None = None  # None when the step time is unknown
 
     def as_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if k != "spares"}
+        out = {k: v for k, v in asdict(self).items() if k not in ("spares", "lost")}
         out["spares"] = self.spares.as_dict()
+        out["lost_s"] = self.lost.as_dict()
         out["wall_days"] = self.wall_s / DAY_S
         return out
+
+
+def _interval_s(inputs: GoodputInputs) -> float:
+    """Seconds of work between checkpoints: the spec's or Daly's optimum, at least the
+    async write still in flight, and a whole number of steps (at least one) when the step
+    is known, since a checkpoint is taken between two steps."""
+    tau = inputs.interval_s or daly_interval_s(inputs.delta_s, inputs.mtbf_s)
+    tau = max(tau, inputs.min_interval_s)
+    if inputs.step_s > 0 and math.isfinite(tau):
+        steps = max(1, round(tau / inputs.step_s), math.ceil(inputs.min_interval_s / inputs.step_s))
+        tau = steps * inputs.step_s
+    return min(tau, max(inputs.work_s, 1.0, inputs.step_s))
 
 
 def expected_goodput(inputs: GoodputInputs) -> Expected:
     """ETTR and expected wall time by the complete exponential-failure model (Daly 2006)."""
     mtbf = inputs.mtbf_s
-    tau = inputs.interval_s or daly_interval_s(inputs.delta_s, mtbf)
-    tau = min(tau, max(inputs.work_s, 1.0))
+    tau = _interval_s(inputs)
     if (
         math.isfinite(mtbf)
         and (tau + inputs.delta_s + inputs.restart_s) / mtbf > MAX_SEGMENT_OVER_MTBF
@@ -127,6 +189,7 @@ def expected_goodput(inputs: GoodputInputs) -> Expected:
         num_spares=inputs.num_spares, spare_failures_per_s=spare_per_s, repair_s=inputs.repair_s
     )
     spare_wait = spare_per_s * wall * per_failure_s if spare_per_s > 0 else 0.0
+    lost = lost_time(inputs, tau_s=tau, running_s=wall, spare_wait_s=spare_wait)
     wall += spare_wait
     return Expected(
         interruptions_per_day=inputs.rates.total_per_hour * 24.0,
@@ -137,35 +200,59 @@ def expected_goodput(inputs: GoodputInputs) -> Expected:
         wall_s=wall,
         ettr=inputs.work_s / wall if wall > 0 else 1.0,
         spares=pool,
+        lost=lost,
         spare_wait_s=spare_wait,
+        checkpoint_interval_steps=tau / inputs.step_s if inputs.step_s > 0 else None,
     )
 
 
-def _work_s(design: Design, days: float | None) -> float:
-    """Failure-free training time: ``days`` if given, else tokens / predicted tokens/s."""
-    if days is not None:
-        return days * DAY_S
+def _work_and_step_s(design: Design, days: float | None) -> tuple[float, float]:
+    """Failure-free training time (``days`` if given, else tokens / predicted tokens/s) and
+    the predicted step time (0 when unknown).  Without ``days``, a plan that does not fit
+    the GPU's memory has no time to train: refused, naming the memory it needs."""
     from clusterforge.perf import predict_workload
 
+    if days is not None:
+        return days * DAY_S, _step_s_if_known(design)
     workload, _ = design.require_workload("goodput")
     prediction = predict_workload(design)
-    return workload.tokens_b * 1e9 / prediction.tokens_per_s
+    if not prediction.fits:
+        gpu = design.compute.gpu
+        raise CapacityError(
+            f"the workload's plan needs {prediction.memory_per_gpu_gib:,.0f} GiB per GPU but "
+            f"{gpu.id} has {gpu.hbm_gib:,.1f} GiB, so it has no time to train; raise "
+            "workload.tensor_parallel or pipeline_parallel, use more GPUs or a GPU with more "
+            "memory"
+        )
+    return workload.tokens_b * 1e9 / prediction.tokens_per_s, prediction.step_time_s
 
 
-def _checkpoint_s(design: Design) -> float:
-    """Training time lost per checkpoint: the whole write (sync) or the copy of each GPU's
-    unique shard to host memory (async: the write to storage overlaps training)."""
-    rel, storage = design.spec.reliability, design.storage
-    if rel.checkpoint == "sync":
-        return storage.checkpoint_write_s
-    shard_gbyte = storage.checkpoint_tbyte * 1000.0 / design.compute.num_training_gpus
-    return shard_gbyte / rel.async_copy_gbyte_per_s
+def _step_s_if_known(design: Design) -> float:
+    """The predicted step of a workload whose plan fits; 0 when there is none."""
+    from clusterforge.perf import predict_workload
+
+    if design.spec.workload is None:
+        return 0.0
+    try:
+        prediction = predict_workload(design)
+    except ClusterforgeError:
+        return 0.0
+    return prediction.step_time_s if prediction.fits else 0.0
 
 
-def inputs_from_design(design: Design, *, days: float | None = None) -> GoodputInputs:
-    """The goodput inputs of the design's own job (its training nodes, storage, spares)."""
-    rel, compute, storage = design.spec.reliability, design.compute, design.storage
-    read_s = storage.checkpoint_tbyte * 1000.0 / storage.read_gbyte_per_s
+def inputs_from_design(
+    design: Design, *, days: float | None = None, step_s: float | None = None
+) -> GoodputInputs:
+    """The goodput inputs of the design's own job (its training nodes, storage, spares).
+
+    ``days``: failure-free days to train and ``step_s``: seconds per step, when the caller
+    already has them; otherwise the performance model predicts them."""
+    rel, compute = design.spec.reliability, design.compute
+    if days is not None and step_s is not None:
+        work_s = days * DAY_S
+    else:
+        work_s, step_s = _work_and_step_s(design, days)
+    checkpoint = checkpoint_cost(design)
     rates = job_rates(
         num_gpus=compute.num_training_gpus,
         num_nodes=compute.num_training_nodes,
@@ -173,15 +260,17 @@ def inputs_from_design(design: Design, *, days: float | None = None) -> GoodputI
         scale=rel.failure_rate_scale,
     )
     return GoodputInputs(
-        work_s=_work_s(design, days),
-        delta_s=_checkpoint_s(design),
+        work_s=work_s,
+        delta_s=checkpoint.stall_s,
         relaunch_s=rel.detection_s + rel.restart_s,
-        read_s=read_s,
+        read_s=checkpoint.read_s,
         rates=rates,
         num_spares=compute.num_spare_nodes,
         repair_s=rel.repair_days * DAY_S,
         interval_s=rel.checkpoint_interval_s,
         swap_s=rel.spare_swap_s,
+        step_s=step_s,
+        min_interval_s=checkpoint.background_s,
     )
 
 
@@ -211,46 +300,94 @@ def _scaled(rates: JobRates, factor: float, classes: tuple[str, ...] | None = No
 
 @dataclass(frozen=True)
 class WhatIfFacts:
-    """What the design knows beyond the inputs: the checkpoint stall if it were async and
-    the read-back time from peers' host memory (in-memory checkpoints)."""
+    """What the design knows beyond the inputs: the checkpoint stall if it were async, the
+    read-back time from peers' host memory (in-memory checkpoints), and whether its GPUs
+    are air-cooled (liquid cooling is a change only for them)."""
 
     async_delta_s: float | None = None  # None when the design already checkpoints async
     in_memory_read_s: float | None = None
+    air_cooled: bool = True
+    write_s: float | None = None  # the part of a checkpoint bandwidth sets (None: all of it)
+    write_in_background: bool = False  # async: the write delays the next checkpoint only
+
+
+# A what-if is shown only when it moves the expected time to train by at least this share:
+# the resolution of the figures shown (ETTR to 0.1 %).
+MIN_WHAT_IF_CHANGE = 1e-3
 
 
 def what_ifs(inputs: GoodputInputs, facts: WhatIfFacts | None = None) -> dict[str, Expected]:
     """The questions a buyer asks, each one change to the inputs, priced by the expected
     model: more spares, faster storage, async or in-memory checkpoints, quicker relaunch,
-    hot spares, a smaller job, liquid cooling, a healthier fleet."""
+    hot spares, a smaller job, liquid cooling, a healthier fleet.  Only the changes that
+    apply to this design are asked (no liquid cooling for liquid-cooled GPUs, no async for
+    async checkpoints), and only those that change the answer are kept; "as designed"
+    comes first."""
     facts = facts or WhatIfFacts()
+    base = expected_goodput(inputs)
+    out = {"as designed": base}
+    for label, variant in _variants(inputs, facts).items():
+        result = expected_goodput(variant)
+        if _differs(result, base):
+            out[label] = result
+    return out
+
+
+def _variants(inputs: GoodputInputs, facts: WhatIfFacts) -> dict[str, GoodputInputs]:
+    """Each applicable change to ``inputs``, by label."""
     rates = inputs.rates
-    cooler = 1.0 / arrhenius_factor(hot_k=AIR_DIE_K, cool_k=AIR_DIE_K - LIQUID_COOLER_BY_K)
+    spares = (
+        ("twice the spares", 2 * inputs.num_spares)
+        if inputs.num_spares > 0
+        else ("one spare node", 1)
+    )
     variants = {
-        "as designed": inputs,
-        "twice the spares": replace(inputs, num_spares=max(1, 2 * inputs.num_spares)),
-        "storage 2x faster": replace(inputs, delta_s=inputs.delta_s / 2, read_s=inputs.read_s / 2),
+        spares[0]: replace(inputs, num_spares=spares[1]),
+        "storage 2x faster": _faster_storage(inputs, facts),
         "relaunch in half the time": replace(inputs, relaunch_s=inputs.relaunch_s / 2),
         "hot spares in the job's leaf": replace(inputs, swap_s=0.0),
         "half the job (half the GPUs, twice the time)": replace(
             inputs, rates=_scaled(rates, 0.5), work_s=2.0 * inputs.work_s
         ),
-        "liquid cooling (GPU 15 K cooler, Arrhenius)": replace(
-            inputs, rates=_scaled(rates, cooler, THERMAL_CLASSES)
-        ),
         "half the failure rate": replace(inputs, rates=_scaled(rates, 0.5)),
     }
+    if facts.air_cooled:
+        cooler = 1.0 / arrhenius_factor(hot_k=AIR_DIE_K, cool_k=AIR_DIE_K - LIQUID_COOLER_BY_K)
+        variants["liquid cooling (GPU 15 K cooler, Arrhenius)"] = replace(
+            inputs, rates=_scaled(rates, cooler, THERMAL_CLASSES)
+        )
     if facts.async_delta_s is not None:
-        variants["async checkpoints"] = replace(inputs, delta_s=facts.async_delta_s)
-    if facts.in_memory_read_s is not None:
+        # The write goes on in the background: the next checkpoint waits for it.
+        variants["async checkpoints"] = replace(
+            inputs, delta_s=facts.async_delta_s, min_interval_s=inputs.delta_s
+        )
+    if facts.in_memory_read_s is not None and facts.in_memory_read_s < inputs.read_s:
         variants["in-memory checkpoints (read back from peers)"] = replace(
             inputs, read_s=facts.in_memory_read_s
         )
-    return {label: expected_goodput(v) for label, v in variants.items()}
+    return variants
+
+
+def _faster_storage(inputs: GoodputInputs, facts: WhatIfFacts) -> GoodputInputs:
+    """Storage twice as fast: half the write and the read-back; the coordination floor of
+    each checkpoint stays."""
+    write = inputs.delta_s if facts.write_s is None else facts.write_s
+    faster = replace(inputs, read_s=inputs.read_s / 2)
+    if facts.write_in_background:
+        return replace(faster, min_interval_s=max(0.0, inputs.min_interval_s - write / 2))
+    return replace(faster, delta_s=inputs.delta_s - write / 2)
+
+
+def _differs(variant: Expected, base: Expected) -> bool:
+    """Whether a what-if changes what is shown: the expected time or the spares needed."""
+    moved = abs(variant.wall_s - base.wall_s) >= MIN_WHAT_IF_CHANGE * base.wall_s
+    return moved or variant.spares.spares_for_99 != base.spares.spares_for_99
 
 
 def what_if_facts(design: Design) -> WhatIfFacts:
-    """Checkpoint stall if async (the shard's copy to host memory) and the read-back from
-    peers' host memory over the NICs (in-memory checkpoints, Wang et al. SOSP 2023)."""
+    """Checkpoint stall if async (the shard's copy to host memory), the read-back from
+    peers' host memory over the NICs (in-memory checkpoints, Wang et al. SOSP 2023), and
+    the GPUs' cooling."""
     rel, storage, fabric = design.spec.reliability, design.storage, design.fabric
     gpus_per_node = design.compute.num_training_gpus / max(design.compute.num_training_nodes, 1)
     shard_gbyte = storage.checkpoint_tbyte * 1000.0 / design.compute.num_training_gpus
@@ -258,7 +395,13 @@ def what_if_facts(design: Design) -> WhatIfFacts:
     # Each GPU's shard comes back from a peer node's host memory over the node's NICs.
     nic_gbyte_per_gpu = fabric.nics_per_node * fabric.nic_gbit_per_s / 8.0 / gpus_per_node
     in_memory = shard_gbyte / nic_gbyte_per_gpu if nic_gbyte_per_gpu > 0 else None
-    return WhatIfFacts(async_delta_s=async_delta, in_memory_read_s=in_memory)
+    return WhatIfFacts(
+        async_delta_s=async_delta,
+        in_memory_read_s=in_memory,
+        air_cooled=design.compute.node.cooling == "air",
+        write_s=checkpoint_cost(design).write_s,
+        write_in_background=rel.checkpoint == "async",
+    )
 
 
 @dataclass(frozen=True)
@@ -309,10 +452,16 @@ def life_params(inputs: GoodputInputs, expected: Expected) -> LifeParams:
 
 
 def goodput_report(
-    design: Design, *, runs: int = 1000, seed: int = 0, days: float | None = None
+    design: Design,
+    *,
+    runs: int = 1000,
+    seed: int = 0,
+    days: float | None = None,
+    step_s: float | None = None,
 ) -> GoodputReport:
-    """Goodput of the design's job: expected model, ``runs`` simulated lives, what-ifs."""
-    inputs = inputs_from_design(design, days=days)
+    """Goodput of the design's job: expected model, ``runs`` simulated lives, what-ifs
+    (``days``, ``step_s``: the failure-free time and step, when the caller has them)."""
+    inputs = inputs_from_design(design, days=days, step_s=step_s)
     expected = expected_goodput(inputs)
     lives = simulate_lives(life_params(inputs, expected), runs=runs, seed=seed)
     return GoodputReport(inputs, expected, lives, what_ifs(inputs, what_if_facts(design)))

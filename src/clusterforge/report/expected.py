@@ -18,6 +18,8 @@ from clusterforge.assess import (
 
 __all__ = ["goodput_json", "parallel_label", "performance_json"]
 
+DAY_S = 86400.0
+
 
 def parallel_label(plan: ParallelPlan) -> str:
     """``TP 8 x PP 4 x CP 1 x DP 16`` and ``(EP n)`` when experts are sharded."""
@@ -65,6 +67,7 @@ def goodput_json(goodput: GoodputOutlook | Unavailable) -> dict[str, Any]:
         "num_gpus": goodput.num_gpus,
         "interruptions_per_day": exp.interruptions_per_day,
         "checkpoint_interval_s": exp.checkpoint_interval_s,
+        "checkpoint_interval_steps": exp.checkpoint_interval_steps,
         "checkpoint_s": exp.checkpoint_s,
         "restart_s": exp.restart_s,
         "ettr": exp.ettr,
@@ -72,4 +75,5 @@ def goodput_json(goodput: GoodputOutlook | Unavailable) -> dict[str, Any]:
         "p50_days": goodput.p50_days,
         "p90_days": goodput.p90_days,
         "spares_for_99_percent": exp.spares.spares_for_99,
+        "lost_days_by_cause": {k: v / DAY_S for k, v in exp.lost.as_dict().items()},
     }

@@ -13,9 +13,9 @@ from clusterforge.report.figure_file import COLORS, PictureFormat, draw_picture
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from clusterforge.assess import GoodputReport
+    from clusterforge.assess import Expected, GoodputReport
 
-__all__ = ["histogram_picture", "print_goodput"]
+__all__ = ["LOST_CAUSES", "histogram_picture", "interval_label", "lost_rows", "print_goodput"]
 
 DAY_S = 86400.0
 HISTOGRAM_SIZE_IN = (8.0, 4.2)
@@ -30,8 +30,8 @@ def _summary_table(report: GoodputReport) -> Table:
         ("failure-free time to train", f"{report.inputs.work_s / DAY_S:,.1f} days"),
         ("interruptions per day", f"{exp.interruptions_per_day:,.2f}"),
         ("mean time between interruptions", f"{exp.mtbf_h:,.1f} h"),
-        ("checkpoint cost (training paused)", f"{exp.checkpoint_s:,.0f} s"),
-        ("checkpoint interval (Young/Daly)", f"{exp.checkpoint_interval_s / 60:,.0f} min"),
+        ("checkpoint cost (training paused)", f"{exp.checkpoint_s:,.1f} s"),
+        ("checkpoint interval (Young/Daly)", interval_label(exp)),
         ("restart (detect, relaunch, read back)", f"{exp.restart_s / 60:,.1f} min"),
         ("effective training time ratio (ETTR)", f"{exp.ettr:.1%}"),
         ("time to train, expected", f"{exp.wall_s / DAY_S:,.1f} days"),
@@ -53,6 +53,43 @@ def _summary_table(report: GoodputReport) -> Table:
     return table
 
 
+# Where the time beyond the failure-free work goes (LostTime's parts, in its order).
+LOST_CAUSES = (
+    ("failures (work redone)", "failures_s"),
+    ("restarts (detect, relaunch, read back)", "restarts_s"),
+    ("checkpoints (training paused)", "checkpoints_s"),
+    ("waiting for spares", "spare_wait_s"),
+)
+
+
+def interval_label(exp: Expected) -> str:
+    """The checkpoint interval in minutes (seconds when under two) and in steps."""
+    tau = exp.checkpoint_interval_s
+    label = f"{tau / 60:,.0f} min" if tau >= 120 else f"{tau:,.0f} s"
+    steps = exp.checkpoint_interval_steps
+    return label if steps is None else f"{label} ({steps:,.0f} steps)"
+
+
+def lost_rows(report: GoodputReport) -> list[tuple[str, float, float]]:
+    """(cause, days, share of the lost time) for each cause, then the total."""
+    lost = report.expected.lost
+    total = lost.total_s
+    rows = [
+        (name, getattr(lost, field) / DAY_S, getattr(lost, field) / total if total > 0 else 0.0)
+        for name, field in LOST_CAUSES
+    ]
+    return [*rows, ("total lost", total / DAY_S, 1.0 if total > 0 else 0.0)]
+
+
+def _lost_table(report: GoodputReport) -> Table:
+    table = Table(title="lost time by cause (expected)")
+    for col in ("cause", "days", "share"):
+        table.add_column(col, justify="left" if col == "cause" else "right")
+    for name, days, share in lost_rows(report):
+        table.add_row(name, f"{days:,.2f}", f"{share:.1%}")
+    return table
+
+
 def _what_if_table(report: GoodputReport) -> Table:
     table = Table(title="what if")
     for col in ("change", "ETTR", "expected days", "spares for 99%"):
@@ -65,7 +102,7 @@ def _what_if_table(report: GoodputReport) -> Table:
 
 
 def print_goodput(report: GoodputReport, console: Console) -> None:
-    """The summary, interruptions by class and the what-ifs."""
+    """The summary, interruptions by class, lost time by cause and the what-ifs."""
     console.print(_summary_table(report))
     by_class = Table(title="interruptions per day by component class")
     by_class.add_column("class")
@@ -73,6 +110,7 @@ def print_goodput(report: GoodputReport, console: Console) -> None:
     for name, rate in report.inputs.rates.per_hour.items():
         by_class.add_row(name, f"{rate * 24:.3f}")
     console.print(by_class)
+    console.print(_lost_table(report))
     console.print(_what_if_table(report))
 
 

@@ -31,6 +31,7 @@ from clusterforge.report.format import money, npv_text, payback_text, pct
 
 if TYPE_CHECKING:
     from clusterforge.design.cost.tco import CostDesign
+from clusterforge.report.goodput import interval_label, lost_rows
 
 __all__ = ["design_tables", "make_console", "print_design", "print_plan"]
 
@@ -311,7 +312,14 @@ def _goodput_rows(g: GoodputOutlook) -> list[tuple[str, str]]:
         ),
         (
             "interruptions",
-            f"{exp.interruptions_per_day:.2f} per day; checkpoint every "
-            f"{exp.checkpoint_interval_s / 60:.0f} min ({exp.checkpoint_s:.0f} s each)",
+            f"{exp.interruptions_per_day:.2f} per day; a checkpoint of {exp.checkpoint_s:.1f} s "
+            f"every {interval_label(exp)}",
+        ),
+        (
+            "lost time",
+            ", ".join(
+                f"{name.split(' (')[0]} {days:.2f}" for name, days, _ in lost_rows(g.report)[:-1]
+            )
+            + " days",
         ),
     ]

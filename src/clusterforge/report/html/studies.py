@@ -15,6 +15,7 @@ from clusterforge.assess import (
 )
 from clusterforge.report.expected import parallel_label
 from clusterforge.report.format import size_label
+from clusterforge.report.goodput import interval_label, lost_rows
 from clusterforge.report.html import charts
 from clusterforge.report.html.model import Figure, Section, Table, num, pct, table
 
@@ -134,11 +135,18 @@ def goodput_section(goodput: GoodputOutlook | Unavailable) -> Section:
                     str(kv[1].spares.spares_for_99)),
         caption="what if",
     )  # fmt: skip
+    lost = table(
+        ("cause", "days", "share of lost time"),
+        lost_rows(report),
+        lambda row: (row[0], num(row[1], 2), pct(row[2])),
+        caption="lost time by cause",
+        numeric=(False, True, True),
+    )
     lead = (
         f"Effective training time ratio {pct(exp.ettr)}: {num(exp.interruptions_per_day, 2)} "
-        f"interruptions a day, checkpoint every {num(exp.checkpoint_interval_s / 60)} min; "
-        f"time to train {num(goodput.expected_days, 1)} days expected, P50 "
-        f"{num(goodput.p50_days, 1)} / P90 {num(goodput.p90_days, 1)} days."
+        f"interruptions a day, a checkpoint of {num(exp.checkpoint_s, 1)} s every "
+        f"{interval_label(exp)}; time to train {num(goodput.expected_days, 1)} days expected, "
+        f"P50 {num(goodput.p50_days, 1)} / P90 {num(goodput.p90_days, 1)} days."
     )
     return Section("goodput", "Goodput and time to train", lead, (Figure(figure, "goodput"),),
-                   (what_if,))  # fmt: skip
+                   (lost, what_if))  # fmt: skip
