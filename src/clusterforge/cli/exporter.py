@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from clusterforge.cli.node_options import source_options
+from clusterforge.cli.params import FiniteFloatRange
 from clusterforge.ops.options import ExporterOptions, SourceOptions
 from clusterforge.ops.serve import start_exporter
 
@@ -27,7 +28,7 @@ __all__ = ["command"]
 @click.option("--address", default="0.0.0.0", show_default=True, help="Address to listen on.")
 @click.option(
     "--interval-s",
-    type=click.FloatRange(1, 86400),
+    type=FiniteFloatRange(1, 86400),
     default=60.0,
     show_default=True,
     help="Seconds between check runs (scrapes read the last result).",
