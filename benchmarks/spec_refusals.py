@@ -34,6 +34,8 @@ CASES = {
     "alias bomb (9^10)": 'a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", '
     '"lol"]\n' + BOMB + "name: *a9",
     "duplicate key": "num_gpus: 128",
+    "5,000-digit integer": "storage: {checkpoints_kept: " + "9" * 5000 + "}",
+    "checkpoint every 1 ns": "reliability: {checkpoint_interval_s: 1.0e-9}",
     "markup key": '"[/red]": 1',
 }
 

@@ -12,7 +12,7 @@ MODELS = ("perf", "goodput", "netsim")
 # Bottom to top, as the README's architecture section lists them: a module imports only its
 # own package and the packages below it.
 LAYERS = (
-    "errors", "constants", "busbw", "catalog", "job", "spec", "design", "topology", "netsim",
+    "errors", "userfiles", "constants", "busbw", "catalog", "job", "spec", "design", "topology", "netsim",
     "perf", "goodput", "generate", "ops", "accept", "diagnose", "rehearse", "assess", "report",
     "web", "cli",
 )  # fmt: skip

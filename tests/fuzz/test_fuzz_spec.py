@@ -125,7 +125,7 @@ def test_unknown_keys_with_markup(key, value):
 
 @settings(SETTINGS, max_examples=40)
 @given(
-    attack=st.sampled_from(["deep", "bomb", "duplicate", "recursive"]),
+    attack=st.sampled_from(["deep", "bomb", "duplicate", "recursive", "huge number"]),
     target=st.sampled_from(_fields()),
     size=st.integers(min_value=40, max_value=5000),
 )
@@ -140,6 +140,8 @@ def test_yaml_level_attacks(attack, target, size):
             value = "1\n" + (f"  {name}: 2" if section else f"{name}: 2")
         case "recursive":
             value = "&r [1, *r]"
+        case "huge number":  # Python refuses to convert more than 4,300 digits
+            value = "9" * size
     prelude = ""
     if attack == "bomb":
         prelude = 'x0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n'

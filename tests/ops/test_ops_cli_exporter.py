@@ -248,8 +248,9 @@ def test_exporter_for_a_node_not_in_the_design_is_one_user_error(
     assert "not in the design" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
 def test_the_exporter_command_serves_at_once_and_stops_on_ctrl_c(
-    fake_root: Callable[[str], Path],
+    fake_root: Callable[[str], Path], stop_signal: signal.Signals
 ) -> None:
     port = _free_port()
     args = [sys.executable, "-m", "clusterforge.cli.main", "exporter", "--address", "127.0.0.1",
@@ -267,10 +268,37 @@ def test_the_exporter_command_serves_at_once_and_stops_on_ctrl_c(
             except OSError:
                 time.sleep(0.1)
         assert 'clusterforge_node_healthy{node="gpu-0001"} 1.0' in body
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop_signal)  # SIGTERM: what systemctl stop sends
         assert process.wait(timeout=10) == 0
     finally:
         if process.poll() is None:
             process.kill()
         _out, err = process.communicate()
     assert f"on http://127.0.0.1:{port}/metrics" in err and "Traceback" not in err
+
+
+def test_a_signal_while_the_exporter_starts_stops_it_cleanly(
+    fake_root: Callable[[str], Path],
+) -> None:
+    """A Ctrl-C that came before the wait (while the banner was printed) raised in the
+    middle of the start; now it is the same orderly stop at any moment."""
+    port = _free_port()
+    args = [sys.executable, "-m", "clusterforge.cli.main", "exporter", "--address", "127.0.0.1",
+            "--port", str(port), "--node", "gpu-0001", "--interval-s", "3600",
+            "--nvml-fixture", str(NVML_FIXTURES / "h100-healthy.json"),
+            "--sysfs-root", str(fake_root("ib-8x400-healthy.json")), "--timeout-s", "4"]  # fmt: skip
+    process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the moment the port is bound, before the wait
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.01)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        _out, err = process.communicate()
+    assert "Traceback" not in err and "Aborted" not in err

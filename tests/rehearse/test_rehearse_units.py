@@ -96,9 +96,27 @@ def test_missing_slurm_or_root_exits_2_and_says_what_is_missing(
 ) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC_YAML)
-    monkeypatch.setattr(cluster, "missing_requirements", lambda: ["slurmctld (apt-get install)"])
+    monkeypatch.setattr(
+        cluster, "missing_requirements", lambda drills=(): ["slurmctld (apt-get install)"]
+    )
     assert main(["rehearse", str(spec), "--nodes", "2"]) == 2
     assert "needs slurmctld (apt-get install)" in capsys.readouterr().err
+
+
+def test_a_drill_that_needs_torch_says_so_before_the_lab_opens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without torch the accept worker's all_reduce cannot run; a fresh install used to learn
+    it from an opaque 'gave no result' minutes into the rehearsal."""
+    real = cluster.importlib.util.find_spec
+    monkeypatch.setattr(
+        cluster.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "torch" else real(name, *a),
+    )
+    missing = " ".join(cluster.missing_requirements(("bring-up", "slow-node")))
+    assert "torch for the slow-node drill" in missing and "pip install torch" in missing
+    assert "torch" not in " ".join(cluster.missing_requirements(("bring-up", "xid")))
 
 
 def test_an_unknown_drill_is_one_error_line(

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from clusterforge.accept.request import Via
 from clusterforge.accept.suite import Localize
+from clusterforge.cli.params import FiniteFloatRange
 from clusterforge.errors import AcceptError, SpecError
 
 __all__ = ["command"]
@@ -58,10 +59,10 @@ def _request(spec: Path | None, opts: dict[str, Any]) -> Any:
     is_flag=True,
     help="CPU stand-in (gloo, numpy GEMM): judge nodes against their peers only.",
 )
-@click.option("--burn-s", type=click.FloatRange(0.1, 86400), default=10.0, show_default=True)
+@click.option("--burn-s", type=FiniteFloatRange(0.1, 86400), default=10.0, show_default=True)
 @click.option("--max-size", default="1GiB", show_default=True, help="Largest collective size.")
 @click.option("--storage-path", default="/tmp", show_default=True)
-@click.option("--storage-p999-ms", type=click.FloatRange(min=0.001), default=1.0, show_default=True)
+@click.option("--storage-p999-ms", type=FiniteFloatRange(min=0.001), default=1.0, show_default=True)
 @click.option(
     "--localize", type=click.Choice(get_args(Localize)), default="auto", show_default=True
 )

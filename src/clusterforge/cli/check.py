@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from clusterforge.cli.node_options import source_options
+from clusterforge.cli.params import FiniteFloatRange
 from clusterforge.ops.expect import UnknownNodeError
 from clusterforge.ops.oneshot import run_check
 from clusterforge.ops.options import ActionKind, CheckOptions, SourceOptions, StateFile
@@ -50,7 +51,7 @@ def _could_not_check(exc: UnknownNodeError) -> int:
 )
 @click.option(
     "--max-drain-fraction",
-    type=click.FloatRange(0, 1),
+    type=FiniteFloatRange(0, 1),
     default=0.1,
     show_default=True,
     help="Circuit breaker: never let clusterforge drain more than this share of nodes.",

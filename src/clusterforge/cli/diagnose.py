@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from clusterforge.cli.params import FiniteFloat
 from clusterforge.diagnose import (
     DiagnoseRequest,
     JobSelector,
@@ -77,7 +78,7 @@ def _could_not(exc: Exception) -> int:
     help="Spec whose predicted throughput the job is compared with.",
 )
 @click.option("--tokens-query", help="PromQL giving the job's tokens/s, if it exports one.")
-@click.option("--at", type=float, help="Evaluate at this Unix time instead of now.")
+@click.option("--at", type=FiniteFloat, help="Evaluate at this Unix time instead of now.")
 @click.option(
     "--threshold",
     multiple=True,

@@ -9,6 +9,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from clusterforge.cli.params import FiniteFloatRange
+
 __all__ = ["GoodputOptions", "command"]
 
 MAX_RUNS = 100_000
@@ -48,7 +50,7 @@ def run(options: GoodputOptions) -> int:
 @click.argument("spec", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--days",
-    type=click.FloatRange(min=0.001, max=3650),
+    type=FiniteFloatRange(min=0.001, max=3650),
     default=None,
     help="Failure-free training days (default: the workload's tokens at the predicted rate).",
 )

@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 
 import click
 
+from clusterforge.cli.params import FiniteFloatRange
 from clusterforge.ops.expect import ExpectOverrides, Fabric
 from clusterforge.ops.options import DEFAULT_BUDGET_S, SourceOptions
 
@@ -28,19 +29,19 @@ _OPTIONS = [
                  help="Replay recorded NVML readings (JSON) instead of the real GPUs."),
     click.option("--sysfs-root", type=click.Path(exists=True, file_okay=False, path_type=Path),
                  default="/", show_default=True, help="Root of /sys, /proc (a fake tree in tests)."),
-    click.option("--timeout-s", type=click.FloatRange(1, 3600), default=DEFAULT_BUDGET_S,
+    click.option("--timeout-s", type=FiniteFloatRange(1, 3600), default=DEFAULT_BUDGET_S,
                  show_default=True,
                  help="Budget for all readings (Slurm kills a health check after 60 s)."),
     click.option("--xid-policy", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                  help="YAML overriding the default XID actions."),
     click.option("--mount", "mounts", multiple=True,
                  help="Filesystem that must be mounted and writable."),
-    click.option("--min-free-gib", type=click.FloatRange(min=0),
+    click.option("--min-free-gib", type=FiniteFloatRange(min=0),
                  help="Minimum free space on each --mount."),
     click.option("--gpu", "gpu_id", help="Expected catalog GPU id (overrides the spec)."),
     click.option("--num-gpus", type=click.IntRange(min=1), help="Expected GPUs per node."),
     click.option("--num-nics", type=click.IntRange(min=0), help="Expected compute NIC ports."),
-    click.option("--nic-gbit-per-s", type=click.FloatRange(min=0, min_open=True),
+    click.option("--nic-gbit-per-s", type=FiniteFloatRange(min=0, min_open=True),
                  help="Expected compute NIC speed, Gb/s."),
     click.option("--fabric", type=click.Choice(get_args(Fabric)), help="Compute fabric."),
     click.option("--driver-version", help="The cluster's NVIDIA driver version."),

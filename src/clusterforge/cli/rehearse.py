@@ -13,6 +13,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from clusterforge.cli.params import FiniteFloatRange
+
 __all__ = ["command"]
 
 
@@ -47,7 +49,7 @@ def _drills(text: str) -> tuple[str, ...]:
 )
 @click.option(
     "--burn-s",
-    type=click.FloatRange(0.5, 3600),
+    type=FiniteFloatRange(0.5, 3600),
     default=2.0,
     show_default=True,
     help="Acceptance burn-in per node.",
@@ -81,7 +83,7 @@ def command(
         drills=cast(tuple[DrillName, ...], _drills(drills)),
     )  # fmt: skip
     err = Console(stderr=True)
-    if missing := missing_requirements():
+    if missing := missing_requirements(options.drills):
         err.print(f"[bold red]cannot rehearse here:[/] needs {escape('; '.join(missing))}")
         return 2
     with err.status("rehearsing") as status:

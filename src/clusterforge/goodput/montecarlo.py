@@ -30,7 +30,27 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["LifeParams", "Lives", "simulate_lives", "spare_waits"]
+from clusterforge.errors import PlanError
+from clusterforge.goodput.model import expected_wall_s
+
+__all__ = [
+    "MAX_INTERRUPTIONS",
+    "MAX_INTERRUPTIONS_PER_LIFE",
+    "LifeParams",
+    "Lives",
+    "expected_interruptions",
+    "simulate_lives",
+    "spare_waits",
+]
+
+# Bounds on the work and memory of one call, checked before anything is allocated.  A block
+# of lives x columns holds about ten float64 arrays: 2**22 cells is about 340 MB at its peak
+# (the 1,000 default lives of 4,096 columns fit one block, as before the bound).
+_CELLS_PER_BATCH = 1 << 22
+# Interruptions drawn in all lives together: about 2 million a second on one loaded core
+# (benchmarks/goodput_scale.py --days 3650), so under a minute.
+MAX_INTERRUPTIONS = 100_000_000
+MAX_INTERRUPTIONS_PER_LIFE = _CELLS_PER_BATCH  # one life's padded arrays stay under 100 MB
 
 
 @dataclass(frozen=True)
@@ -307,9 +327,68 @@ def _peak_in_repair(hw_times: np.ndarray, repair_s: float, *, rows: int = 64) ->
     return peak
 
 
+def expected_interruptions(p: LifeParams) -> float:
+    """Interruptions one life expects: its expected wall time (:mod:`.model`) over the MTBF."""
+    if not math.isfinite(p.mtbf_s):
+        return 0.0
+    wall_s = expected_wall_s(
+        p.work_s, tau_s=p.tau_s, delta_s=p.delta_s, restart_s=p.restart_s, mtbf_s=p.mtbf_s
+    )
+    return wall_s / p.mtbf_s
+
+
+def _check_bounds(p: LifeParams, runs: int) -> float:
+    """The interruptions per life; a :class:`PlanError`, before anything is allocated, when
+    one life has more than :data:`MAX_INTERRUPTIONS_PER_LIFE` or all ``runs`` lives together
+    more than :data:`MAX_INTERRUPTIONS`."""
+    per_life = expected_interruptions(p)
+    total = per_life * runs
+    if per_life <= MAX_INTERRUPTIONS_PER_LIFE and total <= MAX_INTERRUPTIONS:
+        return per_life  # (a NaN count fails both tests and is refused below)
+    years = per_life * p.mtbf_s / (365.0 * 86400.0)
+    facts = (
+        f"{per_life:.3g} interruptions in one life, an expected time to train of {years:.3g} "
+        f"years (checkpoint every {p.tau_s:.3g} s costing {p.delta_s:.3g} s, MTBF "
+        f"{p.mtbf_s / 3600:.3g} h)"
+    )
+    if not per_life <= MAX_INTERRUPTIONS_PER_LIFE:
+        fix = (
+            "lengthen reliability.checkpoint_interval_s (or leave it unset for the Young/Daly "
+            "optimum): the checkpoints cost more than the work between them"
+            if p.delta_s >= p.tau_s
+            else "shorten the training or make the job fail less often"
+        )
+        raise PlanError(
+            f"{facts}; the Monte Carlo simulates at most {MAX_INTERRUPTIONS_PER_LIFE:,} per "
+            f"life: {fix}"
+        )
+    fewest = int(MAX_INTERRUPTIONS // max(per_life, 1.0))
+    raise PlanError(
+        f"{runs:,} simulated lives of {facts} are {total:.3g} interruptions; the Monte Carlo "
+        f"draws at most {MAX_INTERRUPTIONS:,}: lower the runs to {fewest:,} or shorten the "
+        "training"
+    )
+
+
 def simulate_lives(p: LifeParams, *, runs: int, seed: int = 0) -> Lives:
-    """Simulate ``runs`` independent lives of the job; see the module docstring."""
+    """Simulate ``runs`` independent lives of the job; see the module docstring.
+
+    Lives are simulated in batches whose lives x columns stay under a fixed number of cells,
+    so memory does not grow with ``runs``; the batches share one random stream, so a call
+    that fits one batch draws exactly what it always did."""
+    per_life = _check_bounds(p, runs)
+    batch = max(1, _CELLS_PER_BATCH // max(4096, int(1.5 * per_life) + 64))
     rng = np.random.default_rng(seed)
+    parts = [_simulate_batch(p, min(batch, runs - start), rng) for start in range(0, runs, batch)]
+    if len(parts) == 1:
+        return parts[0]
+    return Lives(*(np.concatenate([getattr(part, f) for part in parts]) for f in _LIVES_FIELDS))
+
+
+_LIVES_FIELDS = ("wall_s", "failures", "spare_wait_s", "peak_in_repair")
+
+
+def _simulate_batch(p: LifeParams, runs: int, rng: np.random.Generator) -> Lives:
     events = _draw_events(p, runs, rng)
     base_s, event = _padded(events, runs)
     wait_s, times = spare_waits(base_s, event, num_spares=p.num_spares, repair_s=p.repair_s)

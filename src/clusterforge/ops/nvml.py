@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from clusterforge.errors import CheckError
 from clusterforge.ops.readings import GpuProcess, GpuReading, GpuSnapshot, XidEvent, to_jsonable
+from clusterforge.userfiles import read_capped
 
 __all__ = [
     "GPU_FIELDS",
@@ -208,15 +209,14 @@ HANG = "HANG"
 
 
 _MAX_FIXTURE_DEPTH = 8  # fixtures built on fixtures ("base"), to stop a file naming itself
+MAX_FIXTURE_BYTES = 16 * 1024 * 1024  # a recorded node of 8 GPUs is a few KiB
 
 
 def _read_fixture(path: Path) -> dict[str, Any]:
     """One fixture file as a JSON object; every way it can be unreadable is a CheckError."""
     name = repr(str(path))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckError(f"NVML fixture {name} does not exist") from None
+        data = json.loads(read_capped(path, MAX_FIXTURE_BYTES, "NVML fixture", CheckError).decode())
     except UnicodeDecodeError as exc:
         raise CheckError(
             f"NVML fixture {name} is not a text file (byte {exc.start} is not UTF-8); "

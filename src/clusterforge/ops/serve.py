@@ -280,7 +280,9 @@ class RunningExporter:
     server: MetricsServer
 
     def close(self) -> None:
-        self.exporter.stop()
+        """Stop both threads; a check run in flight (a hung NVML call) is not waited for
+        beyond a second: it is a daemon thread and its state file is written atomically."""
+        self.exporter.stop(timeout_s=1.0)
         self.server.shutdown()
         self.server.server_close()
 

@@ -8,8 +8,8 @@ instead, so the checks judge the increase since the last run (rate per time), as
 health watches judge deltas over a window (DCGM ``DcgmHealthWatch.cpp``).
 
 The file holds one node's counters with the time they were read.  It is written atomically
-(a temporary file in the same folder, then ``os.replace``), so a check killed mid-write leaves
-the old state.  A missing file starts a baseline; a corrupt, foreign (another node's) or
+(a temporary file in the same folder, then renamed by :func:`clusterforge.userfiles.write_file`),
+so a check killed mid-write leaves the old state; it is read through a size cap.  A missing file starts a baseline; a corrupt, foreign (another node's) or
 unreadable file is reported in the notes, treated as missing and replaced; nothing here
 raises.  Every file access runs under a time budget (the file may sit on a hung NFS mount).
 """
@@ -19,14 +19,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clusterforge.errors import CheckError, SpecError
 from clusterforge.ops.readings import GpuReading, GpuSnapshot, NicReading, NodeReading, XidEvent
 from clusterforge.ops.sysfs import run_with_timeout
+from clusterforge.userfiles import read_capped, write_file
 
 __all__ = [
     "DEFAULT_STATE_DIR",
@@ -149,18 +150,20 @@ def _reading_from_state(data: dict[str, Any]) -> NodeReading:
     )
 
 
+MAX_STATE_BYTES = 4 * 1024 * 1024  # one node's counters: a few KiB for 8 GPUs and 8 NICs
+
+
 def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         return None
+    return read_capped(path, MAX_STATE_BYTES, "state file", CheckError).decode("utf-8")
 
 
 def load_state(path: Path, node: str, now_s: float) -> StateLoad:
     """The previous counters of ``node`` from ``path``; never raises."""
     try:
         text = run_with_timeout(lambda: _read(path), _IO_TIMEOUT_S)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, CheckError, UnicodeDecodeError) as exc:
         return StateLoad(None, (f"state file {path} unreadable ({exc}); starting a baseline",))
     if text is None:
         return StateLoad(None, (f"no state file {path} yet: this run is the baseline",))
@@ -182,25 +185,16 @@ def load_state(path: Path, node: str, now_s: float) -> StateLoad:
     return StateLoad(previous)
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _write_state(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_file(path, text, "state file")
 
 
 def save_state(path: Path, reading: NodeReading) -> str | None:
     """Write ``reading``'s counters to ``path`` atomically; returns a note on failure."""
     text = json.dumps(state_from_reading(reading), indent=1, sort_keys=True)
     try:
-        run_with_timeout(lambda: _write_atomically(path, text), _IO_TIMEOUT_S)
-    except (OSError, TimeoutError) as exc:
+        run_with_timeout(lambda: _write_state(path, text), _IO_TIMEOUT_S)
+    except (OSError, TimeoutError, SpecError) as exc:
         return f"could not write state file {path}: {exc}"
     return None

@@ -20,6 +20,7 @@ import yaml
 
 from clusterforge.errors import CheckError, did_you_mean
 from clusterforge.ops.readings import XidEvent, normalize_pci_bus_id
+from clusterforge.userfiles import read_capped
 
 __all__ = [
     "XidAction",
@@ -118,12 +119,14 @@ def _parse_policy(data: object, where: str, base: XidPolicy | None) -> XidPolicy
     return XidPolicy(rules=rules, default_action=_action(default, f"{where}: default_action"))
 
 
+MAX_POLICY_BYTES = 1024 * 1024  # the shipped policy, every XID named, is under 16 KiB
+
+
 def _read_policy(path: Path) -> object:
     name = repr(str(path))
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckError(f"XID policy file {name} does not exist") from None
+        text = read_capped(path, MAX_POLICY_BYTES, "XID policy file", CheckError).decode("utf-8")
+        return yaml.safe_load(text)
     except UnicodeDecodeError as exc:
         raise CheckError(
             f"XID policy file {name} is not a text file (byte {exc.start} is not UTF-8)"

@@ -8,13 +8,14 @@ breaks a node by rewriting its readings file.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,11 +37,24 @@ _PROGRAMS = ("slurmctld", "slurmd", "sinfo", "scontrol", "sbatch", "srun", "mung
 _MAX_DRAIN_FRACTION = 0.5
 
 
-def missing_requirements() -> list[str]:
-    """What this machine lacks to run the emulated cluster (empty when nothing)."""
+# Drills whose acceptance run does the all_reduce of the ``nccl`` test: its worker runs
+# torch.distributed (gloo on CPUs) in this interpreter on every emulated node.
+_TORCH_DRILLS = ("accept", "slow-node")
+
+
+def missing_requirements(drills: Sequence[str] = ()) -> list[str]:
+    """What this machine lacks to run the emulated cluster and ``drills`` (empty when nothing),
+    each with the command that installs it."""
     missing = [f"{p} (apt-get install slurm-wlm munge)" for p in _PROGRAMS if not shutil.which(p)]
     if os.geteuid() != 0:
         missing.append("root (slurmctld and slurmd run as root here)")
+    needs_torch = [d for d in _TORCH_DRILLS if d in drills]
+    if needs_torch and importlib.util.find_spec("torch") is None:
+        missing.append(
+            f"torch for the {' and '.join(needs_torch)} drill's all_reduce (pip install torch "
+            "--index-url https://download.pytorch.org/whl/cpu), or leave "
+            f"{' and '.join(needs_torch)} out of --drills"
+        )
     return missing
 
 

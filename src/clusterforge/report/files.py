@@ -13,6 +13,7 @@ import csv
 import io
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -27,6 +28,7 @@ from clusterforge.report.elevation import elevation_svg
 from clusterforge.report.expected import performance_json
 from clusterforge.report.figure_file import PictureFormat, picture_format
 from clusterforge.report.plots import tco_chart
+from clusterforge.userfiles import OutputKind, check_output_file, write_file
 
 __all__ = [
     "assessed_design_data",
@@ -278,11 +280,18 @@ def _move_into_place(staging: Path, out_dir: Path, files: Mapping[str, str | byt
         else:
             path.write_text(content, encoding="utf-8")
     out_dir.mkdir(exist_ok=True)
-    written = []
-    for rel in files:
-        target = out_dir / rel
+    targets = {rel: out_dir / rel for rel in files}
+    for target in targets.values():
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging / rel, target)
+    kinds = {rel: check_output_file(target) for rel, target in targets.items()}  # all first
+    written = []
+    for rel, target in targets.items():
+        if kinds[rel] == OutputKind.REPLACE and not target.is_symlink():
+            if target.exists():  # an existing file keeps its mode
+                os.chmod(staging / rel, stat.S_IMODE(target.stat().st_mode))
+            os.replace(staging / rel, target)
+        else:  # a link's target, a pipe or /dev/null: see clusterforge.userfiles
+            write_file(target, files[rel])
         written.append(target)
     return written
 
@@ -294,17 +303,14 @@ def write_design(design: Design, out_dir: Path) -> list[Path]:
 
 def check_picture_path(path: Path) -> PictureFormat:
     """The format a picture file's name asks for (.svg, .png, .pdf); a :class:`SpecError`
-    when the name has another extension or its folder is missing (a mistyped path is an
-    error, not a new tree). Checked before the seconds of work that draw the picture."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise SpecError(
-            f"plot: folder {str(folder)[:80]!r} does not exist; create it or pick another path"
-        )
+    when the name has another extension, its folder is missing (a mistyped path is an
+    error, not a new tree) or it is a folder or special file. Checked before the seconds of
+    work that draw the picture."""
+    check_output_file(path, "plot")
     return picture_format(path)
 
 
 def write_picture(path: Path, picture: bytes) -> Path:
     """Write one picture file whole or not at all; its folder must exist."""
     check_picture_path(path)
-    return write_atomically(path.parent, {path.name: picture}, create=False)[0]
+    return write_file(path, picture, "plot")

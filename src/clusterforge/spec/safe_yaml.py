@@ -19,7 +19,6 @@ Only ``yaml.SafeLoader`` (or its libyaml twin) constructs values: no Python obje
 
 from __future__ import annotations
 
-import errno
 import reprlib
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 import yaml
 
 from clusterforge.errors import SpecError
+from clusterforge.userfiles import read_capped
 
 __all__ = [
     "MAX_DEPTH",
@@ -40,6 +40,7 @@ __all__ = [
 MAX_SPEC_BYTES = 256 * 1024  # the largest shipped example is under 2 KiB
 MAX_DEPTH = 32  # a spec nests four levels (workload.model.<dimension>)
 MAX_EXPANDED_NODES = 20_000  # values after alias expansion; a full spec has about 150
+MAX_NUMBER_CHARS = 40  # the longest number a spec needs (a token count) has about 15 digits
 
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -68,6 +69,29 @@ class _UniqueKeyLoader(_BaseLoader):  # type: ignore[misc,valid-type]
         mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
         return mapping
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        """An integer, refused when its text is longer than any spec value needs (Python
+        will not even convert one of more than 4,300 digits)."""
+        _check_number_length(node)
+        return int(super().construct_yaml_int(node))
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        _check_number_length(node)
+        return float(super().construct_yaml_float(node))
+
+
+def _check_number_length(node: yaml.ScalarNode) -> None:
+    text = str(node.value)
+    if len(text) > MAX_NUMBER_CHARS:
+        raise SpecError(
+            f"line {node.start_mark.line + 1}: a number of {len(text):,} characters; no spec "
+            f"value needs more than {MAX_NUMBER_CHARS} (quote it if it is meant as a name)"
+        )
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:float", _UniqueKeyLoader.construct_yaml_float)
+
 
 _SHORT = reprlib.Repr()  # Python 3.11's Repr takes no arguments: set the limits
 _SHORT.maxlevel, _SHORT.maxdict, _SHORT.maxlist, _SHORT.maxtuple = 2, 4, 4, 4
@@ -85,21 +109,7 @@ def read_spec_text(path: Path) -> str:
     """The text of a spec file, read through :data:`MAX_SPEC_BYTES`; OS errors become
     :class:`SpecError` naming the file."""
     shown = excerpt(str(path), 120)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_SPEC_BYTES + 1)
-    except FileNotFoundError:
-        raise SpecError(f"spec file {shown} does not exist") from None
-    except IsADirectoryError:
-        raise SpecError(f"spec file {shown} is a folder; give a YAML file") from None
-    except OSError as exc:
-        reason = exc.strerror or errno.errorcode.get(exc.errno or 0, "error")
-        raise SpecError(f"cannot read spec file {shown}: {reason}") from None
-    if len(raw) > MAX_SPEC_BYTES:
-        raise SpecError(
-            f"spec file {shown} is larger than {MAX_SPEC_BYTES // 1024} KiB; a spec is a few "
-            "KiB of YAML (is this the right file?)"
-        )
+    raw = read_capped(path, MAX_SPEC_BYTES, "spec file")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -9,8 +9,6 @@ file needs no network.
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -18,11 +16,11 @@ from pathlib import Path
 import jinja2
 
 from clusterforge.assess import Assessment, ExpectedPerformance, GoodputOutlook
-from clusterforge.errors import SpecError
 from clusterforge.report.expected import parallel_label
 from clusterforge.report.html import facts, money, studies
 from clusterforge.report.html.charts import plotly_js
 from clusterforge.report.html.model import Metric, Section, num, pct, script_safe
+from clusterforge.userfiles import check_output_file, write_file
 
 __all__ = ["Report", "build_report", "check_page_path", "page_assets", "render_html",
            "template_env", "write_page"]  # fmt: skip
@@ -123,25 +121,12 @@ def render_html(report: Report) -> str:
 
 
 def check_page_path(path: Path) -> None:
-    """A :class:`SpecError` when ``path`` cannot take a page: its folder is missing, or it is
-    a folder itself (checked before seconds of planning, not after)."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise SpecError(f"output {str(path)[:200]!r}: folder {str(folder)[:200]!r} does not exist")
-    if path.is_dir():
-        raise SpecError(f"output {str(path)[:200]!r} is a folder; give a file name")
+    """A :class:`SpecError` when ``path`` cannot take a page: its folder is missing, it is a
+    folder itself or a special file (checked before seconds of planning, not after)."""
+    check_output_file(path, "report output")
 
 
 def write_page(path: Path, html: str) -> Path:
-    """Write ``html`` to ``path`` whole or not at all (a temporary file in the same folder,
-    renamed into place); a :class:`SpecError` when the folder is missing or not writable."""
-    check_page_path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, staging = tempfile.mkstemp(prefix=".clusterforge-", suffix=".html", dir=folder)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(html)
-        os.replace(staging, path)
-    except OSError as exc:
-        raise SpecError(f"cannot write {str(path)[:200]!r}: {exc.strerror}") from None
-    return path
+    """Write ``html`` to ``path`` whole or not at all (see :mod:`clusterforge.userfiles`:
+    a link's target is written, ``/dev/null`` in place, a disk never)."""
+    return write_file(path, html, "report output")
