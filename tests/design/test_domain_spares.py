@@ -60,3 +60,19 @@ def test_in_rack_spares_leave_trays_for_the_job():
 def test_in_rack_spares_and_a_spare_fraction_are_one_choice():
     with pytest.raises(SpecError, match="spare_fraction"):
         make_spec(node="gb200-nvl72-tray", spare_fraction=0.05, spare_nodes_per_nvlink_domain=2)
+
+
+def test_the_spares_line_says_which_spares_are_held():
+    """A whole spare rack on spare-ports: 16 trays on free leaf ports, 2 cold; in-rack
+    spares: 2 in each of 9 domains."""
+    from clusterforge.design.spares import spares_held
+
+    whole = spares_held(_gb200(spare_fraction=0.05))
+    assert whole.summary == (
+        "18 nodes (1 whole rack): 16 on free leaf ports, 2 cold (cabled on swap)"
+    )
+    in_rack = spares_held(_gb200(spare_nodes_per_nvlink_domain=2))
+    assert in_rack.mode == "in-domain"
+    assert "2 in each of 9 NVLink domains" in in_rack.summary
+    assert "16 of 18" in in_rack.summary
+    assert spares_held(_gb200()).summary == "none"

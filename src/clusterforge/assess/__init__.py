@@ -29,6 +29,7 @@ from clusterforge.assess.performance import (
     top_plans,
 )
 from clusterforge.assess.unavailable import Unavailable
+from clusterforge.design.spares import SpareMode, SparesHeld, spares_held
 from clusterforge.goodput import GoodputReport
 from clusterforge.netsim.result import CollectiveResult
 from clusterforge.netsim.study import (
@@ -101,6 +102,8 @@ __all__ = [
     "ProtocolChoice",
     "Recompute",
     "Routing",
+    "SpareMode",
+    "SparesHeld",
     "Study",
     "StudyRequest",
     "Unavailable",
@@ -115,5 +118,6 @@ __all__ = [
     "parse_sweep",
     "predict",
     "simulate",
+    "spares_held",
     "top_plans",
 ]

@@ -23,6 +23,7 @@ from clusterforge.assess import (
     Economics,
     ExpectedPerformance,
     GoodputOutlook,
+    spares_held,
 )
 from clusterforge.design import Design
 from clusterforge.report.expected import parallel_label
@@ -100,8 +101,8 @@ def _fabric(d: Design) -> Table:
     if not f.radix:  # one node: no compute fabric
         rows = [("topology", "; ".join(f.notes) or "no compute fabric")]
     elif d.compute.num_spare_nodes:
-        pool = f", {f.num_spare_pool_leaves} pool leaves" if f.num_spare_pool_leaves else ""
-        rows.append(("spares", f"{f.spares}: {f.num_cold_spares} cold (cabled on swap){pool}"))
+        held = spares_held(d)
+        rows.append(("spares", f"{held.mode}: {held.summary}"))
     rows += [(f"{s.name} fabric", f"{s.num_switches} x {s.switch.id}") for s in d.support_fabrics]
     return _kv("Network", rows)
 

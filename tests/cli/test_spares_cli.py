@@ -1,0 +1,38 @@
+"""What ``plan`` prints and writes about spares: the spares held, and each way to hold them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import EXAMPLES
+
+
+def _spec(tmp_path: Path, replace: dict[str, str]) -> Path:
+    text = (EXAMPLES / "gb200-nvl72-pod.yaml").read_text()
+    for old, new in replace.items():
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "gb200.yaml"
+    path.write_text(text)
+    return path
+
+
+def _plan(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "clusterforge.cli.main", "plan", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def test_the_summary_names_the_spares_actually_held(tmp_path):
+    """A whole spare rack on spare-ports is 16 trays on free leaf ports and 2 cold."""
+    spec = _spec(tmp_path, {"spare_fraction: 0.0 ": "spare_fraction: 0.05"})
+    result = _plan(str(spec))
+    assert result.returncode == 0, result.stderr
+    assert "16 on free leaf ports, 2 cold" in result.stdout
