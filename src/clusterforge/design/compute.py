@@ -40,8 +40,7 @@ class ComputeDesign(BaseModel):
     cpu_cores_per_gpu: float
     nvlink_domain_gpus: int = Field(description="GPUs that share one NVLink/NVSwitch domain")
     job_nvlink_domain_gpus: int = Field(
-        description="GPUs of one NVLink domain that a job uses (the domain less its in-rack "
-        "spares)"
+        description="GPUs of one NVLink domain that a job uses (the domain less its in-rack spares)"
     )
     node_names: list[str] = Field(repr=False)
 

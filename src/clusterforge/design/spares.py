@@ -65,7 +65,9 @@ class SparesHeld:
             case "counted":
                 return "cabled like training nodes"
             case _:
-                return f"{self.num_cabled} on free leaf ports, {self.num_cold} cold (cabled on swap)"
+                return (
+                    f"{self.num_cabled} on free leaf ports, {self.num_cold} cold (cabled on swap)"
+                )
 
 
 def spares_held(design: Design) -> SparesHeld:
