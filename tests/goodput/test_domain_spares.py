@@ -32,9 +32,15 @@ def test_in_rack_spares_are_one_hot_pool_per_domain():
     assert inputs.num_spares == 2  # each domain's own
     assert inputs.num_spare_pools == 9  # one per rack
     assert inputs.swap_s == 0.0  # already up in the domain: the restart is the swap
+
+
+def test_a_whole_spare_rack_stands_in_for_one_domain_at_a_time():
+    """18 spare trays in a rack of their own replace a failed domain, not 18 trays."""
     whole_rack = inputs_from_design(_gb200(spare_fraction=0.05), days=137.9)
-    assert (whole_rack.num_spares, whole_rack.num_spare_pools) == (18, 1)
+    assert (whole_rack.num_spares, whole_rack.num_spare_pools) == (1, 1)
     assert whole_rack.swap_s > 0
+    in_rack = inputs_from_design(_gb200(spare_nodes_per_nvlink_domain=2), days=137.9)
+    assert expected_goodput(in_rack).ettr > expected_goodput(whole_rack).ettr
 
 
 def test_in_rack_spares_lift_the_pod_from_waiting_on_repairs():

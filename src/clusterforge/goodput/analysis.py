@@ -192,17 +192,27 @@ def inputs_from_design(design: Design, *, days: float | None = None) -> GoodputI
 
 
 def _spare_inputs(design: Design) -> dict[str, Any]:
-    """Spares per pool, pools and swap time: whole spare nodes are one pool brought in after
-    ``spare_swap_s``; in-rack spares are one pool per NVLink domain, already up inside the
-    domain, so the job's restart is the swap."""
-    compute = design.compute
+    """Spares per pool, pools and swap time.
+
+    Whole spare nodes are one pool brought in after ``spare_swap_s``.  In-rack spares are one
+    pool per NVLink domain, already up inside the domain, so the job's restart is the swap.
+    Whole spare racks of a rack-scale system count as whole domains: a tray outside a
+    domain cannot stand in for one inside it (CoreWeave's GB200 NVL72 instances: a node is
+    replaced within its rack, never from another), so the job leaves the failed domain for
+    a spare rack, and that rack is back in the pool only when the failed tray is."""
+    compute, swap_s = design.compute, design.spec.reliability.spare_swap_s
     if compute.num_spares_per_nvlink_domain:
         return {
             "num_spares": compute.num_spares_per_nvlink_domain,
             "num_spare_pools": len(compute.rack_scale_blocks()),
             "swap_s": 0.0,
         }
-    return {"num_spares": compute.num_spare_nodes, "swap_s": design.spec.reliability.spare_swap_s}
+    if compute.node.rack_scale_nodes:
+        return {
+            "num_spares": compute.num_spare_nodes // compute.node.rack_scale_nodes,
+            "swap_s": swap_s,
+        }
+    return {"num_spares": compute.num_spare_nodes, "swap_s": swap_s}
 
 
 # Arrhenius acceleration of thermally activated failures (JEDEC JEP122H, §5: AF =
