@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -36,3 +37,21 @@ def test_the_summary_names_the_spares_actually_held(tmp_path):
     result = _plan(str(spec))
     assert result.returncode == 0, result.stderr
     assert "16 on free leaf ports, 2 cold" in result.stdout
+
+
+def test_plan_shows_each_way_to_hold_spares_with_its_cost_and_goodput():
+    result = _plan(str(EXAMPLES / "gb200-nvl72-pod.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert "Spares, each way to hold them" in result.stdout
+    assert "none (as designed)" in result.stdout
+    assert "+3.39M" in result.stdout  # a whole spare rack on free leaf ports
+
+
+def test_plan_json_carries_each_way_to_hold_spares():
+    result = _plan(str(EXAMPLES / "gb200-nvl72-pod.yaml"), "--json")
+    assert result.returncode == 0, result.stderr
+    options = json.loads(result.stdout)["spare_options"]
+    modes = {o["mode"]: o for o in options}
+    assert set(modes) == {"none", "spare-ports", "spare-pool", "counted", "in-domain"}
+    assert modes["in-domain"]["ettr"] > modes["spare-ports"]["ettr"] > modes["none"]["ettr"]
+    assert modes["none"]["as_designed"] and modes["none"]["capex_delta_usd"] == 0

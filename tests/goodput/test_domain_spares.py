@@ -96,3 +96,31 @@ def test_monte_carlo_agrees_with_the_expected_model_for_pools():
     assert lives.spare_wait_s.mean() < expected.spare_wait_s + 4 * stderr
     one_pool = simulate_lives(replace(params, num_spares=16, num_spare_pools=1), runs=300, seed=3)
     assert one_pool.spare_wait_s.mean() < lives.spare_wait_s.mean()
+
+
+def test_every_way_to_hold_spares_is_priced_beside_the_design():
+    from clusterforge.goodput.spares import spare_options
+
+    design = _gb200()
+    options = {o.mode: o for o in spare_options(design, days=137.9)}
+    assert set(options) == {"none", "spare-ports", "spare-pool", "counted", "in-domain"}
+    own = options["none"]
+    assert own.as_designed and own.capex_delta_usd == 0.0
+    assert own.ettr == pytest.approx(0.448, abs=0.005)
+    ports, in_rack = options["spare-ports"], options["in-domain"]
+    assert ports.num_spare_nodes == in_rack.num_spare_nodes == 18
+    assert ports.capex_delta_usd == pytest.approx(3.39e6, rel=0.02)  # one more rack
+    assert 0 < ports.capex_delta_usd < options["spare-pool"].capex_delta_usd
+    assert options["spare-pool"].capex_delta_usd < options["counted"].capex_delta_usd
+    assert in_rack.ettr > 0.95 > ports.ettr > own.ettr
+    assert in_rack.expected_days < ports.expected_days
+
+
+def test_options_of_a_node_without_rack_scale_domains_leave_in_rack_spares_out():
+    from clusterforge.goodput.spares import spare_options
+
+    spec = load_spec(EXAMPLES / "colo-512-h100.yaml")
+    options = spare_options(plan(spec), days=30.0)
+    assert options[0].as_designed and options[0].mode == spec.network.spares
+    assert "in-domain" not in {o.mode for o in options}
+    assert len({(o.mode, o.num_spare_nodes) for o in options}) == len(options)

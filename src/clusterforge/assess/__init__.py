@@ -20,7 +20,13 @@ from clusterforge.assess.economics import (
     economics,
 )
 from clusterforge.assess.fabric import BUSBW_SIZES, busbw_study, simulate
-from clusterforge.assess.lifetime import GoodputOutlook, goodput_outlook, goodput_study
+from clusterforge.assess.lifetime import (
+    GoodputOutlook,
+    SpareOption,
+    goodput_outlook,
+    goodput_study,
+    spare_outlook,
+)
 from clusterforge.assess.performance import (
     ExpectedPerformance,
     PredictAssessment,
@@ -103,6 +109,7 @@ __all__ = [
     "Recompute",
     "Routing",
     "SpareMode",
+    "SpareOption",
     "SparesHeld",
     "Study",
     "StudyRequest",
@@ -118,6 +125,7 @@ __all__ = [
     "parse_sweep",
     "predict",
     "simulate",
+    "spare_outlook",
     "spares_held",
     "top_plans",
 ]

@@ -23,6 +23,7 @@ from clusterforge.assess import (
     Economics,
     ExpectedPerformance,
     GoodputOutlook,
+    SpareOption,
     spares_held,
 )
 from clusterforge.design import Design
@@ -259,6 +260,23 @@ def print_expected_performance(assessment: Assessment, console: Console) -> None
     if isinstance(assessment.goodput, GoodputOutlook):
         rows += _goodput_rows(assessment.goodput)
     console.print(_kv("Expected training performance (clusterforge predict)", rows))
+    if isinstance(assessment.spare_options, tuple):
+        console.print(_spare_options(assessment.spare_options))
+
+
+def _spare_options(options: tuple[SpareOption, ...]) -> Table:
+    """Each way to hold spares: what it adds to capex and what the job's ETTR becomes."""
+    table = Table(title="Spares, each way to hold them", title_justify="left")
+    for col in ("spares", "held", "capex", "ETTR", "expected days"):
+        table.add_column(col, justify="left" if col in ("spares", "held") else "right")
+    for o in options:
+        mode = f"{o.mode} (as designed)" if o.as_designed else o.mode
+        delta = "" if o.as_designed else f"{o.capex_delta_usd / 1e6:+,.2f}M"
+        cells = (mode, o.summary, f"${o.capex_usd / 1e6:,.2f}M {delta}".rstrip())
+        table.add_row(
+            *(Text(c) for c in cells), Text(f"{o.ettr:.1%}"), Text(f"{o.expected_days:,.1f}")
+        )
+    return table
 
 
 def _goodput_rows(g: GoodputOutlook) -> list[tuple[str, str]]:
