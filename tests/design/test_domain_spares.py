@@ -76,3 +76,9 @@ def test_the_spares_line_says_which_spares_are_held():
     assert "2 in each of 9 NVLink domains" in in_rack.summary
     assert "16 of 18" in in_rack.summary
     assert spares_held(_gb200()).summary == "none"
+
+
+def test_a_pod_without_spares_is_told_to_keep_trays_in_each_rack():
+    finding = next(f for f in _gb200().findings if f.id == "no-spares")
+    assert "spare_nodes_per_nvlink_domain: 2" in finding.fix
+    assert not [f for f in _gb200(spare_nodes_per_nvlink_domain=2).findings if f.id == "no-spares"]
