@@ -55,3 +55,12 @@ def test_plan_json_carries_each_way_to_hold_spares():
     assert set(modes) == {"none", "spare-ports", "spare-pool", "counted", "in-domain"}
     assert modes["in-domain"]["ettr"] > modes["spare-ports"]["ettr"] > modes["none"]["ettr"]
     assert modes["none"]["as_designed"] and modes["none"]["capex_delta_usd"] == 0
+
+
+def test_a_pod_with_in_rack_spares_says_what_jobs_use(tmp_path):
+    spec = _spec(tmp_path, {"spare_fraction: 0.0 ": "spare_nodes_per_nvlink_domain: 2 #"})
+    result = _plan(str(spec))
+    assert result.returncode == 0, result.stderr
+    assert "72 GPUs (jobs use 64, the rest are in-rack spares)" in result.stdout
+    assert "2 in each of 9 NVLink domains" in result.stdout
+    assert "in-domain (as designed)" in result.stdout

@@ -66,7 +66,7 @@ def _compute(d: Design) -> Table:
                 "nodes",
                 f"{c.num_nodes:,} x {c.node.id} ({c.num_training_nodes:,} + {c.num_spare_nodes:,} spare)",
             ),
-            ("NVLink domain", f"{c.nvlink_domain_gpus} GPUs"),
+            ("NVLink domain", _domain(c.nvlink_domain_gpus, c.job_nvlink_domain_gpus)),
             ("CPU cores per GPU", f"{c.cpu_cores_per_gpu:g}"),
             (
                 "nodes per rack",
@@ -75,6 +75,13 @@ def _compute(d: Design) -> Table:
             ("power cap", f"{cap.gpu_power_limit_w:.0f} W per GPU" if cap else "none"),
         ],
     )
+
+
+def _domain(gpus: int, job_gpus: int) -> str:
+    """``72 GPUs``, or ``72 GPUs (jobs use 64, the rest are in-rack spares)``."""
+    if job_gpus == gpus:
+        return f"{gpus} GPUs"
+    return f"{gpus} GPUs (jobs use {job_gpus}, the rest are in-rack spares)"
 
 
 def _fabric(d: Design) -> Table:
