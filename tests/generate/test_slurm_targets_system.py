@@ -58,6 +58,14 @@ REDUCED = {
     "seed-design-a": 128,  # 16 of 64 nodes
     "seed-design-b": 128,  # 16 of 64 nodes
 }
+# Variants of an example (name: example stem, spec fields), emulated like the examples.
+VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
+    # 2 racks of 16 training trays and 2 in-rack spares: BlockSizes below the block size
+    "gb200-nvl72-in-rack-spares": (
+        "gb200-nvl72-pod",
+        {"num_gpus": 128, "spare_fraction": 0, "spare_nodes_per_nvlink_domain": 2},
+    ),
+}
 WAIT_IDLE_S = 180
 WAIT_JOB_S = 180
 
@@ -79,23 +87,29 @@ class Case:
     example: Path
     version: SlurmVersion
     index: int
+    variant: str | None = None
 
     @property
     def id(self) -> str:
-        return f"{self.example.stem}-slurm{self.version}"
+        return f"{self.variant or self.example.stem}-slurm{self.version}"
 
 
-CASES = [
-    Case(example, version, i)
-    for i, (example, version) in enumerate((e, v) for e in EXAMPLES for v in TARGETS)
+_RUNS = [(e, v, None) for e in EXAMPLES for v in TARGETS] + [
+    (REPO / "examples" / f"{stem}.yaml", v, name)
+    for name, (stem, _) in VARIANTS.items()
+    for v in TARGETS
 ]
+CASES = [Case(example, version, i, name) for i, (example, version, name) in enumerate(_RUNS)]
 
 
 def _design(case: Case) -> Design:
-    """The example as written, with its target release and (when listed) fewer GPUs."""
+    """The example as written, with its target release and (when listed) fewer GPUs, or a
+    variant's fields."""
     data = yaml.safe_load(case.example.read_text())
     data["slurm"] = {"version": case.version}
     data["num_gpus"] = REDUCED.get(case.example.stem, data["num_gpus"])
+    if case.variant:
+        data.update(VARIANTS[case.variant][1])
     return plan(parse_spec(data, str(case.example)))
 
 

@@ -20,7 +20,13 @@ from clusterforge.assess.economics import (
     economics,
 )
 from clusterforge.assess.fabric import BUSBW_SIZES, busbw_study, simulate
-from clusterforge.assess.lifetime import GoodputOutlook, goodput_outlook, goodput_study
+from clusterforge.assess.lifetime import (
+    GoodputOutlook,
+    SpareOption,
+    goodput_outlook,
+    goodput_study,
+    spare_outlook,
+)
 from clusterforge.assess.performance import (
     ExpectedPerformance,
     PlanDoesNotFit,
@@ -30,6 +36,7 @@ from clusterforge.assess.performance import (
     top_plans,
 )
 from clusterforge.assess.unavailable import Unavailable
+from clusterforge.design.spares import SpareMode, SparesHeld, spares_held
 from clusterforge.goodput import Expected, GoodputReport, LostTime
 from clusterforge.netsim.result import CollectiveResult
 from clusterforge.netsim.study import (
@@ -105,6 +112,9 @@ __all__ = [
     "ProtocolChoice",
     "Recompute",
     "Routing",
+    "SpareMode",
+    "SpareOption",
+    "SparesHeld",
     "Study",
     "StudyRequest",
     "Unavailable",
@@ -119,5 +129,7 @@ __all__ = [
     "parse_sweep",
     "predict",
     "simulate",
+    "spare_outlook",
+    "spares_held",
     "top_plans",
 ]

@@ -17,7 +17,13 @@ from dataclasses import dataclass
 
 from clusterforge.assess.economics import Economics, economics
 from clusterforge.assess.fabric import busbw_study
-from clusterforge.assess.lifetime import GoodputOutlook, goodput_outlook
+from clusterforge.assess.lifetime import (
+    DAY_S,
+    GoodputOutlook,
+    SpareOption,
+    goodput_outlook,
+    spare_outlook,
+)
 from clusterforge.assess.performance import (
     ExpectedPerformance,
     PlanDoesNotFit,
@@ -39,7 +45,8 @@ class AssessOptions:
     ``performance``: predict the spec's workload; ``goodput_runs``: simulated lives of its
     job (0: no goodput); ``top_plans``: the best plans of a plan search (0: none);
     ``busbw``: simulate all-reduce over every GPU; ``break_even``: search the cluster size
-    at which building beats renting (re-plans the cluster at up to 7 other sizes).
+    at which building beats renting (re-plans the cluster at up to 7 other sizes);
+    ``spare_options``: plan and price every other way to hold spares (with goodput).
     """
 
     performance: bool = True
@@ -47,6 +54,7 @@ class AssessOptions:
     top_plans: int = 0
     busbw: bool = False
     break_even: bool = True
+    spare_options: bool = True
 
 
 QUICK = AssessOptions(performance=False, goodput_runs=0)
@@ -66,6 +74,7 @@ class Assessment:
     goodput: GoodputOutlook | Unavailable | None = None
     top_plans: tuple[Prediction, ...] = ()
     busbw: Study | None = None
+    spare_options: tuple[SpareOption, ...] | Unavailable | None = None
 
 
 def assess(design: Design, options: AssessOptions | None = None) -> Assessment:
@@ -86,6 +95,10 @@ def assess(design: Design, options: AssessOptions | None = None) -> Assessment:
             else (None, None)
         )
         goodput = goodput_outlook(design, runs=options.goodput_runs, days=days, step_s=step_s)
+    spares = None
+    if options.spare_options and isinstance(goodput, GoodputOutlook):
+        inputs = goodput.report.inputs
+        spares = spare_outlook(design, days=inputs.work_s / DAY_S, step_s=inputs.step_s or None)
     return Assessment(
         design=design,
         economics=economics(design, break_even=options.break_even),
@@ -93,4 +106,5 @@ def assess(design: Design, options: AssessOptions | None = None) -> Assessment:
         goodput=goodput,
         top_plans=top_plans(design, options.top_plans) if predicted else (),
         busbw=busbw_study(design) if options.busbw else None,
+        spare_options=spares,
     )

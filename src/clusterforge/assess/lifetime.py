@@ -10,10 +10,23 @@ from clusterforge.assess.unavailable import Unavailable
 from clusterforge.design import Design
 from clusterforge.errors import ClusterforgeError
 from clusterforge.goodput import GoodputReport, goodput_report
+from clusterforge.goodput.spares import SpareOption, spare_options
 
-__all__ = ["DAY_S", "GoodputOutlook", "Unavailable", "goodput_outlook", "goodput_study"]
+__all__ = [
+    "DAY_S",
+    "SPARE_OPTIONS_MAX_NODES",
+    "GoodputOutlook",
+    "SpareOption",
+    "Unavailable",
+    "goodput_outlook",
+    "goodput_study",
+    "spare_outlook",
+]
 
 DAY_S = 86400.0
+# Each way to hold spares is a whole re-plan (~0.1 s for a few hundred nodes, ~2 s for
+# 12,500): beyond this many nodes ``plan`` would wait seconds for the comparison.
+SPARE_OPTIONS_MAX_NODES = 4096
 
 
 @dataclass(frozen=True)
@@ -59,3 +72,20 @@ def goodput_outlook(
     except ClusterforgeError as exc:
         return Unavailable(str(exc))
     return GoodputOutlook(report, design.compute.num_training_gpus)
+
+
+def spare_outlook(
+    design: Design, *, days: float, step_s: float | None = None
+) -> tuple[SpareOption, ...] | Unavailable:
+    """Every way to hold the design's spares, planned and priced (``days``: its failure-free
+    time to train), or why not."""
+    if design.compute.num_nodes > SPARE_OPTIONS_MAX_NODES:
+        return Unavailable(
+            f"{design.compute.num_nodes:,} nodes: each way to hold spares is a re-plan of "
+            f"seconds past {SPARE_OPTIONS_MAX_NODES:,} nodes; plan the spec with each "
+            "network.spares (or spare_nodes_per_nvlink_domain) to compare"
+        )
+    try:
+        return spare_options(design, days=days, step_s=step_s)
+    except ClusterforgeError as exc:
+        return Unavailable(str(exc))

@@ -60,12 +60,13 @@ class GoodputInputs:
     delta_s: float = 0.0  # training time lost per checkpoint
     relaunch_s: float = 0.0  # detection + requeue, containers, NCCL initialisation
     read_s: float = 0.0  # reading the checkpoint back
-    num_spares: int = 0
+    num_spares: int = 0  # in each pool
     repair_s: float = 0.0
     interval_s: float | None = None  # None = Daly's optimum
     swap_s: float = 0.0  # bringing a spare into the job after a hardware failure
     step_s: float = 0.0  # one training step: checkpoints fall between steps (0 = unknown)
     min_interval_s: float = 0.0  # async: the previous write must end before the next starts
+    num_spare_pools: int = 1  # in-rack spares: one pool per NVLink domain
 
     @property
     def restart_s(self) -> float:
@@ -182,11 +183,17 @@ def expected_goodput(inputs: GoodputInputs) -> Expected:
         num_spares=inputs.num_spares,
         spare_failures_per_h=inputs.rates.spare_per_hour,
         repair_h=inputs.repair_s / 3600.0,
+        num_pools=inputs.num_spare_pools,
     )
-    # Hardware failures over the running time, each waiting for a spare when none is back.
+    # Hardware failures over the running time, each waiting for a spare of its own pool
+    # when none is back.  Several pools' waits are added as if none overlapped another's
+    # (while the job waits for one domain, the others' repairs go on): an upper bound,
+    # close while waits are rare (the Monte Carlo has the overlap).
     spare_per_s = inputs.rates.spare_per_hour / 3600.0
     per_failure_s = expected_spare_wait_s(
-        num_spares=inputs.num_spares, spare_failures_per_s=spare_per_s, repair_s=inputs.repair_s
+        num_spares=inputs.num_spares,
+        spare_failures_per_s=spare_per_s / max(inputs.num_spare_pools, 1),
+        repair_s=inputs.repair_s,
     )
     spare_wait = spare_per_s * wall * per_failure_s if spare_per_s > 0 else 0.0
     lost = lost_time(inputs, tau_s=tau, running_s=wall, spare_wait_s=spare_wait)
@@ -265,13 +272,36 @@ def inputs_from_design(
         relaunch_s=rel.detection_s + rel.restart_s,
         read_s=checkpoint.read_s,
         rates=rates,
-        num_spares=compute.num_spare_nodes,
         repair_s=rel.repair_days * DAY_S,
         interval_s=rel.checkpoint_interval_s,
-        swap_s=rel.spare_swap_s,
         step_s=step_s,
         min_interval_s=checkpoint.background_s,
+        **_spare_inputs(design),
     )
+
+
+def _spare_inputs(design: Design) -> dict[str, Any]:
+    """Spares per pool, pools and swap time.
+
+    Whole spare nodes are one pool brought in after ``spare_swap_s``.  In-rack spares are one
+    pool per NVLink domain, already up inside the domain, so the job's restart is the swap.
+    Whole spare racks of a rack-scale system count as whole domains: a tray outside a
+    domain cannot stand in for one inside it (CoreWeave's GB200 NVL72 instances: a node is
+    replaced within its rack, never from another), so the job leaves the failed domain for
+    a spare rack, and that rack is back in the pool only when the failed tray is."""
+    compute, swap_s = design.compute, design.spec.reliability.spare_swap_s
+    if compute.num_spares_per_nvlink_domain:
+        return {
+            "num_spares": compute.num_spares_per_nvlink_domain,
+            "num_spare_pools": len(compute.rack_scale_blocks()),
+            "swap_s": 0.0,
+        }
+    if compute.node.rack_scale_nodes:
+        return {
+            "num_spares": compute.num_spare_nodes // compute.node.rack_scale_nodes,
+            "swap_s": swap_s,
+        }
+    return {"num_spares": compute.num_spare_nodes, "swap_s": swap_s}
 
 
 # Arrhenius acceleration of thermally activated failures (JEDEC JEP122H, §5: AF =
@@ -448,6 +478,7 @@ def life_params(inputs: GoodputInputs, expected: Expected) -> LifeParams:
         p_spare=inputs.p_spare,
         num_spares=inputs.num_spares,
         repair_s=inputs.repair_s,
+        num_spare_pools=inputs.num_spare_pools,
     )
 
 

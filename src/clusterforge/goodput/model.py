@@ -16,7 +16,9 @@ to Young's sqrt(2·delta·M) (Young 1974) when delta << M.
 Spares: a node that fails with a hardware fault leaves for repair for ``repair`` hours and
 returns to the spare pool.  Nodes in repair form an M/G/inf queue, so their number is
 Poisson with mean ``lambda_hw · repair`` (Palm's theorem); by PASTA, a failure finds every
-spare busy with probability P(N >= spares).
+spare busy with probability P(N >= spares).  In-rack spares of rack-scale NVLink domains
+are one such pool per domain: a domain's spares replace only its own trays, so each pool sees
+the job's hardware failures divided by the number of domains.
 """
 
 from __future__ import annotations
@@ -76,15 +78,18 @@ def expected_wall_s(
 
 @dataclass(frozen=True)
 class SparePool:
-    """The spare pool seen as an M/G/inf repair queue."""
+    """The spare pool seen as an M/G/inf repair queue (one of ``num_pools`` alike: the
+    figures are each pool's)."""
 
     num_spares: int
     mean_in_repair: float = 0.0
     p_no_spare: float = 0.0
     spares_for_99: int = 0
+    num_pools: int = 1
 
     def as_dict(self) -> dict[str, float | int]:
         return {
+            "num_pools": self.num_pools,
             "num_spares": self.num_spares,
             "mean_nodes_in_repair": self.mean_in_repair,
             "p_failure_finds_no_spare": self.p_no_spare,
@@ -92,17 +97,21 @@ class SparePool:
         }
 
 
-def spare_pool(*, num_spares: int, spare_failures_per_h: float, repair_h: float) -> SparePool:
+def spare_pool(
+    *, num_spares: int, spare_failures_per_h: float, repair_h: float, num_pools: int = 1
+) -> SparePool:
     """Nodes in repair ~ Poisson(lambda · repair); P(no spare) = P(N >= spares).
 
+    ``num_pools`` equal pools (in-rack spares: one per NVLink domain) split the failures
+    evenly: each is this queue with lambda / num_pools and ``num_spares`` of its own.
     The Poisson terms come from their logarithms in numpy (no scipy on the import path
     of every ``plan``)."""
-    mean = spare_failures_per_h * repair_h
+    mean = spare_failures_per_h / max(num_pools, 1) * repair_h
     pmf = _poisson_pmf(mean, max(num_spares, 0))
     p_none = float(pmf[num_spares:].sum()) if num_spares > 0 else 1.0
     cdf = np.cumsum(pmf)
     quantile = int(np.argmax(cdf >= 0.99)) if mean > 0 else 0
-    return SparePool(num_spares, mean, min(p_none, 1.0), quantile)
+    return SparePool(num_spares, mean, min(p_none, 1.0), quantile, max(num_pools, 1))
 
 
 def _poisson_pmf(mean: float, at_least: int) -> np.ndarray:

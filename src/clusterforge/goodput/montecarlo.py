@@ -21,6 +21,11 @@ Two observations make the whole life array arithmetic rather than a loop per fai
    cumulative maximum.  It only needs times of failures at least ``s`` (spares) earlier,
    so blocks of ``s`` failures are settled at once (:func:`spare_waits`): tens of steps
    for a 100,000-GPU job, not one per failure.
+
+In-rack spares (``num_spare_pools`` > 1, one pool per NVLink domain) hand each hardware
+failure to a domain drawn uniformly; failure k then reuses the node of the s-th failure
+before it *in its own pool*, which lies at least s columns earlier, so the same blocks of s
+failures are settled at once.
 """
 
 from __future__ import annotations
@@ -63,8 +68,9 @@ class LifeParams:
     restart_s: float
     mtbf_s: float
     p_spare: float
-    num_spares: int
+    num_spares: int  # in each pool
     repair_s: float
+    num_spare_pools: int = 1
 
 
 @dataclass(frozen=True)
@@ -221,25 +227,32 @@ def _hardware_rows(rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]]):
 
 
 def spare_waits(
-    base_s: np.ndarray, event: np.ndarray, *, num_spares: int, repair_s: float
+    base_s: np.ndarray,
+    event: np.ndarray,
+    *,
+    num_spares: int,
+    repair_s: float,
+    pool: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Total wait for spares before each hardware failure, and the failures' clock times.
 
     ``base_s`` is a [lives, k] matrix of hardware failures' times with no waits (padded
     with inf), ``event`` the index of the interruption each belongs to (failures of one
-    interruption share its time and its wait).  Returns (wait after the last failure per
-    life, failure times with waits).  See the module docstring for the recursion."""
+    interruption share its time and its wait), ``pool`` the spare pool of each failure
+    (None: one pool).  Returns (wait after the last failure per life, failure times with
+    waits).  See the module docstring for the recursion."""
     lives, width = base_s.shape
     valid = np.isfinite(base_s)
     first = _first_of_event(event)
     if num_spares == 0:
         return _own_repair_waits(base_s, first, repair_s=repair_s)
+    previous = _previous_in_pool(pool, valid, num_spares)
     running = np.zeros((lives, width))  # total wait after failure k (cumulative maximum)
     times = np.full((lives, width), np.inf)
     for start in range(0, width, num_spares):
         stop = min(start + num_spares, width)
         prior = running[:, start - 1] if start else np.zeros(lives)
-        ready = _ready_at(times, start, stop, num_spares, repair_s)
+        ready = _ready_at(times, start, stop, num_spares, repair_s, previous)
         with np.errstate(invalid="ignore"):  # inf - inf in the padding, masked out
             gap = np.where(valid[:, start:stop], ready - base_s[:, start:stop], -np.inf)
         block = np.maximum.accumulate(np.concatenate([prior[:, None], gap], axis=1), axis=1)
@@ -266,9 +279,40 @@ def _own_repair_waits(
     return repair_s * starts.sum(axis=1).astype(float), times
 
 
-def _ready_at(times: np.ndarray, start: int, stop: int, spares: int, repair_s: float) -> np.ndarray:
+def _previous_in_pool(pool: np.ndarray | None, valid: np.ndarray, spares: int) -> np.ndarray | None:
+    """Column of the failure ``spares`` before each one in its own pool (-1: none), or None
+    for a single pool (then it is simply column k - spares)."""
+    if pool is None:
+        return None
+    width = pool.shape[1]
+    cols = np.broadcast_to(np.arange(width), pool.shape)
+    keyed = np.where(valid, pool, np.iinfo(np.int64).max // (width + 1) - 1)
+    order = np.argsort(keyed * (width + 1) + cols, axis=1, kind="stable")
+    sorted_pool = np.take_along_axis(keyed, order, axis=1)
+    back = np.full(pool.shape, -1, dtype=np.int64)
+    if width > spares:
+        same = sorted_pool[:, spares:] == sorted_pool[:, :-spares]
+        back[:, spares:] = np.where(same, order[:, :-spares], -1)
+    previous = np.empty_like(back)
+    np.put_along_axis(previous, order, back, axis=1)
+    return previous
+
+
+def _ready_at(
+    times: np.ndarray,
+    start: int,
+    stop: int,
+    spares: int,
+    repair_s: float,
+    previous: np.ndarray | None = None,
+) -> np.ndarray:
     """When the spare each failure in [start, stop) takes is back: the node of failure
-    k - spares returns ``repair_s`` after it failed (none needed before the first spares)."""
+    k - spares (of its own pool: ``previous``) returns ``repair_s`` after it failed (none
+    needed before the first spares)."""
+    if previous is not None:
+        k = previous[:, start:stop]
+        back = np.take_along_axis(times, np.maximum(k, 0), axis=1) + repair_s
+        return np.where(k >= 0, back, 0.0)
     k = np.arange(start, stop) - spares
     ready = np.zeros((times.shape[0], stop - start))
     has = k >= 0
@@ -391,6 +435,9 @@ _LIVES_FIELDS = ("wall_s", "failures", "spare_wait_s", "peak_in_repair")
 def _simulate_batch(p: LifeParams, runs: int, rng: np.random.Generator) -> Lives:
     events = _draw_events(p, runs, rng)
     base_s, event = _padded(events, runs)
-    wait_s, times = spare_waits(base_s, event, num_spares=p.num_spares, repair_s=p.repair_s)
+    pool = rng.integers(p.num_spare_pools, size=base_s.shape) if p.num_spare_pools > 1 else None
+    wait_s, times = spare_waits(
+        base_s, event, num_spares=p.num_spares, repair_s=p.repair_s, pool=pool
+    )
     peak = _peak_in_repair(times, p.repair_s)
     return Lives(events.base_wall_s + wait_s, events.failures, wait_s, peak)

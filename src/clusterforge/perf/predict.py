@@ -138,7 +138,7 @@ def predict_plan(
         plan,
         design.compute.gpu,
         comm or design_comm(design),
-        design.compute.nvlink_domain_gpus,
+        design.compute.job_nvlink_domain_gpus,
         stack or stack_named(workload.stack),
     )
 
@@ -188,7 +188,7 @@ def _searched(
         start,
         design.compute.gpu,
         comm,
-        design.compute.nvlink_domain_gpus,
+        design.compute.job_nvlink_domain_gpus,
         top=request.top,
         stack=stack,
         progress=progress,

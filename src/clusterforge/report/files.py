@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from clusterforge.assess import Assessment
+from clusterforge.assess import Assessment, SpareOption, Unavailable
 from clusterforge.design import Design
 from clusterforge.errors import SpecError
 from clusterforge.report.elevation import elevation_svg
@@ -214,11 +214,21 @@ def assessed_design_data(assessment: Assessment) -> dict[str, Any]:
     return data
 
 
+def _spare_options_json(
+    options: tuple[SpareOption, ...] | Unavailable | None,
+) -> list[dict[str, Any]] | dict[str, str] | None:
+    """Each way to hold spares with its cost and goodput, or why they were not compared."""
+    if isinstance(options, Unavailable):
+        return {"unavailable": options.reason}
+    return None if options is None else [o.as_dict() for o in options]
+
+
 def plan_json(assessment: Assessment) -> str:
     """``plan``'s design.json: :func:`assessed_design_data` and the workload's expected
     performance (with failures counted)."""
     data = assessed_design_data(assessment)
     data["expected_performance"] = performance_json(assessment.performance, assessment.goodput)
+    data["spare_options"] = _spare_options_json(assessment.spare_options)
     return to_json(data, indent=2, inf_nan_mode="null").decode() + "\n"
 
 

@@ -42,7 +42,8 @@ def _summary_table(report: GoodputReport) -> Table:
         ("failures per life (mean)", f"{lives.failures.mean():,.0f}"),
         (
             "spares / nodes in repair (mean)",
-            f"{exp.spares.num_spares} / {exp.spares.mean_in_repair:,.1f}",
+            f"{exp.spares.num_spares} / {exp.spares.mean_in_repair:,.1f}"
+            + (f" in each of {exp.spares.num_pools} domains" if exp.spares.num_pools > 1 else ""),
         ),
         ("spares for 99% availability", f"{exp.spares.spares_for_99}"),
         ("P(a failure finds no spare)", f"{exp.spares.p_no_spare:.1%}"),

@@ -24,6 +24,8 @@ from clusterforge.assess import (
     Economics,
     ExpectedPerformance,
     GoodputOutlook,
+    SpareOption,
+    spares_held,
 )
 from clusterforge.design import Design
 from clusterforge.report.expected import parallel_label
@@ -70,7 +72,7 @@ def _compute(d: Design) -> Table:
                 "nodes",
                 f"{c.num_nodes:,} x {c.node.id} ({c.num_training_nodes:,} + {c.num_spare_nodes:,} spare)",
             ),
-            ("NVLink domain", f"{c.nvlink_domain_gpus} GPUs"),
+            ("NVLink domain", _domain(c.nvlink_domain_gpus, c.job_nvlink_domain_gpus)),
             ("CPU cores per GPU", f"{c.cpu_cores_per_gpu:g}"),
             (
                 "nodes per rack",
@@ -79,6 +81,13 @@ def _compute(d: Design) -> Table:
             ("power cap", f"{cap.gpu_power_limit_w:.0f} W per GPU" if cap else "none"),
         ],
     )
+
+
+def _domain(gpus: int, job_gpus: int) -> str:
+    """``72 GPUs``, or ``72 GPUs (jobs use 64, the rest are in-rack spares)``."""
+    if job_gpus == gpus:
+        return f"{gpus} GPUs"
+    return f"{gpus} GPUs (jobs use {job_gpus}, the rest are in-rack spares)"
 
 
 def _fabric(d: Design) -> Table:
@@ -106,8 +115,8 @@ def _fabric(d: Design) -> Table:
     if not f.radix:  # one node: no compute fabric
         rows = [("topology", "; ".join(f.notes) or "no compute fabric")]
     elif d.compute.num_spare_nodes:
-        pool = f", {f.num_spare_pool_leaves} pool leaves" if f.num_spare_pool_leaves else ""
-        rows.append(("spares", f"{f.spares}: {f.num_cold_spares} cold (cabled on swap){pool}"))
+        held = spares_held(d)
+        rows.append(("spares", f"{held.mode}: {held.summary}"))
     rows += [(f"{s.name} fabric", f"{s.num_switches} x {s.switch.id}") for s in d.support_fabrics]
     return _kv("Network", rows)
 
@@ -299,6 +308,23 @@ def print_expected_performance(assessment: Assessment, console: Console) -> None
     if isinstance(assessment.goodput, GoodputOutlook):
         rows += _goodput_rows(assessment.goodput)
     console.print(_kv("Expected training performance (clusterforge predict)", rows))
+    if isinstance(assessment.spare_options, tuple):
+        console.print(_spare_options(assessment.spare_options))
+
+
+def _spare_options(options: tuple[SpareOption, ...]) -> Table:
+    """Each way to hold spares: what it adds to capex and what the job's ETTR becomes."""
+    table = Table(title="Spares, each way to hold them", title_justify="left")
+    for col in ("spares", "held", "capex", "ETTR", "expected days"):
+        table.add_column(col, justify="left" if col in ("spares", "held") else "right")
+    for o in options:
+        mode = f"{o.mode} (as designed)" if o.as_designed else o.mode
+        delta = "" if o.as_designed else f"{o.capex_delta_usd / 1e6:+,.2f}M"
+        cells = (mode, o.summary, f"${o.capex_usd / 1e6:,.2f}M {delta}".rstrip())
+        table.add_row(
+            *(Text(c) for c in cells), Text(f"{o.ettr:.1%}"), Text(f"{o.expected_days:,.1f}")
+        )
+    return table
 
 
 def _goodput_rows(g: GoodputOutlook) -> list[tuple[str, str]]:

@@ -42,6 +42,14 @@ class ClusterSpec(Section):
         None, ge=1, le=128, description="GPUs per node (None = the node's)"
     )
     spare_fraction: float = Field(0.05, ge=0, le=0.5, description="Spare nodes, share of nodes")
+    spare_nodes_per_nvlink_domain: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="Rack-scale systems (GB200/GB300 NVL72): compute trays of each NVLink "
+        "domain held as in-rack hot spares, the job using the others (2 = jobs on 16 of 18 "
+        "trays). Replaces spare_fraction; 0 = none",
+    )
     min_cpu_cores_per_gpu: float = Field(
         5.0,
         ge=0,
@@ -77,6 +85,18 @@ class ClusterSpec(Section):
     def _gpu_or_node(self) -> ClusterSpec:
         if self.gpu is None and self.node is None:
             raise ValueError("give 'gpu' (e.g. h100-sxm) or 'node' (e.g. dgx-h100)")
+        return self
+
+    @model_validator(mode="after")
+    def _one_spare_policy(self) -> ClusterSpec:
+        """In-rack spares replace whole spare nodes: a spec gives one or the other."""
+        explicit = "spare_fraction" in self.model_fields_set and self.spare_fraction > 0
+        if self.spare_nodes_per_nvlink_domain and explicit:
+            raise ValueError(
+                f"spare_fraction: {self.spare_fraction:g} with spare_nodes_per_nvlink_domain: "
+                f"{self.spare_nodes_per_nvlink_domain}: in-rack spares replace the spare "
+                "fraction; set spare_fraction: 0 or drop spare_nodes_per_nvlink_domain"
+            )
         return self
 
 

@@ -155,7 +155,7 @@ def build_fabric_graph(design: Design) -> FabricGraph:
     compute, fab = design.compute, design.fabric
     conn = fab.connectivity
     num_gpus = compute.num_nodes * compute.gpus_per_node
-    su = _Scaleup.of(compute.gpu, compute.gpus_per_node, compute.nvlink_domain_gpus)
+    su = _Scaleup.of(compute.gpu, compute.gpus_per_node, compute.job_nvlink_domain_gpus)
     num_domains = -(-num_gpus // su.domain_gpus)
     nic_gbyte_per_s = fab.nic_gbit_per_s / 8
     v_dom = num_gpus

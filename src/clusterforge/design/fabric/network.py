@@ -142,14 +142,16 @@ def design_compute_fabric(
         nics_per_node=net.nics_per_node or compute.node.num_compute_nics,
         nic_gbit_per_s=net.nic_gbit_per_s or nic.port_gbit_per_s,
     )
-    cabled = cabled_nodes(params, compute, net.spares)
+    # In-rack spares stand in their NVLink domain and are cabled like its training trays.
+    spares: SpareAttach = "counted" if compute.num_spares_per_nvlink_domain else net.spares
+    cabled = cabled_nodes(params, compute, spares)
     shape = size_fabric(params, num_nodes=cabled)
     design = _fabric_design(net, params, shape, compute)
-    pool = compute.num_nodes - cabled if net.spares == "spare-pool" else 0
+    pool = compute.num_nodes - cabled if spares == "spare-pool" else 0
     pool_links = pool * params.nics_per_node if shape.radix else 0
     return design.model_copy(
         update={
-            "spares": net.spares,
+            "spares": spares,
             "num_cold_spares": compute.num_nodes - cabled - pool,
             "num_spare_pool_links": pool_links,
             "num_spare_pool_leaves": math.ceil(pool_links / shape.radix) if pool_links else 0,

@@ -20,6 +20,7 @@ and is never split: GPU racks hold whole systems, whatever the node groups are.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,7 +40,7 @@ class FloorPlan:
     """Where each switch goes: ``slots`` lists zone ids in floor order (CORE = core block);
     the ``*_zone`` arrays give the slot (a zone id or CORE) of each switch."""
 
-    blocks: list[range]  # node indices of each GPU rack, in floor order
+    blocks: list[Sequence[int]]  # node indices of each GPU rack, in floor order
     block_zone: np.ndarray  # zone of each GPU rack
     slots: list[int]
     leaf_zone: np.ndarray  # compute leaves
@@ -47,13 +48,15 @@ class FloorPlan:
     support_leaf_zone: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def gpu_rack_blocks(compute: ComputeDesign, c: Connectivity, nodes_per_rack: int) -> list[range]:
-    """Node index ranges of the GPU racks: whole rack-scale systems, or chunks of
-    ``nodes_per_rack`` that never straddle two node groups."""
+def gpu_rack_blocks(
+    compute: ComputeDesign, c: Connectivity, nodes_per_rack: int
+) -> list[Sequence[int]]:
+    """Node indices of the GPU racks: whole rack-scale systems (with their in-rack spares,
+    :meth:`ComputeDesign.rack_scale_blocks`), or chunks of ``nodes_per_rack`` that never
+    straddle two node groups."""
     n = compute.num_nodes
-    system = compute.node.rack_scale_nodes
-    if system:
-        return [range(s, min(s + system, n)) for s in range(0, n, system)]
+    if compute.node.rack_scale_nodes:
+        return list(compute.rack_scale_blocks())
     groups = c.group_of(np.arange(n))
     cuts = np.flatnonzero(np.diff(groups)) + 1
     starts, ends = [0, *cuts.tolist()], [*cuts.tolist(), n]
@@ -136,11 +139,13 @@ def plan_floor(
     the cost is one pass over nodes and switches)."""
     c = fabric.connectivity
     blocks = gpu_rack_blocks(compute, c, nodes_per_rack)
-    first_nodes = np.array([b.start for b in blocks], dtype=np.int64)
+    first_nodes = np.array([b[0] for b in blocks], dtype=np.int64)
     block_zone = c.group_of(first_nodes) if c.nics_per_node else np.zeros(len(blocks), int)
     _, block_zone = np.unique(block_zone, return_inverse=True)
     zones = list(range(int(block_zone.max()) + 1)) if len(blocks) else []
     node_zone = np.repeat(block_zone, [len(b) for b in blocks])
+    if compute.num_spares_per_nvlink_domain:  # racks hold training trays and later spares
+        node_zone[np.concatenate([np.asarray(b) for b in blocks])] = node_zone.copy()
     leaf_zone = _leaf_zone(c, node_zone, zones[-1] if zones else 0)
     spine_zone = _spine_zone(c, leaf_zone)
     pod_starts = _pod_starts(c, leaf_zone)

@@ -7,6 +7,8 @@ device is recorded for the cabling stage.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from clusterforge.catalog import Catalog
@@ -88,7 +90,11 @@ class Packer:
 
 
 def node_devices(
-    spec: ClusterSpec, compute: ComputeDesign, density: Density, nodes: range, catalog: Catalog
+    spec: ClusterSpec,
+    compute: ComputeDesign,
+    density: Density,
+    nodes: Sequence[int],
+    catalog: Catalog,
 ) -> list[RackDevice]:
     """A GPU rack's devices from the bottom: its CDU (liquid nodes), the nodes, and for a
     rack-scale system its power shelves (one per circuit of its power path) and the rest of
@@ -292,7 +298,7 @@ class Placer:
         nodes = self.floor.blocks[block]
         system = block if self.compute.node.rack_scale_nodes else None
         devices = node_devices(self.spec, self.compute, self.density, nodes, self.catalog)
-        self.node_rack[nodes.start : nodes.stop] = self.packer.gpu_rack(devices, system)
+        self.node_rack[list(nodes)] = self.packer.gpu_rack(devices, system)
 
     def _zone_switches(self, z: int) -> list[tuple[DeviceItem, Target | None]]:
         c = self.fabric.connectivity

@@ -15,13 +15,21 @@ __all__ = ["consumer_gpu", "cpu_cores", "no_spares", "rent_cheaper"]
 def no_spares(d: Design) -> list[Finding]:
     if d.compute.num_spare_nodes:
         return []
+    fix = "keep about 5 % spare nodes (spare_fraction: 0.05)"
+    if d.compute.node.rack_scale_nodes:
+        # A tray is replaced within its own NVLink domain, never from another rack.
+        fix = (
+            "keep 2 trays of each rack as in-rack hot spares, jobs on the other "
+            f"{d.compute.node.rack_scale_nodes - 2} (spare_nodes_per_nvlink_domain: 2); "
+            "plan shows each way to hold spares with its cost"
+        )
     return [
         Finding(
             id="no-spares",
             severity="warning",
             message="no spare nodes: a failed node stops a job that needs the whole cluster",
             numbers={"spare_fraction": d.spec.spare_fraction},
-            fix="keep about 5 % spare nodes (spare_fraction: 0.05)",
+            fix=fix,
         )
     ]
 

@@ -31,7 +31,7 @@ def _tp_group(d: Design) -> int:
 def tp_exceeds_nvlink(d: Design) -> list[Finding]:
     if d.job is None:
         return []
-    tp, domain = d.job.tp, d.compute.nvlink_domain_gpus
+    tp, domain = d.job.tp, d.compute.job_nvlink_domain_gpus
     if tp <= domain:
         return []
     return [
@@ -48,7 +48,7 @@ def tp_exceeds_nvlink(d: Design) -> list[Finding]:
 
 def oversubscribed_fabric_with_tp(d: Design) -> list[Finding]:
     fab, tp = d.fabric, _tp_group(d)
-    if tp <= d.compute.nvlink_domain_gpus:
+    if tp <= d.compute.job_nvlink_domain_gpus:
         return []
     if fab.oversubscription <= 1.0 and fab.gbit_per_s_per_gpu >= MIN_GBIT_PER_GPU_TP:
         return []

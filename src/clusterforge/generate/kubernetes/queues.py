@@ -6,6 +6,14 @@ node labels coarse to fine, a ``ResourceFlavor`` names it and selects the traini
 pods ask for a level with the ``podset-required-topology`` / ``podset-preferred-topology``
 annotations.  Volcano (volcano.sh, "Network Topology Aware Scheduling"): a ``Queue`` with the
 capability and ``HyperNode`` tiers built from the same scheduling tree.
+
+In-rack spares of a rack-scale NVLink domain (``spare_nodes_per_nvlink_domain``) carry
+``role=spare`` like every spare, and the ResourceFlavor selects ``role=training`` nodes, so
+each ``nvlink-block`` domain offers Kueue exactly the trays a job uses (16 of a GB200 NVL72's
+18); relabelling a spare ``role=training`` after draining a failed tray swaps it in.  The
+PyTorchJob's Master and Worker PodSets share a ``podset-group-name``, which Kueue refuses
+alongside the ``podset-slice-*`` annotations (jobframework/tas_validation.go), so the slice
+size is held by the flavor's node set rather than by a slice annotation.
 """
 
 from __future__ import annotations

@@ -270,13 +270,18 @@ def _block_conf(
 
     ``BlockSizes`` is the planning base size, which every block must reach
     (topology.conf(5)): the domain's node count, or the smallest block when a partly filled
-    rack holds fewer trays."""
+    rack holds fewer trays.  With in-rack spares it is the trays a job uses in each domain
+    (16 of a GB200 NVL72's 18): Slurm plans jobs in base blocks of that many nodes, and the
+    domain's spare trays sit in the ``spare`` partition until one replaces a failed tray."""
     members: dict[str, list[str]] = {}
     for p in placements:
         if p.nvlink_block:
             members.setdefault(p.nvlink_block, []).append(p.name)
     blocks = [dict(name=block, nodes=hostlist(names)) for block, names in members.items()]
     base_size = min(len(names) for names in members.values())
+    spares = design.compute.num_spares_per_nvlink_domain
+    if spares:
+        base_size = min(base_size, nodes_per_nvlink_block(design) - spares)
     return render_template(
         "slurm/topology-block.conf.j2",
         cluster=design.spec.name,
@@ -286,7 +291,19 @@ def _block_conf(
         in_use=in_use,
         blocks=blocks,
         block_sizes=str(base_size) if release.block_sizes or not in_use else "",
+        spare_comments=_spare_comments(spares, base_size),
     )
+
+
+def _spare_comments(spares: int, base_size: int) -> list[str]:
+    """What the block file says of in-rack spares (none without them)."""
+    if not spares:
+        return []
+    return [
+        f"{spares} trays of each block are in-rack hot spares (partition spare); jobs plan on",
+        f"base blocks of {base_size} nodes. When a tray fails, drain it and move one of its",
+        "block's spares into partition gpu (scontrol update PartitionName=gpu Nodes=...).",
+    ]
 
 
 def _parallelism(design: Design) -> str:
