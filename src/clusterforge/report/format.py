@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from clusterforge.design.cost.tco import CostDesign
 
-__all__ = ["kw", "money", "npv_text", "num", "payback_text", "pct", "pp", "size_label"]
+__all__ = ["kw", "money", "money_delta", "npv_text", "num", "payback_text", "pct", "pp", "size_label"]
 
 _BINARY_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 
@@ -28,6 +28,11 @@ def money(usd: float) -> str:
     if size >= 100:
         return f"{sign}${size:,.0f}"
     return f"{sign}${size:,.2f}"
+
+
+def money_delta(usd: float) -> str:
+    """A change in dollars, signed: +$3.49M, -$120,000, +$0.00."""
+    return ("-" if usd < 0 else "+") + money(abs(usd))
 
 
 def num(value: float, digits: int = 0) -> str:

@@ -29,7 +29,7 @@ from clusterforge.assess import (
 )
 from clusterforge.design import Design
 from clusterforge.report.expected import parallel_label
-from clusterforge.report.format import money, npv_text, payback_text, pct
+from clusterforge.report.format import money, money_delta, npv_text, payback_text, pct
 
 if TYPE_CHECKING:
     from clusterforge.design.cost.tco import CostDesign
@@ -319,8 +319,8 @@ def _spare_options(options: tuple[SpareOption, ...]) -> Table:
         table.add_column(col, justify="left" if col in ("spares", "held") else "right")
     for o in options:
         mode = f"{o.mode} (as designed)" if o.as_designed else o.mode
-        delta = "" if o.as_designed else f"{o.capex_delta_usd / 1e6:+,.2f}M"
-        cells = (mode, o.summary, f"${o.capex_usd / 1e6:,.2f}M {delta}".rstrip())
+        delta = "" if o.as_designed else f" ({money_delta(o.capex_delta_usd)})"
+        cells = (mode, o.summary, f"{money(o.capex_usd)}{delta}")
         table.add_row(
             *(Text(c) for c in cells), Text(f"{o.ettr:.1%}"), Text(f"{o.expected_days:,.1f}")
         )

@@ -23,6 +23,7 @@ from clusterforge.assess import QUICK, REPORT, Assessment, AssessOptions, assess
 from clusterforge.design import Design, plan
 from clusterforge.errors import ClusterforgeError
 from clusterforge.report.files import assessed_design_data
+from clusterforge.report.format import money
 from clusterforge.report.html import build_report, render_html
 from clusterforge.spec import ClusterSpec, default_spec, parse_spec
 from clusterforge.web.form import FormErrors, spec_from_form
@@ -93,7 +94,7 @@ def _headline(design: Design) -> str:
     return (
         f"{design.spec.name}: {c.num_training_gpus:,} GPUs in {c.num_nodes:,} nodes, "
         f"{len(design.racks)} racks, {design.fabric.num_switches:,} fabric switches, capex "
-        f"${design.cost.capex_usd / 1e6:,.2f}M, {len(design.findings)} finding(s)"
+        f"{money(design.cost.capex_usd)}, {len(design.findings)} finding(s)"
     )
 
 
