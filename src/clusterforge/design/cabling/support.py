@@ -5,13 +5,15 @@ hold, and handed to the leaves in that order, ``ports_per_leaf`` at a time, whic
 floor plan placed the leaves (:mod:`clusterforge.design.facility.floorplan`): a leaf serves the
 racks around it.  Endpoint ports per device, after NVIDIA's DGX SuperPOD reference architecture:
 
-* storage: each node's storage ports, each storage server's ports;
-* in-band: each node's in-band ports, 2 per management server, each storage server's ports
-  when there is no separate storage fabric, and the out-of-band switches' up-links;
+* storage, in-band or the converged storage-and-in-band fabric: the ports the design gives
+  each node, storage server and management server on it (``SupportFabric.ports_per_*``),
+  and, on the fabric that carries in-band traffic, the out-of-band switches' up-links;
 * out-of-band (1 GbE, Cat6): one BMC/management port per node, switch, storage and
   management server, and one per metered PDU.
 
-Leaf up-links run from each leaf's rack to the spines in the core block.
+Leaf up-links run from each leaf's rack to the spines in the core block, at the fabric's
+up-link speed.  A switch cage that breaks out into several endpoint ports (an SN5600's 800G
+cage into four 200G ports) holds one module for those ports.
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ from clusterforge.design.storage import StorageDesign
 
 __all__ = ["endpoint_ports", "endpoint_runs_m", "ports_of", "support_cabling", "uplink_runs_m"]
 
-MGMT_SERVER_INBAND_PORTS = 2
-
 
 def ports_of(
     device: RackDevice,
@@ -39,25 +39,19 @@ def ports_of(
     storage: StorageDesign,
     support: Sequence[SupportFabric],
 ) -> int:
-    """Ports ``device`` has on support fabric ``fab``."""
-    node = compute.node
-    shared = "storage" not in {f.name for f in support}  # storage rides the in-band fabric
+    """Ports ``device`` has on support fabric ``fab`` (the design says how many per kind)."""
     match fab.name, device.kind:
-        case "out-of-band", "node" | "storage" | "server" | "pdu":
+        case "out-of-band", "pdu":
             return 1
         case "out-of-band", "switch":
             return 0 if device.role == "nvlink" else 1
-        case "storage", "node":
-            return node.num_storage_ports
-        case "storage", "storage":
-            return storage.block.num_ports
-        case "in-band", "node":
-            return node.num_inband_ports
-        case "in-band", "server":
-            return MGMT_SERVER_INBAND_PORTS
-        case "in-band", "storage":
-            return storage.block.num_ports if shared else 0
-        case "in-band", "switch" if device.role == "out-of-band":
+        case _, "node":
+            return fab.ports_per_node
+        case _, "storage":
+            return fab.ports_per_storage_block
+        case _, "server":
+            return fab.ports_per_mgmt_server
+        case _, "switch" if device.role == "out-of-band" and fab.carries_inband:
             return _oob_uplinks_per_leaf(support)
     return 0
 
@@ -124,7 +118,20 @@ def _endpoint_class(
         return link_class(fab.name, "device-oob", ends, fab.port_gbit_per_s, lengths, media)
     media = fiber_media(catalog, fab.port_gbit_per_s)
     ends = ("node / storage port", f"{fab.name} leaf")
-    return link_class(fab.name, "endpoint-leaf", ends, fab.port_gbit_per_s, lengths, media)
+    return link_class(
+        fab.name,
+        "endpoint-leaf",
+        ends,
+        fab.port_gbit_per_s,
+        lengths,
+        media,
+        ports_per_module=(1, _ports_per_cage(fab, fab.port_gbit_per_s)),
+    )
+
+
+def _ports_per_cage(fab: SupportFabric, speed: float) -> int:
+    mode = fab.switch.mode_at(speed)
+    return mode.ports_per_cage if mode else 1
 
 
 def uplink_runs_m(layout: Layout, fab: SupportFabric) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -140,5 +147,9 @@ def uplink_runs_m(layout: Layout, fab: SupportFabric) -> tuple[np.ndarray, np.nd
 def _uplink_class(fab: SupportFabric, layout: Layout, catalog: Catalog) -> LinkClass:
     _, _, lengths = uplink_runs_m(layout, fab)
     ends = (f"{fab.name} leaf", f"{fab.name} spine")
-    media = fiber_media(catalog, fab.port_gbit_per_s)
-    return link_class(fab.name, "leaf-spine", ends, fab.port_gbit_per_s, lengths, media)
+    speed = fab.uplink_gbit_per_s
+    media = fiber_media(catalog, speed)
+    per_cage = _ports_per_cage(fab, speed)
+    return link_class(
+        fab.name, "leaf-spine", ends, speed, lengths, media, ports_per_module=(per_cage, per_cage)
+    )
