@@ -87,3 +87,15 @@ def test_ufm_pairs_only_for_infiniband_fabrics():
     gb = management_servers(gb_spec, size_compute(gb_spec, load_catalog()))
     h100 = management_servers(h100_spec, size_compute(h100_spec, load_catalog()))
     assert h100["ufm"] == 2 * gb["ufm"] == 4
+
+
+def test_twin_port_cages_hold_two_storage_links_per_module():
+    """A QM9700 cage holds a twin-port OSFP: two 400G storage ports per switch-side module,
+    one module per node port (DGX H100 storage fabric)."""
+    d = plan(load_spec(EXAMPLES / "colo-512-h100.yaml"))
+    by_name = {(c.fabric, c.name): c for c in d.cabling}
+    for name, node_side in (("endpoint-leaf", 1), ("leaf-spine", 2)):
+        for m in by_name[("storage", name)].media:
+            if m.num_transceivers:
+                switch_side = math.ceil(m.num_links / 2)
+                assert m.num_transceivers == math.ceil(m.num_links / node_side) + switch_side

@@ -43,7 +43,6 @@ __all__ = [
 SupportFabricName = Literal["storage", "in-band", "storage-inband", "out-of-band"]
 
 MGMT_SERVER_INBAND_PORTS = 2  # a bonded pair per management server (DGX SuperPOD RA)
-INBAND_GBIT_PER_S = 100.0  # in-band management ports, separate design (SN4600C, 100 GbE)
 
 
 class SupportFabric(BaseModel):
@@ -198,10 +197,11 @@ def _data_fabrics(
             ]
         case "separate":
             separate = has_storage_fabric(spec, compute, storage)
+            inband_switch = default_switch(catalog, "in-band")
             inband = _Ports(
                 name="in-band",
-                switch=default_switch(catalog, "in-band"),
-                speed=INBAND_GBIT_PER_S,
+                switch=inband_switch,
+                speed=_uplink_speed(inband_switch),  # SN4600C: 100 GbE throughout
                 per_node=node.num_inband_ports,
                 per_storage_block=0 if separate else block.num_ports,
                 per_mgmt_server=MGMT_SERVER_INBAND_PORTS,
