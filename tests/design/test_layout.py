@@ -203,6 +203,34 @@ def test_one_node_needs_no_fabric_and_one_rack():
     assert len(d.racks) == 1
 
 
+def test_one_node_without_a_compute_fabric_raises_no_nic_finding():
+    d = _example("lab-8-gpu.yaml")
+    assert "fewer-nics-than-gpus" not in {f.id for f in d.findings}
+    # with a fabric, a node with fewer NICs than GPUs still draws the finding
+    shared = plan(make_spec(num_gpus=64, network={"nics_per_node": 4}))
+    assert "fewer-nics-than-gpus" in {f.id for f in shared.findings}
+
+
+@pytest.mark.parametrize("topology", ["single-switch", "leaf-spine", "fat-tree", "rail-optimized"])
+def test_64_gpu_nics_fill_one_64_port_switch(topology):
+    """8 DGX H100 x 8 NICs = 64 ports, a QM9700's 64 NDR ports: one switch, no up-links (the
+    spare node of the default 5 % stays cold: cabling it would need a second switch)."""
+    d = plan(make_spec(num_gpus=64, network={"topology": topology, "switch": "qm9700"}))
+    assert d.fabric.num_switches == 1 and d.fabric.tiers == 1
+    assert d.fabric.num_node_links == 64 and d.fabric.num_leaf_spine_links == 0
+    assert d.compute.num_spare_nodes == 1 and d.fabric.num_cold_spares == 1
+
+
+@pytest.mark.parametrize("topology", ["rail-optimized", "fat-tree", "leaf-spine"])
+def test_spares_never_grow_a_full_two_tier_fabric(topology):
+    """256 DGX H100 fill 64 leaves, all a 2-tier radix-64 fabric holds: the spares stay cold
+    whatever the Clos flavour, instead of refusing the design."""
+    net = {"topology": topology, "switch": "qm9700", "tiers": 2}
+    d = plan(make_spec(num_gpus=2048, network=net))
+    assert d.fabric.connectivity.num_nodes == d.compute.num_training_nodes == 256
+    assert d.fabric.num_cold_spares == d.compute.num_spare_nodes > 0
+
+
 def test_large_clusters_keep_the_parallel_file_system():
     d = _example("colo-512-h100.yaml")
     assert d.storage.block.parallel
@@ -212,12 +240,12 @@ def test_large_clusters_keep_the_parallel_file_system():
 # --- fat-tree tiers --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("tiers", "expected"), [(None, 2), (2, 2), (3, 3)])
+@pytest.mark.parametrize(("tiers", "expected"), [(None, 1), (2, 2), (3, 3)])
 def test_fat_tree_honours_tiers(tiers, expected):
     d = plan(make_spec(num_gpus=64, network={"topology": "fat-tree", "tiers": tiers}))
     assert d.fabric.tiers == expected
     if tiers is None:
-        assert d.fabric.num_switches <= 3  # 2 leaves and 1 spine, not 3 tiers
+        assert d.fabric.num_switches == 1  # the 64 NIC ports fill one 64-port leaf
 
 
 def test_one_tier_is_one_switch_or_an_error(catalog: Catalog):

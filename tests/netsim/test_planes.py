@@ -177,14 +177,15 @@ def test_oversubscribed_leaf_spine_gains_only_from_larger_leaf_groups():
     holds P times the nodes (12 -> 24 -> 48 at 3:1 on SN5600) at the same 3:1 uplink share.
     A fragmented DP ring then finds more of its hops under one leaf: the busiest leaf's
     uplinks carry fewer flows (2.75 -> 1.875 -> 0.75 per link), and busbw follows that load
-    (17 -> 25 GB/s) until the NICs limit (43 GB/s at 4 planes).  Nothing else changes."""
-    design, one = _graph(topology="leaf-spine", **OVERSUBSCRIBED)
+    (17 -> 25 GB/s) until the NICs limit (43 GB/s at 4 planes).  Nothing else changes.
+    (Two tiers throughout: a 4-plane plane's 128 ports would otherwise fit one SN5600.)"""
+    design, one = _graph(topology="leaf-spine", tiers=2, **OVERSUBSCRIBED)
     dp = groups_for(design, "dp", placement="fragmented", seed=1)
     line = _busbw(one, "all_reduce", groups_for(design, "dp"))  # packed: leaf-local rings
     base_bw, base_load = _busbw(one, "all_reduce", dp), _worst_leaf_load(one, dp)
     assert base_bw < 0.5 * line
     for planes in (2, 4):
-        d, g = _graph(topology="leaf-spine", **OVERSUBSCRIBED, planes=planes)
+        d, g = _graph(topology="leaf-spine", tiers=2, **OVERSUBSCRIBED, planes=planes)
         per_leaf = design.fabric.connectivity.nodes_per_leaf_group
         assert d.fabric.connectivity.nodes_per_leaf_group == planes * per_leaf
         assert d.fabric.num_leaf_spine_links * 3 >= d.fabric.num_node_links * 0.99

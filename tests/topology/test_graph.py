@@ -109,3 +109,18 @@ def test_mi300x_mesh_peer_links_follow_the_network_links():
     node, nic = np.arange(2).repeat(8), np.tile(np.arange(8), 2)
     assert np.all(graph.link_class[graph.nic_up(node, nic)] == LINK_CLASSES.index("nic-leaf"))
     assert _count(graph, "xgmi", graph.in_ecmp) == 2 * 16 + 2 * 56  # up/down + peer links
+
+
+@pytest.mark.parametrize("num_gpus", [64, 512])
+def test_nic_link_ids_skip_the_ports_of_cold_spares(num_gpus):
+    """Cold spares have NIC vertices but no fabric link: every leaf -> NIC link id still
+    lands on a link from a switch to that NIC (one 64-port switch, or 16 leaves + spines)."""
+    design = make_design(num_gpus=num_gpus, spare_fraction=0.05)
+    assert design.fabric.num_cold_spares > 0
+    graph = build_fabric_graph(design)
+    node, nic, _ = design.fabric.connectivity.node_links()
+    down = graph.nic_down(node, nic)
+    assert down.max() < graph.num_links
+    v_nic = graph.num_gpus + graph.num_domains
+    assert np.array_equal(graph.link_to[down], v_nic + node * graph.nics_per_node + nic)
+    assert (graph.link_from[down] >= v_nic + graph.num_ports).all()

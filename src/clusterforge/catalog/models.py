@@ -162,6 +162,19 @@ class Node(_Row):
     storage_port_gbit_per_s: float
     num_inband_ports: int
     inband_port_gbit_per_s: float
+    storage_inband: Literal["separate", "converged"] = Field(
+        "separate",
+        description="Reference design of the storage and in-band networks: 'separate' = a "
+        "storage fabric of the compute fabric's kind plus a 100 GbE in-band fabric (DGX "
+        "SuperPOD H100/B200); 'converged' = one Ethernet fabric for both, reached through the "
+        "storage ports (DGX SuperPOD GB200: the compute trays' BlueField-3 ports)",
+    )
+    storage_leaf_oversubscription: float = Field(
+        1.0,
+        ge=1.0,
+        description="Converged fabric: endpoint to up-link bandwidth of its leaves (5:3 in the "
+        "DGX SuperPOD GB200); 1 = non-blocking",
+    )
     nvlink_domain_gpus: int
     rack_scale_nodes: int = Field(0, description="Nodes in a fixed rack-scale system (NVL72: 18)")
     rack_overhead_kw: float = Field(0.0, description="Rack-scale overhead: switch trays, shelves")
@@ -176,6 +189,18 @@ class Node(_Row):
     weight_kg: float
     price_usd: float
     price_date: str
+
+    @model_validator(mode="after")
+    def _converged_ports(self) -> Node:
+        """A converged node reaches storage and in-band through its storage ports alone."""
+        if self.storage_inband == "converged" and (
+            self.num_storage_ports < 1 or self.num_inband_ports
+        ):
+            raise ValueError(
+                f"{self.id}: storage_inband = 'converged' carries in-band traffic on the storage "
+                "ports; set num_storage_ports >= 1 and num_inband_ports = 0"
+            )
+        return self
 
 
 class PortMode(BaseModel):
@@ -203,12 +228,12 @@ class Switch(_Row):
     in_network_reduction: bool = Field(
         False, description="Reduces in the switch (InfiniBand SHARP), so NCCL CollNet can run"
     )
-    default_roles: list[Literal["compute-infiniband", "compute-roce", "in-band", "out-of-band"]] = (
-        Field(
-            default_factory=list,
-            description="Fabrics this switch is planned for when a spec names none (a role is "
-            "held by exactly one switch)",
-        )
+    default_roles: list[
+        Literal["compute-infiniband", "compute-roce", "in-band", "storage-inband", "out-of-band"]
+    ] = Field(
+        default_factory=list,
+        description="Fabrics this switch is planned for when a spec names none (a role is "
+        "held by exactly one switch)",
     )
 
     def radix_at(self, port_gbit_per_s: float) -> int | None:

@@ -33,13 +33,15 @@ def management_servers(spec: ClusterSpec, compute: ComputeDesign) -> dict[str, i
       of Prometheus servers for each further NODES_PER_MONITORING_PAIR.
     * ufm: InfiniBand only, above SMALL_CLUSTER_NODES (below it the switch's embedded subnet
       manager serves): an HA pair per UFM_NODES_PER_PAIR nodes for the compute fabric and
-      another for an InfiniBand storage fabric, as the SuperPOD's 4 UFM appliances.
+      another for an InfiniBand storage fabric, as the SuperPOD's 4 UFM appliances; a node
+      whose storage rides a converged Ethernet fabric (DGX SuperPOD GB200) has no second one.
     """
     nodes = compute.num_nodes
     if nodes <= SMALL_CLUSTER_NODES:
         return {"head": 1}
     ufm_pairs = math.ceil(nodes / UFM_NODES_PER_PAIR) if spec.network.fabric == "infiniband" else 0
-    ufm_fabrics = 2 if spec.network.storage_fabric else 1
+    separate_storage = compute.node.storage_inband == "separate" and spec.network.storage_fabric
+    ufm_fabrics = 2 if separate_storage else 1
     return {
         "head": HA_HEAD_NODES,
         "slurm": SLURM_CONTROLLERS,

@@ -87,7 +87,7 @@ def _offered(graph: FabricGraph, a: Incidence, cap: np.ndarray) -> np.ndarray:
     """Load each link would get if every demand sent at its fair share of its first hop
     (GPU port or NIC port), i.e. before the fabric pushes back: the congestion indicator."""
     first_hop = (a.link < graph.num_gpus) | (
-        (a.link >= 2 * graph.num_gpus) & (a.link < 2 * graph.num_gpus + graph.num_ports)
+        (a.link >= 2 * graph.num_gpus) & (a.link < 2 * graph.num_gpus + graph.num_cabled_ports)
     )
     row_load = a.row_sums()
     rate = np.full(a.num_demands, np.inf)

@@ -162,6 +162,12 @@ class FabricGraph:
     def num_ports(self) -> int:
         return self.num_nodes * self.nics_per_node
 
+    @property
+    def num_cabled_ports(self) -> int:
+        """NIC ports with a fabric link: those of the nodes the fabric joins (spares kept
+        cold have NIC vertices but no link), hence the size of each NIC link block."""
+        return self.connectivity.num_nodes * self.nics_per_node
+
     def scaleup_up(self, gpu: np.ndarray) -> np.ndarray:
         """Link id GPU -> its scale-up domain (the first block of links)."""
         return np.asarray(gpu, np.int64)
@@ -178,7 +184,7 @@ class FabricGraph:
 
     def nic_down(self, node: np.ndarray, nic: np.ndarray) -> np.ndarray:
         """Link id leaf -> NIC port."""
-        return self.nic_up(node, nic) + self.num_ports
+        return self.nic_up(node, nic) + self.num_cabled_ports
 
     @property
     def rail_optimized(self) -> bool:

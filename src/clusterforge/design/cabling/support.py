@@ -5,13 +5,15 @@ hold, and handed to the leaves in that order, ``ports_per_leaf`` at a time, whic
 floor plan placed the leaves (:mod:`clusterforge.design.facility.floorplan`): a leaf serves the
 racks around it.  Endpoint ports per device, after NVIDIA's DGX SuperPOD reference architecture:
 
-* storage: each node's storage ports, each storage server's ports;
-* in-band: each node's in-band ports, 2 per management server, each storage server's ports
-  when there is no separate storage fabric, and the out-of-band switches' up-links;
+* storage, in-band or the converged storage-and-in-band fabric: the ports the design gives
+  each node, storage server and management server on it (``SupportFabric.ports_per_*``),
+  and, on the fabric that carries in-band traffic, the out-of-band switches' up-links;
 * out-of-band (1 GbE, Cat6): one BMC/management port per node, switch, storage and
   management server, and one per metered PDU.
 
-Leaf up-links run from each leaf's rack to the spines in the core block.
+Leaf up-links run from each leaf's rack to the spines in the core block, at the fabric's
+up-link speed.  A switch cage that breaks out into several endpoint ports (an SN5600's 800G
+cage into four 200G ports) holds one module for those ports.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ from clusterforge.design.storage import StorageDesign
 
 __all__ = ["endpoint_ports", "endpoint_runs_m", "ports_of", "support_cabling", "uplink_runs_m"]
 
-MGMT_SERVER_INBAND_PORTS = 2
 # Storage and in-band ports sit on dual-port ConnectX-7 adapters or BlueField-3 DPUs, whose
 # cages are QSFP112 (DGX H100/H200 user guide, network ports; BlueField-3 accepts QSFP112
 # only, NVIDIA LinkX MMA1Z00-NS400 specification); out-of-band ports are RJ45 BMC jacks.
@@ -50,25 +51,19 @@ def ports_of(
     storage: StorageDesign,
     support: Sequence[SupportFabric],
 ) -> int:
-    """Ports ``device`` has on support fabric ``fab``."""
-    node = compute.node
-    shared = "storage" not in {f.name for f in support}  # storage rides the in-band fabric
+    """Ports ``device`` has on support fabric ``fab`` (the design says how many per kind)."""
     match fab.name, device.kind:
-        case "out-of-band", "node" | "storage" | "server" | "pdu" | "power-shelf":
+        case "out-of-band", "pdu" | "power-shelf":
             return 1
         case "out-of-band", "switch":
             return 0 if device.role == "nvlink" else 1
-        case "storage", "node":
-            return node.num_storage_ports
-        case "storage", "storage":
-            return storage.block.num_ports
-        case "in-band", "node":
-            return node.num_inband_ports
-        case "in-band", "server":
-            return MGMT_SERVER_INBAND_PORTS
-        case "in-band", "storage":
-            return storage.block.num_ports if shared else 0
-        case "in-band", "switch" if device.role == "out-of-band":
+        case _, "node":
+            return fab.ports_per_node
+        case _, "storage":
+            return fab.ports_per_storage_block
+        case _, "server":
+            return fab.ports_per_mgmt_server
+        case _, "switch" if device.role == "out-of-band" and fab.carries_inband:
             return _oob_uplinks_per_leaf(support)
     return 0
 
@@ -125,8 +120,10 @@ def support_cabling(
     return classes
 
 
-def _switch_end(fab: SupportFabric, name: str) -> LinkEnd:
-    mode = fab.switch.mode_at(fab.port_gbit_per_s)
+def _switch_end(fab: SupportFabric, name: str, speed: float | None = None) -> LinkEnd:
+    """A switch end of ``fab``'s links at ``speed`` (default its endpoint ports' speed): as
+    many links per module as one cage carries at that speed (four 200G in an 800G cage)."""
+    mode = fab.switch.mode_at(fab.port_gbit_per_s if speed is None else speed)
     return LinkEnd(name, fab.switch.cage, mode.ports_per_cage if mode else 1)
 
 
@@ -156,6 +153,10 @@ def uplink_runs_m(layout: Layout, fab: SupportFabric) -> tuple[np.ndarray, np.nd
 
 def _uplink_class(fab: SupportFabric, layout: Layout, catalog: Catalog) -> LinkClass:
     _, _, lengths = uplink_runs_m(layout, fab)
-    ends = (_switch_end(fab, f"{fab.name} leaf"), _switch_end(fab, f"{fab.name} spine"))
-    media = fiber_media(catalog, fab.port_gbit_per_s)
-    return link_class(fab.name, "leaf-spine", ends, fab.port_gbit_per_s, lengths, media, catalog)
+    speed = fab.uplink_gbit_per_s
+    ends = (
+        _switch_end(fab, f"{fab.name} leaf", speed),
+        _switch_end(fab, f"{fab.name} spine", speed),
+    )
+    media = fiber_media(catalog, speed)
+    return link_class(fab.name, "leaf-spine", ends, speed, lengths, media, catalog)

@@ -86,8 +86,14 @@ class ClosPorts:
 
 
 def clos(ports: ClosPorts, *, num_nodes: int, tiers: int | None) -> FabricShape:
-    """The smallest Clos (or exactly ``tiers`` tiers) that joins ``num_nodes`` nodes."""
-    if tiers == 1:
+    """The smallest Clos (or exactly ``tiers`` tiers) that joins ``num_nodes`` nodes.
+
+    When every node port fits on one switch, that switch is the smallest fabric whatever the
+    flavour: a lone leaf has no up-links to keep, so all its ports face nodes (64 NDR NICs on
+    one 64-port QM9700), and every pair of GPUs is one hop apart, rails or not.
+    """
+    one_switch = num_nodes * ports.nics_per_node <= ports.radix and not ports.reserved_slots
+    if tiers == 1 or (tiers is None and one_switch):
         return _one_leaf(num_nodes, ports.nics_per_node, ports.radix)
     num_groups = math.ceil((num_nodes + ports.reserved_slots) / ports.nodes_per_group)
     num_leaves = num_groups * ports.leaves_per_group

@@ -178,13 +178,23 @@ def cabled_nodes(params: FabricParams, compute: ComputeDesign, spares: SpareAtta
             low, high = training, total
             while low < high:
                 mid = (low + high + 1) // 2
-                if size_fabric(params, num_nodes=mid).connectivity.num_switches == base:
+                if _switches_or_none(params, mid) == base:
                     low = mid
                 else:
                     high = mid - 1
             return low
         case _:
             assert_never(spares)
+
+
+def _switches_or_none(params: FabricParams, num_nodes: int) -> int | None:
+    """Switches of the fabric for ``num_nodes`` nodes, None when no fabric of ``params``
+    joins them (a single switch or a fixed tier count that is full): spares that do not fit
+    stay cold, whatever the topology, instead of refusing the design."""
+    try:
+        return size_fabric(params, num_nodes=num_nodes).connectivity.num_switches
+    except CapacityError:
+        return None
 
 
 def _fabric_design(

@@ -170,7 +170,6 @@ def _support_homes(
     """Slot of every support leaf.  Out-of-band ports per zone: its nodes, compute switches
     and PDUs (``zone_devices``) and the storage and in-band leaves standing there; in-band
     ports include the out-of-band leaves' up-links, so the fabrics are placed twice."""
-    node = compute.node
     oob_fabric = next((f for f in support if f.name == "out-of-band"), None)
     oob_up = oob_fabric.num_uplinks // max(oob_fabric.num_leaves, 1) if oob_fabric else 0
     inband_extra = 0 * zone_nodes
@@ -178,12 +177,14 @@ def _support_homes(
     for _ in range(2 if oob_fabric else 1):
         oob_extra = zone_devices
         for fab in support:
-            per_node, extra = {
-                "storage": (node.num_storage_ports, 0 * zone_nodes),
-                "in-band": (node.num_inband_ports, inband_extra),
-                "out-of-band": (1, oob_extra),
-            }[fab.name]
-            weights = _support_weights(fab, zone_nodes, extra, per_node)
+            extra = (
+                oob_extra
+                if fab.name == "out-of-band"
+                else inband_extra
+                if fab.carries_inband
+                else 0 * zone_nodes
+            )
+            weights = _support_weights(fab, zone_nodes, extra, fab.ports_per_node)
             weights = np.insert(weights[:-1], slots.index(CORE), weights[-1])
             homed = _home(weights, slots, fab.num_leaves, fab.ports_per_leaf)
             homes[fab.name] = homed

@@ -207,7 +207,9 @@ class Placer:
         c = fabric.connectivity
         self.node_rack = np.zeros(compute.num_nodes, dtype=np.int64)
         self.switch_rack = np.zeros(c.num_switches, dtype=np.int64)
-        self.support_rack = {f.name: np.zeros(f.num_switches, dtype=np.int64) for f in support}
+        self.support_rack: dict[str, np.ndarray] = {
+            f.name: np.zeros(f.num_switches, dtype=np.int64) for f in support
+        }
         self.pool_rack = np.zeros(fabric.num_spare_pool_leaves, dtype=np.int64)
         self.core_rack = 0
         self.zone_blocks: dict[int, list[int]] = {}

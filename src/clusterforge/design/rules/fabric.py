@@ -105,8 +105,10 @@ def oversubscribed_fabric(d: Design) -> list[Finding]:
 
 
 def nic_per_gpu(d: Design) -> list[Finding]:
+    """Fewer compute NICs than GPUs on a node of a fabric; a lone node has no compute fabric,
+    so none of its NICs is cabled and there is nothing to share."""
     nics, gpus = d.fabric.nics_per_node, d.compute.gpus_per_node
-    if nics >= gpus or gpus == 1:
+    if not d.fabric.num_node_links or nics >= gpus or gpus == 1:
         return []
     return [
         Finding(

@@ -5,9 +5,9 @@ endpoint ports fill the leaves in order (``half`` ports a leaf when there are sp
 the one leaf otherwise) and each leaf's up-links go round-robin to the spines.  The endpoints
 are those the design counts, in the design's order:
 
-* storage: every node's storage ports, then every storage block's ports;
-* in-band: every node's in-band ports, two per management server, the storage blocks when
-  there is no storage fabric, then the up-links of the out-of-band switches;
+* storage, in-band or the converged storage-and-in-band fabric: the ports the design gives
+  each node, management server and storage block on it, then, on the fabric carrying in-band
+  traffic, the up-links of the out-of-band switches;
 * out-of-band: one BMC / management port per node, compute-fabric switch, storage block,
   management server and PDU (the design sizes the PDU share from a rack estimate; the real
   PDUs are cabled here while the OOB leaves have ports).
@@ -73,6 +73,10 @@ _PORT_NAMES = {
     ("in-band", "server"): ("eth{k}", "in-band port"),
     ("in-band", "storage"): ("p{n}", "storage port"),
     ("in-band", "switch"): ("up{n}", "out-of-band up-link"),
+    ("storage-inband", "node"): ("bf{k}", "storage and in-band port"),
+    ("storage-inband", "server"): ("eth{k}", "in-band port"),
+    ("storage-inband", "storage"): ("p{n}", "storage port"),
+    ("storage-inband", "switch"): ("up{n}", "out-of-band up-link"),
 }
 
 
@@ -107,15 +111,15 @@ def oob_endpoints(design: Design) -> list[Endpoint]:
     return floor_endpoints(design, oob) if oob is not None else []
 
 
-def _interface_type(fab: SupportFabric) -> str:
+def _interface_type(fab: SupportFabric, speed: float | None = None) -> str:
     table = IB_TYPES if fab.switch.fabric == "infiniband" else ETH_TYPES
-    return table.get(int(fab.port_gbit_per_s), "other")
+    return table.get(int(speed or fab.port_gbit_per_s), "other")
 
 
 def _ports_per_leaf(fab: SupportFabric, num_endpoints: int) -> int:
     if fab.name == "out-of-band":
         return fab.switch.radix_at(1) or num_endpoints
-    return fab.num_uplinks // fab.num_leaves if fab.num_spines else num_endpoints
+    return fab.ports_per_leaf if fab.num_spines else num_endpoints
 
 
 def _endpoint_links(
@@ -144,8 +148,8 @@ def _uplinks(design: Design, fab: SupportFabric, ports: Ports) -> Iterator[Link]
         return
     names = [*(n for tier in support_switch_names(fab) for n in tier)]
     leaf, spine, runs = uplink_runs_m(design.layout, fab)
-    cables, lengths = media_for(runs, fiber_media(design, fab.port_gbit_per_s))
-    kind = _interface_type(fab)
+    cables, lengths = media_for(runs, fiber_media(design, fab.uplink_gbit_per_s))
+    kind = _interface_type(fab, fab.uplink_gbit_per_s)
     for a, b, cable, length in zip(leaf.tolist(), spine.tolist(), cables, lengths, strict=True):
         yield Link(
             names[a], ports.take(names[a]), names[b], ports.take(names[b]), cable, length,

@@ -26,7 +26,7 @@ while read -r block hosts; do
 done <<'DOMAINS'
 nvl-r001-01 gpu-[0001-0018]
 nvl-r001-03 gpu-[0019-0036]
-nvl-r001-06 gpu-[0037-0054]
+nvl-r001-05 gpu-[0037-0054]
 DOMAINS
 if [ -z "$domain" ]; then
     echo "$node is in no NVLink domain of cluster nvl72" >&2
