@@ -82,6 +82,7 @@ TRIGGERS: dict[str, dict[str, object]] = {
         "workload": {"model": "mixtral-8x7b", "expert_parallel": 8},
     },
     "too-small-to-own": {"num_gpus": 16, "workload": {"global_batch": 16}},
+    "bmc-network-reachable": {"management": {"bmc_access": "routed"}},
 }
 
 

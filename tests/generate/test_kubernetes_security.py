@@ -250,3 +250,13 @@ def test_admission_policy_admits_the_training_pods_and_refuses_escapes() -> None
     assert any("hostPath" in m for m in refused), refused
     refused = _admits(policy, {"spec": {**pod["spec"], "hostNetwork": True}})
     assert any("host" in m for m in refused), refused
+
+
+def test_readme_states_the_levels_and_the_operator_s_part() -> None:
+    files = {f.path: f.content for f in render(plan(load_spec(SPECS[0])), ["kubernetes"])}
+    security = files["kubernetes/README.md"].split("## Security")[1].split("## Install")[0]
+    assert (
+        f"`{TRAINING_NAMESPACE}` enforces Pod Security `privileged` (the RDMA pods add IPC_LOCK"
+        in security
+    )
+    assert "kubectl create secret" in security and "RDMA traffic" in security

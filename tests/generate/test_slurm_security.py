@@ -96,3 +96,15 @@ def test_preflight_refuses_a_readable_or_foreign_munge_key(
     assert out.returncode == 0, out.stdout
     key.chmod(0o600)
     assert _preflight(script, key).returncode == 0
+
+
+def test_readme_says_where_keys_live_and_how_to_rotate_them(lab_design: Design) -> None:
+    readme = _files(lab_design)["slurm/README.md"]
+    where = readme.split("## Where keys and secrets live")[1].split("## Rotating them")[0]
+    for secret in ("/etc/munge/munge.key", "StoragePass", "/etc/ssh/ssh_host_", "authorized_keys"):
+        assert secret in where, secret
+    rotation = readme.split("## Rotating them")[1]
+    for step in ("ssh-keygen -t ed25519", "ssh-keygen -A", "mungekey --create", "ALTER USER"):
+        assert step in rotation, step
+    controller = management_roles(lab_design)["head"][0]
+    assert f"on {controller}" in readme

@@ -34,11 +34,6 @@ from clusterforge.generate.kubernetes.agent import (
     agent_objects,
 )
 from clusterforge.generate.kubernetes.dra import DRA_VALUES_FILE, dra_driver_values, dra_install
-from clusterforge.generate.kubernetes.isolation import (
-    namespaces,
-    network_policies,
-    training_admission,
-)
 from clusterforge.generate.kubernetes.install import (
     COUNTERS_FILE,
     RAIL_NETWORKS_FILE,
@@ -46,6 +41,11 @@ from clusterforge.generate.kubernetes.install import (
     Manifest,
     kustomization_text,
     readme_text,
+)
+from clusterforge.generate.kubernetes.isolation import (
+    namespaces,
+    network_policies,
+    training_admission,
 )
 from clusterforge.generate.kubernetes.queues import (
     kueue_objects,

@@ -47,6 +47,7 @@ __all__ = [
     "PodSecurityLevel",
     "namespaces",
     "network_policies",
+    "security_notes",
     "training_admission",
     "training_pod_security",
 ]
@@ -243,4 +244,28 @@ def network_policies() -> list[dict[str, Any]]:
             TRAINING_NAMESPACE,
             {"podSelector": {}, "policyTypes": ["Egress"], "egress": [dns]},
         ),
+    ]
+
+
+def security_notes(design: Design) -> list[str]:
+    """What the manifests enforce and what stays with the operator, for the README."""
+    level = training_pod_security(design)
+    extra = ", ".join(_extra_capabilities(design))
+    why = f" (the RDMA pods add {extra}, outside baseline)" if extra else ""
+    return [
+        f"Namespace `{TRAINING_NAMESPACE}` enforces Pod Security `{level}`{why}, warns and "
+        f"audits at `baseline`; `pod-admission.yaml` refuses there every pod baseline would "
+        f"refuse{' except for ' + extra if extra else ''}, and NVIDIA_VISIBLE_DEVICES: GPUs "
+        "reach training pods only as `nvidia.com/gpu` or DRA claims.",
+        f"Namespace `{AGENT_NAMESPACE}` enforces `privileged`: the health agent reads host "
+        "NIC counters (host network), keeps counter baselines on the host (hostPath) and reads "
+        "the kernel log (root with CAP_SYSLOG).  Let only cluster administrators create pods there.",
+        f"Network: `{TRAINING_NAMESPACE}` denies all traffic but its own pods and cluster DNS "
+        "(a job that downloads data or logs to a service needs its own policy); RDMA traffic "
+        "bypasses network policies: isolate it with the fabric's partitions or VLANs.",
+        "RBAC: the agent's service account may read and patch nodes (a ClusterRole: nodes are "
+        "cluster-scoped) and write events in its namespace; no wildcard, no cluster-admin.",
+        "Secrets: no file here holds one.  Create registry or data credentials with `kubectl "
+        "create secret` in the namespace that uses them, and never bind `cluster-admin` to a "
+        "job's service account.",
     ]

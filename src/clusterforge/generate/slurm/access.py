@@ -24,8 +24,6 @@ Sources (Slurm 25.11 documentation, slurm.schedmd.com, read 2026-12-01):
 
 from __future__ import annotations
 
-import shlex
-
 from clusterforge.design import Design
 from clusterforge.generate.common import GeneratedFile, checked_name, render_template
 from clusterforge.generate.slurm.accounting import (
@@ -69,8 +67,9 @@ def _preflight(design: Design) -> str:
     return render_template(
         "slurm/security-preflight.sh.j2",
         cluster=checked_name(design.spec.name, "cluster name"),
-        munge_key=shlex.quote(MUNGE_KEY),
-        slurmdbd_conf=shlex.quote(SLURMDBD_CONF),
+        # Constant paths without shell metacharacters, placed inside double quotes.
+        munge_key=MUNGE_KEY,
+        slurmdbd_conf=SLURMDBD_CONF,
     )
 
 
@@ -86,9 +85,27 @@ def _nftables(design: Design) -> str:
     )
 
 
+def _readme(design: Design) -> str:
+    c = controllers(design)
+    return render_template(
+        "slurm/README.md.j2",
+        cluster=design.spec.name,
+        slurm_version=design.spec.slurm.version,
+        accounting_host=c.accounting_host,
+        prolog_flags=PROLOG_FLAGS,
+        private_data=PRIVATE_DATA,
+        admin_group=ADMIN_GROUP,
+        dbd_port=SLURMDBD_PORT,
+        dbd_clients=", ".join(slurmdbd_clients(design)),
+        munge_key=MUNGE_KEY,
+    )
+
+
 def access_files(design: Design) -> list[GeneratedFile]:
-    """The PAM account stack, the preflight script and the accounting firewall."""
+    """The PAM account stack, the preflight script, the accounting firewall and the README
+    (where keys live and how to rotate them)."""
     return [
+        GeneratedFile("slurm/README.md", _readme(design)),
         GeneratedFile("slurm/pam.d-sshd-account", _pam_snippet(design)),
         GeneratedFile("slurm/clusterforge-security-preflight.sh", _preflight(design), 0o755),
         GeneratedFile("slurm/nftables-accounting.nft", _nftables(design)),
