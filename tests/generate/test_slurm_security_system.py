@@ -73,7 +73,9 @@ def test_controller_loads_the_access_settings(slurm: EmulatedSlurm) -> None:
 
 def test_jobs_get_an_extern_step_and_stay_private(slurm: EmulatedSlurm) -> None:
     slurm.wait_idle()
-    job_id = slurm.run("sbatch", "--parsable", "-N", "1", "--wrap", "sleep 60").strip()
+    job_id = slurm.run(
+        "sbatch", "--parsable", "-N", "1", "-o", "/dev/null", "--wrap", "sleep 60"
+    ).strip()
     try:
         steps = ""
         deadline = time.monotonic() + 60

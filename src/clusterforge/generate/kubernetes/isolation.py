@@ -202,7 +202,7 @@ def network_policies() -> list[dict[str, Any]]:
     runs on the host network, where policies apply only if the network plugin enforces them
     for host-network pods).  Training: deny all, then the namespace itself and DNS."""
     monitoring = {"namespaceSelector": {"matchLabels": {_NAMESPACE_LABEL: MONITORING_NAMESPACE}}}
-    same_namespace = [{"podSelector": {}}]
+    same_namespace: list[dict[str, Any]] = [{"podSelector": {}}]
     dns = {
         "to": [
             {
