@@ -57,6 +57,7 @@ def test_accounting_database_is_not_reachable_from_compute_nodes() -> None:
     files = _files(design)
     dbd = files["slurm/slurmdbd.conf"]
     assert _setting(dbd, "StorageHost") == "localhost"
+    assert "bind-address = 127.0.0.1" in dbd
     nft = files["slurm/nftables-accounting.nft"]
     roles = management_roles(design)
     allowed = re.search(r"define slurmdbd_clients = \{ (.*) \}", nft)
