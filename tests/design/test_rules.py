@@ -94,6 +94,7 @@ TRIGGERS: dict[str, dict[str, object]] = {
     "cooling-unsupported-by-node": {
         "facility": {"max_rack_kw": 50, "cooling_available": ["immersion"], "feeds_per_rack": 1}
     },
+    "bmc-network-reachable": {"management": {"bmc_access": "routed"}},
 }
 
 

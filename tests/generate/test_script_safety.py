@@ -54,6 +54,8 @@ SCRIPT_VALUES = {
     "channel_dir": "constant",
     "channel_dir_mode": "constant",
     "channel_mode": "constant",
+    "munge_key": "constant path",
+    "slurmdbd_conf": "constant path",
     "domains": "checked_name block names and hostlist() of checked names, in a quoted "
     "here-document",
 }

@@ -29,6 +29,7 @@ from clusterforge.spec.load import (
     parse_spec,
     resolve_node_id,
 )
+from clusterforge.spec.management import BmcAccess, ManagementSpec
 from clusterforge.spec.scheduler import (
     DEFAULT_SLURM_VERSION,
     SLURM_VERSIONS,
@@ -45,10 +46,12 @@ __all__ = [
     "MAX_LAYERS",
     "MODEL_LIMITS",
     "SLURM_VERSIONS",
+    "BmcAccess",
     "ClusterSpec",
     "Cooling",
     "EconomicsSpec",
     "FacilitySpec",
+    "ManagementSpec",
     "NetworkSpec",
     "ReliabilitySpec",
     "RentBasis",

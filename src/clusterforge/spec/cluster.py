@@ -15,6 +15,7 @@ from clusterforge.spec.base import (
     Section,
 )
 from clusterforge.spec.economics import EconomicsSpec, ReliabilitySpec
+from clusterforge.spec.management import ManagementSpec
 from clusterforge.spec.scheduler import SlurmSpec
 from clusterforge.spec.sections import FacilitySpec, NetworkSpec, StorageSpec
 from clusterforge.spec.workload import WorkloadSpec
@@ -70,6 +71,7 @@ class ClusterSpec(Section):
     economics: EconomicsSpec = EconomicsSpec()
     reliability: ReliabilitySpec = ReliabilitySpec()
     slurm: SlurmSpec = SlurmSpec()
+    management: ManagementSpec = ManagementSpec()
 
     @model_validator(mode="before")
     @classmethod

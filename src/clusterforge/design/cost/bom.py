@@ -126,6 +126,8 @@ def bill_of_materials(parts: Parts) -> list[BomLine]:
     roles = ", ".join(f"{n} {role}" for role, n in p.management.items() if n)
     server = p.catalog.facility["mgmt-server"]
     lines.append(_row_line("management", server, quantity=p.num_mgmt_servers, note=f": {roles}"))
+    if p.spec.management.bmc_access == "bastion":  # the one way into the out-of-band network
+        lines.append(_row_line("management", p.catalog.facility["bastion-vpn"], quantity=1))
     lines += _facility_lines(p.layout, p.catalog)
     hardware_usd = sum(line.extended_usd for line in lines)
     share = p.spec.economics.install_fraction

@@ -2,7 +2,8 @@
 
 Each rule is a function ``Design -> list[Finding]`` (:mod:`.finding`), grouped by what it
 looks at: racks, power and cooling (:mod:`.facility`), the fabric (:mod:`.fabric`), storage
-(:mod:`.storage`), the compute nodes and owning them (:mod:`.compute`). :data:`RULES` lists
+(:mod:`.storage`), the compute nodes and owning them (:mod:`.compute`), access to the
+management plane (:mod:`.security`). :data:`RULES` lists
 every rule, in the order their findings are reported within one severity.
 """
 
@@ -30,6 +31,7 @@ from clusterforge.design.rules.facility import (
     rack_power_over_cap,
 )
 from clusterforge.design.rules.finding import Finding
+from clusterforge.design.rules.security import bmc_reachable
 from clusterforge.design.rules.storage import storage_bandwidth
 
 if TYPE_CHECKING:
@@ -52,6 +54,7 @@ RULES: tuple[Rule, ...] = (
     nic_per_gpu,
     feed_loss,
     storage_bandwidth,
+    bmc_reachable,
     single_switch_lag,
     all_to_all_topology,
     no_spares,

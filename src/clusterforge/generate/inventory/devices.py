@@ -1,5 +1,5 @@
 """NetBox rows for what holds the cabling: manufacturers, roles, device types, racks, power
-feeds and devices (the columns of NetBox's ``ManufacturerImportForm``, ``DeviceRoleImportForm``,
+feeds and devices, the out-of-band network's bastion included (the columns of NetBox's ``ManufacturerImportForm``, ``DeviceRoleImportForm``,
 ``DeviceTypeImportForm``, ``RackImportForm``, ``PowerFeedImportForm`` and
 ``DeviceImportForm``, NetBox 4.6 ``dcim/forms/bulk_import.py``).
 
@@ -24,6 +24,8 @@ __all__ = [
     "FALLBACK_MANUFACTURER",
     "POWER_FEED_FIELDS",
     "RACK_FIELDS",
+    "Bastion",
+    "bastion",
     "device_rows",
     "device_type_rows",
     "manufacturer_rows",
@@ -38,6 +40,9 @@ FALLBACK_MANUFACTURER = "Generic"  # for rack items the catalog does not list
 RACK_WIDTH_IN = 19  # EIA-310 rack; NetBox needs a width when no rack type is given
 ROLE_COLORS = {"compute": "76b900", "leaf": "2196f3", "spine": "3f51b5", "core": "673ab7"}
 DEFAULT_COLOR = "9e9e9e"
+BASTION_MODEL = "bastion-vpn"  # catalog facility item
+BASTION_NAME = "bastion-01"
+BASTION_ROLE = "bastion"
 
 DEVICE_TYPE_FIELDS = ("manufacturer", "model", "slug", "u_height", "is_full_depth")
 RACK_FIELDS = (
@@ -102,22 +107,50 @@ def _device_types(design: Design) -> dict[tuple[str, bool], DeviceType]:
     return types
 
 
+class Bastion(NamedTuple):
+    """The VPN/SSH bastion in front of the out-of-band network (``management.bmc_access``):
+    in the head node's rack, unpositioned (the rack layout reserves no unit for it)."""
+
+    name: str
+    rack: str
+    device_type: DeviceType
+    max_kw: float
+
+
+def bastion(design: Design) -> Bastion | None:
+    """The bastion of a design whose BMC network is reached only through one, else None."""
+    if design.spec.management.bmc_access != "bastion":
+        return None
+    racks = [r.name for r in design.racks for d in r.devices if d.role == "management"]
+    row = design.catalog.facility[BASTION_MODEL]
+    dtype = DeviceType(row.manufacturer, row.name, slug(row.id), row.u_height, "false")
+    rack = racks[0] if racks else design.racks[0].name
+    return Bastion(BASTION_NAME, checked_name(rack, "rack name"), dtype, row.power_kw)
+
+
+def _all_device_types(design: Design) -> list[DeviceType]:
+    extra = bastion(design)
+    return [*_device_types(design).values(), *([extra.device_type] if extra else [])]
+
+
 def device_type_rows(design: Design) -> list[DeviceType]:
     """One row per device type, first seen first (columns of :data:`DEVICE_TYPE_FIELDS`)."""
     rows: dict[str, DeviceType] = {}
-    for t in _device_types(design).values():
+    for t in _all_device_types(design):
         rows.setdefault(t.slug, t)
     return list(rows.values())
 
 
 def manufacturer_rows(design: Design) -> list[tuple[str, str]]:
-    names = sorted({t.manufacturer for t in _device_types(design).values()})
+    names = sorted({t.manufacturer for t in _all_device_types(design)})
     return [(n, slug(n)) for n in names]
 
 
 def role_rows(design: Design) -> list[tuple[str, str, str]]:
-    roles = sorted({slug(d.role) for r in design.racks for d in r.devices})
-    return [(r, r, ROLE_COLORS.get(r, DEFAULT_COLOR)) for r in roles]
+    roles = {slug(d.role) for r in design.racks for d in r.devices}
+    if bastion(design):
+        roles.add(BASTION_ROLE)
+    return [(r, r, ROLE_COLORS.get(r, DEFAULT_COLOR)) for r in sorted(roles)]
 
 
 def rack_rows(design: Design) -> Iterator[tuple[object, ...]]:
@@ -163,3 +196,9 @@ def device_rows(design: Design) -> Iterator[tuple[object, ...]]:
                 STATUS, site, rack.name, d.u_position if racked else "",
                 "front" if racked else "", f"{d.kind}, {d.max_kw:g} kW max",
             )  # fmt: skip
+    if extra := bastion(design):
+        t = extra.device_type
+        yield (
+            extra.name, BASTION_ROLE, t.manufacturer, t.model, STATUS, site, extra.rack, "", "",
+            f"VPN/SSH bastion, the only way into the out-of-band network, {extra.max_kw:g} kW max",
+        )  # fmt: skip

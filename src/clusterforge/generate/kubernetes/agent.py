@@ -1,7 +1,9 @@
-"""The `clusterforge check` agent for Kubernetes: namespaces, RBAC, DaemonSet, network policies.
+"""The `clusterforge check` agent for Kubernetes: RBAC, the spec ConfigMap and the DaemonSet.
 
-Least privilege: the agent may read and patch nodes (cordon, taint and label need ``patch``)
-and write events; nothing else.  The DaemonSet tolerates every taint, so it keeps running on
+Least privilege: the agent may read and patch nodes (cordon, taint and label need ``patch``;
+nodes are cluster-scoped, hence the one ClusterRole) and write events in its own namespace
+(a namespaced Role); nothing else.  Its namespace, Pod Security level and network policy:
+:mod:`clusterforge.generate.kubernetes.isolation`.  The DaemonSet tolerates every taint, so it keeps running on
 the nodes it tainted and can untaint them once healthy: the agent that took a node out is the
 one that puts it back, never a person's cordon.
 """
@@ -12,7 +14,7 @@ from typing import Any
 
 from clusterforge.design import Design
 
-__all__ = ["agent_objects", "namespaces", "network_policies"]
+__all__ = ["agent_objects"]
 
 AGENT_NAME = "clusterforge-agent"
 AGENT_NAMESPACE = "clusterforge-system"
@@ -31,19 +33,11 @@ _CHECK_LOOP = (
 )
 
 
-def namespaces() -> list[dict[str, Any]]:
-    return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        for name in (AGENT_NAMESPACE, TRAINING_NAMESPACE)
-    ]
-
-
 def _rbac() -> list[dict[str, Any]]:
-    rules = [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
-        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
-    ]
+    nodes = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]}]
+    events = [{"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}]
     subject = {"kind": "ServiceAccount", "name": AGENT_NAME, "namespace": AGENT_NAMESPACE}
+    namespaced = {"name": AGENT_NAME, "namespace": AGENT_NAMESPACE}
     return [
         {
             "apiVersion": "v1",
@@ -54,7 +48,7 @@ def _rbac() -> list[dict[str, Any]]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": AGENT_NAME},
-            "rules": rules,
+            "rules": nodes,
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -63,6 +57,23 @@ def _rbac() -> list[dict[str, Any]]:
             "roleRef": {
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "ClusterRole",
+                "name": AGENT_NAME,
+            },
+            "subjects": [subject],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": namespaced,
+            "rules": events,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": namespaced,
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
                 "name": AGENT_NAME,
             },
             "subjects": [subject],
@@ -167,7 +178,8 @@ def _daemonset(design: Design, spec_path: str) -> dict[str, Any]:
 
 
 def agent_objects(design: Design, spec_text: str, spec_path: str) -> list[dict[str, Any]]:
-    """ServiceAccount, ClusterRole(Binding), the spec ConfigMap and the DaemonSet."""
+    """ServiceAccount, ClusterRole(Binding) for nodes, Role(Binding) for events, the spec
+    ConfigMap and the DaemonSet."""
     config = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -175,39 +187,3 @@ def agent_objects(design: Design, spec_text: str, spec_path: str) -> list[dict[s
         "data": {spec_path.rsplit("/", 1)[1]: spec_text},
     }
     return [*_rbac(), config, _daemonset(design, spec_path)]
-
-
-def network_policies() -> list[dict[str, Any]]:
-    """Agent: only Prometheus (namespace ``monitoring``) reaches the exporter port.
-
-    Training: pods accept traffic only from their own namespace (rendezvous, NCCL bootstrap).
-    RDMA traffic bypasses the kernel and so these policies; fabric isolation is the fabric's
-    job (partition keys / VLANs).
-    """
-    monitoring = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}}
-    }
-    return [
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": {"name": "exporter-from-monitoring", "namespace": AGENT_NAMESPACE},
-            "spec": {
-                "podSelector": {"matchLabels": {"app.kubernetes.io/name": AGENT_NAME}},
-                "policyTypes": ["Ingress"],
-                "ingress": [
-                    {"from": [monitoring], "ports": [{"protocol": "TCP", "port": EXPORTER_PORT}]}
-                ],
-            },
-        },
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": {"name": "same-namespace-only", "namespace": TRAINING_NAMESPACE},
-            "spec": {
-                "podSelector": {},
-                "policyTypes": ["Ingress"],
-                "ingress": [{"from": [{"podSelector": {}}]}],
-            },
-        },
-    ]

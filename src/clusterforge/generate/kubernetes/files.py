@@ -32,8 +32,6 @@ from clusterforge.generate.kubernetes.agent import (
     LABEL_PREFIX,
     TRAINING_NAMESPACE,
     agent_objects,
-    namespaces,
-    network_policies,
 )
 from clusterforge.generate.kubernetes.dra import DRA_VALUES_FILE, dra_driver_values, dra_install
 from clusterforge.generate.kubernetes.install import (
@@ -43,6 +41,11 @@ from clusterforge.generate.kubernetes.install import (
     Manifest,
     kustomization_text,
     readme_text,
+)
+from clusterforge.generate.kubernetes.isolation import (
+    namespaces,
+    network_policies,
+    training_admission,
 )
 from clusterforge.generate.kubernetes.queues import (
     kueue_objects,
@@ -194,7 +197,11 @@ def _manifests(design: Design, placements: list[NodePlacement]) -> list[Manifest
     """The YAML files ``kubectl apply`` takes, in the order the README applies them."""
     name = design.spec.name
     manifests = [
-        Manifest("namespaces.yaml", f"Namespaces of cluster {name}", namespaces()),
+        Manifest(
+            "namespaces.yaml",
+            f"Namespaces of cluster {name} and their Pod Security levels",
+            namespaces(design),
+        ),
         Manifest(
             COUNTERS_FILE,
             "dcgm-exporter counters for the alert rules",
@@ -221,7 +228,16 @@ def _manifests(design: Design, placements: list[NodePlacement]) -> list[Manifest
             "clusterforge check agent and exporter, least-privilege RBAC",
             agent_objects(design, spec_yaml(design), SPEC_PATH),
         ),
-        Manifest("network-policies.yaml", "Network policies", network_policies()),
+        Manifest(
+            "network-policies.yaml",
+            "Network policies: the training namespace denies all but itself and DNS",
+            network_policies(),
+        ),
+        Manifest(
+            "pod-admission.yaml",
+            "Training pods: baseline Pod Security plus RDMA's IPC_LOCK, GPUs only allocated",
+            training_admission(design),
+        ),
         Manifest(
             "volcano.yaml",
             f"Volcano queue and HyperNodes of {name} (instead of Kueue)",

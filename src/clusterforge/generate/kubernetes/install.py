@@ -20,6 +20,7 @@ from clusterforge.catalog import Container
 from clusterforge.design import Design
 from clusterforge.generate.common import render_template, yaml_text
 from clusterforge.generate.kubernetes.dra import DRA_VALUES_FILE, dra_install
+from clusterforge.generate.kubernetes.isolation import security_notes
 from clusterforge.generate.kubernetes.rdma import (
     GPU_OPERATOR_NAMESPACE,
     gpu_operator_install,
@@ -173,6 +174,7 @@ def readme_text(
         versions = [c for c in versions if "DRA" not in c.name]
     return render_template(
         "kubernetes/README.md.j2",
+        security=security_notes(design),
         cluster=design.spec.name,
         versions=versions,
         image=image,

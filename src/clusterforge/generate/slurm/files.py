@@ -17,6 +17,8 @@ Sources (slurm.conf(5), gres.conf(5), topology.conf(5), Slurm "Prolog and Epilog
 * spare nodes sit in their own ``spare`` partition, never in the default one, so no job lands
   on them unless it asks;
 * controllers, accounting and fair share: :mod:`clusterforge.generate.slurm.accounting`;
+  node logins, private data, munge key and accounting firewall:
+  :mod:`clusterforge.generate.slurm.access`;
   IMEX for multi-node NVLink domains: :mod:`clusterforge.generate.nvlink.imex`.
 """
 
@@ -46,6 +48,7 @@ from clusterforge.generate.nvlink.imex import (
     imex_slurm_files,
     imex_switch_comments,
 )
+from clusterforge.generate.slurm.access import PRIVATE_DATA, PROLOG_FLAGS, access_files
 from clusterforge.generate.slurm.accounting import (
     accounting_settings,
     controllers,
@@ -219,6 +222,8 @@ def _slurm_conf(design: Design, placements: list[NodePlacement], how: _Placement
         healthcheck_interval_s=HEALTHCHECK_INTERVAL_S,
         prolog_path=f"{CONF_DIR}/clusterforge-prolog.sh",
         epilog_path=f"{CONF_DIR}/clusterforge-epilog.sh",
+        prolog_flags=PROLOG_FLAGS,
+        private_data=PRIVATE_DATA,
         num_training_nodes=compute.num_training_nodes,
         num_spare_nodes=compute.num_spare_nodes,
         node_lines=_node_lines(design, placements),
@@ -395,6 +400,7 @@ def slurm_files(design: Design) -> list[GeneratedFile]:
         *_scripts(design, how),
         GeneratedFile("slurm/clusterforge-spec.yaml", spec_yaml(design)),
         GeneratedFile("slurm/slurmdbd.conf", slurmdbd_conf(design), 0o600),
+        *access_files(design),
         *imex_slurm_files(design, placements),
     ]
     if nodes_per_nvlink_block(design) > 1 and not how.block:
