@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from clusterforge.design.cost.tco import CostDesign
 
-__all__ = ["kw", "money", "money_delta", "npv_text", "num", "payback_text", "pct", "pp", "size_label"]
+__all__ = [
+    "kw",
+    "money",
+    "money_delta",
+    "npv_text",
+    "num",
+    "payback_text",
+    "pct",
+    "pp",
+    "size_label",
+]
 
 _BINARY_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 
