@@ -46,6 +46,7 @@ __all__ = [
     "PartCount",
     "cable_for",
     "fiber_media",
+    "is_orderable",
     "link_class",
     "medium_parts",
     "orderable_media",
@@ -233,6 +234,17 @@ def medium_parts(
     return [_part_count(catalog.parts[i], n) for i, n in quantities.items()]
 
 
+def is_orderable(
+    catalog: Catalog, medium: Medium, ends: tuple[LinkEnd, LinkEnd], gbit_per_s: float
+) -> bool:
+    """Whether the catalog has every part a link of ``medium`` between ``ends`` needs."""
+    try:
+        medium_parts(catalog, medium, ends, gbit_per_s, 1)
+    except CatalogError:
+        return False
+    return True
+
+
 def orderable_media(
     catalog: Catalog, media: Sequence[Medium], ends: tuple[LinkEnd, LinkEnd], gbit_per_s: float
 ) -> list[Medium]:
@@ -240,13 +252,7 @@ def orderable_media(
     medium with no part for these cages, e.g. an AOC between two 200G-split twin-port
     switch cages, is skipped: longer runs fall to the next medium); when none is orderable,
     all of them stay and the class is marked unpriced (:func:`_media_counts`)."""
-    fits = []
-    for medium in media:
-        try:
-            medium_parts(catalog, medium, ends, gbit_per_s, 1)
-        except CatalogError:
-            continue
-        fits.append(medium)
+    fits = [medium for medium in media if is_orderable(catalog, medium, ends, gbit_per_s)]
     return fits or list(media)
 
 

@@ -26,6 +26,7 @@ from typing import Literal, assert_never
 from pydantic import BaseModel, ConfigDict, Field
 
 from clusterforge.catalog import Catalog, Switch
+from clusterforge.design.cabling.media import LinkEnd, fiber_media, is_orderable
 from clusterforge.design.compute import ComputeDesign
 from clusterforge.design.fabric.network import FabricDesign
 from clusterforge.design.fabric.switches import SwitchRole, default_switch
@@ -86,8 +87,18 @@ def _radix(switch: Switch, speed: float) -> int:
     return switch.radix_at(speed) or max(m.num_ports for m in switch.port_modes)
 
 
-def _uplink_speed(switch: Switch) -> float:
-    return max(m.port_gbit_per_s for m in switch.port_modes)
+def _uplink_speed(switch: Switch, catalog: Catalog) -> float:
+    """Leaf-spine links run at the switch's fastest speed that the catalog can cable from
+    one of its cages to another with orderable parts (an 800G port mode whose optics the
+    catalog does not list would be an unpriced BOM line: 2 x 400G links per cage instead);
+    the fastest speed when none is orderable."""
+    speeds = sorted({m.port_gbit_per_s for m in switch.port_modes}, reverse=True)
+    for speed in speeds:
+        mode = switch.mode_at(speed)
+        end = LinkEnd("switch", switch.cage, mode.ports_per_cage if mode else 1)
+        if any(is_orderable(catalog, m, (end, end), speed) for m in fiber_media(catalog, speed)):
+            return speed
+    return speeds[0]
 
 
 def _leaf_down_ports(switch: Switch, speed: float, oversubscription: float) -> int:
@@ -116,12 +127,12 @@ class _Ports(BaseModel):
         )
 
 
-def _two_tier(p: _Ports, ports: int) -> SupportFabric:
+def _two_tier(p: _Ports, ports: int, catalog: Catalog) -> SupportFabric:
     """A two-tier fabric of ``p.switch`` for ``ports`` endpoints: one switch while they fit,
     else leaves of ``_leaf_down_ports`` endpoints whose up-links, at the switch's fastest
     speed, keep the oversubscription, and the spines those up-links fill."""
     radix = _radix(p.switch, p.speed)
-    up_speed = _uplink_speed(p.switch)
+    up_speed = _uplink_speed(p.switch, catalog)
     common = dict(
         name=p.name,
         switch=p.switch,
@@ -201,7 +212,7 @@ def _data_fabrics(
             inband = _Ports(
                 name="in-band",
                 switch=inband_switch,
-                speed=_uplink_speed(inband_switch),  # SN4600C: 100 GbE throughout
+                speed=_uplink_speed(inband_switch, catalog),  # SN4600C: 100 GbE throughout
                 per_node=node.num_inband_ports,
                 per_storage_block=0 if separate else block.num_ports,
                 per_mgmt_server=MGMT_SERVER_INBAND_PORTS,
@@ -240,7 +251,7 @@ def design_support_fabrics(
     plug into the fabric that carries in-band traffic.
     """
     plans = _data_fabrics(spec, compute, storage, catalog)
-    data = [_two_tier(p, p.endpoints(compute, storage, num_mgmt_servers)) for p in plans]
+    data = [_two_tier(p, p.endpoints(compute, storage, num_mgmt_servers), catalog) for p in plans]
     # Support switches have a management port too; counted before the OOB up-links.
     oob_ports = (
         compute.num_nodes
@@ -252,7 +263,7 @@ def design_support_fabrics(
     )
     oob = _oob(default_switch(catalog, "out-of-band"), oob_ports)
     data = [
-        _two_tier(p, f.num_endpoint_ports + oob.num_uplinks) if f.carries_inband else f
+        _two_tier(p, f.num_endpoint_ports + oob.num_uplinks, catalog) if f.carries_inband else f
         for p, f in zip(plans, data, strict=True)
     ]
     return [*data, oob]
