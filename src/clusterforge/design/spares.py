@@ -49,7 +49,7 @@ class SparesHeld:
                     f"{self.domain_trays} trays)"
                 )
             case _:
-                return f"{n} nodes{self._racks}: {self._where}"
+                return f"{n} node{'s' if n != 1 else ''}{self._racks}: {self._where}"
 
     @property
     def _racks(self) -> str:
@@ -60,10 +60,15 @@ class SparesHeld:
     @property
     def _where(self) -> str:
         match self.mode:
+            case "spare-pool" if not self.num_pool_leaves:
+                return "cold: no compute fabric for pool leaves to join"
             case "spare-pool":
-                return f"on {self.num_pool_leaves} pool leaves of their own"
+                leaves = self.num_pool_leaves
+                return f"on {leaves} pool lea{'ves' if leaves != 1 else 'f'} of their own"
             case "counted":
                 return "cabled like training nodes"
+            case _ if not self.num_cabled:
+                return "cold (cabled on swap)"
             case _:
                 return (
                     f"{self.num_cabled} on free leaf ports, {self.num_cold} cold (cabled on swap)"

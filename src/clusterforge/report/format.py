@@ -31,6 +31,8 @@ def money(usd: float) -> str:
     dollars from $100 ($12,345), cents below ($2.35, a price per GPU-hour)."""
     sign = "-" if usd < 0 else ""
     size = abs(usd)
+    if size == 0:
+        return "$0"
     if size >= 1e9:
         return f"{sign}${size / 1e9:,.2f}B"
     if size >= 1e6:

@@ -147,7 +147,7 @@ def _facility(d: Design) -> Table:
     return _kv(
         "Racks, power, cooling",
         [
-            ("racks", ", ".join(f"{n} {role}" for role, n in roles.items())),
+            ("racks", ", ".join(f"{n:,} {role}" for role, n in roles.items())),
             (
                 "GPU rack",
                 f"{gpu_rack.max_kw:.1f} kW max, {gpu_rack.cooling.method}, "
