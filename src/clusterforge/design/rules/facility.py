@@ -157,7 +157,8 @@ def floor_overloaded(d: Design) -> list[Finding]:
         Finding(
             id="floor-overloaded",
             severity="warning",
-            message=f"{len(heavy):,} rack{'s' if len(heavy) != 1 else ''} load the floor beyond its {rating:g} kN/m2 rating (worst "
+            message=f"{len(heavy):,} {'rack loads' if len(heavy) == 1 else 'racks load'} the floor "
+            f"beyond its {rating:g} kN/m2 rating (worst "
             f"{worst.name}: {load.mass_kg:,.0f} kg on {load.footprint_m2:.2f} m2 = "
             f"{load.load_kn_per_m2:.1f} kN/m2, {load.point_load_kn:.2f} kN per foot)",
             numbers={
