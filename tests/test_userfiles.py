@@ -148,16 +148,29 @@ def test_numbers_on_the_command_line_must_be_finite(args, capsys):
     assert "not a finite number" in err and "Traceback" not in err
 
 
-def test_a_nanosecond_checkpoint_interval_is_refused_before_memory_goes(tmp_path, capsys):
-    """`reliability.checkpoint_interval_s: 1e-9` reached 5.9 GiB and a MemoryError."""
+def test_a_nanosecond_checkpoint_interval_is_bounded_by_a_step(tmp_path, capsys):
+    """`reliability.checkpoint_interval_s: 1e-9` reached 5.9 GiB and a MemoryError: a
+    checkpoint falls between steps, so the interval is at least one step, and the
+    Monte Carlo's size is checked before it allocates."""
     spec = tmp_path / "spec.yaml"
     spec.write_text(Path(LAB).read_text() + "reliability:\n  checkpoint_interval_s: 1.0e-9\n")
     start = time.perf_counter()
-    assert main(["goodput", str(spec)]) == 1
-    err = capsys.readouterr().err
-    assert "checkpoint_interval_s" in err and "Traceback" not in err
-    assert main(["plan", str(spec), "--json"]) == 0  # the plan stands; goodput says why not
+    assert main(["goodput", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "set in the spec" in out and "(1 step)" in out
     assert time.perf_counter() - start < 60
+
+
+def test_a_life_too_long_to_simulate_is_refused_before_it_allocates():
+    """A job that checkpoints far more than it trains: one life alone is more interruptions
+    than the Monte Carlo holds, said before any array is made."""
+    from clusterforge.errors import PlanError
+    from clusterforge.goodput.montecarlo import LifeParams, simulate_lives
+
+    p = LifeParams(work_s=86400.0 * 20, tau_s=1e-9, delta_s=24.0, restart_s=900.0,
+                   mtbf_s=6.4e3 * 3600, p_spare=0.5, num_spares=0, repair_s=5 * 86400.0)  # fmt: skip
+    with pytest.raises(PlanError, match="checkpoint_interval_s"):
+        simulate_lives(p, runs=1000)
 
 
 def test_ten_years_of_a_hundred_thousand_lives_is_refused_with_the_runs_that_fit(capsys):

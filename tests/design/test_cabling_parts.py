@@ -56,3 +56,17 @@ def test_a_transceiver_row_with_two_cages_is_refused() -> None:
     row["cages"] = ["osfp-finned", "qsfp"]
     with pytest.raises(ValueError, match="exactly one cage"):
         Part.model_validate(row)
+
+
+def test_runs_beyond_every_orderable_medium_are_unpriced_not_refused():
+    """200G NICs in DGX H100 flat-top cages: the catalog's only part at that speed for those
+    cages is a DAC of 3 m; the longer runs are cabled with the media that reach them and show
+    as unpriced lines naming the part to add (the design used to be refused)."""
+    from tests.netsim.designs import make_design
+
+    d = make_design(network={"nic_gbit_per_s": 200})
+    node_leaf = next(c for c in d.cabling if c.fabric == "compute" and c.name == "node-leaf")
+    assert sum(m.num_links for m in node_leaf.media) == node_leaf.num_links
+    assert all("add a [[part]] row" in m.missing_parts or "add " in m.missing_parts
+               for m in node_leaf.media if m.medium != "dac")  # fmt: skip
+    assert any(line.item.startswith("unpriced-") for line in d.bom)

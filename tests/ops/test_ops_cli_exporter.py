@@ -206,11 +206,15 @@ def test_design_facts_of_the_node_are_in_the_report_and_metrics(
     fake_root: Callable[[str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = fake_root("ib-8x400-healthy.json")
-    args = ["check", "--json", "--expect", str(_spec(tmp_path)), "--node", "gpu-0009",
+    # 16 training nodes and a spare on a free leaf port (at 8 nodes the fabric is one
+    # 64-port switch and the spare stays cold, on no leaf)
+    spec = tmp_path / "big.yaml"
+    spec.write_text("num_gpus: 128\nnode: dgx-h100\n")
+    args = ["check", "--json", "--expect", str(spec), "--node", "gpu-0017",
             "--nvml-fixture", str(NVML_FIXTURES / "h100-healthy.json"), "--sysfs-root", str(root)]  # fmt: skip
     assert main(args) == 0
     facts = json.loads(capsys.readouterr().out)["node_facts"]
-    assert facts["name"] == "gpu-0009" and facts["spare"] is True
+    assert facts["name"] == "gpu-0017" and facts["spare"] is True
     assert facts["rack"] and facts["leaves"][0].startswith("leaf-")
     assert main([a for a in args if a != "--json"]) == 0
     assert "spare" in capsys.readouterr().out

@@ -31,7 +31,12 @@ def _summary_table(report: GoodputReport) -> Table:
         ("interruptions per day", f"{exp.interruptions_per_day:,.2f}"),
         ("mean time between interruptions", f"{exp.mtbf_h:,.1f} h"),
         ("checkpoint cost (training paused)", f"{exp.checkpoint_s:,.1f} s"),
-        ("checkpoint interval (Young/Daly)", interval_label(exp)),
+        (
+            "checkpoint interval ("
+            + ("set in the spec" if report.inputs.interval_s else "Young/Daly")
+            + ")",
+            interval_label(exp),
+        ),
         ("restart (detect, relaunch, read back)", f"{exp.restart_s / 60:,.1f} min"),
         ("effective training time ratio (ETTR)", f"{exp.ettr:.1%}"),
         ("time to train, expected", f"{exp.wall_s / DAY_S:,.1f} days"),
@@ -68,7 +73,9 @@ def interval_label(exp: Expected) -> str:
     tau = exp.checkpoint_interval_s
     label = f"{tau / 60:,.0f} min" if tau >= 120 else f"{tau:,.0f} s"
     steps = exp.checkpoint_interval_steps
-    return label if steps is None else f"{label} ({steps:,.0f} steps)"
+    if steps is None:
+        return label
+    return f"{label} ({steps:,.0f} step{'' if round(steps) == 1 else 's'})"
 
 
 def lost_rows(report: GoodputReport) -> list[tuple[str, float, float]]:

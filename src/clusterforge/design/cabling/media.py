@@ -246,14 +246,23 @@ def is_orderable(
 
 
 def orderable_media(
-    catalog: Catalog, media: Sequence[Medium], ends: tuple[LinkEnd, LinkEnd], gbit_per_s: float
+    catalog: Catalog,
+    media: Sequence[Medium],
+    ends: tuple[LinkEnd, LinkEnd],
+    gbit_per_s: float,
+    longest_m: float = 0.0,
 ) -> list[Medium]:
     """The media of ``media`` whose parts the catalog has for ``ends`` at ``gbit_per_s`` (a
     medium with no part for these cages, e.g. an AOC between two 200G-split twin-port
-    switch cages, is skipped: longer runs fall to the next medium); when none is orderable,
-    all of them stay and the class is marked unpriced (:func:`_media_counts`)."""
+    switch cages, is skipped: longer runs fall to the next medium). Runs up to ``longest_m``
+    must still be cabled: when no orderable medium reaches that far, the media that do stay
+    too, and their links show as an unpriced line naming the missing part
+    (:func:`_media_counts`), never as a refused design."""
     fits = [medium for medium in media if is_orderable(catalog, medium, ends, gbit_per_s)]
-    return fits or list(media)
+    reach = max((m.max_reach_m for m in fits), default=0.0)
+    if not fits or longest_m <= reach:
+        return fits or list(media)
+    return [m for m in media if m in fits or m.max_reach_m > reach]
 
 
 def _media_counts(
@@ -304,7 +313,8 @@ def link_class(
     weights: np.ndarray | None = None,
 ) -> LinkClass:
     weights = np.ones(lengths.size) if weights is None else weights
-    media = orderable_media(catalog, media, ends, speed)
+    longest_m = float(lengths.max()) if lengths.size else 0.0
+    media = orderable_media(catalog, media, ends, speed, longest_m)
     return LinkClass(
         fabric=fabric,
         name=name,
