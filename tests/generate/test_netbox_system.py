@@ -24,6 +24,7 @@ import pytest
 
 from clusterforge.design import Design, plan
 from clusterforge.generate import render
+from clusterforge.generate.inventory.devices import bastion
 from clusterforge.generate.inventory.files import NETBOX_MODELS
 from clusterforge.spec import load_spec
 from tests.generate.netbox_server import (
@@ -92,7 +93,8 @@ def _design_counts(design: Design) -> dict[str, int]:
     fabric = design.fabric
     return {
         "dcim/racks": len(design.racks),
-        "dcim/devices": sum(len(r.devices) for r in design.racks),
+        # racked devices, and the out-of-band network's VPN bastion (unracked, like a PDU)
+        "dcim/devices": sum(len(r.devices) for r in design.racks) + (bastion(design) is not None),
         "dcim/power-feeds": sum(
             r.circuit.num_feeds * r.circuit.circuits_per_feed for r in design.racks
         ),
