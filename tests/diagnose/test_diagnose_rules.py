@@ -163,3 +163,33 @@ def test_job_that_stopped_lately_is_hung_though_its_window_average_is_high() -> 
 def test_job_busy_lately_is_not_idle_though_its_window_started_idle() -> None:
     started = replace(BUSY, gr_engine_active=0.03, gr_engine_active_recent=0.9)
     assert "idle" not in _verdicts(started) and "hung" not in _verdicts(started)
+
+
+def test_an_oversized_prometheus_answer_is_refused_not_read_whole(monkeypatch):
+    """A query gone wrong (or a hostile endpoint) cannot make diagnose read without end."""
+    import http.server
+    import threading
+
+    from clusterforge.diagnose import prometheus
+    from clusterforge.diagnose.prometheus import PrometheusClient, PrometheusError
+
+    class Endless(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"status":"success","data":' + b" " * 4096 + b"}")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Endless)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(prometheus, "MAX_RESPONSE_BYTES", 1024)
+    try:
+        client = PrometheusClient(f"http://127.0.0.1:{server.server_port}", at_s=0.0)
+        with pytest.raises(PrometheusError, match="more than"):
+            client._post("/api/v1/query", {"query": "up"})
+    finally:
+        server.shutdown()
+        server.server_close()

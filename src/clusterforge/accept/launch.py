@@ -19,8 +19,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from clusterforge.errors import AcceptError
+from clusterforge.userfiles import read_capped
 
 __all__ = ["Launcher", "LocalLauncher", "SlurmLauncher", "Step", "StepRun", "records_of"]
+
+# One step's job output: a record line per test per rank (a few KiB a node); more is a
+# runaway job, read no further.
+MAX_LOG_BYTES = 64 * 2**20
 
 MARKER = "CFACCEPT "
 
@@ -167,5 +172,7 @@ class SlurmLauncher:
                 f"could not run through Slurm: sbatch exited {proc.returncode}: "
                 f"{(proc.stderr or proc.stdout).strip()[:300]}"
             )
-        log = out_file.read_text(errors="replace")
+        log = read_capped(out_file, MAX_LOG_BYTES, "job output", AcceptError).decode(
+            errors="replace"
+        )
         return StepRun(step, records_of(log), log, proc.returncode)

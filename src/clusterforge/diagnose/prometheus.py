@@ -20,6 +20,10 @@ from clusterforge.errors import AdapterError, SpecError
 
 __all__ = ["PrometheusClient", "PrometheusError", "PrometheusUnreachableError", "Sample"]
 
+# One instant query's answer: a vector of one sample per GPU of 100,000 GPUs is about 30 MB
+# of JSON; a larger answer is a query gone wrong, not a job to diagnose.
+MAX_RESPONSE_BYTES = 256 * 2**20
+
 
 class PrometheusError(AdapterError):
     """Prometheus answered, but not with a result (a bad query, an error status)."""
@@ -50,16 +54,24 @@ class PrometheusClient:
                 f"Prometheus address {self.base_url!r} must start with http:// or https://"
             )
 
+    def _capped(self, raw: bytes) -> bytes:
+        if len(raw) > MAX_RESPONSE_BYTES:
+            raise PrometheusError(
+                f"Prometheus at {self.base_url} answered more than "
+                f"{MAX_RESPONSE_BYTES // 2**20} MiB for one query; narrow --nodes or --job"
+            )
+        return raw
+
     def _post(self, path: str, params: dict[str, str]) -> Any:
         """POST the form: a host-list matcher for thousands of nodes outgrows a GET URL."""
         body = urllib.parse.urlencode(params).encode()
         request = urllib.request.Request(self.base_url.rstrip("/") + path, data=body)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return json.loads(response.read())
+                return json.loads(self._capped(response.read(MAX_RESPONSE_BYTES + 1)))
         except urllib.error.HTTPError as exc:  # 400/422/503 carry a JSON error body
             try:
-                body = json.loads(exc.read())
+                body = json.loads(exc.read(MAX_RESPONSE_BYTES))
             except ValueError:
                 raise PrometheusError(f"Prometheus at {self.base_url}: HTTP {exc.code}") from None
             raise PrometheusError(f"Prometheus: {body.get('error', exc.reason)}") from None
