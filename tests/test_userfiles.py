@@ -179,3 +179,35 @@ def test_ten_years_of_a_hundred_thousand_lives_is_refused_with_the_runs_that_fit
     assert main(["goodput", spec, "--days", "3650", "--runs", "100000"]) == 1
     err = capsys.readouterr().err
     assert "lower the runs to" in err and "Traceback" not in err
+
+
+def test_generate_follows_a_linked_output_folder_and_keeps_the_link(tmp_path):
+    """`out/slurm -> /etc/slurm`: the linked folder gets the files, the link stays a link
+    (renaming it aside then removing it as a folder raised mid-write)."""
+    from clusterforge.generate.bundle import write_files
+    from clusterforge.generate.common import GeneratedFile
+
+    real = tmp_path / "etc-slurm"
+    real.mkdir()
+    (real / "old.conf").write_text("old")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "slurm").symlink_to(real)
+    write_files([GeneratedFile("slurm/slurm.conf", "ClusterName=x\n")], out)
+    assert (out / "slurm").is_symlink()
+    assert (real / "slurm.conf").read_text() == "ClusterName=x\n"
+    assert not (real / "old.conf").exists()  # a folder is replaced as a whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["etc-slurm", "out"]
+
+
+def test_generate_refuses_to_rename_a_special_file_away(tmp_path):
+    from clusterforge.errors import GenerateError
+    from clusterforge.generate.bundle import write_files
+    from clusterforge.generate.common import GeneratedFile
+
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "slurm")
+    with pytest.raises(GenerateError, match="special file"):
+        write_files([GeneratedFile("slurm/slurm.conf", "x\n")], out)
+    assert stat.S_ISFIFO(os.stat(out / "slurm").st_mode)

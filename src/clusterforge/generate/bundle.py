@@ -160,12 +160,25 @@ def _stage(f: OutputFile, staging: Path) -> Path:
 
 
 def _replace(source: Path, target: Path) -> None:
-    """Swap ``source`` into ``target``: the old folder is moved aside, then removed."""
+    """Swap ``source`` into ``target``: the old folder is moved aside, then removed.
+
+    A symbolic link (``out/slurm -> /etc/slurm``) is followed: the folder it names is
+    replaced and the link stays a link; anything else that is not a folder or a regular
+    file (a device, a socket) is refused, never renamed away."""
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))
+    if target.exists() and not (target.is_dir() or target.is_file()):
+        raise GenerateError(f"{str(target)!r} is a special file, not a folder: move it away")
     old = target.with_name(f".{target.name}.old")
-    if old.exists():
-        shutil.rmtree(old) if old.is_dir() else old.unlink()
+    _remove(old)
     if target.exists():
         target.rename(old)
-    source.rename(target)
-    if old.exists():
-        shutil.rmtree(old) if old.is_dir() else old.unlink()
+    shutil.move(str(source), str(target))  # a rename, or a copy onto another file system
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
