@@ -182,3 +182,54 @@ def test_two_nodes_name_no_straggler_by_the_peer_rule() -> None:
         {"test": "gemm", "node": "b", "tflops": 0.5, "device": "cpu"},
     ]
     assert {r.verdict for r in node_results(records, _targets())} == {"info"}
+
+
+class _ThrottledClock:
+    """A rank's wall clock under a CFS quota: ``quota_s`` of CPU in each ``period_s``; work
+    runs at full speed until the period's quota is spent, then waits for the next period."""
+
+    def __init__(self, quota_s: float, period_s: float = 0.1) -> None:
+        self.now, self.used, self.quota_s, self.period_s = 0.0, 0.0, quota_s, period_s
+
+    def work(self, cpu_s: float) -> None:
+        while cpu_s > 0:
+            run = min(cpu_s, self.quota_s - self.used)
+            self.now, self.used, cpu_s = self.now + run, self.used + run, cpu_s - run
+            if self.used >= self.quota_s:  # throttled to the start of the next period
+                self.now = (self.now // self.period_s + 1) * self.period_s
+                self.used = 0.0
+
+
+def test_a_collective_timing_is_long_enough_to_see_a_throttled_rank(monkeypatch):
+    """A warm-up and five 4 ms all_reduces fit in one 30 ms quota and look unthrottled (4 ms
+    a call); a timing of at least a quarter second sees the rank's real rate (about 13 ms a
+    call): the bisection missed the capped node when its calls happened to fit one period."""
+    from types import SimpleNamespace
+
+    from clusterforge.accept.worker import collective
+
+    clock = _ThrottledClock(quota_s=0.03)
+    monkeypatch.setattr(collective.time, "perf_counter", lambda: clock.now)
+
+    class Tensor:
+        is_cuda = False
+
+        def __init__(self, values=()):
+            self.values = list(values)
+
+        def item(self):
+            return self.values[0]
+
+    def all_reduce(t, op=None):
+        if op is None:  # the collective being timed: 4 ms of this rank's CPU
+            clock.work(0.004)
+
+    dist = SimpleNamespace(
+        all_reduce=all_reduce, barrier=lambda: None, ReduceOp=SimpleNamespace(MAX="max")
+    )
+    torch = SimpleNamespace(tensor=lambda v, dtype=None: Tensor(v), float64="f64")
+    burst = collective._time_op(torch, dist, "all_reduce", Tensor(), Tensor(), 5, min_s=0.0)
+    assert burst < 0.005  # what five calls alone measure: the burst
+    clock.__init__(quota_s=0.03)
+    per_call_s = collective._time_op(torch, dist, "all_reduce", Tensor(), Tensor(), iters=5)
+    assert per_call_s > 0.01

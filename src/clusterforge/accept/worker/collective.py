@@ -3,11 +3,18 @@
 Collectives are timed like nccl-tests (github.com/NVIDIA/nccl-tests, ``doc/PERFORMANCE.md``):
 the slowest rank's time per call after a warm-up, algbw = size / time, busbw = algbw x the
 collective's factor; the reduced values are checked.  NCCL on GPUs, gloo on CPU stand-ins.
+
+Unlike nccl-tests' fixed iteration count, a timing lasts at least :data:`MIN_TIMED_S`: a
+handful of fast calls measure a burst, not a rate. A node held back by a CPU quota (Linux's
+CFS bandwidth control throttles only once a 100 ms period's quota is spent) or a link that
+stalls now and then looks healthy over 20 ms and slow over 200. The count for the long
+timing comes from the first one's slowest rank, so every rank makes the same calls.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import subprocess
@@ -28,8 +35,15 @@ def _rank_env() -> tuple[int, int, int]:
     return rank, world, local
 
 
-def _time_op(torch: Any, dist: Any, op: str, inp: Any, out: Any, iters: int) -> float:
-    """Seconds per call on the slowest rank (max-reduced), after a warm-up."""
+MIN_TIMED_S = 0.25  # two and a half CFS periods (the kernel's default cfs_period_us)
+_MAX_CALLS = 100_000  # a timing of the smallest message never runs away
+
+
+def _time_op(
+    torch: Any, dist: Any, op: str, inp: Any, out: Any, iters: int, min_s: float = MIN_TIMED_S
+) -> float:
+    """Seconds per call on the slowest rank (max-reduced), after a warm-up, over at least
+    ``iters`` calls and ``min_s`` seconds."""
 
     def call() -> None:
         match op:
@@ -42,16 +56,24 @@ def _time_op(torch: Any, dist: Any, op: str, inp: Any, out: Any, iters: int) -> 
             case "all_to_all":
                 dist.all_to_all_single(out, inp)
 
+    def timed(calls: int) -> float:
+        """Seconds for ``calls`` calls on the slowest rank (the same value on every rank)."""
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        if inp.is_cuda:
+            torch.cuda.synchronize()
+        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+        return float(elapsed.item())
+
     call()
-    dist.barrier()
-    start = time.perf_counter()
-    for _ in range(iters):
-        call()
-    if inp.is_cuda:
-        torch.cuda.synchronize()
-    elapsed = torch.tensor([(time.perf_counter() - start) / iters], dtype=torch.float64)
-    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
-    return float(elapsed.item())
+    total_s = timed(iters)
+    if total_s >= min_s:
+        return total_s / iters
+    calls = min(_MAX_CALLS, math.ceil(iters * min_s / max(total_s, 1e-9)))
+    return timed(calls) / calls
 
 
 def _wrong(torch: Any, dist: Any, world: int, rank: int, device: Any, count: int) -> int:
