@@ -119,7 +119,7 @@ def test_nothing_fails_without_a_failure_rate() -> None:
 
 def test_what_ifs_move_the_way_physics_says() -> None:
     from clusterforge.goodput import GoodputInputs, job_rates, what_ifs
-    from clusterforge.goodput.analysis import WhatIfFacts, arrhenius_factor
+    from clusterforge.goodput.whatif import WhatIfFacts, arrhenius_factor
 
     rates = job_rates(num_gpus=16384, num_nodes=2048, num_nics=16384)
     inputs = GoodputInputs(

@@ -8,20 +8,17 @@
 """
 
 from clusterforge.goodput.analysis import (
-    Expected,
-    GoodputInputs,
     GoodputReport,
-    LostTime,
-    expected_goodput,
     goodput_report,
     inputs_from_design,
     life_params,
-    what_ifs,
 )
 from clusterforge.goodput.checkpoint import CheckpointCost, checkpoint_cost, checkpoint_floor_s
+from clusterforge.goodput.expected import Expected, GoodputInputs, LostTime, expected_goodput
 from clusterforge.goodput.model import daly_interval_s, expected_wall_s, spare_pool
 from clusterforge.goodput.montecarlo import LifeParams, Lives, simulate_lives
 from clusterforge.goodput.rates import FailureClass, JobRates, failure_classes, job_rates
+from clusterforge.goodput.whatif import what_ifs
 
 __all__ = [
     "CheckpointCost",

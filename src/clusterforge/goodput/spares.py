@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clusterforge.design.spares import SpareMode, spares_held
-from clusterforge.goodput.analysis import DAY_S, expected_goodput, inputs_from_design
+from clusterforge.goodput.analysis import inputs_from_design
+from clusterforge.goodput.expected import DAY_S, expected_goodput
 
 if TYPE_CHECKING:
     from clusterforge.design import Design
