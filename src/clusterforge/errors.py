@@ -21,7 +21,8 @@ root once, prints one red line and exits 1.  Anything else is a bug and keeps it
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 __all__ = [
     "AcceptError",
@@ -39,7 +40,15 @@ __all__ = [
 
 
 class ClusterforgeError(Exception):
-    """Root of every error a user can cause; its message is one line for the terminal."""
+    """Root of every error a user can cause; its message is one line for the terminal.
+
+    ``fix``, where the raiser knows one, is the change that removes this error, as spec field
+    paths and their new values (``{"facility.max_rack_kw": 132}``): the planner offers it as
+    a one-click fix, and applies it tentatively to find the errors this one hides."""
+
+    def __init__(self, *args: object, fix: Mapping[str, Any] | None = None) -> None:
+        super().__init__(*args)
+        self.fix: dict[str, Any] = dict(fix or {})
 
 
 class SpecError(ClusterforgeError):

@@ -137,11 +137,13 @@ class JobLayout:
         """Check that the global batch splits evenly; return micro-batches per pipeline."""
         require(micro_batch >= 1, f"micro_batch = {micro_batch}: must be at least 1")
         per_step = micro_batch * self.dp
-        require(
-            global_batch % per_step == 0,
-            f"global_batch = {global_batch} is not a multiple of micro_batch x DP = "
-            f"{micro_batch} x {self.dp}; use {max(1, round(global_batch / per_step)) * per_step}",
-        )
+        if global_batch % per_step:
+            nearest = max(1, round(global_batch / per_step)) * per_step
+            raise PlanError(
+                f"global_batch = {global_batch} is not a multiple of micro_batch x DP = "
+                f"{micro_batch} x {self.dp}; use {nearest}",
+                fix={"workload.global_batch": nearest},
+            )
         m = self.num_micro_batches(global_batch, micro_batch)
         if self.vpp > 1:
             require(

@@ -18,5 +18,5 @@ def client():
         # starlette's TestClient announces, on import, a move from httpx to a renamed fork
         warnings.simplefilter("ignore")
         from fastapi.testclient import TestClient
-    with TestClient(create_app()) as test_client:
+    with TestClient(create_app(), base_url="http://127.0.0.1") as test_client:
         yield test_client

@@ -47,7 +47,47 @@ def test_a_bad_value_comes_back_at_its_field_and_keeps_the_design(client):
     result = client.post("/api/form", json=_form(**{"network.switch": "qm970"})).json()
     assert not result["ok"]
     assert "qm9700" in result["errors"]["network.switch"]
-    assert client.post("/api/form", json=_form()).json()["version"] == version + 1
+    again = client.post("/api/form", json=_form()).json()
+    # the spec did not change, so nothing is planned again and no section reloads
+    assert again["ok"] and again["version"] == version and again["changed"] == []
+
+
+def test_a_change_reloads_only_the_sections_it_changed(client):
+    client.post("/api/form", json=_form())
+    before = client.get("/report.html").text
+    result = client.post("/api/form", json=_form(**{"economics.years": "5"})).json()
+    assert result["ok"] and result["changed"], result
+    assert "summary" in result["changed"] and "racks" not in result["changed"]
+    for section in result["changed"]:
+        html = client.get(f"/report/section/{section}").text
+        assert html.startswith(f'<section id="{section}">') and html not in before
+    assert client.get("/report/section/nope").status_code == 404
+
+
+def test_every_error_comes_back_at_its_field_with_its_fix(client):
+    version = client.post("/api/form", json=_form()).json()["version"]
+    result = client.post("/api/form", json=_form(node="gb200-nvl72-tray")).json()
+    assert not result["ok"]
+    # both problems of the liquid-cooled 132 kW rack on an air-cooled 15 kW hall, at once
+    assert set(result["errors"]) == {"facility.cooling_available", "facility.max_rack_kw"}
+    assert result["fixes"]["facility.max_rack_kw"] == {"facility.max_rack_kw": 132}
+    assert (
+        "direct-to-chip"
+        in result["fixes"]["facility.cooling_available"]["facility.cooling_available"]
+    )
+    fixed = _form(node="gb200-nvl72-tray")
+    for fix in result["fixes"].values():
+        fixed["values"].update(fix)
+    after = client.post("/api/form", json=fixed).json()
+    assert after["ok"] and after["version"] == version + 1
+    client.post("/api/form", json=_form())
+
+
+def test_catalog_fields_are_choices(client):
+    page = client.get("/").text
+    assert '<select id="f-node" name="node">' in page
+    assert '<option value="gb200-nvl72-tray">' in page
+    assert '<select id="f-workload.model" name="workload.model">' in page
 
 
 def test_the_plan_api_returns_the_design(client):

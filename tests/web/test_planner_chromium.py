@@ -90,13 +90,43 @@ def test_the_planner_replans_on_change_and_shows_field_errors(server, browser, t
     browser.switch_to.frame(frame)
     _wait(lambda: len(browser.find_elements(By.CSS_SELECTOR, ".main-svg")) > 0, "the charts")
     browser.switch_to.default_content()
-    _set(browser, "network.switch", "qm970")
-    error = browser.find_element(By.ID, "error-network.switch")
+    _set(browser, "num_gpus", "lots")
+    error = browser.find_element(By.ID, "error-num_gpus")
     _wait(error.is_displayed, "the field error")
-    assert "qm9700" in error.text
+    assert "whole number" in error.text
     shot = tmp_path / "planner.png"
     browser.save_screenshot(str(shot))
     if folder := os.environ.get("CLUSTERFORGE_TEST_ARTIFACTS"):
         Path(folder).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(folder) / shot.name)
+    assert _errors(browser) == []
+
+
+def test_errors_offer_fixes_the_report_is_marked_stale_and_only_changes_reload(server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(server + "/")
+    frame = browser.find_element(By.ID, "report")
+    src = frame.get_attribute("src")
+    _set(browser, "economics.years", "6")
+    status = browser.find_element(By.ID, "status")
+    _wait(lambda: "updated" in status.text, "the sections that changed")
+    assert frame.get_attribute("src") == src  # swapped in place, not reloaded
+    browser.switch_to.frame(frame)
+    _wait(lambda: "6 years" in browser.find_element(By.ID, "summary").text, "the new summary")
+    browser.switch_to.default_content()
+
+    headline = browser.find_element(By.ID, "headline")
+    before = headline.text
+    Select(browser.find_element(By.ID, "f-node")).select_by_value("gb200-nvl72-tray")
+    browser.find_element(By.ID, "f-node").send_keys("\t")
+    stale = browser.find_element(By.ID, "stale")
+    _wait(stale.is_displayed, "the out-of-date mark")
+    for path in ("facility.cooling_available", "facility.max_rack_kw"):
+        assert browser.find_element(By.ID, f"error-{path}").is_displayed(), path
+    assert len(browser.find_elements(By.CSS_SELECTOR, "button.fix")) == 2
+    browser.find_element(By.ID, "fix-all").click()
+    _wait(lambda: not stale.is_displayed() and headline.text != before, "the fixed spec to plan")
+    assert browser.find_element(By.ID, "f-facility.max_rack_kw").get_attribute("value") == "132"
     assert _errors(browser) == []

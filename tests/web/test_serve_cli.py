@@ -19,8 +19,19 @@ def test_serve_plans_the_spec_and_binds_to_loopback_by_default(monkeypatch, caps
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.update(kw, app=app))
     assert main(["serve", str(EXAMPLES / "lab-8-gpu.yaml"), "--port", "8123"]) == 0
     assert (seen["host"], seen["port"]) == ("127.0.0.1", 8123)
-    assert seen["app"].title == "clusterforge planner"
+    assert seen["app"].app.title == "clusterforge planner"
+    assert seen["app"].hosts == {"localhost", "127.0.0.1", "::1"}
     assert "http://127.0.0.1:8123/" in capsys.readouterr().out
+
+
+def test_serve_answers_the_names_it_is_told(monkeypatch):
+    import uvicorn
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.update(kw, app=app))
+    args = ["serve", "--host", "0.0.0.0", "--allow-host", "planner.lab"]
+    assert main(args) == 0
+    assert seen["app"].hosts == {"localhost", "127.0.0.1", "::1", "planner.lab"}
 
 
 def test_serve_refuses_a_bad_spec_before_serving(monkeypatch, tmp_path, capsys):

@@ -22,6 +22,7 @@ class ServeOptions:
     spec: Path | None
     host: str
     port: int
+    allow_hosts: tuple[str, ...] = ()
 
 
 def run(opts: ServeOptions) -> int:
@@ -30,9 +31,10 @@ def run(opts: ServeOptions) -> int:
         import uvicorn
 
         from clusterforge.web.app import create_app
+        from clusterforge.web.guard import host_names
     except ImportError as exc:
         raise AdapterError(f"serve needs {exc.name}; install it with {INSTALL_HINT}") from None
-    app = create_app(load_spec(opts.spec))
+    app = create_app(load_spec(opts.spec), host_names(opts.host, opts.allow_hosts))
     click.echo(f"clusterforge planner on http://{opts.host}:{opts.port}/ (Ctrl-C stops it)")
     uvicorn.run(app, host=opts.host, port=opts.port, log_level="warning")
     return 0
@@ -47,7 +49,15 @@ def run(opts: ServeOptions) -> int:
     show_default=True,
     help="Address to listen on; the default serves this machine only.",
 )
-def command(spec: Path | None, port: int, host: str) -> int:
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Another host name the planner may be opened under (repeat for several); requests "
+    "for any other name are refused, which stops DNS-rebinding pages from reading it.",
+)
+def command(spec: Path | None, port: int, host: str, allow_hosts: tuple[str, ...]) -> int:
     """Serve a local planner for SPEC (YAML; default: the built-in 512 x H100 design): the
     spec as a form, the report re-rendered on each change, a JSON API and downloads."""
-    return run(ServeOptions(spec=spec, host=host, port=port))
+    return run(ServeOptions(spec=spec, host=host, port=port, allow_hosts=allow_hosts))

@@ -158,5 +158,5 @@ def job_layout(spec: ClusterSpec, catalog: Catalog, source: str = "spec") -> Job
         layout.check_model(arch, w.seq_length or arch.seq_length)
         layout.split_layers(arch.num_layers, w.pipeline_layers)
     except PlanError as exc:
-        raise SpecError(f"{source}: workload: {exc}") from None
+        raise SpecError(f"{source}: workload: {exc}", fix=exc.fix) from None
     return layout

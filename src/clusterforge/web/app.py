@@ -2,7 +2,10 @@
 
 ``GET /`` is the spec as a form beside its report; each change is posted to ``/api/form``,
 which validates it, plans the design and renders the report again (without the simulation
-studies, so it stays interactive). ``POST /api/plan`` is the JSON API for scripts, described
+studies, so it stays interactive). Every problem of the form comes back at its field, with
+the change that fixes it where one is known (:mod:`clusterforge.web.check`); an unchanged
+spec is not planned again, and only the report sections that changed are reloaded
+(:mod:`clusterforge.web.sections`). Requests pass :mod:`clusterforge.web.guard` first. ``POST /api/plan`` is the JSON API for scripts, described
 at ``/openapi.json``; ``/download/...`` serves the spec and every output file. Nothing is
 loaded from outside: Swagger UI and ReDoc, which come from a CDN, are switched off.
 """
@@ -15,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from fastapi import FastAPI, HTTPException
-from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 
 from clusterforge.assess import QUICK, REPORT, Assessment, AssessOptions, assess
@@ -26,10 +30,12 @@ from clusterforge.report.files import assessed_design_data
 from clusterforge.report.format import money
 from clusterforge.report.html import build_report, render_html
 from clusterforge.spec import ClusterSpec, default_spec, parse_spec
-from clusterforge.web.form import FormErrors, spec_from_form
+from clusterforge.web.check import check_form
+from clusterforge.web.guard import RequestGuard, host_names
 from clusterforge.web.page import planner_page
+from clusterforge.web.sections import ReportParts, changed_sections
 
-__all__ = ["FormResult", "FormSubmission", "PlanResult", "Planner", "create_app"]
+__all__ = ["FormResult", "FormSubmission", "PlanResult", "Planner", "create_app", "planner_app"]
 
 MEDIA_TYPES = {".json": "application/json", ".csv": "text/csv", ".md": "text/markdown",
                ".svg": "image/svg+xml", ".yaml": "application/yaml", ".html": "text/html"}  # fmt: skip
@@ -47,8 +53,17 @@ class FormResult(BaseModel):
 
     ok: bool
     errors: dict[str, str] = Field(default_factory=dict, description="'' = the whole spec")
+    fixes: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Error path -> the field values that remove that error (one-click fix)",
+    )
     headline: str = ""
     version: int = Field(0, description="Report version: GET /report.html?v=<version>")
+    changed: list[str] | None = Field(
+        None,
+        description="Report sections that changed (GET /report/section/<id>); "
+        "None: reload the whole report",
+    )
     elapsed_s: float = Field(0.0, description="Time to validate, plan and render, seconds")
 
 
@@ -75,18 +90,28 @@ class Planner:
     def design(self) -> Design:
         return self.assessment.design
 
+    @property
+    def parts(self) -> ReportParts:
+        return ReportParts.of(self.report_html)
+
     @classmethod
     def start(cls, spec: ClusterSpec | None) -> Planner:
         spec = spec or default_spec()
         assessment = assess(plan(spec), QUICK)
         return cls(spec, assessment, render_html(build_report(assessment)))
 
-    def update(self, spec: ClusterSpec) -> None:
-        """Plan ``spec`` and render its report; the state changes only when both succeed."""
-        assessment = assess(plan(spec), QUICK)
+    def update(self, spec: ClusterSpec, design: Design | None = None) -> list[str] | None:
+        """Plan ``spec`` (unless its ``design`` is given) and render its report; the state
+        changes only when both succeed. Returns the report sections that changed (None: the
+        page around them changed too)."""
+        if spec == self.spec:
+            return []
+        assessment = assess(design or plan(spec), QUICK)
         html = render_html(build_report(assessment))
+        changed = changed_sections(self.parts, ReportParts.of(html))
         self.spec, self.assessment, self.report_html = spec, assessment, html
         self.version += 1
+        return changed
 
 
 def _headline(design: Design) -> str:
@@ -98,8 +123,16 @@ def _headline(design: Design) -> str:
     )
 
 
-def create_app(spec: ClusterSpec | None = None) -> FastAPI:
-    """The planner app for ``spec`` (None: the built-in default)."""
+def create_app(
+    spec: ClusterSpec | None = None, hosts: frozenset[str] = host_names("127.0.0.1")
+) -> RequestGuard:
+    """The planner app for ``spec`` (None: the built-in default), answering only requests
+    addressed to one of ``hosts`` (:func:`clusterforge.web.guard.host_names`)."""
+    return RequestGuard(planner_app(spec), hosts)
+
+
+def planner_app(spec: ClusterSpec | None = None) -> FastAPI:
+    """The planner's routes, without the request guard."""
     app = FastAPI(
         title="clusterforge planner",
         summary="Plan a GPU cluster from a spec; the JSON API for scripts is POST /api/plan.",
@@ -111,7 +144,18 @@ def create_app(spec: ClusterSpec | None = None) -> FastAPI:
     _page_routes(app, planner, lock)
     _api_routes(app, planner, lock)
     _download_routes(app, planner, lock)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     return app
+
+
+async def _invalid_request(request: Request, exc: Exception) -> Response:
+    """422 naming each bad field, without echoing the submitted values back."""
+    assert isinstance(exc, RequestValidationError)
+    detail = [
+        {"loc": list(err.get("loc", ())), "msg": str(err.get("msg", "")), "type": err.get("type")}
+        for err in exc.errors()[:20]
+    ]
+    return JSONResponse(status_code=422, content={"detail": detail})
 
 
 def _page_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:
@@ -125,22 +169,30 @@ def _page_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:
         with lock:
             return planner.report_html
 
+    @app.get("/report/section/{section}", response_class=HTMLResponse, include_in_schema=False)
+    def report_section(section: str) -> str:
+        with lock:
+            sections = planner.parts.sections
+        if section not in sections:
+            raise HTTPException(404, f"no report section {section[:64]!r}")
+        return sections[section]
+
 
 def _api_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:
     @app.post("/api/form", response_model=FormResult)
     def change(submission: FormSubmission) -> FormResult:
         """Validate the form, plan it and render the report; errors come back by field."""
         start = time.perf_counter()
+        check = check_form(submission.values, submission.enabled)
+        if check.spec is None or not check.ok:
+            return FormResult(ok=False, errors=check.errors, fixes=check.fixes)
         try:
-            spec = spec_from_form(submission.values, submission.enabled)
             with lock:
-                planner.update(spec)
+                changed = planner.update(check.spec, check.design)
                 headline, version = _headline(planner.design), planner.version
-        except FormErrors as exc:
-            return FormResult(ok=False, errors=exc.errors)
         except ClusterforgeError as exc:
             return FormResult(ok=False, errors={"": str(exc)})
-        return FormResult(ok=True, headline=headline, version=version,
+        return FormResult(ok=True, headline=headline, version=version, changed=changed,
                           elapsed_s=time.perf_counter() - start)  # fmt: skip
 
     @app.post("/api/plan", response_model=PlanResult)

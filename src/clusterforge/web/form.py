@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
+from clusterforge.catalog import load_catalog
 from clusterforge.errors import ClusterforgeError
 from clusterforge.spec import ClusterSpec, parse_spec
 from clusterforge.spec.error_messages import field_range
@@ -34,15 +35,19 @@ UNIT_SUFFIXES = (
     ("_fraction", "fraction"), ("_tbyte", "TB"), ("_days", "days"), ("_years", "years"),
     ("_kw", "kW"), ("_m", "m"), ("_v", "V"), ("_a", "A"), ("_s", "s"), ("_b", "billion"),
 )  # fmt: skip
+# Fields whose value is a catalog id: offered as a choice of the catalog table's ids.
+CATALOG_FIELDS = {"gpu": "gpus", "node": "nodes", "network.switch": "switches",
+                  "storage.block": "storage", "workload.model": "models"}  # fmt: skip
 UNIT_NAMES = {"years": "years", "rack_u": "U", "num_gpus": "GPUs", "utilization": "fraction",
               "pue": "ratio", "num_staff": "people"}  # fmt: skip
 
 
 class FormErrors(ClusterforgeError):
-    """The submitted form is not a valid spec: messages by field path ('' = the whole form)."""
+    """The submitted form is not a valid spec: messages by field path ('' = the whole form),
+    and the change that would remove them where one is known (``fix``)."""
 
-    def __init__(self, errors: dict[str, str]) -> None:
-        super().__init__("; ".join(f"{k or 'spec'}: {v}" for k, v in errors.items()))
+    def __init__(self, errors: dict[str, str], fix: dict[str, Any] | None = None) -> None:
+        super().__init__("; ".join(f"{k or 'spec'}: {v}" for k, v in errors.items()), fix=fix)
         self.errors = errors
 
 
@@ -126,6 +131,8 @@ def _fields(model: type[BaseModel], values: BaseModel | None, prefix: str) -> li
         if _section_model(info.annotation) is not None:
             continue
         kind, choices, optional = _kind(info.annotation)
+        if prefix + name in CATALOG_FIELDS:
+            kind, choices = "select", _catalog_ids(CATALOG_FIELDS[prefix + name])
         value = getattr(values, name) if values is not None else _default(info)
         out.append(
             FormField(
@@ -136,6 +143,10 @@ def _fields(model: type[BaseModel], values: BaseModel | None, prefix: str) -> li
             )
         )  # fmt: skip
     return out
+
+
+def _catalog_ids(table: str) -> tuple[str, ...]:
+    return tuple(getattr(load_catalog(), table).ids())
 
 
 def _default(info: FieldInfo) -> Any:
@@ -233,7 +244,8 @@ def spec_from_form(values: dict[str, Any], enabled: dict[str, bool]) -> ClusterS
         return parse_spec(data, source=SOURCE)
     except ClusterforgeError as exc:  # catalog ids, divisibility: "form: network.switch: ..."
         match = re.match(rf"{SOURCE}: ([a-z_.]+): (.*)", str(exc), flags=re.S)
-        raise FormErrors({match[1]: match[2]} if match else {"": str(exc)}) from None
+        errors = {match[1]: match[2]} if match else {"": str(exc)}
+        raise FormErrors(errors, fix=exc.fix) from None
 
 
 def validation_errors(exc: ValidationError) -> dict[str, str]:

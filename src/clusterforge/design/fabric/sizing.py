@@ -122,7 +122,8 @@ def _check_bounds(p: FabricParams, num_nodes: int, radix: int) -> None:
         raise CapacityError(
             f"network: {num_nodes:,} nodes x {p.nics_per_node} NICs exceed the {limit:,} "
             f"endpoints that {p.planes} plane(s) of 3-tier radix-{radix} Clos can join; use a "
-            "larger-radix switch, more planes or fewer GPUs"
+            "larger-radix switch, more planes or fewer GPUs",
+            fix={"network.planes": -(-num_nodes * p.nics_per_node // (radix**3 // 4))},
         )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +72,8 @@ def choose_density(spec: ClusterSpec, compute: ComputeDesign) -> Density:
     if not bands:
         raise CapacityError(
             f"facility.cooling_available: {node.id} is liquid-cooled but the facility offers only "
-            f"{', '.join(f.cooling_available)}; add direct-to-chip or immersion"
+            f"{', '.join(f.cooling_available)}; add direct-to-chip or immersion",
+            fix={"facility.cooling_available": [*f.cooling_available, "direct-to-chip"]},
         )
     limit = min(f.max_rack_kw, max(bands))
     limited_by = "facility.max_rack_kw" if f.max_rack_kw <= max(bands) else "cooling band"
@@ -87,7 +89,8 @@ def choose_density(spec: ClusterSpec, compute: ComputeDesign) -> Density:
                 f"{limited_by}: {limit:g} kW per rack is below one {node.id} node "
                 f"({node_kw:g} kW max); raise it, add a cooling method, or set "
                 f"facility.allow_power_capping: true to cap each GPU at "
-                f"{cap.gpu_power_limit_w:.0f} W (about {1 - cap.throughput_factor:.0%} less throughput)"
+                f"{cap.gpu_power_limit_w:.0f} W (about {1 - cap.throughput_factor:.0%} less throughput)",
+                fix=_room_for(spec, node_kw),
             )
         node_kw = cap.node_max_kw
     by_power = math.floor(limit / node_kw + 1e-9)
@@ -106,6 +109,19 @@ def choose_density(spec: ClusterSpec, compute: ComputeDesign) -> Density:
     )
 
 
+def _room_for(spec: ClusterSpec, kw: float) -> dict[str, Any]:
+    """The facility change that makes room for ``kw`` in one rack: the rack cap raised to it
+    and, where no offered cooling method removes that much, the cheapest one that does."""
+    f = spec.facility
+    fix: dict[str, Any] = {}
+    if f.max_rack_kw < kw:
+        fix["facility.max_rack_kw"] = math.ceil(kw)
+    if not any(COOLING_BAND_KW[m] >= kw for m in f.cooling_available):
+        method = next((m for m, band in COOLING_BAND_KW.items() if band >= kw), "immersion")
+        fix["facility.cooling_available"] = [*f.cooling_available, method]
+    return fix
+
+
 def _rack_scale_density(
     spec: ClusterSpec, compute: ComputeDesign, limit: float, limited_by: str, usable_u: int
 ) -> Density:
@@ -115,7 +131,8 @@ def _rack_scale_density(
         raise CapacityError(
             f"{limited_by}: {limit:g} kW per rack cannot hold one {node.id} rack-scale system "
             f"({rack_kw:g} kW; it cannot be split); raise facility.max_rack_kw to at least "
-            f"{math.ceil(rack_kw)} and offer direct-to-chip cooling"
+            f"{math.ceil(rack_kw)} and offer direct-to-chip cooling",
+            fix=_room_for(spec, rack_kw),
         )
     return Density(
         nodes_per_rack=node.rack_scale_nodes,
