@@ -1,11 +1,15 @@
-"""Simulate the published nccl-tests rows of ``nccl_tests_published.toml`` and score them."""
+"""Simulate published nccl-tests rows and score them.
+
+Rows come from every ``*.toml`` of this folder whose rows name a ``collective`` and its
+``busbw`` (``nccl_tests_published.toml`` and the ``pub_*`` sources), each in its set
+(:mod:`validation.sets`).
+"""
 
 from __future__ import annotations
 
 import functools
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,12 +17,22 @@ import numpy as np
 from clusterforge.design import plan
 from clusterforge.netsim import build_fabric_graph, simulate_collective
 from clusterforge.spec import parse_spec
+from validation.sets import data_files, file_rows, kind_of
 
-__all__ = ["ROWS", "Scored", "mean_abs_error", "score"]
+__all__ = ["ROWS", "Scored", "mean_abs_error", "raw_rows", "score"]
 
-ROWS: list[dict[str, Any]] = tomllib.loads(
-    (Path(__file__).with_name("nccl_tests_published.toml")).read_text()
-)["row"]
+
+def raw_rows() -> list[tuple[str, dict[str, Any]]]:
+    """(file name, row) of every nccl-tests row of the data files, in file order."""
+    return [
+        (path.name, row)
+        for path in data_files()
+        for row in file_rows(tomllib.loads(path.read_text()))
+        if kind_of(row) == "nccl"
+    ]
+
+
+ROWS: list[dict[str, Any]] = [row for _, row in raw_rows()]
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """Published nccl-tests results against the simulator: each row within its tolerance, and
-the mean error of the held-out rows (no constant was fitted to them) within 5 %."""
+the mean error of the development rows (no constant was fitted to them; called held-out
+until Dec 2026, when it showed their errors had been studied) within 5 %. Held-out rows are
+scored as a whole by ``benchmarks/validate_simulate.py --heldout`` only, never here."""
 
 from __future__ import annotations
 
@@ -7,15 +9,17 @@ import pytest
 
 from clusterforge.constants import read_constants
 from validation.nccl_rows import ROWS, mean_abs_error, score
+from validation.sets import SETS
 
-HELDOUT = [r for r in ROWS if r["set"] == "heldout"]
+DEVELOPMENT = [r for r in ROWS if r["set"] == "development"]
 CALIBRATION = [r for r in ROWS if r["set"] == "calibration"]
+STUDIED = CALIBRATION + DEVELOPMENT
 
 
 def test_every_row_names_its_source_and_set():
     for row in ROWS:
-        assert row["source"] and row["set"] in ("calibration", "heldout"), row["id"]
-        assert row["set"] == "heldout" or row["fits"], row["id"]
+        assert row["source"] and row["set"] in SETS, row["id"]
+        assert row["set"] != "calibration" or row["fits"], row["id"]
 
 
 def test_fitted_constants_name_calibration_rows_that_name_them():
@@ -49,7 +53,7 @@ def _cases() -> list[object]:
             if r["id"] in KNOWN_GAPS
             else [],
         )
-        for r in ROWS
+        for r in STUDIED
     ]
 
 
@@ -58,8 +62,8 @@ def test_row_within_15_percent(row):
     assert abs(score(row).error) < 0.15
 
 
-def test_heldout_mean_absolute_error_within_5_percent():
-    assert mean_abs_error([score(r) for r in HELDOUT]) <= 0.05
+def test_development_mean_absolute_error_within_5_percent():
+    assert mean_abs_error([score(r) for r in DEVELOPMENT]) <= 0.05
 
 
 def test_calibration_mean_absolute_error_within_5_percent():
