@@ -43,6 +43,19 @@ SMALL_TP_GEMMS = (
     "micro-batch 2 split 4- or 8-way: per-GPU GEMMs of a few GFLOP run well below the "
     "large-shape efficiency the model uses (no size-dependent GEMM efficiency yet)"
 )
+FSDP_SMALL = (
+    "FSDP2 with 2 sequences per GPU on H100 96GB at 500 W: 28-59 % optimistic (issue 24: FSDP "
+    "on few nodes with small per-GPU batches); neither the 500 W clock limit nor torch.compile "
+    "is modelled"
+)
+LONG_CONTEXT = (
+    "context parallelism at 32K-256K tokens (torchtitan, full recomputation): 26-63 % "
+    "optimistic (issue 24: long context with context parallelism)"
+)
+SMALL_TP_FSDP = (
+    "Llama 3 8B split 8 ways by TP (vanilla, not overlapped) under FSDP 8: 37-38 % optimistic; "
+    "per-GPU GEMMs of a 4,096-wide model split 8 ways (shape-dependent GEMM efficiency)"
+)
 KNOWN_GAPS = {
     "vtrain-3.6b-tp4-pp1-mb2": SMALL_TP_GEMMS,
     "vtrain-3.6b-tp8-pp1-mb2": SMALL_TP_GEMMS,
@@ -57,6 +70,27 @@ KNOWN_GAPS = {
     ),
     "vtrain-39.1b-tp2-pp16-mb2": "see vtrain-39.1b-tp2-pp8-mb2",
     "vtrain-39.1b-tp2-pp16-mb3": "see vtrain-39.1b-tp2-pp8-mb2",
+    # Development rows of the sources added in Dec 2026 (validation/pub_*.toml): the gaps
+    # issue 24 describes, measured here on development rows only.
+    "pub-tt-h100-8b-8gpu-fsdp": (
+        "predicted not to fit: 76 GiB of activations for micro-batch 2 x 8,192 tokens with "
+        "selective recomputation (96.5 GiB in all on an 89.4 GiB H100 96GB); torchtitan "
+        "measured 82.4 GiB: its per-op selective checkpointing saves less than this model keeps"
+    ),
+    "pub-tt-h100-8b-8gpu-fsdp-compile-fp8": FSDP_SMALL,
+    "pub-tt-h100-8b-128gpu-fsdp": FSDP_SMALL,
+    "pub-tt-h100-8b-128gpu-fsdp-compile-fp8": FSDP_SMALL,
+    "pub-tt-h100-8b-32k-fsdp8-cp1": LONG_CONTEXT,
+    "pub-tt-h100-8b-128k-fsdp2-cp4": LONG_CONTEXT,
+    "pub-tt-h100-405b-32k-fsdp8-cp1": LONG_CONTEXT,
+    "pub-tt-h100-405b-128k-fsdp2-cp4": LONG_CONTEXT,
+    "pub-tt-h100-405b-512gpu-3d-1f1b": (
+        "FSDP 8 x TP 8 x PP 8, 32 micro-batches of one sequence: measured 100 tokens/s/GPU, "
+        "predicted 86 % more; candidates: FSDP gathers and reduce-scatters per micro-batch "
+        "under pipelining, the 500 W power limit (not modelled)"
+    ),
+    "pub-tt-asynctp-8b-bf16-vanilla": SMALL_TP_FSDP,
+    "pub-tt-asynctp-8b-fp8tw-vanilla": SMALL_TP_FSDP,
     "bridge2509-gb200-llama3.1-405b-fsdp": (
         "FSDP over 64 GPUs in two NVL72 racks: the simulated all-gather crosses racks at about "
         "90 GB/s per GPU, where NCCL spreads the rack-to-rack hop over many NICs"
@@ -103,7 +137,10 @@ def test_run_that_ran_is_predicted_to_fit_and_within_tolerance(run: Run) -> None
 
 @pytest.mark.parametrize("subset", ["calibration", "development"])
 def test_set_mape_and_median_signed_error(subset: str) -> None:
-    errors = [predict_run(r).error for r in RUNS if r.subset == subset]
+    # Over the runs predicted to fit, as benchmarks/validate_predict.py reports it (a run
+    # predicted not to fit fails its own row test above).
+    outcomes = [predict_run(r) for r in RUNS if r.subset == subset]
+    errors = [o.error for o in outcomes if o.prediction is not None]
     assert statistics.fmean(abs(e) for e in errors) <= MAPE_LIMIT
     assert abs(statistics.median(errors)) <= MEDIAN_LIMIT
 

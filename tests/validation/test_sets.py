@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_row_of_every_data_file_is_read_and_in_one_of_three_sets() -> None:
-    assert sets.RUN_METRICS == get_args(Metric)
+    assert get_args(Metric) == sets.RUN_METRICS
     for path in data_files():
         raw = tomllib.loads(path.read_text())
         rows = run_rows(raw) if "table" in raw else file_rows(raw)
