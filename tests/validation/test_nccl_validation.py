@@ -68,3 +68,12 @@ def test_development_mean_absolute_error_within_5_percent():
 
 def test_calibration_mean_absolute_error_within_5_percent():
     assert mean_abs_error([score(r) for r in CALIBRATION]) <= 0.05
+
+
+def test_a_row_counts_its_nodes_with_the_catalog_node_s_gpus():
+    """``num_nodes`` counts machines of the row's node: a GB200 NVL72 rack is 18 trays of 4."""
+    from validation.nccl_rows import _graph
+
+    graph = _graph("gb200-nvl72-tray", 18, None, (("max_rack_kw", 140),))
+    assert graph.gpus_per_node == 4
+    assert graph.num_gpus == 72
