@@ -12,7 +12,9 @@ for sizes >= 16 MiB and below, inter-node rows and clusters counted, never per r
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from clusterforge.catalog import load_catalog
 from validation.nccl_rows import ROWS, Scored, mean_abs_error, score
 from validation.sets import read_lock
 
@@ -30,16 +32,24 @@ def _print_rows(name: str, scored: list[Scored]) -> None:
     print(f"mean absolute error, {name}: {mean_abs_error(scored):.1%}")
 
 
+def spans_nvlink_domains(row: dict[str, Any]) -> bool:
+    """Whether the row's communicator crosses the scale-out network (more GPUs than one
+    NVLink domain: 8 on a DGX H100, 72 on a GB200 NVL72 rack)."""
+    domain = load_catalog().nodes[row["node"]].nvlink_domain_gpus
+    gpus = row.get("num_gpus", load_catalog().nodes[row["node"]].num_gpus * row["num_nodes"])
+    return bool(gpus > domain)
+
+
 def heldout_aggregate(scored: list[Scored]) -> str:
     """One line: mean absolute error by size class, inter-node rows, clusters."""
     large = [s for s in scored if s.row["size_bytes"] >= LARGE_BYTES]
     small = [s for s in scored if s.row["size_bytes"] < LARGE_BYTES]
-    inter = [s for s in scored if s.row["num_nodes"] > 1]
+    inter = [s for s in scored if spans_nvlink_domains(s.row)]
     clusters = {s.row.get("cluster", s.row["source"]) for s in inter}
     return (
         f"heldout: {len(scored)} rows, mean absolute error >= 16 MiB {mean_abs_error(large):.1%} "
         f"({len(large)} rows), < 16 MiB {mean_abs_error(small):.1%} ({len(small)} rows); "
-        f"{len(inter)} inter-node rows from {len(clusters)} clusters"
+        f"{len(inter)} rows across NVLink domains from {len(clusters)} clusters"
     )
 
 
