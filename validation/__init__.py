@@ -18,5 +18,6 @@ choose a mechanism or a constant). ``docs/validation.md`` describes the rules.
 
 The tests under ``tests/validation`` hold the tolerances; ``benchmarks/validate_*.py``
 print the calibration and development tables (held-out only as a whole, with ``--heldout``),
-and ``benchmarks/validate_predict.py --write`` derives the prediction band the package ships (``clusterforge/perf/data/uncertainty.toml``).
+and ``benchmarks/validate_predict.py --write`` derives the prediction band the package ships
+(``clusterforge/perf/data/uncertainty.toml``).
 """
