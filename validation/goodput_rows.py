@@ -25,7 +25,6 @@ Metric = Literal["interruptions", "share", "mtbf_h", "ettr"]
 Bound = Literal["equal", "at_least", "at_most"]
 HOURS_PER_DAY = 24.0
 DAY_S = 86400.0
-DATA = Path(__file__).with_name("goodput_published.toml")
 
 
 @dataclass(frozen=True)
