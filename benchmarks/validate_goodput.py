@@ -3,23 +3,27 @@
 Prints, per row of ``validation/goodput_published.toml``: the published figure, the
 modelled one, the signed error (modelled / published - 1) and the set; then a summary per
 set: rows modelled, rows the model cannot express, the median absolute error and the
-geometric-mean ratio modelled / published of the value rows, and the bounds met. Held-out
-rows are split into those that carry the packaged (Llama 3, H100) rates to another fleet and
-those that check Daly's model with the source's own fleet rate.
+geometric-mean ratio modelled / published of the value rows, and the bounds met. Development
+rows (called held-out until Dec 2026) are split into those that carry the packaged (Llama 3,
+H100) rates to another fleet and those that check Daly's model with the source's own fleet
+rate. Held-out rows are listed with the commit that froze them and, with ``--heldout`` only,
+scored as a whole (one summary line, never per row).
 
 For a bound the model misses because of a restart time the source does not publish, it also
 prints the relaunch time (detection + requeue + initialisation) that would meet the bound.
 
-    python benchmarks/validate_goodput.py
+    python benchmarks/validate_goodput.py [--heldout]
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import statistics
 from dataclasses import replace
 
 from validation.goodput_rows import ROWS, Outcome, Row, model_row
+from validation.sets import read_lock
 
 UNITS = {"interruptions": "", "share": "", "mtbf_h": " h", "ettr": ""}
 BOUND_SIGN = {"equal": "", "at_least": ">=", "at_most": "<="}
@@ -69,10 +73,10 @@ def _group(outcome: Outcome) -> str:
     if row.subset == "calibration":
         return "calibration (Llama 3 Table 5, the rates' source)"
     if row.why_not is not None:
-        return "held-out, not expressible"
+        return "development, not expressible"
     if row.rate_per_node_day is not None:
-        return "held-out, Daly's model with the source's own fleet rate"
-    return "held-out, packaged H100 rates carried to another fleet"
+        return "development, Daly's model with the source's own fleet rate"
+    return "development, packaged H100 rates carried to another fleet"
 
 
 def _summary(name: str, outcomes: list[Outcome]) -> str:
@@ -113,7 +117,11 @@ def relaunch_to_meet(row: Row, target: float) -> float | None:
 
 
 def main() -> None:
-    outcomes = [model_row(r) for r in ROWS]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--heldout", action="store_true", help="score held-out rows as a whole")
+    args = parser.parse_args()
+    outcomes = [model_row(r) for r in ROWS if r.subset != "heldout"]
+    held = [r for r in ROWS if r.subset == "heldout"]
     print(f"  {'row':34} {'set':11} {'published':>10} {'modelled':>10} {'error':>8}  check")
     for outcome in outcomes:
         print(_line(outcome))
@@ -132,6 +140,12 @@ def main() -> None:
                 f"\n  {row.id}: modelled with relaunch {row.checkpointing.relaunch_s:.0f} s; "
                 f"relaunch that meets {row.published:.0%}: {said}"
             )
+    frozen = {e.id: e.commit for e in read_lock() if e.kind == "goodput"}
+    print(f"\nheldout: {len(held)} rows, frozen (scored only with --heldout, as a whole)")
+    for row in held:
+        print(f"  {row.id:34} frozen at {frozen.get(row.id, 'NOT LOCKED')[:12]}")
+    if args.heldout and held:
+        print(_summary("heldout", [model_row(r) for r in held]))
 
 
 if __name__ == "__main__":

@@ -1,17 +1,20 @@
 """Accuracy of ``clusterforge predict`` on published training runs (the ``validation`` package).
 
-Prints, per run, the published and predicted figure and the signed error; then, for the
-calibration set and the held-out set separately, the mean absolute percentage error (MAPE),
-the median signed error (positive = optimistic) and the Spearman rank correlation between
-published and predicted values, plus the runs that really ran but are predicted not to fit;
-then, for each sweep (several plans of one model on one cluster), the Spearman rank
-correlation inside the sweep: whether the model orders the plans as they were measured.
+By default only the calibration and development sets are predicted. Prints, per run, the
+published and predicted figure, the signed error and the run's class; then, per set, the mean
+absolute percentage error (MAPE), the median signed error (positive = optimistic), the
+Spearman rank correlation, the runs that ran but are predicted not to fit, the per-class MAPE
+and the coverage of the printed 80 % range; then, per sweep (plans of one model on one
+cluster), the Spearman rank correlation inside the sweep. The held-out rows are listed with
+the commit that froze them, without a figure.
 
-``--write`` stores the spread of the signed errors (all runs that fit: 10th and 90th
-percentile) in ``src/clusterforge/perf/data/uncertainty.toml``; every prediction states its
-range from it.
+``--heldout`` also predicts the held-out set and prints it as a whole only (MAPE, median
+signed error, per-class MAPE, range coverage, runs predicted not to fit): never per row.
 
-    python benchmarks/validate_predict.py [--write] [--set heldout]
+``--write`` derives the range from calibration and development runs only
+(:mod:`validation.band`) and stores it in ``src/clusterforge/perf/data/uncertainty.toml``.
+
+    python benchmarks/validate_predict.py [--write] [--set development] [--heldout]
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from validation.band import band_of
+from validation.band import BAND_SETS, Band, coverage, derive
 from validation.runs import Outcome, load_runs, predict_run
+from validation.sets import read_lock
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,7 +39,10 @@ UNCERTAINTY = REPO / "src" / "clusterforge" / "perf" / "data" / "uncertainty.tom
 def _row(outcome: Outcome) -> str:
     run = outcome.run
     if outcome.prediction is None:
-        return f"  {run.name:<34} {run.subset:<11} {run.published:>9,.1f}  NO PLAN FITS"
+        return (
+            f"  {run.name:<34} {run.subset:<11} {run.published:>9,.1f}  NO PLAN FITS"
+            f"  [{outcome.run_class}]"
+        )
     p = outcome.prediction.plan
     job = p.layout
     plan = (
@@ -43,7 +50,8 @@ def _row(outcome: Outcome) -> str:
     )
     return (
         f"  {run.name:<34} {run.subset:<11} {run.published:>9,.1f} {outcome.predicted:>9,.1f} "
-        f"{outcome.error * 100:+6.1f} %  {plan} {p.recompute} {p.precision} {run.stack.name}"
+        f"{outcome.error * 100:+6.1f} %  {plan} {p.recompute} {p.precision} {run.stack.name} "
+        f"[{outcome.run_class}]"
     )
 
 
@@ -101,48 +109,94 @@ def _print_sweeps(outcomes: list[Outcome]) -> None:
         print(f"worst within-sweep Spearman {min(rho for _, rho in sweeps.values()):.3f}")
 
 
-def write_uncertainty(outcomes: list[Outcome]) -> None:
-    """Store the error band of every run (:func:`validation.band.band_of`)."""
-    band = band_of(outcomes)
-    UNCERTAINTY.write_text(
-        "# Range of the real value around a prediction, from the signed errors of the model on\n"
-        "# the published runs of validation/ (10th and 90th percentile over every run,\n"
-        "# calibration and held-out). Written by benchmarks/validate_predict.py --write.\n"
-        f"low_fraction = {band['low_fraction']:.3f}\n"
-        f"high_fraction = {band['high_fraction']:.3f}\n"
-        f"num_runs = {band['num_runs']:.0f}\n"
-        f"mape = {band['mape']:.3f}\n"
-    )
-    low, high = band["low_fraction"], band["high_fraction"]
+def per_class_mape(outcomes: list[Outcome]) -> dict[str, tuple[int, float]]:
+    """Per class: runs that fit and their MAPE."""
+    by_class: dict[str, list[float]] = {}
+    for o in outcomes:
+        if o.prediction is not None:
+            by_class.setdefault(o.run_class, []).append(abs(o.error))
+    return {k: (len(v), statistics.fmean(v)) for k, v in sorted(by_class.items())}
+
+
+def _print_classes(outcomes: list[Outcome], pooled: Band, classes: dict[str, Band]) -> None:
+    parts = [f"{k} {n} runs {m * 100:.1f} %" for k, (n, m) in per_class_mape(outcomes).items()]
+    print(f"  per-class MAPE: {'; '.join(parts)}")
+    print(f"  80 % range coverage: {coverage(outcomes, pooled, classes) * 100:.0f} %")
+
+
+def write_uncertainty(pooled: Band, classes: dict[str, Band]) -> None:
+    """Store the pooled range and the per-class ranges (:mod:`validation.band`)."""
+    lines = [
+        "# Range of the real value around a prediction: the 10th..90th percentile of the signed",
+        "# errors of the model on the calibration and development runs of validation/ (never the",
+        "# held-out runs), pooled and per class of run (clusterforge.perf.uncertainty explains",
+        "# the rule). Written by benchmarks/validate_predict.py --write.",
+        *_band_lines(pooled),
+    ]
+    for name, band in classes.items():
+        lines += ["", f'[class."{name}"]', *_band_lines(band)]
+    UNCERTAINTY.write_text("\n".join(lines) + "\n")
+    low, high = pooled["low_fraction"], pooled["high_fraction"]
     print(f"wrote {UNCERTAINTY.relative_to(REPO)}: {low * 100:+.1f} % .. {high * 100:+.1f} %")
+
+
+def _band_lines(band: Band) -> list[str]:
+    return [
+        f"low_fraction = {band['low_fraction']:.3f}",
+        f"high_fraction = {band['high_fraction']:.3f}",
+        f"num_runs = {band['num_runs']:.0f}",
+        f"mape = {band['mape']:.3f}",
+    ]
+
+
+def _print_heldout_listing() -> None:
+    runs = {r.name: r for r in load_runs() if r.subset == "heldout"}
+    frozen = {e.id: e.commit for e in read_lock() if e.kind == "run"}
+    print(f"heldout: {len(runs)} runs, frozen (scored only with --heldout, as a whole)")
+    for name, run in runs.items():
+        print(f"  {name:<44} {run.base_class:<17} frozen at {frozen.get(name, 'NOT LOCKED')[:12]}")
+
+
+def _print_heldout_aggregate(pooled: Band, classes: dict[str, Band]) -> None:
+    outcomes = [predict_run(r) for r in load_runs() if r.subset == "heldout"]
+    if not outcomes:
+        print("heldout: no runs")
+        return
+    _print_summary("heldout", summary(outcomes))
+    _print_classes(outcomes, pooled, classes)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="update uncertainty.toml")
-    parser.add_argument("--set", choices=("calibration", "heldout"), help="only this set")
+    parser.add_argument("--set", choices=BAND_SETS, help="only this set (per-run table)")
+    parser.add_argument(
+        "--heldout", action="store_true", help="also score the held-out set, as a whole only"
+    )
     args = parser.parse_args()
     start = time.perf_counter()
-    runs = [r for r in load_runs() if args.set is None or r.subset == args.set]
+    runs = [r for r in load_runs() if r.subset in BAND_SETS]
+    outcomes = [predict_run(r) for r in runs]
+    pooled, classes = derive(outcomes)
     print(f"  {'run':<34} {'set':<11} {'published':>9} {'predicted':>9}  error")
-    outcomes = []
-    for run in runs:
-        outcomes.append(predict_run(run))
-        print(_row(outcomes[-1]), flush=True)
+    for outcome in outcomes:
+        if args.set is None or outcome.run.subset == args.set:
+            print(_row(outcome), flush=True)
     print()
-    for subset in ("calibration", "heldout"):
+    for subset in BAND_SETS:
         chosen = [o for o in outcomes if o.run.subset == subset]
         if chosen:
             _print_summary(subset, summary(chosen))
-    single = [o for o in outcomes if o.run.subset == "heldout" and o.run.sweep is None]
-    if single:
-        _print_summary("heldout, single runs (no sweep)", summary(single))
-    everything = summary(outcomes)
-    _print_summary("all", everything)
+            _print_classes(chosen, pooled, classes)
+    _print_summary("calibration + development", summary(outcomes))
+    _print_classes(outcomes, pooled, classes)
     _print_sweeps(outcomes)
+    _print_heldout_listing()
+    if args.heldout:
+        _print_heldout_aggregate(pooled, classes)
     print(f"({time.perf_counter() - start:.0f} s)")
     if args.write:
-        write_uncertainty(outcomes)
+        write_uncertainty(pooled, classes)
 
 
 if __name__ == "__main__":

@@ -17,15 +17,14 @@ from typing import Any, Literal, assert_never
 
 from clusterforge.goodput import GoodputInputs, JobRates, expected_goodput, failure_classes
 from clusterforge.goodput import job_rates as packaged_rates
+from validation.sets import Subset, data_files, file_rows, kind_of
 
 __all__ = ["ROWS", "Outcome", "Row", "check_row", "load_rows", "model_row"]
 
 Metric = Literal["interruptions", "share", "mtbf_h", "ettr"]
-Subset = Literal["calibration", "heldout"]
 Bound = Literal["equal", "at_least", "at_most"]
 HOURS_PER_DAY = 24.0
 DAY_S = 86400.0
-DATA = Path(__file__).with_name("goodput_published.toml")
 
 
 @dataclass(frozen=True)
@@ -159,9 +158,22 @@ def _row(raw: dict[str, Any]) -> Row:
     )
 
 
-def load_rows(path: Path = DATA) -> list[Row]:
-    """Every row of the data file, in file order."""
-    return [_row(raw) for raw in tomllib.loads(path.read_text())["row"]]
+def raw_rows() -> list[tuple[str, dict[str, Any]]]:
+    """(file name, row) of every goodput row of the data files (any ``*.toml`` here whose
+    rows name what was ``measured``), in file order."""
+    return [
+        (path.name, raw)
+        for path in data_files()
+        for raw in file_rows(tomllib.loads(path.read_text()))
+        if kind_of(raw) == "goodput"
+    ]
+
+
+def load_rows(path: Path | None = None) -> list[Row]:
+    """Every goodput row, in file order (of ``path`` alone when given)."""
+    if path is not None:
+        return [_row(raw) for raw in file_rows(tomllib.loads(path.read_text()))]
+    return [_row(raw) for _, raw in raw_rows()]
 
 
 def _all_rates(row: Row, job: Job) -> JobRates:

@@ -1,24 +1,40 @@
-"""Simulate the published nccl-tests rows of ``nccl_tests_published.toml`` and score them."""
+"""Simulate published nccl-tests rows and score them.
+
+Rows come from every ``*.toml`` of this folder whose rows name a ``collective`` and its
+``busbw`` (``nccl_tests_published.toml`` and the ``pub_*`` sources), each in its set
+(:mod:`validation.sets`).
+"""
 
 from __future__ import annotations
 
 import functools
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from clusterforge.catalog import load_catalog
 from clusterforge.design import plan
 from clusterforge.netsim import build_fabric_graph, simulate_collective
 from clusterforge.spec import parse_spec
+from clusterforge.topology.graph import FabricGraph
+from validation.sets import data_files, file_rows, kind_of
 
-__all__ = ["ROWS", "Scored", "mean_abs_error", "score"]
+__all__ = ["ROWS", "Scored", "mean_abs_error", "raw_rows", "score"]
 
-ROWS: list[dict[str, Any]] = tomllib.loads(
-    (Path(__file__).with_name("nccl_tests_published.toml")).read_text()
-)["row"]
+
+def raw_rows() -> list[tuple[str, dict[str, Any]]]:
+    """(file name, row) of every nccl-tests row of the data files, in file order."""
+    return [
+        (path.name, row)
+        for path in data_files()
+        for row in file_rows(tomllib.loads(path.read_text()))
+        if kind_of(row) == "nccl"
+    ]
+
+
+ROWS: list[dict[str, Any]] = [row for _, row in raw_rows()]
 
 
 @dataclass(frozen=True)
@@ -36,13 +52,20 @@ class Scored:
 
 
 @functools.cache
-def _graph(node: str, num_nodes: int, nics_per_node: int | None):
-    gpus = 8 * num_nodes
+def _graph(
+    node: str,
+    num_nodes: int,
+    nics_per_node: int | None,
+    facility: tuple[tuple[str, Any], ...] = (),
+) -> FabricGraph:
+    """The fabric of ``num_nodes`` machines of catalog ``node`` (their own GPU count)."""
+    gpus = load_catalog().nodes[node].num_gpus * num_nodes
     spec: dict[str, Any] = {
         "name": f"{node}-x{num_nodes}",
         "num_gpus": gpus,
         "node": node,
         "spare_fraction": 0,
+        "facility": dict(facility),
         "workload": {"tensor_parallel": 8 if gpus >= 8 else gpus, "global_batch": gpus},
     }
     if nics_per_node is not None:
@@ -51,7 +74,8 @@ def _graph(node: str, num_nodes: int, nics_per_node: int | None):
 
 
 def score(row: dict[str, Any]) -> Scored:
-    graph = _graph(row["node"], row["num_nodes"], row.get("nics_per_node"))
+    facility = tuple(sorted(row.get("facility", {}).items()))
+    graph = _graph(row["node"], row["num_nodes"], row.get("nics_per_node"), facility)
     num_gpus = row.get("num_gpus", graph.gpus_per_node * row["num_nodes"])
     res = simulate_collective(
         graph,

