@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, overlapped_s
@@ -39,7 +41,13 @@ from clusterforge.perf.parallel import ParallelPlan, shard_groups
 from clusterforge.perf.roofline import BF16_BYTES
 from clusterforge.perf.stack import Stack
 
-__all__ = ["fsdp_unit_layers", "zero3_exposed_s"]
+__all__ = [
+    "fsdp_unit_layers",
+    "gather_calls_s",
+    "gathers_per_unit",
+    "reduce_per_unit_s",
+    "zero3_exposed_s",
+]
 
 
 def fsdp_unit_layers(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> int:
@@ -47,6 +55,33 @@ def fsdp_unit_layers(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> int:
     fill the stack's prefetch bucket (DeepSpeed ``stage3_prefetch_bucket_size``)."""
     layer = layer_params_per_gpu(arch, plan)
     return max(1, round(stack.fsdp_unit_params / layer)) if stack.fsdp_unit_params else 1
+
+
+def gathers_per_unit(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> int:
+    """All-gather calls per gathered unit and pass: one for an FSDP block (one flat or
+    grouped buffer); for DeepSpeed, one per fetched weight matrix when each is larger
+    than the prefetch bucket, fewer when the bucket coalesces several (never under one)."""
+    if not stack.fsdp_unit_params or stack.zero3_gathers_per_layer <= 1:
+        return 1
+    layer = layer_params_per_gpu(arch, plan)
+    return max(1, min(stack.zero3_gathers_per_layer, round(layer / stack.fsdp_unit_params)))
+
+
+def gather_calls_s(comm: CommModel, size_bytes: float, calls: int, groups: np.ndarray) -> float:
+    """Seconds of ``calls`` all-gathers that move ``size_bytes`` together over ``groups``:
+    every call pays the ring's latency at the group's size (``n - 1`` steps, NCCL's
+    ``ncclTopoTuneModel``), so splitting a unit multiplies the latency, not the bytes."""
+    return calls * comm.collective_time_s("all_gather", size_bytes / calls, groups)
+
+
+def reduce_per_unit_s(
+    comm: CommModel, unit_params: float, grad_bytes: float, stack: Stack, groups: np.ndarray
+) -> float:
+    """Reduce-scatter seconds per unit: one call per unit, or the unit's share of one
+    ``zero3_reduce_bucket_params`` bucket (DeepSpeed's ``reduce_bucket_size``)."""
+    bucket = max(unit_params, stack.zero3_reduce_bucket_params)
+    one = comm.collective_time_s("reduce_scatter", bucket * grad_bytes, groups)
+    return one * unit_params / bucket
 
 
 def zero3_exposed_s(
@@ -64,10 +99,10 @@ def zero3_exposed_s(
     per_unit = fsdp_unit_layers(arch, plan, stack)
     units = math.ceil(layers / per_unit)
     unit_params = per_unit * layer_params_per_gpu(arch, plan)
-    gather = comm.collective_time_s(
-        "all_gather", unit_params * stack.gathered_weight_bytes(plan.precision), shard
-    )
-    reduce = comm.collective_time_s("reduce_scatter", unit_params * stack.grad_reduce_bytes, shard)
+    calls = gathers_per_unit(arch, plan, stack)
+    gathered = unit_params * stack.gathered_weight_bytes(plan.precision)
+    gather = gather_calls_s(comm, gathered, calls, shard)
+    reduce = reduce_per_unit_s(comm, unit_params, stack.grad_reduce_bytes, stack, shard)
     regather = gather if stack.fsdp_reshard_after_forward else 0.0
     fwd_unit = per_unit * times.forward_s
     bwd_unit = per_unit * (times.backward_s + times.recompute_s)
