@@ -38,7 +38,7 @@ from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, overlapped_s
 from clusterforge.perf.memory import layer_params_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, shard_groups
-from clusterforge.perf.roofline import BF16_BYTES
+from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, memory_time_s
 from clusterforge.perf.stack import Stack
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "gather_calls_s",
     "gathers_per_unit",
     "reduce_per_unit_s",
+    "zero3_copy_out_s",
     "zero3_exposed_s",
 ]
 
@@ -82,6 +83,28 @@ def reduce_per_unit_s(
     bucket = max(unit_params, stack.zero3_reduce_bucket_params)
     one = comm.collective_time_s("reduce_scatter", bucket * grad_bytes, groups)
     return one * unit_params / bucket
+
+
+def zero3_copy_out_s(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack, perf: GpuPerf, layers: int
+) -> float:
+    """Seconds per micro-batch of FSDP2's all-gather copy-out on the compute stream.
+
+    FSDP2 gathers a block's shards into one flat buffer and then copies it into the
+    per-parameter unsharded tensors (``foreach_all_gather_copy_out`` in
+    ``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py``), a read and a write of
+    every gathered byte, once per gather: in the forward, and again in the backward when
+    the block was resharded after the forward. Memory-bound, one kernel per block. Zero
+    for stacks whose gathered buffer is the parameters (FSDP1's flat parameter, DeepSpeed)
+    and under pipeline parallelism (gathered once per step).
+    """
+    if not stack.fsdp_copy_out or plan.zero_stage < 3 or plan.layout.pp > 1:
+        return 0.0
+    gathered = (
+        layers * layer_params_per_gpu(arch, plan) * stack.gathered_weight_bytes(plan.precision)
+    )
+    passes = 2 if stack.fsdp_reshard_after_forward else 1
+    return passes * memory_time_s(2 * gathered, perf, num_kernels=layers)
 
 
 def zero3_exposed_s(

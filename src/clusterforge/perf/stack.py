@@ -114,6 +114,8 @@ class Stack:
     prefetch bucket), ``zero3_gathers_per_layer`` all-gather calls per layer when a layer
     holds more than a bucket (FSDP: one per block; DeepSpeed: one per weight matrix),
     ``zero3_reduce_bucket_params`` gradients per reduce-scatter (0 = one per unit).
+    ``fsdp_copy_out``: every all-gather's output is copied out into per-parameter tensors
+    on the compute stream (FSDP2's per-parameter sharding; FSDP1's flat parameter is a view).
     ``fused_elementwise``: norms, activations and rotary embeddings run as fused kernels
     (Megatron/Transformer Engine/Apex, or a PyTorch model under ``torch.compile``); False
     is PyTorch eager, one kernel per op (:mod:`clusterforge.perf.compute`).
@@ -138,6 +140,7 @@ class Stack:
     fsdp_unit_params: float = 0.0
     fsdp_reshard_after_forward: bool = True
     zero3_gathers_per_layer: int = 1
+    fsdp_copy_out: bool = False
     zero3_reduce_bucket_params: float = 0.0
     fused_elementwise: bool = True
     fp8_scaling: Fp8Scaling = "delayed"
@@ -238,6 +241,6 @@ def stack_named(name: StackName) -> Stack:
         case "fsdp":
             return _pytorch(name, pp_overlap=False)
         case "torchtitan":
-            return _pytorch(name, fp8_all_gather=True)
+            return _pytorch(name, fp8_all_gather=True, fsdp_copy_out=True)
         case _:
             assert_never(name)
