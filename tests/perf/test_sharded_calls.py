@@ -129,3 +129,24 @@ def test_fsdp2_copies_every_gathered_block_out_on_the_compute_stream(
     # copies take hbm_s, at the model's achievable fraction of it somewhat longer
     hbm_s = arch.num_layers * layer_bytes / (gpu_perf(h100, "bf16").hbm_gbyte_per_s * 1e9)
     assert hbm_s < extra_s < 2 * hbm_s
+
+
+def test_torchtitan_selective_op_checkpointing_saves_memory_and_recomputes_matmuls(
+    models, h100
+) -> None:
+    """torchtitan's selective op AC keeps the block input, the attention output and every
+    other matmul output (Q, V, gate, down for Llama), and recomputes K, the output
+    projection, up and the element-wise ops; Megatron's selective recomputation with
+    flash attention recomputes nothing and keeps everything."""
+    arch = models["llama3.1-8b"]
+    plan = _zero3(8, global_batch=16, micro_batch=2, seq_length=8192, recompute="selective")
+    stages = (arch.num_layers,)
+    op_sac = memory_per_gpu(arch, plan, stages, TORCHTITAN)
+    megatron_like = replace(TORCHTITAN, selective_recompute="attention")
+    kept = memory_per_gpu(arch, plan, stages, megatron_like)
+    # 8h + 2 kv + 2f... per token: (4096 x 5 + 1024 + 14336) x 2 B = 72 KiB against ~34 x 4096 B
+    assert op_sac.activations_gib < 0.6 * kept.activations_gib
+    perf = gpu_perf(h100, "bf16")
+    times = layer_times(arch, plan, perf, TORCHTITAN)
+    assert 0.2 * times.forward_s < times.recompute_s < 0.6 * times.forward_s
+    assert layer_times(arch, plan, perf, megatron_like).recompute_s == 0.0

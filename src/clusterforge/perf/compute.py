@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.flops import ffn_size, kv_heads
+from clusterforge.perf.flops import ffn_size, kv_heads, layer_matmul_shapes
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.roofline import GpuPerf, gemm_time_s, load_constants, memory_time_s
@@ -253,6 +253,10 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     recompute = 0.0
     if plan.recompute == "full":
         recompute = forward
+    elif plan.recompute == "selective" and stack.selective_recompute == "every_other_matmul":
+        tokens = _tokens(plan)
+        shapes = layer_matmul_shapes(arch, plan)[1::2]  # the second, fourth, ... matmul
+        recompute = sum(gemm_time_s(tokens, n, k, perf) for n, k in shapes) + elementwise
     elif plan.recompute == "selective" and stack.attention == "unfused":
         recompute = attention_fwd
     return LayerTimes(forward, backward, recompute, gemm, attention_fwd, attention_bwd)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.flops import ffn_size, kv_heads
+from clusterforge.perf.flops import ffn_size, kv_heads, layer_matmul_shapes
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
 from clusterforge.perf.roofline import BF16_BYTES
 from clusterforge.perf.stack import Stack
@@ -107,6 +107,8 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
     sbh = plan.micro_batch * plan.seq_length / plan.layout.cp * h
     if plan.recompute == "full":
         return 2.0 * sbh / (plan.layout.tp if plan.sequence_parallel else 1)
+    if _recomputes_matmuls(plan, stack):
+        return _every_other_matmul_bytes(arch, plan)
     kv_ratio = kv_heads(arch) / arch.num_heads
     experts = arch.top_k if arch.num_experts > 1 else 1
     masks = 2.0 if stack.dropout else 0.0
@@ -132,6 +134,26 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
         scores = plan.micro_batch * heads * (plan.seq_length / plan.layout.cp) * plan.seq_length
         per_gpu += scores * (5.0 if stack.dropout else 4.0)
     return per_gpu
+
+
+def _every_other_matmul_bytes(arch: ModelArch, plan: ParallelPlan) -> float:
+    """Saved bytes of one layer and micro-batch under torchtitan's selective op
+    checkpointing: the block's input, the attention kernel's output and the outputs of
+    the first, third, ... matmul (BF16); everything else is recomputed in the backward.
+    Replicated tensors (the input, row-parallel outputs) split over TP only with SP."""
+    h = arch.hidden_size
+    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
+    replicated = plan.layout.tp if plan.sequence_parallel else 1
+    saved = h / replicated + h / plan.layout.tp  # block input, attention output
+    for columns, _ in layer_matmul_shapes(arch, plan)[::2]:
+        saved += columns / replicated if columns == h and plan.layout.tp > 1 else columns
+    return BF16_BYTES * tokens * saved
+
+
+def _recomputes_matmuls(plan: ParallelPlan, stack: Stack) -> bool:
+    """True when a selective recomputation rebuilds a whole layer's working set in the
+    backward (torchtitan's selective op checkpointing), as full recomputation does."""
+    return plan.recompute == "selective" and stack.selective_recompute == "every_other_matmul"
 
 
 def _in_flight(plan: ParallelPlan) -> float:
@@ -206,7 +228,7 @@ def memory_per_gpu(
     # Embedding output kept for the first layer (+ full-recompute working set of one layer).
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     activations += 2.0 * tokens * arch.hidden_size / plan.layout.tp * _in_flight(plan)
-    if plan.recompute == "full":
+    if plan.recompute == "full" or _recomputes_matmuls(plan, stack):
         full = plan.with_(recompute="none")
         activations += activation_bytes_per_layer(arch, full, stack)
     if plan.layout.pp == 1:

@@ -72,6 +72,7 @@ __all__ = [
     "AttentionKernel",
     "CrossEntropyKernel",
     "Fp8Scaling",
+    "SelectivePolicy",
     "Stack",
     "StackName",
     "stack_named",
@@ -93,6 +94,13 @@ AttentionKernel = Literal["flash", "cudnn", "triton", "unfused"]
 # softmax cross-entropy of apex / flash-attention ``csrc/xentropy`` (MPT's default
 # ``loss_fn: fused_crossentropy``, ``flash_attn.losses.cross_entropy.CrossEntropyLoss``).
 CrossEntropyKernel = Literal["unfused", "te", "xentropy"]
+# What ``recompute = "selective"`` keeps. ``attention``: Megatron's selective recomputation
+# (Korthikanti et al. 2022 §5: only the attention core is recomputed; nothing with flash
+# attention). ``every_other_matmul``: torchtitan's selective op checkpointing
+# (``selective_ac_option = "op"``, torchtitan ``activation_checkpoint.py``): each block
+# saves the outputs of its matmuls except every second one and of the attention kernel,
+# and recomputes the rest (the other matmuls, norms, rotary, activation) in the backward.
+SelectivePolicy = Literal["attention", "every_other_matmul"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,7 @@ class Stack:
     ``zero3_reduce_bucket_params`` gradients per reduce-scatter (0 = one per unit).
     ``fsdp_copy_out``: every all-gather's output is copied out into per-parameter tensors
     on the compute stream (FSDP2's per-parameter sharding; FSDP1's flat parameter is a view).
+    ``selective_recompute``: what ``recompute = "selective"`` keeps (:data:`SelectivePolicy`).
     ``fused_elementwise``: norms, activations and rotary embeddings run as fused kernels
     (Megatron/Transformer Engine/Apex, or a PyTorch model under ``torch.compile``); False
     is PyTorch eager, one kernel per op (:mod:`clusterforge.perf.compute`).
@@ -141,6 +150,7 @@ class Stack:
     fsdp_reshard_after_forward: bool = True
     zero3_gathers_per_layer: int = 1
     fsdp_copy_out: bool = False
+    selective_recompute: SelectivePolicy = "attention"
     zero3_reduce_bucket_params: float = 0.0
     fused_elementwise: bool = True
     fp8_scaling: Fp8Scaling = "delayed"
@@ -241,6 +251,11 @@ def stack_named(name: StackName) -> Stack:
         case "fsdp":
             return _pytorch(name, pp_overlap=False)
         case "torchtitan":
-            return _pytorch(name, fp8_all_gather=True, fsdp_copy_out=True)
+            return _pytorch(
+                name,
+                fp8_all_gather=True,
+                fsdp_copy_out=True,
+                selective_recompute="every_other_matmul",
+            )
         case _:
             assert_never(name)
