@@ -11,11 +11,23 @@ buckets of ``stage3_prefetch_bucket_size`` parameters). Per micro-batch and unit
 
 Each collective runs on the shard group over the real fabric (the :class:`CommModel`
 simulates it, so its latency grows with the group: a ring all-gather over ``n`` GPUs takes
-``n - 1`` steps). With prefetch the gather of the next unit runs while the current unit
+``n - 1`` steps, ``nNodes - 1`` of them over the network, in NCCL's tuning model,
+``src/graph/tuning.cc``). What costs time at thousands of ranks is therefore the number of
+calls times that latency, not the bytes: FSDP gathers a block in one call
+(:func:`gathers_per_unit`), DeepSpeed fetches each weight matrix of a layer on its own (four
+calls where a layer exceeds the 5e7-element prefetch bucket) and reduce-scatters gradients
+in 5e8-element buckets (:func:`reduce_per_unit_s`). At a fixed global batch, doubling the
+GPUs halves each GPU's compute while every micro-batch still gathers the whole model, so
+per-GPU throughput falls once the calls no longer hide behind compute. With prefetch the gather of the next unit runs while the current unit
 computes, so a unit costs ``max(compute, comm)``: only one unit's compute can hide one
 unit's communication, the first gather and the last reduce-scatter are exposed, and
 overlapped traffic slows the compute it overlaps (:func:`overlapped_s`). Without prefetch
 every gather waits in front of its unit.
+
+FSDP2 (per-parameter sharding, torchtitan) also copies every gathered block out of the
+all-gather buffer into the parameters' own tensors on the compute stream
+(:func:`zero3_copy_out_s`); FSDP1's flat parameter and DeepSpeed's buffers are the
+parameters themselves.
 
 Pipeline parallelism: the weights of a stage are gathered once per step and kept for all
 micro-batches, and the gradients reduce-scattered once after the last one (torchtitan's
