@@ -150,3 +150,16 @@ def test_torchtitan_selective_op_checkpointing_saves_memory_and_recomputes_matmu
     times = layer_times(arch, plan, perf, TORCHTITAN)
     assert 0.2 * times.forward_s < times.recompute_s < 0.6 * times.forward_s
     assert layer_times(arch, plan, perf, megatron_like).recompute_s == 0.0
+
+
+def test_hsdp_all_reduces_each_units_shard_in_every_micro_batch(models, h100, h100_comm) -> None:
+    """FSDP synchronises the replicas in every backward, unit by unit: four accumulated
+    micro-batches cost four times the sharded communication of one, replica all-reduces
+    included (a once-per-step all-reduce would make it less than four times)."""
+    arch = models["llama2-7b"]
+    hybrid = _zero3(256, global_batch=256, shard_size=8)
+    one = predict_step(arch, hybrid, h100, h100_comm, 8, FSDP)
+    four = predict_step(arch, hybrid.with_(global_batch=1024), h100, h100_comm, 8, FSDP)
+    assert four.breakdown.dp_comm_s == pytest.approx(4 * one.breakdown.dp_comm_s, rel=1e-9)
+    full = predict_step(arch, _zero3(256, global_batch=256), h100, h100_comm, 8, FSDP)
+    assert one.breakdown.dp_comm_s != full.breakdown.dp_comm_s

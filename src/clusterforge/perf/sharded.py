@@ -35,8 +35,9 @@ micro-batches, and the gradients reduce-scattered once after the last one (torch
 costs (:func:`~clusterforge.perf.exposure.dp_exposed_s`).
 
 Hybrid sharding (HSDP, Zhao et al. 2023 §3.2.2) shards inside groups of ``shard_size``
-GPUs and all-reduces the sharded gradients across the replicas once per step, overlapped
-with the last micro-batch's backward.
+GPUs and all-reduces each unit's gradient shard across the replicas after its
+reduce-scatter, in every micro-batch's backward (:func:`hsdp_sync_s`): one more call per
+unit, whose latency grows with the number of replicas.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ __all__ = [
     "fsdp_unit_layers",
     "gather_calls_s",
     "gathers_per_unit",
+    "hsdp_sync_s",
     "reduce_per_unit_s",
     "zero3_copy_out_s",
     "zero3_exposed_s",
@@ -139,20 +141,36 @@ def zero3_exposed_s(
     gather = gather_calls_s(comm, gathered, calls, shard)
     reduce = reduce_per_unit_s(comm, unit_params, stack.grad_reduce_bytes, stack, shard)
     regather = gather if stack.fsdp_reshard_after_forward else 0.0
+    # HSDP: each unit's gradient shard is all-reduced across the replicas right after its
+    # reduce-scatter, in every backward (FSDP1 HYBRID_SHARD and FSDP2 on a 2-D mesh both
+    # synchronise every micro-batch unless gradient sync is turned off).
+    sync = hsdp_sync_s(comm, unit_params, stack, shard, replicas)
     fwd_unit = per_unit * times.forward_s
     bwd_unit = per_unit * (times.backward_s + times.recompute_s)
     if stack.fsdp_prefetch == 0:
         forward = units * gather
-        backward = units * (regather + reduce)
+        backward = units * (regather + reduce + sync)
     else:
         forward = gather + (units - 1) * overlapped_s(gather, fwd_unit)
-        backward = regather + (units - 1) * overlapped_s(regather + reduce, bwd_unit) + reduce
+        backward = (
+            regather
+            + (units - 1) * overlapped_s(regather + reduce + sync, bwd_unit)
+            + reduce
+            + sync
+        )
     embedding = arch.vocab_size * arch.hidden_size / plan.layout.tp
     ends = comm.collective_time_s("all_gather", embedding * BF16_BYTES, shard)
     ends += comm.collective_time_s("reduce_scatter", embedding * stack.grad_reduce_bytes, shard)
-    per_step = num_micro * (forward + backward + ends)
-    if replicas.shape[1] > 1:  # HSDP: all-reduce the gradient shards across replicas
-        owned = (layers * layer_params_per_gpu(arch, plan) + embedding) / shard.shape[1]
-        sync = comm.collective_time_s("all_reduce", owned * stack.grad_reduce_bytes, replicas)
-        per_step += overlapped_s(sync, layers * times.backward_s)
-    return per_step
+    ends += hsdp_sync_s(comm, embedding, stack, shard, replicas)
+    return num_micro * (forward + backward + ends)
+
+
+def hsdp_sync_s(
+    comm: CommModel, params: float, stack: Stack, shard: np.ndarray, replicas: np.ndarray
+) -> float:
+    """Seconds to all-reduce the gradient shard of ``params`` parameters across the HSDP
+    replicas (Zhao et al. 2023 §3.2.2); zero under full sharding."""
+    if replicas.shape[1] < 2:
+        return 0.0
+    owned = params / shard.shape[1]
+    return comm.collective_time_s("all_reduce", owned * stack.grad_reduce_bytes, replicas)
