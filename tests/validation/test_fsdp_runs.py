@@ -1,4 +1,5 @@
-"""FSDP/HSDP development rows (validation/fms_fsdp_a100.toml, llm_foundry_a100.toml): each
+"""FSDP/HSDP development rows (validation/fms_fsdp_a100.toml, fms_fsdp_2024.toml,
+llm_foundry_a100.toml): each
 row ran, so it must be predicted to fit, and within 15 % (the per-class goal for FSDP and
 HSDP runs), and the development MAPE of these rows stays at or under 15 %. The threshold
 was set before the rows were first predicted; rows that miss it are strict xfails with
@@ -13,7 +14,7 @@ import pytest
 from validation.runs import Run, load_runs, predict_run
 
 CLASS_TOLERANCE = 0.15
-FILES = ("fms_fsdp_a100.toml", "llm_foundry_a100.toml")
+FILES = ("fms_fsdp_a100.toml", "fms_fsdp_2024.toml", "llm_foundry_a100.toml")
 DEVELOPMENT = [r for r in load_runs() if r.file in FILES and r.subset == "development"]
 
 LARGE_A100_GEMMS = (
@@ -22,7 +23,19 @@ LARGE_A100_GEMMS = (
     "uses (gemm_efficiency_of_mamf, fitted on Megatron calibration runs); not an FSDP cost "
     "(FSDP traffic stays on NVLink and is under 1 % of the predicted step)"
 )
+COMPILE_GAIN = (
+    "torch.compile measured +23 % (A100) and +28 % (H100) on this 7b HSDP run; fusing the "
+    "counted element-wise op chains gives the model +6-8 %: compile removes more than those "
+    "passes (candidates: layout copies around attention, the autograd of composite ops, the "
+    "A100's large-GEMM efficiency for the rest of the gap)"
+)
 KNOWN_GAPS = {
+    "fms-fsdp-a100-llama2-7b-compile": COMPILE_GAIN,
+    "fms-fsdp-h100-llama2-7b-compile": COMPILE_GAIN,
+    "fms-fsdp-a100-llama2-34b-eager": (
+        "MFU 0.47 / HFU 0.64 published on A100 with full recomputation: the GEMMs run above "
+        "the model's one large-shape efficiency; FSDP adds a few % to the predicted step"
+    ),
     "fms-fsdp-a100-llama2-34b": (
         "about 70 % HFU published (8 x 4096-token micro-batches, d_model 8192, full "
         "recomputation): the GEMMs run above the model's one large-shape efficiency; FSDP "
