@@ -80,6 +80,8 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, attention=row["attention"])
     if "cross_entropy" in row:
         stack = replace(stack, cross_entropy=row["cross_entropy"])
+    if "grad_reduce_bytes" in row:  # the run's gradient reduction dtype (2 = BF16)
+        stack = replace(stack, grad_reduce_bytes=row["grad_reduce_bytes"])
     if "compile" in row:  # torch.compile fuses the element-wise ops of a PyTorch model
         stack = replace(stack, fused_elementwise=row["compile"])
     return stack
