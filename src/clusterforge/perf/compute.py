@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.flops import ffn_size, kv_heads, layer_matmul_shapes
+from clusterforge.perf.flops import ffn_size, kv_heads
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes
+from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.roofline import GpuPerf, gemm_time_s, load_constants, memory_time_s
 from clusterforge.perf.stack import Stack

@@ -24,12 +24,9 @@ PaLM, arXiv 2204.02311, Appendix B, and Korthikanti et al. 2022, arXiv 2205.0519
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from clusterforge.catalog import ModelArch
-
-if TYPE_CHECKING:
-    from clusterforge.perf.parallel import ParallelPlan
 
 __all__ = [
     "LayerForwardFlops",
@@ -38,7 +35,6 @@ __all__ = [
     "hardware_flops_per_step",
     "kv_heads",
     "layer_forward_flops",
-    "layer_matmul_shapes",
     "logits_forward_flops_per_token",
     "model_flops_per_step",
     "model_flops_per_token",
@@ -102,22 +98,6 @@ def layer_forward_flops(arch: ModelArch, seq_length: int) -> LayerForwardFlops:
 def logits_forward_flops_per_token(arch: ModelArch) -> float:
     """Output projection to the vocabulary: ``2 h V`` per token (Narayanan et al. 2021 eq. 3)."""
     return 2.0 * arch.hidden_size * arch.vocab_size
-
-
-def layer_matmul_shapes(arch: ModelArch, plan: ParallelPlan) -> list[tuple[float, float]]:
-    """The weight matmuls of a dense layer on one GPU in the order a PyTorch Llama block
-    runs them (Q, K, V, output; gate, up, down, or up, down), as (output columns, inner
-    dimension) per token. Column-parallel outputs are split over TP, row-parallel ones are
-    whole (partial sums before the reduction). A MoE layer's expert matmuls are grouped
-    GEMMs, not ``aten.mm``: only its attention matmuls are listed."""
-    t, h = plan.layout.tp, arch.hidden_size
-    f = ffn_size(arch)
-    kv_dim = h * kv_heads(arch) / arch.num_heads
-    shapes = [(h / t, h), (kv_dim / t, h), (kv_dim / t, h), (h, h / t)]
-    if arch.num_experts == 1:
-        ups = [(f / t, h)] * (2 if arch.gated_mlp else 1)
-        shapes += [*ups, (h, f / t)]
-    return shapes
 
 
 def model_flops_per_token(arch: ModelArch, seq_length: int) -> float:

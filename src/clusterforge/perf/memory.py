@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.flops import ffn_size, kv_heads, layer_matmul_shapes
+from clusterforge.perf.flops import ffn_size, kv_heads
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
 from clusterforge.perf.roofline import BF16_BYTES
 from clusterforge.perf.stack import Stack
@@ -27,6 +27,7 @@ __all__ = [
     "RUNTIME_RESERVE_GIB",
     "MemoryBreakdown",
     "activation_bytes_per_layer",
+    "layer_matmul_shapes",
     "layer_params_per_gpu",
     "memory_per_gpu",
     "resident_layers",
@@ -69,6 +70,22 @@ def _layer_params(arch: ModelArch) -> tuple[float, float]:
     if arch.num_experts > 1:
         return dense + h * arch.num_experts, mlp * arch.num_experts
     return dense + mlp, 0.0
+
+
+def layer_matmul_shapes(arch: ModelArch, plan: ParallelPlan) -> list[tuple[float, float]]:
+    """The weight matmuls of a dense layer on one GPU in the order a PyTorch Llama block
+    runs them (Q, K, V, output; gate, up, down, or up, down), as (output columns, inner
+    dimension) per token. Column-parallel outputs are split over TP, row-parallel ones are
+    whole (partial sums before the reduction). A MoE layer's expert matmuls are grouped
+    GEMMs, not ``aten.mm``: only its attention matmuls are listed."""
+    t, h = plan.layout.tp, arch.hidden_size
+    f = ffn_size(arch)
+    kv_dim = h * kv_heads(arch) / arch.num_heads
+    shapes = [(h / t, h), (kv_dim / t, h), (kv_dim / t, h), (h, h / t)]
+    if arch.num_experts == 1:
+        ups = [(f / t, h)] * (2 if arch.gated_mlp else 1)
+        shapes += [*ups, (h, f / t)]
+    return shapes
 
 
 def resident_layers(layers: int, offloaded: int) -> int:
