@@ -163,3 +163,14 @@ def test_hsdp_all_reduces_each_units_shard_in_every_micro_batch(models, h100, h1
     assert four.breakdown.dp_comm_s == pytest.approx(4 * one.breakdown.dp_comm_s, rel=1e-9)
     full = predict_step(arch, _zero3(256, global_batch=256), h100, h100_comm, 8, FSDP)
     assert one.breakdown.dp_comm_s != full.breakdown.dp_comm_s
+
+
+def test_fsdp_shard_grad_op_keeps_fp32_parameters_sharded(models) -> None:
+    """FSDP's ZeRO-2 (SHARD_GRAD_OP, hybrid or not) shards the FP32 parameters like full
+    sharding and keeps one unsharded BF16 copy for the step: 4 / 8 + 2 B per parameter on
+    8 GPUs, not 4 B unsharded."""
+    arch = models["llama3.1-8b"]
+    plan = _zero3(8, global_batch=16, micro_batch=1, seq_length=4096, recompute="full")
+    zero2 = memory_per_gpu(arch, plan.with_(zero_stage=2), (arch.num_layers,), FSDP)
+    params = 8.03e9
+    assert zero2.weights_gib == pytest.approx(params * (4 / 8 + 2) / 2**30, rel=0.02)

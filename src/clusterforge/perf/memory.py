@@ -207,6 +207,11 @@ def _model_state_bytes(
     fp8 = plan.precision == "fp8"
     weight_bytes = stack.fp8_weight_bytes + stack.fp8_copy_bytes if fp8 else stack.weight_bytes
     weights = weight_bytes * params / (shard if plan.zero_stage >= 3 else 1)
+    if plan.zero_stage == 2 and stack.master_in_parameters:
+        # FSDP SHARD_GRAD_OP (and its hybrid form): the FP32 parameters stay sharded; the
+        # unsharded BF16 compute copy gathered for the forward is kept until the backward
+        # ends (Zhao et al. 2023 §3.2; PyTorch ShardingStrategy.SHARD_GRAD_OP).
+        weights = weight_bytes * params / shard + BF16_BYTES * params
     grads = stack.grad_buffer_bytes * params / (shard if plan.zero_stage >= 2 else 1)
     optimizer = stack.optimizer_bytes * params / (shard if plan.zero_stage >= 1 else 1)
     return weights, grads, optimizer

@@ -125,6 +125,9 @@ class Stack:
     ``fsdp_copy_out``: every all-gather's output is copied out into per-parameter tensors
     on the compute stream (FSDP2's per-parameter sharding; FSDP1's flat parameter is a view).
     ``selective_recompute``: what ``recompute = "selective"`` keeps (:data:`SelectivePolicy`).
+    ``master_in_parameters``: the FP32 parameters are the master weights (PyTorch FSDP, which
+    shards them at every stage and gathers a BF16 compute copy) rather than a BF16 model
+    with FP32 masters in the optimizer (Megatron, DeepSpeed).
     ``fused_elementwise``: norms, activations and rotary embeddings run as fused kernels
     (Megatron/Transformer Engine/Apex, or a PyTorch model under ``torch.compile``); False
     is PyTorch eager, one kernel per op (:mod:`clusterforge.perf.compute`).
@@ -151,6 +154,7 @@ class Stack:
     zero3_gathers_per_layer: int = 1
     fsdp_copy_out: bool = False
     selective_recompute: SelectivePolicy = "attention"
+    master_in_parameters: bool = False
     zero3_reduce_bucket_params: float = 0.0
     fused_elementwise: bool = True
     fp8_scaling: Fp8Scaling = "delayed"
@@ -207,6 +211,7 @@ def _pytorch(name: str, **changes: object) -> Stack:
         name=name,
         tp_overlap=False,
         fused_elementwise=False,
+        master_in_parameters=True,
         weight_bytes=4.0,
         fp8_weight_bytes=4.0,
         fp8_copy_bytes=0.0,
