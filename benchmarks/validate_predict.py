@@ -11,7 +11,7 @@ correlation inside the sweep: whether the model orders the plans as they were me
 percentile) in ``src/clusterforge/perf/data/uncertainty.toml``; every prediction states its
 range from it.
 
-    python benchmarks/validate_predict.py [--write] [--set heldout]
+    python benchmarks/validate_predict.py [--write] [--set heldout] [--file fms_fsdp]
 """
 
 from __future__ import annotations
@@ -120,10 +120,17 @@ def write_uncertainty(outcomes: list[Outcome]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="update uncertainty.toml")
-    parser.add_argument("--set", choices=("calibration", "development", "heldout"), help="only this set")
+    parser.add_argument(
+        "--set", choices=("calibration", "development", "heldout"), help="only this set"
+    )
+    parser.add_argument("--file", help="only runs of validation files whose name contains this")
     args = parser.parse_args()
     start = time.perf_counter()
-    runs = [r for r in load_runs() if args.set is None or r.subset == args.set]
+    runs = [
+        r
+        for r in load_runs()
+        if (args.set is None or r.subset == args.set) and (args.file is None or args.file in r.file)
+    ]
     print(f"  {'run':<34} {'set':<11} {'published':>9} {'predicted':>9}  error")
     outcomes = []
     for run in runs:
