@@ -16,6 +16,7 @@ from typing import assert_never
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.flops import ffn_size, kv_heads
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes
+from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.roofline import GpuPerf, gemm_time_s, load_constants, memory_time_s
 from clusterforge.perf.stack import Stack
@@ -173,16 +174,25 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     Chowdhery et al. 2022, PaLM §2 "Parallel layers") has one norm and one residual add of
     the two branches' sum (three tensors read). Norms and residuals are replicated on every
     TP rank unless sequence parallelism splits them (Korthikanti et al. 2022 §4.2.2).
+
+    PyTorch eager (``Stack.fused_elementwise`` False) runs each op of a composite RMSNorm,
+    SwiGLU and rotary embedding as its own kernel, with FP32 upcasts in between
+    (``EAGER_*_BYTES``); LayerNorm stays one kernel (``F.layer_norm``) and a plain MLP
+    activation one kernel either way.
     """
     h, f = arch.hidden_size, ffn_size(arch)
     kv_dim = h * kv_heads(arch) / arch.num_heads
+    eager = not stack.fused_elementwise
     num_norms = 1 if arch.parallel_block else 2
     residual = 8 * h if arch.parallel_block else 12 * h
-    replicated = 4 * h * num_norms + residual + (3 * h * num_norms if stack.dropout else 0)
+    norm = EAGER_RMSNORM_BYTES if eager and arch.normalization == "rmsnorm" else 4
+    replicated = norm * h * num_norms + residual + (3 * h * num_norms if stack.dropout else 0)
     experts = arch.top_k if arch.num_experts > 1 else 1
-    activation = (6 if arch.gated_mlp else 4) * f * experts
+    gated = EAGER_SWIGLU_BYTES if eager else 6
+    activation = (gated if arch.gated_mlp else 4) * f * experts
     permute = 8 * h * arch.top_k if arch.num_experts > 1 else 0  # token dispatch/combine copies
-    rotary = 4 * (h + kv_dim) if arch.position_embedding == "rope" else 0
+    rope = EAGER_ROTARY_BYTES if eager else 4
+    rotary = rope * (h + kv_dim) if arch.position_embedding == "rope" else 0
     split = activation + rotary
     per_token = (replicated + permute) / (
         plan.layout.tp if plan.sequence_parallel else 1
@@ -191,6 +201,36 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
 
 
 ELEMENTWISE_KERNELS_PER_LAYER = 8
+# PyTorch eager, bytes per element moved by the unfused op chains that a fused kernel
+# (Megatron/Transformer Engine, Apex, or torch.compile/Inductor) does in one read and one
+# write; [D] by counting the reads and writes of each op:
+# RMSNorm ``x.float()`` (2 + 4), ``pow(2)`` (4 + 4), ``mean`` (4), ``x * rsqrt`` (4 + 4),
+# ``type_as`` (4 + 2), ``* weight`` (2 + 2) = 36 B against 4 fused (torch.nn.RMSNorm's
+# composite path; Llama's reference ``RMSNorm`` in meta-llama/llama ``model.py``);
+EAGER_RMSNORM_BYTES = 36
+# SwiGLU ``silu(a) * b``: silu (2 + 2), multiply (2 + 2 + 2) = 10 B per FFN element
+# against 6 fused;
+EAGER_SWIGLU_BYTES = 10
+# rotary embedding in complex form (meta-llama ``apply_rotary_emb``, torchtitan): upcast
+# to FP32 (2 + 4), complex multiply (4 + 4), downcast (4 + 2) = 20 B per Q/K element
+# against 4 fused.
+EAGER_ROTARY_BYTES = 20
+# Extra kernels in eager per op chain: 6 more per RMSNorm (7 ops for one), 1 more for
+# SwiGLU (2 for 1), 2 more per rotary tensor, Q and K (3 for 1).
+EAGER_EXTRA_KERNELS = {"rmsnorm": 6, "swiglu": 1, "rotary": 2 * 2}
+
+
+def _elementwise_kernels(arch: ModelArch, stack: Stack) -> int:
+    """Element-wise kernel launches of one layer's forward (fused, plus eager's extras)."""
+    if stack.fused_elementwise:
+        return ELEMENTWISE_KERNELS_PER_LAYER
+    num_norms = 1 if arch.parallel_block else 2
+    extra = EAGER_EXTRA_KERNELS["rmsnorm"] * num_norms if arch.normalization == "rmsnorm" else 0
+    extra += EAGER_EXTRA_KERNELS["swiglu"] if arch.gated_mlp else 0
+    extra += EAGER_EXTRA_KERNELS["rotary"] if arch.position_embedding == "rope" else 0
+    return ELEMENTWISE_KERNELS_PER_LAYER + extra
+
+
 ELEMENTWISE_BACKWARD_RATIO = 2.0  # read saved input + incoming grad, write grad
 
 
@@ -202,9 +242,8 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     gemm = _weight_gemms_s(arch, plan, perf)
     attention_fwd = _attention_forward_s(arch, plan, perf, stack)
     attention_bwd = _attention_backward_s(arch, plan, perf, stack)
-    elementwise = memory_time_s(
-        _elementwise_bytes(arch, plan, stack), perf, num_kernels=ELEMENTWISE_KERNELS_PER_LAYER
-    )
+    kernels = _elementwise_kernels(arch, stack)
+    elementwise = memory_time_s(_elementwise_bytes(arch, plan, stack), perf, num_kernels=kernels)
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack)
     forward = gemm + attention_fwd + elementwise
     backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise
@@ -215,6 +254,10 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     recompute = 0.0
     if plan.recompute == "full":
         recompute = forward
+    elif plan.recompute == "selective" and stack.selective_recompute == "every_other_matmul":
+        tokens = _tokens(plan)
+        shapes = layer_matmul_shapes(arch, plan)[1::2]  # the second, fourth, ... matmul
+        recompute = sum(gemm_time_s(tokens, n, k, perf) for n, k in shapes) + elementwise
     elif plan.recompute == "selective" and stack.attention == "unfused":
         recompute = attention_fwd
     return LayerTimes(forward, backward, recompute, gemm, attention_fwd, attention_bwd)

@@ -27,6 +27,7 @@ __all__ = [
     "RUNTIME_RESERVE_GIB",
     "MemoryBreakdown",
     "activation_bytes_per_layer",
+    "layer_matmul_shapes",
     "layer_params_per_gpu",
     "memory_per_gpu",
     "resident_layers",
@@ -71,6 +72,22 @@ def _layer_params(arch: ModelArch) -> tuple[float, float]:
     return dense + mlp, 0.0
 
 
+def layer_matmul_shapes(arch: ModelArch, plan: ParallelPlan) -> list[tuple[float, float]]:
+    """The weight matmuls of a dense layer on one GPU in the order a PyTorch Llama block
+    runs them (Q, K, V, output; gate, up, down, or up, down), as (output columns, inner
+    dimension) per token. Column-parallel outputs are split over TP, row-parallel ones are
+    whole (partial sums before the reduction). A MoE layer's expert matmuls are grouped
+    GEMMs, not ``aten.mm``: only its attention matmuls are listed."""
+    t, h = plan.layout.tp, arch.hidden_size
+    f = ffn_size(arch)
+    kv_dim = h * kv_heads(arch) / arch.num_heads
+    shapes = [(h / t, h), (kv_dim / t, h), (kv_dim / t, h), (h, h / t)]
+    if arch.num_experts == 1:
+        ups = [(f / t, h)] * (2 if arch.gated_mlp else 1)
+        shapes += [*ups, (h, f / t)]
+    return shapes
+
+
 def resident_layers(layers: int, offloaded: int) -> int:
     """Layers of a stage whose activations stay in HBM with ``offloaded`` layers offloaded to
     host memory (:mod:`clusterforge.perf.offload`): the others, plus one in transfer."""
@@ -107,6 +124,8 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
     sbh = plan.micro_batch * plan.seq_length / plan.layout.cp * h
     if plan.recompute == "full":
         return 2.0 * sbh / (plan.layout.tp if plan.sequence_parallel else 1)
+    if _recomputes_matmuls(plan, stack):
+        return _every_other_matmul_bytes(arch, plan)
     kv_ratio = kv_heads(arch) / arch.num_heads
     experts = arch.top_k if arch.num_experts > 1 else 1
     masks = 2.0 if stack.dropout else 0.0
@@ -132,6 +151,26 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
         scores = plan.micro_batch * heads * (plan.seq_length / plan.layout.cp) * plan.seq_length
         per_gpu += scores * (5.0 if stack.dropout else 4.0)
     return per_gpu
+
+
+def _every_other_matmul_bytes(arch: ModelArch, plan: ParallelPlan) -> float:
+    """Saved bytes of one layer and micro-batch under torchtitan's selective op
+    checkpointing: the block's input, the attention kernel's output and the outputs of
+    the first, third, ... matmul (BF16); everything else is recomputed in the backward.
+    Replicated tensors (the input, row-parallel outputs) split over TP only with SP."""
+    h = arch.hidden_size
+    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
+    replicated = plan.layout.tp if plan.sequence_parallel else 1
+    saved = h / replicated + h / plan.layout.tp  # block input, attention output
+    for columns, _ in layer_matmul_shapes(arch, plan)[::2]:
+        saved += columns / replicated if columns == h and plan.layout.tp > 1 else columns
+    return BF16_BYTES * tokens * saved
+
+
+def _recomputes_matmuls(plan: ParallelPlan, stack: Stack) -> bool:
+    """True when a selective recomputation rebuilds a whole layer's working set in the
+    backward (torchtitan's selective op checkpointing), as full recomputation does."""
+    return plan.recompute == "selective" and stack.selective_recompute == "every_other_matmul"
 
 
 def _in_flight(plan: ParallelPlan) -> float:
@@ -168,6 +207,11 @@ def _model_state_bytes(
     fp8 = plan.precision == "fp8"
     weight_bytes = stack.fp8_weight_bytes + stack.fp8_copy_bytes if fp8 else stack.weight_bytes
     weights = weight_bytes * params / (shard if plan.zero_stage >= 3 else 1)
+    if plan.zero_stage == 2 and stack.master_in_parameters:
+        # FSDP SHARD_GRAD_OP (and its hybrid form): the FP32 parameters stay sharded; the
+        # unsharded BF16 compute copy gathered for the forward is kept until the backward
+        # ends (Zhao et al. 2023 §3.2; PyTorch ShardingStrategy.SHARD_GRAD_OP).
+        weights = weight_bytes * params / shard + BF16_BYTES * params
     grads = stack.grad_buffer_bytes * params / (shard if plan.zero_stage >= 2 else 1)
     optimizer = stack.optimizer_bytes * params / (shard if plan.zero_stage >= 1 else 1)
     return weights, grads, optimizer
@@ -206,7 +250,7 @@ def memory_per_gpu(
     # Embedding output kept for the first layer (+ full-recompute working set of one layer).
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     activations += 2.0 * tokens * arch.hidden_size / plan.layout.tp * _in_flight(plan)
-    if plan.recompute == "full":
+    if plan.recompute == "full" or _recomputes_matmuls(plan, stack):
         full = plan.with_(recompute="none")
         activations += activation_bytes_per_layer(arch, full, stack)
     if plan.layout.pp == 1:

@@ -11,11 +11,23 @@ buckets of ``stage3_prefetch_bucket_size`` parameters). Per micro-batch and unit
 
 Each collective runs on the shard group over the real fabric (the :class:`CommModel`
 simulates it, so its latency grows with the group: a ring all-gather over ``n`` GPUs takes
-``n - 1`` steps). With prefetch the gather of the next unit runs while the current unit
+``n - 1`` steps, ``nNodes - 1`` of them over the network, in NCCL's tuning model,
+``src/graph/tuning.cc``). What costs time at thousands of ranks is therefore the number of
+calls times that latency, not the bytes: FSDP gathers a block in one call
+(:func:`gathers_per_unit`), DeepSpeed fetches each weight matrix of a layer on its own (four
+calls where a layer exceeds the 5e7-element prefetch bucket) and reduce-scatters gradients
+in 5e8-element buckets (:func:`reduce_per_unit_s`). At a fixed global batch, doubling the
+GPUs halves each GPU's compute while every micro-batch still gathers the whole model, so
+per-GPU throughput falls once the calls no longer hide behind compute. With prefetch the gather of the next unit runs while the current unit
 computes, so a unit costs ``max(compute, comm)``: only one unit's compute can hide one
 unit's communication, the first gather and the last reduce-scatter are exposed, and
 overlapped traffic slows the compute it overlaps (:func:`overlapped_s`). Without prefetch
 every gather waits in front of its unit.
+
+FSDP2 (per-parameter sharding, torchtitan) also copies every gathered block out of the
+all-gather buffer into the parameters' own tensors on the compute stream
+(:func:`zero3_copy_out_s`); FSDP1's flat parameter and DeepSpeed's buffers are the
+parameters themselves.
 
 Pipeline parallelism: the weights of a stage are gathered once per step and kept for all
 micro-batches, and the gradients reduce-scattered once after the last one (torchtitan's
@@ -23,23 +35,34 @@ micro-batches, and the gradients reduce-scattered once after the last one (torch
 costs (:func:`~clusterforge.perf.exposure.dp_exposed_s`).
 
 Hybrid sharding (HSDP, Zhao et al. 2023 §3.2.2) shards inside groups of ``shard_size``
-GPUs and all-reduces the sharded gradients across the replicas once per step, overlapped
-with the last micro-batch's backward.
+GPUs and all-reduces each unit's gradient shard across the replicas after its
+reduce-scatter, in every micro-batch's backward (:func:`hsdp_sync_s`): one more call per
+unit, whose latency grows with the number of replicas.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, overlapped_s
 from clusterforge.perf.memory import layer_params_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, shard_groups
-from clusterforge.perf.roofline import BF16_BYTES
+from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, memory_time_s
 from clusterforge.perf.stack import Stack
 
-__all__ = ["fsdp_unit_layers", "zero3_exposed_s"]
+__all__ = [
+    "fsdp_unit_layers",
+    "gather_calls_s",
+    "gathers_per_unit",
+    "hsdp_sync_s",
+    "reduce_per_unit_s",
+    "zero3_copy_out_s",
+    "zero3_exposed_s",
+]
 
 
 def fsdp_unit_layers(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> int:
@@ -47,6 +70,55 @@ def fsdp_unit_layers(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> int:
     fill the stack's prefetch bucket (DeepSpeed ``stage3_prefetch_bucket_size``)."""
     layer = layer_params_per_gpu(arch, plan)
     return max(1, round(stack.fsdp_unit_params / layer)) if stack.fsdp_unit_params else 1
+
+
+def gathers_per_unit(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> int:
+    """All-gather calls per gathered unit and pass: one for an FSDP block (one flat or
+    grouped buffer); for DeepSpeed, one per fetched weight matrix when each is larger
+    than the prefetch bucket, fewer when the bucket coalesces several (never under one)."""
+    if not stack.fsdp_unit_params or stack.zero3_gathers_per_layer <= 1:
+        return 1
+    layer = layer_params_per_gpu(arch, plan)
+    return max(1, min(stack.zero3_gathers_per_layer, round(layer / stack.fsdp_unit_params)))
+
+
+def gather_calls_s(comm: CommModel, size_bytes: float, calls: int, groups: np.ndarray) -> float:
+    """Seconds of ``calls`` all-gathers that move ``size_bytes`` together over ``groups``:
+    every call pays the ring's latency at the group's size (``n - 1`` steps, NCCL's
+    ``ncclTopoTuneModel``), so splitting a unit multiplies the latency, not the bytes."""
+    return calls * comm.collective_time_s("all_gather", size_bytes / calls, groups)
+
+
+def reduce_per_unit_s(
+    comm: CommModel, unit_params: float, grad_bytes: float, stack: Stack, groups: np.ndarray
+) -> float:
+    """Reduce-scatter seconds per unit: one call per unit, or the unit's share of one
+    ``zero3_reduce_bucket_params`` bucket (DeepSpeed's ``reduce_bucket_size``)."""
+    bucket = max(unit_params, stack.zero3_reduce_bucket_params)
+    one = comm.collective_time_s("reduce_scatter", bucket * grad_bytes, groups)
+    return one * unit_params / bucket
+
+
+def zero3_copy_out_s(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack, perf: GpuPerf, layers: int
+) -> float:
+    """Seconds per micro-batch of FSDP2's all-gather copy-out on the compute stream.
+
+    FSDP2 gathers a block's shards into one flat buffer and then copies it into the
+    per-parameter unsharded tensors (``foreach_all_gather_copy_out`` in
+    ``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py``), a read and a write of
+    every gathered byte, once per gather: in the forward, and again in the backward when
+    the block was resharded after the forward. Memory-bound, one kernel per block. Zero
+    for stacks whose gathered buffer is the parameters (FSDP1's flat parameter, DeepSpeed)
+    and under pipeline parallelism (gathered once per step).
+    """
+    if not stack.fsdp_copy_out or plan.zero_stage < 3 or plan.layout.pp > 1:
+        return 0.0
+    gathered = (
+        layers * layer_params_per_gpu(arch, plan) * stack.gathered_weight_bytes(plan.precision)
+    )
+    passes = 2 if stack.fsdp_reshard_after_forward else 1
+    return passes * memory_time_s(2 * gathered, perf, num_kernels=layers)
 
 
 def zero3_exposed_s(
@@ -64,25 +136,41 @@ def zero3_exposed_s(
     per_unit = fsdp_unit_layers(arch, plan, stack)
     units = math.ceil(layers / per_unit)
     unit_params = per_unit * layer_params_per_gpu(arch, plan)
-    gather = comm.collective_time_s(
-        "all_gather", unit_params * stack.gathered_weight_bytes(plan.precision), shard
-    )
-    reduce = comm.collective_time_s("reduce_scatter", unit_params * stack.grad_reduce_bytes, shard)
+    calls = gathers_per_unit(arch, plan, stack)
+    gathered = unit_params * stack.gathered_weight_bytes(plan.precision)
+    gather = gather_calls_s(comm, gathered, calls, shard)
+    reduce = reduce_per_unit_s(comm, unit_params, stack.grad_reduce_bytes, stack, shard)
     regather = gather if stack.fsdp_reshard_after_forward else 0.0
+    # HSDP: each unit's gradient shard is all-reduced across the replicas right after its
+    # reduce-scatter, in every backward (FSDP1 HYBRID_SHARD and FSDP2 on a 2-D mesh both
+    # synchronise every micro-batch unless gradient sync is turned off).
+    sync = hsdp_sync_s(comm, unit_params, stack, shard, replicas)
     fwd_unit = per_unit * times.forward_s
     bwd_unit = per_unit * (times.backward_s + times.recompute_s)
     if stack.fsdp_prefetch == 0:
         forward = units * gather
-        backward = units * (regather + reduce)
+        backward = units * (regather + reduce + sync)
     else:
         forward = gather + (units - 1) * overlapped_s(gather, fwd_unit)
-        backward = regather + (units - 1) * overlapped_s(regather + reduce, bwd_unit) + reduce
+        backward = (
+            regather
+            + (units - 1) * overlapped_s(regather + reduce + sync, bwd_unit)
+            + reduce
+            + sync
+        )
     embedding = arch.vocab_size * arch.hidden_size / plan.layout.tp
     ends = comm.collective_time_s("all_gather", embedding * BF16_BYTES, shard)
     ends += comm.collective_time_s("reduce_scatter", embedding * stack.grad_reduce_bytes, shard)
-    per_step = num_micro * (forward + backward + ends)
-    if replicas.shape[1] > 1:  # HSDP: all-reduce the gradient shards across replicas
-        owned = (layers * layer_params_per_gpu(arch, plan) + embedding) / shard.shape[1]
-        sync = comm.collective_time_s("all_reduce", owned * stack.grad_reduce_bytes, replicas)
-        per_step += overlapped_s(sync, layers * times.backward_s)
-    return per_step
+    ends += hsdp_sync_s(comm, embedding, stack, shard, replicas)
+    return num_micro * (forward + backward + ends)
+
+
+def hsdp_sync_s(
+    comm: CommModel, params: float, stack: Stack, shard: np.ndarray, replicas: np.ndarray
+) -> float:
+    """Seconds to all-reduce the gradient shard of ``params`` parameters across the HSDP
+    replicas (Zhao et al. 2023 §3.2.2); zero under full sharding."""
+    if replicas.shape[1] < 2:
+        return 0.0
+    owned = params / shard.shape[1]
+    return comm.collective_time_s("all_reduce", owned * stack.grad_reduce_bytes, replicas)

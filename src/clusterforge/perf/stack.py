@@ -72,6 +72,7 @@ __all__ = [
     "AttentionKernel",
     "CrossEntropyKernel",
     "Fp8Scaling",
+    "SelectivePolicy",
     "Stack",
     "StackName",
     "stack_named",
@@ -93,6 +94,13 @@ AttentionKernel = Literal["flash", "cudnn", "triton", "unfused"]
 # softmax cross-entropy of apex / flash-attention ``csrc/xentropy`` (MPT's default
 # ``loss_fn: fused_crossentropy``, ``flash_attn.losses.cross_entropy.CrossEntropyLoss``).
 CrossEntropyKernel = Literal["unfused", "te", "xentropy"]
+# What ``recompute = "selective"`` keeps. ``attention``: Megatron's selective recomputation
+# (Korthikanti et al. 2022 §5: only the attention core is recomputed; nothing with flash
+# attention). ``every_other_matmul``: torchtitan's selective op checkpointing
+# (``selective_ac_option = "op"``, torchtitan ``activation_checkpoint.py``): each block
+# saves the outputs of its matmuls except every second one and of the attention kernel,
+# and recomputes the rest (the other matmuls, norms, rotary, activation) in the backward.
+SelectivePolicy = Literal["attention", "every_other_matmul"]
 
 
 @dataclass(frozen=True)
@@ -110,7 +118,19 @@ class Stack:
     :data:`CrossEntropyKernel`); a run's configuration may change them (LLM Foundry's MPT
     benchmarks run the ``fsdp`` mechanisms with Triton attention and the xentropy loss).
     ZeRO-3/FSDP: ``fsdp_prefetch`` units gathered ahead of compute (0 = gathered on demand),
-    ``fsdp_unit_params`` parameters per gathered unit (0 = one transformer layer).
+    ``fsdp_unit_params`` parameters per gathered unit (0 = one transformer layer; DeepSpeed's
+    prefetch bucket), ``zero3_gathers_per_layer`` all-gather calls per layer when a layer
+    holds more than a bucket (FSDP: one per block; DeepSpeed: one per weight matrix),
+    ``zero3_reduce_bucket_params`` gradients per reduce-scatter (0 = one per unit).
+    ``fsdp_copy_out``: every all-gather's output is copied out into per-parameter tensors
+    on the compute stream (FSDP2's per-parameter sharding; FSDP1's flat parameter is a view).
+    ``selective_recompute``: what ``recompute = "selective"`` keeps (:data:`SelectivePolicy`).
+    ``master_in_parameters``: the FP32 parameters are the master weights (PyTorch FSDP, which
+    shards them at every stage and gathers a BF16 compute copy) rather than a BF16 model
+    with FP32 masters in the optimizer (Megatron, DeepSpeed).
+    ``fused_elementwise``: norms, activations and rotary embeddings run as fused kernels
+    (Megatron/Transformer Engine/Apex, or a PyTorch model under ``torch.compile``); False
+    is PyTorch eager, one kernel per op (:mod:`clusterforge.perf.compute`).
     """
 
     name: str = "megatron-core"
@@ -131,6 +151,12 @@ class Stack:
     fsdp_prefetch: int = 1
     fsdp_unit_params: float = 0.0
     fsdp_reshard_after_forward: bool = True
+    zero3_gathers_per_layer: int = 1
+    fsdp_copy_out: bool = False
+    selective_recompute: SelectivePolicy = "attention"
+    master_in_parameters: bool = False
+    zero3_reduce_bucket_params: float = 0.0
+    fused_elementwise: bool = True
     fp8_scaling: Fp8Scaling = "delayed"
     fp8_fused_norm_cast: bool = True
     fp8_all_gather: bool = False
@@ -152,6 +178,16 @@ class Stack:
         return stack_named("megatron-2021")
 
 
+# DeepSpeed ZeRO-3 fetches parameters module by module (``PartitionedParameterCoordinator.
+# fetch_sub_module``): the four weight matrices of a transformer layer (QKV, projection,
+# MLP in, MLP out) are four fetches, each one all-gather call unless the prefetch bucket
+# (``stage3_prefetch_bucket_size`` = 5e7 elements) coalesces several; parameters under
+# ``stage3_param_persistence_threshold`` (1e5: norms, biases) stay whole and cost no call.
+# Gradients are reduce-scattered in buckets of ``reduce_bucket_size`` = 5e8 elements
+# (DeepSpeed configuration documentation, "ZeRO optimizations", defaults).
+ZERO3_DEEPSPEED_GATHERS_PER_LAYER = 4
+
+
 def _unfused_2021(name: str, **changes: object) -> Stack:
     """Megatron-LM of 2021 and Megatron-DeepSpeed: explicit attention, dropout, no overlap."""
     base = Stack(
@@ -168,10 +204,14 @@ def _unfused_2021(name: str, **changes: object) -> Stack:
 
 def _pytorch(name: str, **changes: object) -> Stack:
     """PyTorch FSDP stacks: FP32 sharded parameters and moments, torchao float8 (dynamic
-    scaling, no persistent FP8 copy, no fused norm cast), no Megatron TP overlap."""
+    scaling, no persistent FP8 copy, no fused norm cast), no Megatron TP overlap, eager
+    mode (``torch.compile`` is off by default in torchtitan's ``[compile]`` config and in
+    fms-fsdp's ``use_torch_compile``; a run's configuration may turn it on)."""
     base = Stack(
         name=name,
         tp_overlap=False,
+        fused_elementwise=False,
+        master_in_parameters=True,
         weight_bytes=4.0,
         fp8_weight_bytes=4.0,
         fp8_copy_bytes=0.0,
@@ -206,10 +246,21 @@ def stack_named(name: StackName) -> Stack:
                 cross_entropy="te",
             )
         case "deepspeed":
-            return _unfused_2021(name, fsdp_unit_params=5e7, fp8_fused_norm_cast=False)
+            return _unfused_2021(
+                name,
+                fsdp_unit_params=5e7,
+                zero3_gathers_per_layer=ZERO3_DEEPSPEED_GATHERS_PER_LAYER,
+                zero3_reduce_bucket_params=5e8,
+                fp8_fused_norm_cast=False,
+            )
         case "fsdp":
             return _pytorch(name, pp_overlap=False)
         case "torchtitan":
-            return _pytorch(name, fp8_all_gather=True)
+            return _pytorch(
+                name,
+                fp8_all_gather=True,
+                fsdp_copy_out=True,
+                selective_recompute="every_other_matmul",
+            )
         case _:
             assert_never(name)

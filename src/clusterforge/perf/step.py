@@ -47,7 +47,7 @@ from clusterforge.perf.parallel import (
     validate_plan,
 )
 from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gpu_perf, load_constants, memory_time_s
-from clusterforge.perf.sharded import zero3_exposed_s
+from clusterforge.perf.sharded import zero3_copy_out_s, zero3_exposed_s
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.uncertainty import Band, run_class, validation_band
 
@@ -316,7 +316,8 @@ def predict_step(
             ends,
             grad_accumulation_s(arch, plan, stack, perf, i, n)
             + fp8_weight_cast_s(arch, plan, stack, perf, n)
-            + offload_s(arch, plan, stack, gpu, times, n),
+            + offload_s(arch, plan, stack, gpu, times, n)
+            + zero3_copy_out_s(arch, plan, stack, perf, n),
         )
         for i, n in enumerate(stages)
     ]
