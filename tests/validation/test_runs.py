@@ -72,25 +72,13 @@ KNOWN_GAPS = {
     "vtrain-39.1b-tp2-pp16-mb3": "see vtrain-39.1b-tp2-pp8-mb2",
     # Development rows of the sources added in Dec 2026 (validation/pub_*.toml): the gaps
     # issue 24 describes, measured here on development rows only.
-    "pub-tt-h100-8b-8gpu-fsdp": (
-        "predicted not to fit: 76 GiB of activations for micro-batch 2 x 8,192 tokens with "
-        "selective recomputation (96.5 GiB in all on an 89.4 GiB H100 96GB); torchtitan "
-        "measured 82.4 GiB: its per-op selective checkpointing saves less than this model keeps"
-    ),
-    "pub-tt-h100-8b-8gpu-fsdp-compile-fp8": FSDP_SMALL,
-    "pub-tt-h100-8b-128gpu-fsdp": FSDP_SMALL,
-    "pub-tt-h100-8b-128gpu-fsdp-compile-fp8": FSDP_SMALL,
-    "pub-tt-h100-8b-32k-fsdp8-cp1": LONG_CONTEXT,
     "pub-tt-h100-8b-128k-fsdp2-cp4": LONG_CONTEXT,
-    "pub-tt-h100-405b-32k-fsdp8-cp1": LONG_CONTEXT,
     "pub-tt-h100-405b-128k-fsdp2-cp4": LONG_CONTEXT,
     "pub-tt-h100-405b-512gpu-3d-1f1b": (
         "FSDP 8 x TP 8 x PP 8, 32 micro-batches of one sequence: measured 100 tokens/s/GPU, "
         "predicted 86 % more; candidates: FSDP gathers and reduce-scatters per micro-batch "
         "under pipelining, the 500 W power limit (not modelled)"
     ),
-    "pub-tt-asynctp-8b-bf16-vanilla": SMALL_TP_FSDP,
-    "pub-tt-asynctp-8b-fp8tw-vanilla": SMALL_TP_FSDP,
     "bridge2509-gb200-llama3.1-405b-fsdp": (
         "FSDP over 64 GPUs in two NVL72 racks: the simulated all-gather crosses racks at about "
         "90 GB/s per GPU, where NCCL spreads the rack-to-rack hop over many NICs"
