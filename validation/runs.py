@@ -42,7 +42,7 @@ RAIL_IB = {"fabric": "infiniband", "topology": "rail-optimized"}
 TABLE_KEYS = ("set", "source", "stack", "node", "metric", "precision", "sequence_parallel")
 
 Metric = Literal["tokens_per_s_per_gpu", "model_tflops_per_gpu", "hardware_tflops_per_gpu"]
-Subset = Literal["calibration", "heldout"]
+Subset = Literal["calibration", "development", "heldout"]
 
 
 @dataclass(frozen=True)
