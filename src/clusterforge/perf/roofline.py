@@ -87,6 +87,9 @@ class GpuPerf:
     hbm_gib: float
     bf16_matmul_tflops: float = 0.0
     num_sms: int = 0
+    # Measured / catalog GEMM rate of a calibrated cluster: fixed attention-kernel rates
+    # (cuDNN rows of efficiency.toml) move with it.
+    attention_scale: float = 1.0
 
     def at_bf16(self) -> GpuPerf:
         """The same GPU with the BF16 matmul ceiling (attention, logits in FP8 runs)."""

@@ -1,0 +1,105 @@
+"""``--calibration``: a cluster's measured rates replace the model's, and the prediction moves
+with them (direction and size), with clear errors for a bad file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clusterforge.accept.calibration import calibration_from_report
+from clusterforge.assess import PredictRequest, load_calibration, predict
+from clusterforge.catalog import load_catalog
+from clusterforge.design import plan as design_plan
+from clusterforge.errors import AcceptError, SpecError
+from clusterforge.perf.calibration import calibrated_perf, calibration_from_dict
+from clusterforge.perf.roofline import gpu_perf, load_constants
+from clusterforge.spec import load_spec
+
+REPORT = Path(__file__).parents[1] / "accept" / "fixtures" / "accept-report-2x8-h100.json"
+H100_MAMF = 794.5
+
+
+@pytest.fixture(scope="module")
+def design():
+    return design_plan(load_spec(None))  # the built-in 512 x H100 spec, Llama 3 70B
+
+
+def test_accept_report_becomes_cluster_figures() -> None:
+    figures = calibration_from_report(json.loads(REPORT.read_text()))
+    assert figures["gemm_tflops"] == pytest.approx(635.6)  # median of the two nodes
+    assert figures["hbm_gbyte_per_s"] == pytest.approx(2600.0)
+    assert {c["op"] for c in figures["collectives"]} == {"all_reduce"}
+    assert all(c["num_nodes"] == 2 and c["ranks"] == 16 for c in figures["collectives"])
+
+
+def test_measured_rates_replace_the_gpu_ceilings() -> None:
+    h100 = gpu_perf(load_catalog().gpus["h100-sxm"], "fp8")
+    calibrated = calibrated_perf(h100, calibration_from_dict({"gemm_tflops": 0.8 * H100_MAMF}))
+    assert calibrated.bf16_matmul_tflops == pytest.approx(0.8 * H100_MAMF)
+    assert calibrated.matmul_tflops == pytest.approx(0.8 * h100.matmul_tflops)  # FP8 follows
+    streaming = calibrated_perf(h100, calibration_from_dict({"hbm_gbyte_per_s": 2600.0}))
+    assert streaming.hbm_gbyte_per_s * load_constants().hbm_efficiency == pytest.approx(2600.0)
+
+
+def test_gemm_at_80_percent_slows_compute_by_a_quarter(design) -> None:
+    """GEMM at 80 % of the catalog's rate: the compute-bound part of the step takes 1/0.8 =
+    1.25x as long; memory-bound kernels and communication do not change, so the whole step
+    slows by less than 25 % and more than half of that."""
+    base = predict(design, PredictRequest()).outcome.predictions[0]
+    slow = calibration_from_dict({"gemm_tflops": 0.8 * H100_MAMF})
+    calibrated = predict(design, PredictRequest(calibration=slow)).outcome
+    moved = calibrated.predictions[0]
+    assert 1.12 < moved.breakdown.compute_s / base.breakdown.compute_s <= 1.25
+    assert 1.06 < moved.step_time_s / base.step_time_s < 1.25
+    (change,) = calibrated.calibration_changes
+    assert change.change == pytest.approx(-0.2)
+
+
+def test_measured_collectives_slow_inter_node_communication(design) -> None:
+    """The recorded 2-node all_reduce sweep is slower than the simulated fabric at every size
+    (a cloud fabric against a rail-optimised InfiniBand design), so the data-parallel
+    all-reduce of the prediction slows; the report's per-size changes are listed."""
+    calibration = load_calibration(REPORT)
+    only_collectives = calibration_from_dict(
+        {"collectives": [vars(c) for c in calibration.collectives]}
+    )
+    base = predict(design, PredictRequest()).outcome.predictions[0]
+    outcome = predict(design, PredictRequest(calibration=only_collectives)).outcome
+    changes = outcome.calibration_changes
+    assert len(changes) == 7 and all(c.change < 0 for c in changes)
+    moved = outcome.predictions[0]
+    assert moved.breakdown.compute_s == pytest.approx(base.breakdown.compute_s)
+    assert moved.breakdown.dp_comm_s + moved.breakdown.pp_comm_s > (
+        base.breakdown.dp_comm_s + base.breakdown.pp_comm_s
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "names"),
+    [
+        ('{"gemm_tflops": -3}', "gemm_tflops"),
+        ('{"gemm_tflop": 600}', "unknown field(s) gemm_tflop"),
+        ('{"collectives": [{"op": "allreduce"}]}', "collectives[0].op"),
+        ('{"collectives": [{"op": "all_reduce", "size_bytes": 1}]}', "busbw_gbyte_per_s"),
+        ("{}", "no measurement"),
+        ("[1, 2]", "top level is list"),
+        ("not json", "not JSON"),
+    ],
+)
+def test_a_bad_calibration_names_the_field_and_the_fix(tmp_path, content, names) -> None:
+    path = tmp_path / "accept.json"
+    path.write_text(content)
+    with pytest.raises(SpecError, match="calibration") as caught:
+        load_calibration(path)
+    assert names in str(caught.value)
+
+
+def test_a_bad_accept_report_names_the_field(tmp_path) -> None:
+    report = json.loads(REPORT.read_text())
+    report["results"][0]["unit"] = "GFLOP/s"
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    with pytest.raises(AcceptError, match=r"results\[test=gemm, node=gpu-001\]\.unit"):
+        load_calibration(path)
