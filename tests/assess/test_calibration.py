@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.accept.calibration import calibration_from_report
-from clusterforge.assess import PredictRequest, load_calibration, predict
+from clusterforge.assess import PredictRequest, StudyRequest, load_calibration, predict, simulate
 from clusterforge.catalog import load_catalog
 from clusterforge.design import plan as design_plan
 from clusterforge.errors import AcceptError, SpecError
@@ -103,3 +103,29 @@ def test_a_bad_accept_report_names_the_field(tmp_path) -> None:
     path.write_text(json.dumps(report))
     with pytest.raises(AcceptError, match=r"results\[test=gemm, node=gpu-001\]\.unit"):
         load_calibration(path)
+
+
+TWO_NODES = """\
+name: two-h100
+num_gpus: 16
+node: dgx-h100
+network:
+  fabric: infiniband
+  topology: rail-optimized
+"""
+
+
+def test_simulate_on_the_measured_nodes_gives_back_the_measurement(tmp_path) -> None:
+    """Simulating the measured collective on the same 16 GPUs of 2 nodes, calibrated, gives
+    the accept report's busbw at each measured size (and the plain simulation does not)."""
+    spec = tmp_path / "two.yaml"
+    spec.write_text(TWO_NODES)
+    request = StudyRequest(specs=(str(spec),), collective="all_reduce", sizes=(2**24, 2**30))
+    calibration = load_calibration(REPORT)
+    (plain,) = simulate(request)
+    (calibrated,) = simulate(request, calibration=calibration)
+    measured = {c.size_bytes: c.busbw_gbyte_per_s for c in calibration.collectives}
+    for before, after in zip(plain.results, calibrated.results, strict=True):
+        assert after.busbw_gbyte_per_s == pytest.approx(measured[after.size_bytes], rel=1e-6)
+        assert before.busbw_gbyte_per_s != pytest.approx(after.busbw_gbyte_per_s, rel=0.05)
+    assert [row[0] for row in calibrated.calibrated_busbw] == [2**24, 2**30]

@@ -268,14 +268,16 @@ class CalibratedComm:
         w = (x - sizes[i - 1]) / (sizes[i] - sizes[i - 1])
         return ratios[i - 1] + w * (ratios[i] - ratios[i - 1])
 
+    def spans_nodes(self, groups: np.ndarray) -> bool:
+        """True when some group of ``groups`` (GPU indices, node by node) leaves its node."""
+        nodes = np.asarray(groups) // self._gpus_per_node
+        return bool(np.any(nodes.min(axis=-1) != nodes.max(axis=-1)))
+
     def collective_time_s(
         self, collective: Collective, size_bytes: float, groups: np.ndarray
     ) -> float:
         time_s = self._comm.collective_time_s(collective, size_bytes, groups)
-        if time_s <= 0 or groups.size == 0:
-            return time_s
-        nodes = np.asarray(groups) // self._gpus_per_node
-        if bool(np.all(nodes.min(axis=-1) == nodes.max(axis=-1))):
+        if time_s <= 0 or groups.size == 0 or not self.spans_nodes(groups):
             return time_s  # inside one node: the cross-node sweep says nothing about it
         return time_s / self.ratio(collective, size_bytes)
 
