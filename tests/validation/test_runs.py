@@ -87,7 +87,7 @@ def test_run_that_ran_is_predicted_to_fit_and_within_tolerance(run: Run) -> None
     assert abs(outcome.error) < ROW_TOLERANCE
 
 
-@pytest.mark.parametrize("subset", ["calibration", "heldout"])
+@pytest.mark.parametrize("subset", ["calibration", "development", "heldout"])
 def test_set_mape_and_median_signed_error(subset: str) -> None:
     errors = [predict_run(r).error for r in RUNS if r.subset == subset]
     assert statistics.fmean(abs(e) for e in errors) <= MAPE_LIMIT
