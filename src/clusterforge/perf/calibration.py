@@ -28,7 +28,7 @@ import bisect
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import numpy as np
 
@@ -104,7 +104,7 @@ def _point(raw: Any, index: int) -> CollectivePoint:
             "size_bytes, busbw_gbyte_per_s, ranks, num_nodes"
         )
     op = raw.get("op")
-    if op not in get_args(Collective):
+    if not isinstance(op, str) or op not in get_args(Collective):
         raise SpecError(
             f"calibration {where}op = {op!r}: use one of {', '.join(get_args(Collective))}"
         )
@@ -120,7 +120,7 @@ def _point(raw: Any, index: int) -> CollectivePoint:
             f"{values['num_nodes']:g}: a collective needs at least 2 ranks, one per node or more"
         )
     return CollectivePoint(
-        op=op,
+        op=cast(Collective, op),
         size_bytes=values["size_bytes"],
         busbw_gbyte_per_s=values["busbw_gbyte_per_s"],
         ranks=int(values["ranks"]),
@@ -160,20 +160,21 @@ def calibrated_perf(perf: GpuPerf, calibration: Calibration | None) -> GpuPerf:
     """``perf`` with the measured GEMM rate and HBM bandwidth in place of the model's."""
     if calibration is None:
         return perf
-    changes: dict[str, float] = {}
     if calibration.gemm_tflops is not None:
         bf16 = perf.bf16_matmul_tflops or perf.matmul_tflops
         ratio = calibration.gemm_tflops / bf16
-        changes |= {
-            "matmul_tflops": perf.matmul_tflops * ratio,
-            "bf16_matmul_tflops": calibration.gemm_tflops,
-            "attention_scale": perf.attention_scale * ratio,
-        }
+        perf = replace(
+            perf,
+            matmul_tflops=perf.matmul_tflops * ratio,
+            bf16_matmul_tflops=calibration.gemm_tflops,
+            attention_scale=perf.attention_scale * ratio,
+        )
     if calibration.hbm_gbyte_per_s is not None:
         # memory_time_s streams at hbm_gbyte_per_s x hbm_efficiency: store the datasheet
         # figure that gives the measured rate.
-        changes["hbm_gbyte_per_s"] = calibration.hbm_gbyte_per_s / load_constants().hbm_efficiency
-    return replace(perf, **changes)
+        hbm = calibration.hbm_gbyte_per_s / load_constants().hbm_efficiency
+        perf = replace(perf, hbm_gbyte_per_s=hbm)
+    return perf
 
 
 def perf_changes(perf: GpuPerf, calibration: Calibration) -> list[CalibrationChange]:

@@ -14,7 +14,7 @@ Per micro-batch and layer (critical path of every stage):
   passes the K, V chunk it holds to the next rank of the ring while it computes attention
   against the chunk it received before, so a step costs ``max(transfer, compute)``. The
   sequence is cut into ``2 cp`` chunks and rank ``r`` holds chunks ``r`` and ``2cp - 1 - r``
-  so that every step does the same causal work (Megatron-Core ``get_batch_on_this_cp_rank``):
+  so that every step does the same causal work (Megatron-LM ``get_batch_on_this_cp_rank``):
   a step computes ``1 / cp`` of the rank's attention. The backward passes K, V and the
   partial dK, dV (twice the bytes) against ``1 / cp`` of the attention backward. The
   all-gather variant (Llama 3, arXiv 2407.21783 §3.3.2; ``Stack.cp_overlap`` off) gathers all
