@@ -120,7 +120,9 @@ def write_uncertainty(outcomes: list[Outcome]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="update uncertainty.toml")
-    parser.add_argument("--set", choices=("calibration", "heldout"), help="only this set")
+    parser.add_argument(
+        "--set", choices=("calibration", "development", "heldout"), help="only this set"
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     runs = [r for r in load_runs() if args.set is None or r.subset == args.set]
@@ -130,7 +132,7 @@ def main() -> None:
         outcomes.append(predict_run(run))
         print(_row(outcomes[-1]), flush=True)
     print()
-    for subset in ("calibration", "heldout"):
+    for subset in ("calibration", "development", "heldout"):
         chosen = [o for o in outcomes if o.run.subset == subset]
         if chosen:
             _print_summary(subset, summary(chosen))
