@@ -129,3 +129,24 @@ def test_simulate_on_the_measured_nodes_gives_back_the_measurement(tmp_path) -> 
         assert after.busbw_gbyte_per_s == pytest.approx(measured[after.size_bytes], rel=1e-6)
         assert before.busbw_gbyte_per_s != pytest.approx(after.busbw_gbyte_per_s, rel=0.05)
     assert [row[0] for row in calibrated.calibrated_busbw] == [2**24, 2**30]
+
+
+def test_predict_json_lists_what_the_calibration_changed(capsys) -> None:
+    from clusterforge.cli.main import main
+
+    assert main(["predict", "--calibration", str(REPORT), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    figures = {c["figure"]: c for c in row["calibration"]}
+    assert figures["BF16 GEMM ceiling (MAMF)"]["change"] == pytest.approx(-0.2, abs=1e-3)
+    assert figures["HBM streaming bandwidth"]["measured"] == pytest.approx(2600.0)
+    assert sum(name.startswith("all_reduce busbw") for name in figures) == 7
+
+
+def test_predict_refuses_a_bad_calibration_file_in_one_line(tmp_path, capsys) -> None:
+    from clusterforge.cli.main import main
+
+    bad = tmp_path / "accept.json"
+    bad.write_text('{"hbm_gbyte_per_s": 0}')
+    assert main(["predict", "--calibration", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "hbm_gbyte_per_s = 0" in err and "Traceback" not in err
