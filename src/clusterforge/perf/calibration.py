@@ -6,9 +6,11 @@ collective times simulated on the designed fabric. A cluster that was measured (
 accept``: a large square BF16 GEMM per GPU, a device-to-device copy, and an nccl-tests-style
 sweep across nodes) replaces them with what it delivers:
 
-* GEMM rate: the measured TFLOP/s replaces the BF16 MAMF (the accept GEMM is the best-shape
-  GEMM MAMF stands for); the FP8 ceiling and the cuDNN attention rates move by the same
-  ratio (same clocks, same SMs). The shape model and ``gemm_efficiency_of_mamf`` stay.
+* GEMM rate: the BF16 ceiling (MAMF) becomes the one at which the model's own GEMM of the
+  measured shape (accept: square, ``gemm_size`` 8,192, alone on the GPU as MAMF is
+  measured) runs at the measured TFLOP/s: ``measured / gemm_shape_efficiency(n, n, n)``. The
+  FP8 ceiling and the cuDNN attention rates move by the same ratio (same clocks, same SMs);
+  the shape model and ``gemm_efficiency_of_mamf`` stay.
 * HBM bandwidth: the measured copy bandwidth (read + write bytes over time) becomes the
   streaming bandwidth of every memory-bound kernel.
 * Collectives: for each measured collective, the ratio of measured to simulated bus
@@ -35,7 +37,7 @@ import numpy as np
 from clusterforge.busbw import bus_factor
 from clusterforge.errors import SpecError
 from clusterforge.perf.comm import Collective, CommModel
-from clusterforge.perf.roofline import GpuPerf, load_constants
+from clusterforge.perf.roofline import GpuPerf, gemm_shape_efficiency, load_constants
 
 __all__ = [
     "CalibratedComm",
@@ -46,6 +48,10 @@ __all__ = [
     "calibration_from_dict",
     "perf_changes",
 ]
+
+
+# The square BF16 GEMM ``clusterforge accept`` times on a GPU (worker ``--gemm-n`` default).
+ACCEPT_GEMM_SIZE = 8192
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,7 @@ class Calibration:
 
     gemm_tflops: float | None = None
     hbm_gbyte_per_s: float | None = None
+    gemm_size: int = ACCEPT_GEMM_SIZE
     collectives: tuple[CollectivePoint, ...] = ()
     source: str = ""
 
@@ -134,22 +141,24 @@ def calibration_from_dict(raw: Mapping[str, Any], source: str = "") -> Calibrati
 
     Raises :class:`SpecError` naming the field and the fix.
     """
-    unknown = set(raw) - {"gemm_tflops", "hbm_gbyte_per_s", "collectives", "source"}
+    fields = {"gemm_tflops", "gemm_size", "hbm_gbyte_per_s", "collectives", "source"}
+    unknown = set(raw) - fields
     if unknown:
         raise SpecError(
-            f"calibration has unknown field(s) {', '.join(sorted(unknown))}: use gemm_tflops, "
-            "hbm_gbyte_per_s and collectives"
+            f"calibration has unknown field(s) {', '.join(sorted(unknown))}: use gemm_tflops "
+            "(with gemm_size, the square GEMM's n), hbm_gbyte_per_s and collectives"
         )
     points = raw.get("collectives") or []
     if not isinstance(points, list):
         raise SpecError("calibration collectives: use a list of measured collectives")
     calibration = Calibration(
         gemm_tflops=_positive(raw, "gemm_tflops", ""),
+        gemm_size=int(_positive(raw, "gemm_size", "") or ACCEPT_GEMM_SIZE),
         hbm_gbyte_per_s=_positive(raw, "hbm_gbyte_per_s", ""),
         collectives=tuple(_point(p, i) for i, p in enumerate(points)),
         source=str(raw.get("source", source)),
     )
-    if calibration == Calibration(source=calibration.source):
+    if calibration == Calibration(source=calibration.source, gemm_size=calibration.gemm_size):
         raise SpecError(
             "calibration has no measurement: give gemm_tflops, hbm_gbyte_per_s or collectives"
         )
@@ -162,11 +171,12 @@ def calibrated_perf(perf: GpuPerf, calibration: Calibration | None) -> GpuPerf:
         return perf
     if calibration.gemm_tflops is not None:
         bf16 = perf.bf16_matmul_tflops or perf.matmul_tflops
-        ratio = calibration.gemm_tflops / bf16
+        ceiling = _calibrated_ceiling(perf, calibration.gemm_tflops, calibration.gemm_size)
+        ratio = ceiling / bf16
         perf = replace(
             perf,
             matmul_tflops=perf.matmul_tflops * ratio,
-            bf16_matmul_tflops=calibration.gemm_tflops,
+            bf16_matmul_tflops=ceiling,
             attention_scale=perf.attention_scale * ratio,
         )
     if calibration.hbm_gbyte_per_s is not None:
@@ -177,17 +187,19 @@ def calibrated_perf(perf: GpuPerf, calibration: Calibration | None) -> GpuPerf:
     return perf
 
 
+def _calibrated_ceiling(perf: GpuPerf, measured_tflops: float, size: int) -> float:
+    """The BF16 ceiling at which the model's square ``size`` GEMM runs at ``measured_tflops``."""
+    return measured_tflops / gemm_shape_efficiency(size, size, size, perf)
+
+
 def perf_changes(perf: GpuPerf, calibration: Calibration) -> list[CalibrationChange]:
     """The GPU figures ``calibration`` changes, model value against measured value."""
     c = load_constants()
     out = []
     if calibration.gemm_tflops is not None:
         model = perf.bf16_matmul_tflops or perf.matmul_tflops
-        out.append(
-            CalibrationChange(
-                "BF16 GEMM ceiling (MAMF)", model, calibration.gemm_tflops, "TFLOP/s per GPU"
-            )
-        )
+        ceiling = _calibrated_ceiling(perf, calibration.gemm_tflops, calibration.gemm_size)
+        out.append(CalibrationChange("BF16 GEMM ceiling (MAMF)", model, ceiling, "TFLOP/s per GPU"))
     if calibration.hbm_gbyte_per_s is not None:
         out.append(
             CalibrationChange(
