@@ -158,3 +158,13 @@ def test_predict_refuses_a_bad_calibration_file_in_one_line(tmp_path, capsys) ->
     assert main(["predict", "--calibration", str(bad)]) == 1
     err = capsys.readouterr().err
     assert "hbm_gbyte_per_s = 0" in err and "Traceback" not in err
+
+
+def test_a_sweep_on_more_nodes_than_the_design_is_refused(tmp_path) -> None:
+    spec = tmp_path / "two.yaml"
+    spec.write_text(TWO_NODES)
+    point = {"op": "all_reduce", "size_bytes": 2**30, "busbw_gbyte_per_s": 300.0}
+    wide = calibration_from_dict({"collectives": [{**point, "ranks": 32, "num_nodes": 4}]})
+    request = StudyRequest(specs=(str(spec),), collective="all_reduce", sizes=(2**30,))
+    with pytest.raises(SpecError, match=r"collectives\[0\]: 32 ranks on 4 nodes"):
+        simulate(request, calibration=wide)

@@ -52,7 +52,12 @@ def _calibrated(
     study: Study, path: str | None, request: StudyRequest, calibration: Calibration
 ) -> Study:
     design = plan(load_spec(Path(path) if path else None))
-    comm = CalibratedComm(NetsimComm(design), calibration, design.compute.gpus_per_node)
+    comm = CalibratedComm(
+        NetsimComm(design),
+        calibration,
+        design.compute.gpus_per_node,
+        design.compute.num_training_gpus,
+    )
     groups = groups_for(
         design,
         request.group_kind,

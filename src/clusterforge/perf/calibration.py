@@ -220,9 +220,19 @@ class CalibratedComm:
     of that kind takes ``simulated time / ratio(size)``.
     """
 
-    def __init__(self, comm: CommModel, calibration: Calibration, gpus_per_node: int) -> None:
+    def __init__(
+        self, comm: CommModel, calibration: Calibration, gpus_per_node: int, num_gpus: int
+    ) -> None:
         self._comm = comm
         self._gpus_per_node = gpus_per_node
+        for i, point in enumerate(calibration.collectives):
+            per_node = point.ranks // point.num_nodes
+            if per_node > gpus_per_node or point.num_nodes * gpus_per_node > num_gpus:
+                raise SpecError(
+                    f"calibration collectives[{i}]: {point.ranks} ranks on {point.num_nodes} "
+                    f"nodes do not fit the design ({num_gpus} GPUs, {gpus_per_node} per node); "
+                    "calibrate with a measurement of this cluster's nodes"
+                )
         self._ratios: dict[str, tuple[list[float], list[float]]] = {}
         self.changes: list[CalibrationChange] = []
         by_op: dict[str, list[CollectivePoint]] = {}

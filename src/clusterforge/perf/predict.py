@@ -130,7 +130,8 @@ def calibrated_comm(design: Design, calibration: Calibration | None) -> CommMode
     comm = design_comm(design)
     if calibration is None or not calibration.collectives:
         return comm
-    return CalibratedComm(comm, calibration, design.compute.gpus_per_node)
+    compute = design.compute
+    return CalibratedComm(comm, calibration, compute.gpus_per_node, compute.num_training_gpus)
 
 
 def _workload(design: Design) -> tuple[WorkloadSpec, JobLayout, ModelArch]:
