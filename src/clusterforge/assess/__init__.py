@@ -13,6 +13,7 @@ Parts: :mod:`.performance` (the spec's plan, the best plans, ``predict``), :mod:
 """
 
 from clusterforge.assess.assessment import QUICK, REPORT, Assessment, AssessOptions, assess
+from clusterforge.assess.calibration import load_calibration
 from clusterforge.assess.economics import (
     BREAK_EVEN_MAX_GPUS,
     Economics,
@@ -64,6 +65,8 @@ from clusterforge.netsim.vocab import (
 from clusterforge.perf import (
     FLOP_CONVENTION,
     STACK_NAMES,
+    Calibration,
+    CalibrationChange,
     ParallelPlan,
     PlanOverrides,
     Prediction,
@@ -91,6 +94,8 @@ __all__ = [
     "AlgorithmChoice",
     "AssessOptions",
     "Assessment",
+    "Calibration",
+    "CalibrationChange",
     "Collective",
     "CollectiveResult",
     "Communicators",
@@ -125,6 +130,7 @@ __all__ = [
     "expected_performance",
     "goodput_outlook",
     "goodput_study",
+    "load_calibration",
     "parse_size",
     "parse_sweep",
     "predict",

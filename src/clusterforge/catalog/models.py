@@ -81,6 +81,12 @@ class Gpu(_Row):
     tdp_w: float
     bf16_dense_tflops: float
     fp8_dense_tflops: float
+    num_sms: int = Field(
+        0,
+        ge=0,
+        description="Streaming multiprocessors (AMD: compute units) that run GEMM tiles in "
+        "parallel; 0 = unknown (no wave quantisation modelled)",
+    )
     scaleup: Scaleup
     scaleup_gbyte_per_s: float = Field(description="Bidirectional scale-up bandwidth per GPU")
     scaleup_fabric: Literal["switch", "mesh", "pcie"] = Field(

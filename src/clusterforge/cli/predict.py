@@ -7,6 +7,7 @@ Parse the options into :class:`PredictOptions`, design the cluster, call
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, get_args
 
 import click
@@ -39,6 +40,7 @@ class PredictOptions:
     top: int
     gpu_counts: tuple[int, ...]
     as_json: bool
+    calibration: str | None = None
 
 
 def _gpu_counts(gpus: str | None, max_gpus: int | None) -> tuple[int, ...]:
@@ -55,19 +57,21 @@ def _gpu_counts(gpus: str | None, max_gpus: int | None) -> tuple[int, ...]:
 
 
 def _run(options: PredictOptions) -> None:
-    from clusterforge.assess import PredictRequest, predict
+    from clusterforge.assess import PredictRequest, load_calibration, predict
     from clusterforge.design import plan as design_plan
     from clusterforge.report.predict import predict_json, print_predict
     from clusterforge.report.terminal import make_console
     from clusterforge.spec import load_spec
 
     design = design_plan(load_spec(options.spec))
+    calibration = load_calibration(Path(options.calibration)) if options.calibration else None
     request = PredictRequest(
         overrides=options.overrides,
         stack=options.stack,  # type: ignore[arg-type]  # a click.Choice of STACK_NAMES
         search=options.search,
         top=options.top,
         gpu_counts=options.gpu_counts,
+        calibration=calibration,
     )
     assessment = predict(design, request)
     if options.as_json:
@@ -99,6 +103,12 @@ def _run(options: PredictOptions) -> None:
 )
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per plan).")
+@click.option(
+    "--calibration",
+    type=click.Path(dir_okay=False),
+    help="The cluster's measured rates (clusterforge accept's report.json) in place of the "
+    "catalog's GEMM, HBM and collective efficiencies.",
+)
 def command(**values: Any) -> None:
     """Predict training step time, MFU/HFU and memory per GPU (SPEC: YAML; none = default)."""
     plan = {_PLAN_OPTIONS[k]: v for k, v in values.items() if k in _PLAN_OPTIONS}
@@ -111,5 +121,6 @@ def command(**values: Any) -> None:
         top=values["top"],
         gpu_counts=_gpu_counts(values["gpus"], values["max_gpus"]),
         as_json=values["as_json"],
+        calibration=values["calibration"],
     )
     _run(options)

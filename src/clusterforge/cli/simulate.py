@@ -22,6 +22,7 @@ from clusterforge.assess import (
     ProtocolChoice,
     Routing,
     StudyRequest,
+    load_calibration,
     parse_size,
     parse_sweep,
 )
@@ -97,6 +98,14 @@ __all__ = ["command", "parse_size"]
     type=click.Path(dir_okay=False),
     help="Also write busbw against message size as a chart (.svg, .png or .pdf)",
 )
+@click.option(
+    "--calibration",
+    "calibration_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="The cluster's measured collectives (clusterforge accept's report.json): inter-node "
+    "results run at the measured / simulated bus bandwidth",
+)
 def command(
     spec: str | None,
     collective: Collective,
@@ -113,6 +122,7 @@ def command(
     as_json: bool,
     other: str | None,
     plot_path: str | None,
+    calibration_path: str | None,
 ) -> None:
     """Simulate COLLECTIVE on the fabric designed from SPEC (default: the built-in spec)."""
     if size_text and sweep_text:
@@ -136,8 +146,9 @@ def command(
     )
     if plot_path is not None:
         check_picture_path(Path(plot_path))  # before the simulation, not after
+    calibration = load_calibration(Path(calibration_path)) if calibration_path else None
     console = make_console()
-    studies = run_with_progress(request, None if as_json else console)
+    studies = run_with_progress(request, None if as_json else console, calibration)
     write_plot(plot_path, studies)
     if as_json:
         payload = [study_json(s) for s in studies]

@@ -108,6 +108,9 @@ class Study:
 
     name: str
     results: tuple[CollectiveResult, ...]
+    # Calibrated from a cluster's measured collectives: (size in bytes, simulated busbw,
+    # calibrated busbw in GB/s) per size; the results then hold the calibrated figures.
+    calibrated_busbw: tuple[tuple[float, float, float], ...] = ()
 
 
 def run_study(

@@ -10,6 +10,7 @@ The software stack's mechanisms are :mod:`stack`; FP8 costs :mod:`fp8`; ZeRO-3/F
 :mod:`sharded`; the error band of every prediction :mod:`uncertainty`.
 """
 
+from clusterforge.perf.calibration import Calibration, CalibrationChange, calibration_from_dict
 from clusterforge.perf.comm import CommModel, NetsimComm
 from clusterforge.perf.parallel import ParallelPlan, validate_plan
 from clusterforge.perf.predict import (
@@ -30,6 +31,8 @@ __all__ = [
     "FLOP_CONVENTION",
     "STACK_NAMES",
     "Breakdown",
+    "Calibration",
+    "CalibrationChange",
     "CommModel",
     "NetsimComm",
     "ParallelPlan",
@@ -40,6 +43,7 @@ __all__ = [
     "SearchResult",
     "Stack",
     "StackName",
+    "calibration_from_dict",
     "plan_from_workload",
     "predict_plan",
     "predict_step",

@@ -113,7 +113,7 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
             if perf.gpu_id not in c.cudnn_attention_tflops:
                 return flash
             forward, backward = c.cudnn_attention_tflops[perf.gpu_id]
-            return forward, FLASH_BACKWARD_WORK_RATIO * forward / backward
+            return forward * perf.attention_scale, FLASH_BACKWARD_WORK_RATIO * forward / backward
         case "triton":
             forward_tflops, ratio = flash
             return (

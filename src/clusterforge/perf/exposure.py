@@ -9,10 +9,16 @@ Per micro-batch and layer (critical path of every stage):
   gradient (Calculon's ``seq_par_ag_redo``). Overlapped with the GEMMs (``Stack.tp_overlap``,
   NVLink domain only) the collectives hide behind the layer's GEMMs at the cost
   :func:`~clusterforge.perf.compute.overlapped_s` states.
-* CP (ring attention, Liu et al. 2023; Megatron-Core context parallelism): all-gather of
-  K, V in the forward; all-gather + reduce-scatter of K, V and their gradients in the
-  backward; overlapped with the attention compute of the same layer, or exposed when the
-  stack gathers K and V before the attention (``Stack.cp_overlap``).
+* CP, ring attention (Liu et al. 2023, arXiv 2310.01889; Megatron-Core/Transformer Engine
+  context parallelism, ``AttnFuncWithCPAndKVP2P``): ``cp - 1`` steps; in each, every rank
+  passes the K, V chunk it holds to the next rank of the ring while it computes attention
+  against the chunk it received before, so a step costs ``max(transfer, compute)``. The
+  sequence is cut into ``2 cp`` chunks and rank ``r`` holds chunks ``r`` and ``2cp - 1 - r``
+  so that every step does the same causal work (Megatron-LM ``get_batch_on_this_cp_rank``):
+  a step computes ``1 / cp`` of the rank's attention. The backward passes K, V and the
+  partial dK, dV (twice the bytes) against ``1 / cp`` of the attention backward. The
+  all-gather variant (Llama 3, arXiv 2407.21783 §3.3.2; ``Stack.cp_overlap`` off) gathers all
+  of K, V before the attention and reduce-scatters dK, dV after it, on the critical path.
 * EP (GShard, Lepikhin et al. 2020): all-to-all dispatch and combine of ``top_k`` token
   copies, forward and backward; not overlapped (exposed).
 
@@ -102,15 +108,19 @@ def _cp_exposed_s(
 ) -> float:
     if plan.layout.cp == 1:
         return 0.0
+    cp = plan.layout.cp
     groups = rank_groups(plan, "cp")
     kv_dim = arch.hidden_size * (arch.num_kv_heads or arch.num_heads) / arch.num_heads
     size = plan.micro_batch * plan.seq_length * 2 * kv_dim * ACT_BYTES / plan.layout.tp
-    gather = comm.collective_time_s("all_gather", size, groups)
-    scatter = comm.collective_time_s("reduce_scatter", size, groups)
-    if stack.cp_overlap:
-        forward = overlapped_s(gather, times.attention_forward_s)
-        backward = overlapped_s(gather + scatter, times.attention_backward_s)
+    if stack.cp_overlap:  # ring: one K, V chunk per rank and step, overlapped step by step
+        chunk = size / cp
+        send = comm.collective_time_s("sendrecv", chunk, groups)
+        send_back = comm.collective_time_s("sendrecv", 2 * chunk, groups)
+        forward = (cp - 1) * overlapped_s(send, times.attention_forward_s / cp)
+        backward = (cp - 1) * overlapped_s(send_back, times.attention_backward_s / cp)
     else:  # gathered before the attention runs: on the critical path
+        gather = comm.collective_time_s("all_gather", size, groups)
+        scatter = comm.collective_time_s("reduce_scatter", size, groups)
         forward, backward = gather, gather + scatter
     return forward * (2 if plan.recompute == "full" else 1) + backward
 

@@ -19,9 +19,16 @@ from typing import TYPE_CHECKING
 from clusterforge.catalog import Catalog, ModelArch
 from clusterforge.errors import PlanError, SimulationError
 from clusterforge.job import JobLayout
+from clusterforge.perf.calibration import (
+    CalibratedComm,
+    Calibration,
+    CalibrationChange,
+    perf_changes,
+)
 from clusterforge.perf.comm import CommModel, NetsimComm, netsim_available
 from clusterforge.perf.flops import Recompute
 from clusterforge.perf.parallel import ParallelPlan, Precision
+from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.search import search
 from clusterforge.perf.stack import Stack, StackName, stack_named
 from clusterforge.perf.step import Prediction, predict_step
@@ -35,6 +42,7 @@ __all__ = [
     "PredictOutcome",
     "PredictRequest",
     "apply_overrides",
+    "calibrated_comm",
     "design_comm",
     "plan_from_workload",
     "predict_plan",
@@ -117,6 +125,15 @@ def design_comm(design: Design) -> CommModel:
     return NetsimComm(design)
 
 
+def calibrated_comm(design: Design, calibration: Calibration | None) -> CommModel:
+    """The design's communication model, with its measured collectives when calibrated."""
+    comm = design_comm(design)
+    if calibration is None or not calibration.collectives:
+        return comm
+    compute = design.compute
+    return CalibratedComm(comm, calibration, compute.gpus_per_node, compute.num_training_gpus)
+
+
 def _workload(design: Design) -> tuple[WorkloadSpec, JobLayout, ModelArch]:
     workload, job = design.require_workload("a prediction")
     return workload, job, resolve_model(workload, design.catalog)
@@ -129,9 +146,11 @@ def predict_plan(
     arch: ModelArch | None = None,
     comm: CommModel | None = None,
     stack: Stack | None = None,
+    calibration: Calibration | None = None,
 ) -> Prediction:
     """Predict ``plan`` on ``design`` (its GPU, NVLink domain and fabric) for ``arch``
-    (default: the spec's model) with ``stack`` (default: the spec's)."""
+    (default: the spec's model) with ``stack`` (default: the spec's); ``calibration``: the
+    cluster's measured GEMM and HBM rates (``comm`` carries its measured collectives)."""
     workload, _, spec_arch = _workload(design)
     return predict_step(
         arch or spec_arch,
@@ -140,6 +159,7 @@ def predict_plan(
         comm or design_comm(design),
         design.compute.job_nvlink_domain_gpus,
         stack or stack_named(workload.stack),
+        calibration=calibration,
     )
 
 
@@ -158,6 +178,7 @@ class PredictRequest:
     search: bool = False
     top: int = 10
     gpu_counts: tuple[int, ...] = ()
+    calibration: Calibration | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +193,7 @@ class PredictOutcome:
     num_candidates: int = 1
     num_fitting: int = 1
     num_timed: int = 1
+    calibration_changes: tuple[CalibrationChange, ...] = ()
 
 
 def _searched(
@@ -192,6 +214,7 @@ def _searched(
         top=request.top,
         stack=stack,
         progress=progress,
+        calibration=request.calibration,
     )
     return result.predictions, (result.num_candidates, result.num_fitting, result.num_timed)
 
@@ -242,14 +265,23 @@ def run_predict(
         if not request.search:
             workload, job, arch = _workload(design)
     stack = stack_named(request.stack or workload.stack)
-    comm = design_comm(design)
+    comm = calibrated_comm(design, request.calibration)
     base = plan_from_workload(workload, job, arch)
     found: list[Prediction] = []
     tally = (0, 0, 0)
     for n in counts:
         if not request.search:
             plan = apply_overrides(base, request.overrides, n)
-            found.append(predict_plan(design, plan, arch=arch, comm=comm, stack=stack))
+            found.append(
+                predict_plan(
+                    design,
+                    plan,
+                    arch=arch,
+                    comm=comm,
+                    stack=stack,
+                    calibration=request.calibration,
+                )
+            )
             continue
         start, asked = _search_start(base, request, n, sweep=len(counts) > 1)
         try:
@@ -274,4 +306,17 @@ def run_predict(
         num_candidates=tally[0] if request.search else len(found),
         num_fitting=tally[1] if request.search else len(found),
         num_timed=tally[2] if request.search else len(found),
+        calibration_changes=_calibration_changes(design, request.calibration, comm),
     )
+
+
+def _calibration_changes(
+    design: Design, calibration: Calibration | None, comm: CommModel
+) -> tuple[CalibrationChange, ...]:
+    """The figures the calibration replaced: the GPU's, then each measured collective's."""
+    if calibration is None:
+        return ()
+    changes = perf_changes(gpu_perf(design.compute.gpu, "bf16"), calibration)
+    if isinstance(comm, CalibratedComm):
+        changes += comm.changes
+    return tuple(changes)

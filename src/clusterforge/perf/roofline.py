@@ -3,16 +3,19 @@
 The model is Calculon's (Isaev et al. SC'23, §III: per-operation time from FLOPs and bytes
 with size-dependent efficiency), simplified to a roofline per operation:
 
-    t_op = max(FLOPs / (eta_gemm x MAMF), bytes / (eta_hbm x HBM)) + t_kernel
+    t_op = max(FLOPs / (eta_shape x eta_gemm x MAMF), bytes / (eta_hbm x HBM)) + t_kernel
 
 where MAMF is the measured achievable matmul throughput of the GPU (maximum achievable matmul
 FLOPS, measured with the best GEMM shape; Bekman, "Machine Learning Engineering",
-``compute/accelerator/README.md``), not the datasheet peak. All constants live in
-``data/efficiency.toml`` with their sources.
+``compute/accelerator/README.md``), not the datasheet peak. ``eta_gemm`` is the large-shape
+efficiency; ``eta_shape`` (:func:`gemm_shape_efficiency`) is what a GEMM of a given shape
+keeps of it once its output is cut into tiles and the tiles run in waves over the SMs. All
+constants live in ``data/efficiency.toml`` with their sources.
 """
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
@@ -25,6 +28,7 @@ __all__ = [
     "BF16_BYTES",
     "GpuPerf",
     "PerfConstants",
+    "gemm_shape_efficiency",
     "gemm_time_s",
     "gpu_perf",
     "load_constants",
@@ -46,6 +50,9 @@ class PerfConstants:
     kernel_overhead_s: float
     overlap_interference: float
     optimizer_bytes_per_param: float
+    gemm_tile_m: float
+    gemm_tile_n: float
+    gemm_split_k_min: float
     mamf_tflops: dict[tuple[str, str], float]
     cudnn_attention_tflops: dict[str, tuple[float, float]]
 
@@ -79,6 +86,10 @@ class GpuPerf:
     hbm_gbyte_per_s: float
     hbm_gib: float
     bf16_matmul_tflops: float = 0.0
+    num_sms: int = 0
+    # Measured / catalog GEMM rate of a calibrated cluster: fixed attention-kernel rates
+    # (cuDNN rows of efficiency.toml) move with it.
+    attention_scale: float = 1.0
 
     def at_bf16(self) -> GpuPerf:
         """The same GPU with the BF16 matmul ceiling (attention, logits in FP8 runs)."""
@@ -100,6 +111,7 @@ def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -
         hbm_gbyte_per_s=gpu.hbm_tbyte_per_s * 1000.0,
         hbm_gib=gpu.hbm_gib,
         bf16_matmul_tflops=bf16,
+        num_sms=gpu.num_sms,
     )
 
 
@@ -110,11 +122,70 @@ def memory_time_s(num_bytes: float, perf: GpuPerf, num_kernels: int = 1) -> floa
     return num_bytes / bandwidth + num_kernels * c.kernel_overhead_s
 
 
+def _split_k(tiles: int, k: float, perf: GpuPerf) -> int:
+    """Slices of the K loop when the output tiles cannot fill the SMs (split-K).
+
+    Fewer tiles than SMs leave SMs idle, so GEMM libraries cut the K loop into slices run by
+    different SMs and sum the partial tiles afterwards (CUTLASS ``GemmSplitKParallel``,
+    cuBLAS's split-K heuristics; Osama et al. 2023, "Stream-K", arXiv 2301.03598, §2). A
+    slice keeps at least ``gemm_split_k_min`` of K so its pipeline still fills.
+    """
+    c = load_constants()
+    if tiles >= perf.num_sms:
+        return 1
+    return max(1, min(perf.num_sms // tiles, int(k // c.gemm_split_k_min)))
+
+
+def _tiling(m: float, n: float, k: float, perf: GpuPerf, batch: float) -> tuple[float, int]:
+    """(shape efficiency, split-K slices) of the better tile orientation."""
+    c = load_constants()
+    best = (0.0, 1)
+    for tile_m, tile_n in ((c.gemm_tile_m, c.gemm_tile_n), (c.gemm_tile_n, c.gemm_tile_m)):
+        tiles = math.ceil(m / tile_m) * math.ceil(n / tile_n) * math.ceil(batch)
+        split = _split_k(tiles, k, perf)
+        waves = math.ceil(tiles * split / perf.num_sms)
+        efficiency = m * n * batch * split / (waves * perf.num_sms * tile_m * tile_n)
+        best = max(best, (efficiency, split))
+    return best
+
+
+def gemm_shape_efficiency(m: float, n: float, k: float, perf: GpuPerf, batch: float = 1.0) -> float:
+    """Share of the large-shape GEMM rate kept by ``batch`` GEMMs ``(m x k) @ (k x n)``.
+
+    A GEMM kernel (CUTLASS, cuBLAS) cuts the output into ``tile_m x tile_n`` tiles, one
+    thread block per tile, and runs them in waves of one tile per SM (Nvidia, "Matrix
+    Multiplication Background User's Guide", sections "Tile Quantization" and "Wave
+    Quantization"); when the tiles cannot fill the SMs the K loop is split
+    (:func:`_split_k`, ``s`` slices). Every tile slice costs a whole slice's time, so:
+
+        eta_shape = m n batch s / (ceil(tiles s / num_sms) x num_sms x tile_m x tile_n),
+        tiles = ceil(m / tile_m) x ceil(n / tile_n) x batch
+
+    with tile-edge waste (``m``, ``n`` not multiples of the tile) and a last wave that leaves
+    SMs idle. The better of the two tile orientations is taken (libraries ship both). It
+    tends to 1 for large shapes, so the large-shape rate stays ``gemm_efficiency_of_mamf``;
+    GPUs without an SM count keep it for every shape.
+    """
+    if perf.num_sms == 0 or m <= 0 or n <= 0:
+        return 1.0
+    return _tiling(m, n, k, perf, batch)[0]
+
+
 def gemm_time_s(m: float, n: float, k: float, perf: GpuPerf, batch: float = 1.0) -> float:
-    """Roofline time of ``batch`` GEMMs ``(m x k) @ (k x n)`` in BF16 storage (one kernel)."""
+    """Roofline time of ``batch`` GEMMs ``(m x k) @ (k x n)`` in BF16 storage (one kernel).
+
+    Compute runs at the large-shape rate times :func:`gemm_shape_efficiency`; a GEMM with
+    few FLOPs per byte (small ``m`` or ``k``) is bound by HBM instead.
+    """
     c = load_constants()
     flops = 2.0 * m * n * k * batch
     num_bytes = BF16_BYTES * (m * k + k * n + m * n) * batch
-    compute_s = flops / (perf.matmul_tflops * 1e12 * c.gemm_efficiency_of_mamf)
+    efficiency, split = 1.0, 1
+    if perf.num_sms > 0 and m > 0 and n > 0:
+        efficiency, split = _tiling(m, n, k, perf, batch)
+    # Split-K partial tiles are written and read back in FP32 before the final sum.
+    num_bytes += 2 * 4 * m * n * batch * (split - 1)
+    rate = perf.matmul_tflops * 1e12 * c.gemm_efficiency_of_mamf
+    compute_s = flops / (rate * efficiency)
     memory_s = num_bytes / (perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency)
     return max(compute_s, memory_s) + c.kernel_overhead_s

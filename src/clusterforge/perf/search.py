@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
+from clusterforge.perf.calibration import Calibration
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.memory import memory_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, validate_plan
@@ -197,6 +198,7 @@ def search(
     top: int = 10,
     stack: Stack | None = None,
     progress: Callable[[int, int], None] | None = None,
+    calibration: Calibration | None = None,
 ) -> SearchResult:
     """The ``top`` fitting plans by tokens/s (ties: less memory first), branch and bound.
 
@@ -209,7 +211,9 @@ def search(
     fitting = _fitting(arch, candidates, gpu, chosen)
 
     def time_plan(plan: ParallelPlan, fabric: CommModel) -> Prediction:
-        return predict_step(arch, plan, gpu, fabric, nvlink_domain_gpus, chosen)
+        return predict_step(
+            arch, plan, gpu, fabric, nvlink_domain_gpus, chosen, calibration=calibration
+        )
 
     recording = RecordingComm(comm, domain_gpus=nvlink_domain_gpus)
     found = _branch_and_bound(fitting, time_plan, recording, top, progress)

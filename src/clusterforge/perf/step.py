@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, TypeVar
 
 from clusterforge.catalog import Gpu, ModelArch
+from clusterforge.perf.calibration import Calibration, calibrated_perf
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, layer_times, logits_times
 from clusterforge.perf.exposure import (
@@ -288,11 +289,17 @@ def predict_step(
     comm: CommModel,
     nvlink_domain_gpus: int,
     stack: Stack | None = None,
+    *,
+    calibration: Calibration | None = None,
 ) -> Prediction:
-    """Predict the step time, MFU/HFU and memory of ``plan`` (raises PlanError if invalid)."""
+    """Predict the step time, MFU/HFU and memory of ``plan`` (raises PlanError if invalid).
+
+    ``calibration``: the cluster's measured GEMM rate and HBM bandwidth replace the model's
+    (:func:`~clusterforge.perf.calibration.calibrated_perf`).
+    """
     stack = stack or Stack.megatron_core()
     stages = validate_plan(arch, plan, plan.layout.num_gpus)
-    perf = gpu_perf(gpu, plan.precision)
+    perf = calibrated_perf(gpu_perf(gpu, plan.precision), calibration)
     times = layer_times(arch, plan, perf, stack)
     per_layer_comm = layer_comm(arch, plan, times, comm, stack, nvlink_domain_gpus)
     share = recompute_fraction(plan, stages)

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from clusterforge.assess import (
     FLOP_CONVENTION,
+    CalibrationChange,
     GoodputOutlook,
     ParallelPlan,
     PredictAssessment,
@@ -93,9 +94,34 @@ def _breakdown_table(p: Prediction) -> Table:
     return table
 
 
+def calibration_table(changes: tuple[CalibrationChange, ...]) -> Table:
+    """The model's figures a calibration replaced, and by how much."""
+    table = Table(title="calibrated from measurements (model -> measured)")
+    for name in ("figure", "model", "measured", "change", "unit"):
+        table.add_column(name, justify="left" if name in ("figure", "unit") else "right")
+    for c in changes:
+        table.add_row(c.figure, f"{c.model:,.1f}", f"{c.measured:,.1f}", f"{c.change:+.1%}", c.unit)
+    return table
+
+
+def calibration_json(changes: tuple[CalibrationChange, ...]) -> list[dict[str, Any]]:
+    """The calibration's changes as JSON rows (``change`` is measured / model - 1)."""
+    return [
+        {
+            "figure": c.figure,
+            "model": c.model,
+            "measured": c.measured,
+            "change": c.change,
+            "unit": c.unit,
+        }
+        for c in changes
+    ]
+
+
 def predict_json(assessment: PredictAssessment) -> str:
     """One JSON object per prediction (``clusterforge predict --json``); the first carries
-    the time to train with failures when it was computed."""
+    the time to train with failures when it was computed, and the calibration's changes
+    when one was given."""
     outcome = assessment.outcome
     goodput = None if assessment.goodput is None else goodput_json(assessment.goodput)
     rows: list[dict[str, Any]] = []
@@ -104,6 +130,8 @@ def predict_json(assessment: PredictAssessment) -> str:
         row["time_to_train_days"] = p.time_to_train_s(outcome.tokens) / 86400
         if i == 0 and goodput is not None:
             row["goodput"] = goodput
+        if i == 0 and outcome.calibration_changes:
+            row["calibration"] = calibration_json(outcome.calibration_changes)
         if outcome.searched:
             row["plans_evaluated"] = {
                 "generated": outcome.num_candidates,
@@ -123,6 +151,8 @@ def print_predict(assessment: PredictAssessment, console: Console) -> None:
     title = f"{outcome.model_id} on {sizes} x {outcome.gpu_id}"
     if outcome.searched:
         title = f"best {len(outcome.predictions)} plans: {title}"
+    if outcome.calibration_changes:
+        console.print(calibration_table(outcome.calibration_changes))
     console.print(_summary_table(outcome.predictions, title))
     if len(outcome.predictions) == 1:
         console.print(_breakdown_table(best))

@@ -14,7 +14,14 @@ from rich.markup import escape
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
-from clusterforge.assess import DTYPE_BYTES, CollectiveResult, Study, StudyRequest, simulate
+from clusterforge.assess import (
+    DTYPE_BYTES,
+    Calibration,
+    CollectiveResult,
+    Study,
+    StudyRequest,
+    simulate,
+)
 from clusterforge.report.files import check_picture_path, write_picture
 from clusterforge.report.plots import Series, busbw_chart
 
@@ -145,7 +152,37 @@ def study_json(study: Study) -> dict[str, Any]:
         }
         for r in study.results
     ]
-    return {"design": study.name, "table": rows, "results": [r.to_dict() for r in study.results]}
+    out: dict[str, Any] = {
+        "design": study.name,
+        "table": rows,
+        "results": [r.to_dict() for r in study.results],
+    }
+    if study.calibrated_busbw:
+        out["calibration"] = [
+            {
+                "size": int(size),
+                "simulated_busbw": simulated,
+                "calibrated_busbw": calibrated,
+                "change": calibrated / simulated - 1.0,
+            }
+            for size, simulated, calibrated in study.calibrated_busbw
+        ]
+    return out
+
+
+def calibration_table(study: Study) -> Table:
+    """Simulated against calibrated bus bandwidth per size (a measured cluster's efficiency)."""
+    table = Table(title=f"{study.name}: busbw calibrated from measured collectives")
+    for name in ("size (B)", "simulated GB/s", "calibrated GB/s", "change"):
+        table.add_column(name, justify="right")
+    for size, simulated, calibrated in study.calibrated_busbw:
+        table.add_row(
+            f"{size:,.0f}",
+            f"{simulated:,.2f}",
+            f"{calibrated:,.2f}",
+            f"{calibrated / simulated - 1:+.1%}",
+        )
+    return table
 
 
 def write_plot(path: str | None, studies: list[Study]) -> None:
@@ -164,11 +201,13 @@ def write_plot(path: str | None, studies: list[Study]) -> None:
     write_picture(target, busbw_chart(title, series, fmt))
 
 
-def run_with_progress(request: StudyRequest, console: Console | None) -> list[Study]:
+def run_with_progress(
+    request: StudyRequest, console: Console | None, calibration: Calibration | None = None
+) -> list[Study]:
     """:func:`clusterforge.assess.simulate` with a progress bar per design on ``console``
     (None: silent)."""
     if console is None or len(request.sizes) == 1:
-        return simulate(request)
+        return simulate(request, calibration=calibration)
     with Progress(console=console, transient=True) as progress:
         tasks: dict[str, TaskID] = {}
 
@@ -177,13 +216,15 @@ def run_with_progress(request: StudyRequest, console: Console | None) -> list[St
                 tasks[name] = progress.add_task(f"simulating {name}", total=len(request.sizes))
             progress.update(tasks[name], completed=done)
 
-        return simulate(request, advance)
+        return simulate(request, advance, calibration)
 
 
 def render_studies(studies: list[Study], console: Console) -> None:
     """Each design's table and bottleneck lines, then A vs B when there are two."""
     console.width = max(console.width, 110)  # nccl-tests' columns stay whole when piped
     for study in studies:
+        if study.calibrated_busbw:
+            console.print(calibration_table(study))
         console.print(study_table(study))
         for line in bottleneck_lines(study.results[-1]):
             console.print(line, highlight=False, soft_wrap=True)

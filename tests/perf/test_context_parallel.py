@@ -1,0 +1,96 @@
+"""Context parallelism: ring attention step by step, and the all-gather variant."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+
+from clusterforge.catalog import load_catalog
+from clusterforge.job import JobLayout
+from clusterforge.perf import ParallelPlan
+from clusterforge.perf.compute import layer_times, overlapped_s
+from clusterforge.perf.exposure import layer_comm
+from clusterforge.perf.roofline import gpu_perf
+from clusterforge.perf.stack import stack_named
+
+NEMO = stack_named("nemo")
+
+
+@dataclass
+class StepFabric:
+    """Every collective takes ``seconds_per_gib`` per GiB of its buffer; it records what the
+    model asked."""
+
+    seconds_per_gib: float
+    asked: list[tuple[str, float, int]]
+
+    def collective_time_s(self, collective: str, size_bytes: float, groups: np.ndarray) -> float:
+        self.asked.append((collective, size_bytes, groups.shape[1]))
+        return self.seconds_per_gib * size_bytes / 2**30
+
+
+def _setup(cp: int, seconds_per_gib: float):
+    arch = load_catalog().models["llama3-8b"]
+    plan = ParallelPlan(
+        JobLayout(dp=2, cp=cp),
+        global_batch=16,
+        micro_batch=1,
+        seq_length=131072,
+        sequence_parallel=False,
+        recompute="none",
+        zero_stage=1,
+    )
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
+    times = layer_times(arch, plan, perf, NEMO)
+    fabric = StepFabric(seconds_per_gib, [])
+    return arch, plan, times, fabric
+
+
+def _kv_bytes(arch, plan) -> float:
+    kv_dim = arch.hidden_size * arch.num_kv_heads / arch.num_heads
+    return plan.micro_batch * plan.seq_length * 2 * kv_dim * 2
+
+
+@pytest.mark.parametrize("seconds_per_gib", [0.001, 1.0])
+def test_ring_attention_passes_one_chunk_per_step_behind_that_step_s_attention(
+    seconds_per_gib,
+) -> None:
+    """cp - 1 steps; each passes every rank's K, V chunk (1/cp of K, V) to its neighbour
+    while the rank computes 1/cp of its attention (load-balanced causal chunks); the
+    backward passes K, V and dK, dV. A fast link hides the transfer (only the interference
+    is left); a slow one exposes each step's excess."""
+    arch, plan, times, fabric = _setup(4, seconds_per_gib)
+    exposed = layer_comm(arch, plan, times, fabric, NEMO, 8).cp_s
+    chunk = _kv_bytes(arch, plan) / 4
+    assert {a for a in fabric.asked if a[0] != "sendrecv"} == set()
+    assert {a[1] for a in fabric.asked} == {chunk, 2 * chunk}
+    send = seconds_per_gib * chunk / 2**30
+    expected = 3 * overlapped_s(send, times.attention_forward_s / 4) + 3 * overlapped_s(
+        2 * send, times.attention_backward_s / 4
+    )
+    assert exposed == pytest.approx(expected)
+
+
+def test_a_slow_ring_step_costs_its_transfer_not_the_layer_s_attention() -> None:
+    """With transfers slower than a step's attention the exposed time is the steps' excess:
+    (cp - 1) x (transfer - attention / cp), more than an aggregate overlap of the whole
+    exchange with the whole attention would give."""
+    arch, plan, times, fabric = _setup(8, 0.5)
+    exposed = layer_comm(arch, plan, times, fabric, NEMO, 8).cp_s
+    chunk_s = 0.5 * _kv_bytes(arch, plan) / 8 / 2**30
+    forward_excess = 7 * (chunk_s - times.attention_forward_s / 8)
+    assert forward_excess > 0
+    aggregate = max(0.0, 7 * chunk_s - times.attention_forward_s)
+    assert exposed > forward_excess > aggregate
+
+
+def test_all_gather_context_parallelism_gathers_everything_before_the_attention() -> None:
+    """Llama 3's variant: one all-gather of all K, V before the attention, a reduce-scatter
+    of dK, dV after the backward (and a gather again for it), none of it hidden."""
+    arch, plan, times, fabric = _setup(4, 0.001)
+    exposed = layer_comm(arch, plan, times, fabric, replace(NEMO, cp_overlap=False), 8).cp_s
+    full = _kv_bytes(arch, plan)
+    assert {a[0] for a in fabric.asked} == {"all_gather", "reduce_scatter"}
+    assert exposed == pytest.approx(3 * 0.001 * full / 2**30)

@@ -1,0 +1,81 @@
+"""GEMM efficiency depends on the GEMM's shape: tile-edge waste and wave quantisation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from clusterforge.catalog import load_catalog
+from clusterforge.perf.roofline import gemm_shape_efficiency, gemm_time_s, gpu_perf, load_constants
+
+
+@pytest.fixture
+def a100():
+    return gpu_perf(load_catalog().gpus["a100-80gb"], "bf16")
+
+
+def test_every_datacenter_gpu_of_the_catalog_knows_its_sm_count() -> None:
+    gpus = load_catalog().gpus
+    assert gpus["a100-80gb"].num_sms == 108
+    assert gpus["h100-sxm"].num_sms == 132
+    assert gpus["b200"].num_sms == 148
+    assert all(g.num_sms > 0 for g in gpus if g.datacenter)
+
+
+def test_large_shapes_keep_the_large_shape_rate(a100) -> None:
+    # 108 x 128 x 256 tiles exactly fill one wave on every SM, many times over.
+    assert gemm_shape_efficiency(108 * 128 * 8, 256 * 16, 8192, a100) == pytest.approx(1.0)
+    assert gemm_shape_efficiency(65536, 53248, 8192, a100) > 0.98
+
+
+def test_one_tile_more_than_a_wave_costs_a_whole_wave(a100) -> None:
+    """109 tiles on 108 SMs run in two waves; in the second, 107 SMs sit idle, so the GEMM
+    runs at about half rate."""
+    full = gemm_shape_efficiency(128 * 108, 256, 8192, a100)
+    over = gemm_shape_efficiency(128 * 109, 256, 8192, a100)
+    assert full == pytest.approx(1.0)
+    assert over == pytest.approx(109 / 216)
+
+
+def test_tile_edges_are_wasted_when_a_dimension_is_not_a_multiple_of_the_tile(a100) -> None:
+    c = load_constants()
+    # 129 output rows need two 128-row tiles (or one 256-row tile): half of the tile area is
+    # padding. K is long enough for split-K to fill all 108 SMs with the two tiles.
+    eff = gemm_shape_efficiency(129, c.gemm_tile_n, 54 * c.gemm_split_k_min, a100)
+    assert eff == pytest.approx(129 / 256)
+
+
+def test_few_tiles_split_k_to_fill_the_sms(a100) -> None:
+    """Four output tiles on 108 SMs: split-K runs 27 slices of each, so the GEMM keeps its
+    rate; without a long enough K it cannot split and keeps 4 of 108 SMs busy."""
+    c = load_constants()
+    long_k = gemm_shape_efficiency(256, 512, 27 * c.gemm_split_k_min, a100)
+    short_k = gemm_shape_efficiency(256, 512, c.gemm_split_k_min, a100)
+    assert long_k == pytest.approx(1.0)
+    assert short_k == pytest.approx(4 / 108)
+
+
+def test_tensor_parallel_split_of_a_small_micro_batch_runs_slower_per_flop(a100) -> None:
+    """Micro-batch 2 x 2,048 tokens, hidden 3,072: the QKV GEMM split 8 ways keeps less of
+    the large-shape rate than the unsplit one (fewer, ragged tiles)."""
+    tokens, h = 4096, 3072
+    whole = gemm_time_s(tokens, 3 * h, h, a100) / (2 * tokens * 3 * h * h)
+    split = gemm_time_s(tokens, 3 * h / 8, h, a100) / (2 * tokens * 3 * h * h / 8)
+    assert split > 1.2 * whole
+
+
+def test_a_gpu_without_sm_count_keeps_the_old_rate(a100) -> None:
+    unknown = replace(a100, num_sms=0)
+    assert gemm_shape_efficiency(129, 3, 64, unknown) == 1.0
+
+
+def test_skinny_gemms_take_about_the_weight_read_time(a100) -> None:
+    """A GEMM with 8 rows does 8 multiply-adds per weight read: far below the A100's ridge
+    point. Its time is the weight read, or the tensor-core time of its padded 128-row tiles
+    where that is longer (about the same on the A100, whose ridge is near 128 FLOP/byte)."""
+    c = load_constants()
+    m, n, k = 8, 8192, 8192
+    weight_read_s = 2 * n * k / (a100.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency)
+    t = gemm_time_s(m, n, k, a100) - c.kernel_overhead_s
+    assert weight_read_s <= t < 1.2 * weight_read_s
