@@ -6,9 +6,10 @@ For every (algorithm, protocol) pair NCCL would consider, the time at size S (nc
     t(S) = latency(algorithm, protocol)                       (tuner: NCCL's constants)
          + Σ_phases unit_time · S / (share(protocol) · eta(S))  (flow model, max-min rates)
 
-and the fastest pair is reported, as NCCL's tuner picks it (``ncclTopoGetAlgoTime``).  On a
-lossy fabric whose hottest link is offered more than it carries, the bandwidth time is divided
-by the go-back-N goodput share (:func:`~clusterforge.netsim.congestion.go_back_n_goodput_share`).
+and the fastest pair is reported, as NCCL's tuner picks it (``ncclTopoGetAlgoTime``).  Where
+the hottest link is offered more than it carries, the bandwidth time is divided by the share of
+it that stays useful: rate control's saw-tooth, or go-back-N resends on a lossy fabric without
+it (:func:`~clusterforge.netsim.congestion.congested_link_share`).
 """
 
 from __future__ import annotations
@@ -22,14 +23,20 @@ from clusterforge.busbw import bus_factor
 from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError, did_you_mean
 from clusterforge.netsim.collectives import candidate_algorithms, ring_order
-from clusterforge.netsim.congestion import go_back_n_goodput_share, window_packets
+from clusterforge.netsim.congestion import congested_link_share, window_packets
 from clusterforge.netsim.model import (
     NETWORK_EFFICIENCY,
     P2P_NETWORK_EFFICIENCY,
     pipeline_efficiency,
     pipelined_time_s,
 )
-from clusterforge.netsim.result import Choice, CollectiveResult, PhaseSolution, summarize
+from clusterforge.netsim.result import (
+    OVERLOAD,
+    Choice,
+    CollectiveResult,
+    PhaseSolution,
+    summarize,
+)
 from clusterforge.netsim.routing import check_routing
 from clusterforge.netsim.solve import solve_phases
 from clusterforge.netsim.tuner import (
@@ -170,15 +177,19 @@ def _bandwidth_s(phases: list[PhaseSolution], size_bytes: float, share: float) -
 
 
 def _goodput_share(graph: FabricGraph, phases: list[PhaseSolution]) -> float:
-    """Go-back-N goodput of a lossy fabric's hottest link (1 on lossless fabrics)."""
-    if graph.lossless or not phases:
+    """Useful share of the hottest link's capacity (1 when no link is overloaded): what the
+    fabric's congestion control, PFC or go-back-N leaves of it
+    (:func:`~clusterforge.netsim.congestion.congested_link_share`)."""
+    if not phases:
         return 1.0
     dom = max(phases, key=lambda p: p.unit_time_s)
     worst = float(dom.offered_load[dom.view].max()) if dom.view.any() else 0.0
-    if worst <= 1.001:
+    if worst <= OVERLOAD:
         return 1.0
     window = window_packets(graph.nic_gbyte_per_s, max(dom.net_path_latency_s, 1e-6))
-    return go_back_n_goodput_share(1.0 - 1.0 / worst, window)
+    return congested_link_share(
+        rate_control=graph.rate_control, lossless=graph.lossless, overload=worst, window=window
+    )
 
 
 def _time(
