@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from clusterforge.netsim import build_fabric_graph, groups_for, simulate_collective
+from clusterforge.netsim.model import P2P_NETWORK_EFFICIENCY
 from clusterforge.netsim.trees import dtree_parents
 from clusterforge.netsim.tuner import (
     TuningContext,
@@ -106,13 +107,23 @@ def test_forced_protocol_is_reported():
     assert res.busbw_gbyte_per_s < 0.6 * auto.busbw_gbyte_per_s  # LL carries half the wire
 
 
-def test_all_to_all_across_nodes_runs_at_one_nic():
-    """NCCL's peer rounds go at NIC pace: busbw near one GPU's NIC, not (n-1)/(n-k) above it
-    (it was 31/24 x the NIC rate on 4 nodes)."""
-    graph, groups = _four_nodes()
+@pytest.mark.parametrize("num_nodes", [2, 4])
+def test_all_to_all_nic_carries_only_the_remote_peers_while_nvlink_peers_overlap(num_nodes):
+    """NCCL runs the peer rounds of an all-to-all on separate channels at once (its p2p
+    schedule groups them by node: the rounds to the node's own GPUs go over NVLink while
+    the others use the NICs), so a GPU's NIC carries only its messages to the (n - k)
+    remote GPUs: busbw = NIC payload x (n - 1) / (n - k), above one NIC's rate (2 nodes of
+    8: 15/8; 4 nodes: 31/24)."""
+    design = make_design(
+        num_gpus=8 * num_nodes, workload={"tensor_parallel": 8, "global_batch": 8 * num_nodes}
+    )
+    graph, groups = build_fabric_graph(design), groups_for(design, "all")
     res = simulate_collective(graph, "all_to_all", 2**32, groups)
     per_gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
-    assert 0.9 * per_gpu_nic < res.busbw_gbyte_per_s <= per_gpu_nic
+    n, k = 8 * num_nodes, 8
+    expected = per_gpu_nic * P2P_NETWORK_EFFICIENCY * (n - 1) / (n - k)
+    assert res.busbw_gbyte_per_s == pytest.approx(expected, rel=0.05)
+    assert res.busbw_gbyte_per_s > per_gpu_nic
 
 
 def test_nccl_channel_count_across_nodes():

@@ -26,7 +26,6 @@ from clusterforge.netsim.collectives import candidate_algorithms, ring_order
 from clusterforge.netsim.congestion import congested_link_share, window_packets
 from clusterforge.netsim.model import (
     NETWORK_EFFICIENCY,
-    P2P_NETWORK_EFFICIENCY,
     pipeline_efficiency,
     pipelined_time_s,
 )
@@ -158,7 +157,6 @@ def _context(graph: FabricGraph, collective: Collective, seq: np.ndarray) -> Tun
         intra="nvlink" if graph.scaleup_class in ("nvlink", "xgmi") else "pci",
         net_path_latency_s=0.0,
         node_net_gbyte_per_s=gpu_nic * (seq.shape[1] / nodes) * NETWORK_EFFICIENCY,
-        gpu_p2p_net_gbyte_per_s=gpu_nic * P2P_NETWORK_EFFICIENCY,
         num_channels=channels if nodes > 1 else 0,
     )
 

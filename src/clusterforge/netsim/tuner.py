@@ -101,7 +101,6 @@ class TuningContext:
     intra: Literal["nvlink", "pci"]
     net_path_latency_s: float  # one network traversal of our graph, GPU to GPU
     node_net_gbyte_per_s: float = math.inf  # NIC payload rate of the group's GPUs on a node
-    gpu_p2p_net_gbyte_per_s: float = math.inf  # one GPU's NIC share, point-to-point payload
     num_channels: int = 0  # NCCL's channels across nodes (0: one node, no per-channel ceiling)
 
     @property
@@ -160,21 +159,23 @@ def payload_share(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) 
 
 
 def busbw_cap_gbyte_per_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
-    """Bus-bandwidth ceilings of NCCL's model: the LL protocol's ``llMaxBws``; an all-to-all
-    across nodes at one GPU's NIC share (NCCL runs the peers in rounds, rank r sending to
-    r + i in round i, and from 2 nodes on nearly every round has a peer behind a NIC, so the
-    rounds go at NIC pace; "Alltoall cannot aggregate the bandwidth of multiple NICs",
-    sjeaugey in NVIDIA/nccl-tests #267); trees (and
+    """Bus-bandwidth ceilings of NCCL's model: the LL protocol's ``llMaxBws``; trees (and
     NVLS trees) over more than 2 nodes limited to the inter-node bandwidth (NCCL takes
     ``bwInter`` for them; on 2 nodes it doubles it for NVLS trees, and our flow model finds
-    the same: each node then sends S and receives S)."""
+    the same: each node then sends S and receives S).
+
+    An all-to-all has no ceiling of its own: NCCL's p2p schedule (``p2pSchedule`` in
+    ``src/init.cc``) orders the peers node by node, the rounds to the GPUs of the node's own
+    NVLink domain first, and ``scheduleP2pTasksToPlan`` spreads the rounds over the p2p
+    channels, which run at once; so a GPU's NIC carries only its messages to remote GPUs
+    while its NVLink carries the rest, and busbw exceeds one NIC's rate by (n - 1) / (n - k)
+    ("some of those will be over NVLink", AddyLaddy in NVIDIA/nccl-tests #267).  The flow
+    model's single phase of every pair already times exactly that."""
     cap = math.inf
     if protocol == "ll" and algorithm in ("ring", "tree", "chain"):
         cap = _LL_MAX_BUSBW[ctx.generation][min(ctx.num_nodes, 3) - 1]
     if algorithm in ("tree", "nvls_tree") and ctx.num_nodes > 2:
         cap = min(cap, ctx.node_net_gbyte_per_s)
-    if algorithm == "direct" and ctx.num_nodes > 1:
-        cap = min(cap, ctx.gpu_p2p_net_gbyte_per_s)
     return cap
 
 
