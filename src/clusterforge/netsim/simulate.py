@@ -197,20 +197,25 @@ def _time(
     ctx: TuningContext,
     size_bytes: float,
 ) -> float:
-    size_share = pipeline_efficiency(size_bytes) if protocol == "simple" else 1.0
+    size_share = 1.0
     if algorithm == "tree" and ctx.collective == "all_reduce":
         log_size = int(size_bytes // 64).bit_length() - 1
         if 0 <= log_size < len(_TREE_CORRECTION[protocol]):
             size_share *= _TREE_CORRECTION[protocol][log_size]
     share = payload_share(algorithm, protocol, ctx) * size_share
-    bw_s = _bandwidth_s(phases, size_bytes, share)
     bus_bytes = size_bytes * bus_factor(ctx.collective, ctx.num_ranks)
     cap = busbw_cap_gbyte_per_s(algorithm, protocol, ctx)
-    # the channels' ceiling is a steady rate: the same pipeline ramp and medium-size tree
-    # correction apply to it as to the links' bandwidth
+    # the channels' ceiling is a steady rate: the medium-size tree correction applies to
+    # it as to the links' bandwidth
     channel_cap = channel_cap_gbyte_per_s(algorithm, protocol, ctx) * size_share
-    bw_s = max(bw_s, bus_bytes / (cap * 1e9), bus_bytes / (channel_cap * 1e9))
-    return latency_s(algorithm, protocol, ctx) + bw_s
+    steady_s = max(
+        _bandwidth_s(phases, size_bytes, share),
+        bus_bytes / (cap * 1e9),
+        bus_bytes / (channel_cap * 1e9),
+    )
+    # the Simple protocol's pipeline ramp is a time (model.pipeline_efficiency)
+    ramp = pipeline_efficiency(steady_s) if protocol == "simple" else 1.0
+    return latency_s(algorithm, protocol, ctx) + steady_s / ramp
 
 
 def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: float) -> Choice:
