@@ -13,6 +13,7 @@ from clusterforge.netsim.model import P2P_NETWORK_EFFICIENCY
 from clusterforge.netsim.trees import dtree_parents
 from clusterforge.netsim.tuner import (
     TuningContext,
+    active_channels,
     channel_cap_gbyte_per_s,
     latency_s,
     network_channels,
@@ -132,6 +133,47 @@ def test_nccl_channel_count_across_nodes():
     assert network_channels(nics=4, nic_payload_gbyte_per_s=47.5, generation="hopper") == 8
     assert network_channels(nics=8, nic_payload_gbyte_per_s=47.5, generation="hopper") == 8
     assert network_channels(nics=8, nic_payload_gbyte_per_s=47.5, generation="ampere") == 16
+
+
+def _channel_ctx(num_ranks: int, num_channels: int) -> TuningContext:
+    return TuningContext(
+        collective="all_reduce",
+        num_ranks=num_ranks,
+        num_nodes=num_ranks // 8,
+        generation="hopper",
+        intra="nvlink",
+        net_path_latency_s=0.0,
+        num_channels=num_channels,
+    )
+
+
+def test_small_messages_run_on_fewer_channels_as_nccl_does():
+    """NCCL drops channels while the message is below channels x threads x threshold
+    (``ncclTopoGetAlgoInfo``): Simple 512 threads x 64 B, LL 512 x 8 B x ranks on rings,
+    LL128 640 x 8 B; at least one channel."""
+    ctx = _channel_ctx(16, 8)
+    assert active_channels("ring", "simple", ctx, 64 * 2**10) == 2
+    assert active_channels("ring", "simple", ctx, 256 * 2**10) == 8
+    assert active_channels("ring", "ll", ctx, 256 * 2**10) == 4  # 64 KiB per channel on 16
+    assert active_channels("ring", "ll128", ctx, 20 * 2**10) == 4
+    assert active_channels("tree", "simple", ctx, 8) == 1
+    assert active_channels("ring", "ll", _channel_ctx(256, 8), 4 * 2**20) == 4  # LL ring at scale
+    assert active_channels("nvls_tree", "simple", ctx, 8) == 8  # NVLS keeps its channels
+
+
+def test_fewer_channels_cost_bandwidth_below_the_threshold():
+    """An LL ring all-reduce over 32 GPUs on four nodes: at 256 KiB NCCL runs 2 of its 8
+    channels (128 KiB each), so the time beyond the latency costs 4x more per byte than at
+    4 MiB, where all 8 run (LL has no pipeline ramp to blur this)."""
+    graph, groups = _four_nodes()
+
+    def per_byte_s(size: int) -> float:
+        res = simulate_collective(
+            graph, "all_reduce", size, groups, algorithm="ring", protocol="ll"
+        )
+        return (res.time_s - res.latency_s) / size
+
+    assert per_byte_s(256 * 2**10) > 3.0 * per_byte_s(4 * 2**20)
 
 
 def test_per_channel_ceilings_are_nccls():

@@ -40,6 +40,7 @@ from clusterforge.netsim.routing import check_routing
 from clusterforge.netsim.solve import solve_phases
 from clusterforge.netsim.tuner import (
     TuningContext,
+    active_channels,
     busbw_cap_gbyte_per_s,
     channel_cap_gbyte_per_s,
     generation_of,
@@ -208,10 +209,18 @@ def _time(
     # the channels' ceiling is a steady rate: the medium-size tree correction applies to
     # it as to the links' bandwidth
     channel_cap = channel_cap_gbyte_per_s(algorithm, protocol, ctx) * size_share
-    steady_s = max(
-        _bandwidth_s(phases, size_bytes, share),
-        bus_bytes / (cap * 1e9),
-        bus_bytes / (channel_cap * 1e9),
+    # a small message runs on fewer of NCCL's channels: fewer NICs and copy engines, and a
+    # lower per-channel ceiling, in proportion
+    channels = active_channels(algorithm, protocol, ctx, size_bytes) / max(ctx.num_channels, 1)
+    if ctx.num_channels < 1:
+        channels = 1.0
+    steady_s = (
+        max(
+            _bandwidth_s(phases, size_bytes, share),
+            bus_bytes / (cap * 1e9),
+            bus_bytes / (channel_cap * 1e9),
+        )
+        / channels
     )
     # the Simple protocol's pipeline ramp is a time (model.pipeline_efficiency)
     ramp = pipeline_efficiency(steady_s) if protocol == "simple" else 1.0

@@ -35,6 +35,7 @@ __all__ = [
     "Generation",
     "LinkKind",
     "TuningContext",
+    "active_channels",
     "busbw_cap_gbyte_per_s",
     "channel_cap_gbyte_per_s",
     "generation_of",
@@ -88,6 +89,8 @@ _PER_CHANNEL_TREE_LL128 = _by_generation("per_channel_tree_ll128_gbyte_per_s")
 _PER_CHANNEL_TREE = _by_generation("per_channel_tree_gbyte_per_s")
 _NET_OVERHEAD_US = _NCCL.number("net_overhead_us")  # per network operation, x86 host
 _PROTOCOL_INDEX: dict[Protocol, int] = {"ll": 0, "ll128": 1, "simple": 2}
+_THREAD_THRESHOLD = _triple("thread_threshold_bytes", _NCCL.numbers("thread_threshold_bytes"))
+_MAX_THREADS = _triple("max_threads", _NCCL.numbers("max_threads"))
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,24 @@ def busbw_cap_gbyte_per_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningC
     if algorithm in ("tree", "nvls_tree") and ctx.num_nodes > 2:
         cap = min(cap, ctx.node_net_gbyte_per_s)
     return cap
+
+
+def active_channels(
+    algorithm: Algorithm, protocol: Protocol, ctx: TuningContext, size_bytes: float
+) -> int:
+    """Channels NCCL runs for one call of ``size_bytes`` (``ncclTopoGetAlgoInfo``): rings
+    and trees drop channels, down to one, while the message is smaller than
+    ``channels x threads x threshold`` bytes (Simple 512 threads x 64 B, LL 512 x 8 B times
+    the rank count on rings, LL128 640 x 8 B), so a small message uses fewer NICs and
+    copy engines; NVLS, CollNet and p2p keep theirs.  0 inside one node (no count)."""
+    nc = ctx.num_channels
+    if nc < 1 or algorithm not in ("ring", "tree", "chain"):
+        return nc
+    index = _PROTOCOL_INDEX[protocol]
+    per_channel = _MAX_THREADS[index] * _THREAD_THRESHOLD[index]
+    if algorithm == "ring" and protocol == "ll":
+        per_channel *= ctx.num_ranks
+    return max(1, min(nc, int(size_bytes // per_channel)))
 
 
 def network_channels(*, nics: int, nic_payload_gbyte_per_s: float, generation: Generation) -> int:
