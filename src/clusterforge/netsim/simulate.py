@@ -3,8 +3,10 @@
 For every (algorithm, protocol) pair NCCL would consider, the time at size S (nccl-tests
 ``size``) is NCCL's cost model with our bandwidth::
 
-    t(S) = latency(algorithm, protocol)                       (tuner: NCCL's constants)
-         + Σ_phases unit_time · S / (share(protocol) · eta(S))  (flow model, max-min rates)
+    t(S) = latency(algorithm, protocol)                            (tuner: NCCL's constants)
+         + steady(S) / eta(steady(S))                             (Simple's pipeline ramp)
+    steady(S) = Σ_phases unit_time · S / share(protocol) / channels(S)
+                                        (flow model, max-min rates; NCCL's channels in use)
 
 and the fastest pair is reported, as NCCL's tuner picks it (``ncclTopoGetAlgoTime``).  Where
 the hottest link is offered more than it carries, the bandwidth time is divided by the share of
@@ -211,9 +213,9 @@ def _time(
     channel_cap = channel_cap_gbyte_per_s(algorithm, protocol, ctx) * size_share
     # a small message runs on fewer of NCCL's channels: fewer NICs and copy engines, and a
     # lower per-channel ceiling, in proportion
-    channels = active_channels(algorithm, protocol, ctx, size_bytes) / max(ctx.num_channels, 1)
-    if ctx.num_channels < 1:
-        channels = 1.0
+    channels = 1.0
+    if ctx.num_channels:
+        channels = active_channels(algorithm, protocol, ctx, size_bytes) / ctx.num_channels
     steady_s = (
         max(
             _bandwidth_s(phases, size_bytes, share),
