@@ -1,8 +1,10 @@
 """Simulate published nccl-tests rows and score them.
 
 Rows come from every ``*.toml`` of this folder whose rows name a ``collective`` and its
-``busbw`` (``nccl_tests_published.toml`` and the ``pub_*`` sources), each in its set
-(:mod:`validation.sets`).
+``busbw`` (``nccl_tests_published.toml``, ``nccl_tests_more.toml`` and the ``pub_*``
+sources), each in its set (:mod:`validation.sets`). A row places its communicator on
+``num_nodes`` nodes, ``ranks_per_node`` GPUs on each (default all), with optional network
+overrides (``nics_per_node``, ``fabric``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ from clusterforge.spec import parse_spec
 from clusterforge.topology.graph import FabricGraph
 from validation.sets import data_files, file_rows, kind_of
 
-__all__ = ["ROWS", "Scored", "mean_abs_error", "raw_rows", "score"]
+__all__ = ["LARGE_BYTES", "ROWS", "SUBSETS", "Scored", "mean_abs_error", "ranks", "raw_rows", "score"]
+
+SUBSETS = ("calibration", "development", "heldout")
+# nccl-tests sizes from here up are the bandwidth regime; below, latency and the pipeline
+# ramp matter (separate error targets)
+LARGE_BYTES = 16 * 2**20
 
 
 def raw_rows() -> list[tuple[str, dict[str, Any]]]:
@@ -57,6 +64,7 @@ def _graph(
     num_nodes: int,
     nics_per_node: int | None,
     facility: tuple[tuple[str, Any], ...] = (),
+    fabric: str | None = None,
 ) -> FabricGraph:
     """The fabric of ``num_nodes`` machines of catalog ``node`` (their own GPU count)."""
     gpus = load_catalog().nodes[node].num_gpus * num_nodes
@@ -68,20 +76,35 @@ def _graph(
         "facility": dict(facility),
         "workload": {"tensor_parallel": 8 if gpus >= 8 else gpus, "global_batch": gpus},
     }
+    network: dict[str, Any] = {}
     if nics_per_node is not None:
-        spec["network"] = {"nics_per_node": nics_per_node}
+        network["nics_per_node"] = nics_per_node
+    if fabric is not None:
+        network.update({"fabric": fabric, "switch": "sn5600"} if fabric == "roce" else {})
+    if network:
+        spec["network"] = network
     return build_fabric_graph(plan(parse_spec(spec)))
+
+
+def ranks(row: dict[str, Any], gpus_per_node: int) -> np.ndarray:
+    """The communicator of ``row``: its first ``ranks_per_node`` GPUs of each node, or the
+    first ``num_gpus`` GPUs."""
+    if "ranks_per_node" in row:
+        k = row["ranks_per_node"]
+        return (np.arange(row["num_nodes"])[:, None] * gpus_per_node + np.arange(k)).ravel()
+    return np.arange(row.get("num_gpus", gpus_per_node * row["num_nodes"]))
 
 
 def score(row: dict[str, Any]) -> Scored:
     facility = tuple(sorted(row.get("facility", {}).items()))
-    graph = _graph(row["node"], row["num_nodes"], row.get("nics_per_node"), facility)
-    num_gpus = row.get("num_gpus", graph.gpus_per_node * row["num_nodes"])
+    graph = _graph(
+        row["node"], row["num_nodes"], row.get("nics_per_node"), facility, row.get("fabric")
+    )
     res = simulate_collective(
         graph,
         row["collective"],
         row["size_bytes"],
-        np.arange(num_gpus)[None, :],
+        ranks(row, graph.gpus_per_node)[None, :],
         algorithm=row["algorithm"],
     )
     return Scored(row, res.busbw_gbyte_per_s, res.algorithm, res.protocol)

@@ -50,7 +50,7 @@ def test_vs_shows_both_designs_side_by_side(capsys):
     assert code == 0
     out = capsys.readouterr().out
     assert "seed-design-a" in out and "seed-design-b" in out
-    assert "would drop" in out  # A's RoCE LAG members overflow
+    assert "rate control" in out  # A's RoCE LAG members overflow; DCQCN cuts the senders
 
 
 def test_groups_placement_and_routing_options(capsys):
@@ -106,15 +106,15 @@ def test_routing_valiant_on_a_clos_design_is_a_clear_error(capsys):
     assert "valiant" in err and "dragonfly" in err and len(err.strip().splitlines()) == 1
 
 
-def test_json_and_table_say_whether_the_fabric_drops_or_pauses(capsys):
+def test_json_and_table_say_how_the_fabric_answers_congestion(capsys):
     args = ["simulate", B, "--routing", "ecmp", "--size", "1GiB", "--algorithm", "ring"]
     assert main([*args, "--json"]) == 0
     res = json.loads(capsys.readouterr().out)["results"][0]
-    assert res["lossless"] is False and res["congestion_response"] == "drop"
-    assert 0 < res["drop_fraction"] < 1
+    assert res["lossless"] is False and res["rate_control"] is True
+    assert res["congestion_response"] == "rate" and res["drop_fraction"] == 0
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "lossy RoCE" in out and "would drop" in out and "go-back-N" in out
+    assert "DCQCN" in out and "rate control" in out and "would drop" not in out
 
 
 def test_sweep_prints_every_size_with_algorithm_and_protocol(capsys):

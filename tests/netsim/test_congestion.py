@@ -1,4 +1,5 @@
-"""Lossless (IB credits, RoCE + PFC) vs lossy (RoCE without PFC) congestion reports."""
+"""Lossless (IB credits, RoCE + PFC) vs lossy (RoCE without PFC) congestion reports, both
+without ECN rate control (with it: test_rate_control.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ GIB = 2**30
 
 
 def _ecmp_all_reduce(lossless: bool):
-    net = {"topology": "leaf-spine", "fabric": "roce", "switch": "sn5600", "lossless": lossless}
+    net = {
+        "topology": "leaf-spine",
+        "fabric": "roce",
+        "switch": "sn5600",
+        "lossless": lossless,
+        "congestion_control": "none",  # what PFC alone, or nothing, does (DCQCN: test_rate_control)
+    }
     design = make_design(network=net)
     graph = build_fabric_graph(design)
     groups = groups_for(design, "all")

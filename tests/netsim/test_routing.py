@@ -29,7 +29,7 @@ def test_ecmp_collision_shows_as_offered_load_above_capacity(graph_b, design_b):
         graph_b, "all_reduce", GIB, groups_for(design_b, "all"), routing="ecmp", algorithm="ring"
     )
     assert res.max_offered_load > 1.5
-    assert res.would_drop  # RoCE
+    assert res.congested and res.congestion_response == "rate"  # RoCE with DCQCN
     assert res.limiting_link is not None
     assert res.limiting_link.link_class in ("leaf-spine", "spine-leaf")
 

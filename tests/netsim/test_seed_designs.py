@@ -43,11 +43,11 @@ def test_design_a_is_limited_by_a_lag_member_between_node_and_switch(graph_a, de
     assert link.capacity_gbyte_per_s == pytest.approx(50)  # one 400G member, not the 1.6T bond
 
 
-def test_design_a_all_to_all_would_drop_on_its_lossy_roce_fabric(graph_a, design_a):
+def test_design_a_all_to_all_congests_its_rate_controlled_roce_fabric(graph_a, design_a):
     res = _run(graph_a, design_a, "all_to_all")
     assert res.fabric == "roce"
     assert res.max_offered_load > 1.001
-    assert res.would_drop
+    assert res.congestion_response == "rate" and not res.would_drop  # DCQCN, RoCE's default
     # packets pile up where the switch hashes many senders onto one member towards a node
     assert res.hotspot is not None and res.hotspot.link_class == "leaf-nic"
     assert res.hotspot.offered_load > 1.001

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from clusterforge.netsim import build_fabric_graph, groups_for, simulate_collective
+from clusterforge.netsim.model import P2P_NETWORK_EFFICIENCY
 from clusterforge.netsim.trees import dtree_parents
 from clusterforge.netsim.tuner import (
     TuningContext,
+    active_channels,
     channel_cap_gbyte_per_s,
     latency_s,
     network_channels,
@@ -106,13 +108,23 @@ def test_forced_protocol_is_reported():
     assert res.busbw_gbyte_per_s < 0.6 * auto.busbw_gbyte_per_s  # LL carries half the wire
 
 
-def test_all_to_all_across_nodes_runs_at_one_nic():
-    """NCCL's peer rounds go at NIC pace: busbw near one GPU's NIC, not (n-1)/(n-k) above it
-    (it was 31/24 x the NIC rate on 4 nodes)."""
-    graph, groups = _four_nodes()
+@pytest.mark.parametrize("num_nodes", [2, 4])
+def test_all_to_all_nic_carries_only_the_remote_peers_while_nvlink_peers_overlap(num_nodes):
+    """NCCL runs the peer rounds of an all-to-all on separate channels at once (its p2p
+    schedule groups them by node: the rounds to the node's own GPUs go over NVLink while
+    the others use the NICs), so a GPU's NIC carries only its messages to the (n - k)
+    remote GPUs: busbw = NIC payload x (n - 1) / (n - k), above one NIC's rate (2 nodes of
+    8: 15/8; 4 nodes: 31/24)."""
+    design = make_design(
+        num_gpus=8 * num_nodes, workload={"tensor_parallel": 8, "global_batch": 8 * num_nodes}
+    )
+    graph, groups = build_fabric_graph(design), groups_for(design, "all")
     res = simulate_collective(graph, "all_to_all", 2**32, groups)
     per_gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
-    assert 0.9 * per_gpu_nic < res.busbw_gbyte_per_s <= per_gpu_nic
+    n, k = 8 * num_nodes, 8
+    expected = per_gpu_nic * P2P_NETWORK_EFFICIENCY * (n - 1) / (n - k)
+    assert res.busbw_gbyte_per_s == pytest.approx(expected, rel=0.05)
+    assert res.busbw_gbyte_per_s > per_gpu_nic
 
 
 def test_nccl_channel_count_across_nodes():
@@ -121,6 +133,47 @@ def test_nccl_channel_count_across_nodes():
     assert network_channels(nics=4, nic_payload_gbyte_per_s=47.5, generation="hopper") == 8
     assert network_channels(nics=8, nic_payload_gbyte_per_s=47.5, generation="hopper") == 8
     assert network_channels(nics=8, nic_payload_gbyte_per_s=47.5, generation="ampere") == 16
+
+
+def _channel_ctx(num_ranks: int, num_channels: int) -> TuningContext:
+    return TuningContext(
+        collective="all_reduce",
+        num_ranks=num_ranks,
+        num_nodes=num_ranks // 8,
+        generation="hopper",
+        intra="nvlink",
+        net_path_latency_s=0.0,
+        num_channels=num_channels,
+    )
+
+
+def test_small_messages_run_on_fewer_channels_as_nccl_does():
+    """NCCL drops channels while the message is below channels x threads x threshold
+    (``ncclTopoGetAlgoInfo``): Simple 512 threads x 64 B, LL 512 x 8 B x ranks on rings,
+    LL128 640 x 8 B; at least one channel."""
+    ctx = _channel_ctx(16, 8)
+    assert active_channels("ring", "simple", ctx, 64 * 2**10) == 2
+    assert active_channels("ring", "simple", ctx, 256 * 2**10) == 8
+    assert active_channels("ring", "ll", ctx, 256 * 2**10) == 4  # 64 KiB per channel on 16
+    assert active_channels("ring", "ll128", ctx, 20 * 2**10) == 4
+    assert active_channels("tree", "simple", ctx, 8) == 1
+    assert active_channels("ring", "ll", _channel_ctx(256, 8), 4 * 2**20) == 4  # LL ring at scale
+    assert active_channels("nvls_tree", "simple", ctx, 8) == 8  # NVLS keeps its channels
+
+
+def test_fewer_channels_cost_bandwidth_below_the_threshold():
+    """An LL ring all-reduce over 32 GPUs on four nodes: at 256 KiB NCCL runs 2 of its 8
+    channels (128 KiB each), so the time beyond the latency costs 4x more per byte than at
+    4 MiB, where all 8 run (LL has no pipeline ramp to blur this)."""
+    graph, groups = _four_nodes()
+
+    def per_byte_s(size: int) -> float:
+        res = simulate_collective(
+            graph, "all_reduce", size, groups, algorithm="ring", protocol="ll"
+        )
+        return (res.time_s - res.latency_s) / size
+
+    assert per_byte_s(256 * 2**10) > 3.0 * per_byte_s(4 * 2**20)
 
 
 def test_per_channel_ceilings_are_nccls():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.constants import read_constants
-from validation.nccl_rows import ROWS, mean_abs_error, score
+from validation.nccl_rows import LARGE_BYTES, ROWS, mean_abs_error, score
 from validation.sets import SETS
 
 DEVELOPMENT = [r for r in ROWS if r["set"] == "development"]
@@ -20,6 +20,7 @@ STUDIED = CALIBRATION + DEVELOPMENT
 
 
 def test_every_row_names_its_source_and_set():
+    assert len({r["id"] for r in ROWS}) == len(ROWS)
     for row in ROWS:
         assert row["source"] and row["set"] in SETS, row["id"]
         assert row["set"] != "calibration" or row["fits"], row["id"]
@@ -62,11 +63,6 @@ KNOWN_GAPS = {
     ),
     "pub-cw-gb200-20rack-2g": GB200_MULTIRACK,
     "pub-cw-gb200-20rack-8g": GB200_MULTIRACK,
-    "a100-3node-4hdr-128m": (
-        "a ring across nodes at 128 MiB: the Simple protocol's pipeline ramp (fitted inside one "
-        "node) and the ring's latency leave 77 GB/s where the NICs' 96 GB/s was measured; the "
-        "tree that used to hide this is held to NCCL's 4 x 17.8 GB/s per-channel ceiling"
-    ),
 }
 
 
@@ -112,3 +108,25 @@ def test_a_row_counts_its_nodes_with_the_catalog_node_s_gpus():
     graph = _graph("gb200-nvl72-tray", 18, None, (("max_rack_kw", 140),))
     assert graph.gpus_per_node == 4
     assert graph.num_gpus == 72
+
+
+# Development rows: the issue's targets, stated before the rows were first simulated:
+# mean absolute error <= 5 % from 16 MiB up and <= 15 % below.
+@pytest.mark.xfail(
+    strict=True,
+    reason="mid-size all-reduce across 2-3 A100 nodes with 4 HDR NICs (32-128 MiB) runs 10-15 % "
+    "below the measurement: NCCL's ring Simple latency (base + 30 steps x 1.4 plateau, 186 us on "
+    "16 ranks) and its 4-channel LL128 ceiling (4 x 20 GB/s) leave 73-84 GB/s where 82-96 was "
+    "measured; the one-GPU-per-node RoCE tree (nccl-tests #232) runs LL128 under NCCL's "
+    "medium-size tree correction (0.9) at 36 GB/s where 41 was measured",
+)
+def test_development_mean_error_within_5_percent_from_16_mib():
+    large = [score(r) for r in DEVELOPMENT if r["size_bytes"] >= LARGE_BYTES]
+    assert len(large) >= 4
+    assert mean_abs_error(large) <= 0.05
+
+
+def test_development_mean_error_within_15_percent_below_16_mib():
+    small = [score(r) for r in DEVELOPMENT if r["size_bytes"] < LARGE_BYTES]
+    assert len(small) >= 2
+    assert mean_abs_error(small) <= 0.15

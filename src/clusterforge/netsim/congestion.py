@@ -1,4 +1,5 @@
-"""What a fabric does with an overloaded link: drop (lossy) or push back (lossless).
+"""What a fabric does with an overloaded link: cut the senders' rate (ECN congestion control),
+push back (lossless) or drop (lossy, neither).
 
 A lossless fabric (InfiniBand credit-based flow control; RoCE with Priority Flow Control,
 IEEE 802.1Qbb) never drops: an egress queue that fills stops its upstream neighbour (PFC
@@ -22,10 +23,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from clusterforge.constants import read_constants
 from clusterforge.netsim.result import OVERLOAD, Backpressure
 from clusterforge.topology import LINK_CLASSES, FabricGraph
 
-__all__ = ["backpressure"]
+__all__ = [
+    "RATE_CONTROLLED_LINK_SHARE",
+    "backpressure",
+    "congested_link_share",
+    "go_back_n_goodput_share",
+    "window_packets",
+]
 
 _PATH_RANK = {
     "nic-leaf": 0,
@@ -61,6 +69,39 @@ def backpressure(
     victim[seg[paused[link] & ~crossing[seg]]] = True
     others = max(int((~crossing).sum()), 1)
     return Backpressure(int(hot.sum()), int(paused.sum()), round(float(victim.sum()) / others, 4))
+
+
+# Rate control (DCQCN; Zhu et al., "Congestion Control for Large-Scale RDMA Deployments",
+# SIGCOMM 2015).  A RoCE switch marks packets ECN-CE once an egress queue passes K_min
+# (with probability rising to P_max at K_max); the receiving NIC returns a congestion
+# notification packet, and the sending NIC cuts that flow's rate, R <- R (1 - alpha / 2),
+# alpha being a moving average of how often it is notified, then climbs back by fast
+# recovery and additive increase.  The paper's fluid model and testbed show the flows of a
+# bottleneck converge to their fair share of it with the queue held between K_min and K_max,
+# far below the buffer, so nothing overflows: the max-min rates of the flow model are that
+# fair share.  What remains is the saw-tooth of the rates around it: while the queue drains
+# after a cut the link idles for part of each cycle.  Spectrum-X's own congestion control
+# acts the same way (per-flow rate set from switch telemetry).  PFC, where configured too,
+# is the backstop that rate control keeps from firing (K_max sits below PFC's XOFF).
+RATE_CONTROLLED_LINK_SHARE = read_constants("clusterforge.netsim", "efficiency.toml").number(
+    "rate_controlled_link_share"
+)
+
+
+def congested_link_share(
+    *, rate_control: bool, lossless: bool, overload: float, window: float
+) -> float:
+    """Useful share of an overloaded link's capacity (``overload`` = offered / capacity > 1)
+    by what the fabric does about it: rate control (DCQCN) keeps it busy at
+    :data:`RATE_CONTROLLED_LINK_SHARE`; PFC without rate control pauses the senders and
+    loses nothing on the link itself (its cost is head-of-line blocking upstream,
+    :func:`backpressure`); with neither the buffer overflows, ``1 − 1/overload`` of the
+    packets are dropped and go-back-N resends ``window`` packets per drop."""
+    if rate_control:
+        return RATE_CONTROLLED_LINK_SHARE
+    if lossless:
+        return 1.0
+    return go_back_n_goodput_share(1.0 - 1.0 / overload, window)
 
 
 # RoCE's reliable-connection transport recovers a lost packet by go-back-N: the responder

@@ -11,10 +11,16 @@ corrections turn it into what nccl-tests measures:
 2. **Latency**: NCCL's own latency model per algorithm, protocol and link kind
    (:mod:`clusterforge.netsim.tuner`).
 3. **Pipeline ramp** of the Simple protocol: mid-size messages do not fill NCCL's pipeline
-   of chunks and channels; ``eta(S) = 1 / (1 + (S_ramp / S)^p)`` multiplies its bandwidth.
-   Fitted (calibration) to the 8x H200 NVLS all-reduce sweep of stas00/ml-engineering
-   (``network/README.md``, NCCL 2.27.7: 1 MiB 39.9, 16 MiB 219.9, 128 MiB 401.9, 1 GiB
-   463.6 GB/s busbw) on top of NCCL's NVLS latency.
+   of chunks and channels.  Each step of that pipeline waits on its peer's flag, a fixed
+   time whatever the link's speed, so the ramp is a time: with ``t`` the collective's
+   steady bandwidth time, ``eta = 1 / (1 + (t_ramp / t)^p)`` multiplies its bandwidth.  A
+   pipeline paced by a slow link (a NIC) therefore reaches its steady rate at a smaller
+   message than one paced by NVLink.  ``S_ramp`` and ``p`` are fitted (calibration) to the
+   8x H200 NVLS all-reduce sweep of stas00/ml-engineering (``network/README.md``, NCCL
+   2.27.7: 1 MiB 39.9, 16 MiB 219.9, 128 MiB 401.9, 1 GiB 463.6 GB/s busbw) on top of
+   NCCL's NVLS latency; ``t_ramp = S_ramp / v`` where ``v`` is the model's own steady NVLS
+   algorithm rate on those GPUs (NVLink4 450 GB/s x the NVLS payload share), so at the
+   calibration rate the time ramp is the fitted byte ramp.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ __all__ = [
     "PIPELINE_CHUNK_BYTES",
     "RAMP_BYTES",
     "RAMP_EXPONENT",
+    "RAMP_SECONDS",
     "SCALEUP_EFFICIENCY",
     "SCALEUP_EFFICIENCY_BY_GENERATION",
     "network_efficiency",
@@ -71,6 +78,10 @@ def network_efficiency(algorithm: str) -> float:
 # Pipeline ramp of the Simple protocol, fitted as described in the module docstring.
 RAMP_BYTES = _DATA.integer("ramp.bytes")
 RAMP_EXPONENT = _DATA.number("ramp.exponent")
+# The ramp as a time: S_ramp at the calibration sweep's steady NVLS algorithm rate in the
+# model (H200 NVLink4, 450 GB/s each way, datasheet, x the NVLS payload share).
+_NVLINK4_GBYTE_PER_S = 450.0
+RAMP_SECONDS = RAMP_BYTES / (_NVLINK4_GBYTE_PER_S * 1e9 * SCALEUP_EFFICIENCY["nvls"])
 
 # Chunk size of NCCL's pipeline between the stages of one algorithm (NCCL_BUFFSIZE): a
 # message of S bytes is cut into ceil(S / chunk) chunks.
@@ -89,8 +100,9 @@ def pipelined_time_s(stage_times_s: list[float], size_bytes: float) -> float:
     return slowest + (sum(stage_times_s) - slowest) / num_chunks
 
 
-def pipeline_efficiency(size_bytes: float) -> float:
-    """Share of the steady bandwidth a message of ``size_bytes`` reaches (0..1]."""
-    if size_bytes <= 0:
+def pipeline_efficiency(steady_s: float) -> float:
+    """Share of the steady bandwidth reached by a collective whose bandwidth time at the
+    steady rate is ``steady_s`` seconds (0..1]."""
+    if steady_s <= 0:
         return 1.0
-    return 1.0 / (1.0 + float((RAMP_BYTES / size_bytes) ** RAMP_EXPONENT))
+    return 1.0 / (1.0 + float((RAMP_SECONDS / steady_s) ** RAMP_EXPONENT))

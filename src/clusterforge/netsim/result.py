@@ -3,7 +3,11 @@
 Congestion is reported by what the fabric does with an overloaded link (offered load above
 capacity, :data:`OVERLOAD`):
 
-* lossy (RoCE without PFC): the switch buffer overflows and drops; in steady state the hot
+* rate control (RoCE NICs running DCQCN, the default on RoCE): ECN marks make the senders cut
+  their rate to their fair share before the buffer fills; nothing is dropped, the link stays
+  busy at :data:`~clusterforge.netsim.congestion.RATE_CONTROLLED_LINK_SHARE`.
+
+* lossy (RoCE without PFC and without rate control): the switch buffer overflows and drops; in steady state the hot
   link forwards its capacity and drops the rest, ``drop_fraction = 1 − capacity/offered``
   (fluid model: drops = offered − capacity), until the senders' congestion control backs off.
 * lossless (InfiniBand credit flow control, RoCE with PFC): nothing is dropped; the link
@@ -34,8 +38,9 @@ __all__ = [
 
 _TOP_LINKS = 10
 OVERLOAD = 1.001  # offered load above capacity by more than 0.1 % (float rounding tolerance)
-# What an overloaded link does: nothing to report, drop (lossy), pause upstream (lossless).
-CONGESTION_RESPONSES = ("none", "drop", "pause")
+# What an overloaded link does: nothing to report, senders cut their rate (ECN congestion
+# control), drop (lossy), pause upstream (lossless).
+CONGESTION_RESPONSES = ("none", "rate", "drop", "pause")
 
 
 @dataclass(frozen=True)
@@ -127,9 +132,10 @@ class CollectiveResult:
     would_drop: bool
     fabric: str
     lossless: bool
+    rate_control: bool  # the NICs cut their rate on ECN marks (DCQCN)
     congestion_response: str  # one of CONGESTION_RESPONSES
     drop_fraction: float  # lossy: expected share of the hot link's offered bytes dropped
-    goodput_share: float  # lossy: useful share of the hot link's bytes (go-back-N resends)
+    goodput_share: float  # useful share of the hot link: rate control's saw-tooth, go-back-N
     num_paused_links: int  # lossless: upstream links PFC/credit back-pressure reaches
     hol_victim_share: float  # lossless: share of other demands head-of-line blocked
     num_flows: int
@@ -229,7 +235,9 @@ def summarize(
         worst = float(dom.offered_load[dom.view & network].max())
     algbw = size_bytes / time_s / 1e9 if time_s > 0 else 0.0
     congested = worst > OVERLOAD
-    response = "none" if not congested else ("pause" if graph.lossless else "drop")
+    response = "none"
+    if congested:
+        response = "rate" if graph.rate_control else ("pause" if graph.lossless else "drop")
     pushed = dom.backpressure if dom is not None and response == "pause" else Backpressure(0, 0, 0)
     return CollectiveResult(
         collective=collective,
@@ -252,6 +260,7 @@ def summarize(
         would_drop=response == "drop",
         fabric=graph.fabric,
         lossless=graph.lossless,
+        rate_control=graph.rate_control,
         congestion_response=response,
         drop_fraction=round(1.0 - 1.0 / worst, 4) if response == "drop" else 0.0,
         goodput_share=round(choice.goodput_share, 4) if choice else 1.0,

@@ -3,12 +3,15 @@
 For every (algorithm, protocol) pair NCCL would consider, the time at size S (nccl-tests
 ``size``) is NCCL's cost model with our bandwidth::
 
-    t(S) = latency(algorithm, protocol)                       (tuner: NCCL's constants)
-         + Σ_phases unit_time · S / (share(protocol) · eta(S))  (flow model, max-min rates)
+    t(S) = latency(algorithm, protocol)                            (tuner: NCCL's constants)
+         + steady(S) / eta(steady(S))                             (Simple's pipeline ramp)
+    steady(S) = Σ_phases unit_time · S / share(protocol) / channels(S)
+                                        (flow model, max-min rates; NCCL's channels in use)
 
-and the fastest pair is reported, as NCCL's tuner picks it (``ncclTopoGetAlgoTime``).  On a
-lossy fabric whose hottest link is offered more than it carries, the bandwidth time is divided
-by the go-back-N goodput share (:func:`~clusterforge.netsim.congestion.go_back_n_goodput_share`).
+and the fastest pair is reported, as NCCL's tuner picks it (``ncclTopoGetAlgoTime``).  Where
+the hottest link is offered more than it carries, the bandwidth time is divided by the share of
+it that stays useful: rate control's saw-tooth, or go-back-N resends on a lossy fabric without
+it (:func:`~clusterforge.netsim.congestion.congested_link_share`).
 """
 
 from __future__ import annotations
@@ -22,18 +25,24 @@ from clusterforge.busbw import bus_factor
 from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError, did_you_mean
 from clusterforge.netsim.collectives import candidate_algorithms, ring_order
-from clusterforge.netsim.congestion import go_back_n_goodput_share, window_packets
+from clusterforge.netsim.congestion import congested_link_share, window_packets
 from clusterforge.netsim.model import (
     NETWORK_EFFICIENCY,
-    P2P_NETWORK_EFFICIENCY,
     pipeline_efficiency,
     pipelined_time_s,
 )
-from clusterforge.netsim.result import Choice, CollectiveResult, PhaseSolution, summarize
+from clusterforge.netsim.result import (
+    OVERLOAD,
+    Choice,
+    CollectiveResult,
+    PhaseSolution,
+    summarize,
+)
 from clusterforge.netsim.routing import check_routing
 from clusterforge.netsim.solve import solve_phases
 from clusterforge.netsim.tuner import (
     TuningContext,
+    active_channels,
     busbw_cap_gbyte_per_s,
     channel_cap_gbyte_per_s,
     generation_of,
@@ -151,7 +160,6 @@ def _context(graph: FabricGraph, collective: Collective, seq: np.ndarray) -> Tun
         intra="nvlink" if graph.scaleup_class in ("nvlink", "xgmi") else "pci",
         net_path_latency_s=0.0,
         node_net_gbyte_per_s=gpu_nic * (seq.shape[1] / nodes) * NETWORK_EFFICIENCY,
-        gpu_p2p_net_gbyte_per_s=gpu_nic * P2P_NETWORK_EFFICIENCY,
         num_channels=channels if nodes > 1 else 0,
     )
 
@@ -170,15 +178,19 @@ def _bandwidth_s(phases: list[PhaseSolution], size_bytes: float, share: float) -
 
 
 def _goodput_share(graph: FabricGraph, phases: list[PhaseSolution]) -> float:
-    """Go-back-N goodput of a lossy fabric's hottest link (1 on lossless fabrics)."""
-    if graph.lossless or not phases:
+    """Useful share of the hottest link's capacity (1 when no link is overloaded): what the
+    fabric's congestion control, PFC or go-back-N leaves of it
+    (:func:`~clusterforge.netsim.congestion.congested_link_share`)."""
+    if not phases:
         return 1.0
     dom = max(phases, key=lambda p: p.unit_time_s)
     worst = float(dom.offered_load[dom.view].max()) if dom.view.any() else 0.0
-    if worst <= 1.001:
+    if worst <= OVERLOAD:
         return 1.0
     window = window_packets(graph.nic_gbyte_per_s, max(dom.net_path_latency_s, 1e-6))
-    return go_back_n_goodput_share(1.0 - 1.0 / worst, window)
+    return congested_link_share(
+        rate_control=graph.rate_control, lossless=graph.lossless, overload=worst, window=window
+    )
 
 
 def _time(
@@ -188,20 +200,33 @@ def _time(
     ctx: TuningContext,
     size_bytes: float,
 ) -> float:
-    size_share = pipeline_efficiency(size_bytes) if protocol == "simple" else 1.0
+    size_share = 1.0
     if algorithm == "tree" and ctx.collective == "all_reduce":
         log_size = int(size_bytes // 64).bit_length() - 1
         if 0 <= log_size < len(_TREE_CORRECTION[protocol]):
             size_share *= _TREE_CORRECTION[protocol][log_size]
     share = payload_share(algorithm, protocol, ctx) * size_share
-    bw_s = _bandwidth_s(phases, size_bytes, share)
     bus_bytes = size_bytes * bus_factor(ctx.collective, ctx.num_ranks)
     cap = busbw_cap_gbyte_per_s(algorithm, protocol, ctx)
-    # the channels' ceiling is a steady rate: the same pipeline ramp and medium-size tree
-    # correction apply to it as to the links' bandwidth
+    # the channels' ceiling is a steady rate: the medium-size tree correction applies to
+    # it as to the links' bandwidth
     channel_cap = channel_cap_gbyte_per_s(algorithm, protocol, ctx) * size_share
-    bw_s = max(bw_s, bus_bytes / (cap * 1e9), bus_bytes / (channel_cap * 1e9))
-    return latency_s(algorithm, protocol, ctx) + bw_s
+    # a small message runs on fewer of NCCL's channels: fewer NICs and copy engines, and a
+    # lower per-channel ceiling, in proportion
+    channels = 1.0
+    if ctx.num_channels:
+        channels = active_channels(algorithm, protocol, ctx, size_bytes) / ctx.num_channels
+    steady_s = (
+        max(
+            _bandwidth_s(phases, size_bytes, share),
+            bus_bytes / (cap * 1e9),
+            bus_bytes / (channel_cap * 1e9),
+        )
+        / channels
+    )
+    # the Simple protocol's pipeline ramp is a time (model.pipeline_efficiency)
+    ramp = pipeline_efficiency(steady_s) if protocol == "simple" else 1.0
+    return latency_s(algorithm, protocol, ctx) + steady_s / ramp
 
 
 def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: float) -> Choice:

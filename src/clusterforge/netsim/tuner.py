@@ -35,6 +35,7 @@ __all__ = [
     "Generation",
     "LinkKind",
     "TuningContext",
+    "active_channels",
     "busbw_cap_gbyte_per_s",
     "channel_cap_gbyte_per_s",
     "generation_of",
@@ -88,6 +89,8 @@ _PER_CHANNEL_TREE_LL128 = _by_generation("per_channel_tree_ll128_gbyte_per_s")
 _PER_CHANNEL_TREE = _by_generation("per_channel_tree_gbyte_per_s")
 _NET_OVERHEAD_US = _NCCL.number("net_overhead_us")  # per network operation, x86 host
 _PROTOCOL_INDEX: dict[Protocol, int] = {"ll": 0, "ll128": 1, "simple": 2}
+_THREAD_THRESHOLD = _triple("thread_threshold_bytes", _NCCL.numbers("thread_threshold_bytes"))
+_MAX_THREADS = _triple("max_threads", _NCCL.numbers("max_threads"))
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,6 @@ class TuningContext:
     intra: Literal["nvlink", "pci"]
     net_path_latency_s: float  # one network traversal of our graph, GPU to GPU
     node_net_gbyte_per_s: float = math.inf  # NIC payload rate of the group's GPUs on a node
-    gpu_p2p_net_gbyte_per_s: float = math.inf  # one GPU's NIC share, point-to-point payload
     num_channels: int = 0  # NCCL's channels across nodes (0: one node, no per-channel ceiling)
 
     @property
@@ -160,22 +162,42 @@ def payload_share(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) 
 
 
 def busbw_cap_gbyte_per_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
-    """Bus-bandwidth ceilings of NCCL's model: the LL protocol's ``llMaxBws``; an all-to-all
-    across nodes at one GPU's NIC share (NCCL runs the peers in rounds, rank r sending to
-    r + i in round i, and from 2 nodes on nearly every round has a peer behind a NIC, so the
-    rounds go at NIC pace; "Alltoall cannot aggregate the bandwidth of multiple NICs",
-    sjeaugey in NVIDIA/nccl-tests #267); trees (and
+    """Bus-bandwidth ceilings of NCCL's model: the LL protocol's ``llMaxBws``; trees (and
     NVLS trees) over more than 2 nodes limited to the inter-node bandwidth (NCCL takes
     ``bwInter`` for them; on 2 nodes it doubles it for NVLS trees, and our flow model finds
-    the same: each node then sends S and receives S)."""
+    the same: each node then sends S and receives S).
+
+    An all-to-all has no ceiling of its own: NCCL's p2p schedule (``p2pSchedule`` in
+    ``src/init.cc``) orders the peers node by node, the rounds to the GPUs of the node's own
+    NVLink domain first, and ``scheduleP2pTasksToPlan`` spreads the rounds over the p2p
+    channels, which run at once; so a GPU's NIC carries only its messages to remote GPUs
+    while its NVLink carries the rest, and busbw exceeds one NIC's rate by (n - 1) / (n - k)
+    ("some of those will be over NVLink", AddyLaddy in NVIDIA/nccl-tests #267).  The flow
+    model's single phase of every pair already times exactly that."""
     cap = math.inf
     if protocol == "ll" and algorithm in ("ring", "tree", "chain"):
         cap = _LL_MAX_BUSBW[ctx.generation][min(ctx.num_nodes, 3) - 1]
     if algorithm in ("tree", "nvls_tree") and ctx.num_nodes > 2:
         cap = min(cap, ctx.node_net_gbyte_per_s)
-    if algorithm == "direct" and ctx.num_nodes > 1:
-        cap = min(cap, ctx.gpu_p2p_net_gbyte_per_s)
     return cap
+
+
+def active_channels(
+    algorithm: Algorithm, protocol: Protocol, ctx: TuningContext, size_bytes: float
+) -> int:
+    """Channels NCCL runs for one call of ``size_bytes`` (``ncclTopoGetAlgoInfo``): rings
+    and trees drop channels, down to one, while the message is smaller than
+    ``channels x threads x threshold`` bytes (Simple 512 threads x 64 B, LL 512 x 8 B times
+    the rank count on rings, LL128 640 x 8 B), so a small message uses fewer NICs and
+    copy engines; NVLS, CollNet and p2p keep theirs.  0 inside one node (no count)."""
+    nc = ctx.num_channels
+    if nc < 1 or algorithm not in ("ring", "tree", "chain"):
+        return nc
+    index = _PROTOCOL_INDEX[protocol]
+    per_channel = _MAX_THREADS[index] * _THREAD_THRESHOLD[index]
+    if algorithm == "ring" and protocol == "ll":
+        per_channel *= ctx.num_ranks
+    return max(1, min(nc, int(size_bytes // per_channel)))
 
 
 def network_channels(*, nics: int, nic_payload_gbyte_per_s: float, generation: Generation) -> int:

@@ -45,11 +45,13 @@ def human_size(size: float) -> str:
 
 
 def loss_mode(r: CollectiveResult) -> str:
-    """'lossless InfiniBand', 'lossless RoCE (PFC)' or 'lossy RoCE'."""
+    """'lossless InfiniBand', 'lossless RoCE (PFC)', 'lossy RoCE', each with ' + DCQCN' where
+    the NICs run ECN rate control."""
     name = {"infiniband": "InfiniBand", "roce": "RoCE"}.get(r.fabric, r.fabric)
+    rate = " + DCQCN" if r.rate_control else ""
     if not r.lossless:
-        return f"lossy {name}"
-    return f"lossless {name}" + (" (PFC)" if r.fabric == "roce" else "")
+        return f"lossy {name}{rate}"
+    return f"lossless {name}" + (" (PFC)" if r.fabric == "roce" else "") + rate
 
 
 def study_table(study: Study) -> Table:
@@ -107,6 +109,13 @@ def bottleneck_lines(r: CollectiveResult) -> list[str]:
             f"link; this {loss_mode(r)} fabric would drop ~{r.drop_fraction:.0%} of the hot link's "
             f"packets (1 - capacity/offered) and go-back-N resends leave "
             f"{r.goodput_share:.1%} of its bytes useful (included in the times above)"
+        )
+    elif r.congestion_response == "rate":
+        lines.append(
+            f"# [yellow]Congestion (rate control)[/]: offered load reaches "
+            f"{r.max_offered_load:.0%} of a link; ECN marks make the senders cut their rate to "
+            f"a fair share of it (DCQCN), nothing is dropped, and the rates' saw-tooth keeps "
+            f"{r.goodput_share:.0%} of it busy (included in the times above)"
         )
     elif r.congestion_response == "pause":
         push = "PFC pauses" if r.fabric == "roce" else "credit back-pressure stalls"

@@ -76,6 +76,13 @@ class NetworkSpec(Section):
         description="Lossless fabric: InfiniBand credit flow control, or RoCE with PFC. "
         "None = true for InfiniBand, false for RoCE (a lossy fabric drops on congestion)",
     )
+    congestion_control: Literal["dcqcn", "none"] | None = Field(
+        None,
+        description="End-to-end congestion control of the RDMA NICs: 'dcqcn' (ECN-marked "
+        "queues make the senders cut their rate, as ConnectX NICs do on RoCE; Spectrum-X's own "
+        "control acts alike) or 'none'. None = dcqcn for RoCE, none for InfiniBand (credit "
+        "flow control already keeps it lossless)",
+    )
     storage_fabric: bool = Field(True, description="Separate storage fabric (SuperPOD style)")
     spares: SpareAttach = Field(
         "spare-ports",

@@ -204,6 +204,7 @@ def _assemble(
         fabric=fab.fabric,
         nic_gbyte_per_s=fab.nic_gbit_per_s / 8,
         lossless=bool(fab.lossless),
+        rate_control=fab.congestion_control == "dcqcn",
         in_network_reduction=fab.fabric == "infiniband" and fab.switch.in_network_reduction,
         node_names=tuple(compute.node_names),
         link_class=cls_arr,

@@ -109,6 +109,7 @@ class FabricGraph:
     fabric: str
     nic_gbyte_per_s: float
     lossless: bool
+    rate_control: bool  # the NICs cut their rate on ECN marks (DCQCN) before queues overflow
     in_network_reduction: bool  # the fabric's switches reduce in the network (SHARP)
     node_names: tuple[str, ...] = field(repr=False)
     # one entry per directed link

@@ -11,7 +11,7 @@ the switch for each role is a catalog fact, ``Switch.default_roles``).
 from __future__ import annotations
 
 import math
-from typing import assert_never
+from typing import Literal, assert_never
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -61,6 +61,9 @@ class FabricDesign(BaseModel):
     bisection_gbit_per_s: float = Field(description="Worst-case bisection bandwidth, one way")
     max_switch_hops: int = Field(description="Switches on the longest minimal path")
     lossless: bool = Field(True, description="Credit-based (IB) or PFC (RoCE) flow control")
+    congestion_control: Literal["dcqcn", "none"] = Field(
+        "none", description="NIC rate control on ECN marks (DCQCN) or none"
+    )
     notes: tuple[str, ...] = ()
     connectivity: Connectivity = Field(exclude=True, repr=False)
 
@@ -226,6 +229,9 @@ def _fabric_design(
         bisection_gbit_per_s=_bisection_gbit_per_s(shape, speed) if has_fabric else 0.0,
         max_switch_hops=_max_switch_hops(shape) if has_fabric else 0,
         lossless=net.lossless if net.lossless is not None else net.fabric == "infiniband",
+        congestion_control=net.congestion_control
+        if net.congestion_control is not None
+        else ("dcqcn" if net.fabric == "roce" else "none"),
         notes=shape.notes,
         connectivity=c,
     )
