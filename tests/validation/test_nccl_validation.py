@@ -53,7 +53,6 @@ GB200_MULTIRACK = (
 )
 KNOWN_GAPS = {
     "pub-cw-gb200-1rack-512m": GB200_RACK_RAMP,
-    "pub-cw-gb200-1rack-2g": GB200_RACK_RAMP,
     "pub-cw-gb200-2rack-512m": GB200_MULTIRACK,
     "pub-cw-gb200-2rack-2g": GB200_MULTIRACK,
     "pub-cw-gb200-2rack-8g": GB200_MULTIRACK,
