@@ -3,11 +3,12 @@ cabling and power. Nothing here re-derives a design fact; it selects and formats
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from clusterforge.report.elevation import elevation_svg
+from clusterforge.report.figure_file import svg_fragment
 from clusterforge.report.html import charts
 from clusterforge.report.html.model import (
     Figure,
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FeedGroup",
     "cabling_section",
-    "elevation_data",
     "fabric_section",
     "feed_groups",
     "findings_section",
@@ -139,21 +139,8 @@ def _floor_grid(title: str, racks: Sequence[Rack]) -> str:
     return charts.floor_heatmap(title, x_m=xs, y_m=ys, value_kw=kw_grid, hover=hover)
 
 
-def elevation_data(design: Design) -> str:
-    """The racks of each row as compact JSON for the elevation viewer: per rack its name,
-    role, kW and devices as [U position, U height, kind, name, model]."""
-    rows: dict[int, list[object]] = {}
-    for r in design.racks:
-        devices = [
-            [d.u_position, d.u_height, d.kind, d.name, d.model] for d in r.devices if d.u_height > 0
-        ]
-        rows.setdefault(r.row, []).append([r.name, r.role, round(r.max_kw, 2), devices])
-    payload = {"rack_u": design.spec.facility.rack_u, "rows": sorted(rows.items())}
-    return json.dumps(payload, separators=(",", ":"))
-
-
 def racks_section(design: Design) -> Section:
-    """Rack elevations, one row at a time (drawn by the page from :func:`elevation_data`)."""
+    """Rack elevations: the same drawing as ``plan``'s racks.svg, inlined."""
     racks = design.racks
     rows = table(
         ("rack", "row", "devices (U: name)", "max kW"),
@@ -162,10 +149,12 @@ def racks_section(design: Design) -> Section:
         numeric=(False, True, False, True),
     )
     lead = (
-        f"{len(racks)} racks of {design.spec.facility.rack_u}U in "
-        f"{len({r.row for r in racks})} rows; pick a row to see its racks front-on."
+        f"{num(len(racks))} racks of {design.spec.facility.rack_u}U in "
+        f"{num(len({r.row for r in racks}))} rows, front-on (the drawing of racks.svg); "
+        "devices coloured by role, switches by their fabric."
     )
-    return Section("racks", "Rack elevations", lead, (), (rows,))
+    picture = Figure(svg_fragment(elevation_svg(design)), "rack elevations")
+    return Section("racks", "Rack elevations", lead, (picture,), (rows,))
 
 
 def _devices_text(rack: Rack) -> str:
