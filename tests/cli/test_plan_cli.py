@@ -17,6 +17,7 @@ FILES = {
     "cabling.csv",
     "findings.md",
     "racks.svg",
+    "floor.svg",
     "tco.svg",
 }
 
