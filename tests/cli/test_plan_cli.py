@@ -18,6 +18,9 @@ FILES = {
     "findings.md",
     "racks.svg",
     "floor.svg",
+    "fabric.svg",
+    "fabric.drawio",
+    "fabric.dot",
     "tco.svg",
 }
 

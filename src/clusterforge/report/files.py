@@ -1,6 +1,7 @@
 """Write a design to files: design.json, bom.csv, racks.csv, cabling.csv, findings.md,
-racks.svg (rack elevations), floor.svg (the floor to scale) and tco.svg (build vs rent), the
-pictures drawn with matplotlib;
+racks.svg (rack elevations), floor.svg (the floor to scale), fabric.svg (the compute fabric's
+diagram, also as fabric.drawio and fabric.dot for network teams to edit) and tco.svg (build
+vs rent), the pictures drawn with matplotlib;
 and single picture files (``simulate``'s and ``goodput``'s plots) in the format their name asks.
 
 Files are written into a temporary sibling folder and moved into place only when all of them
@@ -27,6 +28,7 @@ from clusterforge.design import Design
 from clusterforge.errors import SpecError
 from clusterforge.report.elevation import elevation_svg
 from clusterforge.report.expected import performance_json
+from clusterforge.report.fabric_diagram import fabric_dot, fabric_drawio, fabric_svg
 from clusterforge.report.figure_file import PictureFormat, picture_format
 from clusterforge.report.floor import floor_svg
 from clusterforge.report.plots import tco_chart
@@ -206,6 +208,9 @@ def design_files(design: Design) -> dict[str, Callable[[Design], str]]:
         "findings.md": render_findings_md,
         "racks.svg": elevation_svg,
         "floor.svg": floor_svg,
+        "fabric.svg": fabric_svg,
+        "fabric.drawio": fabric_drawio,
+        "fabric.dot": fabric_dot,
         "tco.svg": tco_svg,
     }
 

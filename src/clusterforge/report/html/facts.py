@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from clusterforge.design.facility.hall import hall_of
 from clusterforge.report.elevation import elevation_svg
+from clusterforge.report.fabric_diagram import fabric_svg
 from clusterforge.report.figure_file import svg_fragment
 from clusterforge.report.floor import floor_svg
 from clusterforge.report.html import charts
@@ -133,7 +134,8 @@ def _devices_text(rack: Rack) -> str:
 
 
 def fabric_section(design: Design) -> Section:
-    """The compute fabric by tier (aggregated at any size) and the support fabrics."""
+    """The compute fabric's diagram (fabric.svg: one node group in full, rails in colour, the
+    tiers above, the support fabrics) and its tables by tier."""
     f, c = design.fabric, design.compute
     tiers = [
         ("nodes", c.num_nodes, f.num_node_links, "-"),
@@ -142,17 +144,7 @@ def fabric_section(design: Design) -> Section:
         ("cores", f.num_cores, 0, "-"),
     ]
     tiers = [t for t in tiers if t[1] > 0]
-    nodes = [f"{num(count)} {name}" for name, count, _, _ in tiers]
-    links = [
-        (i, i + 1, float(tiers[i][2]), f"{num(tiers[i][2])} links")
-        for i in range(len(tiers) - 1)
-        if tiers[i][2] > 0
-    ]
-    figure = charts.sankey_chart(
-        f"compute fabric: {f.topology}, {f.tiers} tier(s), {f.gbit_per_s_per_gpu:g} Gb/s per GPU",
-        nodes=nodes,
-        links=links,
-    )
+    picture = Figure(svg_fragment(fabric_svg(design)), "compute fabric diagram")
     tier_rows = table(
         ("tier", "count", "links up", "oversubscription up"),
         tiers,
@@ -173,7 +165,7 @@ def fabric_section(design: Design) -> Section:
         f"{f.max_switch_hops} switch hops, {'lossless' if f.lossless else 'lossy'} {f.fabric}."
     )
     tables = (tier_rows, rail_table(design), support)
-    return Section("fabric", "Fabric", lead, (Figure(figure, "fabric tiers"),), tables)
+    return Section("fabric", "Fabric", lead, (picture,), tables)
 
 
 def rail_table(design: Design) -> Table:
