@@ -147,8 +147,8 @@ def _draw_floor(ax: Axes, view: FloorView, prefix: str, *, long_m: float | None 
             layer.set_gid(f"{prefix}{role}-racks")
             ax.add_collection(layer)
     if len(view.rects) > RASTER_FROM_RACKS:
-        for layer in ax.collections:
-            layer.set_rasterized(True)
+        for drawn in ax.collections:
+            drawn.set_rasterized(True)
     ax.set_xlim(0, shown)
     ax.set_ylim(0, height)
     ax.set_aspect("equal")
