@@ -60,7 +60,7 @@ __all__ = [
     "fabric_svg",
 ]
 
-MAX_NODES_DRAWN = 12
+MAX_NODES_DRAWN = 32  # a DGX SuperPOD SU (32 nodes) is drawn whole
 MAX_SWITCHES_DRAWN = 12
 # Rail colours: Tableau 10 then 20 (matplotlib's "tab10"/"tab20"), distinct and print-safe.
 RAIL_COLORS = (
@@ -76,12 +76,14 @@ BoxKind = Literal["switch", "node", "group", "domain", "note", "support"]
 # Layout, in draw.io's units (pixels at 100 %): rows from the top.
 BOX_W, BOX_H, GAP = 60.0, 26.0, 6.0
 NODE_W = 56.0
+NARROW_NODE_W = 36.0  # beyond a dozen nodes, narrower boxes keep the picture's width
 NOTE_W = 110.0
 ROW_Y = {"core": 60.0, "spine": 190.0, "leaf": 320.0, "node": 450.0, "support": 560.0}
 TIER_LABEL_W = 215.0  # the tier descriptions at the left
 LEFT = TIER_LABEL_W + 20.0
-# Rows are centred on the middle of a full row of nodes (with its '+N' note).
-CENTRE = LEFT + (MAX_NODES_DRAWN * (NODE_W + GAP) + NOTE_W) / 2
+# Rows are centred on the middle of the widest row: a full row of nodes or switches.
+CENTRE = LEFT + (max(MAX_NODES_DRAWN * (NARROW_NODE_W + GAP), MAX_SWITCHES_DRAWN * (BOX_W + GAP))
+                 + NOTE_W) / 2  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,8 @@ def fabric_diagram(design: Design) -> Diagram:
     # nodes, with their NVLink domains
     node_boxes = build.row(
         [(f"node-{n + 1}", compute.node_names[n], NODE_FILL, None) for n in drawn_nodes],
-        ROW_Y["node"], "node", "", more_nodes, "nodes\nin this group", w=NODE_W)  # fmt: skip
+        ROW_Y["node"], "node", "", more_nodes, "nodes\nin this group",
+        w=NODE_W if len(drawn_nodes) <= 12 else NARROW_NODE_W)  # fmt: skip
     _domains(build, design, drawn_nodes, node_boxes)
 
     # leaves (routers), coloured by rail when each leaf serves one rail
@@ -449,7 +452,8 @@ def _draw(ax: Axes, diagram: Diagram) -> None:
                     va="bottom" if at_bottom else "top", ha="left", color=b.stroke, zorder=3,
                     fontweight="bold")  # fmt: skip
         else:
-            ax.text(b.x + b.w / 2, b.y + b.h / 2, b.label, fontsize=6 if b.kind != "note" else 6.5,
+            ax.text(b.x + b.w / 2, b.y + b.h / 2, b.label,
+                    fontsize=6.5 if b.kind == "note" else 6 if b.w >= BOX_W - 5 else 4.8,
                     ha="center", va="center", color="white" if dark else "#222222", zorder=3,
                     clip_on=False)  # fmt: skip
     for y, text in diagram.tier_text:
