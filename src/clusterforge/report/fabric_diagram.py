@@ -357,10 +357,13 @@ def _tier_text(design: Design, num_groups: int) -> dict[str, str]:
     text = {}
     if c.num_cores:
         text["core"] = (f"core: {num(c.num_cores)} x {sw}\n{num(f.num_spine_core_links)} "
-                        f"spine-core links x {speed}")  # fmt: skip
+                        f"spine-core links x {speed}\neach spine: {c.links_spine_core} x {speed} "
+                        f"to each of {c.cores_per_group} cores")  # fmt: skip
     if c.num_spines:
+        per_leaf = c.spines_per_pod or c.spines_per_rail
         text["spine"] = (f"spine: {num(c.num_spines)} x {sw}\n{num(f.num_leaf_spine_links)} "
-                         f"leaf-spine links x {speed}")  # fmt: skip
+                         f"leaf-spine links x {speed}\neach leaf: {c.links_leaf_spine} x {speed} "
+                         f"to each of {per_leaf} spines")  # fmt: skip
         if c.num_cores:
             text["spine"] += f"; {f.core_oversubscription:g}:1 up to the core"
     leaf_name = "router" if c.kind == "dragonfly" else "leaf"
