@@ -17,6 +17,10 @@ FILES = {
     "cabling.csv",
     "findings.md",
     "racks.svg",
+    "floor.svg",
+    "fabric.svg",
+    "fabric.drawio",
+    "fabric.dot",
     "tco.svg",
 }
 

@@ -37,13 +37,30 @@ def test_nvl72_racks_hold_whole_systems_with_their_own_power_and_cooling():
         kinds = [dev.kind for dev in rack.devices]
         assert kinds.count("node") == 18
         assert kinds.count("cdu") == 1
-        assert [dev.role for dev in rack.devices].count("nvlink") == 1
+        assert [dev.role for dev in rack.devices].count("nvlink") == 9
         assert rack.nvlink_domain == index
         assert rack.cooling.method == "direct-to-chip"
         assert rack.circuit.load_kw == pytest.approx(18 * 6.6 + 13.2)
     # membership is readable: the trays of rack k are nodes 18k .. 18k+17
     first = [next(dev.name for dev in r.devices if dev.kind == "node") for r in gpu_racks]
     assert first == [d.compute.node_names[18 * k] for k in range(8)]
+
+
+def test_nvl72_elevation_has_compute_trays_above_and_below_the_switch_trays():
+    """The GB200 NVL72 rack's front, bottom to top (NVIDIA DGX GB200 User Guide, "Hardware",
+    front view): power shelves, 8 compute trays, the 9 NVLink switch trays, 10 compute trays,
+    power shelves; every tray is 1U."""
+    d = _example("gb200-nvl72-pod.yaml")
+    for rack in (r for r in d.racks if r.role == "gpu"):
+        stack = sorted((dev for dev in rack.devices if dev.kind in ("node", "switch",
+                        "power-shelf")), key=lambda dev: dev.u_position)  # fmt: skip
+        runs = [(kind, len(list(group))) for kind, group in itertools.groupby(
+            "shelf" if dev.kind == "power-shelf" else dev.role for dev in stack)]  # fmt: skip
+        assert runs == [("shelf", 4), ("compute", 8), ("nvlink", 9), ("compute", 10),
+                        ("shelf", 4)]  # fmt: skip
+        assert {dev.u_height for dev in stack} == {1}
+        trays = [dev for dev in stack if dev.role == "nvlink"]
+        assert [t.name for t in trays] == [f"nvlink-switch-{i}" for i in range(1, 10)]
 
 
 def test_nvl72_rack_is_fed_by_busway_tap_offs_to_eight_power_shelves(catalog: Catalog):
@@ -57,8 +74,8 @@ def test_nvl72_rack_is_fed_by_busway_tap_offs_to_eight_power_shelves(catalog: Ca
     assert rack.circuit.power_path == "busway-power-shelf"
     assert (rack.circuit.circuits_per_feed, rack.circuit.breaker_a) == (4, 63)
     node = catalog.nodes["gb200-nvl72-tray"]
-    trays = next(dev for dev in rack.devices if dev.role == "nvlink")
-    assert trays.u_height + len(shelves) == node.rack_overhead_u
+    trays = [dev for dev in rack.devices if dev.role == "nvlink"]
+    assert sum(t.u_height for t in trays) + len(shelves) <= node.rack_overhead_u
     spans = sorted((dev.u_position, dev.u_position + dev.u_height) for dev in rack.devices
                    if dev.u_height and dev.kind != "patch-panel")  # fmt: skip
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # no overlap

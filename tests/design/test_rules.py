@@ -95,6 +95,14 @@ TRIGGERS: dict[str, dict[str, object]] = {
         "facility": {"max_rack_kw": 50, "cooling_available": ["immersion"], "feeds_per_rack": 1}
     },
     "bmc-network-reachable": {"management": {"bmc_access": "routed"}},
+    "hall-shape-long-runs": {  # one rack per row: a 0.6 m wide corridor of rows
+        "facility": {
+            "max_rack_kw": 50,
+            "cooling_available": ["air", "rear-door"],
+            "feeds_per_rack": 1,
+            "racks_per_row": 1,
+        }
+    },
 }
 
 
@@ -185,3 +193,23 @@ def test_feed_loss_on_a_rack_that_outgrows_its_power_shelves():
     found = {f.id: f for f in plan(spec).findings}
     assert "feed-loss-exceeds-psus" in found
     assert found["feed-loss-exceeds-psus"].numbers["rack_max_kw"] == 140
+
+
+def test_the_100k_hall_shape_is_flagged_with_its_numbers():
+    """9.6 m x 444 m: (9.6 + 444) / 2 / sqrt(9.6 x 444) = 3.47, so its 280 m spine-core runs
+    would be about 81 m in a square hall of the same 4,262 m2 (65 m a side)."""
+    design = plan(load_spec(EXAMPLES / "colossus-100k-h100.yaml"))
+    finding = next(f for f in design.findings if f.id == "hall-shape-long-runs")
+    n = finding.numbers
+    assert (n["hall_width_m"], n["hall_depth_m"]) == (9.6, 444.0)
+    assert n["shape_factor"] == pytest.approx((9.6 + 444) / 2 / (9.6 * 444) ** 0.5, rel=1e-4)
+    assert n["longest_run_m"] == pytest.approx(280, abs=1)
+    assert n["square_hall_run_m"] == pytest.approx(280 / 3.47, rel=0.01)
+    assert n["medium"] != n["square_hall_medium"]
+    assert "444 m" in finding.message and "racks_per_row" in finding.fix
+
+
+def test_squarer_halls_of_the_examples_are_not_flagged():
+    for name in ("hall-4096-b200.yaml", "colo-512-h100.yaml", "lab-8-gpu.yaml"):
+        design = plan(load_spec(EXAMPLES / name))
+        assert "hall-shape-long-runs" not in {f.id for f in design.findings}, name

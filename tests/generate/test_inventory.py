@@ -355,3 +355,21 @@ def test_feeds_carry_the_rack_load(
     pf = lab_design.spec.facility.power_factor
     for rack in lab_design.racks:
         assert by_rack[rack.name] * pf / 1000 >= rack.circuit.load_kw - 1e-6, rack.name
+
+
+def test_netbox_stands_an_nvl72_rack_as_the_vendor_builds_it():
+    """09-devices.csv positions, bottom up: power shelves, 8 compute trays, 9 one-U NVLink
+    switch trays, 10 compute trays, power shelves (NVIDIA DGX GB200 User Guide, "Hardware")."""
+    import itertools
+
+    from clusterforge.generate.inventory.files import inventory_files
+    from tests.conftest import EXAMPLES
+
+    design = plan(load_spec(EXAMPLES / "gb200-nvl72-pod.yaml"))
+    text = next(f for f in inventory_files(design) if f.path.endswith("09-devices.csv")).content
+    rack = next(r.name for r in design.racks if r.role == "gpu")
+    rows = [r for r in csv.DictReader(io.StringIO(text)) if r["rack"] == rack and r["position"]]
+    kinds = [r["role"] for r in sorted(rows, key=lambda r: int(r["position"]))
+             if r["role"] in ("power", "compute", "nvlink")]  # fmt: skip
+    runs = [(k, len(list(g))) for k, g in itertools.groupby(kinds)]
+    assert runs == [("power", 4), ("compute", 8), ("nvlink", 9), ("compute", 10), ("power", 4)]

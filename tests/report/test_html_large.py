@@ -9,6 +9,7 @@ import re
 import pytest
 
 from clusterforge.design import plan
+from clusterforge.design.facility.hall import hall_of
 from clusterforge.report.html import facts
 from clusterforge.report.html.model import LAZY_ROWS, Section, Table
 from clusterforge.report.html.render import template_env
@@ -24,7 +25,7 @@ def design():
 
 
 def _section_html(section: Section) -> str:
-    return str(template_env().get_template("_sections.html.j2").module.render_section(section, ""))
+    return str(template_env().get_template("_sections.html.j2").module.render_section(section))
 
 
 def _table(num_rows: int) -> Table:
@@ -73,21 +74,11 @@ def test_power_chart_has_a_bar_per_rack_or_per_group(design, monkeypatch):
     assert "groups of racks with the same feed load" in grouped.figures[0].html
 
 
-def test_a_large_floor_is_a_grid_with_every_rack(design, monkeypatch):
-    markers = facts.floor_section(design).figures[0].html
-    assert '"scatter"' in markers
-    monkeypatch.setattr(facts, "MAX_FLOOR_MARKERS", 10)
-    grid = facts.floor_section(design).figures[0].html
-    assert '"heatmap"' in grid and '"scatter"' not in grid
-    for rack in design.racks:
-        assert f"{rack.name} ({rack.role}): {rack.max_kw:.1f} kW" in grid
-
-
-def test_hot_racks_are_the_red_end_of_the_scale(design, monkeypatch):
-    # plotly.js's YlOrRd runs from dark red at the low end: reversed, more kW is redder.
-    markers = facts.floor_section(design).figures[0].html
-    monkeypatch.setattr(facts, "MAX_FLOOR_MARKERS", 10)
-    grid = facts.floor_section(design).figures[0].html
-    for figure in (markers, grid):
-        assert '"colorscale": "YlOrRd"' in figure or '"colorscale":"YlOrRd"' in figure
-        assert '"reversescale": true' in figure or '"reversescale":true' in figure
+def test_the_floor_is_the_floor_svg_drawing_to_scale(design):
+    """The floor section inlines floor.svg (not a heatmap on unequal axes); its table still
+    lists every rack."""
+    section = facts.floor_section(design)
+    assert '<g id="hall">' in section.figures[0].html
+    hall = hall_of(design.racks, design.spec.facility)
+    assert f"{hall.width_m:.1f} m x {hall.depth_m:.1f} m" in section.lead
+    assert len(section.tables[0].rows) == len(design.racks)

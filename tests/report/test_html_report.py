@@ -3,7 +3,6 @@ needs no network, and the comparison of two designs with their differences."""
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 
@@ -80,12 +79,16 @@ def test_the_page_loads_nothing_from_the_network(html):
     assert "Plotly.newPlot" in own  # charts drawn by the inlined library
 
 
-def test_elevation_data_holds_every_rack_by_row(design, html):
-    block = re.search(r'<script type="application/json" id="elevation-data">(.*?)</script>', html)
-    data = json.loads(block.group(1))
-    assert data["rack_u"] == design.spec.facility.rack_u
-    names = [rack[0] for _, racks in data["rows"] for rack in racks]
-    assert sorted(names) == sorted(r.name for r in design.racks)
+def test_racks_section_is_the_racks_svg_drawing_with_u_numbers_and_legend(design, html):
+    """One renderer for rack elevations: the page inlines the racks.svg drawing (every rack
+    a group, U numbers on the side, a legend with a colour per switch role)."""
+    section = re.search(r'<section id="racks">(.*?)</section>', html, flags=re.S).group(1)
+    svg = re.search(r"<svg.*?</svg>", section, flags=re.S).group(0)
+    assert "<?xml" not in section and "<!DOCTYPE" not in section
+    drawn = set(re.findall(r'<g id="rack-(?!line-)([^"]+)"', svg))
+    assert drawn == {r.name for r in design.racks}
+    for label in ("U1", "U42", "leaf switch", "spine switch", "node"):
+        assert f">{label}<" in svg, label
 
 
 def test_user_text_is_escaped(design):

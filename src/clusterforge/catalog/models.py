@@ -185,6 +185,18 @@ class Node(_Row):
     rack_scale_nodes: int = Field(0, description="Nodes in a fixed rack-scale system (NVL72: 18)")
     rack_overhead_kw: float = Field(0.0, description="Rack-scale overhead: switch trays, shelves")
     rack_overhead_u: int = 0
+    rack_switch_trays: int = Field(
+        0,
+        ge=0,
+        description="Rack-scale systems: 1U NVLink switch trays (NVL72: 9), drawn "
+        "between the compute trays",
+    )
+    rack_nodes_above_switches: int = Field(
+        0,
+        ge=0,
+        description="Rack-scale systems: compute trays above the switch trays "
+        "(NVL72: 10 above, the rest below)",
+    )
     rack_overhead_kg: float = Field(
         0.0,
         description="Rack-scale systems: mass of the rack's own parts besides the trays, the "

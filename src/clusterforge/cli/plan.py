@@ -48,7 +48,8 @@ def run(opts: PlanOptions) -> int:
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Folder for design.json, bom.csv, racks.csv, cabling.csv, findings.md, racks.svg, "
-    "tco.svg (created if missing; its parent must exist).",
+    "floor.svg, fabric.svg, fabric.drawio, fabric.dot, tco.svg (created if missing; its parent "
+    "must exist).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the whole design as JSON on stdout.")
 def command(spec: Path | None, output: Path | None, as_json: bool) -> int:

@@ -14,6 +14,7 @@ picture is drawn.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, assert_never
@@ -23,7 +24,8 @@ from clusterforge.errors import SpecError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["COLORS", "PICTURE_FORMATS", "PictureFormat", "draw_picture", "picture_format"]
+__all__ = ["COLORS", "PICTURE_FORMATS", "PictureFormat", "draw_picture", "picture_format",
+           "svg_fragment"]  # fmt: skip
 
 PictureFormat = Literal["svg", "png", "pdf"]
 PICTURE_FORMATS: tuple[PictureFormat, ...] = ("svg", "png", "pdf")
@@ -42,6 +44,8 @@ _RC = {
     "grid.color": "#dddddd",
     "axes.axisbelow": True,
 }
+_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
+_XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
 COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#72b7b2", "#bab0ac")
 
 
@@ -100,3 +104,16 @@ def _metadata(fmt: PictureFormat) -> dict[str, str | None]:
             return {}
         case _:
             assert_never(fmt)
+
+
+def svg_fragment(svg: str) -> str:
+    """An SVG document as an element to place inside an HTML page: the XML declaration,
+    DOCTYPE, metadata and namespace declarations dropped. The HTML parser puts an inline
+    ``<svg>`` and its ``xlink:href`` attributes in their namespaces itself (HTML Living
+    Standard, "Parsing main inforeign"), so the page names no URL it does not load."""
+    start = svg.find("<svg")
+    if start < 0:
+        raise ValueError("not an SVG document: no <svg element")
+    body = _METADATA.sub("", svg[start:], count=1)
+    head, rest = body.split(">", 1)
+    return _XMLNS.sub("", head) + ">" + rest

@@ -1,5 +1,7 @@
 """Write a design to files: design.json, bom.csv, racks.csv, cabling.csv, findings.md,
-racks.svg (rack elevations) and tco.svg (build vs rent), the pictures drawn with matplotlib;
+racks.svg (rack elevations), floor.svg (the floor to scale), fabric.svg (the compute fabric's
+diagram, also as fabric.drawio and fabric.dot for network teams to edit) and tco.svg (build
+vs rent), the pictures drawn with matplotlib;
 and single picture files (``simulate``'s and ``goodput``'s plots) in the format their name asks.
 
 Files are written into a temporary sibling folder and moved into place only when all of them
@@ -26,7 +28,9 @@ from clusterforge.design import Design
 from clusterforge.errors import SpecError
 from clusterforge.report.elevation import elevation_svg
 from clusterforge.report.expected import performance_json
+from clusterforge.report.fabric_diagram import fabric_dot, fabric_drawio, fabric_svg
 from clusterforge.report.figure_file import PictureFormat, picture_format
+from clusterforge.report.floor import floor_svg
 from clusterforge.report.plots import tco_chart
 from clusterforge.userfiles import OutputKind, check_output_file, write_file
 
@@ -203,6 +207,10 @@ def design_files(design: Design) -> dict[str, Callable[[Design], str]]:
         "cabling.csv": cabling_csv,
         "findings.md": render_findings_md,
         "racks.svg": elevation_svg,
+        "floor.svg": floor_svg,
+        "fabric.svg": fabric_svg,
+        "fabric.drawio": fabric_drawio,
+        "fabric.dot": fabric_dot,
         "tco.svg": tco_svg,
     }
 

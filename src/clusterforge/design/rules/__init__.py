@@ -27,6 +27,7 @@ from clusterforge.design.rules.facility import (
     cooling_unsupported_by_node,
     feed_loss,
     floor_overloaded,
+    hall_shape_long_runs,
     power_cap_required,
     rack_power_over_cap,
 )
@@ -48,6 +49,7 @@ RULES: tuple[Rule, ...] = (
     cooling_limits_density,
     cooling_unsupported_by_node,
     floor_overloaded,
+    hall_shape_long_runs,
     tp_exceeds_nvlink,
     oversubscribed_fabric_with_tp,
     oversubscribed_fabric,

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from clusterforge.design.cabling.media import fiber_media, pick_media
 from clusterforge.design.facility.cooling import COOLING_BAND_KW
+from clusterforge.design.facility.hall import hall_of
 from clusterforge.design.rules.finding import Finding
 
 if TYPE_CHECKING:
@@ -16,6 +20,7 @@ __all__ = [
     "cooling_unsupported_by_node",
     "feed_loss",
     "floor_overloaded",
+    "hall_shape_long_runs",
     "power_cap_required",
     "rack_power_over_cap",
 ]
@@ -214,5 +219,56 @@ def _shelf_feed_loss(d: Design) -> list[Finding]:
                 "rack_max_kw": c.load_kw,
             },
             fix="accept power-brake on feed loss, cap GPU power, or check the vendor's site guide",
+        )
+    ]
+
+
+# A hall whose shape alone doubles its longest runs (aspect ratio about 14:1 and beyond).
+HALL_SHAPE_FACTOR_LIMIT = 2.0
+
+
+def hall_shape_long_runs(d: Design) -> list[Finding]:
+    """A long, narrow hall: its shape, not its size, stretches the compute fabric's longest
+    run past the reach of the medium a square hall of the same area would need.
+
+    The longest run scales with half the hall's perimeter (cables from the middle core block,
+    along and across the rows; :mod:`clusterforge.design.facility.hall`), so a square hall's
+    longest run is this one divided by :attr:`Hall.shape_factor`.  It fires when that factor
+    is at least :data:`HALL_SHAPE_FACTOR_LIMIT` and the two runs need different media (a
+    longer-reach, dearer optic: single-mode DR4 at 500 m instead of 100 m, or multimode SR4
+    at 50 m, catalog media.toml)."""
+    compute = [c for c in d.cabling if c.fabric == "compute" and c.num_links]
+    if not compute or not d.racks:
+        return []
+    hall = hall_of(d.racks, d.spec.facility)
+    longest = max(compute, key=lambda c: c.length_m_max)
+    square_m = longest.length_m_max / hall.shape_factor
+    media = fiber_media(d.catalog, longest.gbit_per_s)
+    if hall.shape_factor < HALL_SHAPE_FACTOR_LIMIT or not media:
+        return []
+    here, square = pick_media(np.array([longest.length_m_max, square_m]), media, what="hall")
+    if here == square:
+        return []
+    return [
+        Finding(
+            id="hall-shape-long-runs",
+            severity="warning",
+            message=f"the hall is {hall.width_m:.1f} m x {hall.depth_m:.0f} m "
+            f"({hall.aspect_ratio:.0f}:1): its longest {longest.name} run is "
+            f"{longest.length_m_max:.0f} m on {media[here].id}, where a square hall of the same "
+            f"{hall.area_m2:,.0f} m2 ({hall.square_side_m:.0f} m a side) would need about "
+            f"{square_m:.0f} m on {media[square].id} ({hall.shape_factor:.1f}x shorter)",
+            numbers={
+                "hall_width_m": hall.width_m,
+                "hall_depth_m": hall.depth_m,
+                "aspect_ratio": hall.aspect_ratio,
+                "shape_factor": hall.shape_factor,
+                "longest_run_m": longest.length_m_max,
+                "square_hall_run_m": square_m,
+                "medium": media[here].id,
+                "square_hall_medium": media[square].id,
+            },
+            fix="raise facility.racks_per_row (longer rows, fewer of them) toward a square "
+            "floor, or split the cluster over halls joined at the core",
         )
     ]

@@ -91,7 +91,7 @@ def _device_type(catalog: Catalog, d: RackDevice) -> DeviceType:
     name, manufacturer = entry or (d.model, FALLBACK_MANUFACTURER)
     type_slug = d.model
     if d.role == "nvlink":
-        name, type_slug = f"{name} NVLink switch trays", f"{d.model}-nvlink-trays"
+        name, type_slug = f"NVLink switch tray ({d.model})", f"{d.model}-nvlink-tray"
     full_depth = "true" if d.u_height > 0 else "false"
     return DeviceType(manufacturer, name, slug(type_slug), d.u_height, full_depth)
 

@@ -3,11 +3,14 @@ cabling and power. Nothing here re-derives a design fact; it selects and formats
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from clusterforge.design.facility.hall import hall_of
+from clusterforge.report.elevation import elevation_svg
+from clusterforge.report.fabric_diagram import fabric_svg
+from clusterforge.report.figure_file import svg_fragment
+from clusterforge.report.floor import floor_svg
 from clusterforge.report.html import charts
 from clusterforge.report.html.model import (
     Figure,
@@ -30,7 +33,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FeedGroup",
     "cabling_section",
-    "elevation_data",
     "fabric_section",
     "feed_groups",
     "findings_section",
@@ -42,7 +44,6 @@ __all__ = [
 ]
 
 LONGEST_RUNS = 10
-MAX_FLOOR_MARKERS = 500  # beyond, the floor is a grid image, not a marker per rack
 MAX_RACK_BARS = 150  # beyond, racks with the same feed load share a bar
 GROUP_NAMES_SHOWN = 3
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -87,7 +88,8 @@ def findings_section(design: Design) -> Section:
 
 
 def floor_section(design: Design) -> Section:
-    """Racks at their floor positions, coloured by their maximum draw."""
+    """The floor to scale (the drawing of floor.svg): racks at their places, coloured by
+    their maximum draw, aisles between the rows, network racks marked."""
     racks = design.racks
     rows = table(
         ("rack", "role", "row", "position", "x (m)", "y (m)", "max kW", "U used", "cooling"),
@@ -96,64 +98,18 @@ def floor_section(design: Design) -> Section:
                    f"{r.max_kw:.1f}", str(r.u_used), r.cooling.method),
         numeric=(False, False, True, True, True, True, True, True, False),
     )  # fmt: skip
+    hall = hall_of(racks, design.spec.facility)
     cooling = ", ".join(sorted({r.cooling.method for r in racks}))
-    title = f"floor plan: {len(racks)} racks in {len({r.row for r in racks})} rows"
-    if len(racks) > MAX_FLOOR_MARKERS:
-        figure = _floor_grid(title, racks)
-        lead = (f"{num(len(racks))} racks, each a cell of the floor grid (hover for its name "
-                f"and role); colour is the rack's maximum draw in kW. Cooling: {cooling}.")  # fmt: skip
-    else:
-        figure = _floor_markers(title, racks)
-        lead = (f"{len(racks)} racks; squares are GPU racks, diamonds network racks; colour is "
-                f"the rack's maximum draw in kW. Cooling: {cooling}.")  # fmt: skip
-    return Section("floor", "Floor plan", lead, (Figure(figure, "floor plan"),), (rows,))
-
-
-def _hover(rack: Rack) -> str:
-    return f"{rack.name} ({rack.role}): {rack.max_kw:.1f} kW, {rack.cooling.method}"
-
-
-def _floor_markers(title: str, racks: Sequence[Rack]) -> str:
-    """A marker per rack at its place, its shape saying its role."""
-    symbols = {"gpu": "square", "network": "diamond", "core": "diamond"}
-    return charts.floor_chart(
-        title,
-        x_m=[r.x_m for r in racks],
-        y_m=[r.y_m for r in racks],
-        value_kw=[r.max_kw for r in racks],
-        hover=[_hover(r) for r in racks],
-        symbols=[symbols.get(r.role, "circle") for r in racks],
-    )
-
-
-def _floor_grid(title: str, racks: Sequence[Rack]) -> str:
-    """The floor as a grid of rack positions (x) by rows (y), for floors of thousands."""
-    xs = sorted({round(r.x_m, 2) for r in racks})
-    ys = sorted({round(r.y_m, 2) for r in racks})
-    col, line = {x: j for j, x in enumerate(xs)}, {y: i for i, y in enumerate(ys)}
-    kw_grid: list[list[float | None]] = [[None] * len(xs) for _ in ys]
-    hover: list[list[str]] = [[""] * len(xs) for _ in ys]
-    for r in racks:
-        i, j = line[round(r.y_m, 2)], col[round(r.x_m, 2)]
-        kw_grid[i][j], hover[i][j] = r.max_kw, _hover(r)
-    return charts.floor_heatmap(title, x_m=xs, y_m=ys, value_kw=kw_grid, hover=hover)
-
-
-def elevation_data(design: Design) -> str:
-    """The racks of each row as compact JSON for the elevation viewer: per rack its name,
-    role, kW and devices as [U position, U height, kind, name, model]."""
-    rows: dict[int, list[object]] = {}
-    for r in design.racks:
-        devices = [
-            [d.u_position, d.u_height, d.kind, d.name, d.model] for d in r.devices if d.u_height > 0
-        ]
-        rows.setdefault(r.row, []).append([r.name, r.role, round(r.max_kw, 2), devices])
-    payload = {"rack_u": design.spec.facility.rack_u, "rows": sorted(rows.items())}
-    return json.dumps(payload, separators=(",", ":"))
+    lead = (f"{num(len(racks))} racks in {num(hall.num_rows)} rows on a {hall.width_m:.1f} m x "
+            f"{hall.depth_m:.1f} m floor ({hall.aspect_ratio:.1f}:1), drawn to scale; colour "
+            f"is the rack's maximum draw in kW, hatched racks hold the network. "
+            f"Cooling: {cooling}.")  # fmt: skip
+    picture = Figure(svg_fragment(floor_svg(design)), "floor plan to scale")
+    return Section("floor", "Floor plan", lead, (picture,), (rows,))
 
 
 def racks_section(design: Design) -> Section:
-    """Rack elevations, one row at a time (drawn by the page from :func:`elevation_data`)."""
+    """Rack elevations: the same drawing as ``plan``'s racks.svg, inlined."""
     racks = design.racks
     rows = table(
         ("rack", "row", "devices (U: name)", "max kW"),
@@ -162,10 +118,12 @@ def racks_section(design: Design) -> Section:
         numeric=(False, True, False, True),
     )
     lead = (
-        f"{len(racks)} racks of {design.spec.facility.rack_u}U in "
-        f"{len({r.row for r in racks})} rows; pick a row to see its racks front-on."
+        f"{num(len(racks))} racks of {design.spec.facility.rack_u}U in "
+        f"{num(len({r.row for r in racks}))} rows, front-on (the drawing of racks.svg); "
+        "devices coloured by role, switches by their fabric."
     )
-    return Section("racks", "Rack elevations", lead, (), (rows,))
+    picture = Figure(svg_fragment(elevation_svg(design)), "rack elevations")
+    return Section("racks", "Rack elevations", lead, (picture,), (rows,))
 
 
 def _devices_text(rack: Rack) -> str:
@@ -176,7 +134,8 @@ def _devices_text(rack: Rack) -> str:
 
 
 def fabric_section(design: Design) -> Section:
-    """The compute fabric by tier (aggregated at any size) and the support fabrics."""
+    """The compute fabric's diagram (fabric.svg: one node group in full, rails in colour, the
+    tiers above, the support fabrics) and its tables by tier."""
     f, c = design.fabric, design.compute
     tiers = [
         ("nodes", c.num_nodes, f.num_node_links, "-"),
@@ -185,17 +144,7 @@ def fabric_section(design: Design) -> Section:
         ("cores", f.num_cores, 0, "-"),
     ]
     tiers = [t for t in tiers if t[1] > 0]
-    nodes = [f"{num(count)} {name}" for name, count, _, _ in tiers]
-    links = [
-        (i, i + 1, float(tiers[i][2]), f"{num(tiers[i][2])} links")
-        for i in range(len(tiers) - 1)
-        if tiers[i][2] > 0
-    ]
-    figure = charts.sankey_chart(
-        f"compute fabric: {f.topology}, {f.tiers} tier(s), {f.gbit_per_s_per_gpu:g} Gb/s per GPU",
-        nodes=nodes,
-        links=links,
-    )
+    picture = Figure(svg_fragment(fabric_svg(design)), "compute fabric diagram")
     tier_rows = table(
         ("tier", "count", "links up", "oversubscription up"),
         tiers,
@@ -216,7 +165,7 @@ def fabric_section(design: Design) -> Section:
         f"{f.max_switch_hops} switch hops, {'lossless' if f.lossless else 'lossy'} {f.fabric}."
     )
     tables = (tier_rows, rail_table(design), support)
-    return Section("fabric", "Fabric", lead, (Figure(figure, "fabric tiers"),), tables)
+    return Section("fabric", "Fabric", lead, (picture,), tables)
 
 
 def rail_table(design: Design) -> Table:

@@ -19,7 +19,7 @@ from clusterforge.assess import Assessment, ExpectedPerformance, GoodputOutlook
 from clusterforge.report.expected import parallel_label
 from clusterforge.report.html import facts, money, studies
 from clusterforge.report.html.charts import plotly_js
-from clusterforge.report.html.model import Metric, Section, num, pct, script_safe
+from clusterforge.report.html.model import Metric, Section, num, pct
 from clusterforge.userfiles import check_output_file, write_file
 
 __all__ = ["Report", "build_report", "check_page_path", "page_assets", "render_html",
@@ -34,7 +34,6 @@ class Report:
     subtitle: str
     metrics: tuple[Metric, ...]
     sections: tuple[Section, ...]
-    elevation_json: str
 
 
 @functools.cache
@@ -50,7 +49,7 @@ def template_env() -> jinja2.Environment:
 
 
 def page_assets() -> dict[str, str]:
-    """The page's inlined assets: stylesheet, elevation viewer and plotly.js."""
+    """The page's inlined assets: stylesheet, the page's script (lazy tables) and plotly.js."""
     folder = resources.files("clusterforge.report.html") / "templates"
     return {
         "css": (folder / "report.css").read_text(encoding="utf-8"),
@@ -78,7 +77,6 @@ def build_report(assessment: Assessment) -> Report:
         subtitle=f"cluster design report by clusterforge; {len(design.findings)} finding(s)",
         metrics=facts.summary_metrics(design) + _expected_metrics(assessment),
         sections=tuple(sections),
-        elevation_json=script_safe(facts.elevation_data(design)),
     )
 
 

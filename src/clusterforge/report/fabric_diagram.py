@@ -1,0 +1,600 @@
+"""The compute fabric as an architect draws it: one node group (a scalable unit) in full,
+the switches above it tier by tier, the rest summarised, the support fabrics beside it.
+
+This follows the drawings of NVIDIA's DGX SuperPOD reference architectures (H100 RA-11333,
+"Compute fabric"; GB200 RA-11338, "Network fabrics"): a scalable unit (SU) of nodes whose
+NIC *i* goes to the SU's leaf for rail *i* (rail-optimized), leaves to spines, spines to
+cores, every other SU wired the same way.  The picture is built from the design's own
+:class:`~clusterforge.design.fabric.connectivity.Connectivity` (which leaf each NIC plugs
+into, which switches each bundle joins), so every topology it sizes draws its own shape:
+rail-optimized, leaf-spine and fat-tree Clos of 1 to 3 tiers, rail-only, dragonfly (a group's
+routers, its global links to the other groups) and a single switch.
+
+What is drawn:
+
+* the first node group's nodes (at most :data:`MAX_NODES_DRAWN`, the rest counted), framed
+  by their NVLink domain when a domain spans nodes (a GB200 NVL72 rack is one domain of 18
+  trays), each node's NIC *i* link in rail *i*'s colour;
+* the switches of each tier that this group reaches (at most :data:`MAX_SWITCHES_DRAWN` a
+  tier, the rest counted), leaves in their rail's colour on a rail-optimized fabric;
+* per tier: total count, switch model, links and speed, oversubscription;
+* the other groups as one box ("x 195 more SUs, wired alike"), spares, and the storage,
+  in-band and out-of-band fabrics beside the compute fabric.
+
+One model (:class:`Diagram`: boxes and links with positions) is rendered three ways: an SVG
+or PNG through matplotlib (:func:`fabric_picture`), draw.io's mxGraph XML
+(:func:`fabric_drawio`, https://www.drawio.com/doc/faq/diagram-source-edit) and Graphviz DOT
+(:func:`fabric_dot`, https://graphviz.org/doc/info/lang.html), the last two for network teams
+to edit.  In the SVG each box is the group ``box-<id>``; switch ids are ``<tier>-<n>``
+(``leaf-1``, ``spine-3``), links ``link-<a>-<b>``, each rail's links also carry ``rail-<i>``
+in their id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal
+from xml.sax.saxutils import quoteattr
+
+import numpy as np
+
+from clusterforge.report.figure_file import PictureFormat, draw_picture
+from clusterforge.report.format import num
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from clusterforge.design import Design
+    from clusterforge.design.fabric.connectivity import Connectivity
+
+__all__ = [
+    "RAIL_COLORS",
+    "Box",
+    "Diagram",
+    "Link",
+    "fabric_diagram",
+    "fabric_dot",
+    "fabric_drawio",
+    "fabric_picture",
+    "fabric_svg",
+]
+
+MAX_NODES_DRAWN = 32  # a DGX SuperPOD SU (32 nodes) is drawn whole
+MAX_SWITCHES_DRAWN = 12
+# Rail colours: Tableau 10 then 20 (matplotlib's "tab10"/"tab20"), distinct and print-safe.
+RAIL_COLORS = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#bcbd22", "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+)  # fmt: skip
+TIER_FILL = {"core": "#3d4f66", "spine": "#5b7290", "leaf": "#8fa3bd", "router": "#8fa3bd"}
+NODE_FILL, GROUP_FILL, NOTE_FILL, DOMAIN_FILL = "#e9eef4", "#f6f8fb", "#fff8e1", "#e8f3e8"
+SUPPORT_FILL = "#f1ecf7"
+
+BoxKind = Literal["switch", "node", "group", "domain", "note", "support"]
+
+# Layout, in draw.io's units (pixels at 100 %): rows from the top.
+BOX_W, BOX_H, GAP = 60.0, 26.0, 6.0
+NODE_W = 56.0
+NARROW_NODE_W = 36.0  # beyond a dozen nodes, narrower boxes keep the picture's width
+NOTE_W = 110.0
+ROW_Y = {"core": 60.0, "spine": 190.0, "leaf": 320.0, "node": 450.0, "support": 560.0}
+TIER_LABEL_W = 215.0  # the tier descriptions at the left
+LEFT = TIER_LABEL_W + 20.0
+# Rows are centred on the middle of the widest row: a full row of nodes or switches.
+CENTRE = LEFT + (max(MAX_NODES_DRAWN * (NARROW_NODE_W + GAP), MAX_SWITCHES_DRAWN * (BOX_W + GAP))
+                 + NOTE_W) / 2  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Box:
+    """A switch, node, frame (node group, NVLink domain) or note, at (x, y) top-left."""
+
+    id: str
+    label: str
+    kind: BoxKind
+    x: float
+    y: float
+    w: float
+    h: float
+    fill: str
+    stroke: str = "#333333"
+    tier: str = ""
+    rail: int | None = None
+
+
+@dataclass(frozen=True)
+class Link:
+    """Links between two boxes (``count`` parallel links), in a rail's colour or grey."""
+
+    a: str
+    b: str
+    color: str = "#9a9a9a"
+    count: int = 1
+    rail: int | None = None
+    dashed: bool = False
+
+    @property
+    def id(self) -> str:
+        rail = f"-rail-{self.rail + 1}" if self.rail is not None else ""
+        return f"link-{self.a}-{self.b}{rail}"
+
+
+@dataclass(frozen=True)
+class Diagram:
+    """Boxes (frames first, so they lie behind) and links, plus the tier descriptions."""
+
+    title: str
+    boxes: tuple[Box, ...]
+    links: tuple[Link, ...]
+    tier_text: tuple[tuple[float, str], ...] = ()  # (y of the row's middle, description)
+    legend: tuple[tuple[str, str], ...] = ()  # (label, colour) of each rail
+    width: float = 0.0
+    height: float = 0.0
+
+    def box(self, box_id: str) -> Box:
+        return next(b for b in self.boxes if b.id == box_id)
+
+    @property
+    def tiers(self) -> tuple[str, ...]:
+        """The switch tiers drawn, top first."""
+        order = ("core", "spine", "leaf", "router")
+        return tuple(t for t in order if any(b.tier == t for b in self.boxes))
+
+
+def _rail_color(i: int) -> str:
+    return RAIL_COLORS[i % len(RAIL_COLORS)]
+
+
+def _tier_of(c: Connectivity, switch_id: int) -> str:
+    if switch_id < c.num_leaves:
+        return "router" if c.kind == "dragonfly" else "leaf"
+    return "spine" if switch_id < c.num_leaves + c.num_spines else "core"
+
+
+def _box_id(c: Connectivity, switch_id: int) -> str:
+    """``leaf-3``: the tier and the switch's number within it (as its host name has it)."""
+    name = c.switch_name(switch_id)
+    tier, number = name.rsplit("-", 1)
+    return f"{tier}-{int(number)}"
+
+
+def _capped(ids: list[int], limit: int) -> tuple[list[int], int]:
+    """The first ``limit`` ids and how many more there are."""
+    return ids[:limit], max(0, len(ids) - limit)
+
+
+def _neighbours(links: tuple[np.ndarray, ...], ids: list[int], tier: int) -> list[int]:
+    """Switches joined to ``ids`` by bundles of ``tier``, taken in turn from each of ``ids``
+    (the first of each one's, then the second, ...): a capped row then shows how every drawn
+    switch connects up, not only the first one's group."""
+    a, b, _, t = links
+    on = t == tier
+    per_switch = [
+        sorted(set(b[on & (a == i)].tolist()) | set(a[on & (b == i)].tolist())) for i in ids
+    ]
+    order: list[int] = []
+    seen = set(ids)
+    for rank in range(max((len(p) for p in per_switch), default=0)):
+        for p in per_switch:
+            if rank < len(p) and p[rank] not in seen:
+                seen.add(p[rank])
+                order.append(p[rank])
+    return order
+
+
+@dataclass
+class _Builder:
+    """Collects boxes and links while the rows are laid out."""
+
+    boxes: list[Box] = field(default_factory=list)
+    frames: list[Box] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    right: float = LEFT
+
+    def row(self, items: list[tuple[str, str, str, int | None]], y: float, kind: BoxKind,
+            tier: str, more: int, more_label: str, *, w: float = BOX_W) -> list[Box]:  # fmt: skip
+        """Boxes (id, label, fill, rail) side by side from the left, then a '+N' note."""
+        placed = []
+        width = len(items) * (w + GAP) + (NOTE_W + GAP if more else 0) - GAP
+        x = max(LEFT, CENTRE - width / 2)
+        for box_id, label, fill, rail in items:
+            placed.append(Box(box_id, label, kind, x, y, w, BOX_H, fill, tier=tier, rail=rail))
+            x += w + GAP
+        if more:
+            placed.append(Box(f"more-{tier or kind}", f"+{num(more)} {more_label}", "note", x,
+                              y, NOTE_W, BOX_H, NOTE_FILL, stroke="#b59a3c", tier=""))  # fmt: skip
+            x += NOTE_W + GAP
+        self.boxes += placed
+        self.right = max(self.right, x)
+        return placed
+
+
+def fabric_diagram(design: Design) -> Diagram:
+    """The diagram of ``design``'s compute fabric (see the module docstring)."""
+    c, f, compute = design.fabric.connectivity, design.fabric, design.compute
+    build = _Builder()
+    if c.num_nodes == 0 or c.num_switches == 0:
+        return _no_fabric(design)
+    groups = c.group_of(np.arange(c.num_nodes))
+    num_groups = int(groups.max()) + 1
+    group_nodes = np.flatnonzero(groups == 0).tolist()
+    drawn_nodes, more_nodes = _capped(group_nodes, MAX_NODES_DRAWN)
+    node, nic, leaf = c.node_links()
+    mine = np.isin(node, drawn_nodes)
+    group_leaves = sorted(set(leaf[np.isin(node, group_nodes)].tolist()))
+    drawn_leaves, more_leaves = _capped(group_leaves, MAX_SWITCHES_DRAWN)
+    links = c.switch_links()
+    leaf_tier = "router" if c.kind == "dragonfly" else "leaf"
+
+    # nodes, with their NVLink domains
+    node_boxes = build.row(
+        [(f"node-{n + 1}", compute.node_names[n], NODE_FILL, None) for n in drawn_nodes],
+        ROW_Y["node"], "node", "", more_nodes, "nodes\nin this group",
+        w=NODE_W if len(drawn_nodes) <= 12 else NARROW_NODE_W)  # fmt: skip
+    _domains(build, design, drawn_nodes, node_boxes)
+
+    # leaves (routers), coloured by rail when each leaf serves one rail
+    rail_of_leaf = {int(sw): int(i) for sw, i in zip(leaf[mine], nic[mine], strict=True)}
+    rails = c.rail_optimized or c.kind == "rail-only"
+    build.row(
+        [(_box_id(c, s), c.switch_name(s),
+          _rail_color(rail_of_leaf[s]) if rails and s in rail_of_leaf else TIER_FILL[leaf_tier],
+          rail_of_leaf.get(s) if rails else None) for s in drawn_leaves],
+        ROW_Y["leaf"], "switch", leaf_tier, more_leaves, f"{leaf_tier}s of this group")  # fmt: skip
+    if rails:  # a line per NIC, in its rail's colour
+        for n, i, s in zip(node[mine], nic[mine], leaf[mine], strict=True):
+            if s in drawn_leaves:
+                build.links.append(Link(f"node-{int(n) + 1}", _box_id(c, int(s)),
+                                        _rail_color(int(i)), rail=int(i)))  # fmt: skip
+    else:  # a top-of-rack leaf takes all of a node's NICs: one line, their count
+        pairs, counts = np.unique(np.stack([node[mine], leaf[mine]]), axis=1, return_counts=True)
+        for n, s, k in zip(pairs[0], pairs[1], counts, strict=True):
+            if s in drawn_leaves:
+                build.links.append(Link(f"node-{int(n) + 1}", _box_id(c, int(s)), "#4c78a8",
+                                        count=int(k)))  # fmt: skip
+
+    # upper tiers
+    if c.kind == "dragonfly":
+        _dragonfly(build, design, drawn_leaves, num_groups)
+    else:
+        drawn_spines = _upper(build, c, links, drawn_leaves, 0, "spine")
+        if c.num_cores:
+            _upper(build, c, links, drawn_spines, 1, "core")
+
+    _group_frame(build, design, num_groups, node_boxes)
+    tier_text = _tier_text(design, num_groups)
+    legend = tuple((f"rail {i + 1}", _rail_color(i)) for i in range(c.nics_per_node) if rails)
+    _support(build, design)
+    build.links += [Link("group-1", f"fabric-{s.name}", "#7d5ba6", dashed=True)
+                    for s in design.support_fabrics]  # fmt: skip
+    width = build.right + 20
+    height = max((b.y + b.h for b in build.boxes), default=0) + 40
+    title = (f"{design.spec.name}: compute fabric, {f.topology}, {f.tiers} tier(s), "
+             f"{num(c.num_nodes)} nodes x {c.nics_per_node} NICs at {f.nic_gbit_per_s:g} Gb/s")  # fmt: skip
+    # rows without switches (no core tier) leave no empty band at the top
+    shift = min(b.y for b in build.boxes + build.frames) - 30
+    boxes = tuple(replace(b, y=b.y - shift) for b in build.frames + build.boxes)
+    rows = tuple((ROW_Y["leaf" if t == "router" else t] + BOX_H / 2 - shift, text)
+                 for t, text in tier_text.items())  # fmt: skip
+    return Diagram(title, boxes, tuple(build.links), rows, legend, width, height - shift)
+
+
+def _upper(build: _Builder, c: Connectivity, links: tuple[np.ndarray, ...], below: list[int],
+           tier: int, name: str) -> list[int]:  # fmt: skip
+    """The switches of ``name`` joined to the drawn switches ``below``, and their links."""
+    reached = _neighbours(links, below, tier)
+    total = c.num_spines if name == "spine" else c.num_cores
+    drawn, more = _capped(reached, MAX_SWITCHES_DRAWN)
+    others = total - len(reached)
+    build.row([(_box_id(c, s), c.switch_name(s), TIER_FILL[name], None) for s in drawn],
+              ROW_Y[name], "switch", name, more + others,
+              f"{name}s" + (f"\n({num(others)} serve other groups)" if others else ""))  # fmt: skip
+    a, b, n, t = links
+    on = (t == tier) & np.isin(a, below) & np.isin(b, drawn)
+    for x, y, k in zip(a[on], b[on], n[on], strict=True):
+        build.links.append(Link(_box_id(c, int(x)), _box_id(c, int(y)), count=int(k)))
+    return drawn
+
+
+def _dragonfly(build: _Builder, design: Design, routers: list[int], num_groups: int) -> None:
+    """A dragonfly group: its routers joined all-to-all (local links, drawn as one frame) and
+    their global links to the other groups, summarised as one box."""
+    c = design.fabric.connectivity
+    if num_groups <= 1 and c.num_groups <= 1:
+        return
+    others = max(c.num_groups, num_groups) - 1
+    box = Box("other-groups", f"{num(others)} other groups\n{num(c.links_per_group_pair)} "
+              "global link(s) per pair", "note", LEFT, ROW_Y["spine"], 3 * BOX_W, BOX_H * 1.6,
+              NOTE_FILL, stroke="#b59a3c")  # fmt: skip
+    build.boxes.append(box)
+    for r in routers:
+        build.links.append(Link(_box_id(c, r), box.id, count=c.global_links_per_router))
+
+
+def _domains(build: _Builder, design: Design, nodes: list[int], boxes: list[Box]) -> None:
+    """Frame the nodes of each NVLink domain that spans more than one node."""
+    compute = design.compute
+    per_domain = max(1, compute.nvlink_domain_gpus // max(compute.gpus_per_node, 1))
+    if per_domain <= 1:
+        return
+    by_domain: dict[int, list[Box]] = {}
+    for n, box in zip(nodes, boxes, strict=False):
+        by_domain.setdefault(n // per_domain, []).append(box)
+    for d, members in by_domain.items():
+        x0, x1 = members[0].x - 6, members[-1].x + members[-1].w + 6
+        build.frames.append(Box(f"nvlink-domain-{d + 1}", f"NVLink domain {d + 1}: "
+                                f"{compute.nvlink_domain_gpus} GPUs ({per_domain} nodes)",
+                                "domain", x0, ROW_Y["node"] - 6, x1 - x0, BOX_H + 26,
+                                DOMAIN_FILL, stroke="#3c8d3c"))  # fmt: skip
+
+
+def _group_frame(build: _Builder, design: Design, num_groups: int, nodes: list[Box]) -> None:
+    """The first node group's frame (nodes and leaves) and the box for the other groups."""
+    c = design.fabric.connectivity
+    unit = {"dragonfly": "group", "rail-only": "rail group"}.get(c.kind)
+    unit = unit or ("SU" if c.rail_optimized else "switch" if c.kind == "single-switch"
+                    else "ToR group")  # fmt: skip
+    leaf_row = [b for b in build.boxes if b.y == ROW_Y["leaf"]]
+    x1 = max(b.x + b.w for b in [*leaf_row, *nodes]) + 10
+    top = ROW_Y["leaf"] - 26
+    build.frames.insert(0, Box("group-1", f"{unit} 1", "group", LEFT - 12, top,
+                               x1 - LEFT + 12, ROW_Y["node"] + BOX_H + 34 - top, GROUP_FILL,
+                               stroke="#6b7f99"))  # fmt: skip
+    if num_groups > 1:
+        x = x1 + 20
+        note = Box("more-groups", f"x {num(num_groups - 1)} more {unit}s,\nwired alike", "note",
+                   x, ROW_Y["leaf"] + 40, 150, 60, NOTE_FILL, stroke="#b59a3c")  # fmt: skip
+        build.boxes.append(note)
+        build.right = max(build.right, x + 150 + GAP)
+
+
+def _tier_text(design: Design, num_groups: int) -> dict[str, str]:
+    """Per tier: count, model, links and speed, oversubscription; spares under the nodes."""
+    f, c, compute = design.fabric, design.fabric.connectivity, design.compute
+    speed = f"{f.nic_gbit_per_s:g}G"
+    sw = f.switch.id
+    text = {}
+    if c.num_cores:
+        text["core"] = (f"core: {num(c.num_cores)} x {sw}\n{num(f.num_spine_core_links)} "
+                        f"spine-core links x {speed}\neach spine: {c.links_spine_core} x {speed} "
+                        f"to each of {c.cores_per_group} cores")  # fmt: skip
+    if c.num_spines:
+        per_leaf = c.spines_per_pod or c.spines_per_rail
+        text["spine"] = (f"spine: {num(c.num_spines)} x {sw}\n{num(f.num_leaf_spine_links)} "
+                         f"leaf-spine links x {speed}\neach leaf: {c.links_leaf_spine} x {speed} "
+                         f"to each of {per_leaf} spines")  # fmt: skip
+        if c.num_cores:
+            text["spine"] += f"; {f.core_oversubscription:g}:1 up to the core"
+    leaf_name = "router" if c.kind == "dragonfly" else "leaf"
+    text["leaf"] = (f"{leaf_name}: {num(c.num_leaves)} x {f.switch.id} ({f.radix} ports)\n"
+                    f"{f.leaf_down_ports} down, {f.leaf_up_ports} up: {f.oversubscription:g}:1")  # fmt: skip
+    if c.kind == "dragonfly":
+        text["leaf"] += (f"\n{num(f.num_local_links)} local, {num(f.num_global_links)} global "
+                         "links")  # fmt: skip
+    if c.kind == "rail-only":
+        text["leaf"] += f"\nrail-only: {c.nics_per_node} rails, no path between rails"
+    elif c.rail_optimized:
+        text["leaf"] += f"\nrail-optimized: {c.nics_per_node} rails, a leaf per rail per SU"
+    if c.num_planes > 1:
+        text["leaf"] += f"\n{c.num_planes} independent planes"
+    spares = (f"spares: {num(compute.num_spare_nodes)} nodes ({f.spares}"
+              + (f", {f.num_spare_pool_leaves} pool leaves" if f.num_spare_pool_leaves else "")
+              + (f", {f.num_cold_spares} uncabled" if f.num_cold_spares else "") + ")")  # fmt: skip
+    domain = (f"NVLink domain: {compute.nvlink_domain_gpus} GPUs"
+              if compute.nvlink_domain_gpus else "")  # fmt: skip
+    text["node"] = (f"nodes: {num(c.num_nodes)} x {compute.node.id}\n"
+                    f"{num(f.num_node_links)} node links x {speed}, "
+                    f"{_plural(num_groups, 'group', '', 's')}\n"
+                    f"{domain}\n{spares}")  # fmt: skip
+    return text
+
+
+def _support(build: _Builder, design: Design) -> None:
+    """The storage, in-band and out-of-band fabrics as a row of boxes under the compute
+    fabric, each joined to the node group by a dashed line."""
+    x = LEFT
+    for s in design.support_fabrics:
+        tiers = _plural(s.num_leaves, "lea", "f", "ves") + (
+            f" + {_plural(s.num_spines, 'spine', '', 's')}" if s.num_spines else ""
+        )
+        label = (f"{s.name} fabric: {tiers}\nx {s.switch.id}\n{s.ports_per_node} port(s) "
+                 f"per node at {s.port_gbit_per_s:g}G, {s.oversubscription:g}:1")  # fmt: skip
+        build.boxes.append(Box(f"fabric-{s.name}", label, "support", x, ROW_Y["support"], 200,
+                               52, SUPPORT_FILL, stroke="#7d5ba6"))  # fmt: skip
+        x += 200 + 12
+    build.right = max(build.right, x)
+
+
+def _plural(n: int, stem: str, one: str, many: str) -> str:
+    return f"{num(n)} {stem}{one if n == 1 else many}"
+
+
+def _no_fabric(design: Design) -> Diagram:
+    """A single node: no compute fabric to draw, only its support fabrics."""
+    build = _Builder()
+    compute = design.compute
+    build.boxes.append(Box("node-1", f"{num(compute.num_nodes)} x {compute.node.id}: "
+                           f"{compute.gpus_per_node} GPUs on NVLink,\nno compute fabric", "node",
+                           LEFT, 40, 300, 44, NODE_FILL))  # fmt: skip
+    build.right = LEFT + 320
+    _support(build, design)
+    boxes = [replace(b, y=120) if b.kind == "support" else b for b in build.boxes]
+    return Diagram(f"{design.spec.name}: no compute fabric (one node)", tuple(boxes), (),
+                   (), (), build.right + 20, 200)  # fmt: skip
+
+
+# --- rendering: matplotlib ----------------------------------------------------------------
+
+
+def _draw(ax: Axes, diagram: Diagram) -> None:
+    from matplotlib.patches import FancyBboxPatch
+
+    centres = {b.id: (b.x + b.w / 2, b.y + b.h / 2) for b in diagram.boxes}
+    tops = {b.id: b.y for b in diagram.boxes}
+    bottoms = {b.id: b.y + b.h for b in diagram.boxes}
+    for link in diagram.links:
+        (xa, _), (xb, _) = centres[link.a], centres[link.b]
+        ya, yb = (tops[link.a], bottoms[link.b]) if tops[link.a] > tops[link.b] else (
+            bottoms[link.a], tops[link.b])  # fmt: skip
+        width = 0.9 if link.rail is not None else 0.5
+        (line,) = ax.plot([xa, xb], [ya, yb], color=link.color, linewidth=width,
+                          linestyle="--" if link.dashed else "-", alpha=0.8)  # fmt: skip
+        line.set_gid(link.id)
+    for b in diagram.boxes:
+        frame = b.kind in ("group", "domain")
+        patch = FancyBboxPatch((b.x, b.y), b.w, b.h, boxstyle="round,pad=0,rounding_size=4",
+                               facecolor=b.fill, edgecolor=b.stroke,
+                               linewidth=1.2 if frame else 0.7, zorder=0 if frame else 2)  # fmt: skip
+        patch.set_gid(f"box-{b.id}")
+        ax.add_patch(patch)
+        dark = b.kind == "switch" and b.fill not in (NODE_FILL,)
+        if frame:
+            at_bottom = b.kind == "domain"
+            ax.text(b.x + 4, b.y + b.h - 3 if at_bottom else b.y + 3, b.label, fontsize=6.5,
+                    va="bottom" if at_bottom else "top", ha="left", color=b.stroke, zorder=3,
+                    fontweight="bold")  # fmt: skip
+        else:
+            ax.text(b.x + b.w / 2, b.y + b.h / 2, b.label,
+                    fontsize=6.5 if b.kind == "note" else 6 if b.w >= BOX_W - 5 else 4.8,
+                    ha="center", va="center", color="white" if dark else "#222222", zorder=3,
+                    clip_on=False)  # fmt: skip
+    for y, text in diagram.tier_text:
+        ax.text(10, y, text, fontsize=6.8, va="center", ha="left", color="#1f3b57")
+    for i, (label, color) in enumerate(diagram.legend):
+        x = LEFT + i * 70
+        ax.plot([x, x + 22], [diagram.height - 18] * 2, color=color, linewidth=2.5)
+        ax.text(x + 26, diagram.height - 18, label, fontsize=6.5, va="center")
+    ax.set_xlim(0, diagram.width)
+    ax.set_ylim(diagram.height, 0)  # y grows downwards, as in draw.io
+    ax.set_axis_off()
+
+
+def fabric_picture(design: Design, fmt: PictureFormat = "svg") -> bytes:
+    """The fabric diagram as SVG, PNG or PDF (see the module docstring)."""
+    diagram = fabric_diagram(design)
+    scale = 1 / 80  # draw.io pixels to inches
+    size = (diagram.width * scale, (diagram.height + 30) * scale)
+
+    def paint(figure: Figure) -> None:
+        ax = figure.add_axes((0, 0, 1, diagram.height / (diagram.height + 30)))
+        _draw(ax, diagram)
+        figure.suptitle(diagram.title, x=0.01, y=0.995, ha="left", va="top", fontsize=9,
+                        fontweight="bold")  # fmt: skip
+
+    return draw_picture(size, fmt, paint, constrained=False)
+
+
+def fabric_svg(design: Design) -> str:
+    """:func:`fabric_picture` as SVG text."""
+    return fabric_picture(design, "svg").decode("utf-8")
+
+
+# --- rendering: draw.io and Graphviz --------------------------------------------------------
+
+
+def _drawio_style(b: Box) -> str:
+    base = {"group": "rounded=1;dashed=0;verticalAlign=top;align=left;spacingLeft=6;",
+            "domain": "rounded=1;verticalAlign=top;align=left;spacingLeft=4;",
+            "note": "shape=note;size=10;", "support": "rounded=1;",
+            "switch": "rounded=1;fontColor=#ffffff;", "node": "rounded=0;"}[b.kind]  # fmt: skip
+    return f"{base}whiteSpace=wrap;html=1;fontSize=10;fillColor={b.fill};strokeColor={b.stroke};"
+
+
+def fabric_drawio(design: Design) -> str:
+    """The diagram as a draw.io file (mxGraph XML): one page, a vertex per box with its
+    geometry, an edge per link; frames come first so they lie behind."""
+    d = fabric_diagram(design)
+    cells = ['<mxCell id="0"/>', '<mxCell id="1" parent="0"/>']
+    for b in d.boxes:
+        cells.append(
+            f"<mxCell id={quoteattr(b.id)} value={quoteattr(b.label)} "
+            f'style={quoteattr(_drawio_style(b))} vertex="1" parent="1">'
+            f'<mxGeometry x="{b.x:g}" y="{b.y:g}" width="{b.w:g}" height="{b.h:g}" '
+            'as="geometry"/></mxCell>'
+        )
+    for n, (y_mid, text) in enumerate(d.tier_text):
+        y = y_mid - 28
+        cells.append(
+            f'<mxCell id="tier-text-{n + 1}" value={quoteattr(text)} '
+            'style="text;html=1;align=left;verticalAlign=middle;whiteSpace=wrap;fontSize=10;" '
+            f'vertex="1" parent="1"><mxGeometry x="10" y="{y:g}" width="{TIER_LABEL_W - 10:g}" '
+            'height="56" as="geometry"/></mxCell>'
+        )
+    for link in d.links:
+        style = (f"endArrow=none;html=1;strokeColor={link.color};"
+                 + ("dashed=1;" if link.dashed else ""))  # fmt: skip
+        value = f"{link.count}" if link.count > 1 else ""
+        cells.append(
+            f"<mxCell id={quoteattr(link.id)} value={quoteattr(value)} style={quoteattr(style)} "
+            f'edge="1" parent="1" source={quoteattr(link.a)} target={quoteattr(link.b)}>'
+            '<mxGeometry relative="1" as="geometry"/></mxCell>'
+        )
+    body = "\n        ".join(cells)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<mxfile host="clusterforge" type="device">\n'
+        f'  <diagram id="fabric" name={quoteattr(d.title[:120])}>\n'
+        f'    <mxGraphModel dx="{d.width:g}" dy="{d.height:g}" grid="1" gridSize="10" '
+        f'page="1" pageWidth="{d.width:g}" pageHeight="{d.height:g}">\n'
+        f"      <root>\n        {body}\n      </root>\n"
+        "    </mxGraphModel>\n  </diagram>\n</mxfile>\n"
+    )
+
+
+def _dot_id(box_id: str) -> str:
+    return '"' + box_id.replace('"', "") + '"'
+
+
+def _dot_label(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', "'").replace("\n", "\\n") + '"'
+
+
+def fabric_dot(design: Design) -> str:
+    """The diagram as Graphviz DOT: switches ranked by tier (``rank=same``), the first node
+    group and each NVLink domain as clusters, links coloured by rail; ``dot -Tsvg`` lays it
+    out."""
+    d = fabric_diagram(design)
+    lines = ["graph fabric {", f"  label={_dot_label(d.title)};", "  labelloc=t;",
+             "  rankdir=BT;", '  node [shape=box, style="rounded,filled", fontsize=10];',
+             "  edge [penwidth=0.8];"]  # fmt: skip
+
+    def node_line(b: Box) -> str:
+        color = "white" if b.kind == "switch" else "black"
+        return (f"{_dot_id(b.id)} [label={_dot_label(b.label)}, fillcolor=\"{b.fill}\", "
+                f'color="{b.stroke}", fontcolor={color}];')  # fmt: skip
+
+    members = [b for b in d.boxes if b.kind not in ("group", "domain")]
+    domains = [b for b in d.boxes if b.kind == "domain"]
+    in_group = [b for b in members if b.kind == "node" or b.tier in ("leaf", "router")
+                or b.id in ("more-node", "more-leaf", "more-router")]  # fmt: skip
+    lines.append("  subgraph cluster_group_1 {")
+    group = next((b for b in d.boxes if b.kind == "group"), None)
+    if group is not None:
+        lines.append(f'    label={_dot_label(group.label)}; style=rounded; color="{group.stroke}";')
+    for dom in domains:
+        inside = [b for b in in_group if b.kind == "node" and dom.x <= b.x <= dom.x + dom.w]
+        lines.append(f"    subgraph cluster_{dom.id.replace('-', '_')} {{")
+        lines.append(f'      label={_dot_label(dom.label)}; style=rounded; color="{dom.stroke}";')
+        lines += [f"      {node_line(b)}" for b in inside]
+        lines.append("    }")
+    in_domain = {b.id for dom in domains for b in in_group
+                 if b.kind == "node" and dom.x <= b.x <= dom.x + dom.w}  # fmt: skip
+    lines += [f"    {node_line(b)}" for b in in_group if b.id not in in_domain]
+    lines.append("  }")
+    lines += [f"  {node_line(b)}" for b in members if b not in in_group]
+    for tier in d.tiers:
+        same = " ".join(_dot_id(b.id) for b in d.boxes if b.tier == tier)
+        lines.append(f"  {{ rank=same; {same} }}")
+    nodes = {b.id for b in members}
+    for link in d.links:
+        if link.a not in nodes or link.b not in nodes:  # DOT joins nodes, not clusters
+            continue
+        attrs = [f'color="{link.color}"']
+        if link.count > 1:
+            attrs.append(f'label="{link.count}"')
+        if link.dashed:
+            attrs.append("style=dashed")
+        lines.append(f"  {_dot_id(link.a)} -- {_dot_id(link.b)} [{', '.join(attrs)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
