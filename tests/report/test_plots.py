@@ -126,6 +126,7 @@ def test_no_module_builds_svg_by_hand():
     hand_drawn = [
         str(path.relative_to(SRC))
         for path in SRC.rglob("*.py")
-        if any(tag in path.read_text(encoding="utf-8") for tag in ("<svg", "<polyline", "<rect "))
+        # an element written with attributes; reading matplotlib's SVG (svg.find("<svg")) is fine
+        if any(tag in path.read_text(encoding="utf-8") for tag in ("<svg ", "<polyline", "<rect "))
     ]
     assert hand_drawn == []

@@ -128,3 +128,8 @@ def test_the_output_files_download(client):
     assert rows[0][:3] == ["category", "item", "description"]
     assert client.get("/download/design.json").json()["spec"]["name"] == "colo-512-h100"
     assert client.get("/download/nothing.txt").status_code == 404
+    page = client.get("/").text
+    for name in ("floor.svg", "fabric.svg", "fabric.drawio", "fabric.dot"):
+        assert f'href="/download/{name}"' in page
+        assert client.get(f"/download/{name}").status_code == 200, name
+    assert client.get("/download/fabric.dot").text.lstrip().startswith(("graph", "digraph", "strict"))

@@ -113,7 +113,7 @@ def svg_fragment(svg: str) -> str:
     Standard, "Parsing main inforeign"), so the page names no URL it does not load."""
     start = svg.find("<svg")
     if start < 0:
-        raise ValueError("not an SVG document: no <svg element")
+        raise ValueError("not an SVG document: no svg element")
     body = _METADATA.sub("", svg[start:], count=1)
     head, rest = body.split(">", 1)
     return _XMLNS.sub("", head) + ">" + rest

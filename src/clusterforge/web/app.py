@@ -38,7 +38,8 @@ from clusterforge.web.sections import ReportParts, changed_sections
 __all__ = ["FormResult", "FormSubmission", "PlanResult", "Planner", "create_app", "planner_app"]
 
 MEDIA_TYPES = {".json": "application/json", ".csv": "text/csv", ".md": "text/markdown",
-               ".svg": "image/svg+xml", ".yaml": "application/yaml", ".html": "text/html"}  # fmt: skip
+               ".svg": "image/svg+xml", ".yaml": "application/yaml", ".html": "text/html",
+               ".dot": "text/vnd.graphviz", ".drawio": "application/vnd.jgraph.mxfile"}  # fmt: skip
 
 
 class FormSubmission(BaseModel):
