@@ -24,6 +24,15 @@ Three kinds of port, each with the counters its driver documents:
   egress queueing discipline (``tc -s qdisc``, ``qdisc_drops``): the emulated cluster's links.
 
 Loss = dropped / sent, per direction; the port's loss is its worse direction.
+
+The InfiniBand error counters are the PortCounters attribute's narrow fields, which stop at
+their maximum instead of wrapping (IBTA Vol. 1 §16.1.3.5: 16 bits for ``port_xmit_discards``,
+``port_rcv_errors`` and ``symbol_error``, 8 for ``link_downed`` and ``link_error_recovery``,
+4 for ``local_link_integrity_errors`` and ``excessive_buffer_overrun_errors``, 32 for
+``port_xmit_wait``; the kernel reads data and packet counts from the 64-bit
+PortCountersExtended).  A counter at its maximum cannot rise: a loss it would show is
+invisible, so such a port is reported as unmeasurable until its counters are cleared
+(``perfquery -x -R``).
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ __all__ = [
     "errors_of",
     "loss_of",
     "port_window",
+    "unmeasurable",
 ]
 
 CounterKind = Literal["infiniband", "roce", "netdev"]
@@ -71,11 +81,28 @@ ERRORS: dict[CounterKind, tuple[str, ...]] = {
              "link_down_events_phy"),
     "netdev": ("rx_errors", "tx_errors", "carrier_changes"),
 }  # fmt: skip
+SATURATES_AT = {
+    "port_xmit_discards": 2**16 - 1,
+    "port_rcv_errors": 2**16 - 1,
+    "symbol_error": 2**16 - 1,
+    "port_rcv_remote_physical_errors": 2**16 - 1,
+    "link_downed": 2**8 - 1,
+    "link_error_recovery": 2**8 - 1,
+    "local_link_integrity_errors": 2**4 - 1,
+    "excessive_buffer_overrun_errors": 2**4 - 1,
+    "port_xmit_wait": 2**32 - 1,
+}
 LINK_DOWN = frozenset({"link_downed", "link_down_events_phy", "carrier_changes"})
 # Congestion: the port waited, was paused, or was told to slow down.
 CONGESTION: dict[CounterKind, tuple[str, ...]] = {
     "infiniband": ("port_xmit_wait",),
-    "roce": ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled"),
+    "roce": (
+        "np_ecn_marked_roce_packets",
+        "np_cnp_sent",
+        "rp_cnp_handled",
+        "rx_pause_ctrl_phy",
+        "tx_pause_ctrl_phy",
+    ),
     "netdev": (),
 }
 
@@ -87,9 +114,11 @@ class PortWindow:
     kind: CounterKind
     deltas: dict[str, int]
     window_s: float
+    saturated: tuple[str, ...] = ()  # counters stuck at their maximum (InfiniBand)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "deltas": self.deltas, "window_s": self.window_s}
+        return {"kind": self.kind, "deltas": self.deltas, "window_s": self.window_s,
+                "saturated": list(self.saturated)}  # fmt: skip
 
 
 def counter_deltas(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
@@ -105,7 +134,16 @@ def counter_deltas(before: Mapping[str, int], after: Mapping[str, int]) -> dict[
 def port_window(
     kind: CounterKind, before: Mapping[str, int], after: Mapping[str, int], window_s: float
 ) -> PortWindow:
-    return PortWindow(kind, counter_deltas(before, after), window_s)
+    stuck = tuple(
+        sorted(n for n, top in SATURATES_AT.items() if kind == "infiniband" and after.get(n) == top)
+    )
+    return PortWindow(kind, counter_deltas(before, after), window_s, stuck)
+
+
+def unmeasurable(window: PortWindow) -> list[str]:
+    """The loss counters of the port that are stuck at their maximum."""
+    dropped = {n for _, names, _ in LOSS[window.kind] for n in names}
+    return [n for n in window.saturated if n in dropped]
 
 
 def loss_of(window: PortWindow) -> tuple[float, str] | None:

@@ -5,14 +5,17 @@ another one, so the traffic crosses the spine layer (a pair under one leaf would
 the leaf).  Nodes are grouped by the leaf their first rail plugs into (in a rail-optimized
 fabric, the scalable unit: every rail of a node shares its group with the same nodes).
 
-Rounds follow the circle method of a round-robin tournament (Kirkman's schedule, as in
-any all-play-all: fix one node, rotate the rest one step per round), over the nodes ordered
-by group, so the first round pairs the first half with the second half (a bisection) and
-each later round shifts the halves by one.  Pairs inside one group are left out (unless
-there is only one group, when they are all the fabric has).  Small clusters run every
-round, so each node meets every node on another leaf; large ones run the first
-:data:`BISECTION_ROUNDS` non-empty rounds, enough for each node to meet two partners, which
-tells a bad port (slow with every partner) from a bad partner.
+Small clusters (up to :data:`ALL_PAIRS_MAX_NODES`) run every pair whose nodes sit under
+different leaves (every pair when there is one leaf), scheduled by the circle method of a
+round-robin tournament (fix one node, rotate the others one step per round), so each round
+keeps every node busy at most once.
+
+Large clusters run :data:`BISECTION_ROUNDS` bisections: the nodes in group order are cut in
+two halves, and round k pairs the i-th node of the first half with the (i+k)-th of the second,
+so every round loads the spine layer with half the nodes' traffic and each node meets two
+partners, which tells a bad port (slow or lossy with every partner) from a bad partner.  A
+half boundary inside a group leaves a few pairs under one leaf; an odd node out gets rounds
+of its own.
 """
 
 from __future__ import annotations
@@ -56,10 +59,23 @@ def fabric_rounds(
 ) -> list[tuple[Pair, ...]]:
     """The rounds of pairs for ``nodes`` (``group_of``: each node's leaf group)."""
     ordered = sorted(nodes, key=lambda n: (group_of[n], list(nodes).index(n)))
+    if len(ordered) > max_all_pairs:
+        return _bisections(ordered)
     crossing = len({group_of[n] for n in nodes}) > 1
     rounds = []
     for pairs in _circle(ordered):
         kept = tuple(Pair(a, b) for a, b in pairs if not crossing or group_of[a] != group_of[b])
         if kept:
             rounds.append(kept)
-    return rounds if len(nodes) <= max_all_pairs else rounds[:BISECTION_ROUNDS]
+    return rounds
+
+
+def _bisections(ordered: Sequence[str]) -> list[tuple[Pair, ...]]:
+    half = len(ordered) // 2
+    first, second, odd = ordered[:half], ordered[half : 2 * half], ordered[2 * half :]
+    rounds = [
+        tuple(Pair(first[i], second[(i + k) % half]) for i in range(half))
+        for k in range(BISECTION_ROUNDS)
+    ]
+    rounds += [(Pair(first[k], node),) for node in odd for k in range(BISECTION_ROUNDS)]
+    return rounds

@@ -29,6 +29,7 @@ from clusterforge.accept.fabric.counters import (
     congestion_of,
     errors_of,
     loss_of,
+    unmeasurable,
 )
 from clusterforge.accept.targets import BOUND_FRACTION, Target
 from clusterforge.accept.verdicts import TestResult, Verdict
@@ -116,12 +117,36 @@ def _records(records: Iterable[dict[str, Any]], test: str) -> list[dict[str, Any
     return [r for r in records if r.get("test") == test and "hca" in r]
 
 
+def _window(r: dict[str, Any]) -> PortWindow:
+    data = r["counters"]
+    return PortWindow(data["kind"], data["deltas"], data["window_s"],
+                      tuple(data.get("saturated", ())))  # fmt: skip
+
+
+def _stuck(rows: list[dict[str, Any]], rules: FabricRules) -> tuple[list[TestResult], set[Port]]:
+    """Ports whose loss counters are stuck at their maximum: loss not measurable there."""
+    out, ports = [], set()
+    for r in rows:
+        port = (r["node"], r["hca"])
+        names = unmeasurable(_window(r)) if "counters" in r else []
+        if names and port not in ports:
+            ports.add(port)
+            evidence = (
+                f"{', '.join(names)} at the counter's maximum: a loss cannot show; clear the "
+                "port's counters (perfquery -x -R) and rerun"
+            )
+            out.append(TestResult("fabric loss", r["node"], "fail", evidence=evidence,
+                                  port=rules.port_name(*port)))  # fmt: skip
+    return out, ports
+
+
 def _loss(rows: list[dict[str, Any]], rules: FabricRules) -> list[TestResult]:
+    stuck, skip = _stuck(rows, rules)
     worst: dict[Port, tuple[float, str]] = {}
     for r in rows:
-        if "counters" not in r:
+        if "counters" not in r or (r["node"], r["hca"]) in skip:
             continue
-        found = loss_of(PortWindow(**r["counters"]))
+        found = loss_of(_window(r))
         if found is None:
             continue
         port = (r["node"], r["hca"])
@@ -129,7 +154,7 @@ def _loss(rows: list[dict[str, Any]], rules: FabricRules) -> list[TestResult]:
         if port not in worst or found[0] > worst[port][0]:
             worst[port] = (found[0], text)
     target = Target(100 * rules.max_loss, "%", "loss limit at full load", at_least=False)
-    out = []
+    out = stuck
     for (node, hca), (loss, text) in sorted(worst.items()):
         verdict: Verdict = "fail" if loss > rules.max_loss else "pass"
         out.append(
@@ -146,7 +171,7 @@ def _counted(rows: list[dict[str, Any]], rules: FabricRules) -> list[TestResult]
     for r in rows:
         if "counters" not in r:
             continue
-        window = PortWindow(**r["counters"])
+        window = _window(r)
         port = (r["node"], r["hca"])
         for target, found in ((errors, errors_of(window)), (congestion, congestion_of(window))):
             for name, value in found.items():
