@@ -41,8 +41,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from clusterforge.ops.checks.base import counter_increase
-
 __all__ = [
     "CONGESTION",
     "ERRORS",
@@ -122,13 +120,14 @@ class PortWindow:
 
 
 def counter_deltas(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
-    """Increase of every counter read both times (a reset counts from zero)."""
-    out = {}
-    for name, now in after.items():
-        increase = counter_increase(now, before.get(name))
-        if increase is not None:
-            out[name] = increase
-    return out
+    """Increase of every counter read both times; a counter below its first reading was
+    reset meanwhile (driver reload, ``perfquery -R``), so its increase is its new value, as
+    Prometheus' ``increase()`` treats a reset."""
+    return {
+        name: now - before[name] if now >= before[name] else now
+        for name, now in after.items()
+        if name in before
+    }
 
 
 def port_window(

@@ -259,8 +259,14 @@ def _latency(rows: list[dict[str, Any]], rules: FabricRules) -> list[TestResult]
 
 
 def _skipped_or_errors(records: Iterable[dict[str, Any]]) -> list[TestResult]:
-    out = []
+    """A skip once per node and reason (every round repeats it); every error."""
+    out: list[TestResult] = []
+    seen: set[tuple[str, str, str]] = set()
     for r in records:
+        key = (r.get("test", ""), r.get("node", "?"), r.get("skipped", ""))
+        if "skipped" in r and key in seen:
+            continue
+        seen.add(key)
         if r.get("test") not in ("fabric", "fabric-latency"):
             continue
         port = r.get("hca", "")
