@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
 from clusterforge.accept.fabric.pairs import Pair, fabric_rounds
 from clusterforge.accept.fabric.verdicts import MAX_LOSS, fabric_results, fabric_rules
 from clusterforge.accept.launch import Launcher, Step, StepRun
@@ -155,8 +157,10 @@ def _fabric(
 ) -> tuple[list[TestResult], list[StepRun]]:  # fmt: skip
     """The fabric rounds, one launcher step each, and their verdicts."""
     names = design.compute.node_names
-    c = design.fabric.connectivity
-    group_of = {n: int(c.leaf_of(names.index(n), 0)) if n in names else 0 for n in nodes}
+    known = [n for n in nodes if n in names]
+    slots = np.array([names.index(n) for n in known], dtype=np.int64)
+    leaves = design.fabric.connectivity.leaf_of(slots, np.zeros_like(slots))
+    group_of = dict.fromkeys(nodes, -1) | dict(zip(known, leaves.tolist(), strict=True))
     rounds = fabric_rounds(nodes, group_of)
     runs = []
     for index, pairs in enumerate(rounds):
