@@ -48,6 +48,7 @@ class FabricOptions:
     # Emulated nodes: each node's network namespace ({node} in the name) and rail address.
     netns: str = ""
     rail_addrs: tuple[tuple[str, str], ...] = ()
+    sysfs_root: str = "/"  # where the ports' counters are read ({node} in it: one per node)
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,8 @@ def _fabric_step(
         args += ["--gid-index", str(ROCE_GID_INDEX)]
     if fabric.netns:
         args += ["--netns", fabric.netns]
+    if fabric.sysfs_root != "/":
+        args += ["--sysfs-root", fabric.sysfs_root]
     if fabric.rail_addrs:
         args += ["--rail-addrs", ",".join(f"{n}={a}" for n, a in fabric.rail_addrs)]
     nodes = tuple(n for p in pairs for n in (p.a, p.b))

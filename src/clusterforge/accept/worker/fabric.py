@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-port", type=int, default=18515)
     parser.add_argument("--netns", default="", help="namespace of each node, {node} in it")
     parser.add_argument("--rail-addrs", default="", help="node=address,... (stand-in)")
-    parser.add_argument("--sysfs-root", default="/")
+    parser.add_argument("--sysfs-root", default="/", help="{node} in it: one tree per node")
 
 
 def parse_pairs(text: str) -> list[Pair]:
@@ -268,10 +268,11 @@ def run_fabric(args: argparse.Namespace) -> None:
         emit({"test": "fabric", "round": args.round,
               "skipped": "perftest (ib_write_bw) is not installed on this node"})  # fmt: skip
         return
-    before, why = _read_counters(plan, args.sysfs_root)
+    root = args.sysfs_root.format(node=plan.node)
+    before, why = _read_counters(plan, root)
     start = time.monotonic()
     rates = _bandwidth(tool, args, plan)
-    after, _ = _read_counters(plan, args.sysfs_root)
+    after, _ = _read_counters(plan, root)
     window_s = time.monotonic() - start
     for rail, hca in enumerate(plan.hcas):
         record: dict[str, Any] = {"test": "fabric", "round": args.round, "rail": rail, "hca": hca,
