@@ -170,7 +170,8 @@ def _fabric(
         progress(f"fabric round {index + 1}/{len(rounds)}: {len(pairs)} pairs, every rail")
         runs.append(launcher.run(_fabric_step(design, options, index, pairs)))
     records = [r for run in runs for r in run.records]
-    rules = fabric_rules(design, nodes, max_loss=options.fabric.max_loss)
+    crosses = len(set(group_of.values())) > 1
+    rules = fabric_rules(design, nodes, max_loss=options.fabric.max_loss, crosses_spine=crosses)
     return fabric_results(records, rules), runs
 
 

@@ -72,14 +72,14 @@ class FabricRules:
         return f"{hca} (cable {cable})" if cable else hca
 
 
-def expected_latency_us(design: Design, *, crosses_spine: bool) -> float:
+def expected_latency_us(*, crosses_spine: bool) -> float:
     """One-way latency of a rail's path, µs: the design's per-link latency (the topology's
-    ``NETWORK_LINK_LATENCY_S``) times the links of the path: node-leaf-node (2) under one
-    leaf, node-leaf-spine-leaf-node (4) across the spine.  perftest's latency tests report
-    half the round trip (perftest README), the same one-way figure."""
+    ``NETWORK_LINK_LATENCY_S``, the simulator's figure) times the links of the path:
+    node-leaf-node (2) under one leaf, node-leaf-spine-leaf-node (4) across the spine.
+    perftest's latency tests report half the round trip (perftest README), the same
+    one-way figure."""
     from clusterforge.topology import NETWORK_LINK_LATENCY_S
 
-    del design  # the per-link figure is the same for every fabric the topology builds
     return (4 if crosses_spine else 2) * NETWORK_LINK_LATENCY_S * 1e6
 
 
@@ -102,12 +102,14 @@ def cable_names(design: Design, nodes: Iterable[str]) -> dict[Port, str]:
     return out
 
 
-def fabric_rules(design: Design, nodes: Iterable[str], *, max_loss: float) -> FabricRules:
-    """The design's rules for its fabric rounds."""
-    c = design.fabric.connectivity
+def fabric_rules(
+    design: Design, nodes: Iterable[str], *, max_loss: float, crosses_spine: bool = True
+) -> FabricRules:
+    """The design's rules for its fabric rounds (``crosses_spine``: the pairs sit under
+    different leaves)."""
     return FabricRules(
         link_gbit_per_s=design.fabric.nic_gbit_per_s,
-        expected_latency_us=expected_latency_us(design, crosses_spine=c.num_spines > 0),
+        expected_latency_us=expected_latency_us(crosses_spine=crosses_spine),
         max_loss=max_loss,
         cables=cable_names(design, nodes),
     )
