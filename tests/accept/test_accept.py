@@ -160,6 +160,11 @@ def test_kubernetes_job_is_a_valid_indexed_job() -> None:
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 8
     assert "IPC_LOCK" in container["securityContext"]["capabilities"]["add"]
+    assert "hostNetwork" not in job["spec"]["template"]["spec"]
+    fabric = Step("fabric-0", ("fabric", "--pairs", "node-a:node-b"), ("node-a", "node-b"), 1)
+    pod = job_manifests(fabric, image="example/accept:1", namespace="accept", gpus=0)[1]
+    kubernetes_validate.validate(pod, "1.30", strict=True)
+    assert pod["spec"]["template"]["spec"]["hostNetwork"] is True  # partners by node name
 
 
 def test_kubernetes_without_kubectl_could_not_run(tmp_path, monkeypatch, capsys) -> None:

@@ -108,6 +108,8 @@ def test_accept_through_slurm_names_the_slowed_node(
             "--via",
             "slurm",
             "--cpu",
+            "--tests",
+            "node,nccl,net,storage",  # the fabric rounds run in the lossy-link system test
             "--serial-nodes",
             "--burn-s",
             "2",

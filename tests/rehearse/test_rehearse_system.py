@@ -64,7 +64,11 @@ def test_rehearse_runs_every_drill_on_four_nodes_then_leaves_nothing_behind(
     assert report["exit_code"] == 0, json.dumps(report["drills"], indent=1)
     assert report["nodes"] == ["gpu-0001", "gpu-0002", "gpu-0003", "gpu-0004"]
     skipped = {n for n, d in drills.items() if d["verdict"] == "skip"}
-    assert skipped <= {"nic-flap", "slow-node"}, report  # only where the machine cannot
+    assert skipped <= {"nic-flap", "slow-node", "lossy-link"}, report  # where it cannot
+    if "lossy-link" not in skipped:
+        lossy = _evidence(drills["lossy-link"])
+        assert "run 1, no loss" in lossy and "failed: none" in lossy
+        assert "expected: only gpu-0002 mlx5_0 fails\n" in lossy + "\n"
     xid = drills["xid"]
     assert any("drained|clusterforge:" in e and "gpu.xid: gpu3" in e for e in xid["evidence"])
     assert 0 < xid["detect_s"] <= xid["drain_s"] and xid["recover_s"] > 0

@@ -38,7 +38,15 @@ def _pod_spec(step: Step, name: str, image: str, gpus: int) -> dict[str, Any]:
         },
     ]
     resources = {"limits": {"nvidia.com/gpu": gpus}} if gpus else {}
+    # The fabric rounds meet their partners by node name (perftest's handshake, a TCP port
+    # of the partner's server), so their pods use the node's network.
+    host = (
+        {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"}
+        if step.args[:1] == ("fabric",)
+        else {}
+    )
     return {
+        **host,
         "subdomain": name,
         "restartPolicy": "Never",
         "affinity": {

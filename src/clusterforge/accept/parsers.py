@@ -8,6 +8,11 @@ Each takes the tool's own text (or JSON) and returns plain data; a malformed out
 - perftest ``ib_*_bw`` (github.com/linux-rdma/perftest): the row under
   ``#bytes #iterations BW peak BW average MsgRate``; units in the header (Gb/sec with
   ``--report_gbits``, else MB/sec).
+- perftest ``ib_*_lat``: the row under ``#bytes #iterations t_min[usec] t_max[usec]
+  t_typical[usec] ...`` (perftest prints half the round trip; t_typical is the median;
+  iteration runs add t_avg, t_stdev and the 99 % / 99.9 % percentiles).  Warnings the tool
+  prints between the header and the row ("Conflicting CPU frequency values detected") are
+  skipped.
 - fio ``--output-format=json``: ``jobs[].read|write.clat_ns.percentile`` and ``bw`` (KiB/s).
 - iperf3 ``-J``: ``end.sum_received.bits_per_second``.
 - ``dcgmi diag`` table: one ``| test | result |`` row per test (DCGM user guide).
@@ -30,6 +35,7 @@ __all__ = [
     "parse_iperf3",
     "parse_nccl_tests",
     "parse_perftest_bw",
+    "parse_perftest_lat",
 ]
 
 
@@ -95,6 +101,35 @@ def parse_perftest_bw(text: str) -> dict[str, float]:
                 "average_gbit_per_s": average * scale,
             }
     raise AcceptError("perftest: no result row under the bandwidth header")
+
+
+_LAT_COLUMNS = {
+    "t_min[usec]": "min_us",
+    "t_max[usec]": "max_us",
+    "t_typical[usec]": "typical_us",
+    "t_avg[usec]": "avg_us",
+    "t_stdev[usec]": "stdev_us",
+    "99% percentile[usec]": "p99_us",
+    "99.9% percentile[usec]": "p999_us",
+}
+
+
+def parse_perftest_lat(text: str) -> dict[str, float]:
+    """Latency figures (µs, one way) of an ``ib_*_lat`` report, keyed ``typical_us`` etc."""
+    header = re.search(r"^\s*#bytes\s+#iterations\s+(.*t_typical\[usec\].*)$", text, re.M)
+    if header is None:
+        raise AcceptError("perftest: no 't_typical[usec]' header in the latency output")
+    columns = [c for c in re.split(r"\s{2,}|\t", header[1].strip()) if c]
+    for line in text[header.end() :].splitlines():
+        fields = line.split()
+        if len(fields) >= 2 + len(columns) and fields[0].isdigit() and fields[1].isdigit():
+            out = {"size_bytes": float(fields[0])}
+            for column, value in zip(columns, fields[2:], strict=False):
+                if column in _LAT_COLUMNS:
+                    out[_LAT_COLUMNS[column]] = float(value)
+            if "typical_us" in out:
+                return out
+    raise AcceptError("perftest: no result row under the latency header")
 
 
 def _load_json(text: str, tool: str) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""The acceptance suite: per-node tests, the cross-node sweep, the in-band network, and the
-localization of a slow node, through any launcher, judged against the design's targets."""
+"""The acceptance suite: per-node tests, the fabric rounds at full load, the cross-node sweep,
+the in-band network, and the localization of a slow node, through any launcher, judged against
+the design's targets."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
+from clusterforge.accept.fabric.pairs import Pair, fabric_rounds
+from clusterforge.accept.fabric.verdicts import MAX_LOSS, fabric_results, fabric_rules
 from clusterforge.accept.launch import Launcher, Step, StepRun
 from clusterforge.accept.localize import Localization, bisect_slowest
 from clusterforge.accept.targets import Targets, design_targets
@@ -16,12 +21,34 @@ from clusterforge.errors import AcceptError
 if TYPE_CHECKING:
     from clusterforge.design import Design
 
-__all__ = ["TESTS", "AcceptOptions", "AcceptReport", "Localize", "run_acceptance"]
+__all__ = [
+    "TESTS",
+    "AcceptOptions",
+    "AcceptReport",
+    "FabricOptions",
+    "Localize",
+    "run_acceptance",
+]
 
-TestName = Literal["node", "nccl", "net", "storage", "dcgm"]
+TestName = Literal["node", "fabric", "nccl", "net", "storage", "dcgm"]
 Localize = Literal["auto", "always", "never"]
-TESTS: tuple[TestName, ...] = ("node", "nccl", "net", "storage", "dcgm")
+TESTS: tuple[TestName, ...] = ("node", "fabric", "nccl", "net", "storage", "dcgm")
 Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class FabricOptions:
+    """The fabric rounds: how long each runs, the loss limit, and (for the emulated cluster)
+    where the stand-in traffic runs."""
+
+    seconds: float = 10.0  # ib_write_bw -D per round
+    max_loss: float = MAX_LOSS  # a site may tighten it
+    tool: Literal["auto", "perftest", "iperf3"] = "auto"
+    hcas: tuple[str, ...] = ()  # () = the design's compute HCAs
+    # Emulated nodes: each node's network namespace ({node} in the name) and rail address.
+    netns: str = ""
+    rail_addrs: tuple[tuple[str, str], ...] = ()
+    sysfs_root: str = "/"  # where the ports' counters are read ({node} in it: one per node)
 
 
 @dataclass(frozen=True)
@@ -29,7 +56,7 @@ class AcceptOptions:
     """What to run and how hard (every field has a sensible default)."""
 
     nodes: tuple[str, ...] = ()  # () = the design's training nodes
-    tests: tuple[TestName, ...] = ("node", "nccl", "net", "storage")
+    tests: tuple[TestName, ...] = ("node", "fabric", "nccl", "net", "storage")
     ranks_per_node: int | None = None  # None = the design's GPUs per node
     burn_s: float = 10.0
     min_bytes: int = 1 << 20
@@ -43,6 +70,7 @@ class AcceptOptions:
     # running them together would measure the contention, not the nodes.
     serial_nodes: bool = False
     repeats: int = 2  # localization: best of this many runs per group (noise is one-sided)
+    fabric: FabricOptions = field(default_factory=FabricOptions)
 
 
 @dataclass(frozen=True)
@@ -105,6 +133,48 @@ def _collective_step(
     return Step(name, tuple(args), tuple(nodes), ranks)
 
 
+def _fabric_step(
+    design: Design, options: AcceptOptions, index: int, pairs: tuple[Pair, ...]
+) -> Step:
+    from clusterforge.generate.training.launch import ROCE_GID_INDEX, hca_names
+
+    fabric = options.fabric
+    hcas = fabric.hcas or tuple(hca_names(design))
+    args = ["fabric", "--round", str(index), "--pairs", ",".join(f"{p.a}:{p.b}" for p in pairs),
+            "--hcas", ",".join(hcas), "--seconds", f"{fabric.seconds:g}", "--tool", fabric.tool]  # fmt: skip
+    if design.fabric.fabric == "roce":
+        args += ["--gid-index", str(ROCE_GID_INDEX)]
+    if fabric.netns:
+        args += ["--netns", fabric.netns]
+    if fabric.sysfs_root != "/":
+        args += ["--sysfs-root", fabric.sysfs_root]
+    if fabric.rail_addrs:
+        args += ["--rail-addrs", ",".join(f"{n}={a}" for n, a in fabric.rail_addrs)]
+    nodes = tuple(n for p in pairs for n in (p.a, p.b))
+    return Step(f"fabric-{index}", tuple(args), nodes, 1, timeout_s=4 * fabric.seconds + 300)
+
+
+def _fabric(
+    design: Design, options: AcceptOptions, nodes: tuple[str, ...], launcher: Launcher,
+    progress: Progress,
+) -> tuple[list[TestResult], list[StepRun]]:  # fmt: skip
+    """The fabric rounds, one launcher step each, and their verdicts."""
+    names = design.compute.node_names
+    known = [n for n in nodes if n in names]
+    slots = np.array([names.index(n) for n in known], dtype=np.int64)
+    leaves = design.fabric.connectivity.leaf_of(slots, np.zeros_like(slots))
+    group_of = dict.fromkeys(nodes, -1) | dict(zip(known, leaves.tolist(), strict=True))
+    rounds = fabric_rounds(nodes, group_of)
+    runs = []
+    for index, pairs in enumerate(rounds):
+        progress(f"fabric round {index + 1}/{len(rounds)}: {len(pairs)} pairs, every rail")
+        runs.append(launcher.run(_fabric_step(design, options, index, pairs)))
+    records = [r for run in runs for r in run.records]
+    crosses = len(set(group_of.values())) > 1
+    rules = fabric_rules(design, nodes, max_loss=options.fabric.max_loss, crosses_spine=crosses)
+    return fabric_results(records, rules), runs
+
+
 def _measure(
     launcher: Launcher, options: AcceptOptions, ranks: int, runs: list[StepRun]
 ) -> Callable[[Sequence[str]], float]:
@@ -156,11 +226,15 @@ def run_acceptance(
         progress(f"per-node tests on {len(nodes)} nodes")
         groups = [(n,) for n in nodes] if options.serial_nodes else [nodes]
         runs += [launcher.run(_node_step(options, group)) for group in groups]
+    fabric_verdicts: list[TestResult] = []
+    if "fabric" in options.tests and len(nodes) >= 2:
+        fabric_verdicts, fabric_runs = _fabric(design, options, nodes, launcher, progress)
+        runs += fabric_runs
     if "net" in options.tests and len(nodes) >= 2:
         progress("in-band network (iperf3 ring)")
         runs.append(launcher.run(Step("net", ("net", "--peers", ",".join(nodes)), nodes, 1)))
-    records = [r for run in runs for r in run.records]
-    results += node_results(records, targets)
+    records = [r for run in runs if not run.step.name.startswith("fabric") for r in run.records]
+    results += node_results(records, targets) + fabric_verdicts
     if "nccl" in options.tests and len(nodes) >= 2:
         progress(f"collectives across {len(nodes)} nodes x {ranks} ranks")
         ops = "all_reduce,all_gather,reduce_scatter,all_to_all"

@@ -29,6 +29,7 @@ class TestResult:
     unit: str = ""
     targets: tuple[Target, ...] = ()
     evidence: str = ""
+    port: str = ""  # the HCA port (and its cable) a fabric result names; "" for node tests
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +43,7 @@ class TestResult:
                 for t in self.targets
             ],
             "evidence": self.evidence,
+            "port": self.port,
         }
 
 

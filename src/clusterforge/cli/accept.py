@@ -21,6 +21,7 @@ __all__ = ["command"]
 def _request(spec: Path | None, opts: dict[str, Any]) -> Any:
     from clusterforge.accept import TESTS, AcceptOptions
     from clusterforge.accept.request import AcceptRequest, parse_size
+    from clusterforge.accept.suite import FabricOptions
 
     tests = tuple(t for t in opts["tests"].split(",") if t)
     unknown = sorted(set(tests) - set(TESTS))
@@ -37,6 +38,7 @@ def _request(spec: Path | None, opts: dict[str, Any]) -> Any:
         localize=opts["localize"],
         serial_nodes=opts["serial_nodes"],
         repeats=opts["repeats"],
+        fabric=FabricOptions(seconds=opts["fabric_s"], max_loss=opts["max_loss_percent"] / 100),
     )
     work = opts["output"] or Path("clusterforge-accept")
     return AcceptRequest(spec, opts["via"], work, suite, opts["image"])
@@ -50,9 +52,23 @@ def _request(spec: Path | None, opts: dict[str, Any]) -> Any:
 )
 @click.option(
     "--tests",
-    default="node,nccl,net,storage",
+    default="node,fabric,nccl,net,storage",
     show_default=True,
-    help="Any of node,nccl,net,storage,dcgm.",
+    help="Any of node,fabric,nccl,net,storage,dcgm.",
+)
+@click.option(
+    "--fabric-s",
+    type=FiniteFloatRange(1, 3600),
+    default=10.0,
+    show_default=True,
+    help="Fabric rounds: seconds of ib_write_bw per round.",
+)
+@click.option(
+    "--max-loss-percent",
+    type=FiniteFloatRange(0, 100),
+    default=0.1,
+    show_default=True,
+    help="Fabric rounds: a port losing more than this share of its packets fails.",
 )
 @click.option(
     "--cpu",

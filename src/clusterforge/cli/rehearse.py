@@ -43,7 +43,7 @@ def _drills(text: str) -> tuple[str, ...]:
 )
 @click.option(
     "--drills",
-    default="bring-up,accept,xid,prometheus,nic-flap,slow-node",
+    default="bring-up,accept,lossy-link,xid,prometheus,nic-flap,slow-node",
     show_default=True,
     help="Which drills to run.",
 )

@@ -18,8 +18,18 @@ __all__ = [
     "Verdict",
 ]
 
-DrillName = Literal["bring-up", "accept", "xid", "prometheus", "nic-flap", "slow-node"]
-DRILLS: tuple[DrillName, ...] = ("bring-up", "accept", "xid", "prometheus", "nic-flap", "slow-node")
+DrillName = Literal[
+    "bring-up", "accept", "lossy-link", "xid", "prometheus", "nic-flap", "slow-node"
+]
+DRILLS: tuple[DrillName, ...] = (
+    "bring-up",
+    "accept",
+    "lossy-link",
+    "xid",
+    "prometheus",
+    "nic-flap",
+    "slow-node",
+)
 MONITORED: tuple[DrillName, ...] = ("prometheus", "nic-flap", "slow-node")  # need Prometheus
 Verdict = Literal["pass", "fail", "skip"]
 

@@ -22,6 +22,7 @@ from clusterforge.rehearse.acceptance import accept_drill
 from clusterforge.rehearse.alerts import nic_flap_drill, prometheus_drill
 from clusterforge.rehearse.cluster import Lab, close_lab, open_lab
 from clusterforge.rehearse.drills import bring_up_drill, xid_drill
+from clusterforge.rehearse.lossy import lossy_link_drill
 from clusterforge.rehearse.model import (
     MONITORED,
     DrillName,
@@ -98,6 +99,8 @@ def _drill(name: DrillName, stage: _Stage, started_s: float) -> DrillResult:
             return bring_up_drill(lab, started_s)
         case "accept":
             return accept_drill(lab, options)
+        case "lossy-link":
+            return lossy_link_drill(lab, options)
         case "xid":
             return xid_drill(lab)
         case "prometheus":

@@ -29,7 +29,8 @@ def _verdict_table(report: AcceptReport) -> Table:
         verdict = f"[{COLOURS[r.verdict]}]{r.verdict}[/]"
         if r.evidence:
             verdict += f"\n{escape(r.evidence)}"
-        table.add_row(r.test, r.node, measured, escape(expected), verdict)
+        node = f"{r.node}\n{escape(r.port)}" if r.port else r.node
+        table.add_row(r.test, node, measured, escape(expected), verdict)
     return table
 
 

@@ -1,4 +1,4 @@
-"""``python -m clusterforge.accept.worker node|collective|net [options]``: parse, run, report."""
+"""``python -m clusterforge.accept.worker node|collective|net|fabric [options]``: parse, run, report."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import sys
 import warnings
 
 from clusterforge.accept.worker.collective import run_collective, run_net
+from clusterforge.accept.worker.fabric import add_arguments as fabric_arguments
+from clusterforge.accept.worker.fabric import run_fabric
 from clusterforge.accept.worker.node import run_node
 from clusterforge.accept.worker.records import emit
 
@@ -32,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     net.add_argument("--peers", required=True)
     net.add_argument("--port", type=int, default=5301)
     net.add_argument("--seconds", type=float, default=2.0)
+    fabric_arguments(sub.add_parser("fabric"))
     return parser
 
 
@@ -40,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     # names work on every torch >= 2.1 this worker supports.
     warnings.filterwarnings("ignore", category=FutureWarning)
     args = _parser().parse_args(argv)
-    runners = {"node": run_node, "collective": run_collective, "net": run_net}
+    runners = {"node": run_node, "collective": run_collective, "net": run_net, "fabric": run_fabric}
     try:
         runners[args.suite](args)
     except Exception as exc:  # report, never hide: the launcher turns this into a failure
