@@ -1,0 +1,144 @@
+"""The space an optimize search walks: design families and the specs they write out.
+
+A *family* (:class:`Family`) fixes everything the training step's speed depends on: the node
+(so the GPU), the training GPU count, the fabric kind, NIC speed, topology and
+oversubscription. Its *variants* (:class:`Variant`: cooling and spares) change what is built
+and its goodput, not the plan search's answer; procurement (build, reserved, on-demand)
+changes only the price. So a family is searched once and its variants planned on top.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from clusterforge.catalog import Catalog, Node
+from clusterforge.errors import PlanError, SpecError
+from clusterforge.job import JobLayout
+from clusterforge.spec import ClusterSpec, Cooling, Topology, WorkloadSpec
+from clusterforge.spec.optimize import Alternative, OptimizeSpec, Procurement
+
+__all__ = ["Family", "Variant", "alternative_family", "cluster_spec", "families", "variants"]
+
+
+@dataclass(frozen=True, order=True)
+class Family:
+    """Designs that share one plan search (see the module docstring)."""
+
+    node: str
+    num_gpus: int
+    fabric: str
+    nic_gbit_per_s: float | None
+    topology: Topology
+    oversubscription: float
+
+    def label(self) -> str:
+        nic = "full" if self.nic_gbit_per_s is None else f"{self.nic_gbit_per_s:g}G"
+        over = "" if self.oversubscription == 1 else f" {self.oversubscription:g}:1"
+        return f"{self.num_gpus} x {self.node} {self.fabric} {nic} {self.topology}{over}"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What a family's designs differ by besides price: the cooling method (None: the ones
+    the facility offers, chosen per rack) and the spare share of nodes."""
+
+    cooling: Cooling | None
+    spare_fraction: float
+
+
+def _node_runs(node: Node, catalog: Catalog, fabric: str, nic_gbit_per_s: float | None) -> bool:
+    """Whether the node's compute NIC runs the fabric kind at the speed."""
+    nic = catalog.nics[node.compute_nic]
+    kind = "infiniband" if fabric == "infiniband" else "ethernet"
+    fast_enough = nic_gbit_per_s is None or nic_gbit_per_s <= nic.port_gbit_per_s
+    return kind in nic.fabrics and fast_enough
+
+
+def families(spec: OptimizeSpec, catalog: Catalog) -> list[Family]:
+    """Every family of the search space the catalog can build, in a fixed order."""
+    space = spec.search
+    found = []
+    for node_id in space.nodes or catalog.nodes.ids():
+        node = catalog.nodes[node_id]
+        for n, fabric, nic, topology, over in itertools.product(
+            space.gpu_counts(),
+            space.fabrics,
+            space.nic_gbit_per_s,
+            space.topologies,
+            space.oversubscription,
+        ):
+            if n % node.num_gpus or not _node_runs(node, catalog, fabric, nic):
+                continue
+            found.append(Family(node_id, n, fabric, nic, topology, over))
+    return sorted(set(found))
+
+
+def variants(spec: OptimizeSpec) -> list[Variant]:
+    """The cooling and spare variants every family is planned in."""
+    coolings: list[Cooling | None] = list(spec.search.cooling or [None])
+    return [Variant(c, s) for c in coolings for s in sorted(set(spec.search.spare_fractions))]
+
+
+def alternative_family(alt: Alternative) -> tuple[Family, Variant, Procurement]:
+    """A named alternative of ``--compare`` as a family, variant and procurement."""
+    family = Family(
+        alt.node, alt.num_gpus, alt.fabric, alt.nic_gbit_per_s, alt.topology, alt.oversubscription
+    )
+    return family, Variant(None, alt.spare_fraction), alt.procurement
+
+
+def hardware_layout(job: WorkloadSpec, family: Family, catalog: Catalog) -> tuple[int, int]:
+    """(TP, PP) of a valid layout for planning the hardware (the layout does not change what
+    is built; the plan search then chooses the real one): the first of TP in powers of two
+    and PP in divisors that divides the GPUs, splits the batch and suits the model."""
+    arch = job.model if not isinstance(job.model, str) else catalog.models[job.model]
+    for tp, pp in itertools.product((1, 2, 4, 8, 16, 32, 64), range(1, 65)):
+        try:
+            layout = JobLayout.for_gpus(family.num_gpus, tp=tp, pp=pp)
+            layout.check_batch(job.global_batch, 1)
+            layout.check_model(arch, job.seq_length or arch.seq_length)
+            layout.split_layers(arch.num_layers, None)
+        except PlanError:
+            continue
+        return tp, pp
+    raise SpecError(
+        f"job: no layout of {family.num_gpus} GPUs splits global_batch {job.global_batch}; "
+        "use a global batch with more powers of two, or other GPU counts"
+    )
+
+
+def cluster_spec(
+    spec: OptimizeSpec,
+    family: Family,
+    variant: Variant,
+    workload: WorkloadSpec,
+    procurement: Procurement = "build",
+) -> ClusterSpec:
+    """The cluster spec of one design, ``clusterforge plan`` ready."""
+    site = spec.site()
+    if variant.cooling is not None:
+        site = site.model_copy(update={"cooling_available": [variant.cooling]})
+    economics = spec.economics
+    if procurement != "build":
+        economics = economics.model_copy(update={"rent_basis": procurement})
+    network: dict[str, object] = {
+        "fabric": family.fabric,
+        "topology": family.topology,
+        "oversubscription": family.oversubscription,
+    }
+    if family.nic_gbit_per_s is not None:
+        network["nic_gbit_per_s"] = family.nic_gbit_per_s
+    return ClusterSpec.model_validate(
+        {
+            "name": spec.name,
+            "num_gpus": family.num_gpus,
+            "node": family.node,
+            "spare_fraction": variant.spare_fraction,
+            "network": network,
+            "facility": site,
+            "workload": workload,
+            "economics": economics,
+            "reliability": spec.reliability,
+        }
+    )
