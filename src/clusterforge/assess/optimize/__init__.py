@@ -34,6 +34,7 @@ from clusterforge.assess.optimize.search import (
     ranked,
 )
 from clusterforge.assess.optimize.space import Family, Variant
+from clusterforge.spec.optimize import OptimizeSpec, load_optimize_spec, parse_optimize_spec
 
 __all__ = [
     "Comparison",
@@ -42,6 +43,7 @@ __all__ = [
     "Engine",
     "Family",
     "OptimizeResult",
+    "OptimizeSpec",
     "PoolEngine",
     "Reasoning",
     "SearchCounts",
@@ -53,9 +55,11 @@ __all__ = [
     "dominates",
     "is_front",
     "job_usd_per_gpu_hour",
+    "load_optimize_spec",
     "objective_value",
     "optimize",
     "pareto_front",
+    "parse_optimize_spec",
     "ranked",
     "slacks",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from clusterforge.assess.optimize.space import (
     Family,
@@ -34,7 +35,7 @@ from clusterforge.perf import (
     stack_named,
 )
 from clusterforge.perf.predict import design_comm
-from clusterforge.spec import ClusterSpec, WorkloadSpec, job_layout
+from clusterforge.spec import ClusterSpec, WorkloadSpec
 from clusterforge.spec.optimize import OptimizeSpec, Procurement
 
 __all__ = ["DAY_S", "DesignPoint", "FamilyResult", "evaluate_family", "job_usd_per_gpu_hour"]
@@ -74,6 +75,13 @@ class DesignPoint:
     def usd_per_mtoken(self) -> float:
         """Cost per million tokens trained, $."""
         return self.cost_usd / self.tokens * 1e6
+
+    def spec_data(self) -> dict[str, Any]:
+        """The written-out spec as plain data, only the fields the search set: a default
+        written out would read as the user's choice (e.g. a storage block named is kept,
+        not chosen)."""
+        data: dict[str, Any] = self.spec.model_dump(mode="json", exclude_unset=True)
+        return data
 
     def label(self) -> str:
         spares = (
@@ -196,7 +204,7 @@ def _point(
             "micro_batch": p.micro_batch,
             "zero_stage": p.zero_stage,
             "recompute": p.recompute,
-        },  # fmt: skip
+        },
         mfu=prediction.mfu,
         tokens_per_s=prediction.tokens_per_s,
         step_time_s=prediction.step_time_s,
@@ -238,7 +246,7 @@ def evaluate_family(
             "virtual_pipeline_stages": 1,
             "micro_batch": 1,
             "pipeline_layers": None,
-        }  # fmt: skip
+        }
     )
     planned: list[tuple[Variant, Design]] = []
     rejected: list[str] = []
@@ -261,16 +269,18 @@ def evaluate_family(
         return FamilyResult(family, (), tuple(rejected), len(variants), 1)
     workload = written_workload(spec.job, best)
     points = []
-    for variant, design in planned:
-        written_spec = design.spec.model_copy(update={"workload": workload})
-        written = design.model_copy(
-            update={"spec": written_spec, "job": job_layout(written_spec, catalog)}
-        )
-        # Variants on the same fabric share its simulated collectives (the comm memoises).
-        same = design.fabric == planned[0][1].fabric
+    for variant, _ in planned:
+        # Planned again from the written spec: storage is sized from the workload's
+        # checkpoint, so the design a user plans is this one, not the search's.
+        written = plan(cluster_spec(spec, family, variant, workload), catalog)
+        if (blocker := _blocked(written)) is not None:
+            rejected.append(f"{family.label()}: {blocker}")
+            continue
+        # Designs on the search's fabric share its simulated collectives (memoised).
+        same = written.fabric == planned[0][1].fabric
         prediction = predict_workload(written, comm if same else None)
         if not prediction.fits:
             rejected.append(f"{family.label()}: the written plan does not fit the GPU's memory")
             continue
         points.extend(_point(spec, family, variant, p, written, prediction) for p in procurements)
-    return FamilyResult(family, tuple(points), tuple(rejected), len(variants), 1)
+    return FamilyResult(family, tuple(points), tuple(rejected), len(variants) + len(planned), 1)

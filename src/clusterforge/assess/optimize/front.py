@@ -21,6 +21,9 @@ __all__ = [
 ]
 
 
+NEAR = 0.005  # differences under half a percent are not given as reasons
+
+
 def dominates(a: DesignPoint, b: DesignPoint) -> bool:
     """``a`` is no slower and no costlier than ``b``, and better in one of the two."""
     no_worse = a.cost_usd <= b.cost_usd and a.days <= b.days
@@ -88,22 +91,22 @@ def _lacks(winner: DesignPoint, other: DesignPoint, objective: Objective) -> str
     """What ``other`` lacks against ``winner``, in the terms that decide the objective."""
     reasons = []
     if objective == "time":
-        if other.tokens_per_s < winner.tokens_per_s:
+        if other.tokens_per_s < winner.tokens_per_s * (1 - NEAR):
             reasons.append(
-                f"{winner.tokens_per_s / other.tokens_per_s - 1:.0%} less throughput "
+                f"{1 - other.tokens_per_s / winner.tokens_per_s:.0%} less throughput "
                 f"({other.family.num_gpus} GPUs at MFU {other.mfu:.0%} against "
                 f"{winner.family.num_gpus} at {winner.mfu:.0%})"
             )
-        if other.ettr < winner.ettr:
+        if other.ettr < winner.ettr - NEAR:
             reasons.append(f"lower ETTR ({other.ettr:.1%} against {winner.ettr:.1%})")
     else:
-        if other.usd_per_gpu_hour > winner.usd_per_gpu_hour:
+        if other.usd_per_gpu_hour > winner.usd_per_gpu_hour * (1 + NEAR):
             reasons.append(
                 f"a dearer GPU-hour (${other.usd_per_gpu_hour:.2f} against "
                 f"${winner.usd_per_gpu_hour:.2f}, {other.procurement})"
             )
         gpu_hours = (other.family.num_gpus * other.days, winner.family.num_gpus * winner.days)
-        if gpu_hours[0] > gpu_hours[1]:
+        if gpu_hours[0] > gpu_hours[1] * (1 + NEAR):
             reasons.append(f"{gpu_hours[0] / gpu_hours[1] - 1:.0%} more GPU-hours for the job")
     return "; ".join(reasons) or "nothing the model separates: it is a near tie"
 

@@ -1,0 +1,165 @@
+"""The optimize search: every constraint holds on the front, no front point is dominated,
+the bounds never exceed what is found, a front point's written-out spec gives the same
+numbers through plan + predict + goodput, and every engine gives the same answer."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import yaml
+
+from clusterforge.assess import goodput_study
+from clusterforge.assess.optimize import (
+    PoolEngine,
+    dominates,
+    is_front,
+    optimize,
+    parse_optimize_spec,
+)
+from clusterforge.assess.optimize.bounds import peak_bound_s, price_floor_usd_per_gpu_hour
+from clusterforge.assess.optimize.search import _bound_at
+from clusterforge.catalog import load_catalog
+from clusterforge.design import plan
+from clusterforge.errors import SpecError
+from clusterforge.perf import predict_workload
+from clusterforge.spec import parse_spec
+
+SMALL = {
+    "job": {"model": "llama3-8b", "tokens_b": 20, "global_batch": 256},
+    "search": {
+        "nodes": ["dgx-h100"],
+        "num_gpus": [8, 32],
+        "fabrics": ["infiniband"],
+        "spare_fractions": [0.0],
+        "procurement": ["build", "on-demand"],
+    },
+}
+
+
+def _spec(**changes: object):
+    data = {**SMALL, **changes}
+    return parse_optimize_spec(data)
+
+
+@functools.cache
+def _free():
+    return optimize(_spec())
+
+
+def test_unconstrained_search_has_a_front_of_several_designs():
+    result = _free()
+    assert len(result.feasible) == 4
+    assert len(result.front) >= 2  # 8 GPUs is cheaper per token, 32 faster
+
+
+def test_front_holds_no_dominated_design_and_dominates_the_rest():
+    result = _free()
+    assert is_front(result.front)
+    for point in result.feasible:
+        if point not in result.front:
+            assert any(dominates(f, point) or (f.days, f.cost_usd) == (point.days, point.cost_usd)
+                       for f in result.front)  # fmt: skip
+
+
+def test_budget_keeps_dear_designs_off_the_front():
+    costs = sorted(p.cost_usd for p in _free().feasible)
+    budget = (costs[0] + costs[-1]) / 2
+    result = optimize(_spec(constraints={"budget_usd": budget}))
+    assert result.front and all(p.cost_usd <= budget for p in result.feasible)
+    assert len(result.feasible) < len(_free().feasible)
+
+
+def test_deadline_keeps_slow_designs_off_the_front():
+    days = sorted(p.days for p in _free().feasible)
+    deadline = (days[0] + days[-1]) / 2
+    result = optimize(_spec(constraints={"deadline_days": deadline}))
+    assert result.front and all(p.days <= deadline for p in result.feasible)
+    assert result.counts.pruned_limits + len(result.rejected) >= 0
+    assert len(result.feasible) < len(_free().feasible)
+
+
+def test_facility_mw_keeps_large_designs_off_the_front():
+    mw = sorted(p.facility_mw for p in _free().feasible)
+    limit = (mw[0] + mw[-1]) / 2
+    result = optimize(_spec(constraints={"facility_mw": limit}))
+    assert result.front and all(p.facility_mw <= limit for p in result.feasible)
+    assert {p.family.num_gpus for p in result.feasible} == {8}
+
+
+def test_rack_kw_limit_holds_on_every_rack():
+    result = optimize(_spec(constraints={"max_rack_kw": 12}))
+    assert result.front and all(p.max_rack_kw <= 12 for p in result.feasible)
+    refused = optimize(_spec(constraints={"max_rack_kw": 5}))  # a DGX H100 draws 10.2 kW
+    assert refused.front == () and any("max_rack_kw" in r for r in refused.rejected)
+
+
+def test_cooling_limit_keeps_liquid_nodes_out():
+    space = {**SMALL["search"], "nodes": ["dgx-h100", "hgx-h100-4u-liquid"]}
+    result = optimize(_spec(search=space, constraints={"cooling_available": ["air"]}))
+    assert result.front
+    assert all(set(p.cooling) <= {"air"} for p in result.feasible)
+    assert {p.family.node for p in result.feasible} == {"dgx-h100"}
+
+
+def test_bounds_never_exceed_what_is_found():
+    catalog = load_catalog()
+    spec = _spec()
+    for p in _free().feasible:
+        free_days = _bound_at(spec, p.family.node, p.family.num_gpus)
+        assert free_days is not None and free_days <= p.failure_free_days
+        peak = peak_bound_s(spec.job, p.family.node, p.family.num_gpus, catalog)
+        assert peak <= p.step_time_s
+        floor = price_floor_usd_per_gpu_hour(
+            p.procurement, p.family.node, p.family.num_gpus, catalog, spec
+        )
+        assert floor <= p.usd_per_gpu_hour
+
+
+def test_front_point_spec_gives_the_same_numbers_through_plan_predict_goodput():
+    point = _free().front[0]
+    text = yaml.safe_dump(point.spec_data())
+    design = plan(parse_spec(yaml.safe_load(text)))
+    prediction = predict_workload(design)
+    assert prediction.step_time_s == point.step_time_s
+    assert prediction.mfu == point.mfu
+    days = prediction.time_to_train_s(point.tokens) / 86400
+    assert days == point.failure_free_days
+    report = goodput_study(design, runs=1, days=days, step_s=prediction.step_time_s)
+    assert report.expected.wall_s / 86400 == point.days
+    assert report.expected.ettr == point.ettr
+
+
+def _summary(result):
+    return [(p.label(), p.days, p.cost_usd, p.mfu) for p in result.front], result.counts
+
+
+def test_a_process_pool_gives_the_single_process_answer():
+    engine = PoolEngine(2)
+    try:
+        assert _summary(optimize(_spec(), engine)) == _summary(_free())
+    finally:
+        engine.close()
+
+
+def test_a_dask_cluster_gives_the_single_process_answer():
+    distributed = pytest.importorskip("dask.distributed")
+    from clusterforge.assess.optimize import DaskEngine
+
+    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            assert _summary(optimize(_spec(), DaskEngine(client=client))) == _summary(_free())
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"search": {"nodes": ["dgx-h10"]}}, "did you mean 'dgx-h100'"),
+        ({"objective": "speed"}, "objective"),
+        ({"constraints": {"budget_usd": -1}}, "constraints.budget_usd"),
+        ({"search": {"num_gpus": {"min": 64, "max": 8}}}, "swap them"),
+    ],
+)
+def test_bad_optimize_spec_names_the_field(change, words):
+    with pytest.raises(SpecError, match=words):
+        _spec(**change)
