@@ -146,9 +146,9 @@ def test_a_dask_cluster_gives_the_single_process_answer():
     distributed = pytest.importorskip("dask.distributed")
     from clusterforge.assess.optimize import DaskEngine
 
-    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as client:
-            assert _summary(optimize(_spec(), DaskEngine(client=client))) == _summary(_free())
+    cluster = distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    with cluster, distributed.Client(cluster) as client:
+        assert _summary(optimize(_spec(), DaskEngine(client=client))) == _summary(_free())
 
 
 @pytest.mark.parametrize(
