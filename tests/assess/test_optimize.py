@@ -14,6 +14,7 @@ from clusterforge.assess.optimize import (
     PoolEngine,
     dominates,
     is_front,
+    job_usd_per_gpu_hour,
     optimize,
     parse_optimize_spec,
 )
@@ -128,6 +129,9 @@ def test_front_point_spec_gives_the_same_numbers_through_plan_predict_goodput():
     report = goodput_study(design, runs=1, days=days, step_s=prediction.step_time_s)
     assert report.expected.wall_s / 86400 == point.days
     assert report.expected.ettr == point.ettr
+    assert job_usd_per_gpu_hour(design, point.procurement) == point.usd_per_gpu_hour
+    assert design.power.facility_kw / 1000 == point.facility_mw
+    assert [f for f in design.findings if f.severity == "error"] == []
 
 
 def _summary(result):

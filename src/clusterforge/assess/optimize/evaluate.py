@@ -35,7 +35,8 @@ from clusterforge.perf import (
     stack_named,
 )
 from clusterforge.perf.predict import design_comm
-from clusterforge.spec import ClusterSpec, WorkloadSpec
+from clusterforge.design.rules import evaluate
+from clusterforge.spec import ClusterSpec, WorkloadSpec, job_layout
 from clusterforge.spec.optimize import OptimizeSpec, Procurement
 
 __all__ = ["DAY_S", "DesignPoint", "FamilyResult", "evaluate_family", "job_usd_per_gpu_hour"]
@@ -147,6 +148,15 @@ def written_workload(job: WorkloadSpec, best: Prediction) -> WorkloadSpec:
             "pipeline_layers": None,
         }
     )
+
+
+def with_workload(design: Design, written: ClusterSpec) -> Design:
+    """``design`` as ``plan(written)`` makes it, where ``written`` differs from the design's
+    spec only in the workload's layout and plan settings: those change no hardware (the
+    storage is sized from the model and tokens), only the job layout and the rule findings
+    that read it, which are derived again here."""
+    moved = design.model_copy(update={"spec": written, "job": job_layout(written, design.catalog)})
+    return moved.model_copy(update={"findings": evaluate(moved)})
 
 
 def _best_plan(design: Design) -> tuple[Prediction, CommModel]:
@@ -269,10 +279,8 @@ def evaluate_family(
         return FamilyResult(family, (), tuple(rejected), len(variants), 1)
     workload = written_workload(spec.job, best)
     points = []
-    for variant, _ in planned:
-        # Planned again from the written spec: storage is sized from the workload's
-        # checkpoint, so the design a user plans is this one, not the search's.
-        written = plan(cluster_spec(spec, family, variant, workload), catalog)
+    for variant, design in planned:
+        written = with_workload(design, cluster_spec(spec, family, variant, workload))
         if (blocker := _blocked(written)) is not None:
             rejected.append(f"{family.label()}: {blocker}")
             continue
@@ -283,4 +291,4 @@ def evaluate_family(
             rejected.append(f"{family.label()}: the written plan does not fit the GPU's memory")
             continue
         points.extend(_point(spec, family, variant, p, written, prediction) for p in procurements)
-    return FamilyResult(family, tuple(points), tuple(rejected), len(variants) + len(planned), 1)
+    return FamilyResult(family, tuple(points), tuple(rejected), len(variants), 1)
