@@ -51,7 +51,8 @@ def main() -> None:
     c = result.counts
     print(f"front found in {wall_s:.1f} s ({type(engine).__name__})")
     print(
-        f"families {c.families}: pruned {c.pruned_memory} (memory), {c.pruned_limits} "
+        f"families {c.families}: pruned {c.pruned_site} (site), {c.pruned_memory} (memory), "
+        f"{c.pruned_limits} "
         f"(deadline/budget), {c.pruned_dominated} (dominated bounds); evaluated {c.evaluated}: "
         f"planned {c.planned} designs, predicted {c.predicted} plan searches, "
         f"{c.designs} designs priced, {c.feasible} within the limits"

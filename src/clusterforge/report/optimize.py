@@ -159,7 +159,8 @@ def print_front(result: OptimizeResult, console: Console) -> None:
     _print_reasoning(result.reasoning, result.spec.objective, console)
     c = result.counts
     console.print(
-        f"searched {c.families} families: {c.pruned_memory} did not fit memory, "
+        f"searched {c.families} families: {c.pruned_site} did not fit the site, "
+        f"{c.pruned_memory} did not fit memory, "
         f"{c.pruned_limits} were past the deadline or budget, {c.pruned_dominated} were "
         f"dominated by their bounds; {c.evaluated} evaluated ({c.planned} designs planned, "
         f"{c.predicted} plan searches), {c.feasible} of {c.designs} designs meet the limits",

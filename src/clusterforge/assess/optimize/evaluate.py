@@ -22,6 +22,7 @@ from clusterforge.assess.optimize.space import (
 )
 from clusterforge.catalog import load_catalog
 from clusterforge.design import Design, plan
+from clusterforge.design.rules import evaluate
 from clusterforge.errors import ClusterforgeError
 from clusterforge.goodput import expected_goodput, inputs_from_design
 from clusterforge.job import JobLayout
@@ -35,7 +36,6 @@ from clusterforge.perf import (
     stack_named,
 )
 from clusterforge.perf.predict import design_comm
-from clusterforge.design.rules import evaluate
 from clusterforge.spec import ClusterSpec, WorkloadSpec, job_layout
 from clusterforge.spec.optimize import OptimizeSpec, Procurement
 

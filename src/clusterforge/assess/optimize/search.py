@@ -5,7 +5,9 @@ The space is walked as families (:mod:`.space`), never enumerated blindly:
 
 1. one free-communication plan search per node model and GPU count bounds the time of every
    family at that size and drops those no plan of which fits the GPU's memory (:mod:`.bounds`);
-2. a family whose bounds break the deadline or the budget is pruned unplanned;
+2. a family whose nodes the site cannot hold (the rack cap, the cooling, the facility's MW:
+   the first, cheap stages of ``plan``), or whose bounds break the deadline or the budget,
+   is pruned unplanned;
 3. the rest are evaluated in waves, best bound first; before each wave a family whose
    bounds (fastest, cheapest) are already dominated by a design found is pruned unplanned;
 4. a family is searched once for its best plan; its cooling and spare variants are planned
@@ -36,9 +38,17 @@ from clusterforge.assess.optimize.front import (
     reasoning,
     violations,
 )
-from clusterforge.assess.optimize.space import Family, alternative_family, families, variants
+from clusterforge.assess.optimize.space import (
+    Family,
+    alternative_family,
+    cluster_spec,
+    families,
+    variants,
+)
 from clusterforge.catalog import Catalog, load_catalog
-from clusterforge.errors import SpecError
+from clusterforge.design.compute import size_compute
+from clusterforge.design.facility.layout import choose_density
+from clusterforge.errors import CapacityError, SpecError
 from clusterforge.perf import resolve_model
 from clusterforge.spec.optimize import OptimizeSpec
 
@@ -61,6 +71,7 @@ class SearchCounts:
 
     families: int
     pruned_memory: int
+    pruned_site: int
     pruned_limits: int
     pruned_dominated: int
     evaluated: int
@@ -94,6 +105,33 @@ def _bound_at(spec: OptimizeSpec, node: str, num_gpus: int) -> float | None:
     catalog = load_catalog()
     step_s = compute_bound_s(spec.job, node, num_gpus, catalog)
     return None if step_s is None else _days(spec, step_s, catalog)
+
+
+def _site_refusal(spec: OptimizeSpec, family: Family, catalog: Catalog) -> str | None:
+    """Why no variant of ``family`` fits the site, found without planning it: the stages of
+    ``plan`` that size the nodes and the rack density raise it (a node or rack-scale system
+    over the rack cap, cooling the site lacks), or its nodes alone draw more than the
+    facility's MW; None when some variant may fit."""
+    limit_mw, site = spec.constraints.facility_mw, spec.site()
+    node = catalog.nodes[family.node]
+    if limit_mw is not None and not site.allow_power_capping:
+        nodes_mw = family.num_gpus / node.num_gpus * node.max_kw * site.pue / 1000.0
+        if nodes_mw > limit_mw:
+            return (
+                f"{family.label()}: its nodes alone draw {nodes_mw:,.2f} MW with PUE, more than "
+                f"constraints.facility_mw {limit_mw:g}"
+            )
+    start = spec.job.model_copy(update={"tensor_parallel": 1, "pipeline_parallel": 1})
+    reasons = []
+    for variant in variants(spec):
+        cluster = cluster_spec(spec, family, variant, start)
+        try:
+            choose_density(cluster, size_compute(cluster, catalog))
+        except CapacityError as exc:
+            reasons.append(f"{family.label()}: {exc}")
+            continue
+        return None
+    return reasons[0]
 
 
 def _family_bound(spec: OptimizeSpec, family: Family, days: float, catalog: Catalog) -> Bound:
@@ -142,7 +180,9 @@ def optimize(
         )
         for f in space
     }
-    within = [f for f in space if not _beyond_limits(spec, peak[f])]
+    refusals = {f: _site_refusal(spec, f, catalog) for f in space}
+    sited = [f for f in space if refusals[f] is None]
+    within = [f for f in sited if not _beyond_limits(spec, peak[f])]
     queue = sorted(within, key=lambda f: _sort_key(spec, f, peak[f]))
     tried = (tuple(variants(spec)), tuple(spec.search.procurement))
     days_at: dict[tuple[str, int], float | None] = {}
@@ -182,7 +222,8 @@ def optimize(
     counts = SearchCounts(
         families=len(space),
         pruned_memory=no_fit,
-        pruned_limits=len(space) - len(within) + late,
+        pruned_site=len(space) - len(sited),
+        pruned_limits=len(sited) - len(within) + late,
         pruned_dominated=dominated,
         evaluated=len(results),
         planned=sum(r.num_planned for r in results),
@@ -190,7 +231,8 @@ def optimize(
         designs=sum(len(r.points) for r in results),
         feasible=len(feasible),
     )
-    rejected = tuple(reason for r in results for reason in r.rejected)
+    site = [reason for reason in refusals.values() if reason is not None]
+    rejected = tuple(site + [reason for r in results for reason in r.rejected])
     return OptimizeResult(
         spec,
         tuple(front),
