@@ -173,9 +173,9 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
     limits = comparison.spec.constraints
     rows = [(name, p) for name, p, _ in comparison.points if p is not None]
     console.print(_table("alternatives", rows, limits))
-    for name, p, why in comparison.points:
-        if p is None or why:
-            console.print(f"{name}: excluded ({why})", highlight=False)
+    for name, p, excluded in comparison.points:
+        if p is None or excluded:
+            console.print(f"{name}: excluded ({excluded})", highlight=False)
     why = comparison.reasoning
     _print_reasoning(why, comparison.spec.objective, console)
     if why is not None and why.runner_up is not None:

@@ -191,7 +191,7 @@ class OptimizeSpec(Section):
 
     def site(self) -> FacilitySpec:
         """The facility with the constraints' limits in place of its own."""
-        c, changes = self.constraints, {}
+        c, changes = self.constraints, dict[str, object]()
         if c.max_rack_kw is not None:
             changes["max_rack_kw"] = c.max_rack_kw
         if c.cooling_available is not None:

@@ -278,7 +278,7 @@ def evaluate_family(
         rejected.append(f"{family.label()}: {exc}")
         return FamilyResult(family, (), tuple(rejected), len(variants), 1)
     workload = written_workload(spec.job, best)
-    points = []
+    points: list[DesignPoint] = []
     for variant, design in planned:
         written = with_workload(design, cluster_spec(spec, family, variant, workload))
         if (blocker := _blocked(written)) is not None:

@@ -76,7 +76,9 @@ def families(spec: OptimizeSpec, catalog: Catalog) -> list[Family]:
 
 def variants(spec: OptimizeSpec) -> list[Variant]:
     """The cooling and spare variants every family is planned in."""
-    coolings: list[Cooling | None] = list(spec.search.cooling or [None])
+    coolings: list[Cooling | None] = [None]
+    if spec.search.cooling is not None:
+        coolings = list(spec.search.cooling)
     return [Variant(c, s) for c in coolings for s in sorted(set(spec.search.spare_fractions))]
 
 
