@@ -59,6 +59,11 @@ def main() -> None:
     )
     for i, p in enumerate(result.front, start=1):
         print(f"{i:2d} {p.label():70s} {p.days:7.1f} d  ${p.cost_usd / 1e6:7.2f}M  MFU {p.mfu:.2f}")
+    why = result.reasoning
+    if why is not None:
+        print(f"winner: {why.winner.label()}; limited by {why.limited_by}")
+        if why.runner_up is not None:
+            print(f"runner-up: {why.runner_up.label()}; it lacks {why.runner_up_lacks}")
 
 
 if __name__ == "__main__":

@@ -73,6 +73,7 @@ def _point_dict(point: DesignPoint, limits: OptimizeConstraints) -> dict[str, An
         "commitment_usd": point.commitment_usd,
         "facility_mw": point.facility_mw,
         "max_rack_kw": point.max_rack_kw,
+        "floor_kn_per_m2": point.floor_kn_per_m2,
         "slack": slacks(point, limits),
         "binding_constraint": binding_constraint(point, limits),
         "spec": point.spec_data(),

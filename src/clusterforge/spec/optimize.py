@@ -154,7 +154,11 @@ class OptimizeConstraints(Section):
         None, min_length=1, description="Cooling the site has (replaces the facility's)"
     )
     floor_rating_kn_per_m2: float | None = Field(
-        None, ge=1, le=100, description="Floor live load, kN/m2 (replaces the facility's)"
+        None,
+        ge=1,
+        le=100,
+        description="Floor live load, kN/m2 (replaces the facility's); a design whose heaviest "
+        "rack loads the floor more is excluded",
     )
 
 

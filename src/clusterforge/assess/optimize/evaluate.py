@@ -69,6 +69,7 @@ class DesignPoint:
     commitment_usd: float
     facility_mw: float
     max_rack_kw: float
+    floor_kn_per_m2: float
     cooling: tuple[str, ...]
     tokens: float
 
@@ -229,6 +230,7 @@ def _point(
         commitment_usd=_commitment_usd(design, procurement, job_cost, days),
         facility_mw=design.power.facility_kw / 1000.0,
         max_rack_kw=max((r.max_kw for r in design.racks), default=0.0),
+        floor_kn_per_m2=max((r.floor.load_kn_per_m2 for r in design.racks), default=0.0),
         cooling=tuple(sorted({r.cooling.method for r in design.racks})),
         tokens=tokens,
     )

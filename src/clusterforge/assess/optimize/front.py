@@ -62,12 +62,15 @@ def slacks(point: DesignPoint, limits: OptimizeConstraints) -> dict[str, float]:
         found["facility MW"] = 1.0 - point.facility_mw / limits.facility_mw
     if limits.max_rack_kw is not None:
         found["rack kW"] = 1.0 - point.max_rack_kw / limits.max_rack_kw
+    if limits.floor_rating_kn_per_m2 is not None:
+        found["floor"] = 1.0 - point.floor_kn_per_m2 / limits.floor_rating_kn_per_m2
     found["GPU memory"] = 1.0 - point.memory_per_gpu_gib / point.hbm_gib
     return found
 
 
 def violations(point: DesignPoint, limits: OptimizeConstraints) -> list[str]:
-    """The limits the design exceeds (cooling and floor are enforced when it is planned)."""
+    """The limits the design exceeds (cooling is enforced when it is planned; the floor, a
+    warning for ``plan``, is a limit here when the constraints state it)."""
     return [name for name, left in slacks(point, limits).items() if left < 0]
 
 
@@ -108,6 +111,10 @@ def _lacks(winner: DesignPoint, other: DesignPoint, objective: Objective) -> str
         gpu_hours = (other.family.num_gpus * other.days, winner.family.num_gpus * winner.days)
         if gpu_hours[0] > gpu_hours[1] * (1 + NEAR):
             reasons.append(f"{gpu_hours[0] / gpu_hours[1] - 1:.0%} more GPU-hours for the job")
+    if objective == "time" and other.cost_usd > winner.cost_usd * (1 + NEAR):
+        reasons.append(f"costs {other.cost_usd / winner.cost_usd - 1:.0%} more")
+    if objective != "time" and other.days > winner.days * (1 + NEAR):
+        reasons.append(f"takes {other.days / winner.days - 1:.0%} longer")
     return "; ".join(reasons) or "nothing the model separates: it is a near tie"
 
 
