@@ -115,7 +115,10 @@ def _lacks(winner: DesignPoint, other: DesignPoint, objective: Objective) -> str
         reasons.append(f"costs {other.cost_usd / winner.cost_usd - 1:.0%} more")
     if objective != "time" and other.days > winner.days * (1 + NEAR):
         reasons.append(f"takes {other.days / winner.days - 1:.0%} longer")
-    return "; ".join(reasons) or "nothing the model separates: it is a near tie"
+    return "; ".join(reasons) or (
+        f"a near tie: {other.days / winner.days - 1:+.2%} time, "
+        f"{other.cost_usd / winner.cost_usd - 1:+.2%} cost"
+    )
 
 
 def reasoning(
