@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from clusterforge.cli.main import main
@@ -59,3 +60,24 @@ def test_bad_spec_is_one_red_line(tmp_path, capsys):
     assert main(["optimize", str(_write(tmp_path, bad)), "--workers", "1"]) == 1
     err = capsys.readouterr().err
     assert "objective" in err and "Traceback" not in err
+
+
+def test_a_dask_scheduler_gives_the_same_front_as_one_process(tmp_path, capsys):
+    distributed = pytest.importorskip("dask.distributed")
+    spec = str(_write(tmp_path, TINY))
+    assert main(["optimize", spec, "--json", "--workers", "1"]) == 0
+    alone = capsys.readouterr().out
+    cluster = distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    with cluster:
+        assert main(["optimize", spec, "--json", "--scheduler", cluster.scheduler_address]) == 0
+    assert capsys.readouterr().out == alone
+
+
+def test_cooling_variants_are_tried_one_at_a_time(tmp_path, capsys):
+    space = {**TINY["search"], "num_gpus": [8], "cooling": ["air", "rear-door"]}
+    assert main(["optimize", str(_write(tmp_path, {**TINY, "search": space})), "--json",
+                 "--workers", "1"]) == 0  # fmt: skip
+    front = json.loads(capsys.readouterr().out)["front"]
+    assert front
+    for point in front:
+        assert point["cooling"] == point["spec"]["facility"]["cooling_available"]

@@ -54,6 +54,7 @@ class DaskEngine:
     """The workers of a running Dask scheduler (``tcp://host:8786``) or a given client."""
 
     def __init__(self, address: str | None = None, client: Any = None) -> None:
+        self._owned = client is None
         if client is None:
             try:
                 from dask.distributed import Client
@@ -70,6 +71,11 @@ class DaskEngine:
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
         futures = [self.client.submit(fn, *args, pure=False) for args in calls]
         return list(self.client.gather(futures))
+
+    def close(self) -> None:
+        """Close the client this engine opened (a given client stays the caller's)."""
+        if self._owned:
+            self.client.close()
 
 
 def default_engine(workers: int | None = None) -> SerialEngine | PoolEngine:
