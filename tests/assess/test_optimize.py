@@ -15,10 +15,12 @@ from clusterforge.assess.optimize import (
     dominates,
     is_front,
     job_usd_per_gpu_hour,
+    objective_value,
     optimize,
     parse_optimize_spec,
 )
 from clusterforge.assess.optimize.bounds import peak_bound_s, price_floor_usd_per_gpu_hour
+from clusterforge.assess.optimize.front import reasoning
 from clusterforge.assess.optimize.search import _bound_at
 from clusterforge.catalog import load_catalog
 from clusterforge.design import plan
@@ -183,3 +185,12 @@ def test_winner_reasoning_names_what_the_runner_up_lacks():
     assert why.winner.days <= why.runner_up.days  # objective: time
     assert "less throughput" in why.runner_up_lacks
     assert why.limited_by.startswith(("GPU memory", "budget", "deadline", "facility", "rack"))
+
+
+@pytest.mark.parametrize("objective", ["time", "cost", "cost-per-token"])
+def test_the_winner_is_best_under_the_objective(objective):
+    points = _free().feasible
+    why = reasoning(points, objective, _spec().constraints)
+    assert why is not None
+    best = min(objective_value(p, objective) for p in points)
+    assert objective_value(why.winner, objective) == best

@@ -123,7 +123,9 @@ def comparison_json(comparison: Comparison) -> str:
 
 def _table(title: str, rows: list[tuple[str, DesignPoint]], limits: OptimizeConstraints) -> Table:
     table = Table(title=title)
-    for col in ("#", "design", "plan", "MFU", "days", "cost $M", "$/GPU-h", "MW", "binding"):
+    columns = ("#", "design", "plan", "MFU", "days", "cost $M", "$/GPU-h", "commit $M", "MW",
+               "binding")  # fmt: skip
+    for col in columns:
         table.add_column(col, justify="left" if col in ("design", "plan", "binding") else "right")
     for name, p in rows:
         degrees = f"TP{p.plan['tp']} PP{p.plan['pp']} DP{p.plan['dp']}"
@@ -135,6 +137,7 @@ def _table(title: str, rows: list[tuple[str, DesignPoint]], limits: OptimizeCons
             f"{p.days:,.1f}",
             f"{p.cost_usd / 1e6:,.2f}",
             f"{p.usd_per_gpu_hour:,.2f}",
+            f"{p.commitment_usd / 1e6:,.2f}",
             f"{p.facility_mw:,.2f}",
             binding_constraint(p, limits),
         )
