@@ -194,3 +194,9 @@ def test_the_winner_is_best_under_the_objective(objective):
     assert why is not None
     best = min(objective_value(p, objective) for p in points)
     assert objective_value(why.winner, objective) == best
+
+
+def test_full_and_reduced_nic_speeds_are_searched_together():
+    space = {**SMALL["search"], "num_gpus": [8], "nic_gbit_per_s": [None, 100]}
+    result = optimize(_spec(search=space))
+    assert {p.family.nic_gbit_per_s for p in result.feasible} == {None, 100}

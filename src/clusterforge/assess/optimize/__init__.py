@@ -31,7 +31,6 @@ from clusterforge.assess.optimize.search import (
     compare,
     is_front,
     optimize,
-    ranked,
 )
 from clusterforge.assess.optimize.space import Family, Variant
 from clusterforge.spec.optimize import OptimizeSpec, load_optimize_spec, parse_optimize_spec
@@ -60,6 +59,5 @@ __all__ = [
     "optimize",
     "pareto_front",
     "parse_optimize_spec",
-    "ranked",
     "slacks",
 ]

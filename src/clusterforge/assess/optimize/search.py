@@ -33,7 +33,6 @@ from clusterforge.assess.optimize.evaluate import DAY_S, DesignPoint, FamilyResu
 from clusterforge.assess.optimize.front import (
     Reasoning,
     dominates,
-    objective_value,
     pareto_front,
     reasoning,
     violations,
@@ -59,7 +58,6 @@ __all__ = [
     "compare",
     "is_front",
     "optimize",
-    "ranked",
 ]
 
 WAVE = 8  # families evaluated between two pruning decisions
@@ -153,10 +151,11 @@ def _dominated(bound: Bound, found: Sequence[DesignPoint]) -> bool:
     return any(p.days <= bound.days and p.cost_usd <= bound.cost_usd for p in found)
 
 
-def _sort_key(spec: OptimizeSpec, family: Family, bound: Bound) -> tuple[float, float, Family]:
+def _sort_key(spec: OptimizeSpec, family: Family, bound: Bound) -> tuple[object, ...]:
+    """Best bound under the objective first; the family's own order breaks ties."""
     if spec.objective == "time":
-        return (bound.days, bound.cost_usd, family)
-    return (bound.cost_usd, bound.days, family)
+        return (bound.days, bound.cost_usd, *family.order())
+    return (bound.cost_usd, bound.days, *family.order())
 
 
 def optimize(
@@ -276,11 +275,6 @@ def compare(spec: OptimizeSpec, engine: Engine | None = None) -> Comparison:
         rows.append((alt.name, point, f"over {', '.join(broken)}" if broken else ""))
     ok = [p for _, p, why in rows if p is not None and not why]
     return Comparison(spec, tuple(rows), reasoning(ok, spec.objective, spec.constraints))
-
-
-def ranked(points: Sequence[DesignPoint], spec: OptimizeSpec) -> list[DesignPoint]:
-    """``points`` best first under the objective."""
-    return sorted(points, key=lambda p: (objective_value(p, spec.objective), p.cost_usd, p.days))
 
 
 def is_front(points: Sequence[DesignPoint]) -> bool:

@@ -21,7 +21,7 @@ from clusterforge.spec.optimize import Alternative, OptimizeSpec, Procurement
 __all__ = ["Family", "Variant", "alternative_family", "cluster_spec", "families", "variants"]
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Family:
     """Designs that share one plan search (see the module docstring)."""
 
@@ -31,6 +31,11 @@ class Family:
     nic_gbit_per_s: float | None
     topology: Topology
     oversubscription: float
+
+    def order(self) -> tuple[str, int, str, float, str, float]:
+        """A total order (the node's full NIC speed sorts first, as 0)."""
+        nic = self.nic_gbit_per_s or 0.0
+        return (self.node, self.num_gpus, self.fabric, nic, self.topology, self.oversubscription)
 
     def label(self) -> str:
         nic = "full" if self.nic_gbit_per_s is None else f"{self.nic_gbit_per_s:g}G"
@@ -71,7 +76,7 @@ def families(spec: OptimizeSpec, catalog: Catalog) -> list[Family]:
             if n % node.num_gpus or not _node_runs(node, catalog, fabric, nic):
                 continue
             found.append(Family(node_id, n, fabric, nic, topology, over))
-    return sorted(set(found))
+    return sorted(set(found), key=Family.order)
 
 
 def variants(spec: OptimizeSpec) -> list[Variant]:
