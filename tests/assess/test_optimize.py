@@ -17,11 +17,14 @@ from clusterforge.assess.optimize import (
     job_usd_per_gpu_hour,
     objective_value,
     optimize,
+    pareto_front,
     parse_optimize_spec,
 )
 from clusterforge.assess.optimize.bounds import peak_bound_s, price_floor_usd_per_gpu_hour
+from clusterforge.assess.optimize.evaluate import evaluate_family
 from clusterforge.assess.optimize.front import reasoning
 from clusterforge.assess.optimize.search import _bound_at
+from clusterforge.assess.optimize.space import families, variants
 from clusterforge.catalog import load_catalog
 from clusterforge.design import plan
 from clusterforge.errors import SpecError
@@ -200,3 +203,14 @@ def test_full_and_reduced_nic_speeds_are_searched_together():
     space = {**SMALL["search"], "num_gpus": [8], "nic_gbit_per_s": [None, 100]}
     result = optimize(_spec(search=space))
     assert {p.family.nic_gbit_per_s for p in result.feasible} == {None, 100}
+
+
+def test_pruning_finds_the_front_every_design_evaluated_would_give():
+    space = {**SMALL["search"], "nodes": ["dgx-h100", "dgx-a100"], "num_gpus": [8, 16, 32]}
+    spec = _spec(search=space)
+    result = optimize(spec, wave_size=1)
+    catalog = load_catalog()
+    tried = (tuple(variants(spec)), tuple(spec.search.procurement))
+    every = [p for f in families(spec, catalog) for p in evaluate_family(spec, f, *tried).points]
+    assert result.counts.pruned_dominated + result.counts.pruned_memory > 0
+    assert [p.label() for p in result.front] == [p.label() for p in pareto_front(every)]

@@ -158,10 +158,70 @@ def _sort_key(spec: OptimizeSpec, family: Family, bound: Bound) -> tuple[object,
     return (bound.cost_usd, bound.days, *family.order())
 
 
+@dataclass(frozen=True)
+class _Pruned:
+    """Families of one batch dropped by the free-communication bound, by reason."""
+
+    no_fit: int = 0
+    late: int = 0
+    dominated: int = 0
+
+
+def _take_batch(
+    queue: list[Family], peak: dict[Family, Bound], front: Sequence[DesignPoint], size: int
+) -> tuple[list[Family], int]:
+    """Up to ``size`` families off the head of ``queue`` (consumed) whose peak bounds
+    the front does not dominate, and how many it skipped as dominated."""
+    batch: list[Family] = []
+    skipped = 0
+    while queue and len(batch) < size:
+        family = queue.pop(0)
+        if _dominated(peak[family], front):
+            skipped += 1
+        else:
+            batch.append(family)
+    return batch, skipped
+
+
+def _refine(
+    spec: OptimizeSpec,
+    batch: list[Family],
+    days_at: dict[tuple[str, int], float | None],
+    front: Sequence[DesignPoint],
+    engine: Engine,
+    catalog: Catalog,
+) -> tuple[list[Family], _Pruned]:
+    """The families of ``batch`` worth planning under the free-communication bound, searched
+    once per node and size (``days_at`` keeps them across batches)."""
+    sizes = sorted({(f.node, f.num_gpus) for f in batch} - days_at.keys())
+    found = engine.map(_bound_at, [(spec, *size) for size in sizes])
+    days_at.update(zip(sizes, found, strict=True))
+    wave: list[Family] = []
+    no_fit = late = dominated = 0
+    for family in batch:
+        days = days_at[(family.node, family.num_gpus)]
+        if days is None:
+            no_fit += 1
+            continue
+        bound = _family_bound(spec, family, days, catalog)
+        if _beyond_limits(spec, bound):
+            late += 1
+        elif _dominated(bound, front):
+            dominated += 1
+        else:
+            wave.append(family)
+    return wave, _Pruned(no_fit, late, dominated)
+
+
 def optimize(
-    spec: OptimizeSpec, engine: Engine | None = None, *, catalog: Catalog | None = None
+    spec: OptimizeSpec,
+    engine: Engine | None = None,
+    *,
+    catalog: Catalog | None = None,
+    wave_size: int = WAVE,
 ) -> OptimizeResult:
-    """Search ``spec``'s space for the front of cost against time to train (module)."""
+    """Search ``spec``'s space for the front of cost against time to train (module);
+    ``wave_size`` families are evaluated between two pruning decisions."""
     engine = engine or SerialEngine()
     catalog = catalog or load_catalog()
     space = families(spec, catalog)
@@ -190,30 +250,10 @@ def optimize(
     front: list[DesignPoint] = []
     dominated = no_fit = late = 0
     while queue:
-        batch: list[Family] = []
-        while queue and len(batch) < WAVE:
-            family = queue.pop(0)
-            if _dominated(peak[family], front):
-                dominated += 1
-            else:
-                batch.append(family)
-        # The free-communication bound, once per node and size, for the families left.
-        sizes = sorted({(f.node, f.num_gpus) for f in batch} - days_at.keys())
-        found = engine.map(_bound_at, [(spec, *size) for size in sizes])
-        days_at.update(zip(sizes, found, strict=True))
-        wave: list[Family] = []
-        for family in batch:
-            days = days_at[(family.node, family.num_gpus)]
-            if days is None:
-                no_fit += 1
-                continue
-            bound = _family_bound(spec, family, days, catalog)
-            if _beyond_limits(spec, bound):
-                late += 1
-            elif _dominated(bound, front):
-                dominated += 1
-            else:
-                wave.append(family)
+        batch, skipped = _take_batch(queue, peak, front, wave_size)
+        wave, pruned = _refine(spec, batch, days_at, front, engine, catalog)
+        no_fit, late = no_fit + pruned.no_fit, late + pruned.late
+        dominated += skipped + pruned.dominated
         done = engine.map(evaluate_family, [(spec, f, *tried) for f in wave])
         results.extend(done)
         feasible.extend(p for r in done for p in r.points if not violations(p, spec.constraints))
