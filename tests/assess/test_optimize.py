@@ -187,7 +187,7 @@ def test_winner_reasoning_names_what_the_runner_up_lacks():
     assert why is not None and why.runner_up is not None
     assert why.winner.days <= why.runner_up.days  # objective: time
     assert "less throughput" in why.runner_up_lacks
-    assert why.limited_by.startswith(("GPU memory", "budget", "deadline", "facility", "rack"))
+    assert why.limited_by.startswith(("GPU memory", "budget", "deadline", "facility", "no limit"))
 
 
 @pytest.mark.parametrize("objective", ["time", "cost", "cost-per-token"])

@@ -22,6 +22,7 @@ __all__ = [
 
 
 NEAR = 0.005  # differences under half a percent are not given as reasons
+BINDS = 0.10  # a limit with less room than this binds the design
 
 
 def dominates(a: DesignPoint, b: DesignPoint) -> bool:
@@ -135,9 +136,13 @@ def reasoning(
     others = [p for p in ranked[1:] if p.family != winner.family] or ranked[1:]
     runner = others[0] if others else None
     limit = binding_constraint(winner, limits)
-    limited = (
-        f"{limit} ({slacks(winner, limits)[limit]:.0%} left); its step loses most to "
-        f"{winner.largest_overhead.removesuffix('_s').replace('_', ' ')}"
+    left = slacks(winner, limits)[limit]
+    bound = (
+        f"{limit} ({left:.0%} left)"
+        if left < BINDS
+        else (f"no limit binds (the closest: {limit}, {left:.0%} left)")
     )
+    overhead = winner.largest_overhead.removesuffix("_s").replace("_", " ")
+    limited = f"{bound}; its step loses most to {overhead}, at MFU {winner.mfu:.0%}"
     lacks = "" if runner is None else _lacks(winner, runner, objective)
     return Reasoning(winner, runner, limited, lacks)
