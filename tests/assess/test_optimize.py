@@ -214,3 +214,8 @@ def test_pruning_finds_the_front_every_design_evaluated_would_give():
     every = [p for f in families(spec, catalog) for p in evaluate_family(spec, f, *tried).points]
     assert result.counts.pruned_dominated + result.counts.pruned_memory > 0
     assert [p.label() for p in result.front] == [p.label() for p in pareto_front(every)]
+
+
+def test_a_space_no_node_can_build_is_refused_with_the_fields_to_widen():
+    with pytest.raises(SpecError, match=r"search\.num_gpus"):
+        optimize(_spec(search={**SMALL["search"], "num_gpus": [4]}))

@@ -228,7 +228,8 @@ def optimize(
     if not space:
         raise SpecError(
             "search: no catalog node runs the listed fabrics at the listed NIC speeds and GPU "
-            "counts; widen search.nodes, search.fabrics, search.nic_gbit_per_s or num_gpus"
+            "counts (a count must be a whole number of nodes); widen search.nodes, "
+            "search.fabrics, search.nic_gbit_per_s or search.num_gpus"
         )
     peak = {
         f: _family_bound(
