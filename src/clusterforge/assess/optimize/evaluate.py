@@ -11,14 +11,14 @@ of picklable inputs, so a process pool or a Dask worker runs it as well as this 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from clusterforge.assess.optimize.space import (
     Family,
     Variant,
     cluster_spec,
-    hardware_layout,
+    hardware_workload,
 )
 from clusterforge.catalog import load_catalog
 from clusterforge.design import Design, plan
@@ -102,7 +102,6 @@ class FamilyResult:
     rejected: tuple[str, ...] = ()
     num_planned: int = 0
     num_predicted: int = 0
-    counted: dict[str, int] = field(default_factory=dict)
 
 
 def job_usd_per_gpu_hour(design: Design, procurement: Procurement) -> float:
@@ -236,30 +235,11 @@ def _point(
     )
 
 
-def evaluate_family(
-    spec: OptimizeSpec,
-    family: Family,
-    variants: tuple[Variant, ...],
-    procurements: tuple[Procurement, ...],
-) -> FamilyResult:
-    """Plan each variant, search the family's best plan once, assess every design."""
+def _plan_variants(
+    spec: OptimizeSpec, family: Family, variants: tuple[Variant, ...], start: WorkloadSpec
+) -> tuple[list[tuple[Variant, Design]], list[str]]:
+    """Each variant planned with the hardware workload, or the reason it cannot be built."""
     catalog = load_catalog()
-    try:
-        tp, pp = hardware_layout(spec.job, family, catalog)
-    except ClusterforgeError as exc:
-        return FamilyResult(family, (), (str(exc),))
-    start = spec.job.model_copy(
-        update={
-            "tensor_parallel": tp,
-            "pipeline_parallel": pp,
-            "context_parallel": 1,
-            "expert_parallel": 1,
-            "data_parallel": None,
-            "virtual_pipeline_stages": 1,
-            "micro_batch": 1,
-            "pipeline_layers": None,
-        }
-    )
     planned: list[tuple[Variant, Design]] = []
     rejected: list[str] = []
     for variant in variants:
@@ -272,6 +252,22 @@ def evaluate_family(
             rejected.append(f"{family.label()}: {blocker}")
             continue
         planned.append((variant, design))
+    return planned, rejected
+
+
+def evaluate_family(
+    spec: OptimizeSpec,
+    family: Family,
+    variants: tuple[Variant, ...],
+    procurements: tuple[Procurement, ...],
+) -> FamilyResult:
+    """Plan each variant, search the family's best plan once, assess every design."""
+    catalog = load_catalog()
+    try:
+        start = hardware_workload(spec.job, family, catalog)
+    except ClusterforgeError as exc:
+        return FamilyResult(family, (), (str(exc),))
+    planned, rejected = _plan_variants(spec, family, variants, start)
     if not planned:
         return FamilyResult(family, (), tuple(rejected), num_planned=len(variants))
     try:

@@ -95,10 +95,10 @@ def alternative_family(alt: Alternative) -> tuple[Family, Variant, Procurement]:
     return family, Variant(None, alt.spare_fraction), alt.procurement
 
 
-def hardware_layout(job: WorkloadSpec, family: Family, catalog: Catalog) -> tuple[int, int]:
-    """(TP, PP) of a valid layout for planning the hardware (the layout does not change what
+def hardware_workload(job: WorkloadSpec, family: Family, catalog: Catalog) -> WorkloadSpec:
+    """The job with a valid layout for planning the hardware (the layout does not change what
     is built; the plan search then chooses the real one): the first of TP in powers of two
-    and PP in divisors that divides the GPUs, splits the batch and suits the model."""
+    and PP up to 64 that divides the GPUs, splits the batch and suits the model."""
     arch = job.model if not isinstance(job.model, str) else catalog.models[job.model]
     for tp, pp in itertools.product((1, 2, 4, 8, 16, 32, 64), range(1, 65)):
         try:
@@ -108,7 +108,18 @@ def hardware_layout(job: WorkloadSpec, family: Family, catalog: Catalog) -> tupl
             layout.split_layers(arch.num_layers, None)
         except PlanError:
             continue
-        return tp, pp
+        return job.model_copy(
+            update={
+                "tensor_parallel": tp,
+                "pipeline_parallel": pp,
+                "context_parallel": 1,
+                "expert_parallel": 1,
+                "data_parallel": None,
+                "virtual_pipeline_stages": 1,
+                "micro_batch": 1,
+                "pipeline_layers": None,
+            }
+        )
     raise SpecError(
         f"job: no layout of {family.num_gpus} GPUs splits global_batch {job.global_batch}; "
         "use a global batch with more powers of two, or other GPU counts"
