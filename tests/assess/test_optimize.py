@@ -15,6 +15,7 @@ from clusterforge.assess.optimize import (
     dominates,
     is_front,
     job_usd_per_gpu_hour,
+    load_optimize_spec,
     objective_value,
     optimize,
     pareto_front,
@@ -30,6 +31,7 @@ from clusterforge.design import plan
 from clusterforge.errors import SpecError
 from clusterforge.perf import predict_workload
 from clusterforge.spec import parse_spec
+from tests.conftest import REPO
 
 SMALL = {
     "job": {"model": "llama3-8b", "tokens_b": 20, "global_batch": 256},
@@ -219,3 +221,24 @@ def test_pruning_finds_the_front_every_design_evaluated_would_give():
 def test_a_space_no_node_can_build_is_refused_with_the_fields_to_widen():
     with pytest.raises(SpecError, match=r"search\.num_gpus"):
         optimize(_spec(search={**SMALL["search"], "num_gpus": [4]}))
+
+
+OPTIMIZE_EXAMPLES = sorted((REPO / "examples" / "optimize").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", OPTIMIZE_EXAMPLES, ids=lambda p: p.stem)
+def test_optimize_examples_load(path):
+    assert load_optimize_spec(path).name
+
+
+def test_build_or_rent_example_claim_holds_at_its_ends():
+    """The README's reproduced claim: rent wins at 32 H100, building at 512."""
+    spec = load_optimize_spec(REPO / "examples" / "optimize" / "build-or-rent.yaml")
+    spec = spec.model_copy(
+        update={"search": spec.search.model_copy(update={"num_gpus": [32, 512]})}
+    )
+    price = {
+        (p.family.num_gpus, p.procurement): p.usd_per_gpu_hour for p in optimize(spec).feasible
+    }
+    assert price[(32, "reserved")] < price[(32, "build")]
+    assert price[(512, "build")] < price[(512, "reserved")]
