@@ -242,3 +242,12 @@ def test_build_or_rent_example_claim_holds_at_its_ends():
     }
     assert price[(32, "reserved")] < price[(32, "build")]
     assert price[(512, "build")] < price[(512, "reserved")]
+
+
+def test_nics_per_node_is_a_dimension_and_reaches_the_written_spec():
+    space = {**SMALL["search"], "num_gpus": [8], "nics_per_node": [None, 4]}
+    result = optimize(_spec(search=space))
+    counts = {p.family.nics_per_node for p in result.feasible}
+    assert counts == {None, 4}
+    four = next(p for p in result.feasible if p.family.nics_per_node == 4)
+    assert four.spec.network.nics_per_node == 4

@@ -54,6 +54,7 @@ def _point_dict(point: DesignPoint, limits: OptimizeConstraints) -> dict[str, An
         "num_nodes": point.num_nodes,
         "fabric": point.family.fabric,
         "nic_gbit_per_s": point.family.nic_gbit_per_s,
+        "nics_per_node": point.family.nics_per_node,
         "topology": point.family.topology,
         "oversubscription": point.family.oversubscription,
         "cooling": list(point.cooling),

@@ -85,6 +85,13 @@ class SearchSpace(Section):
         description="Compute NIC speeds per GPU, Gb/s (None = the node's NIC at full speed); "
         "a speed above a node's NIC is skipped for that node",
     )
+    nics_per_node: list[int | None] = Field(
+        default_factory=lambda: list[int | None]([None]),
+        min_length=1,
+        max_length=8,
+        description="Compute NICs cabled per node (None = every compute NIC port of the "
+        "node); a count above a node's ports is skipped for that node",
+    )
     fabrics: list[Fabric] = Field(
         default_factory=lambda: list[Fabric](["infiniband", "roce"]),
         min_length=1,
@@ -170,6 +177,9 @@ class Alternative(Section):
     num_gpus: int = Field(gt=0, le=MAX_GPUS, description="Training GPUs")
     nic_gbit_per_s: float | None = Field(
         None, ge=1, le=3200, description="Compute NIC speed per GPU, Gb/s (None = the node's)"
+    )
+    nics_per_node: int | None = Field(
+        None, ge=1, le=32, description="Compute NICs per node (None = all of them)"
     )
     fabric: Fabric = "infiniband"
     topology: Topology = "rail-optimized"

@@ -31,14 +31,18 @@ class Family:
     nic_gbit_per_s: float | None
     topology: Topology
     oversubscription: float
+    nics_per_node: int | None = None
 
-    def order(self) -> tuple[str, int, str, float, str, float]:
-        """A total order (the node's full NIC speed sorts first, as 0)."""
-        nic = self.nic_gbit_per_s or 0.0
-        return (self.node, self.num_gpus, self.fabric, nic, self.topology, self.oversubscription)
+    def order(self) -> tuple[str, int, str, float, str, float, int]:
+        """A total order (the node's own NIC speed and count sort first, as 0)."""
+        nic, nics = self.nic_gbit_per_s or 0.0, self.nics_per_node or 0
+        return (self.node, self.num_gpus, self.fabric, nic, self.topology, self.oversubscription,
+                nics)  # fmt: skip
 
     def label(self) -> str:
         nic = "full" if self.nic_gbit_per_s is None else f"{self.nic_gbit_per_s:g}G"
+        if self.nics_per_node is not None:
+            nic = f"{self.nics_per_node} NICs {nic}"
         over = "" if self.oversubscription == 1 else f" {self.oversubscription:g}:1"
         return f"{self.num_gpus} x {self.node} {self.fabric} {nic} {self.topology}{over}"
 
@@ -52,12 +56,16 @@ class Variant:
     spare_fraction: float
 
 
-def _node_runs(node: Node, catalog: Catalog, fabric: str, nic_gbit_per_s: float | None) -> bool:
-    """Whether the node's compute NIC runs the fabric kind at the speed."""
+def _node_runs(node: Node, catalog: Catalog, family: Family) -> bool:
+    """Whether the node holds the family's GPU count in whole nodes and its compute NIC runs
+    the fabric kind at the speed, with as many ports as the family cables."""
     nic = catalog.nics[node.compute_nic]
-    kind = "infiniband" if fabric == "infiniband" else "ethernet"
-    fast_enough = nic_gbit_per_s is None or nic_gbit_per_s <= nic.port_gbit_per_s
-    return kind in nic.fabrics and fast_enough
+    kind = "infiniband" if family.fabric == "infiniband" else "ethernet"
+    speed, count = family.nic_gbit_per_s, family.nics_per_node
+    fast_enough = speed is None or speed <= nic.port_gbit_per_s
+    enough_ports = count is None or count <= node.num_compute_nics * nic.num_ports
+    whole = family.num_gpus % node.num_gpus == 0
+    return whole and kind in nic.fabrics and fast_enough and enough_ports
 
 
 def families(spec: OptimizeSpec, catalog: Catalog) -> list[Family]:
@@ -66,16 +74,17 @@ def families(spec: OptimizeSpec, catalog: Catalog) -> list[Family]:
     found = []
     for node_id in space.nodes or catalog.nodes.ids():
         node = catalog.nodes[node_id]
-        for n, fabric, nic, topology, over in itertools.product(
+        for n, fabric, nic, topology, over, nics in itertools.product(
             space.gpu_counts(),
             space.fabrics,
             space.nic_gbit_per_s,
             space.topologies,
             space.oversubscription,
+            space.nics_per_node,
         ):
-            if n % node.num_gpus or not _node_runs(node, catalog, fabric, nic):
-                continue
-            found.append(Family(node_id, n, fabric, nic, topology, over))
+            family = Family(node_id, n, fabric, nic, topology, over, nics)
+            if _node_runs(node, catalog, family):
+                found.append(family)
     return sorted(set(found), key=Family.order)
 
 
@@ -90,7 +99,13 @@ def variants(spec: OptimizeSpec) -> list[Variant]:
 def alternative_family(alt: Alternative) -> tuple[Family, Variant, Procurement]:
     """A named alternative of ``--compare`` as a family, variant and procurement."""
     family = Family(
-        alt.node, alt.num_gpus, alt.fabric, alt.nic_gbit_per_s, alt.topology, alt.oversubscription
+        alt.node,
+        alt.num_gpus,
+        alt.fabric,
+        alt.nic_gbit_per_s,
+        alt.topology,
+        alt.oversubscription,
+        alt.nics_per_node,
     )
     return family, Variant(None, alt.spare_fraction), alt.procurement
 
@@ -147,6 +162,8 @@ def cluster_spec(
     }
     if family.nic_gbit_per_s is not None:
         network["nic_gbit_per_s"] = family.nic_gbit_per_s
+    if family.nics_per_node is not None:
+        network["nics_per_node"] = family.nics_per_node
     return ClusterSpec.model_validate(
         {
             "name": spec.name,
