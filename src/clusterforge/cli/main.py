@@ -39,6 +39,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "clusterforge.cli.goodput",
         "Failures, checkpoints, spares and the real time to train.",
     ),
+    "optimize": (
+        "clusterforge.cli.optimize",
+        "Search clusters for the best design under a budget or deadline: the Pareto front.",
+    ),
     "check": ("clusterforge.cli.check", "Run node health checks; optionally drain/cordon."),
     "exporter": ("clusterforge.cli.exporter", "Serve health-check metrics for Prometheus."),
     "diagnose": ("clusterforge.cli.diagnose", "Why is my job slow: verdicts from Prometheus."),
