@@ -122,7 +122,7 @@ def test_time_to_train_histogram(tmp_path, capsys):
 
 
 def test_no_module_builds_svg_by_hand():
-    """Pictures come from matplotlib (files) and plotly (the HTML report), not strings."""
+    """Pictures come from matplotlib (files and the HTML report), not strings."""
     hand_drawn = [
         str(path.relative_to(SRC))
         for path in SRC.rglob("*.py")

@@ -1,81 +1,62 @@
-"""Charts of the HTML report, drawn with plotly (https://plotly.com/python/).
+"""Charts of the HTML report: matplotlib figures inlined as SVG.
 
-Each function takes plain series and returns an HTML fragment (a ``div`` and the script that
-draws it); :func:`plotly_js` is the library itself, inlined once per report so the file opens
-without a network. Figures are written as plotly.js figure dictionaries (traces and layout,
-https://plotly.com/javascript/reference/) and serialised without plotly's Python-side
-validation, which costs a quarter of a second per chart. plotly is an optional dependency
-(the ``ui`` extra), imported lazily.
+The report draws with the same renderer and house style as the picture files ``plan``,
+``simulate --plot`` and ``goodput --plot`` write (:mod:`clusterforge.report.figure_file`);
+where a file and a report section show the same figure, the section inlines that very
+picture (:func:`inline_svg`). Inline SVG needs no script and no library in the page: the page
+paints as soon as it is parsed, scales to the page width and prints as vectors.
+
+Each function takes plain series and returns an HTML fragment (an ``svg`` element).
 """
 
 from __future__ import annotations
 
-import functools
+import hashlib
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-from clusterforge.errors import AdapterError
+from clusterforge.report.figure_file import COLORS, draw_picture
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "bar_chart",
     "floor_chart",
     "floor_heatmap",
-    "histogram_chart",
+    "inline_svg",
     "line_chart",
-    "plotly_js",
-    "require_plotly",
     "sankey_chart",
 ]
 
-INSTALL_HINT = "pip install 'clusterforge[ui]'"
-HEIGHT_PX = 420
-_CONFIG = {"displaylogo": False, "responsive": True}
+SIZE_IN = (9.0, 4.2)
+# the XML declaration, the DOCTYPE, matplotlib's comment and its RDF metadata (the tool's
+# name): not allowed, or noise, inside an HTML page
+_PROLOG = re.compile(
+    r"<\?xml[^>]*\?>\s*|<!DOCTYPE[^>]*>\s*|<!--[^>]*-->\s*|<metadata>.*?</metadata>\s*", re.S
+)
+_IDS = re.compile(r'(\bid="|href="#|url\(#)')
 
 
-def require_plotly() -> Any:
-    """The ``plotly.io`` module, or an :class:`AdapterError` saying how to install it."""
-    try:
-        import plotly.io as pio
-    except ImportError:
-        raise AdapterError(
-            f"the HTML report needs plotly; install it with {INSTALL_HINT}"
-        ) from None
-    return pio
+def inline_svg(svg: bytes) -> str:
+    """An SVG file as an element to place in an HTML page: its prolog and metadata dropped,
+    every id
+    (and each reference to one) prefixed with a hash of the picture, so two pictures on one
+    page never share an id (matplotlib names the parts of every figure ``figure_1``,
+    ``axes_1``, ...). The same picture gets the same ids on every run."""
+    text = _PROLOG.sub("", svg.decode("utf-8"))
+    prefix = "f" + hashlib.sha1(svg).hexdigest()[:8] + "-"
+    return _IDS.sub(lambda m: m.group(1) + prefix, text).strip()
 
 
-@functools.cache
-def plotly_js() -> str:
-    """The plotly.js bundle shipped inside the plotly package (about 4.8 MB, MIT licence)."""
-    require_plotly()
-    from plotly.offline import get_plotlyjs
-
-    return str(get_plotlyjs())
-
-
-def _html(
-    traces: list[dict[str, Any]],
-    title: str,
-    layout: dict[str, Any] | None = None,
-    *,
-    height_px: int = HEIGHT_PX,
-) -> str:
-    pio = require_plotly()
-    base: dict[str, Any] = {
-        "title": {"text": title, "x": 0.01},
-        "height": height_px,
-        "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
-        "legend": {"orientation": "h", "y": -0.2},
-        "paper_bgcolor": "white",
-        "plot_bgcolor": "white",
-        "xaxis": {"gridcolor": "#eee"},
-        "yaxis": {"gridcolor": "#eee"},
-    }
-    for key, value in (layout or {}).items():
-        base[key] = base[key] | value if isinstance(base.get(key), dict) else value
-    figure = {"data": traces, "layout": base}
-    return str(
-        pio.to_html(figure, full_html=False, include_plotlyjs=False, config=_CONFIG, validate=False)
-    )
+def _labels(ax: Axes, title: str, *, x: str, y: str, legend: bool) -> None:
+    ax.set_title(title, loc="left")
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    if legend:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 def line_chart(
@@ -84,24 +65,21 @@ def line_chart(
     series: Sequence[tuple[str, Sequence[float], Sequence[float]]],
     x_title: str,
     y_title: str,
-    log_x: bool = False,
     markers: bool = True,
-    x_ticks: Sequence[tuple[float, str]] = (),
 ) -> str:
-    """Lines, one per (label, xs, ys); ``markers`` marks each point (a simulated size);
-    ``x_ticks`` as (value, label) replaces plotly's own tick labels (whose SI suffixes read
-    1e9 bytes as "1G" and 1 byte as "1")."""
-    mode = "lines+markers" if markers else "lines"
-    traces = [
-        {"type": "scatter", "mode": mode, "name": label, "x": list(xs), "y": list(ys)}
-        for label, xs, ys in series
-    ]
-    xaxis: dict[str, Any] = {"title": {"text": x_title}, "type": "log" if log_x else "linear"}
-    if x_ticks:
-        xaxis |= {"tickmode": "array", "tickvals": [v for v, _ in x_ticks],
-                  "ticktext": [label for _, label in x_ticks]}  # fmt: skip
-    layout = {"xaxis": xaxis, "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"}}
-    return _html(traces, title, layout)
+    """Lines, one per (label, xs, ys); ``markers`` marks each point. Each line is the SVG
+    group ``series-<n>`` (n from 1, in legend order)."""
+
+    def paint(figure: Figure) -> None:
+        ax = figure.add_subplot()
+        for i, (label, xs, ys) in enumerate(series, start=1):
+            (line,) = ax.plot(list(xs), list(ys), marker="o" if markers else None, markersize=3,
+                              linewidth=1.8, label=label)  # fmt: skip
+            line.set_gid(f"series-{i}")
+        ax.set_ylim(bottom=0)
+        _labels(ax, title, x=x_title, y=y_title, legend=True)
+
+    return inline_svg(draw_picture(SIZE_IN, "svg", paint))
 
 
 def bar_chart(
@@ -110,25 +88,47 @@ def bar_chart(
     labels: Sequence[str],
     series: Sequence[tuple[str, Sequence[float]]],
     y_title: str,
-    limit: tuple[str, Sequence[float]] | None = None,
+    limit: tuple[str, float] | None = None,
     stacked: bool = False,
 ) -> str:
-    """Bars, one trace per (name, values), grouped or ``stacked``; ``limit`` draws a dashed
-    line across the bars (a circuit's capacity)."""
-    traces: list[dict[str, Any]] = [
-        {"type": "bar", "name": name, "x": list(labels), "y": list(values)}
-        for name, values in series
-    ]
-    if limit is not None:
-        traces.append(
-            {"type": "scatter", "mode": "lines", "name": limit[0], "x": list(labels),
-             "y": list(limit[1]), "line": {"dash": "dash", "color": "#e45756"}}
-        )  # fmt: skip
-    layout = {
-        "barmode": "stack" if stacked else "group",
-        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
-    }
-    return _html(traces, title, layout)
+    """Bars, one colour per (name, values), side by side or ``stacked``; ``limit`` as
+    (label, value) draws a dashed line across the bars (a circuit's capacity). Long category
+    names are turned; beyond 40 categories the names are left to the table."""
+    import numpy as np
+
+    num_cats, num_series = len(labels), max(1, len(series))
+    x = np.arange(num_cats)
+    width = 0.8 if stacked else 0.8 / num_series
+
+    def paint(figure: Figure) -> None:
+        ax = figure.add_subplot()
+        bottom = np.zeros(num_cats)
+        for i, (name, values) in enumerate(series):
+            ys = np.asarray(values, dtype=float)
+            offset = 0.0 if stacked else (i - (num_series - 1) / 2) * width
+            ax.bar(x + offset, ys, width, bottom=bottom if stacked else None, label=name,
+                   color=COLORS[i % len(COLORS)])  # fmt: skip
+            if stacked:
+                bottom = bottom + ys
+        if limit is not None:
+            ax.axhline(limit[1], color=COLORS[3], linestyle="--", linewidth=1.5, label=limit[0])
+        _category_axis(ax, labels)
+        ax.set_ylim(bottom=0)
+        ax.grid(axis="x", visible=False)
+        _labels(ax, title, x="", y=y_title, legend=len(series) > 1 or limit is not None)
+
+    return inline_svg(draw_picture(SIZE_IN, "svg", paint))
+
+
+def _category_axis(ax: Axes, labels: Sequence[str]) -> None:
+    if len(labels) > 40:
+        ax.set_xticks([])
+        ax.set_xlabel(f"{len(labels)} bars, in the table's order")
+        return
+    longest = max((len(s) for s in labels), default=0)
+    turned = longest * len(labels) > 90
+    ax.set_xticks(range(len(labels)), list(labels), rotation=30 if turned else 0,
+                  ha="right" if turned else "center", fontsize=8)  # fmt: skip
 
 
 def floor_chart(
@@ -137,26 +137,27 @@ def floor_chart(
     x_m: Sequence[float],
     y_m: Sequence[float],
     value_kw: Sequence[float],
-    hover: Sequence[str],
-    symbols: Sequence[str],
+    roles: Sequence[str],
 ) -> str:
-    """Racks as squares at their floor position, coloured by kW (the colour bar)."""
-    trace = {
-        "type": "scatter",  # SVG: WebGL (scattergl) is refused by GPU-less browsers
-        "mode": "markers", "x": list(x_m), "y": list(y_m), "text": list(hover),
-        "hoverinfo": "text",
-        "marker": {"symbol": list(symbols), "size": 12, "color": list(value_kw),
-                   # plotly.js's YlOrRd runs dark to light: reversed, the hot racks are red
-                   "colorscale": "YlOrRd", "reversescale": True,
-                   "colorbar": {"title": {"text": "kW"}},
-                   "line": {"width": 1}},
-    }  # fmt: skip
-    layout = {
-        # equal metres on both axes; the plot narrows instead of padding x with empty floor
-        "xaxis": {"title": {"text": "x (m)"}, "constrain": "domain"},
-        "yaxis": {"title": {"text": "y (m)"}, "scaleanchor": "x", "autorange": "reversed"},
-    }
-    return _html([trace], title, layout, height_px=min(900, max(HEIGHT_PX, 60 * len(set(y_m)))))
+    """Racks as squares (GPU racks) or diamonds (network racks) at their floor position,
+    coloured by kW (the colour bar), with equal metres on both axes."""
+
+    def paint(figure: Figure) -> None:
+        ax = figure.add_subplot()
+        network = [r != "gpu" for r in roles]
+        for marker, keep in (("s", [not n for n in network]), ("D", network)):
+            xs = [v for v, k in zip(x_m, keep, strict=True) if k]
+            ys = [v for v, k in zip(y_m, keep, strict=True) if k]
+            cs = [v for v, k in zip(value_kw, keep, strict=True) if k]
+            points = ax.scatter(xs, ys, c=cs, marker=marker, s=40, cmap="YlOrRd",
+                                vmin=min(value_kw), vmax=max(value_kw), edgecolors="#333333",
+                                linewidths=0.5)  # fmt: skip
+        figure.colorbar(points, ax=ax, label="kW", shrink=0.8)
+        ax.set_aspect("equal")
+        ax.invert_yaxis()
+        _labels(ax, title, x="x (m)", y="y (m)", legend=False)
+
+    return inline_svg(draw_picture(SIZE_IN, "svg", paint))
 
 
 def floor_heatmap(
@@ -165,41 +166,40 @@ def floor_heatmap(
     x_m: Sequence[float],
     y_m: Sequence[float],
     value_kw: Sequence[Sequence[float | None]],
-    hover: Sequence[Sequence[str]],
 ) -> str:
     """Racks as cells of a grid (``value_kw[i][j]`` at ``y_m[i]``, ``x_m[j]``; None where no
-    rack stands), coloured by kW: one image however many racks, where a marker per rack
-    would be an SVG element per rack. A row of racks is a few pixels tall whatever the
-    floor's proportions (metres are not kept equal on both axes: a long hall would be a
-    sliver)."""
-    trace = {
-        "type": "heatmap", "x": list(x_m), "y": list(y_m), "z": [list(r) for r in value_kw],
-        "text": [list(r) for r in hover], "hoverinfo": "text", "colorscale": "YlOrRd",
-        "reversescale": True, "colorbar": {"title": {"text": "kW"}}, "hoverongaps": False,
-    }  # fmt: skip
-    layout = {
-        "xaxis": {"title": {"text": "x (m)"}, "constrain": "domain", "showgrid": False},
-        "yaxis": {"title": {"text": "y (m)"}, "autorange": "reversed", "showgrid": False},
-    }
-    height_px = min(1400, max(HEIGHT_PX, 8 * len(y_m)))
-    return _html([trace], title, layout, height_px=height_px)
+    rack stands), coloured by kW: one raster image however many racks."""
+    import numpy as np
+
+    grid = np.array([[np.nan if v is None else v for v in row] for row in value_kw], dtype=float)
+
+    def paint(figure: Figure) -> None:
+        ax = figure.add_subplot()
+        image = ax.imshow(grid, cmap="YlOrRd", aspect="auto", interpolation="nearest",
+                          extent=(min(x_m), max(x_m), max(y_m), min(y_m)))  # fmt: skip
+        figure.colorbar(image, ax=ax, label="kW", shrink=0.8)
+        ax.grid(visible=False)
+        _labels(ax, title, x="x (m)", y="y (m)", legend=False)
+
+    return inline_svg(draw_picture(SIZE_IN, "svg", paint))
 
 
-def sankey_chart(
-    title: str, *, nodes: Sequence[str], links: Sequence[tuple[int, int, float, str]]
-) -> str:
-    """A flow diagram: ``nodes`` by label, ``links`` as (source, target, count, label)."""
-    trace = {
-        "type": "sankey",
-        "node": {"label": list(nodes), "pad": 20, "thickness": 18},
-        "link": {"source": [s for s, _, _, _ in links], "target": [t for _, t, _, _ in links],
-                 "value": [v for _, _, v, _ in links], "label": [lb for *_, lb in links]},
-    }  # fmt: skip
-    return _html([trace], title)
+def sankey_chart(title: str, *, nodes: Sequence[str], links: Sequence[tuple[int, int, str]]) -> str:
+    """Tiers as boxes from left to right, ``links`` as (source, target, label) arrows."""
 
+    def paint(figure: Figure) -> None:
+        ax = figure.add_subplot()
+        for i, label in enumerate(nodes):
+            ax.text(i, 0, label, ha="center", va="center", fontsize=10,
+                    bbox={"boxstyle": "round,pad=0.6", "facecolor": COLORS[i % len(COLORS)],
+                          "alpha": 0.25, "edgecolor": "#333333"})  # fmt: skip
+        for source, target, label in links:
+            ax.annotate("", xy=(target - 0.28, 0), xytext=(source + 0.28, 0),
+                        arrowprops={"arrowstyle": "-|>", "color": "#555555"})  # fmt: skip
+            ax.text((source + target) / 2, 0.12, label, ha="center", fontsize=8)
+        ax.set_xlim(-0.6, len(nodes) - 0.4)
+        ax.set_ylim(-0.5, 0.5)
+        ax.axis("off")
+        ax.set_title(title, loc="left")
 
-def histogram_chart(title: str, *, values: Sequence[float], x_title: str) -> str:
-    """A histogram of ``values`` (plotly.js chooses the bins)."""
-    trace = {"type": "histogram", "x": list(values), "name": x_title}
-    layout = {"xaxis": {"title": {"text": x_title}}, "yaxis": {"title": {"text": "count"}}}
-    return _html([trace], title, layout)
+    return inline_svg(draw_picture((9.0, 1.8), "svg", paint))

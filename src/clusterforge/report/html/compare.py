@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from clusterforge.assess import Assessment, ExpectedPerformance
 from clusterforge.design import Design
 from clusterforge.report.html import charts, facts, money, studies
-from clusterforge.report.html.model import Figure, Section, Table, kw, num, pct, pp
+from clusterforge.report.html.model import Figure, Section, Table, css_string, kw, num, pct, pp
 from clusterforge.report.html.model import money as usd
 from clusterforge.report.html.render import page_assets, template_env
 
@@ -64,6 +64,11 @@ class Comparison:
     rows: tuple[DeltaRow, ...]
     sections: tuple[Section, ...]
     findings: tuple[Section, Section]
+
+    @property
+    def print_title(self) -> str:
+        """The title as a CSS string, for the printed pages' top margin."""
+        return css_string(self.title)
 
 
 def _delta_row(row: Row, a: Design, b: Design) -> DeltaRow:

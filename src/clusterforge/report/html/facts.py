@@ -100,8 +100,8 @@ def floor_section(design: Design) -> Section:
     title = f"floor plan: {len(racks)} racks in {len({r.row for r in racks})} rows"
     if len(racks) > MAX_FLOOR_MARKERS:
         figure = _floor_grid(title, racks)
-        lead = (f"{num(len(racks))} racks, each a cell of the floor grid (hover for its name "
-                f"and role); colour is the rack's maximum draw in kW. Cooling: {cooling}.")  # fmt: skip
+        lead = (f"{num(len(racks))} racks, each a cell of the floor grid (the table names "
+                f"each); colour is the rack's maximum draw in kW. Cooling: {cooling}.")  # fmt: skip
     else:
         figure = _floor_markers(title, racks)
         lead = (f"{len(racks)} racks; squares are GPU racks, diamonds network racks; colour is "
@@ -109,20 +109,14 @@ def floor_section(design: Design) -> Section:
     return Section("floor", "Floor plan", lead, (Figure(figure, "floor plan"),), (rows,))
 
 
-def _hover(rack: Rack) -> str:
-    return f"{rack.name} ({rack.role}): {rack.max_kw:.1f} kW, {rack.cooling.method}"
-
-
 def _floor_markers(title: str, racks: Sequence[Rack]) -> str:
     """A marker per rack at its place, its shape saying its role."""
-    symbols = {"gpu": "square", "network": "diamond", "core": "diamond"}
     return charts.floor_chart(
         title,
         x_m=[r.x_m for r in racks],
         y_m=[r.y_m for r in racks],
         value_kw=[r.max_kw for r in racks],
-        hover=[_hover(r) for r in racks],
-        symbols=[symbols.get(r.role, "circle") for r in racks],
+        roles=[r.role for r in racks],
     )
 
 
@@ -132,11 +126,9 @@ def _floor_grid(title: str, racks: Sequence[Rack]) -> str:
     ys = sorted({round(r.y_m, 2) for r in racks})
     col, line = {x: j for j, x in enumerate(xs)}, {y: i for i, y in enumerate(ys)}
     kw_grid: list[list[float | None]] = [[None] * len(xs) for _ in ys]
-    hover: list[list[str]] = [[""] * len(xs) for _ in ys]
     for r in racks:
-        i, j = line[round(r.y_m, 2)], col[round(r.x_m, 2)]
-        kw_grid[i][j], hover[i][j] = r.max_kw, _hover(r)
-    return charts.floor_heatmap(title, x_m=xs, y_m=ys, value_kw=kw_grid, hover=hover)
+        kw_grid[line[round(r.y_m, 2)]][col[round(r.x_m, 2)]] = r.max_kw
+    return charts.floor_heatmap(title, x_m=xs, y_m=ys, value_kw=kw_grid)
 
 
 def elevation_data(design: Design) -> str:
@@ -187,9 +179,7 @@ def fabric_section(design: Design) -> Section:
     tiers = [t for t in tiers if t[1] > 0]
     nodes = [f"{num(count)} {name}" for name, count, _, _ in tiers]
     links = [
-        (i, i + 1, float(tiers[i][2]), f"{num(tiers[i][2])} links")
-        for i in range(len(tiers) - 1)
-        if tiers[i][2] > 0
+        (i, i + 1, f"{num(tiers[i][2])} links") for i in range(len(tiers) - 1) if tiers[i][2] > 0
     ]
     figure = charts.sankey_chart(
         f"compute fabric: {f.topology}, {f.tiers} tier(s), {f.gbit_per_s_per_gpu:g} Gb/s per GPU",
@@ -342,7 +332,7 @@ def power_section(design: Design) -> Section:
         labels=labels,
         series=[("load / usable capacity (%)", [100 * c.utilization for c in loads])],
         y_title="% of the feed's usable capacity",
-        limit=("circuit limit", [100.0] * len(labels)),
+        limit=("circuit limit", 100.0),
     )
     worst = max(racks, key=lambda r: r.circuit.utilization)
     p = design.power

@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING
 
 from clusterforge.report.format import npv_text, payback_text
 from clusterforge.report.html import charts
+from clusterforge.report.html.charts import inline_svg
 from clusterforge.report.html.model import Figure, Section, money, num, pct, table
+from clusterforge.report.plots import tco_chart
 
 if TYPE_CHECKING:
     from clusterforge.assess import Economics
@@ -60,15 +62,8 @@ def tco_section(design: Design, economics: Economics) -> Section:
     """Build against rent over the ownership period, with the break-even figures. The lead
     sentence and the chart compare with the same rent, the verdict's offer, and say which."""
     c = design.cost
-    years, build, rent = tco_curves(design)
     rent_label = f"{c.rent_basis} rent"
-    figure = charts.line_chart(
-        f"build vs rent at {pct(design.spec.economics.utilization)} utilization",
-        series=[("build", years, build), (f"rent ({c.rent_basis})", years, rent)],
-        x_title="years",
-        y_title="cumulative cost ($M)",
-        markers=False,
-    )
+    figure = inline_svg(tco_chart(design))
     rows = table(
         ("quantity", "value"),
         _tco_rows(design, economics),

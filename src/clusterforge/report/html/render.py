@@ -2,8 +2,8 @@
 
 :func:`build_report` gathers the sections (reading the design, running the simulator, the
 performance model and the goodput Monte Carlo); :func:`render_html` places them into the
-Jinja2 template with ``StrictUndefined``, plotly.js and the page's own script inlined so the
-file needs no network.
+Jinja2 template with ``StrictUndefined``, the charts (inline SVG) and the page's own script
+inlined so the file needs no network.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import jinja2
 from clusterforge.assess import Assessment, ExpectedPerformance, GoodputOutlook
 from clusterforge.report.expected import parallel_label
 from clusterforge.report.html import facts, money, studies
-from clusterforge.report.html.charts import plotly_js
-from clusterforge.report.html.model import Metric, Section, num, pct, script_safe
+from clusterforge.report.html.model import Metric, Section, css_string, num, pct, script_safe
 from clusterforge.userfiles import check_output_file, write_file
 
 __all__ = ["Report", "build_report", "check_page_path", "page_assets", "render_html",
@@ -36,6 +35,11 @@ class Report:
     sections: tuple[Section, ...]
     elevation_json: str
 
+    @property
+    def print_title(self) -> str:
+        """The title as a CSS string, for the printed pages' top margin."""
+        return css_string(self.title)
+
 
 @functools.cache
 def template_env() -> jinja2.Environment:
@@ -50,12 +54,11 @@ def template_env() -> jinja2.Environment:
 
 
 def page_assets() -> dict[str, str]:
-    """The page's inlined assets: stylesheet, elevation viewer and plotly.js."""
+    """The page's inlined assets: its stylesheet and its script (elevation viewer, tables)."""
     folder = resources.files("clusterforge.report.html") / "templates"
     return {
         "css": (folder / "report.css").read_text(encoding="utf-8"),
         "script": (folder / "report.js").read_text(encoding="utf-8"),
-        "plotly_js": plotly_js(),
     }
 
 

@@ -4,8 +4,6 @@ spec's plan and of the best plans, and the goodput of the job's life."""
 
 from __future__ import annotations
 
-import math
-
 from clusterforge.assess import (
     ExpectedPerformance,
     GoodputOutlook,
@@ -15,41 +13,26 @@ from clusterforge.assess import (
 )
 from clusterforge.report.expected import parallel_label
 from clusterforge.report.format import size_label
-from clusterforge.report.goodput import interval_label, lost_rows
+from clusterforge.report.goodput import histogram_picture, interval_label, lost_rows
 from clusterforge.report.html import charts
+from clusterforge.report.html.charts import inline_svg
 from clusterforge.report.html.model import Figure, Section, Table, num, pct, table
+from clusterforge.report.plots import Series, busbw_chart
 
-__all__ = ["busbw_section", "goodput_section", "performance_section", "plan_label", "size_ticks"]
+__all__ = ["busbw_section", "goodput_section", "performance_section", "plan_label"]
 
 DAY_S = 86400.0
 BREAKDOWN = ("compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "cp_comm_s", "ep_comm_s",
              "bubble_s", "optimizer_s", "other_s")  # fmt: skip
 
 
-def size_ticks(sizes: list[float]) -> list[tuple[float, str]]:
-    """Ticks at the powers of 4 bytes from the smallest size to the largest, labelled in the
-    table's binary units (1 KiB, 4 KiB, ... 1 GiB), as nccl-tests sweeps them."""
-    if not sizes:
-        return []
-    low = math.ceil(math.log(min(sizes), 4) - 1e-9)
-    high = math.floor(math.log(max(sizes), 4) + 1e-9)
-    return [(4.0**k, size_label(4.0**k)) for k in range(low, high + 1)]
-
-
 def busbw_section(curves: list[Study]) -> Section:
-    """Bus bandwidth against message size, one line per design."""
-    sizes = [r.size_bytes for c in curves for r in c.results]
-    figure = charts.line_chart(
+    """Bus bandwidth against message size, one line per design: the picture ``simulate
+    --plot`` writes."""
+    figure = busbw_chart(
         "all-reduce bus bandwidth over all GPUs (simulated)",
-        series=[
-            (c.name, [r.size_bytes for r in c.results],
-             [r.busbw_gbyte_per_s for r in c.results])
-            for c in curves
-        ],
-        x_title="message size",
-        y_title="busbw (GB/s)",
-        log_x=True,
-        x_ticks=size_ticks(sizes),
+        [Series(c.name, [r.size_bytes for r in c.results],
+                [r.busbw_gbyte_per_s for r in c.results]) for c in curves],
     )  # fmt: skip
     tables = tuple(_busbw_table(c) for c in curves)
     reached = "; ".join(
@@ -58,7 +41,9 @@ def busbw_section(curves: list[Study]) -> Section:
         for c in curves
     )
     lead = f"nccl-tests-style all-reduce bus bandwidth at the largest size: {reached}."
-    return Section("busbw", "Collective bandwidth", lead, (Figure(figure, "busbw"),), tables)
+    return Section(
+        "busbw", "Collective bandwidth", lead, (Figure(inline_svg(figure), "busbw"),), tables
+    )
 
 
 def _busbw_table(curve: Study) -> Table:
@@ -123,11 +108,7 @@ def goodput_section(goodput: GoodputOutlook | Unavailable) -> Section:
         return Section("goodput", "Goodput and time to train", goodput.reason)
     report = goodput.report
     exp = report.expected
-    runs = int(report.lives.wall_s.size)
-    days = [w / DAY_S for w in report.lives.wall_s.tolist()]
-    figure = charts.histogram_chart(
-        f"time to train over {runs} simulated lives", values=days, x_title="days"
-    )
+    figure = inline_svg(histogram_picture(report))
     what_if = table(
         ("change", "ETTR", "expected days", "spares for 99%"),
         list(report.variants.items()),

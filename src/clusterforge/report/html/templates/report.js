@@ -27,9 +27,7 @@
       if (details.open) { fillTable(details); }
     });
   });
-  function drawRow(view, data, rowIndex) {
-    var target = view.querySelector(".elevation-row");
-    var uPx = Number(view.querySelector(".zoom").value);
+  function drawRow(target, data, rowIndex, uPx) {
     target.replaceChildren();
     data.rows[rowIndex][1].forEach(function (rack) {
       var box = document.createElement("div");
@@ -64,9 +62,44 @@
       option.textContent = "row " + row[0] + " (" + row[1].length + " racks)";
       picker.appendChild(option);
     });
-    var redraw = function () { drawRow(view, data, Number(picker.value || 0)); };
+    var redraw = function () {
+      var uPx = Number(view.querySelector(".zoom").value);
+      drawRow(view.querySelector(".elevation-row"), data, Number(picker.value || 0), uPx);
+    };
     picker.addEventListener("change", redraw);
     view.querySelector(".zoom").addEventListener("input", redraw);
     if (data.rows.length > 0) { redraw(); }
   });
+  // Printing (or the PDF, which loads the page as "#print") shows everything the screen keeps
+  // a click away: every table opened and filled, every row of racks drawn, small.
+  var PRINT_U_PX = 4;
+  var closed = [];
+  function expandForPrint() {
+    document.querySelectorAll("details:not([open])").forEach(function (details) {
+      closed.push(details);
+      details.open = true;
+      fillTable(details);
+    });
+    document.querySelectorAll(".elevations").forEach(function (view) {
+      var all = view.querySelector(".elevation-all");
+      if (all.childElementCount > 0) { return; }
+      var data = JSON.parse(document.getElementById(view.dataset.source).textContent);
+      data.rows.forEach(function (row, i) {
+        var heading = document.createElement("h3");
+        heading.textContent = "row " + row[0] + " (" + row[1].length + " racks)";
+        var line = document.createElement("div");
+        line.className = "elevation-row";
+        drawRow(line, data, i, PRINT_U_PX);
+        all.appendChild(heading);
+        all.appendChild(line);
+      });
+    });
+  }
+  function restoreAfterPrint() {
+    closed.forEach(function (details) { details.open = false; });
+    closed = [];
+  }
+  window.addEventListener("beforeprint", expandForPrint);
+  window.addEventListener("afterprint", restoreAfterPrint);
+  if (window.location.hash === "#print") { expandForPrint(); }
 })();
