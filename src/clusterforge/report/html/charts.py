@@ -90,10 +90,13 @@ def bar_chart(
     y_title: str,
     limit: tuple[str, float] | None = None,
     stacked: bool = False,
+    highlight: int | None = None,
 ) -> str:
     """Bars, one colour per (name, values), side by side or ``stacked``; ``limit`` as
-    (label, value) draws a dashed line across the bars (a circuit's capacity). Long category
-    names are turned; beyond 40 categories the names are left to the table."""
+    (label, value) draws a dashed line across the bars (a circuit's capacity); the category
+    at index ``highlight`` is outlined and its name set in bold (the SVG group
+    ``highlight``). Long category names are turned; beyond 40 categories the names are left
+    to the table."""
     import numpy as np
 
     num_cats, num_series = len(labels), max(1, len(series))
@@ -113,11 +116,27 @@ def bar_chart(
         if limit is not None:
             ax.axhline(limit[1], color=COLORS[3], linestyle="--", linewidth=1.5, label=limit[0])
         _category_axis(ax, labels)
+        if highlight is not None:
+            _outline(ax, highlight)
         ax.set_ylim(bottom=0)
         ax.grid(axis="x", visible=False)
         _labels(ax, title, x="", y=y_title, legend=len(series) > 1 or limit is not None)
 
     return inline_svg(draw_picture(SIZE_IN, "svg", paint))
+
+
+def _outline(ax: Axes, index: int) -> None:
+    """A box around the bars of category ``index`` and its tick label in bold."""
+    from matplotlib.patches import Rectangle
+
+    top = max((p.get_y() + p.get_height() for p in ax.patches), default=0.0)
+    box = Rectangle((index - 0.45, 0), 0.9, top * 1.04, fill=False, edgecolor="#222222",
+                    linewidth=1.6, linestyle="-", zorder=3)  # fmt: skip
+    box.set_gid("highlight")
+    ax.add_patch(box)
+    ticks = ax.get_xticklabels()
+    if index < len(ticks):
+        ticks[index].set_fontweight("bold")
 
 
 def _category_axis(ax: Axes, labels: Sequence[str]) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import jinja2
 
 from clusterforge.assess import Assessment, ExpectedPerformance, GoodputOutlook
-from clusterforge.report.expected import parallel_label
+from clusterforge.report.expected import plan_name
 from clusterforge.report.html import facts, money, studies
 from clusterforge.report.html.model import Metric, Section, css_string, num, pct, script_safe
 from clusterforge.userfiles import check_output_file, write_file
@@ -102,7 +102,7 @@ def _expected_metrics(assessment: Assessment) -> tuple[Metric, ...]:
         return ()
     p = perf.prediction
     metrics = (
-        Metric("MFU (spec's plan)", pct(p.mfu), parallel_label(p.plan)),
+        Metric("MFU (spec's plan)", pct(p.mfu), plan_name(p.plan)),
         Metric("time to train", f"{num(perf.time_to_train_days, 1)} days",
                f"{num(perf.tokens_to_train / 1e9)} B tokens, no failures"),
     )  # fmt: skip
