@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from clusterforge.report.figure_file import COLORS, draw_picture
@@ -51,6 +51,18 @@ def inline_svg(svg: bytes) -> str:
     return _IDS.sub(lambda m: m.group(1) + prefix, text).strip()
 
 
+def _draw(paint: Callable[[Figure], None], *, bottom: float = 0.12) -> str:
+    """A chart of :data:`SIZE_IN` with fixed margins (room on the right for the legend):
+    matplotlib's constrained layout would measure every text first, half the drawing time,
+    and the report redraws its charts on each change in the planner."""
+
+    def framed(figure: Figure) -> None:
+        paint(figure)
+        figure.subplots_adjust(left=0.08, right=0.8, top=0.9, bottom=bottom)
+
+    return inline_svg(draw_picture(SIZE_IN, "svg", framed, constrained=False))
+
+
 def _labels(ax: Axes, title: str, *, x: str, y: str, legend: bool) -> None:
     ax.set_title(title, loc="left")
     ax.set_xlabel(x)
@@ -79,7 +91,7 @@ def line_chart(
         ax.set_ylim(bottom=0)
         _labels(ax, title, x=x_title, y=y_title, legend=True)
 
-    return inline_svg(draw_picture(SIZE_IN, "svg", paint))
+    return _draw(paint)
 
 
 def bar_chart(
@@ -122,7 +134,7 @@ def bar_chart(
         ax.grid(axis="x", visible=False)
         _labels(ax, title, x="", y=y_title, legend=len(series) > 1 or limit is not None)
 
-    return inline_svg(draw_picture(SIZE_IN, "svg", paint))
+    return _draw(paint, bottom=_bottom_margin(labels))
 
 
 def _outline(ax: Axes, index: int) -> None:
@@ -139,13 +151,28 @@ def _outline(ax: Axes, index: int) -> None:
         ticks[index].set_fontweight("bold")
 
 
+def _turned(labels: Sequence[str]) -> bool:
+    longest = max((len(line) for s in labels for line in s.split("\n")), default=0)
+    return longest * len(labels) > 90
+
+
+def _bottom_margin(labels: Sequence[str]) -> float:
+    """Room under the axes for the category names: more when turned or on two lines."""
+    if len(labels) > 40:
+        return 0.12
+    lines = max((s.count("\n") + 1 for s in labels), default=1)
+    longest = max((len(line) for s in labels for line in s.split("\n")), default=0)
+    if _turned(labels):
+        return min(0.45, 0.1 + 0.012 * longest + 0.04 * (lines - 1))
+    return 0.1 + 0.04 * lines
+
+
 def _category_axis(ax: Axes, labels: Sequence[str]) -> None:
     if len(labels) > 40:
         ax.set_xticks([])
         ax.set_xlabel(f"{len(labels)} bars, in the table's order")
         return
-    longest = max((len(s) for s in labels), default=0)
-    turned = longest * len(labels) > 90
+    turned = _turned(labels)
     ax.set_xticks(range(len(labels)), list(labels), rotation=30 if turned else 0,
                   ha="right" if turned else "center", fontsize=8)  # fmt: skip
 
