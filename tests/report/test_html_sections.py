@@ -86,3 +86,24 @@ def test_the_comparison_shows_both_designs_pictures_side_by_side():
     for pair_id in pairs:
         block = page.split(f'<section id="vs-{pair_id}">')[1].split("</section>")[0]
         assert block.count('<div class="side">') == 2 and block.count("<svg") == 2
+
+
+def test_a_one_node_design_shows_no_empty_fabric():
+    design = plan(load_spec(EXAMPLES / "lab-8-gpu.yaml"))
+    report = build_report(assess(design, QUICK))
+    fabric = next(s for s in report.sections if s.id == "fabric")
+    metric = next(m for m in report.metrics if m.label == "fabric")
+    for text in (fabric.lead, metric.value, metric.note):
+        assert "0 x" not in text and "0 ports" not in text and "1 nodes" not in text
+    assert fabric.lead.startswith("One node: no compute fabric")
+    assert not fabric.figures
+    assert [t.caption for t in fabric.tables] == ["support fabrics"]
+
+
+def test_counts_take_the_singular_for_one():
+    from clusterforge.report.format import counted
+
+    assert counted(1, "node") == "1 node"
+    assert counted(68, "node") == "68 nodes"
+    assert counted(2, "switch", "switches") == "2 switches"
+    assert counted(1_000, "rack") == "1,000 racks"
