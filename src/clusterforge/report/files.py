@@ -27,6 +27,7 @@ from clusterforge.errors import SpecError
 from clusterforge.report.elevation import elevation_svg
 from clusterforge.report.expected import performance_json
 from clusterforge.report.figure_file import PictureFormat, picture_format
+from clusterforge.report.json_document import json_document
 from clusterforge.report.plots import tco_chart
 from clusterforge.userfiles import OutputKind, check_output_file, write_file
 
@@ -229,7 +230,8 @@ def plan_json(assessment: Assessment) -> str:
     data = assessed_design_data(assessment)
     data["expected_performance"] = performance_json(assessment.performance, assessment.goodput)
     data["spare_options"] = _spare_options_json(assessment.spare_options)
-    return to_json(data, indent=2, inf_nan_mode="null").decode() + "\n"
+    document = json_document("plan", data)
+    return to_json(document, indent=2, inf_nan_mode="null").decode() + "\n"
 
 
 def plan_files(assessment: Assessment) -> dict[str, str]:

@@ -16,6 +16,7 @@ from clusterforge.assess import (
     Prediction,
 )
 from clusterforge.report.expected import goodput_json
+from clusterforge.report.json_document import json_document
 
 __all__ = ["predict_json", "print_predict"]
 
@@ -94,8 +95,9 @@ def _breakdown_table(p: Prediction) -> Table:
 
 
 def predict_json(assessment: PredictAssessment) -> str:
-    """One JSON object per prediction (``clusterforge predict --json``); the first carries
-    the time to train with failures when it was computed."""
+    """``clusterforge predict --json``: an object whose ``plans`` hold one object per
+    prediction, best first; the first carries the time to train with failures when it was
+    computed."""
     outcome = assessment.outcome
     goodput = None if assessment.goodput is None else goodput_json(assessment.goodput)
     rows: list[dict[str, Any]] = []
@@ -111,7 +113,7 @@ def predict_json(assessment: PredictAssessment) -> str:
                 "timed": outcome.num_timed,
             }
         rows.append(row)
-    return json.dumps(rows, indent=2)
+    return json.dumps(json_document("predict", {"plans": rows}), indent=2)
 
 
 def print_predict(assessment: PredictAssessment, console: Console) -> None:
