@@ -176,12 +176,14 @@ def waterfall_picture(report: GoodputReport, fmt: PictureFormat = "svg") -> byte
             text = f"{height:,.1f} d" if gid in ("work", "total") else f"+{height:,.2f} d"
             ax.annotate(text, (x, bottom + height), ha="center", va="bottom", fontsize=8,
                         xytext=(0, 2), textcoords="offset points")  # fmt: skip
-        # the lost days are small against the work: start the axis near the work's top
+        # when the lost days are small against the work, start the axis near the work's top
+        # so the steps can be seen (and say so on the axis)
         lost = total_days - work_days
-        ax.set_ylim(max(0.0, work_days - 4 * max(lost, 0.01 * work_days)), total_days + lost)
+        bottom = max(0.0, work_days - 4 * max(lost, 0.01 * work_days))
+        ax.set_ylim(bottom, total_days + 0.12 * (total_days - bottom))
         ax.set_xticks(range(len(labels)), labels, fontsize=8)
         ax.grid(axis="x", visible=False)
         ax.set_title("time to train: failure-free, each cause of lost time, expected", loc="left")
-        ax.set_ylabel("days (axis starts above zero)")
+        ax.set_ylabel("days (axis starts above zero)" if bottom > 0 else "days")
 
     return draw_picture(WATERFALL_SIZE_IN, fmt, paint)

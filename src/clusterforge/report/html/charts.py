@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 SIZE_IN = (9.0, 4.2)
+# the house colours, then three more (Tableau 10's) for charts of up to ten series
+PALETTE = (*COLORS, "#eeca3b", "#ff9da6", "#9d755d")
 # the XML declaration, the DOCTYPE, matplotlib's comment and its RDF metadata (the tool's
 # name): not allowed, or noise, inside an HTML page
 _PROLOG = re.compile(
@@ -122,7 +124,7 @@ def bar_chart(
             ys = np.asarray(values, dtype=float)
             offset = 0.0 if stacked else (i - (num_series - 1) / 2) * width
             ax.bar(x + offset, ys, width, bottom=bottom if stacked else None, label=name,
-                   color=COLORS[i % len(COLORS)])  # fmt: skip
+                   color=PALETTE[i % len(PALETTE)])  # fmt: skip
             if stacked:
                 bottom = bottom + ys
         if limit is not None:
