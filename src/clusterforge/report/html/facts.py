@@ -344,7 +344,7 @@ def power_section(design: Design) -> Section:
     figure = charts.bar_chart(
         f"feed load: {per} (each feed carries the whole rack)",
         labels=labels,
-        series=[("load / usable capacity (%)", [100 * c.utilization for c in loads])],
+        series=[("feed load", [100 * c.utilization for c in loads])],
         y_title="% of the feed's usable capacity",
         limit=("circuit limit", 100.0),
     )
