@@ -143,7 +143,8 @@ def _outline(ax: Axes, index: int) -> None:
     """A box around the bars of category ``index`` and its tick label in bold."""
     from matplotlib.patches import Rectangle
 
-    top = max((p.get_y() + p.get_height() for p in ax.patches), default=0.0)
+    bars = [p for p in ax.patches if isinstance(p, Rectangle)]
+    top = max((p.get_y() + p.get_height() for p in bars), default=0.0)
     box = Rectangle((index - 0.45, 0), 0.9, top * 1.04, fill=False, edgecolor="#222222",
                     linewidth=1.6, linestyle="-", zorder=3)  # fmt: skip
     box.set_gid("highlight")
