@@ -131,8 +131,13 @@ def baselines(folder: Path, repeat: int) -> None:
     blank.write_text("<!DOCTYPE html><title>blank</title><p>blank</p>")
     load = selenium_load(blank, repeat)
     print(f"chromium, blank page: fresh process {chromium_load_s(blank):.2f} s, first paint "
-          f"{load.first_paint_s:.2f} s, load event first {load.first_load_s:.2f} s, again "
+          f"{_seconds(load.first_paint_s)}, load event first {load.first_load_s:.2f} s, again "
           f"{load.again_load_s:.2f} s", flush=True)  # fmt: skip
+
+
+def _seconds(value: float) -> str:
+    """Seconds, or "not recorded" where Chromium kept no paint entry (-1)."""
+    return f"{value:.2f} s" if value >= 0 else "not recorded"
 
 
 def report_figures(name: str, repeat: int, folder: Path, chromium: bool) -> None:
@@ -152,7 +157,8 @@ def report_figures(name: str, repeat: int, folder: Path, chromium: bool) -> None
         load = selenium_load(page, repeat)
         line += (
             f"\n{'':24s} chromium: fresh process {chromium_load_s(page):.2f} s, first paint "
-            f"{load.first_paint_s:.2f} s (target < 1 s), again {load.again_paint_s:.2f} s; load "
+            f"{_seconds(load.first_paint_s)} (target < 1 s), again "
+            f"{_seconds(load.again_paint_s)}; load "
             f"event first {load.first_load_s:.2f} s, again {load.again_load_s:.2f} s; "
             f"{load.num_elements:,} elements, {load.num_errors} console errors"
         )
