@@ -73,23 +73,30 @@ def _driver() -> Any:
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
     driver.set_page_load_timeout(300)
+    driver.set_script_timeout(10)
     return driver
 
 
-# Seconds from navigation to the first contentful paint (Paint Timing, W3C) and to the end
-# of the load event (Navigation Timing).
+# Seconds from navigation to the first contentful paint (Paint Timing, W3C; waited for, as a
+# fast page may paint after its load event) and to the end of the load event (Navigation
+# Timing).
 _TIMES_JS = """
+var done = arguments[arguments.length - 1];
 var t = performance.timing;
-var paint = performance.getEntriesByName("first-contentful-paint");
-return [paint.length ? paint[0].startTime / 1000 : -1,
-        (t.loadEventEnd - t.navigationStart) / 1000];
+var load = (t.loadEventEnd - t.navigationStart) / 1000;
+var answer = function (paint) { done([paint, load]); };
+new PerformanceObserver(function (list) {
+  var fcp = list.getEntriesByName("first-contentful-paint");
+  if (fcp.length) { answer(fcp[0].startTime / 1000); }
+}).observe({type: "paint", buffered: true});
+setTimeout(function () { answer(-1); }, 5000);
 """
 
 
 def _load_s(driver: Any, page: Path) -> tuple[float, float]:
     """(first contentful paint, load event end), seconds from navigation."""
     driver.get(page.as_uri())  # returns after the load event: every inline script has run
-    paint_s, load_s = driver.execute_script(_TIMES_JS)
+    paint_s, load_s = driver.execute_async_script(_TIMES_JS)
     return float(paint_s), float(load_s)
 
 
