@@ -1,6 +1,7 @@
 // Rack elevations, one row at a time: racks and devices from the JSON block named by each
 // viewer's data-source, drawn with DOM elements (text set as textContent, never as HTML).
 // Long tables arrive as JSON next to their empty body and are built when first opened.
+// Printing shows everything: every table opened and every row of racks drawn.
 (function () {
   "use strict";
   function fillTable(details) {
@@ -21,13 +22,8 @@
     });
     body.appendChild(rows);
   }
-  document.querySelectorAll("details").forEach(function (details) {
-    if (details.open) { fillTable(details); }
-    details.addEventListener("toggle", function () {
-      if (details.open) { fillTable(details); }
-    });
-  });
-  function drawRow(target, data, rowIndex, uPx) {
+  // One row of racks into target, uPx pixels per rack unit.
+  function drawRacks(target, data, rowIndex, uPx) {
     target.replaceChildren();
     data.rows[rowIndex][1].forEach(function (rack) {
       var box = document.createElement("div");
@@ -53,23 +49,35 @@
       target.appendChild(box);
     });
   }
-  document.querySelectorAll(".elevations").forEach(function (view) {
-    var data = JSON.parse(document.getElementById(view.dataset.source).textContent);
-    var picker = view.querySelector(".row-picker");
-    data.rows.forEach(function (row, i) {
-      var option = document.createElement("option");
-      option.value = String(i);
-      option.textContent = "row " + row[0] + " (" + row[1].length + " racks)";
-      picker.appendChild(option);
+  // Everything under root that needs a script: called for the page, and again by the planner
+  // for each section it swaps in (window.clusterforgeReport.init).
+  function init(root) {
+    root.querySelectorAll("details").forEach(function (details) {
+      if (details.open) { fillTable(details); }
+      details.addEventListener("toggle", function () {
+        if (details.open) { fillTable(details); }
+      });
     });
-    var redraw = function () {
-      var uPx = Number(view.querySelector(".zoom").value);
-      drawRow(view.querySelector(".elevation-row"), data, Number(picker.value || 0), uPx);
-    };
-    picker.addEventListener("change", redraw);
-    view.querySelector(".zoom").addEventListener("input", redraw);
-    if (data.rows.length > 0) { redraw(); }
-  });
+    root.querySelectorAll(".elevations").forEach(function (view) {
+      var data = JSON.parse(document.getElementById(view.dataset.source).textContent);
+      var picker = view.querySelector(".row-picker");
+      data.rows.forEach(function (row, i) {
+        var option = document.createElement("option");
+        option.value = String(i);
+        option.textContent = "row " + row[0] + " (" + row[1].length + " racks)";
+        picker.appendChild(option);
+      });
+      var redraw = function () {
+        var uPx = Number(view.querySelector(".zoom").value);
+        drawRacks(view.querySelector(".elevation-row"), data, Number(picker.value || 0), uPx);
+      };
+      picker.addEventListener("change", redraw);
+      view.querySelector(".zoom").addEventListener("input", redraw);
+      if (data.rows.length > 0) { redraw(); }
+    });
+  }
+  window.clusterforgeReport = { init: init };
+  init(document);
   // Printing (or the PDF, which loads the page as "#print") shows everything the screen keeps
   // a click away: every table opened and filled, every row of racks drawn, small.
   var PRINT_U_PX = 4;
@@ -82,14 +90,14 @@
     });
     document.querySelectorAll(".elevations").forEach(function (view) {
       var all = view.querySelector(".elevation-all");
-      if (all.childElementCount > 0) { return; }
+      if (!all || all.childElementCount > 0) { return; }
       var data = JSON.parse(document.getElementById(view.dataset.source).textContent);
       data.rows.forEach(function (row, i) {
         var heading = document.createElement("h3");
         heading.textContent = "row " + row[0] + " (" + row[1].length + " racks)";
         var line = document.createElement("div");
         line.className = "elevation-row";
-        drawRow(line, data, i, PRINT_U_PX);
+        drawRacks(line, data, i, PRINT_U_PX);
         all.appendChild(heading);
         all.appendChild(line);
       });
