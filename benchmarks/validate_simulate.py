@@ -29,7 +29,13 @@ def _print_rows(name: str, scored: list[Scored]) -> None:
             f"{s.row['id']:28} {s.row['busbw']:9.1f} {s.simulated_gbyte_per_s:9.1f} "
             f"{s.error:+7.1%}  {s.algorithm}/{s.protocol}"
         )
-    print(f"mean absolute error, {name}: {mean_abs_error(scored):.1%}")
+    large = [s for s in scored if s.row["size_bytes"] >= LARGE_BYTES]
+    small = [s for s in scored if s.row["size_bytes"] < LARGE_BYTES]
+    print(
+        f"mean absolute error, {name}: {mean_abs_error(scored):.1%}; >= 16 MiB "
+        f"{mean_abs_error(large):.1%} ({len(large)} rows), < 16 MiB {mean_abs_error(small):.1%} "
+        f"({len(small)} rows)"
+    )
 
 
 def spans_nvlink_domains(row: dict[str, Any]) -> bool:
@@ -69,4 +75,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

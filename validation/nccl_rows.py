@@ -23,7 +23,16 @@ from clusterforge.spec import parse_spec
 from clusterforge.topology.graph import FabricGraph
 from validation.sets import data_files, file_rows, kind_of
 
-__all__ = ["LARGE_BYTES", "ROWS", "SUBSETS", "Scored", "mean_abs_error", "ranks", "raw_rows", "score"]
+__all__ = [
+    "LARGE_BYTES",
+    "ROWS",
+    "SUBSETS",
+    "Scored",
+    "mean_abs_error",
+    "ranks",
+    "raw_rows",
+    "score",
+]
 
 SUBSETS = ("calibration", "development", "heldout")
 # nccl-tests sizes from here up are the bandwidth regime; below, latency and the pipeline

@@ -143,7 +143,7 @@ def test_predict_json_lists_what_the_calibration_changed(capsys) -> None:
     from clusterforge.cli.main import main
 
     assert main(["predict", "--calibration", str(REPORT), "--json"]) == 0
-    (row,) = json.loads(capsys.readouterr().out)
+    (row,) = json.loads(capsys.readouterr().out)["plans"]
     figures = {c["figure"]: c for c in row["calibration"]}
     assert figures["BF16 GEMM ceiling (MAMF)"]["change"] == pytest.approx(-0.2, abs=2e-3)
     assert figures["HBM streaming bandwidth"]["measured"] == pytest.approx(2600.0)

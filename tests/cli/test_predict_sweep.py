@@ -24,7 +24,7 @@ def test_a_size_above_the_design_whose_count_the_spec_layout_does_not_divide() -
     args = [spec, "--gpus", "96,520", "--search", "--top", "1", "--json"]
     result = CliRunner().invoke(command, args)
     assert result.exit_code == 0, result.output
-    sizes = {row["num_gpus"] for row in json.loads(result.output)}
+    sizes = {row["num_gpus"] for row in json.loads(result.output)["plans"]}
     assert sizes == {96}
 
 

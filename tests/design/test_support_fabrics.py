@@ -102,3 +102,13 @@ def test_twin_port_cages_hold_two_storage_links_per_module():
             if m.num_transceivers:
                 switch_side = math.ceil(m.num_links / 2)
                 assert m.num_transceivers == math.ceil(m.num_links / node_side) + switch_side
+
+
+def test_support_switches_are_numbered_per_tier_from_one():
+    design = plan(load_spec(EXAMPLES / "colo-512-h100.yaml"))
+    racked = {d.name for r in design.racks for d in r.devices}
+    for fab in design.support_fabrics:
+        leaves = [f"{fab.name}-leaf-{i:03d}" for i in range(1, fab.num_leaves + 1)]
+        spines = [f"{fab.name}-spine-{i:03d}" for i in range(1, fab.num_spines + 1)]
+        assert set(leaves + spines) <= racked, fab.name
+    assert any(f.num_spines for f in design.support_fabrics)  # a two-tier one is checked

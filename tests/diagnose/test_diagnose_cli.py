@@ -42,6 +42,7 @@ def test_json_report_with_expectation(
             "--tokens-query", 'sum(avg_over_time(train_tokens_per_second{hpc_job="101"}[30m]))']  # fmt: skip
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
+    assert (data["schema_version"], data["command"]) == (1, "diagnose")
     assert data["verdict"] == "compute-bound"
     assert [n["verdict"] for n in data["nodes"]] == ["compute-bound", "compute-bound"]
     comparison = data["comparison"]

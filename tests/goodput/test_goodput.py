@@ -182,7 +182,7 @@ def test_predict_json_carries_time_to_train_with_failures(capsys) -> None:
     from clusterforge.cli.main import main
 
     assert main(["predict", "examples/colo-512-h100.yaml", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["plans"]
     goodput = rows[0]["goodput"]
     assert goodput["available"] and goodput["expected_days"] > rows[0]["time_to_train_days"]
 

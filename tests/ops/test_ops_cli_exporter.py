@@ -88,7 +88,10 @@ def test_check_with_spec_and_site_xid_policy(
     assert "gpu.model" in capsys.readouterr().out
     xid79 = ["check", "--json", "--nvml-fixture", str(NVML_FIXTURES / "h100-xid79-healed.json"), "--sysfs-root",
              str(fake_root("ib-xid-kernel.json")), "--node", "n1"]  # fmt: skip
+    capsys.readouterr()
     assert main(xid79) == 1  # XID 79 in the kernel log
+    report = json.loads(capsys.readouterr().out)
+    assert (report["schema_version"], report["command"]) == (1, "check")
     assert main([*xid79, "--xid-policy", str(policy)]) == 0
 
 

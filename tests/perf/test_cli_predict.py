@@ -34,7 +34,9 @@ BREAKDOWN = {
 
 def run_json(capsys, *args: str) -> list[dict]:
     assert main(["predict", *args, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    document = json.loads(capsys.readouterr().out)
+    assert document["schema_version"] == 1 and document["command"] == "predict"
+    return document["plans"]
 
 
 def test_default_spec_json_has_the_documented_fields(capsys) -> None:

@@ -39,7 +39,7 @@ def test_the_hall_is_drawn_with_its_own_aspect_ratio(example):
 def test_every_rack_is_a_rectangle_and_network_racks_are_marked():
     design = plan(load_spec(EXAMPLES / "colo-512-h100.yaml"))
     root = svg_root(floor_svg(design))
-    assert len(group(root, "racks").findall("svg:path", NS)) == len(design.racks)
+    assert len(group(root, "floor-racks").findall("svg:path", NS)) == len(design.racks)
     network = sum(1 for r in design.racks if r.role == "network")
     assert len(group(root, "network-racks").findall("svg:path", NS)) == network
     assert len(group(root, "aisles").findall("svg:path", NS)) == 5 + 1  # 5 rows, 6 gaps

@@ -16,8 +16,6 @@ from clusterforge.report.html.render import template_env
 from clusterforge.spec import load_spec
 from tests.conftest import EXAMPLES
 
-pytest.importorskip("plotly", reason="the HTML report needs the ui extra (plotly)")
-
 
 @pytest.fixture(scope="module")
 def design():

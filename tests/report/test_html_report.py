@@ -4,26 +4,21 @@ needs no network, and the comparison of two designs with their differences."""
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 
 from clusterforge.assess import QUICK, AssessOptions, GoodputOutlook, assess
 from clusterforge.cli.main import main
 from clusterforge.design import plan
-from clusterforge.errors import AdapterError
 from clusterforge.report.html import (
     build_comparison,
     build_report,
     render_comparison,
     render_html,
 )
-from clusterforge.report.html.charts import plotly_js
 from clusterforge.report.html.model import money, num, pct
 from clusterforge.spec import load_spec
 from tests.conftest import EXAMPLES
-
-pytest.importorskip("plotly", reason="the HTML report needs the ui extra (plotly)")
 
 SECTIONS = ("findings", "floor", "racks", "fabric", "cabling", "power", "busbw",
             "performance", "goodput", "bom", "tco")  # fmt: skip
@@ -74,9 +69,18 @@ def test_the_summary_gives_the_time_to_train_with_failures(assessment, html):
 def test_the_page_loads_nothing_from_the_network(html):
     assert not re.search(r"<script[^>]+src=", html)
     assert not re.search(r"<link[^>]+href=", html)
-    own = html.replace(plotly_js(), "")  # the bundle names its CDN only as a config default
-    assert "://" not in re.sub(r"<script>.*?</script>", "", own, flags=re.S)
-    assert "Plotly.newPlot" in own  # charts drawn by the inlined library
+    # the only URLs are the SVG and XLink namespace names, which are never fetched
+    urls = set(re.findall(r"[a-z]+://[^\s\"'<>]+", html))
+    assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
+
+
+def test_charts_are_inline_svg_with_ids_unique_on_the_page(html):
+    assert html.count("<svg ") >= 9
+    assert "<?xml" not in html and "<!DOCTYPE svg" not in html
+    ids = re.findall(r'\bid="([^"]+)"', html)
+    assert len(ids) == len(set(ids))
+    for ref in set(re.findall(r'(?:href="#|url\(#)([^")]+)', html)):
+        assert ref in ids  # every reference inside a picture finds its own picture's part
 
 
 def test_racks_section_is_the_racks_svg_drawing_with_u_numbers_and_legend(design, html):
@@ -141,12 +145,13 @@ def test_report_command_fails_on_a_missing_folder(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
-def test_missing_plotly_says_how_to_install(monkeypatch):
-    from clusterforge.report.html.charts import require_plotly
-
-    monkeypatch.setitem(sys.modules, "plotly.io", None)
-    with pytest.raises(AdapterError, match=r"pip install 'clusterforge\[ui\]'"):
-        require_plotly()
+def test_pdf_without_chromium_says_how_to_install(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no Chromium on this PATH
+    out = tmp_path / "design.html"
+    assert main(["report", str(EXAMPLES / "lab-8-gpu.yaml"), "-o", str(out), "--pdf"]) == 1
+    err = capsys.readouterr().err
+    assert "Chromium" in err and "apt-get install chromium" in err
+    assert not out.exists()  # refused before planning, nothing half written
 
 
 def test_one_scalable_unit_is_shown_rail_by_rail(design):

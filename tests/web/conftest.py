@@ -7,7 +7,6 @@ import warnings
 import pytest
 
 pytest.importorskip("fastapi", reason="the planner needs the ui extra (fastapi)")
-pytest.importorskip("plotly", reason="the planner needs the ui extra (plotly)")
 
 
 @pytest.fixture(scope="module")

@@ -132,4 +132,6 @@ def test_the_output_files_download(client):
     for name in ("floor.svg", "fabric.svg", "fabric.drawio", "fabric.dot"):
         assert f'href="/download/{name}"' in page
         assert client.get(f"/download/{name}").status_code == 200, name
-    assert client.get("/download/fabric.dot").text.lstrip().startswith(("graph", "digraph", "strict"))
+    assert (
+        client.get("/download/fabric.dot").text.lstrip().startswith(("graph", "digraph", "strict"))
+    )

@@ -88,7 +88,7 @@ def test_the_planner_replans_on_change_and_shows_field_errors(server, browser, t
     frame = browser.find_element(By.ID, "report")
     assert not frame.get_attribute("src").endswith("v=0")  # the frame loads the new version
     browser.switch_to.frame(frame)
-    _wait(lambda: len(browser.find_elements(By.CSS_SELECTOR, ".main-svg")) > 0, "the charts")
+    _wait(lambda: len(browser.find_elements(By.CSS_SELECTOR, "figure svg")) > 0, "the charts")
     browser.switch_to.default_content()
     _set(browser, "num_gpus", "lots")
     error = browser.find_element(By.ID, "error-num_gpus")

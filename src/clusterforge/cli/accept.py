@@ -14,6 +14,7 @@ from clusterforge.accept.request import Via
 from clusterforge.accept.suite import Localize
 from clusterforge.cli.params import FiniteFloatRange
 from clusterforge.errors import AcceptError, SpecError
+from clusterforge.report.json_document import json_document
 
 __all__ = ["command"]
 
@@ -127,7 +128,7 @@ def command(spec: Path | None, as_json: bool, drain_failed: bool, **opts: Any) -
         err.print(f"[bold red]could not run:[/] {escape(str(exc))}", highlight=False)
         return 2
     if as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2))
+        click.echo(json.dumps(json_document("accept", report.as_dict()), indent=2))
     else:
         print_accept(report, Console())
     if drain_failed:

@@ -1,4 +1,4 @@
-"""``clusterforge generate [SPEC] -o OUT [--only slurm,kubernetes,monitoring,inventory]``."""
+"""``clusterforge generate [SPEC] -o/--output OUT [--only slurm,kubernetes,monitoring,inventory]``."""
 
 from __future__ import annotations
 
@@ -23,20 +23,29 @@ __all__ = ["command"]
 @click.argument("spec", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "-o",
-    "--out",
+    "--output",
     "out_dir",
-    required=True,
     type=click.Path(file_okay=False, path_type=Path),
+    default=None,
     help="Output folder; each target becomes a sub-folder (slurm/, kubernetes/, ...).",
 )
+# --out was this option's long name; every command now says --output, and scripts that
+# wrote --out keep working (hidden from --help)
+@click.option("--out", "out_alias", type=click.Path(file_okay=False, path_type=Path),
+              default=None, hidden=True)  # fmt: skip
 @click.option(
     "--only",
     default=None,
     metavar="TARGETS",
     help="Comma-separated targets: slurm, kubernetes, monitoring, inventory (default: all).",
 )
-def command(spec: Path | None, out_dir: Path, only: str | None) -> None:
+def command(
+    spec: Path | None, out_dir: Path | None, out_alias: Path | None, only: str | None
+) -> None:
     """Write Slurm, Kubernetes, monitoring and inventory files for SPEC (default: built-in)."""
+    out_dir = out_dir or out_alias
+    if out_dir is None:
+        raise click.UsageError("Missing option '-o' / '--output' (the output folder).")
     targets = parse_targets(only)
     with _progress_bar() as steps:
         steps("planning", done=0, total=None)

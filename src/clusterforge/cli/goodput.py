@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 
 from clusterforge.cli.params import FiniteFloatRange
+from clusterforge.report.json_document import json_document
 
 __all__ = ["GoodputOptions", "command"]
 
@@ -40,7 +41,7 @@ def run(options: GoodputOptions) -> int:
     if options.plot is not None and fmt is not None:
         write_picture(options.plot, histogram_picture(report, fmt))
     if options.as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2))
+        click.echo(json.dumps(json_document("goodput", report.as_dict()), indent=2))
     else:
         print_goodput(report, Console())
     return 0

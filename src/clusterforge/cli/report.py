@@ -22,10 +22,17 @@ class ReportCommandOptions:
     other: Path | None
     output: Path
     studies: bool
+    pdf: bool = False
+
+    @property
+    def pdf_path(self) -> Path:
+        """The PDF beside the page: the page's name with .pdf."""
+        return self.output.with_suffix(".pdf")
 
 
 def run(opts: ReportCommandOptions) -> int:
-    """Plan the spec (and the other one), render the page, write it whole or not at all."""
+    """Plan the spec (and the other one), render the page, write it whole or not at all; with
+    ``pdf``, print it to a PDF beside it."""
     from clusterforge.report.html import (
         build_comparison,
         build_report,
@@ -34,10 +41,12 @@ def run(opts: ReportCommandOptions) -> int:
         render_html,
         write_page,
     )
-    from clusterforge.report.html.charts import require_plotly
+    from clusterforge.report.html.pdf import find_chromium, print_pdf
 
-    require_plotly()  # before seconds of planning: say how to install it at once
     check_page_path(opts.output)
+    if opts.pdf:  # before seconds of planning: say at once what is missing
+        find_chromium()
+        check_page_path(opts.pdf_path)
     options = REPORT if opts.studies else QUICK
     design = plan(load_spec(opts.spec))
     if opts.other is None:
@@ -49,6 +58,9 @@ def run(opts: ReportCommandOptions) -> int:
         html = render_comparison(build_comparison(assess(design, pair), assess(other, pair)))
     path = write_page(opts.output, html)
     click.echo(f"wrote {path} ({len(html.encode()) / 1e6:.1f} MB)")
+    if opts.pdf:
+        pdf = print_pdf(path, opts.pdf_path)
+        click.echo(f"wrote {pdf} ({pdf.stat().st_size / 1e6:.1f} MB)")
     return 0
 
 
@@ -75,7 +87,17 @@ def run(opts: ReportCommandOptions) -> int:
     is_flag=True,
     help="Leave out the simulated bandwidth, performance and goodput (faster).",
 )
-def command(spec: Path | None, other: Path | None, output: Path, no_studies: bool) -> int:
+@click.option(
+    "--pdf",
+    is_flag=True,
+    help="Also print the page to a paginated A4 PDF beside it (same name, .pdf), with "
+    "every table and rack shown; needs Chromium.",
+)
+def command(
+    spec: Path | None, other: Path | None, output: Path, no_studies: bool, pdf: bool
+) -> int:
     """Write the design of SPEC (YAML) as one HTML page that opens offline; without SPEC, the
     built-in 512 x H100 colo design."""
-    return run(ReportCommandOptions(spec=spec, other=other, output=output, studies=not no_studies))
+    opts = ReportCommandOptions(spec=spec, other=other, output=output, studies=not no_studies,
+                                pdf=pdf)  # fmt: skip
+    return run(opts)

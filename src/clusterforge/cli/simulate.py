@@ -27,6 +27,7 @@ from clusterforge.assess import (
     parse_sweep,
 )
 from clusterforge.report.files import check_picture_path
+from clusterforge.report.json_document import json_document
 from clusterforge.report.simulate import render_studies, run_with_progress, study_json, write_plot
 from clusterforge.report.terminal import make_console
 
@@ -151,7 +152,9 @@ def command(
     studies = run_with_progress(request, None if as_json else console, calibration)
     write_plot(plot_path, studies)
     if as_json:
+        # one study's fields at the top (as before); two side by side as "studies"
         payload = [study_json(s) for s in studies]
-        click.echo(json.dumps(payload if other else payload[0], indent=2))
+        data = {"studies": payload} if other else payload[0]
+        click.echo(json.dumps(json_document("simulate", data), indent=2))
         return
     render_studies(studies, console)

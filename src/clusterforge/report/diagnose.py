@@ -13,6 +13,7 @@ from rich.text import Text
 
 from clusterforge.diagnose import Comparison, DiagnoseResult, Diagnosis, JobReadings
 from clusterforge.diagnose.rules import node_mean
+from clusterforge.report.json_document import json_document
 
 __all__ = ["diagnose_json", "print_diagnose"]
 
@@ -113,4 +114,4 @@ def diagnose_json(result: DiagnoseResult) -> str:
         },
         "comparison": _comparison_dict(result.comparison),
     }
-    return json.dumps(data, indent=2)
+    return json.dumps(json_document("diagnose", data), indent=2)

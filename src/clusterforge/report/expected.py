@@ -16,7 +16,7 @@ from clusterforge.assess import (
     Unavailable,
 )
 
-__all__ = ["goodput_json", "parallel_label", "performance_json"]
+__all__ = ["goodput_json", "parallel_label", "performance_json", "plan_name"]
 
 DAY_S = 86400.0
 
@@ -26,6 +26,17 @@ def parallel_label(plan: ParallelPlan) -> str:
     job = plan.layout
     label = f"TP {job.tp} x PP {job.pp} x CP {job.cp} x DP {job.dp}"
     return label + (f" (EP {job.ep})" if job.ep > 1 else "")
+
+
+def plan_name(plan: ParallelPlan) -> str:
+    """A plan as a reader says it: ``TP8 PP4 DP32, micro-batch 2``, with CP, EP and the
+    virtual pipeline stages (VPP) only where they are used (above 1)."""
+    job = plan.layout
+    degrees = [f"TP{job.tp}", f"PP{job.pp}"]
+    degrees += [f"{name}{value}" for name, value in (("CP", job.cp), ("EP", job.ep)) if value > 1]
+    degrees.append(f"DP{job.dp}")
+    vpp = f", VPP {job.vpp}" if job.vpp > 1 else ""
+    return f"{' '.join(degrees)}, micro-batch {plan.micro_batch}{vpp}"
 
 
 def performance_json(

@@ -13,6 +13,7 @@ picture is drawn.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from collections.abc import Callable
@@ -106,14 +107,28 @@ def _metadata(fmt: PictureFormat) -> dict[str, str | None]:
             assert_never(fmt)
 
 
+# The ids matplotlib gives every figure's parts ("figure_1", "axes_1", "line2d_3",
+# "matplotlib.axis_1") and its hashed clip paths and markers ("p" or "m" and 10 hex digits);
+# the ids a drawing sets itself (its gids: "hall", "rack-r001-01", "series-1") are kept.
+_ROOT = re.compile(r"<(?![?!])")
+_AUTO_ID = re.compile(
+    r'(\bid="|href="#|url\(#)([A-Za-z][A-Za-z0-9.]*_\d+|[mp][0-9a-f]{10})(?=[")])'
+)
+
+
 def svg_fragment(svg: str) -> str:
     """An SVG document as an element to place inside an HTML page: the XML declaration,
     DOCTYPE, metadata and namespace declarations dropped. The HTML parser puts an inline
-    ``<svg>`` and its ``xlink:href`` attributes in their namespaces itself (HTML Living
-    Standard, "Parsing main inforeign"), so the page names no URL it does not load."""
-    start = svg.find("<svg")
-    if start < 0:
-        raise ValueError("not an SVG document: no svg element")
+    SVG element and its ``xlink:href`` attributes in their namespaces itself (HTML Living
+    Standard, "Parsing main inforeign"), so the page names no URL it does not load.
+    matplotlib's own ids (and the references to them) are prefixed with a hash of the
+    picture, so several pictures on one page never share one (see ``_AUTO_ID``)."""
+    root = _ROOT.search(svg)  # the first tag that is no declaration, DOCTYPE or comment
+    if root is None:
+        raise ValueError("not an SVG document: no root element")
+    start = root.start()
     body = _METADATA.sub("", svg[start:], count=1)
     head, rest = body.split(">", 1)
-    return _XMLNS.sub("", head) + ">" + rest
+    prefix = "f" + hashlib.sha1(svg.encode("utf-8")).hexdigest()[:8] + "-"
+    fragment = _XMLNS.sub("", head) + ">" + rest
+    return _AUTO_ID.sub(lambda m: m.group(1) + prefix + m.group(2), fragment)

@@ -31,6 +31,7 @@ from clusterforge.report.expected import performance_json
 from clusterforge.report.fabric_diagram import fabric_dot, fabric_drawio, fabric_svg
 from clusterforge.report.figure_file import PictureFormat, picture_format
 from clusterforge.report.floor import floor_svg
+from clusterforge.report.json_document import json_document
 from clusterforge.report.plots import tco_chart
 from clusterforge.userfiles import OutputKind, check_output_file, write_file
 
@@ -237,7 +238,8 @@ def plan_json(assessment: Assessment) -> str:
     data = assessed_design_data(assessment)
     data["expected_performance"] = performance_json(assessment.performance, assessment.goodput)
     data["spare_options"] = _spare_options_json(assessment.spare_options)
-    return to_json(data, indent=2, inf_nan_mode="null").decode() + "\n"
+    document = json_document("plan", data)
+    return to_json(document, indent=2, inf_nan_mode="null").decode() + "\n"
 
 
 def plan_files(assessment: Assessment) -> dict[str, str]:

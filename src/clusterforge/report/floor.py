@@ -136,7 +136,7 @@ def _draw_floor(ax: Axes, view: FloorView, prefix: str, *, long_m: float | None 
     )
     racks.set_array(list(view.kw))
     racks.set_clim(*kw_range)  # the detail shares the whole hall's colours
-    racks.set_gid(f"{prefix}racks")
+    racks.set_gid(f"{prefix}floor-racks")  # not "racks": the report's section has that id
     ax.add_collection(racks)
     for role, hatch in ROLE_HATCH.items():
         marked = [Rectangle((x, y), w, h) for (x, y, w, h), r in zip(view.rects, view.roles,

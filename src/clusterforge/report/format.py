@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from clusterforge.design.cost.tco import CostDesign
 
 __all__ = [
+    "counted",
     "kw",
     "money",
     "money_delta",
@@ -45,6 +46,12 @@ def money(usd: float) -> str:
 def money_delta(usd: float) -> str:
     """A change in dollars, signed: +$3.49M, -$120,000, +$0.00."""
     return ("-" if usd < 0 else "+") + money(abs(usd))
+
+
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """A count and its noun, singular for one: "1 node", "68 nodes", "2 switches" (with
+    ``plural`` where adding "s" is wrong)."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
 def num(value: float, digits: int = 0) -> str:

@@ -15,10 +15,12 @@ if TYPE_CHECKING:
 
     from clusterforge.assess import Expected, GoodputReport
 
-__all__ = ["LOST_CAUSES", "histogram_picture", "interval_label", "lost_rows", "print_goodput"]
+__all__ = ["LOST_CAUSES", "histogram_picture", "interval_label", "lost_rows", "print_goodput",
+           "waterfall_picture"]  # fmt: skip
 
 DAY_S = 86400.0
 HISTOGRAM_SIZE_IN = (8.0, 4.2)
+WATERFALL_SIZE_IN = (8.0, 4.2)
 
 
 def _summary_table(report: GoodputReport) -> Table:
@@ -147,3 +149,41 @@ def histogram_picture(report: GoodputReport, fmt: PictureFormat = "svg", bins: i
         ax.legend(loc="upper right", frameon=False)
 
     return draw_picture(HISTOGRAM_SIZE_IN, fmt, paint)
+
+
+def waterfall_picture(report: GoodputReport, fmt: PictureFormat = "svg") -> bytes:
+    """Where the days go, as a waterfall: the failure-free time to train, then a step up for
+    each cause of lost time (the expected model's breakdown, :data:`LOST_CAUSES`), ending at
+    the expected time to train. Each bar is labelled with its days; in the SVG the steps are
+    the groups ``step-<n>`` (n from 1, in :data:`LOST_CAUSES` order), the ends ``work`` and
+    ``total``."""
+    work_days = report.inputs.work_s / DAY_S
+    causes = [(name, days) for name, days, _ in lost_rows(report)[:-1]]
+    total_days = work_days + sum(days for _, days in causes)
+    labels = ["failure-free", *(name.split(" (")[0] for name, _ in causes), "expected"]
+
+    def paint(figure: Figure) -> None:
+        ax = figure.add_subplot()
+        bars = [("work", 0.0, work_days, COLORS[0])]
+        level = work_days
+        for i, (_, days) in enumerate(causes, start=1):
+            bars.append((f"step-{i}", level, days, COLORS[3]))
+            level += days
+        bars.append(("total", 0.0, total_days, COLORS[1]))
+        for x, (gid, bottom, height, color) in enumerate(bars):
+            (bar,) = ax.bar(x, height, bottom=bottom, color=color, width=0.6)
+            bar.set_gid(gid)
+            text = f"{height:,.1f} d" if gid in ("work", "total") else f"+{height:,.2f} d"
+            ax.annotate(text, (x, bottom + height), ha="center", va="bottom", fontsize=8,
+                        xytext=(0, 2), textcoords="offset points")  # fmt: skip
+        # when the lost days are small against the work, start the axis near the work's top
+        # so the steps can be seen (and say so on the axis)
+        lost = total_days - work_days
+        bottom = max(0.0, work_days - 4 * max(lost, 0.01 * work_days))
+        ax.set_ylim(bottom, total_days + 0.12 * (total_days - bottom))
+        ax.set_xticks(range(len(labels)), labels, fontsize=8)
+        ax.grid(axis="x", visible=False)
+        ax.set_title("time to train: failure-free, each cause of lost time, expected", loc="left")
+        ax.set_ylabel("days (axis starts above zero)" if bottom > 0 else "days")
+
+    return draw_picture(WATERFALL_SIZE_IN, fmt, paint)

@@ -15,6 +15,7 @@ from rich.text import Text
 from clusterforge.ops.checks import CheckResult
 from clusterforge.ops.oneshot import CheckOutcome
 from clusterforge.ops.runner import Report
+from clusterforge.report.json_document import json_document
 
 __all__ = ["check_json", "print_alert", "print_check"]
 
@@ -84,4 +85,4 @@ def check_json(outcome: CheckOutcome) -> str:
     data["action"] = (
         None if decision is None else {"kind": decision.kind, "detail": decision.detail}
     )
-    return json.dumps(data, indent=1)
+    return json.dumps(json_document("check", data), indent=1)

@@ -21,9 +21,10 @@ if TYPE_CHECKING:
 
     from clusterforge.design import Design
 
-__all__ = ["Series", "busbw_chart", "size_label", "tco_chart"]
+__all__ = ["Series", "busbw_chart", "size_label", "tco_chart", "tco_curves"]
 
 CHART_SIZE_IN = (8.0, 4.6)
+CURVE_STEPS = 48
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def busbw_chart(title: str, series: Sequence[Series], fmt: PictureFormat = "svg"
                               linewidth=1.8, label=ser.label)  # fmt: skip
             line.set_gid(f"series-{i}")
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_locator(LogLocator(base=4))
+        ax.xaxis.set_major_locator(LogLocator(base=4, numticks=24))  # every power of 4
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: size_label(v)))
         ax.set_ylim(bottom=0)
         _labels(ax, title, x="message size", y="busbw (GB/s)")
@@ -56,12 +57,26 @@ def busbw_chart(title: str, series: Sequence[Series], fmt: PictureFormat = "svg"
     return draw_picture(CHART_SIZE_IN, fmt, paint)
 
 
+def tco_curves(design: Design) -> tuple[list[float], list[float], list[float]]:
+    """Cumulative cost over the ownership period, $M: (years, build, rent).
+
+    Building is the capex up front plus the design's opex per year, less the resale value at
+    the end; renting is the design's rent total spread evenly over the years. These are the
+    design's own cost totals (:class:`~clusterforge.design.cost.tco.CostDesign`) laid over
+    time; the report's chart and table read them from here.
+    """
+    c = design.cost
+    years = [c.years * i / CURVE_STEPS for i in range(CURVE_STEPS + 1)]
+    build = [(c.capex_usd + c.opex_per_year_usd * t) / 1e6 for t in years]
+    rent = [c.rent_total_usd / c.years * t / 1e6 for t in years]
+    build[-1] -= c.residual_usd / 1e6
+    return years, build, rent
+
+
 def tco_chart(design: Design, fmt: PictureFormat = "svg") -> bytes:
     """Cumulative cost in $M of building (capex up front, opex per year, resale at the end)
     and of renting (the verdict's offer, named in the legend) over the ownership period; the
-    legend carries each total. The curves are the report's (:func:`~clusterforge.report.html.money.tco_curves`)."""
-    from clusterforge.report.html.money import tco_curves
-
+    legend carries each total. The curves are :func:`tco_curves`."""
     years, build, rent = tco_curves(design)
     # the resale at the end drawn as a vertical drop, not as a slope from the previous point
     resale_m = design.cost.residual_usd / 1e6

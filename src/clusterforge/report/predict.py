@@ -17,6 +17,7 @@ from clusterforge.assess import (
     Prediction,
 )
 from clusterforge.report.expected import goodput_json
+from clusterforge.report.json_document import json_document
 
 __all__ = ["predict_json", "print_predict"]
 
@@ -119,9 +120,9 @@ def calibration_json(changes: tuple[CalibrationChange, ...]) -> list[dict[str, A
 
 
 def predict_json(assessment: PredictAssessment) -> str:
-    """One JSON object per prediction (``clusterforge predict --json``); the first carries
-    the time to train with failures when it was computed, and the calibration's changes
-    when one was given."""
+    """``clusterforge predict --json``: an object whose ``plans`` hold one object per
+    prediction, best first; the first carries the time to train with failures when it was
+    computed, and the calibration's changes when one was given."""
     outcome = assessment.outcome
     goodput = None if assessment.goodput is None else goodput_json(assessment.goodput)
     rows: list[dict[str, Any]] = []
@@ -139,7 +140,7 @@ def predict_json(assessment: PredictAssessment) -> str:
                 "timed": outcome.num_timed,
             }
         rows.append(row)
-    return json.dumps(rows, indent=2)
+    return json.dumps(json_document("predict", {"plans": rows}), indent=2)
 
 
 def print_predict(assessment: PredictAssessment, console: Console) -> None:

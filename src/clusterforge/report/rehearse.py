@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from clusterforge.report.json_document import json_document
+
 if TYPE_CHECKING:
     from clusterforge.rehearse.model import RehearseReport
 
@@ -50,4 +52,4 @@ def print_rehearse(report: RehearseReport, console: Console) -> None:
 
 
 def rehearse_json(report: RehearseReport) -> str:
-    return json.dumps(report.as_dict(), indent=2)
+    return json.dumps(json_document("rehearse", report.as_dict()), indent=2)

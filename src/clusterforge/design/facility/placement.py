@@ -204,9 +204,11 @@ Target = tuple[np.ndarray, int]  # (index array, position) that receives a devic
 
 
 def support_switch_name(fab: SupportFabric, index: int) -> str:
-    """``storage-leaf-001``, ``in-band-spine-002``: the names generators and NetBox use."""
-    tier = "leaf" if index < fab.num_leaves else "spine"
-    return f"{fab.name}-{tier}-{index + 1:03d}"
+    """``storage-leaf-001``, ``in-band-spine-002``: the names generators and NetBox use.
+    ``index`` runs over the fabric's leaves then its spines; each tier is numbered from 1."""
+    if index < fab.num_leaves:
+        return f"{fab.name}-leaf-{index + 1:03d}"
+    return f"{fab.name}-spine-{index - fab.num_leaves + 1:03d}"
 
 
 class Placer:

@@ -28,6 +28,7 @@ import numpy as np
 from clusterforge.design import Design
 from clusterforge.design.cabling.support import endpoint_runs_m, ports_of, uplink_runs_m
 from clusterforge.design.fabric.support import SupportFabric
+from clusterforge.design.facility.placement import support_switch_name
 from clusterforge.errors import GenerateError
 from clusterforge.generate.common import checked_name
 from clusterforge.generate.inventory.ports import (
@@ -54,12 +55,7 @@ class Endpoint(NamedTuple):
 
 def support_switch_names(fab: SupportFabric) -> tuple[list[str], list[str]]:
     """Leaf and spine names as the layout racks them (``storage-leaf-001``, ...)."""
-    names = [
-        checked_name(
-            f"{fab.name}-{'leaf' if i < fab.num_leaves else 'spine'}-{i + 1:03d}", "switch"
-        )
-        for i in range(fab.num_switches)
-    ]
+    names = [checked_name(support_switch_name(fab, i), "switch") for i in range(fab.num_switches)]
     return names[: fab.num_leaves], names[fab.num_leaves :]
 
 

@@ -1,81 +1,65 @@
-"""Charts of the HTML report, drawn with plotly (https://plotly.com/python/).
+"""Charts of the HTML report: matplotlib figures inlined as SVG.
 
-Each function takes plain series and returns an HTML fragment (a ``div`` and the script that
-draws it); :func:`plotly_js` is the library itself, inlined once per report so the file opens
-without a network. Figures are written as plotly.js figure dictionaries (traces and layout,
-https://plotly.com/javascript/reference/) and serialised without plotly's Python-side
-validation, which costs a quarter of a second per chart. plotly is an optional dependency
-(the ``ui`` extra), imported lazily.
+The report draws with the same renderer and house style as the picture files ``plan``,
+``simulate --plot`` and ``goodput --plot`` write (:mod:`clusterforge.report.figure_file`);
+where a file and a report section show the same figure, the section inlines that very
+picture (:func:`inline_svg`). Inline SVG needs no script and no library in the page: the page
+paints as soon as it is parsed, scales to the page width and prints as vectors.
+
+Each function takes plain series and returns an HTML fragment (an ``svg`` element).
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Sequence
-from typing import Any
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from clusterforge.errors import AdapterError
+from clusterforge.report.figure_file import COLORS, draw_picture, svg_fragment
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "bar_chart",
-    "floor_chart",
-    "floor_heatmap",
-    "histogram_chart",
+    "inline_svg",
     "line_chart",
-    "plotly_js",
-    "require_plotly",
-    "sankey_chart",
 ]
 
-INSTALL_HINT = "pip install 'clusterforge[ui]'"
-HEIGHT_PX = 420
-_CONFIG = {"displaylogo": False, "responsive": True}
+SIZE_IN = (9.0, 4.2)
+# the house colours, then three more (Tableau 10's) for charts of up to ten series
+PALETTE = (*COLORS, "#eeca3b", "#ff9da6", "#9d755d")
+_IDS = re.compile(r'(\bid="|href="#|url\(#)')
 
 
-def require_plotly() -> Any:
-    """The ``plotly.io`` module, or an :class:`AdapterError` saying how to install it."""
-    try:
-        import plotly.io as pio
-    except ImportError:
-        raise AdapterError(
-            f"the HTML report needs plotly; install it with {INSTALL_HINT}"
-        ) from None
-    return pio
+def inline_svg(svg: bytes) -> str:
+    """A chart's SVG as an element to place in an HTML page
+    (:func:`~clusterforge.report.figure_file.svg_fragment`), every id prefixed with a hash
+    of the picture: charts share their group names (``series-1``), and a page holds many."""
+    prefix = "c" + hashlib.sha1(svg).hexdigest()[:8] + "-"
+    return _IDS.sub(lambda m: m.group(1) + prefix, svg_fragment(svg.decode("utf-8")))
 
 
-@functools.cache
-def plotly_js() -> str:
-    """The plotly.js bundle shipped inside the plotly package (about 4.8 MB, MIT licence)."""
-    require_plotly()
-    from plotly.offline import get_plotlyjs
+def _draw(paint: Callable[[Figure], None], *, bottom: float = 0.12) -> str:
+    """A chart of :data:`SIZE_IN` with fixed margins (room on the right for the legend):
+    matplotlib's constrained layout would measure every text first, half the drawing time,
+    and the report redraws its charts on each change in the planner."""
 
-    return str(get_plotlyjs())
+    def framed(figure: Figure) -> None:
+        paint(figure)
+        figure.subplots_adjust(left=0.08, right=0.8, top=0.9, bottom=bottom)
+
+    return inline_svg(draw_picture(SIZE_IN, "svg", framed, constrained=False))
 
 
-def _html(
-    traces: list[dict[str, Any]],
-    title: str,
-    layout: dict[str, Any] | None = None,
-    *,
-    height_px: int = HEIGHT_PX,
-) -> str:
-    pio = require_plotly()
-    base: dict[str, Any] = {
-        "title": {"text": title, "x": 0.01},
-        "height": height_px,
-        "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
-        "legend": {"orientation": "h", "y": -0.2},
-        "paper_bgcolor": "white",
-        "plot_bgcolor": "white",
-        "xaxis": {"gridcolor": "#eee"},
-        "yaxis": {"gridcolor": "#eee"},
-    }
-    for key, value in (layout or {}).items():
-        base[key] = base[key] | value if isinstance(base.get(key), dict) else value
-    figure = {"data": traces, "layout": base}
-    return str(
-        pio.to_html(figure, full_html=False, include_plotlyjs=False, config=_CONFIG, validate=False)
-    )
+def _labels(ax: Axes, title: str, *, x: str, y: str, legend: bool) -> None:
+    ax.set_title(title, loc="left")
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    if legend:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 def line_chart(
@@ -84,24 +68,21 @@ def line_chart(
     series: Sequence[tuple[str, Sequence[float], Sequence[float]]],
     x_title: str,
     y_title: str,
-    log_x: bool = False,
     markers: bool = True,
-    x_ticks: Sequence[tuple[float, str]] = (),
 ) -> str:
-    """Lines, one per (label, xs, ys); ``markers`` marks each point (a simulated size);
-    ``x_ticks`` as (value, label) replaces plotly's own tick labels (whose SI suffixes read
-    1e9 bytes as "1G" and 1 byte as "1")."""
-    mode = "lines+markers" if markers else "lines"
-    traces = [
-        {"type": "scatter", "mode": mode, "name": label, "x": list(xs), "y": list(ys)}
-        for label, xs, ys in series
-    ]
-    xaxis: dict[str, Any] = {"title": {"text": x_title}, "type": "log" if log_x else "linear"}
-    if x_ticks:
-        xaxis |= {"tickmode": "array", "tickvals": [v for v, _ in x_ticks],
-                  "ticktext": [label for _, label in x_ticks]}  # fmt: skip
-    layout = {"xaxis": xaxis, "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"}}
-    return _html(traces, title, layout)
+    """Lines, one per (label, xs, ys); ``markers`` marks each point. Each line is the SVG
+    group ``series-<n>`` (n from 1, in legend order)."""
+
+    def paint(figure: Figure) -> None:
+        ax = figure.add_subplot()
+        for i, (label, xs, ys) in enumerate(series, start=1):
+            (line,) = ax.plot(list(xs), list(ys), marker="o" if markers else None, markersize=3,
+                              linewidth=1.8, label=label)  # fmt: skip
+            line.set_gid(f"series-{i}")
+        ax.set_ylim(bottom=0)
+        _labels(ax, title, x=x_title, y=y_title, legend=True)
+
+    return _draw(paint)
 
 
 def bar_chart(
@@ -110,96 +91,79 @@ def bar_chart(
     labels: Sequence[str],
     series: Sequence[tuple[str, Sequence[float]]],
     y_title: str,
-    limit: tuple[str, Sequence[float]] | None = None,
+    limit: tuple[str, float] | None = None,
     stacked: bool = False,
+    highlight: int | None = None,
 ) -> str:
-    """Bars, one trace per (name, values), grouped or ``stacked``; ``limit`` draws a dashed
-    line across the bars (a circuit's capacity)."""
-    traces: list[dict[str, Any]] = [
-        {"type": "bar", "name": name, "x": list(labels), "y": list(values)}
-        for name, values in series
-    ]
-    if limit is not None:
-        traces.append(
-            {"type": "scatter", "mode": "lines", "name": limit[0], "x": list(labels),
-             "y": list(limit[1]), "line": {"dash": "dash", "color": "#e45756"}}
-        )  # fmt: skip
-    layout = {
-        "barmode": "stack" if stacked else "group",
-        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
-    }
-    return _html(traces, title, layout)
+    """Bars, one colour per (name, values), side by side or ``stacked``; ``limit`` as
+    (label, value) draws a dashed line across the bars (a circuit's capacity); the category
+    at index ``highlight`` is outlined and its name set in bold (the SVG group
+    ``highlight``). Long category names are turned; beyond 40 categories the names are left
+    to the table."""
+    import numpy as np
+
+    num_cats, num_series = len(labels), max(1, len(series))
+    x = np.arange(num_cats)
+    width = 0.8 if stacked else 0.8 / num_series
+
+    def paint(figure: Figure) -> None:
+        ax = figure.add_subplot()
+        bottom = np.zeros(num_cats)
+        for i, (name, values) in enumerate(series):
+            ys = np.asarray(values, dtype=float)
+            offset = 0.0 if stacked else (i - (num_series - 1) / 2) * width
+            ax.bar(x + offset, ys, width, bottom=bottom if stacked else None, label=name,
+                   color=PALETTE[i % len(PALETTE)])  # fmt: skip
+            if stacked:
+                bottom = bottom + ys
+        if limit is not None:
+            ax.axhline(limit[1], color=COLORS[3], linestyle="--", linewidth=1.5, label=limit[0])
+        _category_axis(ax, labels)
+        if highlight is not None:
+            _outline(ax, highlight)
+        ax.set_ylim(bottom=0)
+        ax.grid(axis="x", visible=False)
+        _labels(ax, title, x="", y=y_title, legend=len(series) > 1 or limit is not None)
+
+    return _draw(paint, bottom=_bottom_margin(labels))
 
 
-def floor_chart(
-    title: str,
-    *,
-    x_m: Sequence[float],
-    y_m: Sequence[float],
-    value_kw: Sequence[float],
-    hover: Sequence[str],
-    symbols: Sequence[str],
-) -> str:
-    """Racks as squares at their floor position, coloured by kW (the colour bar)."""
-    trace = {
-        "type": "scatter",  # SVG: WebGL (scattergl) is refused by GPU-less browsers
-        "mode": "markers", "x": list(x_m), "y": list(y_m), "text": list(hover),
-        "hoverinfo": "text",
-        "marker": {"symbol": list(symbols), "size": 12, "color": list(value_kw),
-                   # plotly.js's YlOrRd runs dark to light: reversed, the hot racks are red
-                   "colorscale": "YlOrRd", "reversescale": True,
-                   "colorbar": {"title": {"text": "kW"}},
-                   "line": {"width": 1}},
-    }  # fmt: skip
-    layout = {
-        # equal metres on both axes; the plot narrows instead of padding x with empty floor
-        "xaxis": {"title": {"text": "x (m)"}, "constrain": "domain"},
-        "yaxis": {"title": {"text": "y (m)"}, "scaleanchor": "x", "autorange": "reversed"},
-    }
-    return _html([trace], title, layout, height_px=min(900, max(HEIGHT_PX, 60 * len(set(y_m)))))
+def _outline(ax: Axes, index: int) -> None:
+    """A box around the bars of category ``index`` and its tick label in bold."""
+    from matplotlib.patches import Rectangle
+
+    bars = [p for p in ax.patches if isinstance(p, Rectangle)]
+    top = max((p.get_y() + p.get_height() for p in bars), default=0.0)
+    box = Rectangle((index - 0.45, 0), 0.9, top * 1.04, fill=False, edgecolor="#222222",
+                    linewidth=1.6, linestyle="-", zorder=3)  # fmt: skip
+    box.set_gid("highlight")
+    ax.add_patch(box)
+    ticks = ax.get_xticklabels()
+    if index < len(ticks):
+        ticks[index].set_fontweight("bold")
 
 
-def floor_heatmap(
-    title: str,
-    *,
-    x_m: Sequence[float],
-    y_m: Sequence[float],
-    value_kw: Sequence[Sequence[float | None]],
-    hover: Sequence[Sequence[str]],
-) -> str:
-    """Racks as cells of a grid (``value_kw[i][j]`` at ``y_m[i]``, ``x_m[j]``; None where no
-    rack stands), coloured by kW: one image however many racks, where a marker per rack
-    would be an SVG element per rack. A row of racks is a few pixels tall whatever the
-    floor's proportions (metres are not kept equal on both axes: a long hall would be a
-    sliver)."""
-    trace = {
-        "type": "heatmap", "x": list(x_m), "y": list(y_m), "z": [list(r) for r in value_kw],
-        "text": [list(r) for r in hover], "hoverinfo": "text", "colorscale": "YlOrRd",
-        "reversescale": True, "colorbar": {"title": {"text": "kW"}}, "hoverongaps": False,
-    }  # fmt: skip
-    layout = {
-        "xaxis": {"title": {"text": "x (m)"}, "constrain": "domain", "showgrid": False},
-        "yaxis": {"title": {"text": "y (m)"}, "autorange": "reversed", "showgrid": False},
-    }
-    height_px = min(1400, max(HEIGHT_PX, 8 * len(y_m)))
-    return _html([trace], title, layout, height_px=height_px)
+def _turned(labels: Sequence[str]) -> bool:
+    longest = max((len(line) for s in labels for line in s.split("\n")), default=0)
+    return longest * len(labels) > 90
 
 
-def sankey_chart(
-    title: str, *, nodes: Sequence[str], links: Sequence[tuple[int, int, float, str]]
-) -> str:
-    """A flow diagram: ``nodes`` by label, ``links`` as (source, target, count, label)."""
-    trace = {
-        "type": "sankey",
-        "node": {"label": list(nodes), "pad": 20, "thickness": 18},
-        "link": {"source": [s for s, _, _, _ in links], "target": [t for _, t, _, _ in links],
-                 "value": [v for _, _, v, _ in links], "label": [lb for *_, lb in links]},
-    }  # fmt: skip
-    return _html([trace], title)
+def _bottom_margin(labels: Sequence[str]) -> float:
+    """Room under the axes for the category names: more when turned or on two lines."""
+    if len(labels) > 40:
+        return 0.12
+    lines = max((s.count("\n") + 1 for s in labels), default=1)
+    longest = max((len(line) for s in labels for line in s.split("\n")), default=0)
+    if _turned(labels):
+        return min(0.45, 0.1 + 0.012 * longest + 0.04 * (lines - 1))
+    return 0.1 + 0.04 * lines
 
 
-def histogram_chart(title: str, *, values: Sequence[float], x_title: str) -> str:
-    """A histogram of ``values`` (plotly.js chooses the bins)."""
-    trace = {"type": "histogram", "x": list(values), "name": x_title}
-    layout = {"xaxis": {"title": {"text": x_title}}, "yaxis": {"title": {"text": "count"}}}
-    return _html([trace], title, layout)
+def _category_axis(ax: Axes, labels: Sequence[str]) -> None:
+    if len(labels) > 40:
+        ax.set_xticks([])
+        ax.set_xlabel(f"{len(labels)} bars, in the table's order")
+        return
+    turned = _turned(labels)
+    ax.set_xticks(range(len(labels)), list(labels), rotation=30 if turned else 0,
+                  ha="right" if turned else "center", fontsize=8)  # fmt: skip

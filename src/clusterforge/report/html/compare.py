@@ -1,5 +1,6 @@
-"""Two designs side by side: their headline figures with the difference, their bandwidth and
-cost curves on shared axes, and each one's findings."""
+"""Two designs side by side: their headline figures with the difference, their fabric, racks,
+floor and power as pictures next to each other, their bandwidth and cost curves on shared
+axes, and each one's findings."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from dataclasses import dataclass
 from clusterforge.assess import Assessment, ExpectedPerformance
 from clusterforge.design import Design
 from clusterforge.report.html import charts, facts, money, studies
-from clusterforge.report.html.model import Figure, Section, Table, kw, num, pct, pp
+from clusterforge.report.html.model import Figure, Section, Table, css_string, kw, num, pct, pp
 from clusterforge.report.html.model import money as usd
 from clusterforge.report.html.render import page_assets, template_env
 
-__all__ = ["Comparison", "build_comparison", "render_comparison"]
+__all__ = ["Comparison", "Pair", "build_comparison", "render_comparison"]
 
 
 @dataclass(frozen=True)
@@ -56,14 +57,30 @@ class DeltaRow:
 
 
 @dataclass(frozen=True)
+class Pair:
+    """One picture of both designs, side by side, and a sentence on each."""
+
+    id: str
+    title: str
+    figures: tuple[Figure, Figure]
+    leads: tuple[str, str]
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Everything the comparison page shows, formatted."""
 
     title: str
     names: tuple[str, str]
     rows: tuple[DeltaRow, ...]
+    pairs: tuple[Pair, ...]
     sections: tuple[Section, ...]
     findings: tuple[Section, Section]
+
+    @property
+    def print_title(self) -> str:
+        """The title as a CSS string, for the printed pages' top margin."""
+        return css_string(self.title)
 
 
 def _delta_row(row: Row, a: Design, b: Design) -> DeltaRow:
@@ -113,9 +130,28 @@ def build_comparison(a: Assessment, b: Assessment) -> Comparison:
         title=f"{da.spec.name} vs {db.spec.name}",
         names=(da.spec.name, db.spec.name),
         rows=tuple(rows),
+        pairs=_pairs(da, db),
         sections=tuple(sections),
         findings=(facts.findings_section(da), facts.findings_section(db)),
     )
+
+
+# the report's sections whose picture is compared side by side: (id, title, section builder)
+PAIRED: tuple[tuple[str, str, Callable[[Design], Section]], ...] = (
+    ("fabric", "Fabric", facts.fabric_section),
+    ("racks", "Racks", facts.racks_section),
+    ("floor", "Floor plan", facts.floor_section),
+    ("power", "Power", facts.power_section),
+)
+
+
+def _pairs(a: Design, b: Design) -> tuple[Pair, ...]:
+    """The topology, racks and power of both designs as pictures next to each other."""
+    pairs = []
+    for pair_id, title, build in PAIRED:
+        sa, sb = build(a), build(b)
+        pairs.append(Pair(pair_id, title, (sa.figures[0], sb.figures[0]), (sa.lead, sb.lead)))
+    return tuple(pairs)
 
 
 def _tco_section(a: Assessment, b: Assessment) -> Section:

@@ -11,6 +11,7 @@ from clusterforge.report.elevation import elevation_svg
 from clusterforge.report.fabric_diagram import fabric_svg
 from clusterforge.report.figure_file import svg_fragment
 from clusterforge.report.floor import floor_svg
+from clusterforge.report.format import counted
 from clusterforge.report.html import charts
 from clusterforge.report.html.model import (
     Figure,
@@ -51,14 +52,13 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 def summary_metrics(design: Design) -> tuple[Metric, ...]:
     """The headline figures of a design, each read from the design model."""
-    c, f, p = design.compute, design.fabric, design.power
+    c, p = design.compute, design.power
     return (
         Metric("GPUs", num(c.num_gpus_total),
                f"{num(c.num_training_gpus)} training; {num(c.num_nodes)} x {c.node.name} "
                f"({num(c.num_spare_nodes)} spare)"),
         Metric("racks", num(len(design.racks)), f"{c.node.u_height}U nodes"),
-        Metric("fabric", f"{f.topology}, {f.tiers} tier(s)",
-               f"{num(f.num_switches)} x {f.switch.name}; {f.fabric}"),
+        _fabric_metric(design),
         Metric("IT power (max)", kw(p.it_max_kw), f"average {kw(p.it_average_kw)}"),
         Metric("facility power", kw(p.facility_kw), f"average {kw(p.facility_average_kw)}"),
         Metric("capex", money(design.cost.capex_usd),
@@ -67,6 +67,15 @@ def summary_metrics(design: Design) -> tuple[Metric, ...]:
                f"build {money(design.cost.build_total_usd)}, {design.cost.rent_basis} rent "
                f"{money(design.cost.rent_total_usd)} over {design.cost.years:g} years"),
     )  # fmt: skip
+
+
+def _fabric_metric(design: Design) -> Metric:
+    """The compute fabric's shape and switches; a one-node design has none to count."""
+    f = design.fabric
+    if f.num_switches == 0:
+        return Metric("fabric", "none", "; ".join(f.notes) or "one node: no compute fabric")
+    return Metric("fabric", f"{f.topology}, {counted(f.tiers, 'tier')}",
+                  f"{num(f.num_switches)} x {f.switch.name}; {f.fabric}")  # fmt: skip
 
 
 def findings_section(design: Design) -> Section:
@@ -159,10 +168,15 @@ def fabric_section(design: Design) -> Section:
                    num(s.num_spines), f"{s.port_gbit_per_s:g}"),
         caption="support fabrics",
     )  # fmt: skip
+    if f.num_switches == 0:  # one node: nothing to draw or count but the support fabrics
+        why = "; ".join(f.notes) or "one node: no compute fabric"
+        lead = f"{why[:1].upper()}{why[1:]}. The support fabrics it has are in the table."
+        return Section("fabric", "Fabric", lead, (), (support,))
     lead = (
-        f"{num(f.num_switches)} x {f.switch.name} ({f.radix} ports) for {num(c.num_nodes)} "
-        f"nodes; bisection {num(f.bisection_gbit_per_s / 1000, 1)} Tb/s, at most "
-        f"{f.max_switch_hops} switch hops, {'lossless' if f.lossless else 'lossy'} {f.fabric}."
+        f"{num(f.num_switches)} x {f.switch.name} ({f.radix} ports) for "
+        f"{counted(c.num_nodes, 'node')}; bisection {num(f.bisection_gbit_per_s / 1000, 1)} "
+        f"Tb/s, at most {counted(f.max_switch_hops, 'switch hop')}, "
+        f"{'lossless' if f.lossless else 'lossy'} {f.fabric}."
     )
     tables = (tier_rows, rail_table(design), support)
     return Section("fabric", "Fabric", lead, (picture,), tables)
@@ -289,9 +303,9 @@ def power_section(design: Design) -> Section:
     figure = charts.bar_chart(
         f"feed load: {per} (each feed carries the whole rack)",
         labels=labels,
-        series=[("load / usable capacity (%)", [100 * c.utilization for c in loads])],
+        series=[("feed load", [100 * c.utilization for c in loads])],
         y_title="% of the feed's usable capacity",
-        limit=("circuit limit", [100.0] * len(labels)),
+        limit=("circuit limit", 100.0),
     )
     worst = max(racks, key=lambda r: r.circuit.utilization)
     p = design.power

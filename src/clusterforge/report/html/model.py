@@ -13,8 +13,8 @@ from typing import TypeVar
 
 from clusterforge.report.format import kw, money, num, pct, pp
 
-__all__ = ["LAZY_ROWS", "Figure", "Metric", "Section", "Table", "kw", "money", "num", "pct", "pp",
-           "script_safe", "table"]  # fmt: skip
+__all__ = ["LAZY_ROWS", "Figure", "Metric", "Section", "Table", "css_string", "kw", "money", "num",
+           "pct", "pp", "script_safe", "table"]  # fmt: skip
 
 T = TypeVar("T")
 # A table longer than this reaches the page as JSON, built into rows only when its reader
@@ -28,6 +28,14 @@ def script_safe(json_text: str) -> str:
     written as the escape \\u003c, so neither '</script' nor '<!--' can end the element early
     (HTML Living Standard, "Restrictions for contents of script elements")."""
     return json_text.replace("<", "\\u003c")
+
+
+def css_string(text: str) -> str:
+    """``text`` as a quoted CSS string that can sit inside a <style> element: every
+    character but letters, digits and spaces written as a hex escape (CSS Syntax Level 3,
+    4.3.7), so no quote, backslash or '</style' can end the string or the element."""
+    kept = (c if c.isascii() and (c.isalnum() or c == " ") else f"\\{ord(c):06x}" for c in text)
+    return '"' + "".join(kept) + '"'
 
 
 @dataclass(frozen=True)

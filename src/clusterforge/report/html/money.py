@@ -6,15 +6,15 @@ from typing import TYPE_CHECKING
 
 from clusterforge.report.format import npv_text, payback_text
 from clusterforge.report.html import charts
+from clusterforge.report.html.charts import inline_svg
 from clusterforge.report.html.model import Figure, Section, money, num, pct, table
+from clusterforge.report.plots import tco_chart, tco_curves
 
 if TYPE_CHECKING:
     from clusterforge.assess import Economics
     from clusterforge.design import Design
 
 __all__ = ["bom_section", "tco_curves", "tco_section"]
-
-CURVE_STEPS = 48
 
 
 def bom_section(design: Design) -> Section:
@@ -41,34 +41,12 @@ def bom_section(design: Design) -> Section:
     return Section("bom", "Bill of materials", lead, (Figure(figure, "capex"),), (lines,))
 
 
-def tco_curves(design: Design) -> tuple[list[float], list[float], list[float]]:
-    """Cumulative cost over the ownership period, $M: (years, build, rent).
-
-    Building is the capex up front plus the design's opex per year, less the resale value at
-    the end; renting is the design's rent total spread evenly over the years. These are the
-    design's own cost totals (:class:`~clusterforge.design.cost.tco.CostDesign`) laid over time.
-    """
-    c = design.cost
-    years = [c.years * i / CURVE_STEPS for i in range(CURVE_STEPS + 1)]
-    build = [(c.capex_usd + c.opex_per_year_usd * t) / 1e6 for t in years]
-    rent = [c.rent_total_usd / c.years * t / 1e6 for t in years]
-    build[-1] -= c.residual_usd / 1e6
-    return years, build, rent
-
-
 def tco_section(design: Design, economics: Economics) -> Section:
     """Build against rent over the ownership period, with the break-even figures. The lead
     sentence and the chart compare with the same rent, the verdict's offer, and say which."""
     c = design.cost
-    years, build, rent = tco_curves(design)
     rent_label = f"{c.rent_basis} rent"
-    figure = charts.line_chart(
-        f"build vs rent at {pct(design.spec.economics.utilization)} utilization",
-        series=[("build", years, build), (f"rent ({c.rent_basis})", years, rent)],
-        x_title="years",
-        y_title="cumulative cost ($M)",
-        markers=False,
-    )
+    figure = inline_svg(tco_chart(design))
     rows = table(
         ("quantity", "value"),
         _tco_rows(design, economics),

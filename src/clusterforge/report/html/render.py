@@ -2,8 +2,8 @@
 
 :func:`build_report` gathers the sections (reading the design, running the simulator, the
 performance model and the goodput Monte Carlo); :func:`render_html` places them into the
-Jinja2 template with ``StrictUndefined``, plotly.js and the page's own script inlined so the
-file needs no network.
+Jinja2 template with ``StrictUndefined``, the charts (inline SVG) and the page's own script
+inlined so the file needs no network.
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from pathlib import Path
 import jinja2
 
 from clusterforge.assess import Assessment, ExpectedPerformance, GoodputOutlook
-from clusterforge.report.expected import parallel_label
+from clusterforge.report.expected import plan_name
 from clusterforge.report.html import facts, money, studies
-from clusterforge.report.html.charts import plotly_js
-from clusterforge.report.html.model import Metric, Section, num, pct
+from clusterforge.report.html.model import Metric, Section, css_string, num, pct
 from clusterforge.userfiles import check_output_file, write_file
 
 __all__ = ["Report", "build_report", "check_page_path", "page_assets", "render_html",
@@ -35,6 +34,11 @@ class Report:
     metrics: tuple[Metric, ...]
     sections: tuple[Section, ...]
 
+    @property
+    def print_title(self) -> str:
+        """The title as a CSS string, for the printed pages' top margin."""
+        return css_string(self.title)
+
 
 @functools.cache
 def template_env() -> jinja2.Environment:
@@ -49,12 +53,11 @@ def template_env() -> jinja2.Environment:
 
 
 def page_assets() -> dict[str, str]:
-    """The page's inlined assets: stylesheet, the page's script (lazy tables) and plotly.js."""
+    """The page's inlined assets: its stylesheet and its script (lazy tables, print)."""
     folder = resources.files("clusterforge.report.html") / "templates"
     return {
         "css": (folder / "report.css").read_text(encoding="utf-8"),
         "script": (folder / "report.js").read_text(encoding="utf-8"),
-        "plotly_js": plotly_js(),
     }
 
 
@@ -97,7 +100,7 @@ def _expected_metrics(assessment: Assessment) -> tuple[Metric, ...]:
         return ()
     p = perf.prediction
     metrics = (
-        Metric("MFU (spec's plan)", pct(p.mfu), parallel_label(p.plan)),
+        Metric("MFU (spec's plan)", pct(p.mfu), plan_name(p.plan)),
         Metric("time to train", f"{num(perf.time_to_train_days, 1)} days",
                f"{num(perf.tokens_to_train / 1e9)} B tokens, no failures"),
     )  # fmt: skip

@@ -4,8 +4,6 @@ spec's plan and of the best plans, and the goodput of the job's life."""
 
 from __future__ import annotations
 
-import math
-
 from clusterforge.assess import (
     ExpectedPerformance,
     GoodputOutlook,
@@ -13,43 +11,33 @@ from clusterforge.assess import (
     Study,
     Unavailable,
 )
-from clusterforge.report.expected import parallel_label
+from clusterforge.report.expected import plan_name
 from clusterforge.report.format import size_label
-from clusterforge.report.goodput import interval_label, lost_rows
+from clusterforge.report.goodput import (
+    histogram_picture,
+    interval_label,
+    lost_rows,
+    waterfall_picture,
+)
 from clusterforge.report.html import charts
+from clusterforge.report.html.charts import inline_svg
 from clusterforge.report.html.model import Figure, Section, Table, num, pct, table
+from clusterforge.report.plots import Series, busbw_chart
 
-__all__ = ["busbw_section", "goodput_section", "performance_section", "plan_label", "size_ticks"]
+__all__ = ["busbw_section", "goodput_section", "performance_section"]
 
 DAY_S = 86400.0
 BREAKDOWN = ("compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "cp_comm_s", "ep_comm_s",
              "bubble_s", "optimizer_s", "other_s")  # fmt: skip
 
 
-def size_ticks(sizes: list[float]) -> list[tuple[float, str]]:
-    """Ticks at the powers of 4 bytes from the smallest size to the largest, labelled in the
-    table's binary units (1 KiB, 4 KiB, ... 1 GiB), as nccl-tests sweeps them."""
-    if not sizes:
-        return []
-    low = math.ceil(math.log(min(sizes), 4) - 1e-9)
-    high = math.floor(math.log(max(sizes), 4) + 1e-9)
-    return [(4.0**k, size_label(4.0**k)) for k in range(low, high + 1)]
-
-
 def busbw_section(curves: list[Study]) -> Section:
-    """Bus bandwidth against message size, one line per design."""
-    sizes = [r.size_bytes for c in curves for r in c.results]
-    figure = charts.line_chart(
+    """Bus bandwidth against message size, one line per design: the picture ``simulate
+    --plot`` writes."""
+    figure = busbw_chart(
         "all-reduce bus bandwidth over all GPUs (simulated)",
-        series=[
-            (c.name, [r.size_bytes for r in c.results],
-             [r.busbw_gbyte_per_s for r in c.results])
-            for c in curves
-        ],
-        x_title="message size",
-        y_title="busbw (GB/s)",
-        log_x=True,
-        x_ticks=size_ticks(sizes),
+        [Series(c.name, [r.size_bytes for r in c.results],
+                [r.busbw_gbyte_per_s for r in c.results]) for c in curves],
     )  # fmt: skip
     tables = tuple(_busbw_table(c) for c in curves)
     reached = "; ".join(
@@ -58,7 +46,9 @@ def busbw_section(curves: list[Study]) -> Section:
         for c in curves
     )
     lead = f"nccl-tests-style all-reduce bus bandwidth at the largest size: {reached}."
-    return Section("busbw", "Collective bandwidth", lead, (Figure(figure, "busbw"),), tables)
+    return Section(
+        "busbw", "Collective bandwidth", lead, (Figure(inline_svg(figure), "busbw"),), tables
+    )
 
 
 def _busbw_table(curve: Study) -> Table:
@@ -78,43 +68,44 @@ def _busbw_table(curve: Study) -> Table:
     )
 
 
-def plan_label(p: Prediction) -> str:
-    """'TP 8 x PP 2 x CP 1 x DP 32 (VPP 4, mbs 2)' and EP when used."""
-    q = p.plan
-    job = q.layout
-    ep = f", EP {job.ep}" if job.ep > 1 else ""
-    degrees = f"TP {job.tp} x PP {job.pp} x CP {job.cp} x DP {job.dp}"
-    return f"{degrees} (VPP {job.vpp}, mbs {q.micro_batch}{ep})"
-
-
 def performance_section(
     performance: ExpectedPerformance | Unavailable, plans: tuple[Prediction, ...]
 ) -> Section:
-    """The spec's own plan and the best plans found, with their breakdown."""
+    """The best plans found and the spec's own plan among them (marked; added after them
+    when the search ranked it lower), each by its readable name, with their breakdown."""
     if isinstance(performance, Unavailable):
         return Section("performance", "Training performance", performance.reason)
-    labels = [f"#{i + 1}" for i in range(len(plans))]
-    series = [(k.removesuffix("_s"), [getattr(p.breakdown, k) for p in plans]) for k in BREAKDOWN]
-    figure = charts.bar_chart(
-        "step time of the best plans, by component", labels=labels, series=series,
-        y_title="seconds per step", stacked=True,
-    )  # fmt: skip
-    rows = table(
-        ("#", "plan", "MFU", "step (s)", "tokens/s per GPU", "memory per GPU (GiB)", "largest overhead"),
-        list(enumerate(plans, 1)),
-        lambda ip: (str(ip[0]), plan_label(ip[1]), pct(ip[1].mfu), num(ip[1].step_time_s, 2),
-                    num(ip[1].tokens_per_s_per_gpu), num(ip[1].memory_per_gpu_gib, 1),
-                    ip[1].breakdown.largest_overhead().removesuffix("_s")),
-        caption="best plans by throughput",
-    )  # fmt: skip
     p = performance.prediction
+    spec_name = plan_name(p.plan)
+    rows = [(f"#{i}", q) for i, q in enumerate(plans, 1)]
+    spec_at = next((i for i, (_, q) in enumerate(rows) if plan_name(q.plan) == spec_name), None)
+    if spec_at is None:
+        rows.append(("spec", p))
+        spec_at = len(rows) - 1
+    marks = [f"{rank} (spec's plan)" if i == spec_at else rank for i, (rank, _) in enumerate(rows)]
+    series = [(k.removesuffix("_s"), [getattr(q.breakdown, k) for _, q in rows]) for k in BREAKDOWN]
+    figure = charts.bar_chart(
+        "step time of the best plans and the spec's, by component",
+        labels=[f"{rank}\n{plan_name(q.plan)}" for rank, q in rows], series=series,
+        y_title="seconds per step", stacked=True, highlight=spec_at,
+    )  # fmt: skip
+    table_rows = table(
+        ("#", "plan", "MFU", "step (s)", "tokens/s per GPU", "memory per GPU (GiB)", "largest overhead"),
+        list(zip(marks, (q for _, q in rows), strict=True)),
+        lambda mq: (mq[0], plan_name(mq[1].plan), pct(mq[1].mfu), num(mq[1].step_time_s, 2),
+                    num(mq[1].tokens_per_s_per_gpu), num(mq[1].memory_per_gpu_gib, 1),
+                    mq[1].breakdown.largest_overhead().removesuffix("_s")),
+        caption="best plans by throughput, and the spec's plan",
+    )  # fmt: skip
     lead = (
-        f"{p.model_id} with the spec's plan {parallel_label(p.plan)}: MFU "
+        f"{p.model_id} with the spec's plan {spec_name} (outlined in the chart): MFU "
         f"{pct(p.mfu)}, {num(p.step_time_s, 2)} s per step, "
         f"{num(performance.time_to_train_days, 1)} days for "
         f"{num(performance.tokens_to_train / 1e9)} B tokens without failures."
     )
-    return Section("performance", "Training performance", lead, (Figure(figure, "plans"),), (rows,))
+    return Section(
+        "performance", "Training performance", lead, (Figure(figure, "plans"),), (table_rows,)
+    )
 
 
 def goodput_section(goodput: GoodputOutlook | Unavailable) -> Section:
@@ -123,11 +114,8 @@ def goodput_section(goodput: GoodputOutlook | Unavailable) -> Section:
         return Section("goodput", "Goodput and time to train", goodput.reason)
     report = goodput.report
     exp = report.expected
-    runs = int(report.lives.wall_s.size)
-    days = [w / DAY_S for w in report.lives.wall_s.tolist()]
-    figure = charts.histogram_chart(
-        f"time to train over {runs} simulated lives", values=days, x_title="days"
-    )
+    waterfall = Figure(inline_svg(waterfall_picture(report)), "lost time by cause")
+    histogram = Figure(inline_svg(histogram_picture(report)), "time to train over the lives")
     what_if = table(
         ("change", "ETTR", "expected days", "spares for 99%"),
         list(report.variants.items()),
@@ -148,5 +136,5 @@ def goodput_section(goodput: GoodputOutlook | Unavailable) -> Section:
         f"{interval_label(exp)}; time to train {num(goodput.expected_days, 1)} days expected, "
         f"P50 {num(goodput.p50_days, 1)} / P90 {num(goodput.p90_days, 1)} days."
     )
-    return Section("goodput", "Goodput and time to train", lead, (Figure(figure, "goodput"),),
+    return Section("goodput", "Goodput and time to train", lead, (waterfall, histogram),
                    (lost, what_if))  # fmt: skip

@@ -1,5 +1,5 @@
 // Long tables arrive as JSON next to their empty body and are built when first opened
-// (cells set as textContent, never as HTML).
+// (cells set as textContent, never as HTML); printing opens and fills every table.
 (function () {
   "use strict";
   function fillTable(details) {
@@ -32,4 +32,21 @@
   }
   window.clusterforgeReport = { init: init };
   init(document);
+  // Printing (or the PDF, which loads the page as "#print") shows every table the screen
+  // keeps a click away, opened and filled; closed again after printing.
+  var closed = [];
+  function expandForPrint() {
+    document.querySelectorAll("details:not([open])").forEach(function (details) {
+      closed.push(details);
+      details.open = true;
+      fillTable(details);
+    });
+  }
+  function restoreAfterPrint() {
+    closed.forEach(function (details) { details.open = false; });
+    closed = [];
+  }
+  window.addEventListener("beforeprint", expandForPrint);
+  window.addEventListener("afterprint", restoreAfterPrint);
+  if (window.location.hash === "#print") { expandForPrint(); }
 })();
