@@ -22,9 +22,8 @@ What is drawn:
   in-band and out-of-band fabrics beside the compute fabric.
 
 One model (:class:`Diagram`: boxes and links with positions) is rendered three ways: an SVG
-or PNG through matplotlib (:func:`fabric_picture`), draw.io's mxGraph XML
-(:func:`fabric_drawio`, https://www.drawio.com/doc/faq/diagram-source-edit) and Graphviz DOT
-(:func:`fabric_dot`, https://graphviz.org/doc/info/lang.html), the last two for network teams
+or PNG through matplotlib (:mod:`clusterforge.report.fabric_picture`), draw.io's mxGraph XML
+and Graphviz DOT (:mod:`clusterforge.report.fabric_export`), the last two for network teams
 to edit.  In the SVG each box is the group ``box-<id>``; switch ids are ``<tier>-<n>``
 (``leaf-1``, ``spine-3``), links ``link-<a>-<b>``, each rail's links also carry ``rail-<i>``
 in their id.
@@ -34,17 +33,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
-from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from clusterforge.report.figure_file import PictureFormat, draw_picture
 from clusterforge.report.format import num
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
-
     from clusterforge.design import Design
     from clusterforge.design.fabric.connectivity import Connectivity
 
@@ -54,10 +48,6 @@ __all__ = [
     "Diagram",
     "Link",
     "fabric_diagram",
-    "fabric_dot",
-    "fabric_drawio",
-    "fabric_picture",
-    "fabric_svg",
 ]
 
 MAX_NODES_DRAWN = 32  # a DGX SuperPOD SU (32 nodes) is drawn whole
@@ -225,7 +215,6 @@ def fabric_diagram(design: Design) -> Diagram:
     group_leaves = sorted(set(leaf[np.isin(node, group_nodes)].tolist()))
     drawn_leaves, more_leaves = _capped(group_leaves, MAX_SWITCHES_DRAWN)
     links = c.switch_links()
-    leaf_tier = "router" if c.kind == "dragonfly" else "leaf"
 
     # nodes, with their NVLink domains
     node_boxes = build.row(
@@ -235,24 +224,8 @@ def fabric_diagram(design: Design) -> Diagram:
     _domains(build, design, drawn_nodes, node_boxes)
 
     # leaves (routers), coloured by rail when each leaf serves one rail
-    rail_of_leaf = {int(sw): int(i) for sw, i in zip(leaf[mine], nic[mine], strict=True)}
     rails = c.rail_optimized or c.kind == "rail-only"
-    build.row(
-        [(_box_id(c, s), c.switch_name(s),
-          _rail_color(rail_of_leaf[s]) if rails and s in rail_of_leaf else TIER_FILL[leaf_tier],
-          rail_of_leaf.get(s) if rails else None) for s in drawn_leaves],
-        ROW_Y["leaf"], "switch", leaf_tier, more_leaves, f"{leaf_tier}s of this group")  # fmt: skip
-    if rails:  # a line per NIC, in its rail's colour
-        for n, i, s in zip(node[mine], nic[mine], leaf[mine], strict=True):
-            if s in drawn_leaves:
-                build.links.append(Link(f"node-{int(n) + 1}", _box_id(c, int(s)),
-                                        _rail_color(int(i)), rail=int(i)))  # fmt: skip
-    else:  # a top-of-rack leaf takes all of a node's NICs: one line, their count
-        pairs, counts = np.unique(np.stack([node[mine], leaf[mine]]), axis=1, return_counts=True)
-        for n, s, k in zip(pairs[0], pairs[1], counts, strict=True):
-            if s in drawn_leaves:
-                build.links.append(Link(f"node-{int(n) + 1}", _box_id(c, int(s)), "#4c78a8",
-                                        count=int(k)))  # fmt: skip
+    _leaves(build, c, (node[mine], nic[mine], leaf[mine]), drawn_leaves, more_leaves, rails)
 
     # upper tiers
     if c.kind == "dragonfly":
@@ -278,6 +251,31 @@ def fabric_diagram(design: Design) -> Diagram:
     rows = tuple((ROW_Y["leaf" if t == "router" else t] + BOX_H / 2 - shift, text)
                  for t, text in tier_text.items())  # fmt: skip
     return Diagram(title, boxes, tuple(build.links), rows, legend, width, height - shift)
+
+
+def _leaves(build: _Builder, c: Connectivity, drawn_links: tuple[np.ndarray, ...],
+            drawn_leaves: list[int], more_leaves: int, rails: bool) -> None:  # fmt: skip
+    """The leaf (router) row and the drawn nodes' links to it: on a rail fabric a line per NIC
+    in its rail's colour, else one line per node and leaf with the NIC count."""
+    node, nic, leaf = drawn_links
+    leaf_tier = "router" if c.kind == "dragonfly" else "leaf"
+    rail_of_leaf = {int(sw): int(i) for sw, i in zip(leaf, nic, strict=True)}
+    build.row(
+        [(_box_id(c, s), c.switch_name(s),
+          _rail_color(rail_of_leaf[s]) if rails and s in rail_of_leaf else TIER_FILL[leaf_tier],
+          rail_of_leaf.get(s) if rails else None) for s in drawn_leaves],
+        ROW_Y["leaf"], "switch", leaf_tier, more_leaves, f"{leaf_tier}s of this group")  # fmt: skip
+    if rails:  # a line per NIC, in its rail's colour
+        for n, i, s in zip(node, nic, leaf, strict=True):
+            if s in drawn_leaves:
+                build.links.append(Link(f"node-{int(n) + 1}", _box_id(c, int(s)),
+                                        _rail_color(int(i)), rail=int(i)))  # fmt: skip
+    else:  # a top-of-rack leaf takes all of a node's NICs: one line, their count
+        pairs, counts = np.unique(np.stack([node, leaf]), axis=1, return_counts=True)
+        for n, s, k in zip(pairs[0], pairs[1], counts, strict=True):
+            if s in drawn_leaves:
+                build.links.append(Link(f"node-{int(n) + 1}", _box_id(c, int(s)), "#4c78a8",
+                                        count=int(k)))  # fmt: skip
 
 
 def _upper(build: _Builder, c: Connectivity, links: tuple[np.ndarray, ...], below: list[int],
@@ -422,179 +420,3 @@ def _no_fabric(design: Design) -> Diagram:
     boxes = [replace(b, y=120) if b.kind == "support" else b for b in build.boxes]
     return Diagram(f"{design.spec.name}: no compute fabric (one node)", tuple(boxes), (),
                    (), (), build.right + 20, 200)  # fmt: skip
-
-
-# --- rendering: matplotlib ----------------------------------------------------------------
-
-
-def _draw(ax: Axes, diagram: Diagram) -> None:
-    from matplotlib.patches import FancyBboxPatch
-
-    centres = {b.id: (b.x + b.w / 2, b.y + b.h / 2) for b in diagram.boxes}
-    tops = {b.id: b.y for b in diagram.boxes}
-    bottoms = {b.id: b.y + b.h for b in diagram.boxes}
-    for link in diagram.links:
-        (xa, _), (xb, _) = centres[link.a], centres[link.b]
-        ya, yb = (tops[link.a], bottoms[link.b]) if tops[link.a] > tops[link.b] else (
-            bottoms[link.a], tops[link.b])  # fmt: skip
-        width = 0.9 if link.rail is not None else 0.5
-        (line,) = ax.plot([xa, xb], [ya, yb], color=link.color, linewidth=width,
-                          linestyle="--" if link.dashed else "-", alpha=0.8)  # fmt: skip
-        line.set_gid(link.id)
-    for b in diagram.boxes:
-        frame = b.kind in ("group", "domain")
-        patch = FancyBboxPatch((b.x, b.y), b.w, b.h, boxstyle="round,pad=0,rounding_size=4",
-                               facecolor=b.fill, edgecolor=b.stroke,
-                               linewidth=1.2 if frame else 0.7, zorder=0 if frame else 2)  # fmt: skip
-        patch.set_gid(f"box-{b.id}")
-        ax.add_patch(patch)
-        dark = b.kind == "switch" and b.fill not in (NODE_FILL,)
-        if frame:
-            at_bottom = b.kind == "domain"
-            ax.text(b.x + 4, b.y + b.h - 3 if at_bottom else b.y + 3, b.label, fontsize=6.5,
-                    va="bottom" if at_bottom else "top", ha="left", color=b.stroke, zorder=3,
-                    fontweight="bold")  # fmt: skip
-        else:
-            ax.text(b.x + b.w / 2, b.y + b.h / 2, b.label,
-                    fontsize=6.5 if b.kind == "note" else 6 if b.w >= BOX_W - 5 else 4.8,
-                    ha="center", va="center", color="white" if dark else "#222222", zorder=3,
-                    clip_on=False)  # fmt: skip
-    for y, text in diagram.tier_text:
-        ax.text(10, y, text, fontsize=6.8, va="center", ha="left", color="#1f3b57")
-    for i, (label, color) in enumerate(diagram.legend):
-        x = LEFT + i * 70
-        ax.plot([x, x + 22], [diagram.height - 18] * 2, color=color, linewidth=2.5)
-        ax.text(x + 26, diagram.height - 18, label, fontsize=6.5, va="center")
-    ax.set_xlim(0, diagram.width)
-    ax.set_ylim(diagram.height, 0)  # y grows downwards, as in draw.io
-    ax.set_axis_off()
-
-
-def fabric_picture(design: Design, fmt: PictureFormat = "svg") -> bytes:
-    """The fabric diagram as SVG, PNG or PDF (see the module docstring)."""
-    diagram = fabric_diagram(design)
-    scale = 1 / 80  # draw.io pixels to inches
-    size = (diagram.width * scale, (diagram.height + 30) * scale)
-
-    def paint(figure: Figure) -> None:
-        ax = figure.add_axes((0, 0, 1, diagram.height / (diagram.height + 30)))
-        _draw(ax, diagram)
-        figure.suptitle(diagram.title, x=0.01, y=0.995, ha="left", va="top", fontsize=9,
-                        fontweight="bold")  # fmt: skip
-
-    return draw_picture(size, fmt, paint, constrained=False)
-
-
-def fabric_svg(design: Design) -> str:
-    """:func:`fabric_picture` as SVG text."""
-    return fabric_picture(design, "svg").decode("utf-8")
-
-
-# --- rendering: draw.io and Graphviz --------------------------------------------------------
-
-
-def _drawio_style(b: Box) -> str:
-    base = {"group": "rounded=1;dashed=0;verticalAlign=top;align=left;spacingLeft=6;",
-            "domain": "rounded=1;verticalAlign=top;align=left;spacingLeft=4;",
-            "note": "shape=note;size=10;", "support": "rounded=1;",
-            "switch": "rounded=1;fontColor=#ffffff;", "node": "rounded=0;"}[b.kind]  # fmt: skip
-    return f"{base}whiteSpace=wrap;html=1;fontSize=10;fillColor={b.fill};strokeColor={b.stroke};"
-
-
-def fabric_drawio(design: Design) -> str:
-    """The diagram as a draw.io file (mxGraph XML): one page, a vertex per box with its
-    geometry, an edge per link; frames come first so they lie behind."""
-    d = fabric_diagram(design)
-    cells = ['<mxCell id="0"/>', '<mxCell id="1" parent="0"/>']
-    for b in d.boxes:
-        cells.append(
-            f"<mxCell id={quoteattr(b.id)} value={quoteattr(b.label)} "
-            f'style={quoteattr(_drawio_style(b))} vertex="1" parent="1">'
-            f'<mxGeometry x="{b.x:g}" y="{b.y:g}" width="{b.w:g}" height="{b.h:g}" '
-            'as="geometry"/></mxCell>'
-        )
-    for n, (y_mid, text) in enumerate(d.tier_text):
-        y = y_mid - 28
-        cells.append(
-            f'<mxCell id="tier-text-{n + 1}" value={quoteattr(text)} '
-            'style="text;html=1;align=left;verticalAlign=middle;whiteSpace=wrap;fontSize=10;" '
-            f'vertex="1" parent="1"><mxGeometry x="10" y="{y:g}" width="{TIER_LABEL_W - 10:g}" '
-            'height="56" as="geometry"/></mxCell>'
-        )
-    for link in d.links:
-        style = (f"endArrow=none;html=1;strokeColor={link.color};"
-                 + ("dashed=1;" if link.dashed else ""))  # fmt: skip
-        value = f"{link.count}" if link.count > 1 else ""
-        cells.append(
-            f"<mxCell id={quoteattr(link.id)} value={quoteattr(value)} style={quoteattr(style)} "
-            f'edge="1" parent="1" source={quoteattr(link.a)} target={quoteattr(link.b)}>'
-            '<mxGeometry relative="1" as="geometry"/></mxCell>'
-        )
-    body = "\n        ".join(cells)
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<mxfile host="clusterforge" type="device">\n'
-        f'  <diagram id="fabric" name={quoteattr(d.title[:120])}>\n'
-        f'    <mxGraphModel dx="{d.width:g}" dy="{d.height:g}" grid="1" gridSize="10" '
-        f'page="1" pageWidth="{d.width:g}" pageHeight="{d.height:g}">\n'
-        f"      <root>\n        {body}\n      </root>\n"
-        "    </mxGraphModel>\n  </diagram>\n</mxfile>\n"
-    )
-
-
-def _dot_id(box_id: str) -> str:
-    return '"' + box_id.replace('"', "") + '"'
-
-
-def _dot_label(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', "'").replace("\n", "\\n") + '"'
-
-
-def fabric_dot(design: Design) -> str:
-    """The diagram as Graphviz DOT: switches ranked by tier (``rank=same``), the first node
-    group and each NVLink domain as clusters, links coloured by rail; ``dot -Tsvg`` lays it
-    out."""
-    d = fabric_diagram(design)
-    lines = ["graph fabric {", f"  label={_dot_label(d.title)};", "  labelloc=t;",
-             "  rankdir=BT;", '  node [shape=box, style="rounded,filled", fontsize=10];',
-             "  edge [penwidth=0.8];"]  # fmt: skip
-
-    def node_line(b: Box) -> str:
-        color = "white" if b.kind == "switch" else "black"
-        return (f"{_dot_id(b.id)} [label={_dot_label(b.label)}, fillcolor=\"{b.fill}\", "
-                f'color="{b.stroke}", fontcolor={color}];')  # fmt: skip
-
-    members = [b for b in d.boxes if b.kind not in ("group", "domain")]
-    domains = [b for b in d.boxes if b.kind == "domain"]
-    in_group = [b for b in members if b.kind == "node" or b.tier in ("leaf", "router")
-                or b.id in ("more-node", "more-leaf", "more-router")]  # fmt: skip
-    lines.append("  subgraph cluster_group_1 {")
-    group = next((b for b in d.boxes if b.kind == "group"), None)
-    if group is not None:
-        lines.append(f'    label={_dot_label(group.label)}; style=rounded; color="{group.stroke}";')
-    for dom in domains:
-        inside = [b for b in in_group if b.kind == "node" and dom.x <= b.x <= dom.x + dom.w]
-        lines.append(f"    subgraph cluster_{dom.id.replace('-', '_')} {{")
-        lines.append(f'      label={_dot_label(dom.label)}; style=rounded; color="{dom.stroke}";')
-        lines += [f"      {node_line(b)}" for b in inside]
-        lines.append("    }")
-    in_domain = {b.id for dom in domains for b in in_group
-                 if b.kind == "node" and dom.x <= b.x <= dom.x + dom.w}  # fmt: skip
-    lines += [f"    {node_line(b)}" for b in in_group if b.id not in in_domain]
-    lines.append("  }")
-    lines += [f"  {node_line(b)}" for b in members if b not in in_group]
-    for tier in d.tiers:
-        same = " ".join(_dot_id(b.id) for b in d.boxes if b.tier == tier)
-        lines.append(f"  {{ rank=same; {same} }}")
-    nodes = {b.id for b in members}
-    for link in d.links:
-        if link.a not in nodes or link.b not in nodes:  # DOT joins nodes, not clusters
-            continue
-        attrs = [f'color="{link.color}"']
-        if link.count > 1:
-            attrs.append(f'label="{link.count}"')
-        if link.dashed:
-            attrs.append("style=dashed")
-        lines.append(f"  {_dot_id(link.a)} -- {_dot_id(link.b)} [{', '.join(attrs)}];")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
