@@ -11,6 +11,7 @@ import statistics
 
 import pytest
 
+from tests.validation.gaps import gap_cases
 from validation.runs import Run, load_runs, predict_run
 
 CLASS_TOLERANCE = 0.15
@@ -49,16 +50,7 @@ KNOWN_GAPS = {
 
 
 def _cases() -> list[object]:
-    return [
-        pytest.param(
-            r,
-            id=r.name,
-            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[r.name])]
-            if r.name in KNOWN_GAPS
-            else [],
-        )
-        for r in DEVELOPMENT
-    ]
+    return gap_cases(DEVELOPMENT, KNOWN_GAPS)
 
 
 def test_each_source_has_development_rows() -> None:

@@ -20,6 +20,7 @@ from scipy.stats import spearmanr
 
 from clusterforge.constants import read_constants
 from clusterforge.perf.uncertainty import RUN_CLASSES, validation_band
+from tests.validation.gaps import gap_cases
 from validation.band import derive
 from validation.runs import Run, load_runs, predict_run
 from validation.sets import SETS
@@ -88,16 +89,7 @@ KNOWN_GAPS = {
 
 
 def _row_cases() -> list[object]:
-    return [
-        pytest.param(
-            r,
-            id=r.name,
-            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[r.name])]
-            if r.name in KNOWN_GAPS
-            else [],
-        )
-        for r in RUNS
-    ]
+    return gap_cases(RUNS, KNOWN_GAPS)
 
 
 def test_every_run_says_its_set_and_source() -> None:

@@ -26,7 +26,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 from clusterforge.perf.flops import ffn_size
 
@@ -55,16 +55,7 @@ RunClass = Literal[
     "small-gemm",
     "megatron-3d",
 ]
-RUN_CLASSES: tuple[RunClass, ...] = (
-    "moe",
-    "long-context",
-    "zero3-fsdp-scale",
-    "hsdp",
-    "fsdp-small",
-    "fsdp-nd",
-    "small-gemm",
-    "megatron-3d",
-)
+RUN_CLASSES: tuple[RunClass, ...] = get_args(RunClass)
 # ZeRO-3/FSDP "at scale": from 1,024 GPUs (where published runs with a fixed global batch
 # leave each GPU a micro-batch or less while every micro-batch still gathers the model).
 SCALE_GPUS = 1024
