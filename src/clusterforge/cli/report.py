@@ -31,6 +31,7 @@ class ReportCommandOptions:
     output: Path
     studies: bool
     pdf: bool = False
+    workers: int | None = None
 
     @property
     def pdf_path(self) -> Path:
@@ -50,13 +51,13 @@ def read_report_spec(path: Path | None) -> ClusterSpec | OptimizeSpec:
     return parse_spec(data, source=source)
 
 
-def _optimize_page(spec: OptimizeSpec) -> str:
-    """The page of an optimize search, run on the machine's CPUs."""
+def _optimize_page(spec: OptimizeSpec, workers: int | None) -> str:
+    """The page of an optimize search, run on ``workers`` processes (None: the CPUs)."""
     from clusterforge.assess.optimize import default_engine, optimize
     from clusterforge.report.html import render_html
     from clusterforge.report.html.optimize import build_front_report
 
-    engine = default_engine()
+    engine = default_engine(workers)
     try:
         result = optimize(spec, engine)
     finally:
@@ -92,7 +93,7 @@ def run(opts: ReportCommandOptions) -> int:
                 f"{' or '.join(OPTIMIZE_KEYS)}); --vs compares two cluster specs: drop --vs, "
                 "or give two cluster specs"
             )
-        html = _optimize_page(spec)
+        html = _optimize_page(spec, opts.workers)
     elif opts.other is None:
         html = render_html(build_report(assess(plan(spec), options)))
     else:
@@ -144,12 +145,24 @@ def run(opts: ReportCommandOptions) -> int:
     help="Also print the page to a paginated A4 PDF beside it (same name, .pdf), with "
     "every table and rack shown; needs Chromium.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1, max=1024),
+    default=None,
+    help="For an optimize spec: local worker processes of the search (default: the "
+    "machine's CPUs; 1: this process).",
+)
 def command(
-    spec: Path | None, other: Path | None, output: Path, no_studies: bool, pdf: bool
+    spec: Path | None,
+    other: Path | None,
+    output: Path,
+    no_studies: bool,
+    pdf: bool,
+    workers: int | None,
 ) -> int:
     """Write the design of SPEC (YAML) as one HTML page that opens offline; without SPEC, the
     built-in 512 x H100 colo design. An optimize spec (with job: or constraints:) gives the
     page of its search: the front's chart and table, the winner and why, each point's spec."""
     opts = ReportCommandOptions(spec=spec, other=other, output=output, studies=not no_studies,
-                                pdf=pdf)  # fmt: skip
+                                pdf=pdf, workers=workers)  # fmt: skip
     return run(opts)

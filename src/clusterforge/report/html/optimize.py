@@ -101,10 +101,13 @@ def _search_section(result: OptimizeResult) -> Section:
                    caption="the search's stages", numeric=(False, True))  # fmt: skip
     tables = [counts]
     if result.rejected:
-        tables.append(
-            table(("refused design", ), result.rejected, lambda r: [r],
-                  caption="designs refused by plan's rules or the site")  # fmt: skip
+        refused = table(
+            ("refused design",),
+            result.rejected,
+            lambda r: [r],
+            caption="designs refused by plan's rules or the site",
         )
+        tables.append(refused)
     return Section("search", "Search", search_summary(result) + ".", tables=tuple(tables),
                    open_tables=True)  # fmt: skip
 
@@ -131,12 +134,12 @@ def build_front_report(result: OptimizeResult) -> Report:
         f"facility {num(limits.facility_mw)} MW" if limits.facility_mw else "",
         f"racks of {num(limits.max_rack_kw)} kW" if limits.max_rack_kw else "",
     ]
+    model = spec.job.model if isinstance(spec.job.model, str) else "custom model"
+    c = result.counts
     metrics = [
         Metric("objective", spec.objective, OBJECTIVES[spec.objective]),
-        Metric("job", f"{spec.job.model if isinstance(spec.job.model, str) else 'custom model'}",
-               f"{num(spec.job.tokens_b)} B tokens"),  # fmt: skip
-        Metric("front", f"{len(result.front)} design(s)",
-               f"{result.counts.feasible} of {result.counts.designs} meet the limits"),  # fmt: skip
+        Metric("job", model, f"{num(spec.job.tokens_b)} B tokens"),
+        Metric("front", f"{len(result.front)} design(s)", f"{c.feasible} of {c.designs} fit"),
     ]
     if why is not None:
         metrics.append(Metric("winner", f"{num(why.winner.days, 1)} days, "
