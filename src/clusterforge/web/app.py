@@ -32,6 +32,7 @@ from clusterforge.report.html import build_report, render_html
 from clusterforge.spec import ClusterSpec, default_spec, parse_spec
 from clusterforge.web.check import check_form
 from clusterforge.web.guard import RequestGuard, host_names
+from clusterforge.web.optimize import optimize_routes
 from clusterforge.web.page import planner_page
 from clusterforge.web.sections import ReportParts, changed_sections
 
@@ -145,6 +146,7 @@ def planner_app(spec: ClusterSpec | None = None) -> FastAPI:
     _page_routes(app, planner, lock)
     _api_routes(app, planner, lock)
     _download_routes(app, planner, lock)
+    _optimize_routes(app, planner, lock)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     return app
 
@@ -211,6 +213,29 @@ def _api_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:
             findings=data["findings"],
             design=data,
         )
+
+
+def _optimize_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:
+    """The Optimize panel (:mod:`clusterforge.web.optimize`), whose front points open here."""
+
+    def open_spec(data: dict[str, Any]) -> FormResult | Response:
+        start = time.perf_counter()
+        try:
+            spec = parse_spec(data, "spec")
+            design = plan(spec)
+            with lock:
+                changed = planner.update(spec, design)
+                headline, version = _headline(planner.design), planner.version
+        except ClusterforgeError as exc:
+            return JSONResponse(status_code=422, content={"detail": str(exc)})
+        return FormResult(ok=True, headline=headline, version=version, changed=changed,
+                          elapsed_s=time.perf_counter() - start)  # fmt: skip
+
+    def headline() -> str:
+        with lock:
+            return _headline(planner.design)
+
+    optimize_routes(app, open_spec, headline)
 
 
 def _download_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:
