@@ -5,7 +5,9 @@ which validates it, plans the design and renders the report again (without the s
 studies, so it stays interactive). Every problem of the form comes back at its field, with
 the change that fixes it where one is known (:mod:`clusterforge.web.check`); an unchanged
 spec is not planned again, and only the report sections that changed are reloaded
-(:mod:`clusterforge.web.sections`). Requests pass :mod:`clusterforge.web.guard` first. ``POST /api/plan`` is the JSON API for scripts, described
+(:mod:`clusterforge.web.sections`). ``GET /optimize`` searches an optimize spec and loads
+a front point into the planner (:mod:`clusterforge.web.optimize`). Requests pass
+:mod:`clusterforge.web.guard` first. ``POST /api/plan`` is the JSON API for scripts, described
 at ``/openapi.json``; ``/download/...`` serves the spec and every output file. Nothing is
 loaded from outside: Swagger UI and ReDoc, which come from a CDN, are switched off.
 """
