@@ -43,7 +43,7 @@ def _front_table(result: OptimizeResult) -> Table:
 
 
 def _front_section(result: OptimizeResult) -> Section:
-    figures = ()
+    figures: tuple[Figure, ...] = ()
     if result.feasible:
         figures = (
             Figure(
