@@ -14,6 +14,7 @@ import yaml
 from clusterforge.cli.main import main
 from clusterforge.design import plan
 from clusterforge.spec import parse_spec
+from tests.conftest import EXAMPLES
 from tests.web.browser import open_page
 
 SMALL = {
@@ -81,6 +82,9 @@ def test_vs_with_an_optimize_spec_is_a_clear_error(page, capsys):
     err = capsys.readouterr().err
     assert "--vs" in err and "optimize spec" in err and "Traceback" not in err
     assert not out.exists()
+    lab = str(EXAMPLES / "lab-8-gpu.yaml")
+    assert main(["report", lab, "--vs", str(spec), "-o", str(out), "--no-studies"]) == 1
+    assert "--vs takes a cluster spec" in capsys.readouterr().err
 
 
 def test_a_bad_optimize_spec_names_its_field(tmp_path, capsys):
