@@ -28,11 +28,14 @@ if TYPE_CHECKING:
 __all__ = [
     "OPTIMIZE_JSON_VERSION",
     "comparison_json",
+    "front_data",
     "front_json",
     "front_picture",
+    "plan_degrees",
     "point_spec_yaml",
     "print_comparison",
     "print_front",
+    "search_summary",
 ]
 
 OPTIMIZE_JSON_VERSION = 1
@@ -92,10 +95,10 @@ def _reasoning_dict(why: Reasoning | None) -> dict[str, Any] | None:
     }
 
 
-def front_json(result: OptimizeResult) -> str:
-    """The front, the winner's reasoning and the search's counts as JSON."""
+def front_data(result: OptimizeResult) -> dict[str, Any]:
+    """The front, the winner's reasoning and the search's counts as plain data."""
     limits = result.spec.constraints
-    data = {
+    return {
         "version": OPTIMIZE_JSON_VERSION,
         "name": result.spec.name,
         "objective": result.spec.objective,
@@ -103,7 +106,28 @@ def front_json(result: OptimizeResult) -> str:
         "winner": _reasoning_dict(result.reasoning),
         "search": vars(result.counts),
     }
-    return json.dumps(data, indent=2) + "\n"
+
+
+def front_json(result: OptimizeResult) -> str:
+    """The front, the winner's reasoning and the search's counts as JSON."""
+    return json.dumps(front_data(result), indent=2) + "\n"
+
+
+def plan_degrees(point: DesignPoint) -> str:
+    """The point's parallel plan as its degrees: 'TP8 PP2 DP32'."""
+    return f"TP{point.plan['tp']} PP{point.plan['pp']} DP{point.plan['dp']}"
+
+
+def search_summary(result: OptimizeResult) -> str:
+    """How many families each stage of the search pruned, and how many it planned."""
+    c = result.counts
+    return (
+        f"searched {c.families} families: {c.pruned_site} did not fit the site, "
+        f"{c.pruned_memory} did not fit memory, "
+        f"{c.pruned_limits} were past the deadline or budget, {c.pruned_dominated} were "
+        f"dominated by their bounds; {c.evaluated} evaluated ({c.planned} designs planned, "
+        f"{c.predicted} plan searches), {c.feasible} of {c.designs} designs meet the limits"
+    )
 
 
 def comparison_json(comparison: Comparison) -> str:
@@ -129,11 +153,10 @@ def _table(title: str, rows: list[tuple[str, DesignPoint]], limits: OptimizeCons
     for col in columns:
         table.add_column(col, justify="left" if col in ("design", "plan", "binding") else "right")
     for name, p in rows:
-        degrees = f"TP{p.plan['tp']} PP{p.plan['pp']} DP{p.plan['dp']}"
         table.add_row(
             name,
             p.label(),
-            degrees,
+            plan_degrees(p),
             f"{p.mfu:.0%}",
             f"{p.days:,.1f}",
             f"{p.cost_usd / 1e6:,.2f}",
@@ -162,15 +185,7 @@ def print_front(result: OptimizeResult, console: Console) -> None:
     limits = result.spec.constraints
     console.print(_table("Pareto front: cost against time to train (with failures)", rows, limits))
     _print_reasoning(result.reasoning, result.spec.objective, console)
-    c = result.counts
-    console.print(
-        f"searched {c.families} families: {c.pruned_site} did not fit the site, "
-        f"{c.pruned_memory} did not fit memory, "
-        f"{c.pruned_limits} were past the deadline or budget, {c.pruned_dominated} were "
-        f"dominated by their bounds; {c.evaluated} evaluated ({c.planned} designs planned, "
-        f"{c.predicted} plan searches), {c.feasible} of {c.designs} designs meet the limits",
-        highlight=False,
-    )
+    console.print(search_summary(result), highlight=False)
 
 
 def print_comparison(comparison: Comparison, console: Console) -> None:

@@ -5,7 +5,9 @@ which validates it, plans the design and renders the report again (without the s
 studies, so it stays interactive). Every problem of the form comes back at its field, with
 the change that fixes it where one is known (:mod:`clusterforge.web.check`); an unchanged
 spec is not planned again, and only the report sections that changed are reloaded
-(:mod:`clusterforge.web.sections`). Requests pass :mod:`clusterforge.web.guard` first. ``POST /api/plan`` is the JSON API for scripts, described
+(:mod:`clusterforge.web.sections`). ``GET /optimize`` searches an optimize spec and loads
+a front point into the planner (:mod:`clusterforge.web.optimize`). Requests pass
+:mod:`clusterforge.web.guard` first. ``POST /api/plan`` is the JSON API for scripts, described
 at ``/openapi.json``; ``/download/...`` serves the spec and every output file. Nothing is
 loaded from outside: Swagger UI and ReDoc, which come from a CDN, are switched off.
 """
@@ -32,6 +34,7 @@ from clusterforge.report.html import build_report, render_html
 from clusterforge.spec import ClusterSpec, default_spec, parse_spec
 from clusterforge.web.check import check_form
 from clusterforge.web.guard import RequestGuard, host_names
+from clusterforge.web.optimize import optimize_routes
 from clusterforge.web.page import planner_page
 from clusterforge.web.sections import ReportParts, changed_sections
 
@@ -145,6 +148,7 @@ def planner_app(spec: ClusterSpec | None = None) -> FastAPI:
     _page_routes(app, planner, lock)
     _api_routes(app, planner, lock)
     _download_routes(app, planner, lock)
+    _optimize_routes(app, planner, lock)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     return app
 
@@ -211,6 +215,29 @@ def _api_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:
             findings=data["findings"],
             design=data,
         )
+
+
+def _optimize_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:
+    """The Optimize panel (:mod:`clusterforge.web.optimize`), whose front points open here."""
+
+    def open_spec(data: dict[str, Any]) -> FormResult | Response:
+        start = time.perf_counter()
+        try:
+            spec = parse_spec(data, "spec")
+            design = plan(spec)
+            with lock:
+                changed = planner.update(spec, design)
+                headline, version = _headline(planner.design), planner.version
+        except ClusterforgeError as exc:
+            return JSONResponse(status_code=422, content={"detail": str(exc)})
+        return FormResult(ok=True, headline=headline, version=version, changed=changed,
+                          elapsed_s=time.perf_counter() - start)  # fmt: skip
+
+    def headline() -> str:
+        with lock:
+            return _headline(planner.design)
+
+    optimize_routes(app, open_spec, headline)
 
 
 def _download_routes(app: FastAPI, planner: Planner, lock: threading.Lock) -> None:

@@ -93,6 +93,8 @@ class Section:
     metrics: tuple[Metric, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
     open_tables: bool = False  # tables shown at once (findings), not a click away
+    # text to copy (a spec as YAML), each a click away: (what it is, the text)
+    code: tuple[tuple[str, str], ...] = ()
 
 
 def table(
