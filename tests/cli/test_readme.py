@@ -21,6 +21,8 @@ SKIP = {
     "--action slurm-drain": "drains a node through scontrol: needs a Slurm controller",
     "--action k8s-taint": "taints a node through the Kubernetes API: needs a cluster",
     "clusterforge exporter": "serves metrics until stopped: a long-running server",
+    "clusterforge serve": "serves the planner until stopped: a long-running server "
+    "(tests/web runs it on a loopback port)",
     "accept examples/colo-512-h100.yaml --via slurm": "submits jobs: needs the cluster's Slurm "
     "(tests/accept runs it on an emulated one)",
 }
