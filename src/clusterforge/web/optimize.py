@@ -91,7 +91,7 @@ class OptimizeResponse(BaseModel):
     winner: dict[str, Any] | None
     search: dict[str, int]
     summary: str = Field(description="The search's counts in words")
-    chart_svg: str = Field(description="The front's chart, an <svg> element ('' if none)")
+    chart_svg: str = Field(description="The front's chart, an inline SVG element ('' if none)")
     elapsed_s: float
 
 
