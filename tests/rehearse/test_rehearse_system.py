@@ -35,6 +35,13 @@ pytestmark = [
 SPEC = "name: rehearse-test\nnum_gpus: 16\nnode: dgx-h100\nnetwork: {topology: rail-optimized}\n"
 
 
+# Every drill but lossy-link: its two full-load runs through sbatch add three minutes to CI,
+# and tests/rehearse/test_lossy_link_system.py runs the same fabric rounds, loss injection and
+# verdicts on the same emulated links in seconds (the Slurm run is measured by hand:
+# benchmarks/rehearse_drills.py, figures in the README).
+RUN_HERE = tuple(d for d in DRILLS if d != "lossy-link")
+
+
 def _pids_of(pattern: str) -> list[str]:
     out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True, check=False)
     return out.stdout.split()
@@ -57,18 +64,15 @@ def test_rehearse_runs_every_drill_on_four_nodes_then_leaves_nothing_behind(
     options = RehearseOptions(
         spec=spec, num_nodes=4, cluster="cfrehtest", ports=Ports(18819, 18931, 18819000),
         prometheus_port=18991, first_exporter_port=18961, first_clock_port=18981,
+        drills=RUN_HERE,
     )  # fmt: skip
     report = rehearse(options).as_dict()
     drills = {d["drill"]: d for d in report["drills"]}
-    assert list(drills) == list(DRILLS)
+    assert list(drills) == list(RUN_HERE)
     assert report["exit_code"] == 0, json.dumps(report["drills"], indent=1)
     assert report["nodes"] == ["gpu-0001", "gpu-0002", "gpu-0003", "gpu-0004"]
     skipped = {n for n, d in drills.items() if d["verdict"] == "skip"}
-    assert skipped <= {"nic-flap", "slow-node", "lossy-link"}, report  # where it cannot
-    if "lossy-link" not in skipped:
-        lossy = _evidence(drills["lossy-link"])
-        assert "run 1, no loss" in lossy and "failed: none" in lossy
-        assert "expected: only gpu-0002 mlx5_0 fails\n" in lossy + "\n"
+    assert skipped <= {"nic-flap", "slow-node"}, report  # only where the machine cannot
     xid = drills["xid"]
     assert any("drained|clusterforge:" in e and "gpu.xid: gpu3" in e for e in xid["evidence"])
     assert 0 < xid["detect_s"] <= xid["drain_s"] and xid["recover_s"] > 0
