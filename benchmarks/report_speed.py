@@ -185,7 +185,7 @@ def planner_change_s(name: str, repeat: int) -> float:
     values = {f.path: "" if f.value is None else f.value
               for s in form_sections(spec) for f in s.fields}  # fmt: skip
     enabled = {"workload": spec.workload is not None}
-    with TestClient(create_app(spec)) as client:
+    with TestClient(create_app(spec), base_url="http://127.0.0.1") as client:
         kw = iter(range(20, 20 + 10 * repeat, 10))
 
         def change() -> None:
