@@ -32,17 +32,9 @@ from clusterforge.errors import SpecError
 from clusterforge.perf import predict_workload
 from clusterforge.spec import parse_spec
 from tests.conftest import REPO
+from tests.optimize_specs import SMALL_OPTIMIZE
 
-SMALL = {
-    "job": {"model": "llama3-8b", "tokens_b": 20, "global_batch": 256},
-    "search": {
-        "nodes": ["dgx-h100"],
-        "num_gpus": [8, 32],
-        "fabrics": ["infiniband"],
-        "spare_fractions": [0.0],
-        "procurement": ["build", "on-demand"],
-    },
-}
+SMALL = SMALL_OPTIMIZE
 
 
 def _spec(**changes: object):

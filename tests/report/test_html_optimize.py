@@ -15,19 +15,10 @@ from clusterforge.cli.main import main
 from clusterforge.design import plan
 from clusterforge.spec import parse_spec
 from tests.conftest import EXAMPLES
+from tests.optimize_specs import SMALL_OPTIMIZE
 from tests.web.browser import open_page
 
-SMALL = {
-    "name": "small-front",
-    "job": {"model": "llama3-8b", "tokens_b": 20, "global_batch": 256},
-    "search": {
-        "nodes": ["dgx-h100"],
-        "num_gpus": [8, 32],
-        "fabrics": ["infiniband"],
-        "spare_fractions": [0.0],
-        "procurement": ["build", "on-demand"],
-    },
-}
+SMALL = {"name": "small-front", **SMALL_OPTIMIZE}
 FRONT_ROW = re.compile(r"<tr><td class=\"num\">(\d+)</td><td>([^<]*)</td>")
 
 

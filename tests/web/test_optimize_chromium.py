@@ -5,43 +5,12 @@ loopback port in this process."""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Iterator
-
 import pytest
 
-from tests.web.browser import selenium_chromium
-from tests.web.test_planner_chromium import WAIT_S, _errors, _free_port, _wait
+from tests.web.test_planner_chromium import _errors, _wait
 
 pytest.importorskip("uvicorn", reason="the planner needs the ui extra (uvicorn)")
 pytestmark = pytest.mark.system
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    import uvicorn
-
-    from clusterforge.web.app import create_app
-
-    port = _free_port()
-    config = uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not srv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    chrome = selenium_chromium(width=1600, host_rules="MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
-    yield chrome
-    chrome.quit()
 
 
 def test_search_shows_the_front_and_a_point_opens_in_the_planner(server, browser):

@@ -7,18 +7,9 @@ from __future__ import annotations
 import yaml
 
 from tests.conftest import EXAMPLES
+from tests.optimize_specs import SMALL_OPTIMIZE
 
-SMALL = {
-    "name": "small-front",
-    "job": {"model": "llama3-8b", "tokens_b": 20, "global_batch": 256},
-    "search": {
-        "nodes": ["dgx-h100"],
-        "num_gpus": [8, 32],
-        "fabrics": ["infiniband"],
-        "spare_fractions": [0.0],
-        "procurement": ["build", "on-demand"],
-    },
-}
+SMALL = {"name": "small-front", **SMALL_OPTIMIZE}
 
 
 def _search(client, data: object):

@@ -6,53 +6,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tests.web.browser import selenium_chromium
 
 pytest.importorskip("uvicorn", reason="the planner needs the ui extra (uvicorn)")
 pytest.importorskip("selenium.webdriver", reason="Selenium drives Chromium")
 pytestmark = pytest.mark.system
 
 WAIT_S = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    import uvicorn
-
-    from clusterforge.web.app import create_app
-
-    port = _free_port()
-    config = uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not srv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    chrome = selenium_chromium(width=1600, host_rules="MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
-    yield chrome
-    chrome.quit()
 
 
 def _wait(predicate, what: str) -> None:
