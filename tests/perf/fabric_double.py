@@ -60,3 +60,33 @@ class IdealFabricComm:
             nvlink_gbyte_per_s=gpu.scaleup_gbyte_per_s / 2,
             nic_gbyte_per_s=nic_total / node.num_gpus,
         )
+
+
+@dataclass
+class NcclRingComm:
+    """A second double: every collective as one NCCL ring with NCCL's own latency model
+    (NVIDIA/nccl ``src/graph/tuning.cc``, Simple protocol): ``baseLat + (steps - interSteps)
+    x intraLat + interSteps x interLat`` with 8.4 µs, 3.4 µs per NVLink step and 14 µs per
+    network step, ``steps = n - 1`` (all-gather, reduce-scatter) or ``2 (n - 1)``
+    (all-reduce) and ``interSteps = nodes - 1`` (``2 nodes`` for all-reduce); plus the bytes
+    at one bus bandwidth. Ranks are numbered node by node."""
+
+    gpus_per_node: int = 8
+    bus_gbyte_per_s: float = 360.0
+    base_latency_s: float = 8.4e-6
+    intra_step_s: float = 3.4e-6
+    inter_step_s: float = 14.0e-6
+
+    def latency_s(self, collective: str, num_ranks: int, num_nodes: int) -> float:
+        all_reduce = collective == "all_reduce"
+        steps = 2 * (num_ranks - 1) if all_reduce else num_ranks - 1
+        inter = (2 * num_nodes if all_reduce else num_nodes - 1) if num_nodes > 1 else 0
+        return self.base_latency_s + (steps - inter) * self.intra_step_s + inter * self.inter_step_s
+
+    def collective_time_s(self, collective: str, size_bytes: float, groups: np.ndarray) -> float:
+        n = groups.shape[1]
+        if n < 2 or size_bytes <= 0:
+            return 0.0
+        nodes = len(np.unique(groups[0] // self.gpus_per_node))
+        bandwidth_s = bus_factor(collective, n) * size_bytes / (self.bus_gbyte_per_s * 1e9)
+        return self.latency_s(collective, n, nodes) + bandwidth_s

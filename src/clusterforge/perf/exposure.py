@@ -35,7 +35,10 @@ Per step:
   Megatron distributed optimizer, and ZeRO-3 under pipeline parallelism, whose stage weights
   stay gathered for the step); with overlap the reduce hides behind the backward of the
   last micro-batch and the gather behind the forward of the first. ZeRO-3/FSDP without
-  pipelining gathers unit by unit: :mod:`clusterforge.perf.sharded`.
+  pipelining gathers unit by unit: :mod:`clusterforge.perf.sharded`. PyTorch's pipelining
+  schedules run FSDP's gradient reduce-scatter only after the last micro-batch's backward
+  has finished (``torch/distributed/pipelining/stage.py``, ``backward_maybe_with_nosync``
+  and ``perform_reduce_grad``), so there it is exposed whole.
 """
 
 from __future__ import annotations
@@ -48,10 +51,17 @@ import numpy as np
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, overlapped_s
+from clusterforge.perf.memory import deferred_fsdp_reduce
 from clusterforge.perf.parallel import ParallelPlan, rank_groups
 from clusterforge.perf.stack import Stack
 
-__all__ = ["LayerComm", "dp_exposed_s", "embedding_sync_s", "layer_comm", "pp_exposed_s"]
+__all__ = [
+    "LayerComm",
+    "dp_exposed_s",
+    "embedding_sync_s",
+    "layer_comm",
+    "pp_exposed_s",
+]
 
 ACT_BYTES = 2  # BF16 activations on the wire
 
@@ -208,4 +218,7 @@ def dp_exposed_s(
         gather = comm.collective_time_s("all_gather", weights, groups)
     if not stack.dp_overlap:
         return reduce + gather
+    if deferred_fsdp_reduce(plan, stack):
+        # Reduce-scattered after the schedule's last backward: nothing left to hide behind.
+        return reduce + overlapped_s(gather, forward_mb_s)
     return overlapped_s(reduce, backward_mb_s) + overlapped_s(gather, forward_mb_s)

@@ -27,6 +27,7 @@ __all__ = [
     "RUNTIME_RESERVE_GIB",
     "MemoryBreakdown",
     "activation_bytes_per_layer",
+    "deferred_fsdp_reduce",
     "layer_matmul_shapes",
     "layer_params_per_gpu",
     "memory_per_gpu",
@@ -217,6 +218,13 @@ def _model_state_bytes(
     return weights, grads, optimizer
 
 
+def deferred_fsdp_reduce(plan: ParallelPlan, stack: Stack) -> bool:
+    """True when a pipelined, sharded stage keeps its gradients unsharded until the last
+    micro-batch and reduce-scatters them after the schedule (``Stack.pipelined_fsdp_no_sync``:
+    PyTorch ``torch.distributed.pipelining`` with FSDP)."""
+    return stack.pipelined_fsdp_no_sync and plan.layout.pp > 1 and plan.zero_stage >= 2
+
+
 def _gathered_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
     """ZeRO-3/FSDP working set: the BF16 weights of the units gathered at once (the one in
     use plus ``fsdp_prefetch`` ahead) and one unit's unsharded gradients (Zhao et al. 2023
@@ -236,6 +244,8 @@ def memory_per_gpu(
     weights, grads, optimizer = _model_state_bytes(params, plan, stack)
     if plan.zero_stage >= 3 and plan.layout.pp > 1:  # a stage's weights stay gathered for the step
         weights += BF16_BYTES * params
+    if deferred_fsdp_reduce(plan, stack):  # unsharded accumulator in the reduce dtype
+        grads += stack.grad_reduce_bytes * params
     else:
         weights += _gathered_bytes(arch, plan, stack)
     per_layer = activation_bytes_per_layer(arch, plan, stack)

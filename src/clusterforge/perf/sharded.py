@@ -32,7 +32,9 @@ parameters themselves.
 Pipeline parallelism: the weights of a stage are gathered once per step and kept for all
 micro-batches, and the gradients reduce-scattered once after the last one (torchtitan's
 ``reshard_after_forward=False`` under PP; Liang et al. 2024 §3.1), which costs what ZeRO-2
-costs (:func:`~clusterforge.perf.exposure.dp_exposed_s`).
+costs (:func:`~clusterforge.perf.exposure.dp_exposed_s`), except that PyTorch's pipelining
+schedules keep the gradients unsharded until the last micro-batch and reduce-scatter them
+after the schedule, exposed (``Stack.pipelined_fsdp_no_sync``).
 
 Hybrid sharding (HSDP, Zhao et al. 2023 §3.2.2) shards inside groups of ``shard_size``
 GPUs and all-reduces each unit's gradient shard across the replicas after its

@@ -124,6 +124,12 @@ class Stack:
     ``zero3_reduce_bucket_params`` gradients per reduce-scatter (0 = one per unit).
     ``fsdp_copy_out``: every all-gather's output is copied out into per-parameter tensors
     on the compute stream (FSDP2's per-parameter sharding; FSDP1's flat parameter is a view).
+    ``pipelined_fsdp_no_sync``: under pipeline parallelism a sharded stage accumulates its
+    gradients unsharded across the micro-batches, one separate ``accumulator += grad`` per
+    micro-batch in the reduce dtype, and reduce-scatters them once, after the schedule's
+    last backward, with no compute left to hide behind (PyTorch ``torch.distributed.
+    pipelining``: the stage turns FSDP's gradient sync off for every backward and runs FSDP's
+    ``post_backward`` after the last; FSDP2 ``FSDPParam.accumulate_unsharded_grad_if_needed``).
     ``selective_recompute``: what ``recompute = "selective"`` keeps (:data:`SelectivePolicy`).
     ``master_in_parameters``: the FP32 parameters are the master weights (PyTorch FSDP, which
     shards them at every stage and gathers a BF16 compute copy) rather than a BF16 model
@@ -153,6 +159,7 @@ class Stack:
     fsdp_reshard_after_forward: bool = True
     zero3_gathers_per_layer: int = 1
     fsdp_copy_out: bool = False
+    pipelined_fsdp_no_sync: bool = False
     selective_recompute: SelectivePolicy = "attention"
     master_in_parameters: bool = False
     zero3_reduce_bucket_params: float = 0.0
@@ -206,7 +213,12 @@ def _pytorch(name: str, **changes: object) -> Stack:
     """PyTorch FSDP stacks: FP32 sharded parameters and moments, torchao float8 (dynamic
     scaling, no persistent FP8 copy, no fused norm cast), no Megatron TP overlap, eager
     mode (``torch.compile`` is off by default in torchtitan's ``[compile]`` config and in
-    fms-fsdp's ``use_torch_compile``; a run's configuration may turn it on)."""
+    fms-fsdp's ``use_torch_compile``; a run's configuration may turn it on); under pipeline
+    parallelism the gradients wait unsharded for the last micro-batch
+    (``pipelined_fsdp_no_sync``), and the pipeline sends are not overlapped: PyTorch's
+    ``Schedule1F1B`` and the multi-stage schedules wait on each batched send/receive before
+    the next forward or backward (``_wait_batch_p2p`` in
+    ``torch/distributed/pipelining/schedules.py``)."""
     base = Stack(
         name=name,
         tp_overlap=False,
@@ -218,6 +230,8 @@ def _pytorch(name: str, **changes: object) -> Stack:
         optimizer_bytes=8.0,
         fp8_scaling="dynamic",
         fp8_fused_norm_cast=False,
+        pp_overlap=False,
+        pipelined_fsdp_no_sync=True,
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -254,7 +268,7 @@ def stack_named(name: StackName) -> Stack:
                 fp8_fused_norm_cast=False,
             )
         case "fsdp":
-            return _pytorch(name, pp_overlap=False)
+            return _pytorch(name)
         case "torchtitan":
             return _pytorch(
                 name,

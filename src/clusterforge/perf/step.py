@@ -37,6 +37,7 @@ from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_ste
 from clusterforge.perf.fp8 import fp8_weight_cast_s
 from clusterforge.perf.memory import (
     MemoryBreakdown,
+    deferred_fsdp_reduce,
     memory_per_gpu,
     stage_params,
 )
@@ -196,10 +197,22 @@ def grad_accumulation_s(
     ``train/tr11-176B-ml/README.md``). With gradient-accumulation fusion the weight-gradient
     GEMM accumulates in its epilogue and no pass remains (Megatron-LM
     ``--gradient-accumulation-fusion``; Transformer Engine ``fuse_wgrad_accumulation``).
+
+    A pipelined FSDP2 stage (:func:`~clusterforge.perf.exposure.deferred_fsdp_reduce`) has
+    no such fusion: autograd writes each micro-batch's BF16 gradient and FSDP2 casts the
+    first into an unsharded accumulator of the reduce dtype (read 2 B, write
+    ``grad_reduce_bytes``) and adds every later one into it (read 2 B, read and write the
+    accumulator): ``FSDPParam.to_accumulated_grad_if_needed`` and
+    ``accumulate_unsharded_grad_if_needed`` in ``torch/distributed/fsdp/_fully_shard/
+    _fsdp_param.py``. Averaged over the step's micro-batches.
     """
-    if stack.fused_grad_accumulation:
+    if deferred_fsdp_reduce(plan, stack):
+        m = num_micro_batches(plan)
+        bytes_per_param = BF16_BYTES + stack.grad_reduce_bytes * (1 + (m - 1) / m)
+    elif stack.fused_grad_accumulation:
         return 0.0
-    bytes_per_param = BF16_BYTES + 2 * stack.grad_buffer_bytes
+    else:
+        bytes_per_param = BF16_BYTES + 2 * stack.grad_buffer_bytes
     params = _stage_weights(arch, plan, index, layers)
     kernels = PARAM_TENSORS_PER_LAYER * layers
     return memory_time_s(params * bytes_per_param, perf, num_kernels=kernels)
