@@ -20,6 +20,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from clusterforge.catalog import Gpu
 from clusterforge.constants import read_constants
@@ -55,6 +56,7 @@ class PerfConstants:
     gemm_split_k_min: float
     mamf_tflops: dict[tuple[str, str], float]
     cudnn_attention_tflops: dict[str, tuple[float, float]]
+    flash_attention_tflops: dict[str, tuple[float, float]]
 
 
 @cache
@@ -67,13 +69,21 @@ def load_constants() -> PerfConstants:
         mamf[(row["gpu"], "bf16")] = float(row["bf16_tflops"])
         if row["fp8_tflops"] > 0:
             mamf[(row["gpu"], "fp8")] = float(row["fp8_tflops"])
-    cudnn = {
-        row["gpu"]: (float(row["forward_tflops"]), float(row["backward_tflops"]))
-        for row in raw.get("cudnn_attention", [])
-    }
+    cudnn = _kernel_rates(raw, "cudnn_attention")
+    flash = _kernel_rates(raw, "flash_attention")
     tagged = read_constants("clusterforge.perf", "efficiency.toml", section="constants")
     scalars = {name: tagged.number(name) for name in tagged}
-    return PerfConstants(mamf_tflops=mamf, cudnn_attention_tflops=cudnn, **scalars)
+    return PerfConstants(
+        mamf_tflops=mamf, cudnn_attention_tflops=cudnn, flash_attention_tflops=flash, **scalars
+    )
+
+
+def _kernel_rates(raw: dict[str, Any], table: str) -> dict[str, tuple[float, float]]:
+    """Measured (forward, backward) TFLOP/s of one attention kernel, per GPU id."""
+    return {
+        row["gpu"]: (float(row["forward_tflops"]), float(row["backward_tflops"]))
+        for row in raw.get(table, [])
+    }
 
 
 @dataclass(frozen=True)
