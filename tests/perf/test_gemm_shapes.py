@@ -79,3 +79,21 @@ def test_skinny_gemms_take_about_the_weight_read_time(a100) -> None:
     weight_read_s = 2 * n * k / (a100.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency)
     t = gemm_time_s(m, n, k, a100) - c.kernel_overhead_s
     assert weight_read_s <= t < 1.2 * weight_read_s
+
+
+def _large_gemm_share_of_mamf(gpu_id: str) -> float:
+    """Share of its BF16 MAMF at which a one-wave-exact large GEMM runs on ``gpu_id``."""
+    perf = gpu_perf(load_catalog().gpus[gpu_id], "bf16")
+    m, n, k = perf.num_sms * 128 * 8, 256 * 16, 8192
+    seconds = gemm_time_s(m, n, k, perf) - load_constants().kernel_overhead_s
+    return 2.0 * m * n * k / seconds / (perf.matmul_tflops * 1e12)
+
+
+def test_the_sustained_gemm_share_is_the_gpus_own_where_its_calibration_runs_fit_one() -> None:
+    """H100: 0.78 of MAMF, fitted on its Megatron-Core calibration runs; the H200 (same die,
+    clocks, power) takes it; the A100 and GPUs without a row keep gemm_efficiency_of_mamf."""
+    c = load_constants()
+    assert _large_gemm_share_of_mamf("h100-sxm") == pytest.approx(0.78, rel=1e-3)
+    assert _large_gemm_share_of_mamf("h200-sxm") == pytest.approx(0.78, rel=1e-3)
+    assert _large_gemm_share_of_mamf("a100-80gb") == pytest.approx(c.gemm_efficiency_of_mamf)
+    assert _large_gemm_share_of_mamf("b200") == pytest.approx(c.gemm_efficiency_of_mamf)

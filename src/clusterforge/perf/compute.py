@@ -97,7 +97,10 @@ FLASH_BACKWARD_WORK_RATIO = 2.5
 def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
     """(forward TFLOP/s, backward/forward time ratio) of the stack's fused attention kernel.
 
-    FlashAttention-2 runs at ``flash_attention_efficiency_of_mamf`` of the BF16 MAMF; the
+    FlashAttention-2 runs at its measured rates where ``data/efficiency.toml`` has a
+    ``flash_attention`` row for the GPU (its share of the GPU's GEMM ceiling depends on the
+    generation: an Ampere kernel, 73 % of peak on A100, ~35 % on H100), else at
+    ``flash_attention_efficiency_of_mamf`` of the BF16 MAMF; the
     Triton FlashAttention at FlashAttention-2's rates divided by its measured slowdowns
     (``TRITON_FLASH_*_SLOWDOWN``), so its backward/forward time ratio grows by 2.0 / 1.4.
     cuDNN's fused flash attention, which Transformer Engine selects over FlashAttention on
@@ -108,6 +111,9 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
     c = load_constants()
     bf16 = perf.at_bf16().matmul_tflops
     flash = (bf16 * c.flash_attention_efficiency_of_mamf, c.flash_attention_backward_ratio)
+    if perf.gpu_id in c.flash_attention_tflops:
+        forward, backward = c.flash_attention_tflops[perf.gpu_id]
+        flash = (forward * perf.attention_scale, FLASH_BACKWARD_WORK_RATIO * forward / backward)
     match stack.attention:
         case "cudnn":
             if perf.gpu_id not in c.cudnn_attention_tflops:

@@ -8,8 +8,9 @@ with size-dependent efficiency), simplified to a roofline per operation:
 where MAMF is the measured achievable matmul throughput of the GPU (maximum achievable matmul
 FLOPS, measured with the best GEMM shape; Bekman, "Machine Learning Engineering",
 ``compute/accelerator/README.md``), not the datasheet peak. ``eta_gemm`` is the large-shape
-efficiency; ``eta_shape`` (:func:`gemm_shape_efficiency`) is what a GEMM of a given shape
-keeps of it once its output is cut into tiles and the tiles run in waves over the SMs. All
+efficiency a training step sustains (per GPU where its calibration runs fit one, see
+``[[sustained_gemm]]``); ``eta_shape`` (:func:`gemm_shape_efficiency`) is what a GEMM of a
+given shape keeps of it once its output is cut into tiles and the tiles run in waves over the SMs. All
 constants live in ``data/efficiency.toml`` with their sources.
 """
 
@@ -20,6 +21,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from clusterforge.catalog import Gpu
 from clusterforge.constants import read_constants
@@ -55,6 +57,8 @@ class PerfConstants:
     gemm_split_k_min: float
     mamf_tflops: dict[tuple[str, str], float]
     cudnn_attention_tflops: dict[str, tuple[float, float]]
+    flash_attention_tflops: dict[str, tuple[float, float]]
+    sustained_gemm_of_mamf: dict[str, float]
 
 
 @cache
@@ -67,13 +71,26 @@ def load_constants() -> PerfConstants:
         mamf[(row["gpu"], "bf16")] = float(row["bf16_tflops"])
         if row["fp8_tflops"] > 0:
             mamf[(row["gpu"], "fp8")] = float(row["fp8_tflops"])
-    cudnn = {
-        row["gpu"]: (float(row["forward_tflops"]), float(row["backward_tflops"]))
-        for row in raw.get("cudnn_attention", [])
-    }
+    cudnn = _kernel_rates(raw, "cudnn_attention")
+    flash = _kernel_rates(raw, "flash_attention")
+    sustained = {row["gpu"]: float(row["efficiency_of_mamf"]) for row in raw["sustained_gemm"]}
     tagged = read_constants("clusterforge.perf", "efficiency.toml", section="constants")
     scalars = {name: tagged.number(name) for name in tagged}
-    return PerfConstants(mamf_tflops=mamf, cudnn_attention_tflops=cudnn, **scalars)
+    return PerfConstants(
+        mamf_tflops=mamf,
+        cudnn_attention_tflops=cudnn,
+        flash_attention_tflops=flash,
+        sustained_gemm_of_mamf=sustained,
+        **scalars,
+    )
+
+
+def _kernel_rates(raw: dict[str, Any], table: str) -> dict[str, tuple[float, float]]:
+    """Measured (forward, backward) TFLOP/s of one attention kernel, per GPU id."""
+    return {
+        row["gpu"]: (float(row["forward_tflops"]), float(row["backward_tflops"]))
+        for row in raw.get(table, [])
+    }
 
 
 @dataclass(frozen=True)
@@ -85,6 +102,9 @@ class GpuPerf:
     matmul_tflops: float
     hbm_gbyte_per_s: float
     hbm_gib: float
+    # Share of the ceiling the large GEMMs of a training step sustain (``[[sustained_gemm]]``
+    # row of the GPU, else ``gemm_efficiency_of_mamf``).
+    gemm_efficiency: float
     bf16_matmul_tflops: float = 0.0
     num_sms: int = 0
     # Measured / catalog GEMM rate of a calibrated cluster: fixed attention-kernel rates
@@ -112,6 +132,7 @@ def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -
         hbm_gib=gpu.hbm_gib,
         bf16_matmul_tflops=bf16,
         num_sms=gpu.num_sms,
+        gemm_efficiency=c.sustained_gemm_of_mamf.get(gpu.id, c.gemm_efficiency_of_mamf),
     )
 
 
@@ -163,7 +184,7 @@ def gemm_shape_efficiency(m: float, n: float, k: float, perf: GpuPerf, batch: fl
 
     with tile-edge waste (``m``, ``n`` not multiples of the tile) and a last wave that leaves
     SMs idle. The better of the two tile orientations is taken (libraries ship both). It
-    tends to 1 for large shapes, so the large-shape rate stays ``gemm_efficiency_of_mamf``;
+    tends to 1 for large shapes, so the large-shape rate stays ``GpuPerf.gemm_efficiency``;
     GPUs without an SM count keep it for every shape.
     """
     if perf.num_sms == 0 or m <= 0 or n <= 0:
@@ -185,7 +206,7 @@ def gemm_time_s(m: float, n: float, k: float, perf: GpuPerf, batch: float = 1.0)
         efficiency, split = _tiling(m, n, k, perf, batch)
     # Split-K partial tiles are written and read back in FP32 before the final sum.
     num_bytes += 2 * 4 * m * n * batch * (split - 1)
-    rate = perf.matmul_tflops * 1e12 * c.gemm_efficiency_of_mamf
+    rate = perf.matmul_tflops * 1e12 * perf.gemm_efficiency
     compute_s = flops / (rate * efficiency)
     memory_s = num_bytes / (perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency)
     return max(compute_s, memory_s) + c.kernel_overhead_s
