@@ -11,32 +11,36 @@ How the printed range is derived (``benchmarks/validate_predict.py --write`` wri
    of the real value.
 3. Split-conformal prediction (Vovk, Gammerman & Shafer, *Algorithmic Learning in a Random
    World*, Springer 2005; Lei, G'Sell, Rinaldo, Tibshirani & Wasserman, "Distribution-free
-   predictive inference for regression", JASA 113(523), 2018): the model was not fitted on
-   these scores (only calibration constants were), so for ``n`` exchangeable scores the
-   ``k``-th smallest bounds a new one from above with probability ``k / (n + 1)``.
+   predictive inference for regression", JASA 113(523), 2018): for ``n`` exchangeable scores
+   of a model fixed beforehand, the ``k``-th smallest bounds a new one from above with
+   probability ``k / (n + 1)``, whatever their distribution.
 4. Runs of one source (one ``validation/*.toml`` file: one cluster, one software stack) miss
    together, so each source weighs 1, shared by its runs, and ``K`` counts sources, not runs:
    the CDF pooling of Dunn, Wasserman & Ramdas ("Distribution-free prediction sets for
-   two-layer hierarchical models", JASA 118(544), 2023) with the finite-sample weights of Lee,
-   Barber & Willett ("Distribution-free inference with hierarchical data", arXiv 2306.06342,
-   2023). A new run is taken as a run of a new source, exchangeable with the ``K``.
+   two-layer hierarchical models", JASA 118(544), 2023), under the hierarchical
+   exchangeability of Lee, Barber & Willett ("Distribution-free inference with hierarchical
+   data", arXiv 2306.06342, 2023): sources exchangeable with each other, runs within one. A
+   new run is taken as a run of a new source.
 5. Each end takes a tail of :data:`RANGE_TAIL` (10 %; the two tails may differ in width): the
    high end is the smallest score whose source weight, summed from below, reaches
    ``(K + 1)(1 - t) - 1/2``, the low end likewise from above. Half a source less than the
    textbook ``(K + 1)(1 - t)`` centres the range on 80 % instead of bounding it from below.
    Guarantee for a run of a new source: with one run per source (no ties) the range holds it
    with probability within ``1 / (K + 1)`` of 80 %; with weighted sources at least
-   ``80 % - 1 / (K + 1)`` (the weighted count is at most one source from the count with the
-   new source in it). With ``K`` below 4 the tail cannot be placed and the range is the span
-   of the runs, without a guarantee.
+   ``80 % - 1 / (K + 1)`` (derived here: with the new source counted in, the ``K + 1``
+   sources' shares below the end add up to at least the position, each share has the same
+   expectation by exchangeability, and leaving the new source out only moves the end out).
+   With ``K`` below 4 the tail cannot be placed and the range is the span of the runs,
+   without a guarantee.
 6. Per class of run (:func:`run_class`: which mechanisms carry the run): a class with at
    least :data:`OWN_RANGE_MIN_SOURCES` sources (9: the fewest for which the textbook position
    ``(K + 1) * 0.9`` lies inside the sample) gets its own range, which may be narrower than
    the pooled one; a class with fewer gets the envelope of the pooled range and its own
    (never narrower than the pooled range); a class without runs gets the pooled range.
 
-The guarantee is as good as the exchangeability: the development rows also chose the model's
-mechanisms, so a new source may be missed by more. ``benchmarks/validate_predict.py
+The guarantee is as good as its assumptions: the model is not fixed beforehand here (the
+calibration runs fitted its constants and the development runs chose its mechanisms), so a new
+source may be missed by more than these are. ``benchmarks/validate_predict.py
 --coverage-check`` measures the range on sources it did not see (each source left out in
 turn).
 
