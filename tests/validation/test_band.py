@@ -17,6 +17,7 @@ from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.uncertainty import (
     OWN_RANGE_MIN_SOURCES,
     RANGE_TAIL,
+    Band,
     run_class,
     validation_band,
 )
@@ -159,3 +160,11 @@ def test_a_prediction_prints_the_range_of_its_class() -> None:
     assert outcome.prediction.band == validation_band(outcome.run_class)
     assert validation_band("no-such-class") == validation_band()
     assert validation_band().num_sources >= OWN_RANGE_MIN_SOURCES
+
+
+def test_the_printed_basis_says_when_a_class_falls_back_to_the_pooled_range() -> None:
+    own = Band(low_fraction=-0.1, high_fraction=0.1, num_runs=38, num_sources=9, mape=0.1)
+    assert own.basis().startswith("split-conformal over the misses on 38 published runs of 9")
+    assert "never narrower" not in own.basis()
+    few = Band(low_fraction=-0.2, high_fraction=0.2, num_runs=7, num_sources=2, mape=0.2)
+    assert "never narrower than the range over all sources" in few.basis()

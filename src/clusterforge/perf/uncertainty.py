@@ -137,6 +137,20 @@ class Band:
         """(low, high) of the real value around a predicted ``value``."""
         return value * (1 + self.low_fraction), value * (1 + self.high_fraction)
 
+    def basis(self) -> str:
+        """How the range was derived, in words: the runs and sources behind it, and whether
+        its class had too few sources for a range of its own."""
+        text = (
+            f"split-conformal over the misses on {self.num_runs:,} published runs of "
+            f"{self.num_sources} sources, each source counted once"
+        )
+        if self.num_sources < OWN_RANGE_MIN_SOURCES:
+            text += (
+                f" (fewer than {OWN_RANGE_MIN_SOURCES}: never narrower than the range over "
+                "all sources)"
+            )
+        return text
+
     def describe(self, value: float) -> str:
         """``"1,008 (-9% .. +6%)"``: the value and its range."""
         return f"{value:,.0f} ({self.low_fraction:+.0%} .. {self.high_fraction:+.0%})"

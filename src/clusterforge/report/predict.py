@@ -164,9 +164,8 @@ def print_predict(assessment: PredictAssessment, console: Console) -> None:
     where = f" on {headline.plan.layout.num_gpus:,} GPUs" if len(gpus) > 1 else ""
     console.print(
         f"tokens/s per GPU{where} {band.describe(headline.tokens_per_s_per_gpu)}: 80 % range "
-        f"for a run on a new cluster, split-conformal over the misses on {band.num_runs} "
-        f"published runs of {band.num_sources} sources, each source counted once "
-        f"(validation MAPE {band.mape:.1%}; docs/validation.md)"
+        f"for a run on a new cluster, {band.basis()}; validation MAPE {band.mape:.1%} "
+        "(docs/validation.md)"
     )
     if outcome.searched:
         console.print(
