@@ -14,7 +14,14 @@ signed error, per-class MAPE, range coverage, runs predicted not to fit): never 
 ``--write`` derives the range from calibration and development runs only
 (:mod:`validation.band`) and stores it in ``src/clusterforge/perf/data/uncertainty.toml``.
 
+``--coverage-check`` measures the range on sources it did not see, without the held-out set:
+each calibration or development source (data file) in turn is left out, the range derived
+from the others, and the share of the left-out source's runs inside it recorded; it prints
+the mean over sources and over runs, per rule (``centred``, what ships; ``strict``, the
+textbook conformal position; ``in-sample``, the rule used until Dec 2026), then per source.
+
     python benchmarks/validate_predict.py [--write] [--set development] [--heldout]
+    python benchmarks/validate_predict.py --coverage-check
 """
 
 from __future__ import annotations
@@ -27,7 +34,15 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from validation.band import BAND_SETS, Band, coverage, derive
+from validation.band import (
+    BAND_SETS,
+    RULES,
+    Band,
+    coverage,
+    derive,
+    leave_one_source_out,
+    residuals,
+)
 from validation.runs import Outcome, load_runs, predict_run
 from validation.sets import read_lock
 
@@ -127,10 +142,11 @@ def _print_classes(outcomes: list[Outcome], pooled: Band, classes: dict[str, Ban
 def write_uncertainty(pooled: Band, classes: dict[str, Band]) -> None:
     """Store the pooled range and the per-class ranges (:mod:`validation.band`)."""
     lines = [
-        "# Range of the real value around a prediction: the 10th..90th percentile of the signed",
-        "# errors of the model on the calibration and development runs of validation/ (never the",
-        "# held-out runs), pooled and per class of run (clusterforge.perf.uncertainty explains",
-        "# the rule). Written by benchmarks/validate_predict.py --write.",
+        "# Range of the real value around a prediction: split-conformal over the excess",
+        "# published / predicted - 1 of the calibration and development runs of validation/",
+        "# (never the held-out runs), each source weighted once, pooled and per class of run",
+        "# (clusterforge.perf.uncertainty explains the rule). Written by",
+        "# benchmarks/validate_predict.py --write.",
         *_band_lines(pooled),
     ]
     for name, band in classes.items():
@@ -145,6 +161,7 @@ def _band_lines(band: Band) -> list[str]:
         f"low_fraction = {band['low_fraction']:.3f}",
         f"high_fraction = {band['high_fraction']:.3f}",
         f"num_runs = {band['num_runs']:.0f}",
+        f"num_sources = {band['num_sources']:.0f}",
         f"mape = {band['mape']:.3f}",
     ]
 
@@ -166,6 +183,24 @@ def _print_heldout_aggregate(pooled: Band, classes: dict[str, Band]) -> None:
     _print_classes(outcomes, pooled, classes)
 
 
+def coverage_check(outcomes: list[Outcome]) -> None:
+    """Leave-one-source-out coverage of the range, per rule (:mod:`validation.band`)."""
+    chosen = residuals([o for o in outcomes if o.run.subset in BAND_SETS])
+    runs_per_source = {s: sum(r.source == s for r in chosen) for s in {r.source for r in chosen}}
+    by_rule = {rule: leave_one_source_out(chosen, rule) for rule in RULES}
+    print(f"leave-one-source-out coverage of the 80 % range ({len(runs_per_source)} sources):")
+    for rule, held in by_rule.items():
+        per_run = sum(held[s] * n for s, n in runs_per_source.items()) / len(chosen)
+        print(
+            f"  {rule:<9} mean over sources {statistics.fmean(held.values()) * 100:5.1f} %"
+            f"  over runs {per_run * 100:5.1f} %"
+        )
+    print(f"  {'source':<34} {'runs':>4}  " + "  ".join(f"{r:>9}" for r in by_rule))
+    for source, count in sorted(runs_per_source.items()):
+        cells = "  ".join(f"{held[source] * 100:7.0f} %" for held in by_rule.values())
+        print(f"  {source:<34} {count:>4}  {cells}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="update uncertainty.toml")
@@ -173,10 +208,18 @@ def main() -> None:
     parser.add_argument(
         "--heldout", action="store_true", help="also score the held-out set, as a whole only"
     )
+    parser.add_argument(
+        "--coverage-check",
+        action="store_true",
+        help="only the leave-one-source-out coverage of the range (no held-out runs)",
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     runs = [r for r in load_runs() if r.subset in BAND_SETS]
     outcomes = [predict_run(r) for r in runs]
+    if args.coverage_check:
+        coverage_check(outcomes)
+        return
     pooled, classes = derive(outcomes)
     print(f"  {'run':<34} {'set':<11} {'published':>9} {'predicted':>9}  error")
     for outcome in outcomes:

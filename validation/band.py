@@ -1,77 +1,182 @@
 """The 80 % range ``predict`` prints, derived from calibration and development runs only.
 
-The derivation is the one :mod:`clusterforge.perf.uncertainty` describes: with
-``error = predicted / published - 1`` the real value is ``predicted / (1 + error)``, so the
-90th percentile of the errors bounds the real value from below and the 10th from above. The
-pooled range takes every calibration and development run that fits; each class of runs
-(:func:`clusterforge.perf.uncertainty.run_class`) with at least ``OWN_SPREAD_MIN_RUNS`` runs
-takes its own runs' percentiles, a class with fewer the envelope of the pooled range and its
-own. Held-out runs are refused here: they never shape the range.
+The rule is the one :mod:`clusterforge.perf.uncertainty` describes (and ``docs/validation.md``):
+split-conformal prediction (Vovk, Gammerman & Shafer 2005; Lei et al. 2018) on each run's
+*excess* ``published / predicted - 1``, with every source (one ``validation/*.toml`` file:
+one cluster, one software stack) weighted once whatever its number of runs (the CDF pooling
+of Dunn, Wasserman & Ramdas 2023; the hierarchical conformal weights of Lee, Barber & Willett
+2023), each end of the range at the finite-sample position ``(K + 1)(1 - t) - 1/2`` of the
+``K`` sources (:func:`finite_sample_position`), per class of run when the class has
+``OWN_RANGE_MIN_SOURCES`` sources, else the envelope of the pooled range and its own.
+
+:func:`leave_one_source_out` is the held-back check: each source's coverage by the range
+derived without it (``benchmarks/validate_predict.py --coverage-check``). Held-out runs are
+refused here: they never shape the range.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections import Counter
+from dataclasses import dataclass
+from typing import Literal, assert_never
 
 import numpy as np
 
-from clusterforge.perf.uncertainty import OWN_SPREAD_MIN_RUNS
+from clusterforge.perf.uncertainty import OWN_RANGE_MIN_SOURCES, RANGE_TAIL
 from validation.runs import Outcome
 
-__all__ = ["BAND_SETS", "Band", "band_of", "class_bands", "coverage", "derive"]
+__all__ = [
+    "BAND_SETS",
+    "RULES",
+    "Band",
+    "Residual",
+    "Rule",
+    "band_of",
+    "class_ranges",
+    "coverage",
+    "derive",
+    "finite_sample_position",
+    "leave_one_source_out",
+    "residuals",
+    "source_range",
+]
 
 BAND_SETS = ("calibration", "development")
+# ``centred`` is what ships; ``strict`` is the textbook conformal position (coverage at least
+# 80 %, up to 80 % + 2 / (K + 1)); ``in-sample`` is the rule used until Dec 2026 (10th..90th
+# percentile of every run's error, per class from 10 runs), kept to compare in the check.
+Rule = Literal["centred", "strict", "in-sample"]
+RULES: tuple[Rule, ...] = ("centred", "strict", "in-sample")
+_IN_SAMPLE_MIN_RUNS = 10
 
 
 class Band(dict[str, float]):
-    """``low_fraction``, ``high_fraction``, ``num_runs`` and ``mape``, as stored in
-    ``clusterforge/perf/data/uncertainty.toml`` (three decimals)."""
+    """``low_fraction``, ``high_fraction``, ``num_runs``, ``num_sources`` and ``mape``, as
+    stored in ``clusterforge/perf/data/uncertainty.toml`` (three decimals)."""
 
 
-def _fitting_errors(outcomes: list[Outcome]) -> list[float]:
+@dataclass(frozen=True)
+class Residual:
+    """One run's miss, as the range sees it: its source, its class and its excess
+    ``published / predicted - 1`` (how far the real value lies above the prediction)."""
+
+    source: str
+    run_class: str
+    excess: float
+
+
+def residuals(outcomes: list[Outcome]) -> list[Residual]:
+    """The residuals of the runs that fit (calibration and development runs only); a run's
+    source is its data file."""
     held = sorted({o.run.name for o in outcomes if o.run.subset not in BAND_SETS})
     if held:
         raise ValueError(f"the range is derived without held-out runs; got {held[:3]} ...")
-    return [o.error for o in outcomes if o.prediction is not None]
+    return [
+        Residual(o.run.file, o.run_class, o.run.published / o.predicted - 1.0)
+        for o in outcomes
+        if o.prediction is not None
+    ]
 
 
-def band_of(outcomes: list[Outcome]) -> Band:
-    """The pooled range of ``outcomes`` (calibration and development runs only; runs predicted
-    not to fit count in ``num_runs`` only)."""
-    errors = _fitting_errors(outcomes)
+def finite_sample_position(num_sources: int, tail: float, *, strict: bool = False) -> float:
+    """Where an end of the range sits, counted in sources from the other end: the
+    split-conformal rank ``(K + 1)(1 - t)`` of ``K`` exchangeable scores (Lei et al. 2018,
+    split conformal: the ``ceil((n + 1)(1 - alpha))``-th smallest of ``n`` residuals), half a
+    source less unless ``strict``. For ``K`` scores the ``k``-th smallest bounds a new one from above with
+    probability ``k / (K + 1)`` (no ties), so the strict rank overshoots ``1 - t`` by up to
+    ``1 / (K + 1)`` and the centred one misses it by at most ``1 / (2(K + 1))`` either way."""
+    return (num_sources + 1) * (1.0 - tail) - (0.0 if strict else 0.5)
+
+
+def _upper_end(weighted: list[tuple[float, float]], position: float) -> float:
+    """The smallest score whose weight, summed from below, reaches ``position``; the largest
+    score when it never does (too few sources to place the tail)."""
+    total = 0.0
+    for score, weight in weighted:
+        total += weight
+        if total >= position - 1e-9:
+            return score
+    return weighted[-1][0]
+
+
+def source_range(chosen: list[Residual], *, strict: bool = False) -> tuple[float, float]:
+    """(low, high) excess of ``chosen``: each source weighs 1, shared by its runs, and each
+    end sits at :func:`finite_sample_position` of the ``K`` sources (the span of the runs when
+    ``K`` is too small to place a ``RANGE_TAIL`` tail)."""
+    runs_per_source = Counter(r.source for r in chosen)
+    position = finite_sample_position(len(runs_per_source), RANGE_TAIL, strict=strict)
+    weighted = sorted((r.excess, 1.0 / runs_per_source[r.source]) for r in chosen)
+    high = _upper_end(weighted, position)
+    low = -_upper_end([(-score, weight) for score, weight in reversed(weighted)], position)
+    return low, high
+
+
+def _in_sample_range(chosen: list[Residual]) -> tuple[float, float]:
+    errors = [1.0 / (1.0 + r.excess) - 1.0 for r in chosen]
     p10, p90 = (float(np.percentile(errors, q)) for q in (10, 90))
+    return 1.0 / (1.0 + p90) - 1.0, 1.0 / (1.0 + p10) - 1.0
+
+
+def _range(chosen: list[Residual], rule: Rule) -> tuple[float, float]:
+    match rule:
+        case "centred" | "strict":
+            return source_range(chosen, strict=rule == "strict")
+        case "in-sample":
+            return _in_sample_range(chosen)
+        case _:
+            assert_never(rule)
+
+
+def _has_own_range(chosen: list[Residual], rule: Rule) -> bool:
+    if rule == "in-sample":
+        return len(chosen) >= _IN_SAMPLE_MIN_RUNS
+    return len({r.source for r in chosen}) >= OWN_RANGE_MIN_SOURCES
+
+
+def class_ranges(chosen: list[Residual], rule: Rule = "centred") -> dict[str, tuple[float, float]]:
+    """Per class: its own range when it has ``OWN_RANGE_MIN_SOURCES`` sources, else the
+    envelope of the pooled range and its own (never narrower than the pooled one)."""
+    pooled = _range(chosen, rule)
+    by_class: dict[str, list[Residual]] = {}
+    for r in chosen:
+        by_class.setdefault(r.run_class, []).append(r)
+    ranges = {}
+    for name, members in sorted(by_class.items()):
+        low, high = _range(members, rule)
+        if not _has_own_range(members, rule):
+            low, high = min(low, pooled[0]), max(high, pooled[1])
+        ranges[name] = (low, high)
+    return ranges
+
+
+def _band(chosen: list[Outcome], low_high: tuple[float, float]) -> Band:
+    fitting = [o for o in chosen if o.prediction is not None]
     return Band(
-        low_fraction=round(1.0 / (1.0 + p90) - 1.0, 3),
-        high_fraction=round(1.0 / (1.0 + p10) - 1.0, 3),
-        num_runs=len(outcomes),
-        mape=round(statistics.fmean(abs(e) for e in errors), 3),
+        low_fraction=round(low_high[0], 3),
+        high_fraction=round(low_high[1], 3),
+        num_runs=len(chosen),
+        num_sources=len({o.run.file for o in fitting}),
+        mape=round(statistics.fmean(abs(o.error) for o in fitting), 3),
     )
 
 
-def class_bands(outcomes: list[Outcome]) -> dict[str, Band]:
-    """Per class of run: its own range (>= ``OWN_SPREAD_MIN_RUNS`` runs that fit) or the
-    envelope of the pooled range and its own (fewer runs)."""
-    pooled = band_of(outcomes)
-    by_class: dict[str, list[Outcome]] = {}
-    for o in outcomes:
-        by_class.setdefault(o.run_class, []).append(o)
-    bands = {}
-    for name, chosen in sorted(by_class.items()):
-        if not any(o.prediction is not None for o in chosen):
-            continue
-        own = band_of(chosen)
-        if sum(o.prediction is not None for o in chosen) < OWN_SPREAD_MIN_RUNS:
-            own["low_fraction"] = min(own["low_fraction"], pooled["low_fraction"])
-            own["high_fraction"] = max(own["high_fraction"], pooled["high_fraction"])
-        bands[name] = own
-    return bands
+def band_of(outcomes: list[Outcome], rule: Rule = "centred") -> Band:
+    """The pooled range of ``outcomes`` (calibration and development runs only; runs predicted
+    not to fit count in ``num_runs`` only)."""
+    return _band(outcomes, _range(residuals(outcomes), rule))
 
 
-def derive(outcomes: list[Outcome]) -> tuple[Band, dict[str, Band]]:
+def derive(outcomes: list[Outcome], rule: Rule = "centred") -> tuple[Band, dict[str, Band]]:
     """The pooled and per-class ranges from the calibration and development runs among
     ``outcomes`` (held-out runs are left out whatever their errors)."""
     chosen = [o for o in outcomes if o.run.subset in BAND_SETS]
-    return band_of(chosen), class_bands(chosen)
+    ranges = class_ranges(residuals(chosen), rule)
+    classes = {
+        name: _band([o for o in chosen if o.run_class == name], low_high)
+        for name, low_high in ranges.items()
+    }
+    return band_of(chosen, rule), classes
 
 
 def coverage(outcomes: list[Outcome], pooled: Band, classes: dict[str, Band]) -> float:
@@ -86,3 +191,21 @@ def coverage(outcomes: list[Outcome], pooled: Band, classes: dict[str, Band]) ->
         high = o.predicted * (1 + band["high_fraction"])
         inside.append(low <= o.run.published <= high)
     return sum(inside) / len(inside) if inside else float("nan")
+
+
+def leave_one_source_out(chosen: list[Residual], rule: Rule = "centred") -> dict[str, float]:
+    """Per source: the share of its runs inside the range (their class's, else the pooled
+    one) derived from every *other* source, i.e. as a run of a new cluster would see it."""
+    held_back = {}
+    for source in sorted({r.source for r in chosen}):
+        others = [r for r in chosen if r.source != source]
+        pooled = _range(others, rule)
+        ranges = class_ranges(others, rule)
+        inside = [
+            low <= r.excess <= high
+            for r in chosen
+            if r.source == source
+            for low, high in [ranges.get(r.run_class, pooled)]
+        ]
+        held_back[source] = sum(inside) / len(inside)
+    return held_back

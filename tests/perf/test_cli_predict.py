@@ -88,7 +88,9 @@ def test_every_prediction_states_its_range(capsys) -> None:
     low, high = row["tokens_per_s_per_gpu_range"]
     assert low < row["tokens_per_s_per_gpu"] < high
     assert main(["predict"]) == 0
-    assert "tokens/s per GPU" in capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
+    assert "tokens/s per GPU" in out
+    assert "split-conformal" in out and "sources, each source counted once" in out
 
 
 def test_search_over_gpu_counts_reports_plans_evaluated(capsys) -> None:

@@ -1,7 +1,8 @@
-"""The printed 80 % range comes from calibration and development runs only, per class.
+"""The printed 80 % range: split-conformal over published sources, per class, never held-out.
 
 ``validation/band.py`` derives it, ``clusterforge/perf/uncertainty.py`` serves it; the
-shipped file is checked against today's model in ``test_runs.py``.
+shipped file is checked against today's model in ``test_runs.py``. The rule's arithmetic is
+checked here on small samples whose answer is known by hand.
 """
 
 from __future__ import annotations
@@ -13,8 +14,24 @@ import pytest
 from clusterforge.catalog import load_catalog
 from clusterforge.job import JobLayout
 from clusterforge.perf.parallel import ParallelPlan
-from clusterforge.perf.uncertainty import OWN_SPREAD_MIN_RUNS, run_class, validation_band
-from validation.band import band_of, class_bands, coverage, derive
+from clusterforge.perf.uncertainty import (
+    OWN_RANGE_MIN_SOURCES,
+    RANGE_TAIL,
+    Band,
+    run_class,
+    validation_band,
+)
+from validation.band import (
+    Residual,
+    band_of,
+    class_ranges,
+    coverage,
+    derive,
+    finite_sample_position,
+    leave_one_source_out,
+    residuals,
+    source_range,
+)
 from validation.runs import Outcome, load_runs, predict_run
 
 DEVELOPMENT = [r for r in load_runs() if r.subset == "development"]
@@ -28,6 +45,10 @@ def _held(outcome: Outcome, factor: float) -> Outcome:
     return Outcome(replace(run, published=run.published * factor), outcome.prediction)
 
 
+def _one_run_per_source(excesses: list[float], run_class: str = "megatron-3d") -> list[Residual]:
+    return [Residual(f"s{i}", run_class, e) for i, e in enumerate(excesses)]
+
+
 def test_held_out_runs_do_not_move_the_range() -> None:
     assert len(SAMPLE) >= 10
     baseline = derive(SAMPLE)
@@ -35,24 +56,79 @@ def test_held_out_runs_do_not_move_the_range() -> None:
     assert derive(SAMPLE + wild) == baseline
     with pytest.raises(ValueError, match="held-out"):
         band_of(SAMPLE + wild)
+    with pytest.raises(ValueError, match="held-out"):
+        residuals(SAMPLE + wild)
 
 
-def test_the_range_is_the_10th_to_90th_percentile_of_the_signed_error() -> None:
+def test_the_finite_sample_position_is_the_conformal_rank() -> None:
+    """(K + 1)(1 - t) sources for the strict rule (Lei et al. 2018), half a source less for
+    the centred one: with 9 sources and a 10 % tail, the 9th (largest) and 8.5th."""
+    assert RANGE_TAIL == 0.10
+    assert finite_sample_position(9, RANGE_TAIL, strict=True) == pytest.approx(9.0)
+    assert finite_sample_position(9, RANGE_TAIL) == pytest.approx(8.5)
+    assert finite_sample_position(19, RANGE_TAIL, strict=True) == pytest.approx(18.0)
+
+
+def test_the_range_ends_at_the_finite_sample_rank_of_a_small_known_sample() -> None:
+    """14 sources with one run each, +1 % .. +14 %: the strict rule's position 13.5 rounds up
+    to the 14th (the largest) and 1st; the centred rule's 13 gives the 13th and the 2nd."""
+    sample = _one_run_per_source([i / 100 for i in range(1, 15)])
+    assert source_range(sample, strict=True) == (0.01, 0.14)
+    assert source_range(sample) == (0.02, 0.13)
+
+
+def test_each_source_counts_once_however_many_runs_it_has() -> None:
+    """19 sources of one run (+1 % .. +19 %) and one source of 50 runs at +90 %: counted per
+    run the 90th percentile is +90 %; counted per source (20 sources, position 18.4) the
+    range ends at +19 %, the 19th source. The same 50 runs as 50 sources move it to +90 %."""
+    singles = _one_run_per_source([i / 100 for i in range(1, 20)])
+    one_big_source = [Residual("sweep", "megatron-3d", 0.9) for _ in range(50)]
+    assert source_range(singles + one_big_source)[1] == pytest.approx(0.19)
+    as_many_sources = [replace(r, source=f"sweep-{i}") for i, r in enumerate(one_big_source)]
+    assert source_range(singles + as_many_sources)[1] == pytest.approx(0.9)
+
+
+def test_too_few_sources_give_the_span_of_the_runs() -> None:
+    """Two sources cannot place a 10 % tail (position 2.2 > 2): the range is their span."""
+    sample = [Residual("a", "hsdp", -0.3), Residual("a", "hsdp", 0.1), Residual("b", "hsdp", 0.2)]
+    assert source_range(sample) == (-0.3, 0.2)
+
+
+def test_a_class_with_few_sources_is_never_narrower_than_the_pooled_range() -> None:
+    """Classes of fewer than ``OWN_RANGE_MIN_SOURCES`` sources take the envelope of the pooled
+    range and their own; a class with that many takes its own, narrower or not."""
+    assert OWN_RANGE_MIN_SOURCES == 9  # the fewest K with (K + 1) * 0.9 <= K
+    wide = _one_run_per_source([(i - 10) / 20 for i in range(20)], "fsdp-small")
+    narrow = [Residual(f"t{i}", "megatron-3d", (i - 5) / 200) for i in range(OWN_RANGE_MIN_SOURCES)]
+    few = [Residual("u0", "hsdp", 0.01), Residual("u1", "hsdp", 0.02)]
+    pooled = source_range(wide + narrow + few)
+    ranges = class_ranges(wide + narrow + few)
+    assert ranges["hsdp"][0] <= pooled[0] and ranges["hsdp"][1] >= pooled[1]
+    assert ranges["hsdp"] == pooled  # its own runs lie inside the pooled range
+    assert ranges["megatron-3d"] == source_range(narrow)
+    assert ranges["megatron-3d"][1] < pooled[1]
+    spiky = [*few, Residual("u2", "hsdp", 3.0)]
+    assert class_ranges(wide + narrow + spiky)["hsdp"][1] == pytest.approx(3.0)
+
+
+def test_leave_one_source_out_coverage_is_the_rank_formula() -> None:
+    """With one run per source and distinct scores, a source left out lies inside the range
+    of the other K = 14 (the 2nd..13th of them) exactly when its rank among all 15 is 3..13:
+    11 of 15, the (k - j) / (K + 1) of exchangeable scores."""
+    sample = _one_run_per_source([i / 100 for i in range(15)])
+    held = leave_one_source_out(sample)
+    assert len(held) == 15
+    assert sum(held.values()) / len(held) == pytest.approx(11 / 15)
+    strict = leave_one_source_out(sample, rule="strict")  # 1st..14th of 14: ranks 2..14
+    assert sum(strict.values()) / len(strict) == pytest.approx(13 / 15)
+
+
+def test_coverage_counts_runs_inside_the_printed_range() -> None:
     band = band_of(SAMPLE)
     inside = coverage(SAMPLE, band, {})
-    assert 0.7 <= inside <= 0.9  # an 80 % range on the runs it came from (percentile ties)
+    assert 0.0 < inside <= 1.0
     wider = {**band, "low_fraction": -0.9, "high_fraction": 9.0}
     assert coverage(SAMPLE, band.__class__(wider), {}) == 1.0
-
-
-def test_a_class_with_few_runs_is_never_narrower_than_the_pooled_range() -> None:
-    pooled = band_of(SAMPLE)
-    classes = class_bands(SAMPLE)
-    for name, band in classes.items():
-        count = sum(o.run_class == name and o.prediction is not None for o in SAMPLE)
-        if count < OWN_SPREAD_MIN_RUNS:
-            assert band["low_fraction"] <= pooled["low_fraction"], name
-            assert band["high_fraction"] >= pooled["high_fraction"], name
 
 
 def _plan(**changes: object) -> ParallelPlan:
@@ -83,3 +159,12 @@ def test_a_prediction_prints_the_range_of_its_class() -> None:
     assert outcome.prediction.run_class == outcome.run_class
     assert outcome.prediction.band == validation_band(outcome.run_class)
     assert validation_band("no-such-class") == validation_band()
+    assert validation_band().num_sources >= OWN_RANGE_MIN_SOURCES
+
+
+def test_the_printed_basis_says_when_a_class_falls_back_to_the_pooled_range() -> None:
+    own = Band(low_fraction=-0.1, high_fraction=0.1, num_runs=38, num_sources=9, mape=0.1)
+    assert own.basis().startswith("split-conformal over the misses on 38 published runs of 9")
+    assert "never narrower" not in own.basis()
+    few = Band(low_fraction=-0.2, high_fraction=0.2, num_runs=7, num_sources=2, mape=0.2)
+    assert "never narrower than the range over all sources" in few.basis()

@@ -1,21 +1,48 @@
-"""How far a prediction may be from the real run: the spread of the model on published runs.
+"""How far a prediction may be from the real run: an 80 % range from the model's misses.
 
-How the printed 80 % range is derived (``benchmarks/validate_predict.py --write`` writes
-``data/uncertainty.toml``; ``docs/validation.md`` says the same):
+How the printed range is derived (``benchmarks/validate_predict.py --write`` writes
+``data/uncertainty.toml`` with ``validation/band.py``; ``docs/validation.md`` says the same):
 
 1. Every published run of ``validation/`` in the *calibration* and *development* sets is
    predicted; the *held-out* set never enters (it is scored only as a whole, and a test fails
    if held-out rows move the range).
-2. Each run's signed error is ``e = predicted / published - 1``. Since the real value is
-   ``predicted / (1 + e)``, the empirical 10th and 90th percentiles of ``e`` bound the real
-   value from above and below for 80 % of those runs: ``low = 1 / (1 + p90) - 1`` and
-   ``high = 1 / (1 + p10) - 1`` (``numpy.percentile``, linear interpolation).
-3. The pooled range uses every such run. Each run also has a class (:func:`run_class`: what
-   the run exercises, hence which mechanisms of the model carry it). A class with at least
-   :data:`OWN_SPREAD_MIN_RUNS` runs gets the percentiles of its own runs (the classes the
-   model handles with fewer mechanisms show their own, larger spread); a class with fewer runs
-   gets the envelope of the pooled range and its own runs' percentiles (never narrower than
-   the pooled range); a class without runs gets the pooled range.
+2. Each run's score is its excess ``x = published / predicted - 1``, so a range
+   ``low .. high`` of ``x`` is the range ``predicted * (1 + low) .. predicted * (1 + high)``
+   of the real value.
+3. Split-conformal prediction (Vovk, Gammerman & Shafer, *Algorithmic Learning in a Random
+   World*, Springer 2005; Lei, G'Sell, Rinaldo, Tibshirani & Wasserman, "Distribution-free
+   predictive inference for regression", JASA 113(523), 2018): for ``n`` exchangeable scores
+   of a model fixed beforehand, the ``k``-th smallest bounds a new one from above with
+   probability ``k / (n + 1)``, whatever their distribution.
+4. Runs of one source (one ``validation/*.toml`` file: one cluster, one software stack) miss
+   together, so each source weighs 1, shared by its runs, and ``K`` counts sources, not runs:
+   the CDF pooling of Dunn, Wasserman & Ramdas ("Distribution-free prediction sets for
+   two-layer hierarchical models", JASA 118(544), 2023), under the hierarchical
+   exchangeability of Lee, Barber & Willett ("Distribution-free inference with hierarchical
+   data", arXiv 2306.06342, 2023): sources exchangeable with each other, runs within one. A
+   new run is taken as a run of a new source.
+5. Each end takes a tail of :data:`RANGE_TAIL` (10 %; the two tails may differ in width): the
+   high end is the smallest score whose source weight, summed from below, reaches
+   ``(K + 1)(1 - t) - 1/2``, the low end likewise from above. Half a source less than the
+   textbook ``(K + 1)(1 - t)`` centres the range on 80 % instead of bounding it from below.
+   Guarantee for a run of a new source: with one run per source (no ties) the range holds it
+   with probability within ``1 / (K + 1)`` of 80 %; with weighted sources at least
+   ``80 % - 1 / (K + 1)`` (derived here: with the new source counted in, the ``K + 1``
+   sources' shares below the end add up to at least the position, each share has the same
+   expectation by exchangeability, and leaving the new source out only moves the end out).
+   With ``K`` below 4 the tail cannot be placed and the range is the span of the runs,
+   without a guarantee.
+6. Per class of run (:func:`run_class`: which mechanisms carry the run): a class with at
+   least :data:`OWN_RANGE_MIN_SOURCES` sources (9: the fewest for which the textbook position
+   ``(K + 1) * 0.9`` lies inside the sample) gets its own range, which may be narrower than
+   the pooled one; a class with fewer gets the envelope of the pooled range and its own
+   (never narrower than the pooled range); a class without runs gets the pooled range.
+
+The guarantee is as good as its assumptions: the model is not fixed beforehand here (the
+calibration runs fitted its constants and the development runs chose its mechanisms), so a new
+source may be missed by more than these are. ``benchmarks/validate_predict.py
+--coverage-check`` measures the range on sources it did not see (each source left out in
+turn).
 
 A prediction's range is its class's (:func:`validation_band` with the class of the plan).
 """
@@ -35,7 +62,8 @@ if TYPE_CHECKING:
     from clusterforge.perf.parallel import ParallelPlan
 
 __all__ = [
-    "OWN_SPREAD_MIN_RUNS",
+    "OWN_RANGE_MIN_SOURCES",
+    "RANGE_TAIL",
     "RUN_CLASSES",
     "SCALE_GPUS",
     "SMALL_GEMM_GFLOP",
@@ -65,7 +93,10 @@ LONG_CONTEXT_TOKENS = 32768
 # x hidden x FFN / TP): a few hundred microseconds on an H100, where large-shape efficiency
 # no longer holds.
 SMALL_GEMM_GFLOP = 100.0
-OWN_SPREAD_MIN_RUNS = 10
+# Each end of the 80 % range leaves out 10 % of runs of new sources.
+RANGE_TAIL = 0.10
+# A class's own range from 9 sources: the fewest K with (K + 1)(1 - RANGE_TAIL) <= K.
+OWN_RANGE_MIN_SOURCES = 9
 
 
 def run_class(arch: ModelArch, plan: ParallelPlan) -> RunClass:
@@ -99,11 +130,26 @@ class Band:
     low_fraction: float
     high_fraction: float
     num_runs: int
+    num_sources: int
     mape: float
 
     def range_of(self, value: float) -> tuple[float, float]:
         """(low, high) of the real value around a predicted ``value``."""
         return value * (1 + self.low_fraction), value * (1 + self.high_fraction)
+
+    def basis(self) -> str:
+        """How the range was derived, in words: the runs and sources behind it, and whether
+        its class had too few sources for a range of its own."""
+        text = (
+            f"split-conformal over the misses on {self.num_runs:,} published runs of "
+            f"{self.num_sources} sources, each source counted once"
+        )
+        if self.num_sources < OWN_RANGE_MIN_SOURCES:
+            text += (
+                f" (fewer than {OWN_RANGE_MIN_SOURCES}: never narrower than the range over "
+                "all sources)"
+            )
+        return text
 
     def describe(self, value: float) -> str:
         """``"1,008 (-9% .. +6%)"``: the value and its range."""
@@ -115,6 +161,7 @@ def _band(raw: dict[str, object]) -> Band:
         low_fraction=float(raw["low_fraction"]),  # type: ignore[arg-type]
         high_fraction=float(raw["high_fraction"]),  # type: ignore[arg-type]
         num_runs=int(raw["num_runs"]),  # type: ignore[call-overload]
+        num_sources=int(raw["num_sources"]),  # type: ignore[call-overload]
         mape=float(raw["mape"]),  # type: ignore[arg-type]
     )
 
@@ -128,7 +175,7 @@ def _bands() -> tuple[Band, dict[str, Band]]:
 
 
 def validation_band(run_class: str | None = None) -> Band:
-    """The range measured on the calibration and development runs (``data/uncertainty.toml``):
+    """The range derived from the calibration and development runs (``data/uncertainty.toml``):
     the range of ``run_class`` when given, else the pooled one."""
     pooled, classes = _bands()
     if run_class is None:

@@ -163,8 +163,9 @@ def print_predict(assessment: PredictAssessment, console: Console) -> None:
     band = headline.band
     where = f" on {headline.plan.layout.num_gpus:,} GPUs" if len(gpus) > 1 else ""
     console.print(
-        f"tokens/s per GPU{where} {band.describe(headline.tokens_per_s_per_gpu)}: the range "
-        f"holds 80 % of {band.num_runs} published runs (validation MAPE {band.mape:.1%})"
+        f"tokens/s per GPU{where} {band.describe(headline.tokens_per_s_per_gpu)}: 80 % range "
+        f"for a run on a new cluster, {band.basis()}; validation MAPE {band.mape:.1%} "
+        "(docs/validation.md)"
     )
     if outcome.searched:
         console.print(
