@@ -48,6 +48,7 @@ import numpy as np
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, overlapped_s
+from clusterforge.perf.flops import kv_dim
 from clusterforge.perf.parallel import ParallelPlan, rank_groups
 from clusterforge.perf.stack import Stack
 
@@ -110,8 +111,7 @@ def _cp_exposed_s(
         return 0.0
     cp = plan.layout.cp
     groups = rank_groups(plan, "cp")
-    kv_dim = arch.hidden_size * (arch.num_kv_heads or arch.num_heads) / arch.num_heads
-    size = plan.micro_batch * plan.seq_length * 2 * kv_dim * ACT_BYTES / plan.layout.tp
+    size = plan.micro_batch * plan.seq_length * 2 * kv_dim(arch) * ACT_BYTES / plan.layout.tp
     if stack.cp_overlap:  # ring: one K, V chunk per rank and step, overlapped step by step
         chunk = size / cp
         send = comm.collective_time_s("sendrecv", chunk, groups)

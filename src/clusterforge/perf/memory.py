@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.flops import ffn_size, kv_heads
+from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
 from clusterforge.perf.roofline import BF16_BYTES
 from clusterforge.perf.stack import Stack
@@ -63,9 +63,8 @@ class MemoryBreakdown:
 
 def _layer_params(arch: ModelArch) -> tuple[float, float]:
     """(dense, expert) parameters of one layer."""
-    h = arch.hidden_size
-    kv_dim = h * kv_heads(arch) // arch.num_heads
-    dense = h * (h + 2 * kv_dim) + h * h + 2 * h
+    h, q = arch.hidden_size, q_dim(arch)
+    dense = h * (q + 2 * kv_dim(arch)) + q * h + 2 * h
     mlp = (3 if arch.gated_mlp else 2) * h * ffn_size(arch)
     if arch.num_experts > 1:
         return dense + h * arch.num_experts, mlp * arch.num_experts
@@ -78,10 +77,9 @@ def layer_matmul_shapes(arch: ModelArch, plan: ParallelPlan) -> list[tuple[float
     dimension) per token. Column-parallel outputs are split over TP, row-parallel ones are
     whole (partial sums before the reduction). A MoE layer's expert matmuls are grouped
     GEMMs, not ``aten.mm``: only its attention matmuls are listed."""
-    t, h = plan.layout.tp, arch.hidden_size
+    t, h, q, kv = plan.layout.tp, arch.hidden_size, q_dim(arch), kv_dim(arch)
     f = ffn_size(arch)
-    kv_dim = h * kv_heads(arch) / arch.num_heads
-    shapes = [(h / t, h), (kv_dim / t, h), (kv_dim / t, h), (h, h / t)]
+    shapes = [(q / t, h), (kv / t, h), (kv / t, h), (h, q / t)]
     if arch.num_experts == 1:
         ups = [(f / t, h)] * (2 if arch.gated_mlp else 1)
         shapes += [*ups, (h, f / t)]
@@ -126,7 +124,7 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
         return 2.0 * sbh / (plan.layout.tp if plan.sequence_parallel else 1)
     if _recomputes_matmuls(plan, stack):
         return _every_other_matmul_bytes(arch, plan)
-    kv_ratio = kv_heads(arch) / arch.num_heads
+    q_ratio, kv_ratio = q_dim(arch) / h, kv_dim(arch) / h
     experts = arch.top_k if arch.num_experts > 1 else 1
     masks = 2.0 if stack.dropout else 0.0
     # FP8 GEMMs keep their inputs for the weight gradient in FP8 (1 B): the QKV, MLP and
@@ -139,7 +137,7 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
     # keeps the activation's input (2f) and output (the down-projection input); a fused
     # SwiGLU keeps gate and up outputs (2 x 2f) and the down-projection input.
     mlp = ((4.0 if arch.gated_mlp else 2.0) + gemm_in) * f / h * experts
-    split = 2 + 4 * kv_ratio + proj_in + mlp
+    split = (2 + proj_in) * q_ratio + 4 * kv_ratio + mlp
     # Norm inputs, QKV input, MLP input, dropout masks: replicated unless SP. A parallel
     # block (PaLM §2) has one norm whose output feeds both branches.
     replicated = (2 + gemm_in if arch.parallel_block else 4 + 2 * gemm_in) + masks
@@ -161,7 +159,7 @@ def _every_other_matmul_bytes(arch: ModelArch, plan: ParallelPlan) -> float:
     h = arch.hidden_size
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     replicated = plan.layout.tp if plan.sequence_parallel else 1
-    saved = h / replicated + h / plan.layout.tp  # block input, attention output
+    saved = h / replicated + q_dim(arch) / plan.layout.tp  # block input, attention output
     for columns, _ in layer_matmul_shapes(arch, plan)[::2]:
         saved += columns / replicated if columns == h and plan.layout.tp > 1 else columns
     return BF16_BYTES * tokens * saved
