@@ -31,6 +31,7 @@ __all__ = [
     "layer_params_per_gpu",
     "memory_per_gpu",
     "resident_layers",
+    "stage_expert_params",
     "stage_params",
 ]
 
@@ -109,6 +110,13 @@ def stage_params(arch: ModelArch, plan: ParallelPlan, layers: int, first: bool) 
     if job.pp == 1 and not arch.tied_embeddings:
         per_gpu += arch.vocab_size * arch.hidden_size / job.tp
     return per_gpu
+
+
+def stage_expert_params(arch: ModelArch, plan: ParallelPlan, layers: int) -> float:
+    """Expert parameters held by one GPU of a stage of ``layers`` layers (experts / TP x EP):
+    the share of :func:`stage_params` that is reduced over the expert-data-parallel group."""
+    expert = _layer_params(arch)[1]
+    return layers * expert / (plan.layout.tp * plan.layout.ep)
 
 
 def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
