@@ -9,7 +9,7 @@ import pytest
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
 from clusterforge.perf.exposure import dp_exposed_s
-from clusterforge.perf.memory import stage_expert_params, stage_params
+from clusterforge.perf.memory import memory_per_gpu, stage_expert_params, stage_params
 from clusterforge.perf.parallel import rank_groups
 from clusterforge.perf.stack import stack_named
 
@@ -60,3 +60,17 @@ def test_with_ep_equal_to_dp_expert_gradients_stay_on_their_gpu(models, h100, h1
         "reduce_scatter", dense * NOT_OVERLAPPED.grad_reduce_bytes, groups
     ) + h100_comm.collective_time_s("all_gather", dense * 2.0, groups)
     assert step.breakdown.dp_comm_s == pytest.approx(want)
+
+
+def test_the_distributed_optimizer_shards_expert_states_over_the_expert_data_parallel_group(
+    models,
+) -> None:
+    # Megatron-Core's distributed optimizer shards each buffer over the group that reduces
+    # it: dense states over DP x CP (64 here), expert states over DP x CP / EP (8 here).
+    arch, plan = models["gpt-oss-120b"], _plan(dp=64, ep=8)
+    stack = stack_named("megatron-bridge")
+    layers = (arch.num_layers,)
+    total = stage_params(arch, plan, arch.num_layers, first=True)
+    expert = stage_expert_params(arch, plan, arch.num_layers)
+    state = memory_per_gpu(arch, plan, layers, stack).optimizer_gib * 2**30
+    assert state == pytest.approx(stack.optimizer_bytes * ((total - expert) / 64 + expert / 8))

@@ -198,7 +198,7 @@ def _shard(plan: ParallelPlan) -> int:
 
 
 def _model_state_bytes(
-    params: float, plan: ParallelPlan, stack: Stack
+    params: float, plan: ParallelPlan, stack: Stack, shard: int | None = None
 ) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero_stage``.
 
@@ -207,9 +207,10 @@ def _model_state_bytes(
     (Rajbhandari et al. 2020 §3: 2 + 4 + 12), FP32 sharded weights + FP32 gradients + Adam
     moments for FSDP/torchtitan (4 + 4 + 8). FP8 runs store the weights as the stack does
     (BF16 plus a cached FP8 copy for Transformer Engine, FP8 only with NeMo's ``fp8_params``,
-    unchanged for torchao, which casts on the fly).
+    unchanged for torchao, which casts on the fly). ``shard``: the ranks the states are
+    sharded over (default the plan's DP x CP shard group).
     """
-    shard = _shard(plan)
+    shard = shard or _shard(plan)
     fp8 = plan.precision == "fp8"
     weight_bytes = stack.fp8_weight_bytes + stack.fp8_copy_bytes if fp8 else stack.weight_bytes
     weights = weight_bytes * params / (shard if plan.zero_stage >= 3 else 1)
@@ -239,7 +240,14 @@ def memory_per_gpu(
 ) -> MemoryBreakdown:
     """Peak memory of the first pipeline stage's GPUs (most activations in flight)."""
     params = stage_params(arch, plan, stages[0], first=True)
-    weights, grads, optimizer = _model_state_bytes(params, plan, stack)
+    # Expert states are sharded over the expert-data-parallel group (the ranks holding the
+    # same experts, DP x CP / EP), as Megatron-Core's distributed optimizer shards each
+    # parameter buffer over the group that reduces it.
+    expert = stage_expert_params(arch, plan, stages[0])
+    dense_state = _model_state_bytes(params - expert, plan, stack)
+    expert_shard = max(1, _shard(plan) // plan.layout.ep)
+    expert_state = _model_state_bytes(expert, plan, stack, expert_shard)
+    weights, grads, optimizer = (d + e for d, e in zip(dense_state, expert_state, strict=True))
     if plan.zero_stage >= 3 and plan.layout.pp > 1:  # a stage's weights stay gathered for the step
         weights += BF16_BYTES * params
     else:
