@@ -9,7 +9,12 @@ import pytest
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
 from clusterforge.perf.exposure import dp_exposed_s
-from clusterforge.perf.memory import memory_per_gpu, stage_expert_params, stage_params
+from clusterforge.perf.memory import (
+    activation_bytes_per_layer,
+    memory_per_gpu,
+    stage_expert_params,
+    stage_params,
+)
 from clusterforge.perf.parallel import rank_groups
 from clusterforge.perf.stack import stack_named
 
@@ -74,3 +79,22 @@ def test_the_distributed_optimizer_shards_expert_states_over_the_expert_data_par
     expert = stage_expert_params(arch, plan, arch.num_layers)
     state = memory_per_gpu(arch, plan, layers, stack).optimizer_gib * 2**30
     assert state == pytest.approx(stack.optimizer_bytes * ((total - expert) / 64 + expert / 8))
+
+
+def test_a_moe_layer_keeps_its_dispatched_token_copies_for_the_expert_weight_gradients(
+    models,
+) -> None:
+    # The experts' first GEMM reads the top-k permuted copies of each token (Megatron-Core
+    # permutes before the grouped GEMM); the backward needs that input for the weight
+    # gradient, so a layer keeps top_k x h BF16 values per token beyond a dense layer's.
+    moe = models["gpt-oss-120b"]
+    plan = _plan(dp=8, ep=8).with_(micro_batch=2, recompute="none")
+    stack = stack_named("megatron-bridge")
+    dense = moe.model_copy(update={"num_experts": 1, "top_k": 1})
+    tokens = plan.micro_batch * plan.seq_length
+    extra = activation_bytes_per_layer(moe, plan, stack) - activation_bytes_per_layer(
+        dense, plan, stack
+    )
+    # top-k MLP internals (already modelled) plus the top-k dispatched copies of the input
+    mlp = (4.0 + 2.0) * moe.ffn_hidden_size * (moe.top_k - 1) * tokens
+    assert extra == pytest.approx(mlp + 2.0 * moe.top_k * moe.hidden_size * tokens)

@@ -152,6 +152,11 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
     per_gpu = sbh * (
         split / plan.layout.tp + replicated / (plan.layout.tp if plan.sequence_parallel else 1)
     )
+    if arch.num_experts > 1:
+        # The experts' first GEMM reads the top-k dispatched copies of each token (permuted
+        # after the all-to-all, Megatron-Core ``moe_utils.permute``) and keeps them for its
+        # weight gradient; every TP rank holds all of its group's tokens there.
+        per_gpu += sbh * gemm_in * arch.top_k
     if stack.attention == "unfused" and plan.recompute == "none":
         heads = arch.num_heads / plan.layout.tp
         scores = plan.micro_batch * heads * (plan.seq_length / plan.layout.cp) * plan.seq_length
