@@ -83,3 +83,19 @@ def test_pipeline_pairs_connect_a_stage_to_the_next() -> None:
     assert np.all(pairs[:, 1] - pairs[:, 0] == 16)
     last = job.pipeline_pairs(3)
     assert np.all(last[:, 0] == last[:, 1])
+
+
+def test_expert_data_parallel_groups_join_the_same_expert_shard_of_every_ep_group() -> None:
+    job = JobLayout(tp=2, dp=16, ep=4)
+    ep = job.groups("ep", stage=0)
+    edp = job.groups("edp", stage=0)
+    assert edp.shape == (job.tp * job.ep, job.dp // job.ep)
+    # Every expert-data-parallel group takes one rank of every EP group of its TP rank ...
+    for group in edp:
+        hits = [len(set(group) & set(block)) for block in ep]
+        assert sorted(hits) == [0] * (len(ep) - len(group)) + [1] * len(group)
+    # ... the ranks that hold the same experts (the same position inside their EP group).
+    position = {int(r): i for block in ep for i, r in enumerate(block)}
+    for group in edp:
+        assert len({position[int(r)] for r in group}) == 1
+    assert JobLayout(dp=8, ep=8).groups("edp").shape == (8, 1)  # EP = DP: nothing to reduce

@@ -116,8 +116,41 @@ def _arch(row: dict[str, Any]) -> ModelArch:
     return load_catalog().models[row["model"]]
 
 
+def _expert_parallel(row: dict[str, Any], arch: ModelArch) -> int:
+    """The row's expert-parallel degree (``ep``, default 1), checked against its model.
+
+    The performance model splits each expert over the TP ranks (expert tensor parallelism
+    equal to TP, Megatron-LM's default ``expert_tensor_parallel_size = None``) and its EP
+    groups are blocks of DP x CP ranks; a row that states another ``etp`` is refused.
+    """
+    ep = row.get("ep", 1)
+    if isinstance(ep, bool) or not isinstance(ep, int):
+        raise PlanError(f"ep = {ep}: the expert-parallel degree is a whole number (1 = none)")
+    if ep < 1:
+        raise PlanError(f"ep = {ep}: use at least 1 (1 = no expert parallelism)")
+    if ep > 1 and arch.num_experts % ep:
+        kind = "a dense model" if arch.num_experts == 1 else f"{arch.num_experts} experts"
+        raise PlanError(
+            f"ep = {ep} does not divide the {kind} of {arch.id}: expert parallelism needs a "
+            "MoE model whose expert count it divides"
+        )
+    etp = row.get("etp", row["tp"])
+    if etp != row["tp"]:
+        raise PlanError(
+            f"etp = {etp} with tp = {row['tp']}: the performance model splits experts over "
+            "the TP ranks (expert tensor parallelism = TP); state etp = tp or leave it out"
+        )
+    return ep
+
+
 def _run(file: str, row: dict[str, Any]) -> Run:
-    job = JobLayout.for_gpus(row["num_gpus"], tp=row["tp"], pp=row["pp"], cp=row["cp"])
+    where = f"validation/{file}, row {row.get('name', '?')}"
+    arch = _arch(row)
+    try:
+        ep = _expert_parallel(row, arch)
+        job = JobLayout.for_gpus(row["num_gpus"], tp=row["tp"], pp=row["pp"], cp=row["cp"], ep=ep)
+    except PlanError as err:
+        raise PlanError(f"{where}: {err}") from err
     base = ParallelPlan(
         job,
         global_batch=row["global_batch"],
@@ -134,7 +167,7 @@ def _run(file: str, row: dict[str, Any]) -> Run:
         name=row["name"],
         subset=row["set"],
         source=row["source"],
-        arch=_arch(row),
+        arch=arch,
         base=base,
         micro_batches=tuple(row.get("micro_batch", MICRO_BATCHES)),
         virtual_stages=tuple(row.get("vpp", VIRTUAL_STAGES)),
@@ -217,6 +250,7 @@ def run_design(run: Run) -> Design:
             "tensor_parallel": job.tp,
             "pipeline_parallel": job.pp,
             "context_parallel": job.cp,
+            "expert_parallel": job.ep,
             "global_batch": run.base.global_batch,
             "seq_length": run.base.seq_length,
         }

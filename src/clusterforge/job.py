@@ -31,8 +31,10 @@ from clusterforge.errors import PlanError
 __all__ = ["GROUP_KINDS", "GroupKind", "JobLayout", "require"]
 
 # The communicator groups of a job: one per parallel dimension, plus DP x CP (the ZeRO/FSDP
-# shard group) and EP (blocks of DP x CP).
-GroupKind = Literal["tp", "cp", "dp", "dpcp", "ep", "pp"]
+# shard group), EP (blocks of DP x CP) and the expert-data-parallel groups (the ranks at the
+# same position of every EP block, which hold the same experts; Megatron-LM
+# ``parallel_state.get_expert_data_parallel_group``).
+GroupKind = Literal["tp", "cp", "dp", "dpcp", "ep", "edp", "pp"]
 GROUP_KINDS: tuple[GroupKind, ...] = get_args(GroupKind)
 
 
@@ -256,6 +258,10 @@ class JobLayout:
             case "ep":
                 flat = stages.transpose(0, 3, 1, 2).reshape(-1, self.dp * self.cp)
                 return flat.reshape(-1, self.ep)
+            case "edp":
+                flat = stages.transpose(0, 3, 1, 2).reshape(-1, self.dp * self.cp)
+                blocks = flat.reshape(flat.shape[0], -1, self.ep)  # [row, ep group, position]
+                return blocks.transpose(0, 2, 1).reshape(-1, blocks.shape[1])
             case _:
                 assert_never(kind)
 

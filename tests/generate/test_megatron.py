@@ -274,3 +274,12 @@ def test_megatron_model_has_the_planned_parameter_count(
     assert _relative(outside, built - BUILD_LAYERS * per_layer) < PARAM_TOLERANCE
     full = outside + arch.num_layers * params["layer0"]
     assert _relative(full, num_params(arch)) < PARAM_TOLERANCE
+
+
+def test_a_head_width_apart_from_hidden_over_heads_is_passed_as_kv_channels() -> None:
+    from clusterforge.catalog import load_catalog
+    from clusterforge.generate.training.megatron import _shape_args
+
+    models = load_catalog().models
+    assert "--kv-channels=128" in _shape_args(models["qwen3-30b-a3b"], 4096)
+    assert not any(a.startswith("--kv-channels") for a in _shape_args(models["llama3-8b"], 8192))

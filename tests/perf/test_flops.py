@@ -7,6 +7,7 @@ import pytest
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.flops import (
     hardware_flops_per_step,
+    layer_forward_flops,
     model_flops_per_step,
     num_params,
 )
@@ -73,7 +74,36 @@ def test_gqa_and_moe_flops(models) -> None:
         ("llama3-70b", 70.6),
         ("llama3.1-405b", 405.0),
         ("mixtral-8x7b", 46.7),
+        ("mixtral-8x22b", 141.0),  # Mistral AI, 'Cheaper, Better, Faster, Stronger' (2024)
+        ("qwen3-30b-a3b", 30.5),  # Qwen3 Technical Report, Table 2
+        ("qwen3-235b-a22b", 235.0),
+        ("gpt-oss-120b", 116.8),  # gpt-oss model card, arXiv 2508.10925, Table 1
     ],
 )
 def test_preset_parameter_counts_match_published_sizes(models, model_id, published_b) -> None:
     assert num_params(models[model_id]) / 1e9 == pytest.approx(published_b, rel=0.03)
+
+
+def test_a_head_width_apart_from_hidden_over_heads_sets_the_attention_widths() -> None:
+    # Qwen3-30B-A3B: hidden 2,048 but 32 query heads of 128 (4,096 wide) and 4 KV heads
+    # (Qwen/Qwen3-30B-A3B config.json): Q, K, V and the output projection are 4,096 / 512 wide.
+    qwen = ModelArch(
+        num_layers=48,
+        hidden_size=2048,
+        num_heads=32,
+        num_kv_heads=4,
+        head_dim=128,
+        ffn_hidden_size=768,
+        gated_mlp=True,
+        vocab_size=151936,
+        num_experts=128,
+        top_k=8,
+    )
+    layer = layer_forward_flops(qwen, 4096)
+    assert layer.qkv_proj == 2.0 * 2048 * (4096 + 2 * 512)
+    assert layer.out_proj == 2.0 * 4096 * 2048
+    assert layer.attn_core == 4.0 * 4096 * 4096
+    same = qwen.model_copy(update={"head_dim": 2048 // 32})
+    assert layer_forward_flops(same, 4096) == layer_forward_flops(
+        same.model_copy(update={"head_dim": None}), 4096
+    )

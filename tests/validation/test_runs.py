@@ -60,6 +60,15 @@ SMALL_TP_FSDP = (
     "Llama 3 8B split 8 ways by TP (vanilla, not overlapped) under FSDP 8: 37-38 % optimistic; "
     "per-GPU GEMMs of a 4,096-wide model split 8 ways (shape-dependent GEMM efficiency)"
 )
+MOE_LAYER = (
+    "Megatron-Bridge MoE (gpt-oss-120b, Qwen3-30B-A3B, force-balanced routing): 32-165 % "
+    "optimistic; the grouped expert GEMMs, the EP all-to-all, the permutation traffic and "
+    "the expert-data-parallel reduction the model has explain 38-76 % of the measured step "
+    "time. Not modelled: the host overhead of the MoE layer's many small kernels and its "
+    "device-to-host synchronisation (Megatron-Core's MoE guide, megatron/core/transformer/"
+    "moe/README.md, 'CPU Overhead Bottleneck'; the 25.11 B200/H100 recipes run without CUDA "
+    "graphs), per-expert FP8 quantisation, gpt-oss attention sinks"
+)
 KNOWN_GAPS = {
     "vtrain-3.6b-tp4-pp1-mb2": SMALL_TP_GEMMS,
     "vtrain-3.6b-tp8-pp1-mb2": SMALL_TP_GEMMS,
@@ -83,6 +92,14 @@ KNOWN_GAPS = {
         "run's throughput where the FLOPs per token rise 13 %; 31 % optimistic, cause not "
         "found (candidate: memory pressure, 73.0 of 74.5 GiB predicted)"
     ),
+    # Development rows of validation/megatron_bridge_moe.toml.
+    "bridge2511-gb300-gpt-oss-120b": MOE_LAYER,
+    "bridge2511-gb200-gpt-oss-120b": MOE_LAYER,
+    "bridge2511-b200-gpt-oss-120b": MOE_LAYER,
+    "bridge2511-h100-qwen3-30b-a3b": MOE_LAYER,
+    "bridge260401-gb300-gpt-oss-120b": MOE_LAYER,
+    "bridge260401-b300-gpt-oss-120b": MOE_LAYER,
+    "bridge260401-h100-gpt-oss-120b": MOE_LAYER,
     "bridge2509-gb200-llama3.1-405b-fsdp": (
         "FSDP over 64 GPUs in two NVL72 racks: the simulated all-gather crosses racks at about "
         "90 GB/s per GPU, where NCCL spreads the rack-to-rack hop over many NICs; 126 layers x "
@@ -121,14 +138,35 @@ def test_run_that_ran_is_predicted_to_fit_and_within_tolerance(run: Run) -> None
     assert abs(outcome.error) < ROW_TOLERANCE
 
 
-@pytest.mark.parametrize("subset", ["calibration", "development"])
-def test_set_mape_and_median_signed_error(subset: str) -> None:
+MOE_SET = (
+    "the seven MoE development rows (MAPE 74.5 %, see MOE_LAYER) raise the development MAPE "
+    "from 10.5 % to 12.7 %; the rows of the other classes keep the guard below"
+)
+
+
+def _check_mape_and_median(runs: list[Run]) -> None:
     # Over the runs predicted to fit, as benchmarks/validate_predict.py reports it (a run
     # predicted not to fit fails its own row test above).
-    outcomes = [predict_run(r) for r in RUNS if r.subset == subset]
+    outcomes = [predict_run(r) for r in runs]
     errors = [o.error for o in outcomes if o.prediction is not None]
     assert statistics.fmean(abs(e) for e in errors) <= MAPE_LIMIT
     assert abs(statistics.median(errors)) <= MEDIAN_LIMIT
+
+
+@pytest.mark.parametrize(
+    "subset",
+    [
+        "calibration",
+        pytest.param("development", marks=pytest.mark.xfail(strict=True, reason=MOE_SET)),
+    ],
+)
+def test_set_mape_and_median_signed_error(subset: str) -> None:
+    _check_mape_and_median([r for r in RUNS if r.subset == subset])
+
+
+def test_development_mape_and_median_outside_the_moe_class() -> None:
+    """The development guard on every class but ``moe`` (whose gap MOE_SET states)."""
+    _check_mape_and_median([r for r in RUNS if r.subset == "development" and r.base_class != "moe"])
 
 
 def test_plans_of_a_sweep_rank_as_measured() -> None:

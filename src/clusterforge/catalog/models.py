@@ -408,6 +408,12 @@ class ModelArch(BaseModel):
     hidden_size: int = Field(gt=0)
     num_heads: int = Field(gt=0)
     num_kv_heads: int | None = Field(None, description="GQA key/value heads; None = num_heads")
+    head_dim: int | None = Field(
+        None,
+        gt=0,
+        description="Width of one attention head; None = hidden_size / num_heads (models "
+        "such as Qwen3 and gpt-oss set it apart, so Q is num_heads x head_dim wide)",
+    )
     ffn_hidden_size: int | None = Field(None, description="None = 4 x hidden (non-gated)")
     gated_mlp: bool = Field(
         False,

@@ -68,8 +68,8 @@ def model_params(arch: ModelArch) -> float:
     """
     h = arch.hidden_size
     kv = arch.num_kv_heads or arch.num_heads
-    head_dim = h // arch.num_heads
-    attn = 2 * h * h + 2 * h * kv * head_dim
+    head_dim = arch.head_dim or h // arch.num_heads
+    attn = 2 * h * arch.num_heads * head_dim + 2 * h * kv * head_dim
     ffn = arch.ffn_hidden_size or 4 * h
     mlp = (3 if arch.gated_mlp else 2) * h * ffn * arch.num_experts
     embed = arch.vocab_size * h * (1 if arch.tied_embeddings else 2)

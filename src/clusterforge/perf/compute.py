@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.flops import ffn_size, kv_heads
+from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes
 from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.parallel import ParallelPlan
@@ -66,9 +66,9 @@ def _weight_gemms_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float
     """Forward time of the weight GEMMs of one layer (Megatron column/row TP split)."""
     t, h, f = plan.layout.tp, arch.hidden_size, ffn_size(arch)
     tokens = _tokens(plan)
-    kv_dim = h * kv_heads(arch) // arch.num_heads
-    qkv = gemm_time_s(tokens, (h + 2 * kv_dim) / t, h, perf)
-    proj = gemm_time_s(tokens, h, h / t, perf)
+    q, kv = q_dim(arch), kv_dim(arch)
+    qkv = gemm_time_s(tokens, (q + 2 * kv) / t, h, perf)
+    proj = gemm_time_s(tokens, h, q / t, perf)
     up_cols = (2 if arch.gated_mlp else 1) * f / t
     if arch.num_experts > 1:
         local_experts = arch.num_experts / plan.layout.ep
@@ -142,7 +142,7 @@ def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
     c = load_constants()
     perf = perf.at_bf16()
     heads = arch.num_heads / plan.layout.tp
-    head_dim = arch.hidden_size / arch.num_heads
+    head_dim = q_dim(arch) / arch.num_heads
     queries, keys = _tokens(plan) / plan.micro_batch, plan.seq_length
     if stack.attention != "unfused":
         # Causal flash attention skips the masked half of the score blocks.
@@ -187,7 +187,6 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     activation one kernel either way.
     """
     h, f = arch.hidden_size, ffn_size(arch)
-    kv_dim = h * kv_heads(arch) / arch.num_heads
     eager = not stack.fused_elementwise
     num_norms = 1 if arch.parallel_block else 2
     residual = 8 * h if arch.parallel_block else 12 * h
@@ -198,7 +197,7 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     activation = (gated if arch.gated_mlp else 4) * f * experts
     permute = 8 * h * arch.top_k if arch.num_experts > 1 else 0  # token dispatch/combine copies
     rope = EAGER_ROTARY_BYTES if eager else 4
-    rotary = rope * (h + kv_dim) if arch.position_embedding == "rope" else 0
+    rotary = rope * (q_dim(arch) + kv_dim(arch)) if arch.position_embedding == "rope" else 0
     split = activation + rotary
     per_token = (replicated + permute) / (
         plan.layout.tp if plan.sequence_parallel else 1

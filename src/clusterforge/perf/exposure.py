@@ -51,8 +51,9 @@ import numpy as np
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, overlapped_s
+from clusterforge.perf.flops import kv_dim
 from clusterforge.perf.memory import deferred_fsdp_reduce
-from clusterforge.perf.parallel import ParallelPlan, rank_groups
+from clusterforge.perf.parallel import GroupKind, ParallelPlan, rank_groups
 from clusterforge.perf.stack import Stack
 
 __all__ = [
@@ -120,8 +121,7 @@ def _cp_exposed_s(
         return 0.0
     cp = plan.layout.cp
     groups = rank_groups(plan, "cp")
-    kv_dim = arch.hidden_size * (arch.num_kv_heads or arch.num_heads) / arch.num_heads
-    size = plan.micro_batch * plan.seq_length * 2 * kv_dim * ACT_BYTES / plan.layout.tp
+    size = plan.micro_batch * plan.seq_length * 2 * kv_dim(arch) * ACT_BYTES / plan.layout.tp
     if stack.cp_overlap:  # ring: one K, V chunk per rank and step, overlapped step by step
         chunk = size / cp
         send = comm.collective_time_s("sendrecv", chunk, groups)
@@ -195,6 +195,22 @@ def embedding_sync_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack
     return comm.collective_time_s("all_reduce", size, pairs)
 
 
+def _dp_traffic_s(
+    plan: ParallelPlan, params: float, comm: CommModel, stack: Stack, kind: GroupKind
+) -> tuple[float, float]:
+    """(gradient reduction, parameter gather) seconds of ``params`` over the ``kind`` groups:
+    an all-reduce under ZeRO-0, a reduce-scatter and an all-gather under ZeRO-1/2."""
+    groups = rank_groups(plan, kind)
+    grads = params * stack.grad_reduce_bytes
+    if plan.zero_stage == 0:
+        return comm.collective_time_s("all_reduce", grads, groups), 0.0
+    weights = params * stack.gathered_weight_bytes(plan.precision)
+    return (
+        comm.collective_time_s("reduce_scatter", grads, groups),
+        comm.collective_time_s("all_gather", weights, groups),
+    )
+
+
 def dp_exposed_s(
     plan: ParallelPlan,
     params: float,
@@ -203,19 +219,23 @@ def dp_exposed_s(
     forward_mb_s: float,
     backward_mb_s: float,
     num_micro: int,
+    *,
+    expert_params: float = 0.0,
 ) -> float:
-    """Exposed data-parallel seconds per step for a stage holding ``params`` per GPU."""
+    """Exposed data-parallel seconds per step for a stage holding ``params`` per GPU.
+
+    Dense parameters are reduced over DP x CP (Megatron-Core); the ``expert_params`` among
+    them over the expert-data-parallel group, the ``DP x CP / EP`` ranks that hold the same
+    experts (Megatron-Core keeps expert parameters in their own buffers and reduces them
+    over ``get_expert_data_parallel_group``; with EP inside a node that group has one GPU
+    per node). Both reductions share the backward window, both gathers the forward's.
+    """
     if plan.layout.dp * plan.layout.cp == 1:
         return 0.0
-    groups = rank_groups(plan, "dpcp")  # gradients are reduced over DP x CP (Megatron-Core)
-    grads = params * stack.grad_reduce_bytes
-    weights = params * stack.gathered_weight_bytes(plan.precision)
-    if plan.zero_stage == 0:
-        reduce = comm.collective_time_s("all_reduce", grads, groups)
-        gather = 0.0
-    else:
-        reduce = comm.collective_time_s("reduce_scatter", grads, groups)
-        gather = comm.collective_time_s("all_gather", weights, groups)
+    reduce, gather = _dp_traffic_s(plan, params - expert_params, comm, stack, "dpcp")
+    if expert_params > 0 and plan.layout.ep < plan.layout.dp * plan.layout.cp:
+        expert_reduce, expert_gather = _dp_traffic_s(plan, expert_params, comm, stack, "edp")
+        reduce, gather = reduce + expert_reduce, gather + expert_gather
     if not stack.dp_overlap:
         return reduce + gather
     if deferred_fsdp_reduce(plan, stack):

@@ -33,12 +33,15 @@ __all__ = [
     "Recompute",
     "ffn_size",
     "hardware_flops_per_step",
+    "head_dim",
+    "kv_dim",
     "kv_heads",
     "layer_forward_flops",
     "logits_forward_flops_per_token",
     "model_flops_per_step",
     "model_flops_per_token",
     "num_params",
+    "q_dim",
     "recompute_flops_per_token",
 ]
 
@@ -53,6 +56,22 @@ def ffn_size(arch: ModelArch) -> int:
 def kv_heads(arch: ModelArch) -> int:
     """Key/value heads: the preset's (GQA, Ainslie et al. 2023) or all heads (MHA)."""
     return arch.num_kv_heads or arch.num_heads
+
+
+def head_dim(arch: ModelArch) -> int:
+    """Width of one attention head: the preset's (Qwen3, gpt-oss: ``head_dim`` in their
+    config.json) or ``hidden / heads`` (Vaswani et al. 2017)."""
+    return arch.head_dim or arch.hidden_size // arch.num_heads
+
+
+def q_dim(arch: ModelArch) -> int:
+    """Width of the queries and of the attention output: ``heads x head_dim``."""
+    return arch.num_heads * head_dim(arch)
+
+
+def kv_dim(arch: ModelArch) -> int:
+    """Width of the keys (and of the values): ``kv_heads x head_dim``."""
+    return kv_heads(arch) * head_dim(arch)
 
 
 @dataclass(frozen=True)
@@ -78,18 +97,18 @@ class LayerForwardFlops:
 def layer_forward_flops(arch: ModelArch, seq_length: int) -> LayerForwardFlops:
     """Forward FLOPs per token of one layer (Narayanan et al. 2021 §5.1 term by term).
 
-    QKV: ``2 h (h + 2 h_kv)``; attention core: ``Q K^T`` and ``P V`` each ``2 s h``;
-    output projection ``2 h^2``; MLP ``2 h f`` per matrix (2 or 3 matrices) times top-k;
+    QKV: ``2 h (q + 2 h_kv)``; attention core: ``Q K^T`` and ``P V`` each ``2 s q``;
+    output projection ``2 q h`` (``q = heads x head_dim``, ``h`` unless the model sets its
+    head width apart); MLP ``2 h f`` per matrix (2 or 3 matrices) times top-k;
     router ``2 h E`` (MoE only).
     """
-    h = arch.hidden_size
-    kv_dim = h * kv_heads(arch) // arch.num_heads
+    h, q, kv = arch.hidden_size, q_dim(arch), kv_dim(arch)
     mlp_matrices = 3 if arch.gated_mlp else 2
     moe = arch.num_experts > 1
     return LayerForwardFlops(
-        qkv_proj=2.0 * h * (h + 2 * kv_dim),
-        attn_core=4.0 * seq_length * h,
-        out_proj=2.0 * h * h,
+        qkv_proj=2.0 * h * (q + 2 * kv),
+        attn_core=4.0 * seq_length * q,
+        out_proj=2.0 * q * h,
         mlp=2.0 * mlp_matrices * h * ffn_size(arch) * (arch.top_k if moe else 1),
         router=2.0 * h * arch.num_experts if moe else 0.0,
     )
@@ -140,9 +159,8 @@ def hardware_flops_per_step(
 
 def num_params(arch: ModelArch) -> float:
     """Parameter count: layers (attention, MLP/experts, router, 2 norms) + embedding (+ head)."""
-    h = arch.hidden_size
-    kv_dim = h * kv_heads(arch) // arch.num_heads
-    attention = h * (h + 2 * kv_dim) + h * h
+    h, q = arch.hidden_size, q_dim(arch)
+    attention = h * (q + 2 * kv_dim(arch)) + q * h
     mlp = (3 if arch.gated_mlp else 2) * h * ffn_size(arch) * arch.num_experts
     router = h * arch.num_experts if arch.num_experts > 1 else 0
     per_layer = attention + mlp + router + 2 * h

@@ -27,7 +27,7 @@ sequence-parallel shard ``h / t``, the projection input ``h / t``, the FC2 input
 from __future__ import annotations
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.flops import ffn_size, kv_heads
+from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.memory import layer_params_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches
 from clusterforge.perf.roofline import GpuPerf, memory_time_s
@@ -57,11 +57,11 @@ def _widths(arch: ModelArch, plan: ParallelPlan) -> tuple[float, float, float, f
     t, h, f = plan.layout.tp, arch.hidden_size, ffn_size(arch)
     experts = arch.top_k if arch.num_experts > 1 else 1
     shard = t if plan.sequence_parallel else 1
-    kv_dim = h * kv_heads(arch) / arch.num_heads
+    q, kv = q_dim(arch), kv_dim(arch)
     up_cols = (2 if arch.gated_mlp else 1) * f
     norm_fed = (1 if arch.parallel_block else 2) * h / shard
-    others = h / t + f / t * experts
-    grads = (h + 2 * kv_dim) / t + h / shard + (up_cols / t + h / shard) * experts
+    others = q / t + f / t * experts
+    grads = (q + 2 * kv) / t + h / shard + (up_cols / t + h / shard) * experts
     return norm_fed, others, grads, f / t * experts
 
 

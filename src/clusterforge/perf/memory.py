@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.flops import ffn_size, kv_heads
+from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
 from clusterforge.perf.roofline import BF16_BYTES
 from clusterforge.perf.stack import Stack
@@ -32,6 +32,7 @@ __all__ = [
     "layer_params_per_gpu",
     "memory_per_gpu",
     "resident_layers",
+    "stage_expert_params",
     "stage_params",
 ]
 
@@ -64,9 +65,8 @@ class MemoryBreakdown:
 
 def _layer_params(arch: ModelArch) -> tuple[float, float]:
     """(dense, expert) parameters of one layer."""
-    h = arch.hidden_size
-    kv_dim = h * kv_heads(arch) // arch.num_heads
-    dense = h * (h + 2 * kv_dim) + h * h + 2 * h
+    h, q = arch.hidden_size, q_dim(arch)
+    dense = h * (q + 2 * kv_dim(arch)) + q * h + 2 * h
     mlp = (3 if arch.gated_mlp else 2) * h * ffn_size(arch)
     if arch.num_experts > 1:
         return dense + h * arch.num_experts, mlp * arch.num_experts
@@ -79,10 +79,9 @@ def layer_matmul_shapes(arch: ModelArch, plan: ParallelPlan) -> list[tuple[float
     dimension) per token. Column-parallel outputs are split over TP, row-parallel ones are
     whole (partial sums before the reduction). A MoE layer's expert matmuls are grouped
     GEMMs, not ``aten.mm``: only its attention matmuls are listed."""
-    t, h = plan.layout.tp, arch.hidden_size
+    t, h, q, kv = plan.layout.tp, arch.hidden_size, q_dim(arch), kv_dim(arch)
     f = ffn_size(arch)
-    kv_dim = h * kv_heads(arch) / arch.num_heads
-    shapes = [(h / t, h), (kv_dim / t, h), (kv_dim / t, h), (h, h / t)]
+    shapes = [(q / t, h), (kv / t, h), (kv / t, h), (h, q / t)]
     if arch.num_experts == 1:
         ups = [(f / t, h)] * (2 if arch.gated_mlp else 1)
         shapes += [*ups, (h, f / t)]
@@ -114,6 +113,13 @@ def stage_params(arch: ModelArch, plan: ParallelPlan, layers: int, first: bool) 
     return per_gpu
 
 
+def stage_expert_params(arch: ModelArch, plan: ParallelPlan, layers: int) -> float:
+    """Expert parameters held by one GPU of a stage of ``layers`` layers (experts / TP x EP):
+    the share of :func:`stage_params` that is reduced over the expert-data-parallel group."""
+    expert = _layer_params(arch)[1]
+    return layers * expert / (plan.layout.tp * plan.layout.ep)
+
+
 def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
     """Stored activation bytes of one layer for one micro-batch on one GPU (Korthikanti eqs.).
 
@@ -127,7 +133,7 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
         return 2.0 * sbh / (plan.layout.tp if plan.sequence_parallel else 1)
     if _recomputes_matmuls(plan, stack):
         return _every_other_matmul_bytes(arch, plan)
-    kv_ratio = kv_heads(arch) / arch.num_heads
+    q_ratio, kv_ratio = q_dim(arch) / h, kv_dim(arch) / h
     experts = arch.top_k if arch.num_experts > 1 else 1
     masks = 2.0 if stack.dropout else 0.0
     # FP8 GEMMs keep their inputs for the weight gradient in FP8 (1 B): the QKV, MLP and
@@ -140,13 +146,18 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
     # keeps the activation's input (2f) and output (the down-projection input); a fused
     # SwiGLU keeps gate and up outputs (2 x 2f) and the down-projection input.
     mlp = ((4.0 if arch.gated_mlp else 2.0) + gemm_in) * f / h * experts
-    split = 2 + 4 * kv_ratio + proj_in + mlp
+    split = (2 + proj_in) * q_ratio + 4 * kv_ratio + mlp
     # Norm inputs, QKV input, MLP input, dropout masks: replicated unless SP. A parallel
     # block (PaLM §2) has one norm whose output feeds both branches.
     replicated = (2 + gemm_in if arch.parallel_block else 4 + 2 * gemm_in) + masks
     per_gpu = sbh * (
         split / plan.layout.tp + replicated / (plan.layout.tp if plan.sequence_parallel else 1)
     )
+    if arch.num_experts > 1:
+        # The experts' first GEMM reads the top-k dispatched copies of each token (permuted
+        # after the all-to-all, Megatron-Core ``moe_utils.permute``) and keeps them for its
+        # weight gradient; every TP rank holds all of its group's tokens there.
+        per_gpu += sbh * gemm_in * arch.top_k
     if stack.attention == "unfused" and plan.recompute == "none":
         heads = arch.num_heads / plan.layout.tp
         scores = plan.micro_batch * heads * (plan.seq_length / plan.layout.cp) * plan.seq_length
@@ -162,7 +173,7 @@ def _every_other_matmul_bytes(arch: ModelArch, plan: ParallelPlan) -> float:
     h = arch.hidden_size
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     replicated = plan.layout.tp if plan.sequence_parallel else 1
-    saved = h / replicated + h / plan.layout.tp  # block input, attention output
+    saved = h / replicated + q_dim(arch) / plan.layout.tp  # block input, attention output
     for columns, _ in layer_matmul_shapes(arch, plan)[::2]:
         saved += columns / replicated if columns == h and plan.layout.tp > 1 else columns
     return BF16_BYTES * tokens * saved
@@ -193,7 +204,7 @@ def _shard(plan: ParallelPlan) -> int:
 
 
 def _model_state_bytes(
-    params: float, plan: ParallelPlan, stack: Stack
+    params: float, plan: ParallelPlan, stack: Stack, shard: int | None = None
 ) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero_stage``.
 
@@ -202,9 +213,10 @@ def _model_state_bytes(
     (Rajbhandari et al. 2020 §3: 2 + 4 + 12), FP32 sharded weights + FP32 gradients + Adam
     moments for FSDP/torchtitan (4 + 4 + 8). FP8 runs store the weights as the stack does
     (BF16 plus a cached FP8 copy for Transformer Engine, FP8 only with NeMo's ``fp8_params``,
-    unchanged for torchao, which casts on the fly).
+    unchanged for torchao, which casts on the fly). ``shard``: the ranks the states are
+    sharded over (default the plan's DP x CP shard group).
     """
-    shard = _shard(plan)
+    shard = shard or _shard(plan)
     fp8 = plan.precision == "fp8"
     weight_bytes = stack.fp8_weight_bytes + stack.fp8_copy_bytes if fp8 else stack.weight_bytes
     weights = weight_bytes * params / (shard if plan.zero_stage >= 3 else 1)
@@ -241,7 +253,14 @@ def memory_per_gpu(
 ) -> MemoryBreakdown:
     """Peak memory of the first pipeline stage's GPUs (most activations in flight)."""
     params = stage_params(arch, plan, stages[0], first=True)
-    weights, grads, optimizer = _model_state_bytes(params, plan, stack)
+    # Expert states are sharded over the expert-data-parallel group (the ranks holding the
+    # same experts, DP x CP / EP), as Megatron-Core's distributed optimizer shards each
+    # parameter buffer over the group that reduces it.
+    expert = stage_expert_params(arch, plan, stages[0])
+    dense_state = _model_state_bytes(params - expert, plan, stack)
+    expert_shard = max(1, _shard(plan) // plan.layout.ep)
+    expert_state = _model_state_bytes(expert, plan, stack, expert_shard)
+    weights, grads, optimizer = (d + e for d, e in zip(dense_state, expert_state, strict=True))
     if plan.zero_stage >= 3 and plan.layout.pp > 1:  # a stage's weights stay gathered for the step
         weights += BF16_BYTES * params
     if deferred_fsdp_reduce(plan, stack):  # unsharded accumulator in the reduce dtype

@@ -39,6 +39,7 @@ from clusterforge.perf.memory import (
     MemoryBreakdown,
     deferred_fsdp_reduce,
     memory_per_gpu,
+    stage_expert_params,
     stage_params,
 )
 from clusterforge.perf.offload import offload_s
@@ -274,7 +275,17 @@ def _dp_s(
     if plan.zero_stage == 3 and plan.layout.pp == 1 and plan.layout.dp * plan.layout.cp > 1:
         return zero3_exposed_s(arch, plan, comm, stack, times, layers=layers, num_micro=num_micro)
     params = stage_params(arch, plan, layers, first=True)
-    return dp_exposed_s(plan, params, comm, stack, first.forward_s, first.backward_s, num_micro)
+    expert = stage_expert_params(arch, plan, layers)
+    return dp_exposed_s(
+        plan,
+        params,
+        comm,
+        stack,
+        first.forward_s,
+        first.backward_s,
+        num_micro,
+        expert_params=expert,
+    )
 
 
 def _optimizer_s(

@@ -91,6 +91,8 @@ def _shape_args(arch: ModelArch, seq_length: int) -> list[str]:
         args.append("--disable-bias-linear")
     if arch.num_kv_heads is not None and arch.num_kv_heads != arch.num_heads:
         args += ["--group-query-attention", f"--num-query-groups={arch.num_kv_heads}"]
+    if arch.head_dim is not None:  # Megatron-LM's name for the width of one head
+        args.append(f"--kv-channels={arch.head_dim}")
     if arch.gated_mlp:
         args.append("--swiglu")
     if not arch.tied_embeddings:

@@ -1,0 +1,100 @@
+"""Mixture-of-experts mechanisms of the step model: what expert parallelism moves and where."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from clusterforge.job import JobLayout
+from clusterforge.perf import ParallelPlan, predict_step
+from clusterforge.perf.exposure import dp_exposed_s
+from clusterforge.perf.memory import (
+    activation_bytes_per_layer,
+    memory_per_gpu,
+    stage_expert_params,
+    stage_params,
+)
+from clusterforge.perf.parallel import rank_groups
+from clusterforge.perf.stack import stack_named
+
+NOT_OVERLAPPED = replace(stack_named("megatron-bridge"), dp_overlap=False)
+
+
+def _plan(dp: int, ep: int) -> ParallelPlan:
+    return ParallelPlan(
+        JobLayout(tp=1, pp=1, dp=dp, ep=ep),
+        global_batch=dp,
+        micro_batch=1,
+        seq_length=4096,
+        sequence_parallel=False,
+        recompute="full",
+        zero_stage=1,
+    )
+
+
+def test_expert_gradients_reduce_over_the_expert_data_parallel_group(models, h100_comm) -> None:
+    # Megatron-Core reduces and gathers expert parameters over the expert-data-parallel group
+    # (the ranks holding the same experts), dense ones over DP x CP. With EP 8 inside each
+    # node, that group has one GPU per node: its traffic crosses one NIC, not eight.
+    arch, plan = models["gpt-oss-120b"], _plan(dp=64, ep=8)
+    total = stage_params(arch, plan, arch.num_layers, first=True)
+    expert = stage_expert_params(arch, plan, arch.num_layers)
+    assert 0 < expert < total
+    got = dp_exposed_s(plan, total, h100_comm, NOT_OVERLAPPED, 0.0, 0.0, 1, expert_params=expert)
+    grads, weights = NOT_OVERLAPPED.grad_reduce_bytes, 2.0
+    dense_groups, expert_groups = rank_groups(plan, "dpcp"), rank_groups(plan, "edp")
+    want = sum(
+        h100_comm.collective_time_s(c, (total - expert) * b, dense_groups)
+        + h100_comm.collective_time_s(c, expert * b, expert_groups)
+        for c, b in (("reduce_scatter", grads), ("all_gather", weights))
+    )
+    assert got == pytest.approx(want)
+    everything_over_dp = dp_exposed_s(plan, total, h100_comm, NOT_OVERLAPPED, 0.0, 0.0, 1)
+    assert got > 1.5 * everything_over_dp
+
+
+def test_with_ep_equal_to_dp_expert_gradients_stay_on_their_gpu(models, h100, h100_comm) -> None:
+    arch, plan = models["gpt-oss-120b"], _plan(dp=64, ep=64)
+    step = predict_step(arch, plan, h100, h100_comm, 8, NOT_OVERLAPPED)
+    dense = stage_params(arch, plan, arch.num_layers, first=True) - stage_expert_params(
+        arch, plan, arch.num_layers
+    )
+    groups = rank_groups(plan, "dpcp")
+    want = h100_comm.collective_time_s(
+        "reduce_scatter", dense * NOT_OVERLAPPED.grad_reduce_bytes, groups
+    ) + h100_comm.collective_time_s("all_gather", dense * 2.0, groups)
+    assert step.breakdown.dp_comm_s == pytest.approx(want)
+
+
+def test_the_distributed_optimizer_shards_expert_states_over_the_expert_data_parallel_group(
+    models,
+) -> None:
+    # Megatron-Core's distributed optimizer shards each buffer over the group that reduces
+    # it: dense states over DP x CP (64 here), expert states over DP x CP / EP (8 here).
+    arch, plan = models["gpt-oss-120b"], _plan(dp=64, ep=8)
+    stack = stack_named("megatron-bridge")
+    layers = (arch.num_layers,)
+    total = stage_params(arch, plan, arch.num_layers, first=True)
+    expert = stage_expert_params(arch, plan, arch.num_layers)
+    state = memory_per_gpu(arch, plan, layers, stack).optimizer_gib * 2**30
+    assert state == pytest.approx(stack.optimizer_bytes * ((total - expert) / 64 + expert / 8))
+
+
+def test_a_moe_layer_keeps_its_dispatched_token_copies_for_the_expert_weight_gradients(
+    models,
+) -> None:
+    # The experts' first GEMM reads the top-k permuted copies of each token (Megatron-Core
+    # permutes before the grouped GEMM); the backward needs that input for the weight
+    # gradient, so a layer keeps top_k x h BF16 values per token beyond a dense layer's.
+    moe = models["gpt-oss-120b"]
+    plan = _plan(dp=8, ep=8).with_(micro_batch=2, recompute="none")
+    stack = stack_named("megatron-bridge")
+    dense = moe.model_copy(update={"num_experts": 1, "top_k": 1})
+    tokens = plan.micro_batch * plan.seq_length
+    extra = activation_bytes_per_layer(moe, plan, stack) - activation_bytes_per_layer(
+        dense, plan, stack
+    )
+    # top-k MLP internals (already modelled) plus the top-k dispatched copies of the input
+    mlp = (4.0 + 2.0) * moe.ffn_hidden_size * (moe.top_k - 1) * tokens
+    assert extra == pytest.approx(mlp + 2.0 * moe.top_k * moe.hidden_size * tokens)

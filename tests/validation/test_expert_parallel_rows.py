@@ -1,0 +1,71 @@
+"""Expert parallelism in the validation run schema (``ep`` and ``etp`` of a run row).
+
+A run row may state its expert-parallel degree (``ep``, default 1); the loader puts it on the
+run's job layout, so the performance model shards the experts and adds the EP all-to-all.
+Bad values fail with an error that names the file, the row, the field and the fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from clusterforge.errors import PlanError
+from validation.runs import _run
+
+MOE_ROW: dict[str, Any] = {
+    "name": "moe-row",
+    "set": "development",
+    "source": "test",
+    "stack": "megatron-bridge",
+    "model": "mixtral-8x7b",
+    "node": "dgx-h100",
+    "network": {"fabric": "infiniband", "topology": "rail-optimized"},
+    "metric": "tokens_per_s_per_gpu",
+    "recompute": ["selective"],
+    "num_gpus": 64,
+    "global_batch": 256,
+    "seq_length": 4096,
+    "zero_stage": 1,
+    "tp": 1,
+    "pp": 1,
+    "cp": 1,
+    "published": 1000.0,
+}
+
+
+def test_a_row_without_ep_runs_without_expert_parallelism() -> None:
+    assert _run("f.toml", MOE_ROW).base.layout.ep == 1
+
+
+def test_the_stated_ep_is_on_the_run_layout_and_its_candidates() -> None:
+    run = _run("f.toml", {**MOE_ROW, "ep": 8})
+    assert run.base.layout.ep == 8
+    assert run.base.layout.dp == 64
+
+
+def test_etp_equal_to_tp_is_accepted() -> None:
+    assert _run("f.toml", {**MOE_ROW, "tp": 2, "ep": 8, "etp": 2}).base.layout.ep == 8
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        ({"ep": 0}, ["moe-row", "ep = 0", "at least 1"]),
+        ({"ep": 2.5}, ["moe-row", "ep = 2.5", "whole number"]),
+        ({"ep": 8, "num_gpus": 4}, ["moe-row", "expert_parallel = 8", "DP x CP = 4"]),
+        ({"ep": 3, "num_gpus": 24, "global_batch": 24}, ["moe-row", "ep = 3", "8 experts"]),
+        ({"ep": 2, "model": "llama3-8b"}, ["moe-row", "ep = 2", "MoE"]),
+        ({"ep": 8, "tp": 2, "etp": 1}, ["moe-row", "etp = 1", "tp = 2"]),
+    ],
+)
+def test_a_bad_expert_parallel_value_names_the_row_and_field(
+    changes: dict[str, Any], words: list[str]
+) -> None:
+    with pytest.raises(PlanError) as err:
+        _run("f.toml", {**MOE_ROW, **changes})
+    message = str(err.value)
+    assert "f.toml" in message
+    for word in words:
+        assert word in message, (word, message)
