@@ -93,11 +93,12 @@ VP_RAMP = (
     "MiB (all-reduce 240 GB/s at 256 MiB between 275 and 291) where the model is monotonic"
 )
 VP_CHAIN_PLATEAU = (
-    "broadcast/reduce on 4 nodes x 8 H100 (Voltage Park) from 1 GiB up: the chain pipeline "
+    "broadcast/reduce on 4 nodes x 8 H100 (Voltage Park) from 512 MiB up: the chain pipeline "
     "is simulated at 335-358 GB/s where 239-279 were measured (all-reduce and all-gather of "
     "the same run are within 5-11 % at those sizes); the measured single-root pipeline stays "
     "below the ring's rate, which the simulator's chain does not reproduce"
 )
+SIZES_1M_256M = ("1m", "2m", "4m", "8m", "16m", "32m", "64m", "128m", "256m")
 KNOWN_GAPS |= {
     **dict.fromkeys([f"pub-tg-fa-b200-{n}n-ar-collnetchain-32g" for n in (2, 8, 32)], SHARP_RATE),
     **dict.fromkeys(
@@ -110,14 +111,15 @@ KNOWN_GAPS |= {
     ),
     **dict.fromkeys([f"pub-tg-ss-b200-{n}n-ar-nvlstree-16g" for n in (8, 32)], NVLSTREE_SCALING),
     **dict.fromkeys(
-        ["pub-vp-h100-4n-ar-4m", "pub-vp-h100-4n-ar-16m", "pub-vp-h100-4n-ar-256m"]
-        + [f"pub-vp-h100-4n-ag-{s}" for s in ("1m", "4m", "16m", "64m", "256m")]
-        + [f"pub-vp-h100-4n-{c}-{s}" for c in ("bc", "rd") for s in ("1m", "4m", "16m", "64m")]
-        + ["pub-vp-h100-4n-bc-256m"],
+        [f"pub-vp-h100-4n-ar-{s}" for s in ("2m", "4m", "8m", "16m", "256m", "512m")]
+        + [f"pub-vp-h100-4n-ag-{s}" for s in SIZES_1M_256M]
+        + [f"pub-vp-h100-4n-bc-{s}" for s in SIZES_1M_256M]
+        + [f"pub-vp-h100-4n-rd-{s}" for s in SIZES_1M_256M[:-1]],
         VP_RAMP,
     ),
     **dict.fromkeys(
-        [f"pub-vp-h100-4n-{c}-{s}" for c in ("bc", "rd") for s in ("1g", "4g")], VP_CHAIN_PLATEAU
+        [f"pub-vp-h100-4n-{c}-{s}" for c in ("bc", "rd") for s in ("512m", "1g", "2g", "4g", "8g")],
+        VP_CHAIN_PLATEAU,
     ),
 }
 
