@@ -12,6 +12,7 @@ from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan
 from clusterforge.perf.compute import layer_times, overlapped_s
 from clusterforge.perf.exposure import layer_comm
+from clusterforge.perf.memory import context_parallel_working_bytes, memory_per_gpu
 from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.stack import stack_named
 
@@ -167,3 +168,21 @@ def test_pytorch_context_parallelism_merges_each_step_in_fp32() -> None:
     _, _, fused, _ = _torch_setup(4, 0.0, replace(TORCHTITAN, fused_elementwise=True))
     _, _, eager, _ = _torch_setup(4, 0.0, replace(TORCHTITAN, fused_elementwise=False))
     assert eager.attention_forward_s > fused.attention_forward_s
+
+
+def test_pytorch_context_parallelism_holds_the_gathered_kv_and_fp32_gradient_sums() -> None:
+    """The peak of one layer's backward under PyTorch's context parallelism adds every
+    rank's K, V (all heads) and the FP32 dQ, dK, dV sums and dK, dV buffers in flight:
+    for Llama 3 8B at 128K tokens over CP 4, 4 x 0.5 GiB of gathered BF16 K, V alone."""
+    arch, plan, _, _ = _torch_setup(4, 0.0)
+    te = replace(TORCHTITAN, context_parallel="te")
+    stages = (arch.num_layers,)
+    torch_gib = memory_per_gpu(arch, plan, stages, TORCHTITAN).activations_gib
+    te_gib = memory_per_gpu(arch, plan, stages, te).activations_gib
+    local_kv = 2 * 32768 * arch.hidden_size * 2  # K and V of 32K tokens, all heads, BF16
+    assert local_kv / 2**30 == pytest.approx(0.5)
+    extra = (torch_gib - te_gib) * 2**30
+    assert extra > 4 * local_kv
+    assert extra == pytest.approx(context_parallel_working_bytes(arch, plan, TORCHTITAN))
+    _, one, _, _ = _torch_setup(1, 0.0)
+    assert context_parallel_working_bytes(arch, one, TORCHTITAN) == 0.0
