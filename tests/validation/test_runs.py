@@ -51,8 +51,12 @@ FSDP_SMALL = (
     "is modelled"
 )
 LONG_CONTEXT = (
-    "context parallelism at 32K-256K tokens (torchtitan, full recomputation): 26-63 % "
-    "optimistic (issue 24: long context with context parallelism)"
+    "torchtitan's context parallelism at 128K tokens (PyTorch's experimental "
+    "context_parallel, full recomputation, H100 96GB at 500 W): 28-47 % optimistic with its "
+    "all-gather behind the first step, FP32 merges and dK/dV passes and repeated K/V heads "
+    "modelled; the same runs without CP at 32K are 13-20 % optimistic, so about 6-30 % is "
+    "left to CP itself (cause not found: not the kernel, which is FlashAttention-2 on the "
+    "same per-call shapes as without CP)"
 )
 SMALL_TP_FSDP = (
     "Llama 3 8B split 8 ways by TP (vanilla, not overlapped) under FSDP 8: 37-38 % optimistic; "
