@@ -208,7 +208,8 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
 # ``out - block_out`` (4 + 4 + 4), ``sigmoid(...) * (...)`` (4 + 4), ``out - ...``
 # (4 + 4 + 4) = 38, which a compiled block (Inductor) fuses into one pass, read the FP32
 # output and the BF16 block output, write the FP32 output (4 + 2 + 4 = 10); the final cast
-# back to BF16 (4 + 2).
+# back to BF16 (4 + 2). Counted for the last CP rank, whose every later step merges its
+# whole output (the others merge half of it on some steps and copy the rest, ~27 B eager).
 TORCH_CP_MERGE_BYTES = {"eager": 38.0, "fused": 10.0}
 TORCH_CP_CAST_BYTES = 6.0
 # Backward, per step and element of dQ and of dK, dV: each step's BF16 gradient added to
