@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from clusterforge.catalog import load_catalog
 from clusterforge.job import JobLayout
 from clusterforge.perf.compute import layer_times
@@ -78,3 +80,19 @@ def test_xentropy_loss_moves_fewer_bytes_than_the_te_kernels_and_the_fp32_chain(
         return sum(logits_times(arch, PLAN, perf, replace(fsdp, cross_entropy=kernel)))
 
     assert loss_s("xentropy") < loss_s("te") < 0.75 * loss_s("unfused")
+
+
+def test_torchtitan_runs_pytorch_sdpa_flash_attention_at_its_measured_rate(models) -> None:
+    """torchtitan's attention is SDPA's in-tree FlashAttention-2 (cuDNN is opt-in in the
+    PyTorch of its Dec 2024 runs, and its CP allows only flash and efficient attention):
+    measured at 329.5 TFLOP/s forward on H100, below the FlashAttention-2 estimate
+    (0.44 x 794.5 = 350), with FlashAttention-2's backward ratio; GPUs without a
+    measurement keep the FlashAttention-2 estimate."""
+    assert stack_named("torchtitan").attention == "sdpa_flash"
+    flash = _attention_s("h100-sxm", "flash", models)
+    sdpa = _attention_s("h100-sxm", "sdpa_flash", models)
+    estimate = 0.44 * 794.5
+    assert sdpa / flash == pytest.approx(estimate / 329.5, rel=0.01)
+    assert _attention_s("a100-80gb", "sdpa_flash", models) == _attention_s(
+        "a100-80gb", "flash", models
+    )

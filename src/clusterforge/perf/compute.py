@@ -104,6 +104,8 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
     Hopper and later (``get_attention_backend``: "Disabling FlashAttention to give
     FusedAttention preference on Hopper+", TE >= 1.8), runs at its measured rate where
     ``data/efficiency.toml`` has one for the GPU, else at the FlashAttention-2 estimate.
+    PyTorch SDPA's in-tree FlashAttention-2 build runs its forward at its measured rate where
+    the table has one (``[[sdpa_flash_attention]]``), with FlashAttention-2's backward ratio.
     """
     c = load_constants()
     bf16 = perf.at_bf16().matmul_tflops
@@ -114,6 +116,10 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
                 return flash
             forward, backward = c.cudnn_attention_tflops[perf.gpu_id]
             return forward * perf.attention_scale, FLASH_BACKWARD_WORK_RATIO * forward / backward
+        case "sdpa_flash":
+            if perf.gpu_id not in c.sdpa_flash_tflops:
+                return flash
+            return c.sdpa_flash_tflops[perf.gpu_id] * perf.attention_scale, flash[1]
         case "triton":
             forward_tflops, ratio = flash
             return (

@@ -55,6 +55,7 @@ class PerfConstants:
     gemm_split_k_min: float
     mamf_tflops: dict[tuple[str, str], float]
     cudnn_attention_tflops: dict[str, tuple[float, float]]
+    sdpa_flash_tflops: dict[str, float]
 
 
 @cache
@@ -71,9 +72,12 @@ def load_constants() -> PerfConstants:
         row["gpu"]: (float(row["forward_tflops"]), float(row["backward_tflops"]))
         for row in raw.get("cudnn_attention", [])
     }
+    sdpa = {row["gpu"]: float(row["forward_tflops"]) for row in raw.get("sdpa_flash_attention", [])}
     tagged = read_constants("clusterforge.perf", "efficiency.toml", section="constants")
     scalars = {name: tagged.number(name) for name in tagged}
-    return PerfConstants(mamf_tflops=mamf, cudnn_attention_tflops=cudnn, **scalars)
+    return PerfConstants(
+        mamf_tflops=mamf, cudnn_attention_tflops=cudnn, sdpa_flash_tflops=sdpa, **scalars
+    )
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,8 @@ Each named stack states the defaults of that framework with their source:
     rotation (torchtitan ``experimental.context_parallel_rotate_method = "allgather"``,
     ``torchtitan/config_manager.py`` at 9dec370, Dec 2024), under
     ``sdpa_kernel([FLASH_ATTENTION, EFFICIENT_ATTENTION])`` ("currently we only support these
-    two SDP backends", ``torchtitan/utils.py`` ``get_train_context``): FlashAttention-2, not
-    cuDNN; K, V are repeated to all query heads before the attention (``repeat_kv`` in
+    two SDP backends", ``torchtitan/utils.py`` ``get_train_context``): SDPA's FlashAttention-2,
+    not cuDNN, which SDPA does not pick on its own either (cuDNN opt-in since PyTorch 2.5.1); K, V are repeated to all query heads before the attention (``repeat_kv`` in
     ``torchtitan/models/llama/model.py``).
 
 Pipeline schedule: every stack above defaults to the non-interleaved 1F1B schedule
@@ -92,11 +92,14 @@ StackName = Literal[
 STACK_NAMES: tuple[StackName, ...] = get_args(StackName)
 Fp8Scaling = Literal["delayed", "dynamic"]
 # ``flash``: FlashAttention-2 (CUDA); ``cudnn``: cuDNN fused flash attention (Transformer
-# Engine on Hopper+); ``triton``: the Triton FlashAttention of HazyResearch
+# Engine on Hopper+); ``sdpa_flash``: PyTorch SDPA's in-tree FlashAttention-2 build (the
+# flash backend of ``F.scaled_dot_product_attention``, first in SDPA's order on H100 since
+# PyTorch 2.5.1 made cuDNN opt-in, pytorch#138522); ``triton``: the Triton FlashAttention of
+# HazyResearch
 # ``flash_attn/flash_attn_triton.py``, which LLM Foundry <= 0.3 vendors for MPT's
 # ``attn_impl: triton`` (``llmfoundry/models/layers/flash_attn_triton.py``); ``unfused``:
 # explicit score GEMM, fused softmax and context GEMM.
-AttentionKernel = Literal["flash", "cudnn", "triton", "unfused"]
+AttentionKernel = Literal["flash", "sdpa_flash", "cudnn", "triton", "unfused"]
 # ``te``: Transformer Engine's context parallelism (``AttnFuncWithCPAndKVP2P``: K, V passed
 # around a ring step by step, or gathered on the critical path when ``cp_overlap`` is off);
 # ``torch``: PyTorch's experimental ``context_parallel``
@@ -284,6 +287,7 @@ def stack_named(name: StackName) -> Stack:
                 name,
                 fp8_all_gather=True,
                 fsdp_copy_out=True,
+                attention="sdpa_flash",
                 context_parallel="torch",
                 kv_heads_expanded=True,
                 selective_recompute="every_other_matmul",
