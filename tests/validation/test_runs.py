@@ -51,12 +51,12 @@ FSDP_SMALL = (
     "is modelled"
 )
 LONG_CONTEXT = (
-    "torchtitan's context parallelism at 128K tokens (PyTorch's experimental "
-    "context_parallel, full recomputation, H100 96GB at 500 W): 28-47 % optimistic with its "
-    "all-gather behind the first step, FP32 merges and dK/dV passes and repeated K/V heads "
-    "modelled; the same runs without CP at 32K are 13-20 % optimistic, so about 6-30 % is "
-    "left to CP itself (cause not found: not the kernel, which is FlashAttention-2 on the "
-    "same per-call shapes as without CP)"
+    "torchtitan's context parallelism, Llama 3.1 8B at 128K tokens over CP 4 in one node "
+    "(PyTorch's experimental context_parallel, full recomputation, H100 96GB at 500 W): 40 % "
+    "optimistic with its all-gather behind the first step, FP32 merges and dK/dV passes, "
+    "repeated K/V heads and SDPA's FlashAttention-2 rate modelled; the same run without CP at "
+    "32K is 9 % optimistic, so about 28 % is left to CP itself (cause not found: the SDPA "
+    "calls have the same shapes as without CP, and the K/V traffic stays on NVLink)"
 )
 SMALL_TP_FSDP = (
     "Llama 3 8B split 8 ways by TP (vanilla, not overlapped) under FSDP 8: 37-38 % optimistic; "
@@ -79,7 +79,6 @@ KNOWN_GAPS = {
     # Development rows of the sources added in Dec 2026 (validation/pub_*.toml): the gaps
     # issue 24 describes, measured here on development rows only.
     "pub-tt-h100-8b-128k-fsdp2-cp4": LONG_CONTEXT,
-    "pub-tt-h100-405b-128k-fsdp2-cp4": LONG_CONTEXT,
     "pub-tt-h100-405b-512gpu-3d-1f1b": (
         "FSDP 8 x TP 8 x PP 8, 32 micro-batches of one sequence: measured 100 tokens/s/GPU, "
         "predicted 86 % more; candidates: FSDP gathers and reduce-scatters per micro-batch "
