@@ -132,25 +132,6 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
             assert_never(stack.attention)
 
 
-def _attention_calls(plan: ParallelPlan, stack: Stack) -> int:
-    """Fused-attention kernel calls per layer and micro-batch: one, or one per ring step
-    (context parallelism with K, V passed step by step or gathered behind the first step)."""
-    gathered = stack.context_parallel == "te" and not stack.cp_overlap
-    return 1 if plan.layout.cp == 1 or gathered else plan.layout.cp
-
-
-def _causal_share(plan: ParallelPlan, stack: Stack) -> float:
-    """Share of a rank's causal attention work that runs under a causal mask.
-
-    Without context parallelism (and with Llama 3's all-gather variant, one masked call on
-    the gathered K, V) all of it. A ring of ``cp`` steps over load-balanced chunks masks only
-    its first step, the rank's own chunks (``1 / cp`` of its work); every later step pairs
-    whole chunks that need no mask (Transformer Engine ``AttnFuncWithCPAndKVP2P``, PyTorch
-    ``_templated_ring_attention``: ``is_causal`` only at step 0).
-    """
-    return 1.0 / _attention_calls(plan, stack)
-
-
 def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> float:
     """Forward time of the attention core (Q K^T, softmax, P V) for one layer, in BF16.
 
@@ -167,9 +148,7 @@ def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
         # Causal flash attention skips the masked half of the score blocks.
         flops = 4.0 * plan.micro_batch * heads * head_dim * queries * keys * 0.5
         rate = _fused_attention_rates(stack, perf)[0] * 1e12
-        masked = _causal_share(plan, stack)
-        slowdown = masked / c.causal_attention_rate_ratio + (1.0 - masked)
-        return flops * slowdown / rate + _attention_calls(plan, stack) * c.kernel_overhead_s
+        return flops / rate + c.kernel_overhead_s
     batch = plan.micro_batch * heads
     scores = gemm_time_s(queries, keys, head_dim, perf, batch=batch)
     context = gemm_time_s(queries, head_dim, keys, perf, batch=batch)

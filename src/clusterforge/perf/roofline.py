@@ -46,7 +46,6 @@ class PerfConstants:
     gemm_efficiency_of_mamf: float
     flash_attention_efficiency_of_mamf: float
     flash_attention_backward_ratio: float
-    causal_attention_rate_ratio: float
     hbm_efficiency: float
     kernel_overhead_s: float
     overlap_interference: float
