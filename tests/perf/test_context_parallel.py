@@ -12,6 +12,7 @@ from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan
 from clusterforge.perf.compute import layer_times, overlapped_s
 from clusterforge.perf.exposure import layer_comm
+from clusterforge.perf.memory import context_parallel_working_bytes, memory_per_gpu
 from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.stack import stack_named
 
@@ -94,3 +95,94 @@ def test_all_gather_context_parallelism_gathers_everything_before_the_attention(
     full = _kv_bytes(arch, plan)
     assert {a[0] for a in fabric.asked} == {"all_gather", "reduce_scatter"}
     assert exposed == pytest.approx(3 * 0.001 * full / 2**30)
+
+
+TORCHTITAN = stack_named("torchtitan")
+
+
+def _torch_setup(cp: int, seconds_per_gib: float, stack=TORCHTITAN):
+    arch = load_catalog().models["llama3-8b"]
+    plan = ParallelPlan(
+        JobLayout(dp=2, cp=cp),
+        global_batch=16,
+        micro_batch=1,
+        seq_length=131072,
+        sequence_parallel=False,
+        recompute="none",
+        zero_stage=3,
+    )
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
+    times = layer_times(arch, plan, perf, stack)
+    return arch, plan, times, StepFabric(seconds_per_gib, [])
+
+
+def test_torchtitan_runs_pytorch_context_parallelism_on_repeated_kv_heads() -> None:
+    """torchtitan: PyTorch's experimental context_parallel, on K, V repeated to every query
+    head (``repeat_kv`` before SDPA); Megatron-based stacks keep Transformer Engine's ring."""
+    assert TORCHTITAN.context_parallel == "torch"
+    assert TORCHTITAN.kv_heads_expanded
+    assert NEMO.context_parallel == "te"
+    assert not NEMO.kv_heads_expanded
+
+
+@pytest.mark.parametrize("seconds_per_gib", [0.001, 1.0])
+def test_pytorch_context_parallelism_gathers_kv_once_behind_the_first_step(
+    seconds_per_gib,
+) -> None:
+    """Forward: one all-gather of every rank's K, V (all heads: 4x the grouped bytes of
+    Llama 3 8B) hidden behind the first of cp steps only. Backward: the same all-gather,
+    then cp FP32 dK, dV passes to the next rank (twice the BF16 bytes of one rank's K, V),
+    each behind the next step's backward, the last one exposed."""
+    arch, plan, times, fabric = _torch_setup(4, seconds_per_gib)
+    exposed = layer_comm(arch, plan, times, fabric, TORCHTITAN, 8).cp_s
+    expanded = _kv_bytes(arch, plan) * arch.num_heads / arch.num_kv_heads
+    assert ("all_gather", expanded, 4) in fabric.asked
+    grads = 2 * expanded / 4
+    assert ("sendrecv", grads, 4) in fabric.asked
+    gather_s = seconds_per_gib * expanded / 2**30
+    grads_s = seconds_per_gib * grads / 2**30
+    step_bwd = times.attention_backward_s / 4
+    expected = (
+        overlapped_s(gather_s, times.attention_forward_s / 4)
+        + overlapped_s(gather_s, step_bwd)
+        + 3 * overlapped_s(grads_s, step_bwd)
+        + grads_s
+    )
+    assert exposed == pytest.approx(expected)
+
+
+def test_pytorch_context_parallelism_merges_each_step_in_fp32() -> None:
+    """Each SDPA call's output is merged in FP32 and each backward call's gradients are
+    accumulated in FP32: memory-bound passes the attention of Transformer Engine's ring
+    (merged inside its kernels' epilogue) does not pay; more steps, more passes; eager
+    (one kernel per op) moves more than a compiled block."""
+    te = replace(TORCHTITAN, context_parallel="te")
+    for cp in (2, 4):
+        _, _, torch_times, _ = _torch_setup(cp, 0.0)
+        _, _, te_times, _ = _torch_setup(cp, 0.0, te)
+        assert torch_times.attention_forward_s > te_times.attention_forward_s
+        assert torch_times.attention_backward_s > te_times.attention_backward_s
+    _, _, one, _ = _torch_setup(1, 0.0)
+    _, _, one_te, _ = _torch_setup(1, 0.0, te)
+    assert one.attention_forward_s == one_te.attention_forward_s
+    _, _, fused, _ = _torch_setup(4, 0.0, replace(TORCHTITAN, fused_elementwise=True))
+    _, _, eager, _ = _torch_setup(4, 0.0, replace(TORCHTITAN, fused_elementwise=False))
+    assert eager.attention_forward_s > fused.attention_forward_s
+
+
+def test_pytorch_context_parallelism_holds_the_gathered_kv_and_fp32_gradient_sums() -> None:
+    """The peak of one layer's backward under PyTorch's context parallelism adds every
+    rank's K, V (all heads) and the FP32 dQ, dK, dV sums and dK, dV buffers in flight:
+    for Llama 3 8B at 128K tokens over CP 4, 4 x 0.5 GiB of gathered BF16 K, V alone."""
+    arch, plan, _, _ = _torch_setup(4, 0.0)
+    te = replace(TORCHTITAN, context_parallel="te")
+    stages = (arch.num_layers,)
+    torch_gib = memory_per_gpu(arch, plan, stages, TORCHTITAN).activations_gib
+    te_gib = memory_per_gpu(arch, plan, stages, te).activations_gib
+    local_kv = 2 * 32768 * arch.hidden_size * 2  # K and V of 32K tokens, all heads, BF16
+    assert local_kv / 2**30 == pytest.approx(0.5)
+    extra = (torch_gib - te_gib) * 2**30
+    assert extra > 4 * local_kv
+    assert extra == pytest.approx(context_parallel_working_bytes(arch, plan, TORCHTITAN))
+    _, one, _, _ = _torch_setup(1, 0.0)
+    assert context_parallel_working_bytes(arch, one, TORCHTITAN) == 0.0

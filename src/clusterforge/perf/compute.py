@@ -107,6 +107,8 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
     Hopper and later (``get_attention_backend``: "Disabling FlashAttention to give
     FusedAttention preference on Hopper+", TE >= 1.8), runs at its measured rate where
     ``data/efficiency.toml`` has one for the GPU, else at the FlashAttention-2 estimate.
+    PyTorch SDPA's in-tree FlashAttention-2 build runs its forward at its measured rate where
+    the table has one (``[[sdpa_flash_attention]]``), with FlashAttention-2's backward ratio.
     """
     c = load_constants()
     bf16 = perf.at_bf16().matmul_tflops
@@ -120,6 +122,10 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
                 return flash
             forward, backward = c.cudnn_attention_tflops[perf.gpu_id]
             return forward * perf.attention_scale, FLASH_BACKWARD_WORK_RATIO * forward / backward
+        case "sdpa_flash":
+            if perf.gpu_id not in c.sdpa_flash_tflops:
+                return flash
+            return c.sdpa_flash_tflops[perf.gpu_id] * perf.attention_scale, flash[1]
         case "triton":
             forward_tflops, ratio = flash
             return (
@@ -205,6 +211,55 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     return per_token * _tokens(plan)
 
 
+# PyTorch's experimental context parallelism (``Stack.context_parallel`` "torch";
+# ``torch/distributed/tensor/experimental/_attention.py``, PyTorch 2.6) around its per-step
+# SDPA calls, bytes per element moved, [D] by counting the reads and writes of each op.
+# Forward, per element of the local attention output: the first step's output cast to FP32
+# (2 + 4); each later step's ``_SDPAMerger._merge_one`` in eager: cast (2 + 4),
+# ``out - block_out`` (4 + 4 + 4), ``sigmoid(...) * (...)`` (4 + 4), ``out - ...``
+# (4 + 4 + 4) = 38, which a compiled block (Inductor) fuses into one pass, read the FP32
+# output and the BF16 block output, write the FP32 output (4 + 2 + 4 = 10); the final cast
+# back to BF16 (4 + 2). Counted for the last CP rank, whose every later step merges its
+# whole output (the others merge half of it on some steps and copy the rest, ~27 B eager).
+TORCH_CP_MERGE_BYTES = {"eager": 38.0, "fused": 10.0}
+TORCH_CP_CAST_BYTES = 6.0
+# Backward, per step and element of dQ and of dK, dV: each step's BF16 gradient added to
+# its FP32 sum (4 + 2 + 4); the FP32 dK, dV copied into one buffer for the next rank
+# (``torch.cat``, 4 + 4); per attention call, the FP32 sums zeroed (4) and cast back to
+# BF16 (4 + 2) at the end.
+TORCH_CP_ACCUMULATE_BYTES = 10.0
+TORCH_CP_PACK_BYTES = 8.0
+TORCH_CP_ZERO_AND_CAST_BYTES = 10.0
+# Per call and element of K and V: ``key.contiguous()``, ``value.contiguous()`` (2 + 2) and
+# one ``torch.cat`` of K and V for the all-gather (2 + 2).
+TORCH_CP_KV_COPY_BYTES = 8.0
+
+
+def _torch_cp_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[float, float]:
+    """(forward, backward) HBM bytes of PyTorch's context-parallel merges for one layer.
+
+    ``cp`` SDPA calls per attention (``_templated_ring_attention``) whose outputs are merged
+    one by one in FP32 through their log-sum-exp (``cp - 1`` merges), and ``cp`` backward
+    calls whose dQ, dK, dV are accumulated in FP32 (:data:`TORCH_CP_MERGE_BYTES` and the
+    constants after it). Zero for other stacks and without context parallelism.
+    """
+    cp = plan.layout.cp
+    if cp == 1 or stack.context_parallel != "torch":
+        return 0.0, 0.0
+    tokens = _tokens(plan)
+    q_elements = tokens * arch.hidden_size / plan.layout.tp
+    heads = arch.num_heads if stack.kv_heads_expanded else kv_heads(arch)
+    kv_elements = 2 * tokens * arch.hidden_size * heads / arch.num_heads / plan.layout.tp
+    merge = TORCH_CP_MERGE_BYTES["fused" if stack.fused_elementwise else "eager"]
+    forward = q_elements * (2 * TORCH_CP_CAST_BYTES + (cp - 1) * merge)
+    forward += kv_elements * TORCH_CP_KV_COPY_BYTES
+    per_step = (q_elements + kv_elements) * TORCH_CP_ACCUMULATE_BYTES
+    per_step += kv_elements * TORCH_CP_PACK_BYTES
+    backward = cp * per_step + (q_elements + kv_elements) * TORCH_CP_ZERO_AND_CAST_BYTES
+    backward += kv_elements * TORCH_CP_KV_COPY_BYTES
+    return forward, backward
+
+
 ELEMENTWISE_KERNELS_PER_LAYER = 8
 # PyTorch eager, bytes per element moved by the unfused op chains that a fused kernel
 # (Megatron/Transformer Engine, Apex, or torch.compile/Inductor) does in one read and one
@@ -242,11 +297,16 @@ ELEMENTWISE_BACKWARD_RATIO = 2.0  # read saved input + incoming grad, write grad
 def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> LayerTimes:
     """Forward, backward and recomputation time of one layer for one micro-batch.
 
-    FP8 runs add the cast/transpose passes of :func:`~clusterforge.perf.fp8.fp8_layer_bytes`.
+    FP8 runs add the cast/transpose passes of :func:`~clusterforge.perf.fp8.fp8_layer_bytes`;
+    PyTorch's context parallelism adds its FP32 merges to the attention (:func:`_torch_cp_bytes`).
     """
     gemm = _weight_gemms_s(arch, plan, perf)
+    cp_fwd, cp_bwd = _torch_cp_bytes(arch, plan, stack)
+    cp_kernels = 4 * plan.layout.cp if cp_fwd > 0 else 0
     attention_fwd = _attention_forward_s(arch, plan, perf, stack)
     attention_bwd = _attention_backward_s(arch, plan, perf, stack)
+    attention_fwd += memory_time_s(cp_fwd, perf, num_kernels=cp_kernels) if cp_fwd else 0.0
+    attention_bwd += memory_time_s(cp_bwd, perf, num_kernels=cp_kernels) if cp_bwd else 0.0
     kernels = _elementwise_kernels(arch, stack)
     elementwise = memory_time_s(_elementwise_bytes(arch, plan, stack), perf, num_kernels=kernels)
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack)

@@ -19,6 +19,9 @@ Per micro-batch and layer (critical path of every stage):
   partial dK, dV (twice the bytes) against ``1 / cp`` of the attention backward. The
   all-gather variant (Llama 3, arXiv 2407.21783 §3.3.2; ``Stack.cp_overlap`` off) gathers all
   of K, V before the attention and reduce-scatters dK, dV after it, on the critical path.
+  PyTorch's experimental ``context_parallel`` (torchtitan; ``Stack.context_parallel`` "torch")
+  gathers K, V once behind the first step and passes FP32 dK, dV step by step in the backward
+  (:func:`_torch_cp_exposed_s`).
 * EP (GShard, Lepikhin et al. 2020): all-to-all dispatch and combine of ``top_k`` token
   copies, forward and backward; not overlapped (exposed).
 
@@ -51,7 +54,7 @@ import numpy as np
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, overlapped_s
-from clusterforge.perf.flops import kv_dim
+from clusterforge.perf.flops import kv_dim, q_dim
 from clusterforge.perf.memory import deferred_fsdp_reduce
 from clusterforge.perf.parallel import GroupKind, ParallelPlan, rank_groups
 from clusterforge.perf.stack import Stack
@@ -114,6 +117,41 @@ def _tp_exposed_s(
     return overlapped_s(raw_s, times.gemm_forward_s * gemm_passes)
 
 
+def _kv_bytes(plan: ParallelPlan, arch: ModelArch, stack: Stack) -> float:
+    """BF16 bytes of K and V over the whole sequence of one micro-batch on one TP rank
+    (all query heads when the model repeats its K, V heads first, ``Stack.kv_heads_expanded``)."""
+    width = q_dim(arch) if stack.kv_heads_expanded else kv_dim(arch)
+    return plan.micro_batch * plan.seq_length * 2 * width * ACT_BYTES / plan.layout.tp
+
+
+# PyTorch's context parallelism accumulates dK, dV in FP32 (``_cp_options.convert_to_f32``)
+# and passes the FP32 sums between ranks: twice the bytes of the BF16 K, V.
+TORCH_CP_GRAD_BYTES_RATIO = 4 / ACT_BYTES
+
+
+def _torch_cp_exposed_s(
+    plan: ParallelPlan, comm: CommModel, times: LayerTimes, kv_bytes: float
+) -> tuple[float, float]:
+    """(forward, backward) exposed seconds of PyTorch's experimental context parallelism.
+
+    ``_templated_ring_attention`` with the all-gather rotater issues one all-gather of every
+    rank's K, V before its first step and waits for it at the second: it hides behind the
+    first step's attention only (``1 / cp`` of it). The backward gathers K, V the same way,
+    and after every step passes the FP32 dK, dV sums to the next rank (``_AllToAllRotater``,
+    ``ft_c.permute_tensor``), each hidden behind the next step's attention backward; the last
+    one is waited for after the loop, exposed. (``torch/distributed/tensor/experimental/
+    _attention.py``, PyTorch 2.6.)
+    """
+    cp = plan.layout.cp
+    groups = rank_groups(plan, "cp")
+    gather = comm.collective_time_s("all_gather", kv_bytes, groups)
+    grads = comm.collective_time_s("sendrecv", TORCH_CP_GRAD_BYTES_RATIO * kv_bytes / cp, groups)
+    forward = overlapped_s(gather, times.attention_forward_s / cp)
+    step_backward = times.attention_backward_s / cp
+    backward = overlapped_s(gather, step_backward) + (cp - 1) * overlapped_s(grads, step_backward)
+    return forward, backward + grads
+
+
 def _cp_exposed_s(
     plan: ParallelPlan, arch: ModelArch, comm: CommModel, times: LayerTimes, stack: Stack
 ) -> float:
@@ -121,8 +159,10 @@ def _cp_exposed_s(
         return 0.0
     cp = plan.layout.cp
     groups = rank_groups(plan, "cp")
-    size = plan.micro_batch * plan.seq_length * 2 * kv_dim(arch) * ACT_BYTES / plan.layout.tp
-    if stack.cp_overlap:  # ring: one K, V chunk per rank and step, overlapped step by step
+    size = _kv_bytes(plan, arch, stack)
+    if stack.context_parallel == "torch":
+        forward, backward = _torch_cp_exposed_s(plan, comm, times, size)
+    elif stack.cp_overlap:  # ring: one K, V chunk per rank and step, overlapped step by step
         chunk = size / cp
         send = comm.collective_time_s("sendrecv", chunk, groups)
         send_back = comm.collective_time_s("sendrecv", 2 * chunk, groups)

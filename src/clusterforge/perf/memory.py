@@ -185,6 +185,29 @@ def _recomputes_matmuls(plan: ParallelPlan, stack: Stack) -> bool:
     return plan.recompute == "selective" and stack.selective_recompute == "every_other_matmul"
 
 
+def context_parallel_working_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
+    """Transient bytes of one layer's attention under PyTorch's context parallelism.
+
+    Its backward (``_templated_ring_attention_backward``, PyTorch 2.6) holds at once every
+    rank's K, V from the all-gather (BF16, ``cp`` x the local K, V), FP32 sums of dQ, dK, dV,
+    the FP32 dK, dV packed for the next rank and those received from the previous one, and
+    one step's BF16 dQ, dK, dV; the forward (the gathered K, V, an FP32 output) holds less.
+    K, V count every query head when the model repeats them (``Stack.kv_heads_expanded``).
+    Zero for Transformer Engine's ring, whose in-flight K, V chunks are left out.
+    """
+    cp = plan.layout.cp
+    if cp == 1 or stack.context_parallel != "torch":
+        return 0.0
+    tokens = plan.micro_batch * plan.seq_length / cp
+    q = tokens * arch.hidden_size / plan.layout.tp
+    heads = arch.num_heads if stack.kv_heads_expanded else kv_heads(arch)
+    kv = 2 * q * heads / arch.num_heads
+    fp32 = 4.0
+    gathered = BF16_BYTES * cp * kv
+    sums = fp32 * (q + kv) + 2 * fp32 * kv  # dQ, dK, dV sums; packed and received dK, dV
+    return gathered + sums + BF16_BYTES * (q + kv)
+
+
 def _in_flight(plan: ParallelPlan) -> float:
     """Micro-batches whose activations the first stage holds at peak (Korthikanti §4.2.3)."""
     p, v = plan.layout.pp, plan.layout.vpp
@@ -282,6 +305,7 @@ def memory_per_gpu(
     if plan.recompute == "full" or _recomputes_matmuls(plan, stack):
         full = plan.with_(recompute="none")
         activations += activation_bytes_per_layer(arch, full, stack)
+    activations += context_parallel_working_bytes(arch, plan, stack)
     if plan.layout.pp == 1:
         # Logits for the loss: an FP32 copy, the BF16 logits whose gradient Transformer
         # Engine's fused cross-entropy writes in place, or the BF16 logits plus the new

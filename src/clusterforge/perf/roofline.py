@@ -59,6 +59,7 @@ class PerfConstants:
     cudnn_attention_tflops: dict[str, tuple[float, float]]
     flash_attention_tflops: dict[str, tuple[float, float]]
     sustained_gemm_of_mamf: dict[str, float]
+    sdpa_flash_tflops: dict[str, float]
 
 
 @cache
@@ -73,6 +74,7 @@ def load_constants() -> PerfConstants:
             mamf[(row["gpu"], "fp8")] = float(row["fp8_tflops"])
     cudnn = _kernel_rates(raw, "cudnn_attention")
     flash = _kernel_rates(raw, "flash_attention")
+    sdpa = {row["gpu"]: float(row["forward_tflops"]) for row in raw.get("sdpa_flash_attention", [])}
     sustained = {row["gpu"]: float(row["efficiency_of_mamf"]) for row in raw["sustained_gemm"]}
     tagged = read_constants("clusterforge.perf", "efficiency.toml", section="constants")
     scalars = {name: tagged.number(name) for name in tagged}
@@ -80,6 +82,7 @@ def load_constants() -> PerfConstants:
         mamf_tflops=mamf,
         cudnn_attention_tflops=cudnn,
         flash_attention_tflops=flash,
+        sdpa_flash_tflops=sdpa,
         sustained_gemm_of_mamf=sustained,
         **scalars,
     )

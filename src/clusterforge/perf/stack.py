@@ -54,6 +54,13 @@ Each named stack states the defaults of that framework with their source:
     ``fully_shard`` with implicit forward and backward prefetch of one block, FP32 sharded
     parameters and gradients, BF16 compute, SDPA flash attention, float8 with dynamic
     tensor-wise scaling (torchao) and FP8 weight all-gather; no persistent FP8 weight copy.
+    Context parallelism is PyTorch's experimental ``context_parallel`` with the all-gather
+    rotation (torchtitan ``experimental.context_parallel_rotate_method = "allgather"``,
+    ``torchtitan/config_manager.py`` at 9dec370, Dec 2024), under
+    ``sdpa_kernel([FLASH_ATTENTION, EFFICIENT_ATTENTION])`` ("currently we only support these
+    two SDP backends", ``torchtitan/utils.py`` ``get_train_context``): SDPA's FlashAttention-2,
+    not cuDNN, which SDPA does not pick on its own either (cuDNN opt-in since PyTorch 2.5.1); K, V are repeated to all query heads before the attention (``repeat_kv`` in
+    ``torchtitan/models/llama/model.py``).
 
 Pipeline schedule: every stack above defaults to the non-interleaved 1F1B schedule
 (Megatron-LM and NeMo without ``--num-layers-per-virtual-pipeline-stage`` /
@@ -70,6 +77,7 @@ from typing import Literal, assert_never, get_args
 __all__ = [
     "STACK_NAMES",
     "AttentionKernel",
+    "ContextParallelKernel",
     "CrossEntropyKernel",
     "Fp8Scaling",
     "SelectivePolicy",
@@ -84,11 +92,23 @@ StackName = Literal[
 STACK_NAMES: tuple[StackName, ...] = get_args(StackName)
 Fp8Scaling = Literal["delayed", "dynamic"]
 # ``flash``: FlashAttention-2 (CUDA); ``cudnn``: cuDNN fused flash attention (Transformer
-# Engine on Hopper+); ``triton``: the Triton FlashAttention of HazyResearch
+# Engine on Hopper+); ``sdpa_flash``: PyTorch SDPA's in-tree FlashAttention-2 build (the
+# flash backend of ``F.scaled_dot_product_attention``, first in SDPA's order on H100 since
+# PyTorch 2.5.1 made cuDNN opt-in, pytorch#138522); ``triton``: the Triton FlashAttention of
+# HazyResearch
 # ``flash_attn/flash_attn_triton.py``, which LLM Foundry <= 0.3 vendors for MPT's
 # ``attn_impl: triton`` (``llmfoundry/models/layers/flash_attn_triton.py``); ``unfused``:
 # explicit score GEMM, fused softmax and context GEMM.
-AttentionKernel = Literal["flash", "cudnn", "triton", "unfused"]
+AttentionKernel = Literal["flash", "sdpa_flash", "cudnn", "triton", "unfused"]
+# ``te``: Transformer Engine's context parallelism (``AttnFuncWithCPAndKVP2P``: K, V passed
+# around a ring step by step, or gathered on the critical path when ``cp_overlap`` is off);
+# ``torch``: PyTorch's experimental ``context_parallel``
+# (``torch.distributed.tensor.experimental._attention``, ``_templated_ring_attention`` and
+# its backward, as torchtitan runs it with the default ``rotate_method = "allgather"``):
+# K, V all-gathered once per attention call behind its first step, one SDPA call per step
+# whose output and log-sum-exp are merged in FP32, dK, dV accumulated in FP32 and passed
+# to the next rank after every backward step.
+ContextParallelKernel = Literal["te", "torch"]
 # ``unfused``: Megatron's FP32 vocab-parallel chain; ``te``: Transformer Engine's Triton
 # kernels (gradient written in place in the forward); ``xentropy``: the fused CUDA
 # softmax cross-entropy of apex / flash-attention ``csrc/xentropy`` (MPT's default
@@ -114,6 +134,11 @@ class Stack:
     ``cp_overlap``: context-parallel K/V exchange hidden behind the attention (ring
     attention, Megatron-Core) or on the critical path (an all-gather of K and V before the
     attention, as in Llama 3's context parallelism: Llama Team 2024, arXiv 2407.21783, §3.3.2).
+    ``context_parallel`` names the implementation (:data:`ContextParallelKernel`).
+    ``kv_heads_expanded``: the model repeats its K, V heads to the query heads before the
+    attention call (torchtitan's Llama ``repeat_kv``, needed before SDPA took grouped
+    queries), so everything that moves K, V or dK, dV moves ``num_heads / num_kv_heads``
+    times the bytes of the grouped tensors.
     ``attention`` and ``cross_entropy`` name the kernels (:data:`AttentionKernel`,
     :data:`CrossEntropyKernel`); a run's configuration may change them (LLM Foundry's MPT
     benchmarks run the ``fsdp`` mechanisms with Triton attention and the xentropy loss).
@@ -144,6 +169,8 @@ class Stack:
     dropout: bool = False
     tp_overlap: bool = True
     cp_overlap: bool = True
+    context_parallel: ContextParallelKernel = "te"
+    kv_heads_expanded: bool = False
     dp_overlap: bool = True
     pp_overlap: bool = True
     grad_reduce_bytes: int = 4
@@ -274,6 +301,9 @@ def stack_named(name: StackName) -> Stack:
                 name,
                 fp8_all_gather=True,
                 fsdp_copy_out=True,
+                attention="sdpa_flash",
+                context_parallel="torch",
+                kv_heads_expanded=True,
                 selective_recompute="every_other_matmul",
             )
         case _:
