@@ -247,9 +247,9 @@ def _torch_cp_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[
     if cp == 1 or stack.context_parallel != "torch":
         return 0.0, 0.0
     tokens = _tokens(plan)
-    q_elements = tokens * arch.hidden_size / plan.layout.tp
-    heads = arch.num_heads if stack.kv_heads_expanded else kv_heads(arch)
-    kv_elements = 2 * tokens * arch.hidden_size * heads / arch.num_heads / plan.layout.tp
+    q_elements = tokens * q_dim(arch) / plan.layout.tp
+    kv_width = q_dim(arch) if stack.kv_heads_expanded else kv_dim(arch)
+    kv_elements = 2 * tokens * kv_width / plan.layout.tp
     merge = TORCH_CP_MERGE_BYTES["fused" if stack.fused_elementwise else "eager"]
     forward = q_elements * (2 * TORCH_CP_CAST_BYTES + (cp - 1) * merge)
     forward += kv_elements * TORCH_CP_KV_COPY_BYTES

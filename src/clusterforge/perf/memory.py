@@ -199,9 +199,8 @@ def context_parallel_working_bytes(arch: ModelArch, plan: ParallelPlan, stack: S
     if cp == 1 or stack.context_parallel != "torch":
         return 0.0
     tokens = plan.micro_batch * plan.seq_length / cp
-    q = tokens * arch.hidden_size / plan.layout.tp
-    heads = arch.num_heads if stack.kv_heads_expanded else kv_heads(arch)
-    kv = 2 * q * heads / arch.num_heads
+    q = tokens * q_dim(arch) / plan.layout.tp
+    kv = 2 * tokens * (q_dim(arch) if stack.kv_heads_expanded else kv_dim(arch)) / plan.layout.tp
     fp32 = 4.0
     gathered = BF16_BYTES * cp * kv
     sums = fp32 * (q + kv) + 2 * fp32 * kv  # dQ, dK, dV sums; packed and received dK, dV
