@@ -32,7 +32,7 @@ class StepFabric:
         return self.seconds_per_gib * size_bytes / 2**30
 
 
-def _setup(cp: int, seconds_per_gib: float):
+def _setup(cp: int, seconds_per_gib: float, stack=NEMO, zero_stage: int = 1):
     arch = load_catalog().models["llama3-8b"]
     plan = ParallelPlan(
         JobLayout(dp=2, cp=cp),
@@ -41,12 +41,11 @@ def _setup(cp: int, seconds_per_gib: float):
         seq_length=131072,
         sequence_parallel=False,
         recompute="none",
-        zero_stage=1,
+        zero_stage=zero_stage,
     )
     perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
-    times = layer_times(arch, plan, perf, NEMO)
-    fabric = StepFabric(seconds_per_gib, [])
-    return arch, plan, times, fabric
+    times = layer_times(arch, plan, perf, stack)
+    return arch, plan, times, StepFabric(seconds_per_gib, [])
 
 
 def _kv_bytes(arch, plan) -> float:
@@ -101,19 +100,8 @@ TORCHTITAN = stack_named("torchtitan")
 
 
 def _torch_setup(cp: int, seconds_per_gib: float, stack=TORCHTITAN):
-    arch = load_catalog().models["llama3-8b"]
-    plan = ParallelPlan(
-        JobLayout(dp=2, cp=cp),
-        global_batch=16,
-        micro_batch=1,
-        seq_length=131072,
-        sequence_parallel=False,
-        recompute="none",
-        zero_stage=3,
-    )
-    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
-    times = layer_times(arch, plan, perf, stack)
-    return arch, plan, times, StepFabric(seconds_per_gib, [])
+    """PyTorch's CP under FSDP (ZeRO-3), as torchtitan runs it."""
+    return _setup(cp, seconds_per_gib, stack, zero_stage=3)
 
 
 def test_torchtitan_runs_pytorch_context_parallelism_on_repeated_kv_heads() -> None:
