@@ -41,6 +41,8 @@ from clusterforge.netsim.alltoall import direct_all_to_all
 from clusterforge.netsim.edges import edge_traffic, merge, ring_order, uniform_blocks
 from clusterforge.netsim.traffic import Traffic
 from clusterforge.netsim.trees import (
+    domain_blocks,
+    mnnvl,
     nvls_phases,
     nvls_possible,
     nvls_tree_phases,
@@ -195,11 +197,14 @@ def _all_reduce_candidates(graph: FabricGraph, seq: np.ndarray) -> list[Algorith
     if seq.shape[1] >= _NVLS_MIN_GPUS and nvls_possible(graph, seq):
         return ["nvls", "ring"]
     k = uniform_blocks(graph, seq)
-    if not k or seq.shape[1] // k < 2:
-        return ["ring"]
-    out: list[Algorithm] = ["ring", "tree"]
-    local = seq.reshape(-1, k)
-    if k >= 2 and graph.nvls and nvls_possible(graph, local):
+    out: list[Algorithm] = ["ring", "tree"] if k and seq.shape[1] // k >= 2 else ["ring"]
+    if mnnvl(graph):
+        # NCCL's node is the NVLink domain (trees.py): NVLS-Tree between domains
+        kd = domain_blocks(graph, seq)[1]
+        if graph.nvls and kd >= 2 and seq.shape[1] // kd >= 2:
+            out.append("nvls_tree")
+        return out
+    if len(out) > 1 and k >= 2 and graph.nvls and nvls_possible(graph, seq.reshape(-1, k)):
         out.append("nvls_tree")
     return out
 

@@ -21,6 +21,16 @@ corrections turn it into what nccl-tests measures:
    NCCL's NVLS latency; ``t_ramp = S_ramp / v`` where ``v`` is the model's own steady NVLS
    algorithm rate on those GPUs (NVLink4 450 GB/s x the NVLS payload share), so at the
    calibration rate the time ramp is the fitted byte ramp.
+
+   NVLS and NVLS-Tree pipeline in *loops*: NCCL cuts the message into loops of
+   ``nvlsChannels x nHeads`` chunks (``calcCollChunking`` in ``src/enqueue.cc``: pattern
+   ``ncclPatternNvls`` / ``ncclPatternNvlsTree``, ``nchunksPerLoop = nHeads``; its chunk size
+   depends on ``S / (nChannels x nHeads)`` only), and each loop's steps move whole chunks,
+   bandwidth-bound, so the pipeline's fill is a number of loops, not a time: the ramp in
+   bytes scales with ``nvlsChannels x nHeads`` (:func:`nvls_pipeline_efficiency`).  The
+   calibration sweep ran 16 channels x 8 heads (Hopper, 8 GPUs); a GB200 NVL72 rack runs 32
+   x 32 (NCCL 2.26: ``NVLS_NCHANNELS_SM100``, ``NCCL_MAX_NVLS_ARITY``), a loop 8x larger, so
+   512 MiB there sits where 64 MiB sits on 8 H200.
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ __all__ = [
     "SCALEUP_EFFICIENCY",
     "SCALEUP_EFFICIENCY_BY_GENERATION",
     "network_efficiency",
+    "nvls_pipeline_efficiency",
     "pipeline_efficiency",
     "pipelined_time_s",
     "scaleup_efficiency",
@@ -106,3 +117,21 @@ def pipeline_efficiency(steady_s: float) -> float:
     if steady_s <= 0:
         return 1.0
     return 1.0 / (1.0 + float((RAMP_SECONDS / steady_s) ** RAMP_EXPONENT))
+
+
+# NVLS loop size of the calibration sweep (8 H200, NCCL 2.27.7): Hopper's NVLS channels x one
+# head per GPU (data/nccl.toml).
+_NCCL = read_constants("clusterforge.netsim", "nccl.toml")
+RAMP_NVLS_CONCURRENT_OPS = int(_NCCL.numbers("nvls_channels")[0]) * min(
+    _NCCL.integer("nvls_max_heads"), 8
+)
+
+
+def nvls_pipeline_efficiency(size_bytes: float, concurrent_ops: int) -> float:
+    """Share of the steady bandwidth an NVLS or NVLS-Tree all-reduce of ``size_bytes``
+    reaches when NCCL runs ``concurrent_ops`` = nvlsChannels x nHeads chunks per loop: the
+    calibrated byte ramp scaled by the loop size (module docstring)."""
+    if size_bytes <= 0:
+        return 1.0
+    ramp = RAMP_BYTES * concurrent_ops / RAMP_NVLS_CONCURRENT_OPS
+    return 1.0 / (1.0 + float((ramp / size_bytes) ** RAMP_EXPONENT))

@@ -28,6 +28,7 @@ from clusterforge.netsim.collectives import candidate_algorithms, ring_order
 from clusterforge.netsim.congestion import congested_link_share, window_packets
 from clusterforge.netsim.model import (
     NETWORK_EFFICIENCY,
+    nvls_pipeline_efficiency,
     pipeline_efficiency,
     pipelined_time_s,
 )
@@ -40,6 +41,7 @@ from clusterforge.netsim.result import (
 )
 from clusterforge.netsim.routing import check_routing
 from clusterforge.netsim.solve import solve_phases
+from clusterforge.netsim.trees import NVLS_MAX_HEADS, domain_blocks, mnnvl, nvls_heads
 from clusterforge.netsim.tuner import (
     TuningContext,
     active_channels,
@@ -48,6 +50,7 @@ from clusterforge.netsim.tuner import (
     generation_of,
     latency_s,
     network_channels,
+    nvls_channels,
     payload_share,
     protocols_for,
 )
@@ -142,25 +145,44 @@ def _check_cabled(graph: FabricGraph, arr: np.ndarray) -> None:
         )
 
 
-def _context(graph: FabricGraph, collective: Collective, seq: np.ndarray) -> TuningContext:
-    nodes = np.unique(seq[0] // graph.gpus_per_node).size
+def _context(
+    graph: FabricGraph, collective: Collective, seq: np.ndarray, algorithm: Algorithm
+) -> TuningContext:
+    """What NCCL's tuner sees.  Its node is the machine, except NVLS-Tree across the
+    domains of a multi-node NVLink fabric (MNNVL), where NCCL's node is the NVLink domain
+    (:mod:`clusterforge.netsim.trees`): nodes count domains, and the NICs a node uses are
+    its NVLS heads'."""
     gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
     generation = generation_of(graph.scaleup)
-    per_node = max(1, seq.shape[1] // nodes)
-    channels = network_channels(
-        nics=min(per_node, graph.nics_per_node),
-        nic_payload_gbyte_per_s=graph.nic_gbyte_per_s * NETWORK_EFFICIENCY,
-        generation=generation,
-    )
+    n = int(seq.shape[1])
+    heads = min(NVLS_MAX_HEADS, n) if algorithm == "nvls" else 0
+    if algorithm == "nvls_tree" and mnnvl(graph):
+        ordered, k = domain_blocks(graph, seq)
+        nodes = n // k
+        heads = int(nvls_heads(graph, ordered[0, :k]).size)
+        node_net = heads * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
+        channels = heads
+    else:
+        nodes = np.unique(seq[0] // graph.gpus_per_node).size
+        per_node = max(1, n // nodes)
+        if algorithm == "nvls_tree":
+            heads = int(nvls_heads(graph, seq[0, :per_node]).size)
+        channels = network_channels(
+            nics=min(per_node, graph.nics_per_node),
+            nic_payload_gbyte_per_s=graph.nic_gbyte_per_s * NETWORK_EFFICIENCY,
+            generation=generation,
+        )
+        node_net = gpu_nic * (n / nodes) * NETWORK_EFFICIENCY
     return TuningContext(
         collective=collective,
-        num_ranks=int(seq.shape[1]),
+        num_ranks=n,
         num_nodes=int(nodes),
         generation=generation,
         intra="nvlink" if graph.scaleup_class in ("nvlink", "xgmi") else "pci",
         net_path_latency_s=0.0,
-        node_net_gbyte_per_s=gpu_nic * (seq.shape[1] / nodes) * NETWORK_EFFICIENCY,
+        node_net_gbyte_per_s=node_net,
         num_channels=channels if nodes > 1 else 0,
+        nvls_heads=heads,
     )
 
 
@@ -224,14 +246,18 @@ def _time(
         )
         / channels
     )
-    # the Simple protocol's pipeline ramp is a time (model.pipeline_efficiency)
-    ramp = pipeline_efficiency(steady_s) if protocol == "simple" else 1.0
+    # the Simple protocol's pipeline ramp is a time (model.pipeline_efficiency), NVLS's a
+    # number of loops of nvlsChannels x nHeads chunks (model.nvls_pipeline_efficiency)
+    if algorithm in ("nvls", "nvls_tree") and ctx.nvls_heads:
+        ops = nvls_channels(ctx.generation) * ctx.nvls_heads
+        ramp = nvls_pipeline_efficiency(size_bytes, ops)
+    else:
+        ramp = pipeline_efficiency(steady_s) if protocol == "simple" else 1.0
     return latency_s(algorithm, protocol, ctx) + steady_s / ramp
 
 
 def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: float) -> Choice:
     seq = ring_order(graph, arr)
-    base = _context(graph, req.collective, seq)
     names: list[Algorithm]
     if req.algorithm == "auto":
         names = candidate_algorithms(graph, req.collective, seq)
@@ -241,6 +267,7 @@ def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: floa
     for name in names:
         phases = solve_phases(graph, req.collective, name, arr, req.routing, req.num_qps, req.pxn)
         path = max((p.net_path_latency_s for p in phases), default=0.0)
+        base = _context(graph, req.collective, seq, name)
         ctx = TuningContext(**{**base.__dict__, "net_path_latency_s": path})
         goodput = _goodput_share(graph, phases)
         protocols = protocols_for(name, ctx)

@@ -41,6 +41,7 @@ __all__ = [
     "generation_of",
     "latency_s",
     "network_channels",
+    "nvls_channels",
     "payload_share",
     "protocols_for",
 ]
@@ -91,6 +92,7 @@ _NET_OVERHEAD_US = _NCCL.number("net_overhead_us")  # per network operation, x86
 _PROTOCOL_INDEX: dict[Protocol, int] = {"ll": 0, "ll128": 1, "simple": 2}
 _THREAD_THRESHOLD = _triple("thread_threshold_bytes", _NCCL.numbers("thread_threshold_bytes"))
 _MAX_THREADS = _triple("max_threads", _NCCL.numbers("max_threads"))
+_NVLS_CHANNELS = _NCCL.numbers("nvls_channels")  # (hopper, blackwell)
 
 
 @dataclass(frozen=True)
@@ -105,10 +107,17 @@ class TuningContext:
     net_path_latency_s: float  # one network traversal of our graph, GPU to GPU
     node_net_gbyte_per_s: float = math.inf  # NIC payload rate of the group's GPUs on a node
     num_channels: int = 0  # NCCL's channels across nodes (0: one node, no per-channel ceiling)
+    nvls_heads: int = 0  # NVLS heads per NCCL node (NVLS, NVLS-Tree; 0: none)
 
     @property
     def ranks_per_node(self) -> int:
         return max(1, self.num_ranks // max(1, self.num_nodes))
+
+
+def nvls_channels(generation: Generation) -> int:
+    """NCCL's NVLS channels (``nvlsChannels``, ``ncclNvlsInit``): 16 on Hopper, 32 on
+    Blackwell (data/nccl.toml); NVLS needs Hopper or newer."""
+    return int(_NVLS_CHANNELS[1] if generation == "blackwell" else _NVLS_CHANNELS[0])
 
 
 def generation_of(scaleup: Scaleup) -> Generation:
