@@ -19,7 +19,9 @@ from clusterforge.netsim.model import (
     RAMP_BYTES,
     RAMP_EXPONENT,
     RAMP_NVLS_CONCURRENT_OPS,
+    RAMP_SECONDS,
     nvls_pipeline_efficiency,
+    pipeline_efficiency,
 )
 from clusterforge.netsim.trees import NVLS_MAX_HEADS, nvls_heads
 from clusterforge.spec import parse_spec
@@ -91,15 +93,24 @@ def test_nvls_tree_counts_racks_as_nccl_nodes(two_racks):
 
 def test_nvls_ramp_scales_with_the_loop():
     """A loop of 32 channels x 32 heads (one NVL72 rack) is 8 loops of the calibration's
-    16 x 8: the same share of steady bandwidth at 8x the bytes."""
+    16 x 8: the same share of steady bandwidth at 8x the bytes, where the fill outlasts
+    the time ramp; at the calibration's loop and rate both are the fitted ramp."""
     rack = 32 * 32
     assert RAMP_NVLS_CONCURRENT_OPS == 16 * 8
+    slow = 1e3  # steady seconds: the time ramp far below the loop's fill
     for size in (64 * MIB, 512 * MIB, 2 * GIB):
-        assert nvls_pipeline_efficiency(size, rack) == pytest.approx(
-            nvls_pipeline_efficiency(size / 8, RAMP_NVLS_CONCURRENT_OPS)
+        assert nvls_pipeline_efficiency(slow, size, rack) == pytest.approx(
+            nvls_pipeline_efficiency(slow, size / 8, RAMP_NVLS_CONCURRENT_OPS)
         )
-    calibrated = 1 / (1 + (RAMP_BYTES / (16 * MIB)) ** RAMP_EXPONENT)
-    assert nvls_pipeline_efficiency(16 * MIB, RAMP_NVLS_CONCURRENT_OPS) == pytest.approx(calibrated)
+        assert nvls_pipeline_efficiency(slow, size, rack) < nvls_pipeline_efficiency(
+            slow, size, RAMP_NVLS_CONCURRENT_OPS
+        )
+    size = 16 * MIB
+    calibrated = 1 / (1 + (RAMP_BYTES / size) ** RAMP_EXPONENT)
+    steady_s = size * RAMP_SECONDS / RAMP_BYTES  # the calibration's rate
+    got = nvls_pipeline_efficiency(steady_s, size, RAMP_NVLS_CONCURRENT_OPS)
+    assert got == pytest.approx(calibrated)
+    assert pipeline_efficiency(steady_s) == pytest.approx(calibrated)
 
 
 def test_one_rack_nvls_is_deep_in_its_ramp_at_512_mib(two_racks):

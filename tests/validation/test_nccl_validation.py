@@ -40,28 +40,31 @@ def test_fitted_constants_name_calibration_rows_that_name_them():
 
 # Rows the model is known to miss by more than 15 %, and why; the test fails if one passes.
 GB200_RACK_RAMP = (
-    "all-reduce over one NVL72 rack (72 GPUs, NVLS) at 512 MiB-2 GiB: simulated 822-877 GB/s "
-    "where 586-758 were measured; the NVLink SHARP rate is reached at smaller sizes than "
-    "measured (the protocol/pipeline ramp at 72 ranks)"
+    "all-reduce over one NVL72 rack (72 GPUs, NVLS) at 512 MiB: simulated 684 GB/s where 586 "
+    "was measured (+17 %), after the NVLS ramp grew with NCCL's loop of 32 channels x 32 heads "
+    "(was +37 %); the 8 GiB rate itself is 4 % high (the NVLink5 NVLS payload share, a "
+    "geometric middle of 8 and 32 GPUs)"
 )
-GB200_MULTIRACK = (
-    "all-reduce across 2 or 20 NVL72 racks: the simulator picks a (NVLS) tree whose "
-    "rack-to-rack hop runs at ~190 GB/s bus bandwidth, where NCCL measured 494-793 (2 racks) "
-    "and 287-382 (20 racks): most of the reduction stays on NVLink and the inter-rack hop "
-    "carries a 1/72 share over all trays' NICs (the same gap as the FSDP run across two "
-    "racks in test_runs.py)"
+GB200_TWO_RACKS = (
+    "all-reduce across 2 NVL72 racks (NVLS-Tree, the rack as NCCL's node) at 512 MiB-2 GiB: "
+    "simulated 673-811 GB/s where 494-680 were measured (+36 %, +19 %; was -64 %, -73 %): "
+    "the model's NVLS-Tree ramps like one rack's NVLS, the measurement pays ~0.5 ms more per "
+    "call than one rack (the tree's network stages in the pipeline fill, not modelled)"
+)
+GB200_TWENTY_RACKS = (
+    "all-reduce across 20 NVL72 racks: NVLS-Tree over 32 heads' 400 Gb/s NICs per rack "
+    "(1,520 GB/s) leaves NVLink as the limit, simulated 618-873 GB/s where 151-382 were "
+    "measured; the measured large-size rate (~425 GB/s busbw) is half the 2-rack one, as if "
+    "each rack moved only ~425 GB/s per direction between racks (~9 NICs' worth) in both, "
+    "and each call pays ~4.7 ms; cause not found in NCCL 2.26's graph search or tuner"
 )
 KNOWN_GAPS = {
     "pub-cw-gb200-1rack-512m": GB200_RACK_RAMP,
-    "pub-cw-gb200-2rack-512m": GB200_MULTIRACK,
-    "pub-cw-gb200-2rack-2g": GB200_MULTIRACK,
-    "pub-cw-gb200-2rack-8g": GB200_MULTIRACK,
-    "pub-cw-gb200-20rack-512m": (
-        "1,440 GPUs in 20 NVL72 racks at 512 MiB: simulated 177 GB/s against 151 measured "
-        "(+17 %); the large sizes of the same table are 35-50 % too slow (see the 2-rack rows)"
-    ),
-    "pub-cw-gb200-20rack-2g": GB200_MULTIRACK,
-    "pub-cw-gb200-20rack-8g": GB200_MULTIRACK,
+    "pub-cw-gb200-2rack-512m": GB200_TWO_RACKS,
+    "pub-cw-gb200-2rack-2g": GB200_TWO_RACKS,
+    "pub-cw-gb200-20rack-512m": GB200_TWENTY_RACKS,
+    "pub-cw-gb200-20rack-2g": GB200_TWENTY_RACKS,
+    "pub-cw-gb200-20rack-8g": GB200_TWENTY_RACKS,
 }
 
 
@@ -90,7 +93,7 @@ def test_development_mean_absolute_error_within_5_percent():
 @pytest.mark.xfail(
     strict=True,
     reason="with the CoreWeave development rows (pub_coreweave_nccl.toml) the mean error is "
-    "15 %: the GB200 multi-rack all-reduce gap listed in KNOWN_GAPS",
+    "23 %: the GB200 20-rack all-reduce gap listed in KNOWN_GAPS",
 )
 def test_every_development_row_mean_absolute_error_within_5_percent():
     assert mean_abs_error([score(r) for r in DEVELOPMENT]) <= 0.05

@@ -26,8 +26,9 @@ corrections turn it into what nccl-tests measures:
    ``nvlsChannels x nHeads`` chunks (``calcCollChunking`` in ``src/enqueue.cc``: pattern
    ``ncclPatternNvls`` / ``ncclPatternNvlsTree``, ``nchunksPerLoop = nHeads``; its chunk size
    depends on ``S / (nChannels x nHeads)`` only), and each loop's steps move whole chunks,
-   bandwidth-bound, so the pipeline's fill is a number of loops, not a time: the ramp in
-   bytes scales with ``nvlsChannels x nHeads`` (:func:`nvls_pipeline_efficiency`).  The
+   bandwidth-bound, so the pipeline's fill is a number of loops: that ramp in bytes scales
+   with ``nvlsChannels x nHeads``, and NVLS's ramp is the longer of it and the time ramp
+   (:func:`nvls_pipeline_efficiency`; at the calibration's loop and rate they coincide).  The
    calibration sweep ran 16 channels x 8 heads (Hopper, 8 GPUs); a GB200 NVL72 rack runs 32
    x 32 (NCCL 2.26: ``NVLS_NCHANNELS_SM100``, ``NCCL_MAX_NVLS_ARITY``), a loop 8x larger, so
    512 MiB there sits where 64 MiB sits on 8 H200.
@@ -127,11 +128,15 @@ RAMP_NVLS_CONCURRENT_OPS = int(_NCCL.numbers("nvls_channels")[0]) * min(
 )
 
 
-def nvls_pipeline_efficiency(size_bytes: float, concurrent_ops: int) -> float:
+def nvls_pipeline_efficiency(steady_s: float, size_bytes: float, concurrent_ops: int) -> float:
     """Share of the steady bandwidth an NVLS or NVLS-Tree all-reduce of ``size_bytes``
-    reaches when NCCL runs ``concurrent_ops`` = nvlsChannels x nHeads chunks per loop: the
-    calibrated byte ramp scaled by the loop size (module docstring)."""
-    if size_bytes <= 0:
+    (steady bandwidth time ``steady_s``) reaches when NCCL runs ``concurrent_ops`` =
+    nvlsChannels x nHeads chunks per loop: the longer of the calibrated time ramp (the
+    steps' synchronisation) and the calibrated byte ramp scaled by the loop size (the
+    pipeline's fill, module docstring).  Both are the fitted ramp at the calibration's loop
+    and rate."""
+    if steady_s <= 0 or size_bytes <= 0:
         return 1.0
-    ramp = RAMP_BYTES * concurrent_ops / RAMP_NVLS_CONCURRENT_OPS
-    return 1.0 / (1.0 + float((ramp / size_bytes) ** RAMP_EXPONENT))
+    loop = RAMP_BYTES * concurrent_ops / RAMP_NVLS_CONCURRENT_OPS / size_bytes
+    ratio = max(RAMP_SECONDS / steady_s, loop)
+    return 1.0 / (1.0 + float(ratio**RAMP_EXPONENT))

@@ -246,11 +246,12 @@ def _time(
         )
         / channels
     )
-    # the Simple protocol's pipeline ramp is a time (model.pipeline_efficiency), NVLS's a
-    # number of loops of nvlsChannels x nHeads chunks (model.nvls_pipeline_efficiency)
+    # the Simple protocol's pipeline ramp is a time (model.pipeline_efficiency); NVLS's is
+    # at least that and at least the fill of its loops of nvlsChannels x nHeads chunks
+    # (model.nvls_pipeline_efficiency)
     if algorithm in ("nvls", "nvls_tree") and ctx.nvls_heads:
         ops = nvls_channels(ctx.generation) * ctx.nvls_heads
-        ramp = nvls_pipeline_efficiency(size_bytes, ops)
+        ramp = nvls_pipeline_efficiency(steady_s, size_bytes, ops)
     else:
         ramp = pipeline_efficiency(steady_s) if protocol == "simple" else 1.0
     return latency_s(algorithm, protocol, ctx) + steady_s / ramp
