@@ -128,15 +128,19 @@ RAMP_NVLS_CONCURRENT_OPS = int(_NCCL.numbers("nvls_channels")[0]) * min(
 )
 
 
-def nvls_pipeline_efficiency(steady_s: float, size_bytes: float, concurrent_ops: int) -> float:
+def nvls_pipeline_efficiency(
+    steady_s: float, size_bytes: float, concurrent_ops: int, chunk_ratio: float = 1.0
+) -> float:
     """Share of the steady bandwidth an NVLS or NVLS-Tree all-reduce of ``size_bytes``
     (steady bandwidth time ``steady_s``) reaches when NCCL runs ``concurrent_ops`` =
-    nvlsChannels x nHeads chunks per loop: the longer of the calibrated time ramp (the
+    nvlsChannels x nHeads chunks per loop, each ``chunk_ratio`` times NVLS's chunk at that
+    size (NVLS-Tree's chunk rule differs): the longer of the calibrated time ramp (the
     steps' synchronisation) and the calibrated byte ramp scaled by the loop size (the
     pipeline's fill, module docstring).  Both are the fitted ramp at the calibration's loop
     and rate."""
     if steady_s <= 0 or size_bytes <= 0:
         return 1.0
-    loop = RAMP_BYTES * concurrent_ops / RAMP_NVLS_CONCURRENT_OPS / size_bytes
+    ops = concurrent_ops * chunk_ratio
+    loop = RAMP_BYTES * ops / RAMP_NVLS_CONCURRENT_OPS / size_bytes
     ratio = max(RAMP_SECONDS / steady_s, loop)
     return 1.0 / (1.0 + float(ratio**RAMP_EXPONENT))

@@ -51,6 +51,7 @@ from clusterforge.netsim.tuner import (
     latency_s,
     network_channels,
     nvls_channels,
+    nvls_chunk_bytes,
     payload_share,
     protocols_for,
 )
@@ -251,7 +252,9 @@ def _time(
     # (model.nvls_pipeline_efficiency)
     if algorithm in ("nvls", "nvls_tree") and ctx.nvls_heads:
         ops = nvls_channels(ctx.generation) * ctx.nvls_heads
-        ramp = nvls_pipeline_efficiency(steady_s, size_bytes, ops)
+        chunk = nvls_chunk_bytes(algorithm, size_bytes, ops, ctx.num_nodes)
+        ratio = chunk / nvls_chunk_bytes("nvls", size_bytes, ops, 1)
+        ramp = nvls_pipeline_efficiency(steady_s, size_bytes, ops, ratio)
     else:
         ramp = pipeline_efficiency(steady_s) if protocol == "simple" else 1.0
     return latency_s(algorithm, protocol, ctx) + steady_s / ramp

@@ -42,6 +42,7 @@ __all__ = [
     "latency_s",
     "network_channels",
     "nvls_channels",
+    "nvls_chunk_bytes",
     "payload_share",
     "protocols_for",
 ]
@@ -93,6 +94,7 @@ _PROTOCOL_INDEX: dict[Protocol, int] = {"ll": 0, "ll128": 1, "simple": 2}
 _THREAD_THRESHOLD = _triple("thread_threshold_bytes", _NCCL.numbers("thread_threshold_bytes"))
 _MAX_THREADS = _triple("max_threads", _NCCL.numbers("max_threads"))
 _NVLS_CHANNELS = _NCCL.numbers("nvls_channels")  # (hopper, blackwell)
+_NVLS_CHUNK = _NCCL.integer("nvls_chunk_bytes")
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,28 @@ def nvls_channels(generation: Generation) -> int:
     """NCCL's NVLS channels (``nvlsChannels``, ``ncclNvlsInit``): 16 on Hopper, 32 on
     Blackwell (data/nccl.toml); NVLS needs Hopper or newer."""
     return int(_NVLS_CHANNELS[1] if generation == "blackwell" else _NVLS_CHANNELS[0])
+
+
+def nvls_chunk_bytes(
+    algorithm: Literal["nvls", "nvls_tree"], size_bytes: float, concurrent_ops: int, num_nodes: int
+) -> int:
+    """Chunk NCCL cuts an NVLS (one node) or NVLS-Tree all-reduce into (``calcCollChunking``
+    in ``src/enqueue.cc``): from ``NCCL_NVLS_CHUNKSIZE`` (128 KiB) it halves while the
+    message is below a multiple of ``concurrent_ops`` = nChannels x nHeads chunks (NVLS: 64,
+    8 and 2 times, down to 16 KiB; NVLS-Tree: 4 and 1 times, down to 32 KiB, and at most
+    64 KiB from 4 nodes)."""
+    chunk = _NVLS_CHUNK
+    if algorithm == "nvls":
+        for times, floor in ((64, 65536), (8, 32768), (2, 16384)):
+            if size_bytes < times * concurrent_ops * chunk and chunk > floor:
+                chunk = floor
+        return chunk
+    if num_nodes >= 4:
+        chunk = min(chunk, 65536)
+    for times, floor in ((4, 65536), (1, 32768)):
+        if size_bytes < times * concurrent_ops * chunk and chunk > floor:
+            chunk = floor
+    return chunk
 
 
 def generation_of(scaleup: Scaleup) -> Generation:
