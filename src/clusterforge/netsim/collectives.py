@@ -178,10 +178,13 @@ def pat_possible(seq: np.ndarray, graph: FabricGraph) -> bool:
 
 
 def candidate_algorithms(
-    graph: FabricGraph, collective: Collective, seq: np.ndarray
+    graph: FabricGraph, collective: Collective, seq: np.ndarray, nvls: bool = True
 ) -> list[Algorithm]:
     """Algorithms NCCL's tuner weighs for ``collective`` on groups ``seq`` with its default
-    settings (CollNet off: ``NCCL_COLLNET_ENABLE`` is 0 unless set)."""
+    settings (CollNet off: ``NCCL_COLLNET_ENABLE`` is 0 unless set).  ``nvls`` False is
+    ``NCCL_NVLS_ENABLE=0``: ``ncclNvlsInit`` (``src/transport/nvls.cc``) then leaves
+    ``nvlsSupport`` at 0 and ``updateCollCostTable`` (``src/enqueue.cc``) skips NVLS and
+    NVLS-Tree (NVIDIA/nccl v2.26.2-1)."""
     match collective:
         case "all_to_all":
             return ["direct"]
@@ -190,10 +193,13 @@ def candidate_algorithms(
         case "broadcast" | "reduce" | "sendrecv":
             return ["chain"] if collective != "sendrecv" else ["ring"]
         case "all_reduce":
-            return _all_reduce_candidates(graph, seq)
+            return _all_reduce_candidates(graph, seq, nvls)
 
 
-def _all_reduce_candidates(graph: FabricGraph, seq: np.ndarray) -> list[Algorithm]:
+def _all_reduce_candidates(graph: FabricGraph, seq: np.ndarray, nvls: bool) -> list[Algorithm]:
+    if not nvls:
+        k = uniform_blocks(graph, seq)
+        return ["ring", "tree"] if k and seq.shape[1] // k >= 2 else ["ring"]
     if seq.shape[1] >= _NVLS_MIN_GPUS and nvls_possible(graph, seq):
         return ["nvls", "ring"]
     k = uniform_blocks(graph, seq)

@@ -85,6 +85,7 @@ class _Request:
     algorithm: AlgorithmChoice
     protocol: ProtocolChoice
     pxn: bool
+    nvls: bool = True  # NCCL_NVLS_ENABLE (collectives.candidate_algorithms)
 
 
 def _check(graph: FabricGraph, req: _Request, size_bytes: float) -> None:
@@ -99,6 +100,11 @@ def _check(graph: FabricGraph, req: _Request, size_bytes: float) -> None:
                 f"use one of {', '.join(allowed)}"
             )
     check_routing(graph, req.routing)
+    if not req.nvls and req.algorithm in ("nvls", "nvls_tree"):
+        raise SimulationError(
+            f"algorithm {req.algorithm}: NVLS is off (NCCL_NVLS_ENABLE=0 leaves NCCL no NVLS "
+            "or NVLS-Tree); use ring, tree or auto, or switch NVLS on"
+        )
     if not 1 <= int(req.num_qps) <= MAX_QPS:
         raise SimulationError(
             f"num_qps: {req.num_qps} queue pairs per connection; use 1 to {MAX_QPS} "
@@ -264,7 +270,7 @@ def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: floa
     seq = ring_order(graph, arr)
     names: list[Algorithm]
     if req.algorithm == "auto":
-        names = candidate_algorithms(graph, req.collective, seq)
+        names = candidate_algorithms(graph, req.collective, seq, req.nvls)
     else:
         names = [req.algorithm]
     best: Choice | None = None
@@ -302,15 +308,17 @@ def simulate_collective(
     algorithm: AlgorithmChoice = "auto",
     pxn: bool | None = None,
     protocol: ProtocolChoice = "auto",
+    nvls: bool = True,
 ) -> CollectiveResult:
     """Simulate ``collective`` of ``size_bytes`` (the nccl-tests ``size``) run by every row of
     ``groups`` at once, with NCCL's algorithm and protocol choice unless ``algorithm`` /
     ``protocol`` force one.  Groups of one GPU communicate nothing: time 0, bandwidths 0.
     ``pxn`` (default: on for rail-optimized fabrics) forwards over NVLink to the GPU on the
-    destination's rail before entering the fabric."""
+    destination's rail before entering the fabric.  ``nvls`` False is ``NCCL_NVLS_ENABLE=0``:
+    no NVLS and no NVLS-Tree."""
     req = _Request(
         collective, routing, int(num_qps), algorithm, protocol,
-        graph.rail_optimized if pxn is None else pxn,
+        graph.rail_optimized if pxn is None else pxn, bool(nvls),
     )  # fmt: skip
     _check(graph, req, size_bytes)
     arr = _groups(graph, groups)
