@@ -51,19 +51,9 @@ GB200_TWO_RACKS = (
     "~0.3 ms more per call than the model (candidate: the tree's network stages in the "
     "pipeline fill, not modelled)"
 )
-GB200_TWENTY_RACKS = (
-    "all-reduce across 20 NVL72 racks, measured with NVLS off (NCCL_NVLS_ENABLE=0, see "
-    "test_coreweave_twenty_rack_table_ran_without_nvls): simulated as a tree between the "
-    "360 trays (175-189 GB/s) where 151-382 were measured; NCCL 2.26 fuses each rack into "
-    "one node under MNNVL (72 GPUs chained over NVLink, 20 nodes), which its ring and tree "
-    "are not yet modelled with, and each measured call pays ~4.7 ms"
-)
 KNOWN_GAPS = {
     "pub-cw-gb200-1rack-512m": GB200_RACK_RAMP,
     "pub-cw-gb200-2rack-512m": GB200_TWO_RACKS,
-    "pub-cw-gb200-20rack-512m": GB200_TWENTY_RACKS,
-    "pub-cw-gb200-20rack-2g": GB200_TWENTY_RACKS,
-    "pub-cw-gb200-20rack-8g": GB200_TWENTY_RACKS,
 }
 
 
@@ -92,7 +82,8 @@ def test_development_mean_absolute_error_within_5_percent():
 @pytest.mark.xfail(
     strict=True,
     reason="with the CoreWeave development rows (pub_coreweave_nccl.toml) the mean error is "
-    "8.5 %: the GB200 1-, 2- and 20-rack all-reduce gaps listed in KNOWN_GAPS",
+    "6.5 %: the GB200 1- and 2-rack all-reduce gaps listed in KNOWN_GAPS and rows within "
+    "15 % but not 5 %",
 )
 def test_every_development_row_mean_absolute_error_within_5_percent():
     assert mean_abs_error([score(r) for r in DEVELOPMENT]) <= 0.05

@@ -31,6 +31,7 @@ from clusterforge.netsim.model import (
     nvls_pipeline_efficiency,
     pipeline_efficiency,
     pipelined_time_s,
+    scaleup_efficiency,
 )
 from clusterforge.netsim.result import (
     OVERLOAD,
@@ -41,7 +42,13 @@ from clusterforge.netsim.result import (
 )
 from clusterforge.netsim.routing import check_routing
 from clusterforge.netsim.solve import solve_phases
-from clusterforge.netsim.trees import NVLS_MAX_HEADS, domain_blocks, mnnvl, nvls_heads
+from clusterforge.netsim.trees import (
+    NVLS_MAX_HEADS,
+    domain_blocks,
+    mnnvl,
+    nvls_heads,
+    rack_channels,
+)
 from clusterforge.netsim.tuner import (
     TuningContext,
     active_channels,
@@ -54,6 +61,7 @@ from clusterforge.netsim.tuner import (
     nvls_chunk_bytes,
     payload_share,
     protocols_for,
+    tree_fill_s,
 )
 from clusterforge.netsim.vocab import (
     ALGORITHMS,
@@ -155,20 +163,26 @@ def _check_cabled(graph: FabricGraph, arr: np.ndarray) -> None:
 def _context(
     graph: FabricGraph, collective: Collective, seq: np.ndarray, algorithm: Algorithm
 ) -> TuningContext:
-    """What NCCL's tuner sees.  Its node is the machine, except NVLS-Tree across the
-    domains of a multi-node NVLink fabric (MNNVL), where NCCL's node is the NVLink domain
-    (:mod:`clusterforge.netsim.trees`): nodes count domains, and the NICs a node uses are
-    its NVLS heads'."""
+    """What NCCL's tuner sees.  Its node is the machine, except NVLS-Tree and the tree
+    across the domains of a multi-node NVLink fabric (MNNVL), where NCCL's node is the
+    NVLink domain (:mod:`clusterforge.netsim.trees`): nodes count domains, and the NICs a
+    node uses are its NVLS heads' or its tree channels'."""
     gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
     generation = generation_of(graph.scaleup)
     n = int(seq.shape[1])
     heads = min(NVLS_MAX_HEADS, n) if algorithm == "nvls" else 0
+    kd = domain_blocks(graph, seq)[1] if mnnvl(graph) else 0
     if algorithm == "nvls_tree" and mnnvl(graph):
         ordered, k = domain_blocks(graph, seq)
         nodes = n // k
         heads = int(nvls_heads(graph, ordered[0, :k]).size)
         node_net = heads * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
         channels = heads
+    elif algorithm == "tree" and kd and n // kd >= 2:
+        # the tree between NVLink domains (trees.rack_tree): NCCL's channels on a domain
+        nodes = n // kd
+        channels = rack_channels(graph)
+        node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
     else:
         nodes = np.unique(seq[0] // graph.gpus_per_node).size
         per_node = max(1, n // nodes)
@@ -190,6 +204,8 @@ def _context(
         node_net_gbyte_per_s=node_net,
         num_channels=channels if nodes > 1 else 0,
         nvls_heads=heads,
+        intra_gbyte_per_s=float(graph.capacity_gbyte_per_s[graph.scaleup_up(seq[0, :1])][0])
+        * scaleup_efficiency("tree", graph.scaleup),
     )
 
 
@@ -263,7 +279,10 @@ def _time(
         ramp = nvls_pipeline_efficiency(steady_s, size_bytes, ops, ratio)
     else:
         ramp = pipeline_efficiency(steady_s) if protocol == "simple" else 1.0
-    return latency_s(algorithm, protocol, ctx) + steady_s / ramp
+    # a tree's first chunk crosses every hop of it before the pipeline runs full
+    # (tuner.tree_fill_s); the calibrated ramp covers it on nodes of 8 GPUs
+    fill = tree_fill_s(ctx, protocol, size_bytes) if algorithm == "tree" else 0.0
+    return latency_s(algorithm, protocol, ctx) + max(steady_s / ramp, steady_s + fill)
 
 
 def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: float) -> Choice:

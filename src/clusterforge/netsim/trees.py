@@ -27,7 +27,10 @@
   ``nNodes`` counts domains (racks).  Across racks NVLS-Tree then runs NVLS over the rack's
   NVLink switches and the trees between racks over the heads' NICs: min(32, the rack's
   NICs) of them, so 2 racks run close to 1 rack instead of funnelling through one tray's
-  NICs.
+  NICs.  The plain tree (NVLS off, ``NCCL_NVLS_ENABLE=0``) has the rack as its node too
+  (:func:`rack_tree`): a chain through the rack's 72 GPUs over NVLink and one double binary
+  tree between racks per channel of NCCL's graph (:func:`rack_channels`, 15 on an NVL72
+  rack), each from its own GPU and NIC.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError
 from clusterforge.netsim.edges import edge_traffic, merge, uniform_blocks
 from clusterforge.netsim.traffic import Traffic, empty_ids, empty_segments
+from clusterforge.netsim.tuner import generation_of, mnnvl_channels
 from clusterforge.topology import FabricGraph
 
 __all__ = [
@@ -51,6 +55,7 @@ __all__ = [
     "nvls_phases",
     "nvls_possible",
     "nvls_tree_phases",
+    "rack_channels",
     "tree_phases",
 ]
 
@@ -114,9 +119,43 @@ def _node_shape(graph: FabricGraph, seq: np.ndarray, name: str, min_k: int) -> t
 
 
 def tree_phases(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
-    """Double binary tree between nodes, chain inside each node; all_reduce only."""
+    """Double binary tree between nodes, chain inside each node; all_reduce only.  Under
+    MNNVL the node is the NVLink domain (:func:`rack_tree`)."""
+    if mnnvl(graph):
+        ordered, k = domain_blocks(graph, seq)
+        if k and seq.shape[1] // k >= 2:
+            return [rack_tree(graph, ordered, seq.shape[1] // k, k)]
     m, k = _node_shape(graph, seq, "tree", 1)
     return [_dtree(graph, seq, m, k, 1.0)]
+
+
+def rack_channels(graph: FabricGraph) -> int:
+    """Channels of NCCL's ring and tree graphs on one NVLink domain under MNNVL, each
+    through its own NIC (:func:`~clusterforge.netsim.tuner.mnnvl_channels`)."""
+    nics = graph.nics_per_node * (graph.domain_gpus // graph.gpus_per_node)
+    return mnnvl_channels(
+        generation_of(graph.scaleup), nic_gbyte_per_s=graph.nic_gbyte_per_s, nics=nics
+    )
+
+
+def rack_tree(graph: FabricGraph, seq: np.ndarray, m: int, k: int) -> Traffic:
+    """NCCL's tree with the NVLink domain as its node (MNNVL): inside each of the m
+    domains the k GPUs form a chain over NVLink (``ncclTopoPreset``, ``src/graph/connect.cc``:
+    a GPU's tree parent and child are its neighbours in the channel's intra order), which
+    carries S up and S down; between domains each of NCCL's C channels runs the double
+    binary tree from its own GPU and NIC (the channel's ``inter`` NIC), with 1/C of the
+    data.  ``seq`` is ordered domain by domain."""
+    ng = seq.shape[0]
+    local = seq.reshape(ng * m, k)
+    chain = np.arange(k - 1)
+    src, dst = np.concatenate([chain, chain + 1]), np.concatenate([chain + 1, chain])
+    e = edge_traffic(graph, local, src, dst, per_edge=False)
+    volume = np.full(local.shape[0] * e.num_channels, 1.0 / e.num_channels)
+    intra = Traffic("tree", e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, 0)
+    heads = nic_positions(graph, local[0], rack_channels(graph))
+    rails = seq.reshape(ng, m, k)[:, :, heads].transpose(0, 2, 1).reshape(ng * heads.size, m)
+    inter = _dtree(graph, rails, m, 1, 1.0 / heads.size)
+    return replace(merge([intra, inter]), steps=2 * (int(np.ceil(np.log2(m))) + k - 1))
 
 
 def nvls_possible(graph: FabricGraph, seq: np.ndarray) -> bool:
@@ -166,11 +205,17 @@ def domain_blocks(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, int]
 def nvls_heads(graph: FabricGraph, block: np.ndarray) -> np.ndarray:
     """Positions in a node block (one NCCL node's GPUs, in order) of its NVLS heads: one GPU
     per distinct NIC, at most ``NVLS_MAX_HEADS``, spread evenly over the block."""
+    return nic_positions(graph, block, NVLS_MAX_HEADS)
+
+
+def nic_positions(graph: FabricGraph, block: np.ndarray, count: int) -> np.ndarray:
+    """Positions in a node block of ``count`` GPUs (at most one per distinct NIC, so fewer
+    where the block has fewer NICs), spread evenly over the block."""
     node = block // graph.gpus_per_node
     nic = graph.nic_of_local(block % graph.gpus_per_node)
     _, first = np.unique(node * graph.nics_per_node + nic, return_index=True)
     with_nic = np.sort(first)
-    h = min(NVLS_MAX_HEADS, with_nic.size)
+    h = min(count, with_nic.size)
     return with_nic[(np.arange(h) * with_nic.size) // h]
 
 
