@@ -205,9 +205,9 @@ def tree_fill_s(ctx: TuningContext, protocol: Protocol, size_bytes: float) -> fl
         for times, floor in ((64, 131072), (16, 32768)):
             while size_bytes // (lanes * chunk) < steps * times / ppn and chunk > floor:
                 chunk //= 2
-    chunk = min(chunk, size_bytes / lanes)
-    chain_us = chunk / (ctx.intra_gbyte_per_s / lanes) / 1e3
-    net_us = chunk / (ctx.node_net_gbyte_per_s / lanes) / 1e3
+    share = min(float(chunk), size_bytes / lanes)
+    chain_us = share / (ctx.intra_gbyte_per_s / lanes) / 1e3
+    net_us = share / (ctx.node_net_gbyte_per_s / lanes) / 1e3
     chain = 2 * (ppn - 1) * max(0.0, chain_us - _hw_us(ctx.intra, "tree", protocol))
     net = 2 * _log2i(ctx.num_nodes) * max(0.0, net_us - _inter_us("tree", protocol, ctx))
     return (chain + net) * 1e-6
