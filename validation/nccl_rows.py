@@ -4,7 +4,9 @@ Rows come from every ``*.toml`` of this folder whose rows name a ``collective`` 
 ``busbw`` (``nccl_tests_published.toml``, ``nccl_tests_more.toml`` and the ``pub_*``
 sources), each in its set (:mod:`validation.sets`). A row places its communicator on
 ``num_nodes`` nodes, ``ranks_per_node`` GPUs on each (default all), with optional network
-overrides (``nics_per_node``, ``fabric``).
+overrides (``nics_per_node``, ``fabric``). A file's ``[cluster.<name>]`` tables give the NCCL
+settings the runs of the rows naming that ``cluster`` were made with (``nvls = false``:
+``NCCL_NVLS_ENABLE=0``), kept out of the rows so that held-out rows stay as frozen.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from clusterforge.topology.graph import FabricGraph
 from validation.sets import data_files, file_rows, kind_of
 
 __all__ = [
+    "CLUSTERS",
     "LARGE_BYTES",
     "ROWS",
     "SUBSETS",
@@ -51,6 +54,20 @@ def raw_rows() -> list[tuple[str, dict[str, Any]]]:
 
 
 ROWS: list[dict[str, Any]] = [row for _, row in raw_rows()]
+
+
+def _clusters() -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for path in data_files():
+        for name, settings in tomllib.loads(path.read_text()).get("cluster", {}).items():
+            if name in out:
+                raise ValueError(f"{path.name}: cluster {name!r} has settings in two files")
+            out[name] = settings
+    return out
+
+
+# NCCL settings of each named cluster's runs (module docstring)
+CLUSTERS: dict[str, dict[str, Any]] = _clusters()
 
 
 @dataclass(frozen=True)
@@ -115,6 +132,7 @@ def score(row: dict[str, Any]) -> Scored:
         row["size_bytes"],
         ranks(row, graph.gpus_per_node)[None, :],
         algorithm=row["algorithm"],
+        nvls=bool(CLUSTERS.get(row.get("cluster", ""), {}).get("nvls", True)),
     )
     return Scored(row, res.busbw_gbyte_per_s, res.algorithm, res.protocol)
 

@@ -41,13 +41,15 @@ def test_32_gpus_across_8_trays_reach_the_published_busbw(nvl72, algorithm, publ
 
 
 def test_auto_uses_nvls_inside_the_domain_and_the_nics_across_domains(nvl72):
+    """Across racks NCCL's node is the rack (MNNVL): NVLS-Tree, whose rack-to-rack hop runs
+    over 32 heads' NICs per rack, so 2 racks keep close to one rack's bus bandwidth
+    (tests/netsim/test_mnnvl.py; measured 793 vs 835 GB/s at 8 GiB, coreweave/nccl-tests)."""
     inside = simulate_collective(nvl72, "all_reduce", LARGE, np.arange(72)[None, :])
     assert inside.algorithm == "nvls"
     assert inside.link_class_utilization["nic-leaf"].max_utilization == 0
     across = simulate_collective(nvl72, "all_reduce", LARGE, np.arange(144)[None, :])
-    assert across.algorithm != "nvls"
-    assert across.link_class_utilization["nic-leaf"].max_utilization > 0
-    assert across.busbw_gbyte_per_s < 0.5 * inside.busbw_gbyte_per_s  # 4x400G per tray
+    assert across.algorithm == "nvls_tree"
+    assert across.busbw_gbyte_per_s > 0.9 * inside.busbw_gbyte_per_s
 
 
 def test_nvls_beats_ring_inside_the_domain(nvl72):

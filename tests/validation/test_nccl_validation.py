@@ -40,28 +40,20 @@ def test_fitted_constants_name_calibration_rows_that_name_them():
 
 # Rows the model is known to miss by more than 15 %, and why; the test fails if one passes.
 GB200_RACK_RAMP = (
-    "all-reduce over one NVL72 rack (72 GPUs, NVLS) at 512 MiB-2 GiB: simulated 822-877 GB/s "
-    "where 586-758 were measured; the NVLink SHARP rate is reached at smaller sizes than "
-    "measured (the protocol/pipeline ramp at 72 ranks)"
+    "all-reduce over one NVL72 rack (72 GPUs, NVLS) at 512 MiB: simulated 684 GB/s where 586 "
+    "was measured (+17 %), after the NVLS ramp grew with NCCL's loop of 32 channels x 32 heads "
+    "(was +37 %); the 8 GiB rate itself is 4 % high (the NVLink5 NVLS payload share, a "
+    "geometric middle of 8 and 32 GPUs)"
 )
-GB200_MULTIRACK = (
-    "all-reduce across 2 or 20 NVL72 racks: the simulator picks a (NVLS) tree whose "
-    "rack-to-rack hop runs at ~190 GB/s bus bandwidth, where NCCL measured 494-793 (2 racks) "
-    "and 287-382 (20 racks): most of the reduction stays on NVLink and the inter-rack hop "
-    "carries a 1/72 share over all trays' NICs (the same gap as the FSDP run across two "
-    "racks in test_runs.py)"
+GB200_TWO_RACKS = (
+    "all-reduce across 2 NVL72 racks (NVLS-Tree, the rack as NCCL's node) at 512 MiB: "
+    "simulated 593 GB/s where 494 was measured (+20 %; was -64 %): the measurement pays "
+    "~0.3 ms more per call than the model (candidate: the tree's network stages in the "
+    "pipeline fill, not modelled)"
 )
 KNOWN_GAPS = {
     "pub-cw-gb200-1rack-512m": GB200_RACK_RAMP,
-    "pub-cw-gb200-2rack-512m": GB200_MULTIRACK,
-    "pub-cw-gb200-2rack-2g": GB200_MULTIRACK,
-    "pub-cw-gb200-2rack-8g": GB200_MULTIRACK,
-    "pub-cw-gb200-20rack-512m": (
-        "1,440 GPUs in 20 NVL72 racks at 512 MiB: simulated 177 GB/s against 151 measured "
-        "(+17 %); the large sizes of the same table are 35-50 % too slow (see the 2-rack rows)"
-    ),
-    "pub-cw-gb200-20rack-2g": GB200_MULTIRACK,
-    "pub-cw-gb200-20rack-8g": GB200_MULTIRACK,
+    "pub-cw-gb200-2rack-512m": GB200_TWO_RACKS,
 }
 # Development rows of the sources added 2026-12-01 (pub_together_b200_nccl.toml,
 # pub_voltagepark_h100_nccl.toml) that the model misses by more than 15 %.
@@ -149,7 +141,8 @@ def test_development_mean_absolute_error_within_5_percent():
 @pytest.mark.xfail(
     strict=True,
     reason="with the CoreWeave development rows (pub_coreweave_nccl.toml) the mean error is "
-    "15 %: the GB200 multi-rack all-reduce gap listed in KNOWN_GAPS",
+    "6.5 %: the GB200 1- and 2-rack all-reduce gaps listed in KNOWN_GAPS and rows within "
+    "15 % but not 5 %",
 )
 def test_every_development_row_mean_absolute_error_within_5_percent():
     assert mean_abs_error([score(r) for r in DEVELOPMENT]) <= 0.05
@@ -195,3 +188,18 @@ def test_development_mean_error_within_15_percent_below_16_mib():
     small = [score(r) for r in DEVELOPMENT if r["size_bytes"] < LARGE_BYTES]
     assert len(small) >= 2
     assert mean_abs_error(small) <= 0.15
+
+
+def test_coreweave_twenty_rack_table_ran_without_nvls():
+    """coreweave/nccl-tests added the 20-rack GB200 table in commit bee97e7 (2025-05-05),
+    when its GB200 jobs set NCCL_NVLS_ENABLE=0 (commit a736384, 2025-04-14); the 1- and
+    2-rack tables are the outputs of its pull request #43 (2025-02-20), whose job set
+    NCCL_NVLS_ENABLE=1.  The simulator runs each cluster with its source's setting."""
+    gb200 = [r for r in STUDIED if r["id"].startswith("pub-cw-gb200-")]
+    assert gb200
+    for row in gb200:
+        algorithm = score(row).algorithm
+        if row["cluster"] == "coreweave-gb200-20rack":
+            assert algorithm in ("ring", "tree"), row["id"]
+        else:
+            assert algorithm in ("nvls", "nvls_tree"), row["id"]

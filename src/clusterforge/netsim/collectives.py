@@ -41,6 +41,8 @@ from clusterforge.netsim.alltoall import direct_all_to_all
 from clusterforge.netsim.edges import edge_traffic, merge, ring_order, uniform_blocks
 from clusterforge.netsim.traffic import Traffic
 from clusterforge.netsim.trees import (
+    domain_blocks,
+    mnnvl,
     nvls_phases,
     nvls_possible,
     nvls_tree_phases,
@@ -176,10 +178,13 @@ def pat_possible(seq: np.ndarray, graph: FabricGraph) -> bool:
 
 
 def candidate_algorithms(
-    graph: FabricGraph, collective: Collective, seq: np.ndarray
+    graph: FabricGraph, collective: Collective, seq: np.ndarray, nvls: bool = True
 ) -> list[Algorithm]:
     """Algorithms NCCL's tuner weighs for ``collective`` on groups ``seq`` with its default
-    settings (CollNet off: ``NCCL_COLLNET_ENABLE`` is 0 unless set)."""
+    settings (CollNet off: ``NCCL_COLLNET_ENABLE`` is 0 unless set).  ``nvls`` False is
+    ``NCCL_NVLS_ENABLE=0``: ``ncclNvlsInit`` (``src/transport/nvls.cc``) then leaves
+    ``nvlsSupport`` at 0 and ``updateCollCostTable`` (``src/enqueue.cc``) skips NVLS and
+    NVLS-Tree (NVIDIA/nccl v2.26.2-1)."""
     match collective:
         case "all_to_all":
             return ["direct"]
@@ -188,18 +193,24 @@ def candidate_algorithms(
         case "broadcast" | "reduce" | "sendrecv":
             return ["chain"] if collective != "sendrecv" else ["ring"]
         case "all_reduce":
-            return _all_reduce_candidates(graph, seq)
+            return _all_reduce_candidates(graph, seq, nvls)
 
 
-def _all_reduce_candidates(graph: FabricGraph, seq: np.ndarray) -> list[Algorithm]:
+def _all_reduce_candidates(graph: FabricGraph, seq: np.ndarray, nvls: bool) -> list[Algorithm]:
+    if not nvls:
+        k = uniform_blocks(graph, seq)
+        return ["ring", "tree"] if k and seq.shape[1] // k >= 2 else ["ring"]
     if seq.shape[1] >= _NVLS_MIN_GPUS and nvls_possible(graph, seq):
         return ["nvls", "ring"]
     k = uniform_blocks(graph, seq)
-    if not k or seq.shape[1] // k < 2:
-        return ["ring"]
-    out: list[Algorithm] = ["ring", "tree"]
-    local = seq.reshape(-1, k)
-    if k >= 2 and graph.nvls and nvls_possible(graph, local):
+    out: list[Algorithm] = ["ring", "tree"] if k and seq.shape[1] // k >= 2 else ["ring"]
+    if mnnvl(graph):
+        # NCCL's node is the NVLink domain (trees.py): NVLS-Tree between domains
+        kd = domain_blocks(graph, seq)[1]
+        if graph.nvls and kd >= 2 and seq.shape[1] // kd >= 2:
+            out.append("nvls_tree")
+        return out
+    if len(out) > 1 and k >= 2 and graph.nvls and nvls_possible(graph, seq.reshape(-1, k)):
         out.append("nvls_tree")
     return out
 

@@ -21,6 +21,17 @@ corrections turn it into what nccl-tests measures:
    NCCL's NVLS latency; ``t_ramp = S_ramp / v`` where ``v`` is the model's own steady NVLS
    algorithm rate on those GPUs (NVLink4 450 GB/s x the NVLS payload share), so at the
    calibration rate the time ramp is the fitted byte ramp.
+
+   NVLS and NVLS-Tree pipeline in *loops*: NCCL cuts the message into loops of
+   ``nvlsChannels x nHeads`` chunks (``calcCollChunking`` in ``src/enqueue.cc``: pattern
+   ``ncclPatternNvls`` / ``ncclPatternNvlsTree``, ``nchunksPerLoop = nHeads``; its chunk size
+   depends on ``S / (nChannels x nHeads)`` only), and each loop's steps move whole chunks,
+   bandwidth-bound, so the pipeline's fill is a number of loops: that ramp in bytes scales
+   with ``nvlsChannels x nHeads``, and NVLS's ramp is the longer of it and the time ramp
+   (:func:`nvls_pipeline_efficiency`; at the calibration's loop and rate they coincide).  The
+   calibration sweep ran 16 channels x 8 heads (Hopper, 8 GPUs); a GB200 NVL72 rack runs 32
+   x 32 (NCCL 2.26: ``NVLS_NCHANNELS_SM100``, ``NCCL_MAX_NVLS_ARITY``), a loop 8x larger, so
+   512 MiB there sits where 64 MiB sits on 8 H200.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ __all__ = [
     "SCALEUP_EFFICIENCY",
     "SCALEUP_EFFICIENCY_BY_GENERATION",
     "network_efficiency",
+    "nvls_pipeline_efficiency",
     "pipeline_efficiency",
     "pipelined_time_s",
     "scaleup_efficiency",
@@ -106,3 +118,29 @@ def pipeline_efficiency(steady_s: float) -> float:
     if steady_s <= 0:
         return 1.0
     return 1.0 / (1.0 + float((RAMP_SECONDS / steady_s) ** RAMP_EXPONENT))
+
+
+# NVLS loop size of the calibration sweep (8 H200, NCCL 2.27.7): Hopper's NVLS channels x one
+# head per GPU (data/nccl.toml).
+_NCCL = read_constants("clusterforge.netsim", "nccl.toml")
+RAMP_NVLS_CONCURRENT_OPS = int(_NCCL.numbers("nvls_channels")[0]) * min(
+    _NCCL.integer("nvls_max_heads"), 8
+)
+
+
+def nvls_pipeline_efficiency(
+    steady_s: float, size_bytes: float, concurrent_ops: int, chunk_ratio: float = 1.0
+) -> float:
+    """Share of the steady bandwidth an NVLS or NVLS-Tree all-reduce of ``size_bytes``
+    (steady bandwidth time ``steady_s``) reaches when NCCL runs ``concurrent_ops`` =
+    nvlsChannels x nHeads chunks per loop, each ``chunk_ratio`` times NVLS's chunk at that
+    size (NVLS-Tree's chunk rule differs): the longer of the calibrated time ramp (the
+    steps' synchronisation) and the calibrated byte ramp scaled by the loop size (the
+    pipeline's fill, module docstring).  Both are the fitted ramp at the calibration's loop
+    and rate."""
+    if steady_s <= 0 or size_bytes <= 0:
+        return 1.0
+    ops = concurrent_ops * chunk_ratio
+    loop = RAMP_BYTES * ops / RAMP_NVLS_CONCURRENT_OPS / size_bytes
+    ratio = max(RAMP_SECONDS / steady_s, loop)
+    return 1.0 / (1.0 + float(ratio**RAMP_EXPONENT))

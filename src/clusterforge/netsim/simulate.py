@@ -28,8 +28,10 @@ from clusterforge.netsim.collectives import candidate_algorithms, ring_order
 from clusterforge.netsim.congestion import congested_link_share, window_packets
 from clusterforge.netsim.model import (
     NETWORK_EFFICIENCY,
+    nvls_pipeline_efficiency,
     pipeline_efficiency,
     pipelined_time_s,
+    scaleup_efficiency,
 )
 from clusterforge.netsim.result import (
     OVERLOAD,
@@ -40,6 +42,13 @@ from clusterforge.netsim.result import (
 )
 from clusterforge.netsim.routing import check_routing
 from clusterforge.netsim.solve import solve_phases
+from clusterforge.netsim.trees import (
+    NVLS_MAX_HEADS,
+    domain_blocks,
+    mnnvl,
+    nvls_heads,
+    rack_channels,
+)
 from clusterforge.netsim.tuner import (
     TuningContext,
     active_channels,
@@ -48,8 +57,11 @@ from clusterforge.netsim.tuner import (
     generation_of,
     latency_s,
     network_channels,
+    nvls_channels,
+    nvls_chunk_bytes,
     payload_share,
     protocols_for,
+    tree_fill_s,
 )
 from clusterforge.netsim.vocab import (
     ALGORITHMS,
@@ -81,6 +93,7 @@ class _Request:
     algorithm: AlgorithmChoice
     protocol: ProtocolChoice
     pxn: bool
+    nvls: bool = True  # NCCL_NVLS_ENABLE (collectives.candidate_algorithms)
 
 
 def _check(graph: FabricGraph, req: _Request, size_bytes: float) -> None:
@@ -95,6 +108,11 @@ def _check(graph: FabricGraph, req: _Request, size_bytes: float) -> None:
                 f"use one of {', '.join(allowed)}"
             )
     check_routing(graph, req.routing)
+    if not req.nvls and req.algorithm in ("nvls", "nvls_tree"):
+        raise SimulationError(
+            f"algorithm {req.algorithm}: NVLS is off (NCCL_NVLS_ENABLE=0 leaves NCCL no NVLS "
+            "or NVLS-Tree); use ring, tree or auto, or switch NVLS on"
+        )
     if not 1 <= int(req.num_qps) <= MAX_QPS:
         raise SimulationError(
             f"num_qps: {req.num_qps} queue pairs per connection; use 1 to {MAX_QPS} "
@@ -142,25 +160,52 @@ def _check_cabled(graph: FabricGraph, arr: np.ndarray) -> None:
         )
 
 
-def _context(graph: FabricGraph, collective: Collective, seq: np.ndarray) -> TuningContext:
-    nodes = np.unique(seq[0] // graph.gpus_per_node).size
+def _context(
+    graph: FabricGraph, collective: Collective, seq: np.ndarray, algorithm: Algorithm
+) -> TuningContext:
+    """What NCCL's tuner sees.  Its node is the machine, except NVLS-Tree and the tree
+    across the domains of a multi-node NVLink fabric (MNNVL), where NCCL's node is the
+    NVLink domain (:mod:`clusterforge.netsim.trees`): nodes count domains, and the NICs a
+    node uses are its NVLS heads' or its tree channels'."""
     gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
     generation = generation_of(graph.scaleup)
-    per_node = max(1, seq.shape[1] // nodes)
-    channels = network_channels(
-        nics=min(per_node, graph.nics_per_node),
-        nic_payload_gbyte_per_s=graph.nic_gbyte_per_s * NETWORK_EFFICIENCY,
-        generation=generation,
-    )
+    n = int(seq.shape[1])
+    heads = min(NVLS_MAX_HEADS, n) if algorithm == "nvls" else 0
+    kd = domain_blocks(graph, seq)[1] if mnnvl(graph) else 0
+    if algorithm == "nvls_tree" and mnnvl(graph):
+        ordered, k = domain_blocks(graph, seq)
+        nodes = n // k
+        heads = int(nvls_heads(graph, ordered[0, :k]).size)
+        node_net = heads * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
+        channels = heads
+    elif algorithm == "tree" and kd and n // kd >= 2:
+        # the tree between NVLink domains (trees.rack_tree): NCCL's channels on a domain
+        nodes = n // kd
+        channels = rack_channels(graph)
+        node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
+    else:
+        nodes = np.unique(seq[0] // graph.gpus_per_node).size
+        per_node = max(1, n // nodes)
+        if algorithm == "nvls_tree":
+            heads = int(nvls_heads(graph, seq[0, :per_node]).size)
+        channels = network_channels(
+            nics=min(per_node, graph.nics_per_node),
+            nic_payload_gbyte_per_s=graph.nic_gbyte_per_s * NETWORK_EFFICIENCY,
+            generation=generation,
+        )
+        node_net = gpu_nic * (n / nodes) * NETWORK_EFFICIENCY
     return TuningContext(
         collective=collective,
-        num_ranks=int(seq.shape[1]),
+        num_ranks=n,
         num_nodes=int(nodes),
         generation=generation,
         intra="nvlink" if graph.scaleup_class in ("nvlink", "xgmi") else "pci",
         net_path_latency_s=0.0,
-        node_net_gbyte_per_s=gpu_nic * (seq.shape[1] / nodes) * NETWORK_EFFICIENCY,
+        node_net_gbyte_per_s=node_net,
         num_channels=channels if nodes > 1 else 0,
+        nvls_heads=heads,
+        intra_gbyte_per_s=float(graph.capacity_gbyte_per_s[graph.scaleup_up(seq[0, :1])][0])
+        * scaleup_efficiency("tree", graph.scaleup),
     )
 
 
@@ -224,23 +269,34 @@ def _time(
         )
         / channels
     )
-    # the Simple protocol's pipeline ramp is a time (model.pipeline_efficiency)
-    ramp = pipeline_efficiency(steady_s) if protocol == "simple" else 1.0
-    return latency_s(algorithm, protocol, ctx) + steady_s / ramp
+    # the Simple protocol's pipeline ramp is a time (model.pipeline_efficiency); NVLS's is
+    # at least that and at least the fill of its loops of nvlsChannels x nHeads chunks
+    # (model.nvls_pipeline_efficiency)
+    if algorithm in ("nvls", "nvls_tree") and ctx.nvls_heads:
+        ops = nvls_channels(ctx.generation) * ctx.nvls_heads
+        chunk = nvls_chunk_bytes(algorithm, size_bytes, ops, ctx.num_nodes)
+        ratio = chunk / nvls_chunk_bytes("nvls", size_bytes, ops, 1)
+        ramp = nvls_pipeline_efficiency(steady_s, size_bytes, ops, ratio)
+    else:
+        ramp = pipeline_efficiency(steady_s) if protocol == "simple" else 1.0
+    # a tree's first chunk crosses every hop of it before the pipeline runs full
+    # (tuner.tree_fill_s); the calibrated ramp covers it on nodes of 8 GPUs
+    fill = tree_fill_s(ctx, protocol, size_bytes) if algorithm == "tree" else 0.0
+    return latency_s(algorithm, protocol, ctx) + max(steady_s / ramp, steady_s + fill)
 
 
 def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: float) -> Choice:
     seq = ring_order(graph, arr)
-    base = _context(graph, req.collective, seq)
     names: list[Algorithm]
     if req.algorithm == "auto":
-        names = candidate_algorithms(graph, req.collective, seq)
+        names = candidate_algorithms(graph, req.collective, seq, req.nvls)
     else:
         names = [req.algorithm]
     best: Choice | None = None
     for name in names:
         phases = solve_phases(graph, req.collective, name, arr, req.routing, req.num_qps, req.pxn)
         path = max((p.net_path_latency_s for p in phases), default=0.0)
+        base = _context(graph, req.collective, seq, name)
         ctx = TuningContext(**{**base.__dict__, "net_path_latency_s": path})
         goodput = _goodput_share(graph, phases)
         protocols = protocols_for(name, ctx)
@@ -271,15 +327,17 @@ def simulate_collective(
     algorithm: AlgorithmChoice = "auto",
     pxn: bool | None = None,
     protocol: ProtocolChoice = "auto",
+    nvls: bool = True,
 ) -> CollectiveResult:
     """Simulate ``collective`` of ``size_bytes`` (the nccl-tests ``size``) run by every row of
     ``groups`` at once, with NCCL's algorithm and protocol choice unless ``algorithm`` /
     ``protocol`` force one.  Groups of one GPU communicate nothing: time 0, bandwidths 0.
     ``pxn`` (default: on for rail-optimized fabrics) forwards over NVLink to the GPU on the
-    destination's rail before entering the fabric."""
+    destination's rail before entering the fabric.  ``nvls`` False is ``NCCL_NVLS_ENABLE=0``:
+    no NVLS and no NVLS-Tree."""
     req = _Request(
         collective, routing, int(num_qps), algorithm, protocol,
-        graph.rail_optimized if pxn is None else pxn,
+        graph.rail_optimized if pxn is None else pxn, bool(nvls),
     )  # fmt: skip
     _check(graph, req, size_bytes)
     arr = _groups(graph, groups)

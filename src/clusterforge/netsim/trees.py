@@ -16,8 +16,21 @@
   so with one NIC per two GPUs the 2-node tree stays near the NICs' rate.
 * **nvls**: NVLink SHARP inside one NVSwitch domain: each GPU sends S to the switch, which
   reduces, and receives S back (NVIDIA Hopper architecture whitepaper, NVLink SHARP).
-* **nvls_tree**: NVLS inside each node, then one double binary tree per local GPU position
-  (rail) between the nodes, each carrying 1/k of the data; the stages pipeline.
+* **nvls_tree**: NVLS inside each node, then one double binary tree per NVLS *head* between
+  the nodes, each head carrying 1/H of the data through its own NIC; the stages pipeline.
+  The heads are the channels of NCCL's NVLS graph: GPUs with a NIC of their own, at most
+  ``NCCL_MAX_NVLS_ARITY`` (32) of them (``ncclTopoCompute`` in ``src/graph/search.cc``,
+  ``connectNvls`` in ``src/graph/connect.cc``, NVIDIA/nccl v2.26.2-1).
+* **multi-node NVLink** (MNNVL, GB200 NVL72): when the NVLink domain spans several nodes
+  (trays), NCCL fuses the topologies of the whole clique into one (``ncclTopoGetSystem`` in
+  ``src/graph/topo.cc``: "MNNVL clique support"), so its *node* is the NVLink domain and
+  ``nNodes`` counts domains (racks).  Across racks NVLS-Tree then runs NVLS over the rack's
+  NVLink switches and the trees between racks over the heads' NICs: min(32, the rack's
+  NICs) of them, so 2 racks run close to 1 rack instead of funnelling through one tray's
+  NICs.  The plain tree (NVLS off, ``NCCL_NVLS_ENABLE=0``) has the rack as its node too
+  (:func:`rack_tree`): a chain through the rack's 72 GPUs over NVLink and one double binary
+  tree between racks per channel of NCCL's graph (:func:`rack_channels`, 15 on an NVL72
+  rack), each from its own GPU and NIC.
 """
 
 from __future__ import annotations
@@ -26,12 +39,28 @@ from dataclasses import replace
 
 import numpy as np
 
+from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError
 from clusterforge.netsim.edges import edge_traffic, merge, uniform_blocks
 from clusterforge.netsim.traffic import Traffic, empty_ids, empty_segments
+from clusterforge.netsim.tuner import generation_of, mnnvl_channels
 from clusterforge.topology import FabricGraph
 
-__all__ = ["dtree_parents", "nvls_phases", "nvls_possible", "nvls_tree_phases", "tree_phases"]
+__all__ = [
+    "NVLS_MAX_HEADS",
+    "domain_blocks",
+    "dtree_parents",
+    "mnnvl",
+    "nvls_heads",
+    "nvls_phases",
+    "nvls_possible",
+    "nvls_tree_phases",
+    "rack_channels",
+    "tree_phases",
+]
+
+# NCCL's NVLS graph keeps at most this many heads per node (data/nccl.toml).
+NVLS_MAX_HEADS = read_constants("clusterforge.netsim", "nccl.toml").integer("nvls_max_heads")
 
 
 def _btree_parents(m: int) -> np.ndarray:
@@ -90,9 +119,43 @@ def _node_shape(graph: FabricGraph, seq: np.ndarray, name: str, min_k: int) -> t
 
 
 def tree_phases(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
-    """Double binary tree between nodes, chain inside each node; all_reduce only."""
+    """Double binary tree between nodes, chain inside each node; all_reduce only.  Under
+    MNNVL the node is the NVLink domain (:func:`rack_tree`)."""
+    if mnnvl(graph):
+        ordered, k = domain_blocks(graph, seq)
+        if k and seq.shape[1] // k >= 2:
+            return [rack_tree(graph, ordered, seq.shape[1] // k, k)]
     m, k = _node_shape(graph, seq, "tree", 1)
     return [_dtree(graph, seq, m, k, 1.0)]
+
+
+def rack_channels(graph: FabricGraph) -> int:
+    """Channels of NCCL's ring and tree graphs on one NVLink domain under MNNVL, each
+    through its own NIC (:func:`~clusterforge.netsim.tuner.mnnvl_channels`)."""
+    nics = graph.nics_per_node * (graph.domain_gpus // graph.gpus_per_node)
+    return mnnvl_channels(
+        generation_of(graph.scaleup), nic_gbyte_per_s=graph.nic_gbyte_per_s, nics=nics
+    )
+
+
+def rack_tree(graph: FabricGraph, seq: np.ndarray, m: int, k: int) -> Traffic:
+    """NCCL's tree with the NVLink domain as its node (MNNVL): inside each of the m
+    domains the k GPUs form a chain over NVLink (``ncclTopoPreset``, ``src/graph/connect.cc``:
+    a GPU's tree parent and child are its neighbours in the channel's intra order), which
+    carries S up and S down; between domains each of NCCL's C channels runs the double
+    binary tree from its own GPU and NIC (the channel's ``inter`` NIC), with 1/C of the
+    data.  ``seq`` is ordered domain by domain."""
+    ng = seq.shape[0]
+    local = seq.reshape(ng * m, k)
+    chain = np.arange(k - 1)
+    src, dst = np.concatenate([chain, chain + 1]), np.concatenate([chain + 1, chain])
+    e = edge_traffic(graph, local, src, dst, per_edge=False)
+    volume = np.full(local.shape[0] * e.num_channels, 1.0 / e.num_channels)
+    intra = Traffic("tree", e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, 0)
+    heads = nic_positions(graph, local[0], rack_channels(graph))
+    rails = seq.reshape(ng, m, k)[:, :, heads].transpose(0, 2, 1).reshape(ng * heads.size, m)
+    inter = _dtree(graph, rails, m, 1, 1.0 / heads.size)
+    return replace(merge([intra, inter]), steps=2 * (int(np.ceil(np.log2(m))) + k - 1))
 
 
 def nvls_possible(graph: FabricGraph, seq: np.ndarray) -> bool:
@@ -118,16 +181,72 @@ def nvls_phases(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
     return [_nvls_traffic(seq)]
 
 
-def nvls_tree_phases(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
-    """NVLS inside each node, one tree per rail between nodes (each 1/k of the data)."""
-    ng = seq.shape[0]
+def mnnvl(graph: FabricGraph) -> bool:
+    """The NVLink domain spans several nodes (GB200 NVL72: 18 trays), so NCCL's node is the
+    domain (multi-node NVLink)."""
+    return graph.domain_gpus > graph.gpus_per_node
+
+
+def domain_blocks(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, int]:
+    """``seq`` reordered NVLink domain by domain (stable) and the GPUs each row has in each
+    domain, 0 when rows hold different counts in different domains."""
+    dom = graph.domain_of(seq)
+    order = np.argsort(dom, axis=1, kind="stable")
+    out = np.take_along_axis(seq, order, axis=1)
+    srt = np.take_along_axis(dom, order, axis=1)
+    new = np.ones(srt.shape, bool)
+    new[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    counts = np.diff(np.append(np.flatnonzero(new.ravel()), new.size))
+    k = int(counts[0])
+    ok = bool(np.all(counts == k)) and seq.shape[1] % k == 0
+    return out, (k if ok else 0)
+
+
+def nvls_heads(graph: FabricGraph, block: np.ndarray) -> np.ndarray:
+    """Positions in a node block (one NCCL node's GPUs, in order) of its NVLS heads: one GPU
+    per distinct NIC, at most ``NVLS_MAX_HEADS``, spread evenly over the block."""
+    return nic_positions(graph, block, NVLS_MAX_HEADS)
+
+
+def nic_positions(graph: FabricGraph, block: np.ndarray, count: int) -> np.ndarray:
+    """Positions in a node block of ``count`` GPUs (at most one per distinct NIC, so fewer
+    where the block has fewer NICs), spread evenly over the block."""
+    node = block // graph.gpus_per_node
+    nic = graph.nic_of_local(block % graph.gpus_per_node)
+    _, first = np.unique(node * graph.nics_per_node + nic, return_index=True)
+    with_nic = np.sort(first)
+    h = min(count, with_nic.size)
+    return with_nic[(np.arange(h) * with_nic.size) // h]
+
+
+def _nccl_nodes(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """(seq ordered by NCCL node, nodes m, GPUs per node k) for NVLS-Tree: the NVLink
+    domain under MNNVL, else the node."""
+    if mnnvl(graph):
+        ordered, k = domain_blocks(graph, seq)
+        m = seq.shape[1] // k if k else 0
+        if m < 2 or k < 2:
+            raise SimulationError(
+                "algorithm nvls_tree: needs groups spanning 2+ NVLink domains with the same "
+                "number (at least 2) of GPUs in each; use ring or auto"
+            )
+        return ordered, m, k
     m, k = _node_shape(graph, seq, "nvls_tree", 2)
+    return seq, m, k
+
+
+def nvls_tree_phases(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
+    """NVLS inside each NCCL node, one tree per NVLS head between the nodes (each 1/H of
+    the data, through the head's own NIC)."""
+    ng = seq.shape[0]
+    seq, m, k = _nccl_nodes(graph, seq)
     local = seq.reshape(ng * m, k)
     if not graph.nvls or not nvls_possible(graph, local):
         raise SimulationError(
             f"algorithm nvls_tree: needs NVLink SHARP inside each node ({graph.scaleup} has "
             f"{'it' if graph.nvls else 'none'}); use ring or auto"
         )
-    rails = seq.reshape(ng, m, k).transpose(0, 2, 1).reshape(ng * k, m)
-    inter = _dtree(graph, rails, m, 1, 1.0 / k)
+    heads = nvls_heads(graph, local[0])
+    rails = seq.reshape(ng, m, k)[:, :, heads].transpose(0, 2, 1).reshape(ng * heads.size, m)
+    inter = _dtree(graph, rails, m, 1, 1.0 / heads.size)
     return [replace(p, pipelined=True) for p in (_nvls_traffic(local), inter)]

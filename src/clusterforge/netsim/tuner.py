@@ -40,9 +40,13 @@ __all__ = [
     "channel_cap_gbyte_per_s",
     "generation_of",
     "latency_s",
+    "mnnvl_channels",
     "network_channels",
+    "nvls_channels",
+    "nvls_chunk_bytes",
     "payload_share",
     "protocols_for",
+    "tree_fill_s",
 ]
 
 Generation = Literal["volta", "ampere", "hopper", "blackwell"]
@@ -91,6 +95,23 @@ _NET_OVERHEAD_US = _NCCL.number("net_overhead_us")  # per network operation, x86
 _PROTOCOL_INDEX: dict[Protocol, int] = {"ll": 0, "ll128": 1, "simple": 2}
 _THREAD_THRESHOLD = _triple("thread_threshold_bytes", _NCCL.numbers("thread_threshold_bytes"))
 _MAX_THREADS = _triple("max_threads", _NCCL.numbers("max_threads"))
+_NVLS_CHANNELS = _NCCL.numbers("nvls_channels")  # (hopper, blackwell)
+_NVLS_CHUNK = _NCCL.integer("nvls_chunk_bytes")
+_SEARCH_SPEEDS = _NCCL.numbers("search_speeds_inter_gbyte_per_s")
+_NVLINK_PER_LINK = _NCCL.numbers("nvlink_gbyte_per_s_per_link")  # (hopper, blackwell)
+_NVLINKS_PER_GPU = _NCCL.integer("nvlinks_per_gpu")
+_RING_MAX_CHANNELS = _NCCL.integer("ring_max_channels")
+# a tree's chunk by protocol: one step of a channel's buffer (NCCL_BUFFSIZE / NCCL_STEPS for
+# Simple; LL128 keeps 15 of each 16 words of its step, LL half of its step)
+_STEPS = _NCCL.integer("nccl_steps")
+_TREE_CHUNK: dict[Protocol, int] = {
+    "simple": read_constants("clusterforge.netsim", "efficiency.toml").integer(
+        "pipeline_chunk_bytes"
+    )
+    // _STEPS,
+    "ll128": _NCCL.integer("ll128_buffer_bytes") // _STEPS // 16 * 15,
+    "ll": _NCCL.integer("ll_buffer_bytes") // _STEPS // 2,
+}
 
 
 @dataclass(frozen=True)
@@ -105,10 +126,91 @@ class TuningContext:
     net_path_latency_s: float  # one network traversal of our graph, GPU to GPU
     node_net_gbyte_per_s: float = math.inf  # NIC payload rate of the group's GPUs on a node
     num_channels: int = 0  # NCCL's channels across nodes (0: one node, no per-channel ceiling)
+    nvls_heads: int = 0  # NVLS heads per NCCL node (NVLS, NVLS-Tree; 0: none)
+    intra_gbyte_per_s: float = math.inf  # a GPU's scale-up payload rate each way
 
     @property
     def ranks_per_node(self) -> int:
         return max(1, self.num_ranks // max(1, self.num_nodes))
+
+
+def nvls_channels(generation: Generation) -> int:
+    """NCCL's NVLS channels (``nvlsChannels``, ``ncclNvlsInit``): 16 on Hopper, 32 on
+    Blackwell (data/nccl.toml); NVLS needs Hopper or newer."""
+    return int(_NVLS_CHANNELS[1] if generation == "blackwell" else _NVLS_CHANNELS[0])
+
+
+def nvls_chunk_bytes(
+    algorithm: Literal["nvls", "nvls_tree"], size_bytes: float, concurrent_ops: int, num_nodes: int
+) -> int:
+    """Chunk NCCL cuts an NVLS (one node) or NVLS-Tree all-reduce into (``calcCollChunking``
+    in ``src/enqueue.cc``): from ``NCCL_NVLS_CHUNKSIZE`` (128 KiB) it halves while the
+    message is below a multiple of ``concurrent_ops`` = nChannels x nHeads chunks (NVLS: 64,
+    8 and 2 times, down to 16 KiB; NVLS-Tree: 4 and 1 times, down to 32 KiB, and at most
+    64 KiB from 4 nodes)."""
+    chunk = _NVLS_CHUNK
+    if algorithm == "nvls":
+        for times, floor in ((64, 65536), (8, 32768), (2, 16384)):
+            if size_bytes < times * concurrent_ops * chunk and chunk > floor:
+                chunk = floor
+        return chunk
+    if num_nodes >= 4:
+        chunk = min(chunk, 65536)
+    for times, floor in ((4, 65536), (1, 32768)):
+        if size_bytes < times * concurrent_ops * chunk and chunk > floor:
+            chunk = floor
+    return chunk
+
+
+def mnnvl_channels(generation: Generation, *, nic_gbyte_per_s: float, nics: int) -> int:
+    """Channels of NCCL's ring and tree graphs on one multi-node NVLink rack (its node under
+    MNNVL), whose ``nics`` NICs run at ``nic_gbyte_per_s`` each way (``ncclTopoCompute``,
+    ``src/graph/search.cc``): the search takes the first listed speed at or below a NIC's
+    rate and adds channels, each through its own NIC, while every GPU's NVLink has that
+    speed left (each channel enters and leaves every GPU of the rack), up to 32; it then
+    doubles them at half speed where :func:`network_channels` says NCCL does
+    (``ncclTopoDupChannels``).  GB200 NVL72: 18 x 40 GB/s of NVLink over 48 GB/s, 15."""
+    speed = next((v for v in _SEARCH_SPEEDS if v <= nic_gbyte_per_s), _SEARCH_SPEEDS[-1])
+    per_link = _NVLINK_PER_LINK[1] if generation == "blackwell" else _NVLINK_PER_LINK[0]
+    fit = int(_NVLINKS_PER_GPU * per_link // speed)
+    channels = max(1, min(_RING_MAX_CHANNELS, fit, nics))
+    newer = generation in ("hopper", "blackwell")
+    if speed >= 25.0 and not (newer and speed < 50.0 and channels > 4):
+        channels = min(2 * channels, _RING_MAX_CHANNELS)
+    return channels
+
+
+def tree_fill_s(ctx: TuningContext, protocol: Protocol, size_bytes: float) -> float:
+    """Seconds the first chunk of a tree all-reduce spends crossing the tree beyond NCCL's
+    per-hop latency (:func:`latency_s`), before the pipeline runs full.
+
+    The chunk is one buffer step of ``protocol`` (``calcCollChunking`` in
+    ``src/enqueue.cc``: chunkSteps 1 for trees; LL128 halves it down to 128 KiB, then
+    32 KiB, while a channel's share of the message is below 64, then 16, x (1 + log2 nodes +
+    ppn / 10) / ppn chunks), and never more than a channel's share of the message.  It
+    climbs the chain of each node's GPUs (``ncclTopoPreset``: ppn - 1 hops) and the tree
+    between nodes, and comes back down: the hops NCCL's tree latency counts.  The two trees
+    run on two copies of the search channels, so every GPU carries 2 x channels chains: a
+    chain hop moves the chunk at the GPU's scale-up payload rate over 2 x channels, a
+    network hop at the node's network rate over 2 x channels, and a hop takes the longer
+    of that and NCCL's hop latency.  On nodes of 8 GPUs this adds little; through the
+    72-GPU chain of an NVL72 rack it adds milliseconds.  0 on one node."""
+    if ctx.num_nodes < 2 or ctx.num_channels < 1:
+        return 0.0
+    lanes = 2 * ctx.num_channels
+    ppn = ctx.ranks_per_node
+    chunk = _TREE_CHUNK[protocol]
+    if protocol == "ll128":
+        steps = 1 + _log2i(ctx.num_nodes) + 0.1 * ppn
+        for times, floor in ((64, 131072), (16, 32768)):
+            while size_bytes // (lanes * chunk) < steps * times / ppn and chunk > floor:
+                chunk //= 2
+    share = min(float(chunk), size_bytes / lanes)
+    chain_us = share / (ctx.intra_gbyte_per_s / lanes) / 1e3
+    net_us = share / (ctx.node_net_gbyte_per_s / lanes) / 1e3
+    chain = 2 * (ppn - 1) * max(0.0, chain_us - _hw_us(ctx.intra, "tree", protocol))
+    net = 2 * _log2i(ctx.num_nodes) * max(0.0, net_us - _inter_us("tree", protocol, ctx))
+    return (chain + net) * 1e-6
 
 
 def generation_of(scaleup: Scaleup) -> Generation:
