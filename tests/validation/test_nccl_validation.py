@@ -103,7 +103,7 @@ KNOWN_GAPS |= {
     ),
     **dict.fromkeys([f"pub-tg-ss-b200-{n}n-ar-nvlstree-16g" for n in (8, 32)], NVLSTREE_SCALING),
     **dict.fromkeys(
-        [f"pub-vp-h100-4n-ar-{s}" for s in ("2m", "4m", "8m", "16m", "256m", "512m")]
+        [f"pub-vp-h100-4n-ar-{s}" for s in ("2m", "4m", "8m", "256m")]
         + [f"pub-vp-h100-4n-ag-{s}" for s in SIZES_1M_256M]
         + [f"pub-vp-h100-4n-bc-{s}" for s in SIZES_1M_256M]
         + [f"pub-vp-h100-4n-rd-{s}" for s in SIZES_1M_256M[:-1]],
