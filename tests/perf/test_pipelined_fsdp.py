@@ -20,7 +20,7 @@ from clusterforge.perf.memory import memory_per_gpu, stage_params
 from clusterforge.perf.parallel import rank_groups
 from clusterforge.perf.roofline import gpu_perf, memory_time_s
 from clusterforge.perf.stack import stack_named
-from clusterforge.perf.step import PARAM_TENSORS_PER_LAYER, grad_accumulation_s
+from clusterforge.perf.update import PARAM_TENSORS_PER_LAYER, grad_accumulation_s
 
 TORCHTITAN = stack_named("torchtitan")
 MEGATRON = stack_named("megatron-core")
