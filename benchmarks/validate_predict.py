@@ -60,9 +60,7 @@ def _row(outcome: Outcome) -> str:
         )
     p = outcome.prediction.plan
     job = p.layout
-    plan = (
-        f"TP{job.tp} PP{job.pp} CP{job.cp} EP{job.ep} DP{job.dp} mb{p.micro_batch} v{job.vpp} Z{p.zero_stage}"
-    )
+    plan = f"TP{job.tp} PP{job.pp} CP{job.cp} EP{job.ep} DP{job.dp} mb{p.micro_batch} v{job.vpp} Z{p.zero_stage}"
     return (
         f"  {run.name:<34} {run.subset:<11} {run.published:>9,.1f} {outcome.predicted:>9,.1f} "
         f"{outcome.error * 100:+6.1f} %  {plan} {p.recompute} {p.precision} {run.stack.name} "
