@@ -229,16 +229,30 @@ def elevation_picture(
     grid = _Grid(len(lines), design.spec.facility.rack_u, slots)
     palette = _palette(lines)
     count = _count(lines, len(design.racks))
+    title = f"{design.spec.name}: {count}, front view"
 
     def paint(figure: Figure) -> None:
         for n, line in enumerate(lines, start=1):
             ax = figure.add_axes(grid.axes_box(n - 1))
             _draw_line(ax, n, line, rack_u=grid.rack_u, palette=palette, racks_per_line=slots)
-        figure.suptitle(f"{design.spec.name}: {count}, front view", x=0.01, y=1 - 0.12 / grid.size_in[1],
+        figure.suptitle(title, x=0.01, y=1 - 0.12 / grid.size_in[1],
                         ha="left", va="top", fontweight="bold", fontsize=10)  # fmt: skip
         _legend(figure, palette, ncols=max(1, int(grid.size_in[0] / LEGEND_ENTRY_IN)))
 
-    return draw_picture(grid.size_in, fmt, paint, constrained=False)
+    key = (tuple(_drawn(line) for line in lines), grid, palette, title)
+    return draw_picture(grid.size_in, fmt, paint, constrained=False, key=key)
+
+
+def _drawn(line: RackLine) -> tuple[object, ...]:
+    """What the picture shows of a line: every rack and device field :func:`_draw_line`,
+    :func:`_draw_rack` and :func:`_rack_title` read (the picture's cache key: a field they
+    come to read must be added here)."""
+    racks = tuple(
+        (r.name, r.nvlink_domain, r.max_kw, r.cooling.method,
+         tuple((d.name, d.kind, d.role, d.u_position, d.u_height) for d in r.devices))
+        for r in line.racks
+    )  # fmt: skip
+    return (line.label, racks, line.alike)
 
 
 def elevation_svg(design: Design, max_racks: int = MAX_RACKS_DRAWN) -> str:

@@ -73,7 +73,7 @@ def fabric_picture(design: Design, fmt: PictureFormat = "svg") -> bytes:
         figure.suptitle(diagram.title, x=0.01, y=0.995, ha="left", va="top", fontsize=9,
                         fontweight="bold")  # fmt: skip
 
-    return draw_picture(size, fmt, paint, constrained=False)
+    return draw_picture(size, fmt, paint, constrained=False, key=diagram)
 
 
 def fabric_svg(design: Design) -> str:

@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, assert_never
 
 from clusterforge.errors import SpecError
+from clusterforge.report.picture_cache import PictureCache
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["COLORS", "PICTURE_FORMATS", "PictureFormat", "draw_picture", "picture_format",
-           "svg_fragment"]  # fmt: skip
+__all__ = ["COLORS", "PICTURES", "PICTURE_FORMATS", "PictureFormat", "draw_picture",
+           "picture_format", "svg_fragment"]  # fmt: skip
 
 PictureFormat = Literal["svg", "png", "pdf"]
 PICTURE_FORMATS: tuple[PictureFormat, ...] = ("svg", "png", "pdf")
@@ -47,6 +48,8 @@ _RC = {
 }
 _METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
 _XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
+# The pictures drawn in this process, by what they show (see draw_picture's ``key``).
+PICTURES = PictureCache()
 COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#72b7b2", "#bab0ac")
 
 
@@ -76,13 +79,35 @@ def draw_picture(
     paint: Callable[[Figure], None],
     *,
     constrained: bool = True,
+    key: object = None,
 ) -> bytes:
     """A new figure of ``size_in`` (width, height in inches), drawn by ``paint`` in the house
     style and saved as ``fmt``: the same bytes for the same drawing on every run.
 
     ``constrained`` lets matplotlib fit titles, labels and legends; a picture with hundreds of
     texts places its axes itself instead (the layout measures every text, seconds).
+
+    ``key``, when given, is every datum ``paint`` draws from (plain values, dataclasses,
+    arrays: see :func:`~clusterforge.report.picture_cache.digest`): the picture is then kept
+    in :data:`PICTURES` under it (with ``paint``'s name, the size, format and layout) and a
+    later call with an equal key returns it without drawing.
     """
+    if key is None:
+        return _draw(size_in, fmt, paint, constrained=constrained)
+    name = f"{paint.__module__}.{paint.__qualname__}"
+    return PICTURES.get_or_draw(
+        (name, size_in, fmt, constrained, key),
+        lambda: _draw(size_in, fmt, paint, constrained=constrained),
+    )
+
+
+def _draw(
+    size_in: tuple[float, float],
+    fmt: PictureFormat,
+    paint: Callable[[Figure], None],
+    *,
+    constrained: bool,
+) -> bytes:
     import matplotlib
     from matplotlib.figure import Figure
 

@@ -215,7 +215,8 @@ def floor_picture(design: Design, fmt: PictureFormat = "svg") -> bytes:
         figure.suptitle(title, x=0.01, y=1 - 0.1 / size[1], ha="left", va="top",
                         fontweight="bold", fontsize=10)  # fmt: skip
 
-    return draw_picture(size, fmt, paint, constrained=False)
+    # the painter reads the view and the title (all else above is derived from the view)
+    return draw_picture(size, fmt, paint, constrained=False, key=(view, title))
 
 
 def floor_svg(design: Design) -> str:

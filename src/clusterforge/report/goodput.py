@@ -148,7 +148,8 @@ def histogram_picture(report: GoodputReport, fmt: PictureFormat = "svg", bins: i
         ax.set_ylabel("lives")
         ax.legend(loc="upper right", frameon=False)
 
-    return draw_picture(HISTOGRAM_SIZE_IN, fmt, paint)
+    key = (days, bins, expected_days, p90_days)
+    return draw_picture(HISTOGRAM_SIZE_IN, fmt, paint, key=key)
 
 
 def waterfall_picture(report: GoodputReport, fmt: PictureFormat = "svg") -> bytes:
@@ -186,4 +187,5 @@ def waterfall_picture(report: GoodputReport, fmt: PictureFormat = "svg") -> byte
         ax.set_title("time to train: failure-free, each cause of lost time, expected", loc="left")
         ax.set_ylabel("days (axis starts above zero)" if bottom > 0 else "days")
 
-    return draw_picture(WATERFALL_SIZE_IN, fmt, paint)
+    key = (work_days, causes, total_days, labels)
+    return draw_picture(WATERFALL_SIZE_IN, fmt, paint, key=key)

@@ -211,25 +211,27 @@ def front_picture(result: OptimizeResult, fmt: PictureFormat = "svg") -> bytes:
     """Every feasible design (grey) and the front (line, numbered as in the table): cost of
     the job against its time to train with failures. In the SVG the front's markers are the
     group ``front``."""
-    front = result.front
+    # the painter reads only these: each point's time to train and cost
+    feasible = tuple((p.days, p.cost_usd / 1e6) for p in result.feasible)
+    front = tuple((p.days, p.cost_usd / 1e6) for p in result.front)
+    title = f"{result.spec.name}: cost against time to train"
 
     def paint(figure: Figure) -> None:
         ax = figure.add_subplot()
-        ax.scatter([p.days for p in result.feasible],
-                   [p.cost_usd / 1e6 for p in result.feasible],
-                   s=10, color=COLORS[6], label="feasible designs")  # fmt: skip
+        ax.scatter([d for d, _ in feasible], [c for _, c in feasible], s=10, color=COLORS[6],
+                   label="feasible designs")  # fmt: skip
         line = ax.plot(
-            [p.days for p in front], [p.cost_usd / 1e6 for p in front],
+            [d for d, _ in front], [c for _, c in front],
             marker="o", color=COLORS[0], label="Pareto front",
         )  # fmt: skip
         line[0].set_gid("front")
-        for i, p in enumerate(front, start=1):
-            ax.annotate(str(i), (p.days, p.cost_usd / 1e6), textcoords="offset points",
+        for i, (days, cost_m) in enumerate(front, start=1):
+            ax.annotate(str(i), (days, cost_m), textcoords="offset points",
                         xytext=(4, 4), fontsize=8)  # fmt: skip
         ax.set_xscale("log")
         ax.set_xlabel("time to train with failures, days")
         ax.set_ylabel("cost of the job, $M")
-        ax.set_title(f"{result.spec.name}: cost against time to train")
+        ax.set_title(title)
         ax.legend()
 
-    return draw_picture(FRONT_SIZE_IN, fmt, paint)
+    return draw_picture(FRONT_SIZE_IN, fmt, paint, key=(feasible, front, title))

@@ -54,7 +54,7 @@ def busbw_chart(title: str, series: Sequence[Series], fmt: PictureFormat = "svg"
         ax.set_ylim(bottom=0)
         _labels(ax, title, x="message size", y="busbw (GB/s)")
 
-    return draw_picture(CHART_SIZE_IN, fmt, paint)
+    return draw_picture(CHART_SIZE_IN, fmt, paint, key=(title, series))
 
 
 def tco_curves(design: Design) -> tuple[list[float], list[float], list[float]]:
@@ -97,7 +97,7 @@ def tco_chart(design: Design, fmt: PictureFormat = "svg") -> bytes:
         ax.set_ylim(bottom=0)
         _labels(ax, title, x="years", y="cumulative cost ($M)")
 
-    return draw_picture(CHART_SIZE_IN, fmt, paint)
+    return draw_picture(CHART_SIZE_IN, fmt, paint, key=(title, curves))
 
 
 def _labels(ax: Axes, title: str, *, x: str, y: str) -> None:

@@ -42,16 +42,18 @@ def inline_svg(svg: bytes) -> str:
     return _IDS.sub(lambda m: m.group(1) + prefix, svg_fragment(svg.decode("utf-8")))
 
 
-def _draw(paint: Callable[[Figure], None], *, bottom: float = 0.12) -> str:
+def _draw(paint: Callable[[Figure], None], *, key: tuple[object, ...], bottom: float = 0.12) -> str:
     """A chart of :data:`SIZE_IN` with fixed margins (room on the right for the legend):
     matplotlib's constrained layout would measure every text first, half the drawing time,
-    and the report redraws its charts on each change in the planner."""
+    and the report redraws its charts on each change in the planner. ``key`` is every
+    argument of the chart function (its name first): a chart drawn before is not redrawn."""
 
     def framed(figure: Figure) -> None:
         paint(figure)
         figure.subplots_adjust(left=0.08, right=0.8, top=0.9, bottom=bottom)
 
-    return inline_svg(draw_picture(SIZE_IN, "svg", framed, constrained=False))
+    picture = draw_picture(SIZE_IN, "svg", framed, constrained=False, key=(*key, bottom))
+    return inline_svg(picture)
 
 
 def _labels(ax: Axes, title: str, *, x: str, y: str, legend: bool) -> None:
@@ -82,7 +84,7 @@ def line_chart(
         ax.set_ylim(bottom=0)
         _labels(ax, title, x=x_title, y=y_title, legend=True)
 
-    return _draw(paint)
+    return _draw(paint, key=("line_chart", title, series, x_title, y_title, markers))
 
 
 def bar_chart(
@@ -125,7 +127,8 @@ def bar_chart(
         ax.grid(axis="x", visible=False)
         _labels(ax, title, x="", y=y_title, legend=len(series) > 1 or limit is not None)
 
-    return _draw(paint, bottom=_bottom_margin(labels))
+    key = ("bar_chart", title, labels, series, y_title, limit, stacked, highlight)
+    return _draw(paint, key=key, bottom=_bottom_margin(labels))
 
 
 def _outline(ax: Axes, index: int) -> None:
