@@ -146,3 +146,27 @@ def test_charts_redraw_when_a_shown_value_changes(draws: Counter[str]) -> None:
     assert chart([10.0, 12.0]) == first and draws == {"_draw": 1}
     assert chart([10.0, 12.5]) != first and draws == {"_draw": 2}
     assert chart([10.0, 12.0], "max kW by rack") != first and draws == {"_draw": 3}
+
+
+def test_no_picture_is_stale_after_a_run_of_changes() -> None:
+    """Each variant's report built after the others (the cache holding their pictures) is
+    the report built from nothing: no key misses a datum its picture shows."""
+    from clusterforge.assess import QUICK, assess
+    from clusterforge.report.html import build_report, render_html
+
+    variants = [
+        {"num_gpus": 64},
+        {"num_gpus": 64, "name": "renamed"},
+        {"num_gpus": 64, "facility": {"rack_u": 52}},
+        {"num_gpus": 64, "facility": {"max_rack_kw": 25}},
+        {"num_gpus": 128},
+    ]
+    PICTURES.clear()
+    try:
+        warm = [render_html(build_report(assess(plan(make_spec(**v)), QUICK))) for v in variants]
+        for fields, page in zip(variants, warm, strict=True):
+            PICTURES.clear()
+            cold = render_html(build_report(assess(plan(make_spec(**fields)), QUICK)))
+            assert page == cold, f"a stale picture in the report of {fields}"
+    finally:
+        PICTURES.clear()
