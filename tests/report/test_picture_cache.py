@@ -48,6 +48,8 @@ def test_digest_reads_content_not_identity() -> None:
 def test_digest_refuses_what_it_cannot_read_by_value() -> None:
     with pytest.raises(TypeError, match="by value"):
         digest((1, object()))
+    with pytest.raises(TypeError, match="by value"):
+        digest(np.array([object()], dtype=object))  # its bytes would be addresses
 
 
 def test_cache_is_bounded_least_recently_used_first() -> None:

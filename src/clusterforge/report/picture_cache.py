@@ -69,7 +69,7 @@ def _feed(h: hashlib._Hash, value: object) -> None:
             for k, v in value.items():  # insertion order: a palette's order is drawn
                 _feed(h, k)
                 _feed(h, v)
-        case np.ndarray():
+        case np.ndarray() if value.dtype.kind != "O":  # an object array's bytes are addresses
             data = np.ascontiguousarray(value).tobytes()
             h.update(f"a{value.dtype.str}{value.shape}:{len(data)}:".encode() + data)
         case np.generic():
