@@ -11,15 +11,12 @@ time. Every problem of the spec comes back as 422 with the field it names, never
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 import time
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
-import jinja2
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
@@ -31,6 +28,7 @@ from clusterforge.errors import ClusterforgeError
 from clusterforge.report.html.charts import inline_svg
 from clusterforge.report.optimize import front_data, front_picture, search_summary
 from clusterforge.spec.safe_yaml import load_yaml_text
+from clusterforge.web.page import asset, templates
 
 __all__ = [
     "DEFAULT_OPTIMIZE_YAML",
@@ -176,30 +174,17 @@ def _run(spec: OptimizeSpec) -> OptimizeResponse:
     )
 
 
-@functools.cache
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("clusterforge.web", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-    )
-
-
-def _asset(name: str) -> str:
-    return (resources.files("clusterforge.web") / "templates" / name).read_text(encoding="utf-8")
-
-
 def optimize_page(headline: str) -> str:
     """The Optimize page: the spec's text, the Search button, and room for the front."""
     return (
-        _env()
+        templates()
         .get_template("optimize.html.j2")
         .render(
             headline=headline,
             spec_yaml=DEFAULT_OPTIMIZE_YAML,
             max_designs=MAX_DESIGNS,
-            css=_asset("planner.css"),
-            script=_asset("optimize.js"),
+            css=asset("planner.css"),
+            script=asset("optimize.js"),
         )
     )
 

@@ -10,11 +10,12 @@ import jinja2
 from clusterforge.spec import ClusterSpec
 from clusterforge.web.form import form_sections
 
-__all__ = ["planner_page"]
+__all__ = ["asset", "planner_page", "templates"]
 
 
 @functools.cache
-def _env() -> jinja2.Environment:
+def templates() -> jinja2.Environment:
+    """The Jinja2 environment of the serve pages (``web/templates``), escaping by default."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("clusterforge.web", "templates"),
         autoescape=True,
@@ -24,20 +25,21 @@ def _env() -> jinja2.Environment:
     )
 
 
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
+    """A static file of ``web/templates`` (stylesheet, script), inlined into a page."""
     return (resources.files("clusterforge.web") / "templates" / name).read_text(encoding="utf-8")
 
 
 def planner_page(spec: ClusterSpec, headline: str, version: int) -> str:
     """The whole page: styles and script inlined, the report in a frame from /report.html."""
     return (
-        _env()
+        templates()
         .get_template("planner.html.j2")
         .render(
             sections=form_sections(spec),
             headline=headline,
             version=version,
-            css=_asset("planner.css"),
-            script=_asset("planner.js"),
+            css=asset("planner.css"),
+            script=asset("planner.js"),
         )
     )
