@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from clusterforge.goodput import LifeParams, simulate_lives
-from clusterforge.goodput.montecarlo import spare_waits
+from clusterforge.goodput.spare_waits import spare_waits
 
 H = 3600.0
 
