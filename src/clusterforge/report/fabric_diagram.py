@@ -21,119 +21,50 @@ What is drawn:
 * the other groups as one box ("x 195 more SUs, wired alike"), spares, and the storage,
   in-band and out-of-band fabrics beside the compute fabric.
 
-One model (:class:`Diagram`: boxes and links with positions) is rendered three ways: an SVG
-or PNG through matplotlib (:mod:`clusterforge.report.fabric_picture`), draw.io's mxGraph XML
-and Graphviz DOT (:mod:`clusterforge.report.fabric_export`), the last two for network teams
-to edit.  In the SVG each box is the group ``box-<id>``; switch ids are ``<tier>-<n>``
-(``leaf-1``, ``spine-3``), links ``link-<a>-<b>``, each rail's links also carry ``rail-<i>``
-in their id.
+One model (:class:`~clusterforge.report.fabric_layout.Diagram`: boxes and links with
+positions) is rendered three ways: an SVG or PNG through matplotlib
+(:mod:`clusterforge.report.fabric_picture`), draw.io's mxGraph XML and Graphviz DOT
+(:mod:`clusterforge.report.fabric_export`), the last two for network teams to edit.  In the
+SVG each box is the group ``box-<id>``; switch ids are ``<tier>-<n>`` (``leaf-1``,
+``spine-3``), links ``link-<a>-<b>``, each rail's links also carry ``rail-<i>`` in their id.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from clusterforge.report.fabric_layout import (
+    BOX_H,
+    BOX_W,
+    DOMAIN_FILL,
+    GAP,
+    GROUP_FILL,
+    LEFT,
+    MAX_NODES_DRAWN,
+    MAX_SWITCHES_DRAWN,
+    NARROW_NODE_W,
+    NODE_FILL,
+    NODE_W,
+    NOTE_FILL,
+    ROW_Y,
+    SUPPORT_FILL,
+    TIER_FILL,
+    Box,
+    Diagram,
+    Link,
+    RowBuilder,
+    rail_color,
+)
 from clusterforge.report.format import num
 
 if TYPE_CHECKING:
     from clusterforge.design import Design
     from clusterforge.design.fabric.connectivity import Connectivity
 
-__all__ = [
-    "RAIL_COLORS",
-    "Box",
-    "Diagram",
-    "Link",
-    "fabric_diagram",
-]
-
-MAX_NODES_DRAWN = 32  # a DGX SuperPOD SU (32 nodes) is drawn whole
-MAX_SWITCHES_DRAWN = 12
-# Rail colours: Tableau 10 then 20 (matplotlib's "tab10"/"tab20"), distinct and print-safe.
-RAIL_COLORS = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-    "#bcbd22", "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
-)  # fmt: skip
-TIER_FILL = {"core": "#3d4f66", "spine": "#5b7290", "leaf": "#8fa3bd", "router": "#8fa3bd"}
-NODE_FILL, GROUP_FILL, NOTE_FILL, DOMAIN_FILL = "#e9eef4", "#f6f8fb", "#fff8e1", "#e8f3e8"
-SUPPORT_FILL = "#f1ecf7"
-
-BoxKind = Literal["switch", "node", "group", "domain", "note", "support"]
-
-# Layout, in draw.io's units (pixels at 100 %): rows from the top.
-BOX_W, BOX_H, GAP = 60.0, 26.0, 6.0
-NODE_W = 56.0
-NARROW_NODE_W = 36.0  # beyond a dozen nodes, narrower boxes keep the picture's width
-NOTE_W = 110.0
-ROW_Y = {"core": 60.0, "spine": 190.0, "leaf": 320.0, "node": 450.0, "support": 560.0}
-TIER_LABEL_W = 215.0  # the tier descriptions at the left
-LEFT = TIER_LABEL_W + 20.0
-# Rows are centred on the middle of the widest row: a full row of nodes or switches.
-CENTRE = LEFT + (max(MAX_NODES_DRAWN * (NARROW_NODE_W + GAP), MAX_SWITCHES_DRAWN * (BOX_W + GAP))
-                 + NOTE_W) / 2  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Box:
-    """A switch, node, frame (node group, NVLink domain) or note, at (x, y) top-left."""
-
-    id: str
-    label: str
-    kind: BoxKind
-    x: float
-    y: float
-    w: float
-    h: float
-    fill: str
-    stroke: str = "#333333"
-    tier: str = ""
-    rail: int | None = None
-
-
-@dataclass(frozen=True)
-class Link:
-    """Links between two boxes (``count`` parallel links), in a rail's colour or grey."""
-
-    a: str
-    b: str
-    color: str = "#9a9a9a"
-    count: int = 1
-    rail: int | None = None
-    dashed: bool = False
-
-    @property
-    def id(self) -> str:
-        rail = f"-rail-{self.rail + 1}" if self.rail is not None else ""
-        return f"link-{self.a}-{self.b}{rail}"
-
-
-@dataclass(frozen=True)
-class Diagram:
-    """Boxes (frames first, so they lie behind) and links, plus the tier descriptions."""
-
-    title: str
-    boxes: tuple[Box, ...]
-    links: tuple[Link, ...]
-    tier_text: tuple[tuple[float, str], ...] = ()  # (y of the row's middle, description)
-    legend: tuple[tuple[str, str], ...] = ()  # (label, colour) of each rail
-    width: float = 0.0
-    height: float = 0.0
-
-    def box(self, box_id: str) -> Box:
-        return next(b for b in self.boxes if b.id == box_id)
-
-    @property
-    def tiers(self) -> tuple[str, ...]:
-        """The switch tiers drawn, top first."""
-        order = ("core", "spine", "leaf", "router")
-        return tuple(t for t in order if any(b.tier == t for b in self.boxes))
-
-
-def _rail_color(i: int) -> str:
-    return RAIL_COLORS[i % len(RAIL_COLORS)]
+__all__ = ["fabric_diagram"]
 
 
 def _tier_of(c: Connectivity, switch_id: int) -> str:
@@ -173,37 +104,10 @@ def _neighbours(links: tuple[np.ndarray, ...], ids: list[int], tier: int) -> lis
     return order
 
 
-@dataclass
-class _Builder:
-    """Collects boxes and links while the rows are laid out."""
-
-    boxes: list[Box] = field(default_factory=list)
-    frames: list[Box] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)
-    right: float = LEFT
-
-    def row(self, items: list[tuple[str, str, str, int | None]], y: float, kind: BoxKind,
-            tier: str, more: int, more_label: str, *, w: float = BOX_W) -> list[Box]:  # fmt: skip
-        """Boxes (id, label, fill, rail) side by side from the left, then a '+N' note."""
-        placed = []
-        width = len(items) * (w + GAP) + (NOTE_W + GAP if more else 0) - GAP
-        x = max(LEFT, CENTRE - width / 2)
-        for box_id, label, fill, rail in items:
-            placed.append(Box(box_id, label, kind, x, y, w, BOX_H, fill, tier=tier, rail=rail))
-            x += w + GAP
-        if more:
-            placed.append(Box(f"more-{tier or kind}", f"+{num(more)} {more_label}", "note", x,
-                              y, NOTE_W, BOX_H, NOTE_FILL, stroke="#b59a3c", tier=""))  # fmt: skip
-            x += NOTE_W + GAP
-        self.boxes += placed
-        self.right = max(self.right, x)
-        return placed
-
-
 def fabric_diagram(design: Design) -> Diagram:
     """The diagram of ``design``'s compute fabric (see the module docstring)."""
     c, f, compute = design.fabric.connectivity, design.fabric, design.compute
-    build = _Builder()
+    build = RowBuilder()
     if c.num_nodes == 0 or c.num_switches == 0:
         return _no_fabric(design)
     groups = c.group_of(np.arange(c.num_nodes))
@@ -237,7 +141,7 @@ def fabric_diagram(design: Design) -> Diagram:
 
     _group_frame(build, design, num_groups, node_boxes)
     tier_text = _tier_text(design, num_groups)
-    legend = tuple((f"rail {i + 1}", _rail_color(i)) for i in range(c.nics_per_node) if rails)
+    legend = tuple((f"rail {i + 1}", rail_color(i)) for i in range(c.nics_per_node) if rails)
     _support(build, design)
     build.links += [Link("group-1", f"fabric-{s.name}", "#7d5ba6", dashed=True)
                     for s in design.support_fabrics]  # fmt: skip
@@ -253,7 +157,7 @@ def fabric_diagram(design: Design) -> Diagram:
     return Diagram(title, boxes, tuple(build.links), rows, legend, width, height - shift)
 
 
-def _leaves(build: _Builder, c: Connectivity, drawn_links: tuple[np.ndarray, ...],
+def _leaves(build: RowBuilder, c: Connectivity, drawn_links: tuple[np.ndarray, ...],
             drawn_leaves: list[int], more_leaves: int, rails: bool) -> None:  # fmt: skip
     """The leaf (router) row and the drawn nodes' links to it: on a rail fabric a line per NIC
     in its rail's colour, else one line per node and leaf with the NIC count."""
@@ -262,14 +166,14 @@ def _leaves(build: _Builder, c: Connectivity, drawn_links: tuple[np.ndarray, ...
     rail_of_leaf = {int(sw): int(i) for sw, i in zip(leaf, nic, strict=True)}
     build.row(
         [(_box_id(c, s), c.switch_name(s),
-          _rail_color(rail_of_leaf[s]) if rails and s in rail_of_leaf else TIER_FILL[leaf_tier],
+          rail_color(rail_of_leaf[s]) if rails and s in rail_of_leaf else TIER_FILL[leaf_tier],
           rail_of_leaf.get(s) if rails else None) for s in drawn_leaves],
         ROW_Y["leaf"], "switch", leaf_tier, more_leaves, f"{leaf_tier}s of this group")  # fmt: skip
     if rails:  # a line per NIC, in its rail's colour
         for n, i, s in zip(node, nic, leaf, strict=True):
             if s in drawn_leaves:
                 build.links.append(Link(f"node-{int(n) + 1}", _box_id(c, int(s)),
-                                        _rail_color(int(i)), rail=int(i)))  # fmt: skip
+                                        rail_color(int(i)), rail=int(i)))  # fmt: skip
     else:  # a top-of-rack leaf takes all of a node's NICs: one line, their count
         pairs, counts = np.unique(np.stack([node, leaf]), axis=1, return_counts=True)
         for n, s, k in zip(pairs[0], pairs[1], counts, strict=True):
@@ -278,7 +182,7 @@ def _leaves(build: _Builder, c: Connectivity, drawn_links: tuple[np.ndarray, ...
                                         count=int(k)))  # fmt: skip
 
 
-def _upper(build: _Builder, c: Connectivity, links: tuple[np.ndarray, ...], below: list[int],
+def _upper(build: RowBuilder, c: Connectivity, links: tuple[np.ndarray, ...], below: list[int],
            tier: int, name: str) -> list[int]:  # fmt: skip
     """The switches of ``name`` joined to the drawn switches ``below``, and their links."""
     reached = _neighbours(links, below, tier)
@@ -295,7 +199,7 @@ def _upper(build: _Builder, c: Connectivity, links: tuple[np.ndarray, ...], belo
     return drawn
 
 
-def _dragonfly(build: _Builder, design: Design, routers: list[int], num_groups: int) -> None:
+def _dragonfly(build: RowBuilder, design: Design, routers: list[int], num_groups: int) -> None:
     """A dragonfly group: its routers joined all-to-all (local links, drawn as one frame) and
     their global links to the other groups, summarised as one box."""
     c = design.fabric.connectivity
@@ -310,7 +214,7 @@ def _dragonfly(build: _Builder, design: Design, routers: list[int], num_groups: 
         build.links.append(Link(_box_id(c, r), box.id, count=c.global_links_per_router))
 
 
-def _domains(build: _Builder, design: Design, nodes: list[int], boxes: list[Box]) -> None:
+def _domains(build: RowBuilder, design: Design, nodes: list[int], boxes: list[Box]) -> None:
     """Frame the nodes of each NVLink domain that spans more than one node."""
     compute = design.compute
     per_domain = max(1, compute.nvlink_domain_gpus // max(compute.gpus_per_node, 1))
@@ -327,7 +231,7 @@ def _domains(build: _Builder, design: Design, nodes: list[int], boxes: list[Box]
                                 DOMAIN_FILL, stroke="#3c8d3c"))  # fmt: skip
 
 
-def _group_frame(build: _Builder, design: Design, num_groups: int, nodes: list[Box]) -> None:
+def _group_frame(build: RowBuilder, design: Design, num_groups: int, nodes: list[Box]) -> None:
     """The first node group's frame (nodes and leaves) and the box for the other groups."""
     c = design.fabric.connectivity
     unit = {"dragonfly": "group", "rail-only": "rail group"}.get(c.kind)
@@ -388,7 +292,7 @@ def _tier_text(design: Design, num_groups: int) -> dict[str, str]:
     return text
 
 
-def _support(build: _Builder, design: Design) -> None:
+def _support(build: RowBuilder, design: Design) -> None:
     """The storage, in-band and out-of-band fabrics as a row of boxes under the compute
     fabric, each joined to the node group by a dashed line."""
     x = LEFT
@@ -410,7 +314,7 @@ def _plural(n: int, stem: str, one: str, many: str) -> str:
 
 def _no_fabric(design: Design) -> Diagram:
     """A single node: no compute fabric to draw, only its support fabrics."""
-    build = _Builder()
+    build = RowBuilder()
     compute = design.compute
     build.boxes.append(Box("node-1", f"{num(compute.num_nodes)} x {compute.node.id}: "
                            f"{compute.gpus_per_node} GPUs on NVLink,\nno compute fabric", "node",

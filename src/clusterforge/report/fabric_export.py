@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
-from clusterforge.report.fabric_diagram import TIER_LABEL_W, Box, fabric_diagram
+from clusterforge.report.fabric_diagram import fabric_diagram
+from clusterforge.report.fabric_layout import TIER_LABEL_W, Box
 
 if TYPE_CHECKING:
     from clusterforge.design import Design

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from clusterforge.report.fabric_diagram import BOX_W, LEFT, NODE_FILL, Diagram, fabric_diagram
+from clusterforge.report.fabric_diagram import fabric_diagram
+from clusterforge.report.fabric_layout import BOX_W, LEFT, NODE_FILL, Diagram
 from clusterforge.report.figure_file import PictureFormat, draw_picture
 
 if TYPE_CHECKING:
