@@ -20,10 +20,11 @@ __all__ = ["KubernetesLauncher", "job_manifests"]
 PORT = 29500
 
 
-def _pod_spec(step: Step, name: str, image: str, gpus: int) -> dict[str, Any]:
-    ranks = step.ranks_per_node
-    env = [
-        {"name": "WORLD_SIZE", "value": str(len(step.nodes) * ranks)},
+def _worker_env(step: Step, name: str) -> list[dict[str, Any]]:
+    """The rendezvous of a step's ranks: world size, the first pod as master, the node and
+    the rank of each pod."""
+    return [
+        {"name": "WORLD_SIZE", "value": str(len(step.nodes) * step.ranks_per_node)},
         {"name": "MASTER_ADDR", "value": f"{name}-0.{name}"},
         {"name": "MASTER_PORT", "value": str(PORT)},
         {"name": "CF_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
@@ -37,6 +38,34 @@ def _pod_spec(step: Step, name: str, image: str, gpus: int) -> dict[str, Any]:
             },
         },
     ]
+
+
+def _node_affinity(nodes: tuple[str, ...]) -> dict[str, Any]:
+    """Pods run only on the step's ``nodes`` (by host name)."""
+    term = {"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [term]}]
+            }
+        }
+    }
+
+
+def _one_pod_per_node(name: str) -> list[dict[str, Any]]:
+    """Spread the job's pods so that no node holds two."""
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"job-name": name}},
+        }
+    ]
+
+
+def _pod_spec(step: Step, name: str, image: str, gpus: int) -> dict[str, Any]:
+    """The pod template of a step's Indexed Job: its worker on the step's nodes, one a node."""
     resources = {"limits": {"nvidia.com/gpu": gpus}} if gpus else {}
     # The fabric rounds meet their partners by node name (perftest's handshake, a TCP port
     # of the partner's server), so their pods use the node's network.
@@ -45,45 +74,21 @@ def _pod_spec(step: Step, name: str, image: str, gpus: int) -> dict[str, Any]:
         if step.args[:1] == ("fabric",)
         else {}
     )
+    worker = {
+        "name": "worker",
+        "image": image,
+        "command": ["python", "-m", "clusterforge.accept.worker", *step.args],
+        "env": _worker_env(step, name),
+        "resources": resources,
+        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+    }
     return {
         **host,
         "subdomain": name,
         "restartPolicy": "Never",
-        "affinity": {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchExpressions": [
-                                {
-                                    "key": "kubernetes.io/hostname",
-                                    "operator": "In",
-                                    "values": list(step.nodes),
-                                }
-                            ]
-                        }
-                    ]
-                }
-            }
-        },
-        "topologySpreadConstraints": [
-            {
-                "maxSkew": 1,
-                "topologyKey": "kubernetes.io/hostname",
-                "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": {"job-name": name}},
-            }
-        ],
-        "containers": [
-            {
-                "name": "worker",
-                "image": image,
-                "command": ["python", "-m", "clusterforge.accept.worker", *step.args],
-                "env": env,
-                "resources": resources,
-                "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-            }
-        ],
+        "affinity": _node_affinity(step.nodes),
+        "topologySpreadConstraints": _one_pod_per_node(name),
+        "containers": [worker],
     }
 
 
