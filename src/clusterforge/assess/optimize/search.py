@@ -213,17 +213,8 @@ def _refine(
     return wave, _Pruned(no_fit, late, dominated)
 
 
-def optimize(
-    spec: OptimizeSpec,
-    engine: Engine | None = None,
-    *,
-    catalog: Catalog | None = None,
-    wave_size: int = WAVE,
-) -> OptimizeResult:
-    """Search ``spec``'s space for the front of cost against time to train (module);
-    ``wave_size`` families are evaluated between two pruning decisions."""
-    engine = engine or SerialEngine()
-    catalog = catalog or load_catalog()
+def _searchable(spec: OptimizeSpec, catalog: Catalog) -> list[Family]:
+    """The families of ``spec``'s space; a :class:`SpecError` when it holds none."""
     space = families(spec, catalog)
     if not space:
         raise SpecError(
@@ -231,7 +222,13 @@ def optimize(
             "counts (a count must be a whole number of nodes); widen search.nodes, "
             "search.fabrics, search.nic_gbit_per_s or search.num_gpus"
         )
-    peak = {
+    return space
+
+
+def _peak_bounds(spec: OptimizeSpec, space: list[Family], catalog: Catalog) -> dict[Family, Bound]:
+    """Each family's bound at its GPUs' peak, found without a plan search: the queue's order
+    and its first pruning against the limits."""
+    return {
         f: _family_bound(
             spec,
             f,
@@ -240,10 +237,28 @@ def optimize(
         )
         for f in space
     }
-    refusals = {f: _site_refusal(spec, f, catalog) for f in space}
-    sited = [f for f in space if refusals[f] is None]
-    within = [f for f in sited if not _beyond_limits(spec, peak[f])]
-    queue = sorted(within, key=lambda f: _sort_key(spec, f, peak[f]))
+
+
+@dataclass(frozen=True)
+class _Waves:
+    """What the waves evaluated and kept, and what they pruned unplanned."""
+
+    results: list[FamilyResult]
+    feasible: list[DesignPoint]
+    front: list[DesignPoint]
+    pruned: _Pruned
+
+
+def _run_waves(
+    spec: OptimizeSpec,
+    queue: list[Family],
+    peak: dict[Family, Bound],
+    engine: Engine,
+    catalog: Catalog,
+    wave_size: int,
+) -> _Waves:
+    """Evaluate ``queue`` (consumed) in waves of ``wave_size`` families, pruning between
+    waves against the front found so far."""
     tried = (tuple(variants(spec)), tuple(spec.search.procurement))
     days_at: dict[tuple[str, int], float | None] = {}
     results: list[FamilyResult] = []
@@ -259,26 +274,52 @@ def optimize(
         results.extend(done)
         feasible.extend(p for r in done for p in r.points if not violations(p, spec.constraints))
         front = pareto_front(feasible)
-    counts = SearchCounts(
-        families=len(space),
-        pruned_memory=no_fit,
-        pruned_site=len(space) - len(sited),
-        pruned_limits=len(sited) - len(within) + late,
-        pruned_dominated=dominated,
+    return _Waves(results, feasible, front, _Pruned(no_fit, late, dominated))
+
+
+def _counts(num_families: int, num_sited: int, num_within: int, waves: _Waves) -> SearchCounts:
+    """The search's counts from the families' numbers before each pruning stage."""
+    results = waves.results
+    return SearchCounts(
+        families=num_families,
+        pruned_memory=waves.pruned.no_fit,
+        pruned_site=num_families - num_sited,
+        pruned_limits=num_sited - num_within + waves.pruned.late,
+        pruned_dominated=waves.pruned.dominated,
         evaluated=len(results),
         planned=sum(r.num_planned for r in results),
         predicted=sum(r.num_predicted for r in results),
         designs=sum(len(r.points) for r in results),
-        feasible=len(feasible),
+        feasible=len(waves.feasible),
     )
+
+
+def optimize(
+    spec: OptimizeSpec,
+    engine: Engine | None = None,
+    *,
+    catalog: Catalog | None = None,
+    wave_size: int = WAVE,
+) -> OptimizeResult:
+    """Search ``spec``'s space for the front of cost against time to train (module);
+    ``wave_size`` families are evaluated between two pruning decisions."""
+    engine = engine or SerialEngine()
+    catalog = catalog or load_catalog()
+    space = _searchable(spec, catalog)
+    peak = _peak_bounds(spec, space, catalog)
+    refusals = {f: _site_refusal(spec, f, catalog) for f in space}
+    sited = [f for f in space if refusals[f] is None]
+    within = [f for f in sited if not _beyond_limits(spec, peak[f])]
+    queue = sorted(within, key=lambda f: _sort_key(spec, f, peak[f]))
+    waves = _run_waves(spec, queue, peak, engine, catalog, wave_size)
     site = [reason for reason in refusals.values() if reason is not None]
-    rejected = tuple(site + [reason for r in results for reason in r.rejected])
+    rejected = tuple(site + [reason for r in waves.results for reason in r.rejected])
     return OptimizeResult(
         spec,
-        tuple(front),
-        tuple(feasible),
-        reasoning(feasible, spec.objective, spec.constraints),
-        counts,
+        tuple(waves.front),
+        tuple(waves.feasible),
+        reasoning(waves.feasible, spec.objective, spec.constraints),
+        _counts(len(space), len(sited), len(within), waves),
         rejected,
     )
 
