@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from clusterforge.catalog import Catalog, load_catalog
 from clusterforge.design.cabling.links import design_cabling
 from clusterforge.design.compute import size_compute
@@ -20,6 +22,13 @@ from clusterforge.design.rules import evaluate
 from clusterforge.design.storage import size_storage
 from clusterforge.spec import ClusterSpec, job_layout
 
+if TYPE_CHECKING:
+    from clusterforge.design.compute import ComputeDesign
+    from clusterforge.design.fabric.network import FabricDesign
+    from clusterforge.design.fabric.support import SupportFabric
+    from clusterforge.design.facility.racks import Density, Layout
+    from clusterforge.design.storage import StorageDesign
+
 __all__ = ["Design", "management_servers", "plan"]
 
 
@@ -33,24 +42,7 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None) -> Design:
     density = choose_density(spec, compute)
     management = management_servers(spec, compute)
     mgmt = sum(management.values())
-    # The OOB fabric needs a port per PDU, known only once racks are laid out: start from the
-    # GPU racks' own PDUs (exact before placement) and two per other rack, then re-lay until
-    # the support fabrics stop changing where the placement reads them.
-    other_racks = fabric.num_switches // 10 + 2
-    pdu_estimate = (
-        int(gpu_rack_whips(spec, compute, fabric, density, catalog).sum()) + 2 * other_racks
-    )
-    support = design_support_fabrics(spec, compute, fabric, storage, catalog, pdu_estimate, mgmt)
-    layout = lay_out(spec, compute, fabric, support, storage, catalog, density, mgmt)
-    for _ in range(3):
-        num_pdus = sum(r.circuit.num_whips for r in layout.racks)
-        resized = design_support_fabrics(spec, compute, fabric, storage, catalog, num_pdus, mgmt)
-        if resized == support:
-            break
-        support = resized
-        layout = lay_out(
-            spec, compute, fabric, support, storage, catalog, density, mgmt, reuse=layout
-        )
+    support, layout = _support_and_layout(spec, compute, fabric, storage, catalog, density, mgmt)
     cabling = design_cabling(compute, fabric, support, storage, layout, catalog)
     parts = Parts(
         spec=spec,
@@ -85,3 +77,36 @@ def plan(spec: ClusterSpec, catalog: Catalog | None = None) -> Design:
         catalog=catalog,
     )
     return design.model_copy(update={"findings": evaluate(design)})
+
+
+def _support_and_layout(
+    spec: ClusterSpec,
+    compute: ComputeDesign,
+    fabric: FabricDesign,
+    storage: StorageDesign,
+    catalog: Catalog,
+    density: Density,
+    num_mgmt_servers: int,
+) -> tuple[list[SupportFabric], Layout]:
+    """The support fabrics and the rack layout, which depend on each other.
+
+    The OOB fabric needs a port per PDU, known only once racks are laid out: start from the
+    GPU racks' own PDUs (exact before placement) and two per other rack, then re-lay until
+    the support fabrics stop changing where the placement reads them."""
+    mgmt = num_mgmt_servers
+    other_racks = fabric.num_switches // 10 + 2
+    pdu_estimate = (
+        int(gpu_rack_whips(spec, compute, fabric, density, catalog).sum()) + 2 * other_racks
+    )
+    support = design_support_fabrics(spec, compute, fabric, storage, catalog, pdu_estimate, mgmt)
+    layout = lay_out(spec, compute, fabric, support, storage, catalog, density, mgmt)
+    for _ in range(3):
+        num_pdus = sum(r.circuit.num_whips for r in layout.racks)
+        resized = design_support_fabrics(spec, compute, fabric, storage, catalog, num_pdus, mgmt)
+        if resized == support:
+            break
+        support = resized
+        layout = lay_out(
+            spec, compute, fabric, support, storage, catalog, density, mgmt, reuse=layout
+        )
+    return support, layout
