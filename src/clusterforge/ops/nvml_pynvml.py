@@ -97,15 +97,33 @@ class PynvmlApi:
     # --- one getter per GpuReading field --------------------------------------------------
 
     def _build_getters(self) -> dict[str, Callable[[Any], Any]]:
-        nv = self.nv
-        c = self._call
-        unc, cor = nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_MEMORY_ERROR_TYPE_CORRECTED
-        vol, agg = nv.NVML_VOLATILE_ECC, nv.NVML_AGGREGATE_ECC
+        """One getter per :class:`~clusterforge.ops.readings.GpuReading` field, from a handle, grouped by what it reads."""
+        return {
+            **self._identity_getters(),
+            **self._memory_error_getters(),
+            **self._thermal_power_pcie_getters(),
+            **self._nvlink_fabric_getters(),
+            "recovery_action": self._recovery_action,
+            "processes": self._processes,
+        }
+
+    def _identity_getters(self) -> dict[str, Callable[[Any], Any]]:
+        """Which GPU: its name, UUID, PCI address and NUMA node."""
+        nv, c = self.nv, self._call
         return {
             "name": lambda h: _text(c(nv.nvmlDeviceGetName, h)),
             "uuid": lambda h: _text(c(nv.nvmlDeviceGetUUID, h)),
             "pci_bus_id": lambda h: normalize_pci_bus_id(c(nv.nvmlDeviceGetPciInfo, h).busId),
             "numa_node": self._numa_node,
+        }
+
+    def _memory_error_getters(self) -> dict[str, Callable[[Any], Any]]:
+        """HBM errors and what the GPU did about them: ECC counts, retired pages (before
+        Ampere) and remapped rows (Ampere and later)."""
+        nv, c = self.nv, self._call
+        unc, cor = nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_MEMORY_ERROR_TYPE_CORRECTED
+        vol, agg = nv.NVML_VOLATILE_ECC, nv.NVML_AGGREGATE_ECC
+        return {
             "ecc_dbe_volatile": lambda h: int(c(nv.nvmlDeviceGetTotalEccErrors, h, unc, vol)),
             "ecc_dbe_aggregate": lambda h: int(c(nv.nvmlDeviceGetTotalEccErrors, h, unc, agg)),
             "ecc_sbe_volatile": lambda h: int(c(nv.nvmlDeviceGetTotalEccErrors, h, cor, vol)),
@@ -131,6 +149,12 @@ class PynvmlApi:
             "remapped_rows_uncorrectable": lambda h: int(c(nv.nvmlDeviceGetRemappedRows, h)[1]),
             "remapped_rows_pending": lambda h: bool(c(nv.nvmlDeviceGetRemappedRows, h)[2]),
             "remapped_rows_failure": lambda h: bool(c(nv.nvmlDeviceGetRemappedRows, h)[3]),
+        }
+
+    def _thermal_power_pcie_getters(self) -> dict[str, Callable[[Any], Any]]:
+        """Temperature and its slowdown threshold, clock throttling, power and the PCIe link."""
+        nv, c = self.nv, self._call
+        return {
             "temperature_c": lambda h: float(
                 c(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)
             ),
@@ -144,6 +168,12 @@ class PynvmlApi:
             "pcie_gen_max": lambda h: int(c(nv.nvmlDeviceGetMaxPcieLinkGeneration, h)),
             "pcie_width": lambda h: int(c(nv.nvmlDeviceGetCurrPcieLinkWidth, h)),
             "pcie_width_max": lambda h: int(c(nv.nvmlDeviceGetMaxPcieLinkWidth, h)),
+        }
+
+    def _nvlink_fabric_getters(self) -> dict[str, Callable[[Any], Any]]:
+        """NVLink links up and their error counters, and the GPU's NVLink fabric state."""
+        nv = self.nv
+        return {
             "nvlink_active": self._nvlink_active,
             "nvlink_replay_errors": lambda h: self._nvlink_errors(
                 h, nv.NVML_NVLINK_ERROR_DL_REPLAY
@@ -154,8 +184,6 @@ class PynvmlApi:
             "nvlink_crc_errors": lambda h: self._nvlink_errors(h, nv.NVML_NVLINK_ERROR_DL_CRC_FLIT),
             "fabric_state": lambda h: self._fabric_info(h)[0],
             "fabric_status": lambda h: self._fabric_info(h)[1],
-            "recovery_action": self._recovery_action,
-            "processes": self._processes,
         }
 
     def _numa_node(self, handle: Any) -> int:
