@@ -153,3 +153,53 @@ def test_a_20_rack_tree_call_pays_its_fill():
     )
     assert small.algorithm == "tree"
     assert small.busbw_gbyte_per_s < 200.0
+
+
+def test_ring_across_racks_leaves_each_rack_through_its_channels_nics(four_racks):
+    """Under MNNVL NCCL's ring graph is built on the fused rack too: each of its 15 channels
+    runs through the rack's 72 GPUs over NVLink and crosses to the next rack through its own
+    NIC (``ncclTopoCompute``, ``src/graph/search.cc``), not through one tray's 4."""
+    from clusterforge.netsim.collectives import build_phases, ring_order
+
+    seq = ring_order(four_racks, np.arange(288)[None, :])
+    for collective in ("all_reduce", "all_gather"):
+        (phase,) = build_phases(four_racks, collective, "ring", seq, pxn=True)
+        ports = set(zip(phase.net.src_node.tolist(), phase.net.src_nic.tolist(), strict=True))
+        per_rack = [sum(1 for node, _ in ports if node // 18 == r) for r in range(4)]
+        assert per_rack == [15, 15, 15, 15]
+        assert len({node for node, _ in ports}) > 4 * 4  # spread over the racks' trays
+
+
+def test_ring_across_two_racks_runs_at_its_channels_nics(two_racks):
+    """15 channels of 400 Gb/s NICs per rack boundary: the ring between 2 racks is no longer
+    held to one tray's 4 NICs (~190 GB/s of bus bandwidth) but runs near NVLink's ring
+    rate inside one rack, as NCCL's fused rack does."""
+    ranks = np.arange(144)[None, :]
+    res = simulate_collective(two_racks, "all_reduce", 8 * GIB, ranks, algorithm="ring")
+    one = simulate_collective(two_racks, "all_reduce", 8 * GIB, ranks[:, :72], algorithm="ring")
+    assert res.busbw_gbyte_per_s > 2 * 4 * 50.0
+    assert res.busbw_gbyte_per_s == pytest.approx(one.busbw_gbyte_per_s, rel=0.15)
+
+
+def test_ring_latency_counts_racks_as_nccl_nodes(two_racks):
+    """NCCL's ring latency under MNNVL: one rack is one node (every step an NVLink step,
+    no network overhead, no inter-node plateau factor); across racks only the rack
+    boundaries are network steps."""
+    from clusterforge.netsim.tuner import TuningContext, latency_s
+
+    def ctx(n: int, nodes: int) -> TuningContext:
+        return TuningContext(
+            collective="all_reduce", num_ranks=n, num_nodes=nodes, generation="blackwell",
+            intra="nvlink", net_path_latency_s=0.0,
+        )  # fmt: skip
+
+
+    one = simulate_collective(
+        two_racks, "all_reduce", 8 * GIB, np.arange(72)[None, :], algorithm="ring"
+    )
+    assert one.latency_s == pytest.approx(latency_s("ring", "simple", ctx(72, 1)))
+    two = simulate_collective(
+        two_racks, "all_reduce", 8 * GIB, np.arange(144)[None, :], algorithm="ring"
+    )
+    assert two.latency_s < latency_s("ring", "simple", ctx(144, 36))
+    assert two.latency_s > latency_s("ring", "simple", ctx(144, 2))

@@ -46,6 +46,7 @@ from clusterforge.netsim.trees import (
     nvls_phases,
     nvls_possible,
     nvls_tree_phases,
+    rack_ring,
     tree_phases,
 )
 from clusterforge.netsim.vocab import ALGORITHMS, Algorithm, Collective
@@ -86,8 +87,14 @@ def _ring_like(
 def _ring(
     graph: FabricGraph, seq: np.ndarray, per_edge_volume: float, steps: int, algorithm: Algorithm
 ) -> Traffic:
-    """A closed ring; over a full-mesh domain, the disjoint stride rings (module docstring)."""
+    """A closed ring; over a full-mesh domain, the disjoint stride rings (module docstring);
+    across the domains of a multi-node NVLink fabric, NCCL's ring of the fused domain
+    (:func:`~clusterforge.netsim.trees.rack_ring`)."""
     n = seq.shape[1]
+    if mnnvl(graph):
+        rack = rack_ring(graph, seq, per_edge_volume, steps, algorithm)
+        if rack is not None:
+            return rack
     dom = graph.domain_of(seq)
     if not (graph.mesh and n >= 3 and bool(np.all(dom == dom[:, :1]))):
         return _ring_like(

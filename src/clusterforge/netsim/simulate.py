@@ -178,8 +178,9 @@ def _context(
         heads = int(nvls_heads(graph, ordered[0, :k]).size)
         node_net = heads * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
         channels = heads
-    elif algorithm == "tree" and kd and n // kd >= 2:
-        # the tree between NVLink domains (trees.rack_tree): NCCL's channels on a domain
+    elif (algorithm == "tree" and kd and n // kd >= 2) or _rack_ring(collective, algorithm, kd):
+        # the tree or ring of NVLink domains (trees.rack_tree, trees.rack_ring): NCCL's
+        # channels on a domain; a ring inside one domain runs on one NCCL node
         nodes = n // kd
         channels = rack_channels(graph)
         node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
@@ -207,6 +208,14 @@ def _context(
         intra_gbyte_per_s=float(graph.capacity_gbyte_per_s[graph.scaleup_up(seq[0, :1])][0])
         * scaleup_efficiency("tree", graph.scaleup),
     )
+
+
+def _rack_ring(collective: Collective, algorithm: Algorithm, domain_gpus: int) -> bool:
+    """The ring of a collective over whole NVLink domains of a multi-node NVLink fabric
+    (``domain_gpus`` of the group in each, 0: not MNNVL or uneven): NCCL's node is then the
+    domain (:func:`~clusterforge.netsim.trees.rack_ring`)."""
+    rings = ("all_reduce", "all_gather", "reduce_scatter")
+    return algorithm == "ring" and collective in rings and domain_gpus > 0
 
 
 def _bandwidth_s(phases: list[PhaseSolution], size_bytes: float, share: float) -> float:
