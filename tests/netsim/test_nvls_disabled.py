@@ -96,14 +96,28 @@ def test_tree_across_racks_leaves_each_rack_through_its_channels_nics(four_racks
 
 
 def test_tree_across_20_racks_runs_at_its_channels_ceiling():
-    """1,440 ranks on 20 racks with NVLS off: NCCL's tuner (nNodes 20, 72 ranks per node)
-    prefers the tree (the ring's 2,878 steps cost ~10 ms), and the tree's 15 channels
-    cap its bus bandwidth at 15 x the per-channel tree ceiling (24 GB/s, Blackwell,
-    3+ nodes), above the 8 channels x 24 of a tree between 4-GPU trays."""
+    """1,440 ranks on 20 racks with NVLS off (nNodes 20, 72 ranks per node): the tree's 15
+    channels cap its bus bandwidth at 15 x the per-channel tree ceiling (24 GB/s,
+    Blackwell, 3+ nodes), above the 8 channels x 24 of a tree between 4-GPU trays."""
     graph = _racks(20)
-    res = simulate_collective(graph, "all_reduce", 8 * GIB, np.arange(1440)[None, :], nvls=False)
-    assert res.algorithm == "tree"
+    res = simulate_collective(
+        graph, "all_reduce", 8 * GIB, np.arange(1440)[None, :], algorithm="tree", nvls=False
+    )
     assert 250.0 < res.busbw_gbyte_per_s <= 15 * 24.0
+
+
+def test_20_racks_pick_the_tree_at_2_gib_and_the_ring_at_8_gib():
+    """NCCL 2.26.2 on 20 racks, NVLS off, no LL128 between racks (the GPUs reach their NICs
+    through Grace): the ring's 2,878 Simple steps cost ~14 ms of NCCL's latency, more than
+    the tree loses in bandwidth at 2 GiB; at 8 GiB the ring's 15 channels win."""
+    graph = _racks(20)
+    ranks = np.arange(1440)[None, :]
+
+    def run(size: float):
+        return simulate_collective(graph, "all_reduce", size, ranks, nvls=False, ll128_c2c=False)
+
+    assert run(2 * GIB).algorithm == "tree"
+    assert run(8 * GIB).algorithm == "ring"
 
 
 def test_tree_fill_is_its_first_chunk_through_every_hop():
@@ -192,7 +206,6 @@ def test_ring_latency_counts_racks_as_nccl_nodes(two_racks):
             collective="all_reduce", num_ranks=n, num_nodes=nodes, generation="blackwell",
             intra="nvlink", net_path_latency_s=0.0,
         )  # fmt: skip
-
 
     one = simulate_collective(
         two_racks, "all_reduce", 8 * GIB, np.arange(72)[None, :], algorithm="ring"

@@ -17,7 +17,7 @@ it (:func:`~clusterforge.netsim.congestion.congested_link_share`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -94,6 +94,7 @@ class _Request:
     protocol: ProtocolChoice
     pxn: bool
     nvls: bool = True  # NCCL_NVLS_ENABLE (collectives.candidate_algorithms)
+    ll128_c2c: bool = True  # NCCL_LL128_C2C (tuner.ll128_enabled)
 
 
 def _check(graph: FabricGraph, req: _Request, size_bytes: float) -> None:
@@ -207,6 +208,7 @@ def _context(
         nvls_heads=heads,
         intra_gbyte_per_s=float(graph.capacity_gbyte_per_s[graph.scaleup_up(seq[0, :1])][0])
         * scaleup_efficiency("tree", graph.scaleup),
+        nic_path="p2c" if graph.nic_behind_c2c else "pxb",
     )
 
 
@@ -306,7 +308,7 @@ def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: floa
         phases = solve_phases(graph, req.collective, name, arr, req.routing, req.num_qps, req.pxn)
         path = max((p.net_path_latency_s for p in phases), default=0.0)
         base = _context(graph, req.collective, seq, name)
-        ctx = TuningContext(**{**base.__dict__, "net_path_latency_s": path})
+        ctx = replace(base, net_path_latency_s=path, ll128_c2c=req.ll128_c2c)
         goodput = _goodput_share(graph, phases)
         protocols = protocols_for(name, ctx)
         if req.protocol != "auto":
@@ -337,16 +339,19 @@ def simulate_collective(
     pxn: bool | None = None,
     protocol: ProtocolChoice = "auto",
     nvls: bool = True,
+    ll128_c2c: bool = True,
 ) -> CollectiveResult:
     """Simulate ``collective`` of ``size_bytes`` (the nccl-tests ``size``) run by every row of
     ``groups`` at once, with NCCL's algorithm and protocol choice unless ``algorithm`` /
     ``protocol`` force one.  Groups of one GPU communicate nothing: time 0, bandwidths 0.
     ``pxn`` (default: on for rail-optimized fabrics) forwards over NVLink to the GPU on the
     destination's rail before entering the fabric.  ``nvls`` False is ``NCCL_NVLS_ENABLE=0``:
-    no NVLS and no NVLS-Tree."""
+    no NVLS and no NVLS-Tree.  ``ll128_c2c`` False is ``NCCL_LL128_C2C=0`` or an NCCL before
+    2.27.3: no LL128 between nodes whose GPUs reach their NICs through the CPU
+    (:func:`~clusterforge.netsim.tuner.ll128_enabled`)."""
     req = _Request(
         collective, routing, int(num_qps), algorithm, protocol,
-        graph.rail_optimized if pxn is None else pxn, bool(nvls),
+        graph.rail_optimized if pxn is None else pxn, bool(nvls), bool(ll128_c2c),
     )  # fmt: skip
     _check(graph, req, size_bytes)
     arr = _groups(graph, groups)

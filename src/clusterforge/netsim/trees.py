@@ -180,7 +180,9 @@ def rack_ring(
     chain = np.arange(k - 1)
     e = edge_traffic(graph, local, chain, chain + 1, per_edge=False)
     volume = np.full(local.shape[0] * e.num_channels, per_edge_volume / e.num_channels)
-    intra = Traffic(algorithm, e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, 0)
+    intra = Traffic(
+        algorithm, e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, 0
+    )
     heads = nic_positions(graph, local[0], rack_channels(graph))
     rails = ordered.reshape(ng, m, k)[:, :, heads].transpose(0, 2, 1).reshape(ng * heads.size, m)
     src = np.arange(m)
