@@ -216,3 +216,14 @@ def test_ring_latency_counts_racks_as_nccl_nodes(two_racks):
     )
     assert two.latency_s < latency_s("ring", "simple", ctx(144, 36))
     assert two.latency_s > latency_s("ring", "simple", ctx(144, 2))
+
+
+def test_a_group_with_part_of_a_rack_has_the_channels_of_its_own_nics(two_racks):
+    """NCCL searches the ring on the GPUs of the communicator: 4 GPUs of one tray per rack
+    reach 4 NICs, so 4 channels at 48 GB/s, doubled to 8 (``ncclTopoDupChannels``), not the
+    whole rack's 15."""
+    from clusterforge.netsim.trees import rack_channels
+
+    assert rack_channels(two_racks) == 15
+    assert rack_channels(two_racks, np.arange(72)) == 15
+    assert rack_channels(two_racks, np.arange(4)) == 8

@@ -183,7 +183,8 @@ def _context(
         # the tree or ring of NVLink domains (trees.rack_tree, trees.rack_ring): NCCL's
         # channels on a domain; a ring inside one domain runs on one NCCL node
         nodes = n // kd
-        channels = rack_channels(graph)
+        block = domain_blocks(graph, seq)[0][0, :kd] if algorithm == "ring" else None
+        channels = rack_channels(graph, block)
         node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
     else:
         nodes = np.unique(seq[0] // graph.gpus_per_node).size

@@ -131,10 +131,17 @@ def tree_phases(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
     return [_dtree(graph, seq, m, k, 1.0)]
 
 
-def rack_channels(graph: FabricGraph) -> int:
+def rack_channels(graph: FabricGraph, block: np.ndarray | None = None) -> int:
     """Channels of NCCL's ring and tree graphs on one NVLink domain under MNNVL, each
-    through its own NIC (:func:`~clusterforge.netsim.tuner.mnnvl_channels`)."""
-    nics = graph.nics_per_node * (graph.domain_gpus // graph.gpus_per_node)
+    through its own NIC (:func:`~clusterforge.netsim.tuner.mnnvl_channels`): the NICs of
+    the whole domain, or of the GPUs ``block`` a communicator has in it (NCCL searches its
+    graphs on the communicator's GPUs)."""
+    if block is None:
+        nics = graph.nics_per_node * (graph.domain_gpus // graph.gpus_per_node)
+    else:
+        node = block // graph.gpus_per_node
+        nic = graph.nic_of_local(block % graph.gpus_per_node)
+        nics = int(np.unique(node * graph.nics_per_node + nic).size)
     return mnnvl_channels(
         generation_of(graph.scaleup), nic_gbyte_per_s=graph.nic_gbyte_per_s, nics=nics
     )
@@ -183,7 +190,7 @@ def rack_ring(
     intra = Traffic(
         algorithm, e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, 0
     )
-    heads = nic_positions(graph, local[0], rack_channels(graph))
+    heads = nic_positions(graph, local[0], rack_channels(graph, local[0]))
     rails = ordered.reshape(ng, m, k)[:, :, heads].transpose(0, 2, 1).reshape(ng * heads.size, m)
     src = np.arange(m)
     r = edge_traffic(graph, rails, src, (src + 1) % m, per_edge=False)
