@@ -6,7 +6,8 @@ demand per byte of the nccl-tests ``size`` (so one solve serves every message si
 
 * **ring** (NCCL's default for bandwidth): GPUs ordered node by node; one ring per channel,
   each channel leaving a node through its own NIC (rail-aligned: NIC c to NIC c), so a node's
-  NICs all carry traffic.  Ring all-reduce moves 2(n−1)/n·S per edge, all-gather and
+  NICs all carry traffic (across the racks of a multi-node NVLink fabric, NCCL's node is
+  the rack: :func:`~clusterforge.netsim.trees.rack_ring`).  Ring all-reduce moves 2(n−1)/n·S per edge, all-gather and
   reduce-scatter (n−1)/n·S (nccl-tests ``doc/PERFORMANCE.md``).
 * **tree**, **nvls**, **nvls_tree**: :mod:`clusterforge.netsim.trees`.
 * **collnet** (NCCL CollNet with in-network reduction, InfiniBand SHARP): each node's GPUs

@@ -30,7 +30,8 @@
   NICs.  The plain tree (NVLS off, ``NCCL_NVLS_ENABLE=0``) has the rack as its node too
   (:func:`rack_tree`): a chain through the rack's 72 GPUs over NVLink and one double binary
   tree between racks per channel of NCCL's graph (:func:`rack_channels`, 15 on an NVL72
-  rack), each from its own GPU and NIC.
+  rack), each from its own GPU and NIC.  So has the ring (:func:`rack_ring`): each channel
+  runs through the rack's GPUs over NVLink and on to the next rack through its own NIC.
 """
 
 from __future__ import annotations
