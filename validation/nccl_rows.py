@@ -6,7 +6,7 @@ sources), each in its set (:mod:`validation.sets`). A row places its communicato
 ``num_nodes`` nodes, ``ranks_per_node`` GPUs on each (default all), with optional network
 overrides (``nics_per_node``, ``fabric``). A file's ``[cluster.<name>]`` tables give the NCCL
 settings the runs of the rows naming that ``cluster`` were made with (``nvls = false``:
-``NCCL_NVLS_ENABLE=0``), kept out of the rows so that held-out rows stay as frozen.
+``NCCL_NVLS_ENABLE=0``; ``nccl_version``: the NCCL release), kept out of the rows so that held-out rows stay as frozen.
 """
 
 from __future__ import annotations
@@ -121,6 +121,16 @@ def ranks(row: dict[str, Any], gpus_per_node: int) -> np.ndarray:
     return np.arange(row.get("num_gpus", gpus_per_node * row["num_nodes"]))
 
 
+def _ll128_c2c(settings: dict[str, Any]) -> bool:
+    """NCCL_LL128_C2C as the cluster's NCCL had it: the variable (default 1) came with NCCL
+    2.27.3; before, LL128 stayed off between nodes whose GPUs reach their NICs through a
+    Grace CPU (:func:`clusterforge.netsim.tuner.ll128_enabled`)."""
+    version = settings.get("nccl_version")
+    if version is None:
+        return True
+    return tuple(int(part) for part in str(version).split(".")) >= (2, 27, 3)
+
+
 def score(row: dict[str, Any]) -> Scored:
     facility = tuple(sorted(row.get("facility", {}).items()))
     graph = _graph(
@@ -133,6 +143,7 @@ def score(row: dict[str, Any]) -> Scored:
         ranks(row, graph.gpus_per_node)[None, :],
         algorithm=row["algorithm"],
         nvls=bool(CLUSTERS.get(row.get("cluster", ""), {}).get("nvls", True)),
+        ll128_c2c=_ll128_c2c(CLUSTERS.get(row.get("cluster", ""), {})),
     )
     return Scored(row, res.busbw_gbyte_per_s, res.algorithm, res.protocol)
 

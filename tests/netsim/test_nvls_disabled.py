@@ -96,14 +96,28 @@ def test_tree_across_racks_leaves_each_rack_through_its_channels_nics(four_racks
 
 
 def test_tree_across_20_racks_runs_at_its_channels_ceiling():
-    """1,440 ranks on 20 racks with NVLS off: NCCL's tuner (nNodes 20, 72 ranks per node)
-    prefers the tree (the ring's 2,878 steps cost ~10 ms), and the tree's 15 channels
-    cap its bus bandwidth at 15 x the per-channel tree ceiling (24 GB/s, Blackwell,
-    3+ nodes), above the 8 channels x 24 of a tree between 4-GPU trays."""
+    """1,440 ranks on 20 racks with NVLS off (nNodes 20, 72 ranks per node): the tree's 15
+    channels cap its bus bandwidth at 15 x the per-channel tree ceiling (24 GB/s,
+    Blackwell, 3+ nodes), above the 8 channels x 24 of a tree between 4-GPU trays."""
     graph = _racks(20)
-    res = simulate_collective(graph, "all_reduce", 8 * GIB, np.arange(1440)[None, :], nvls=False)
-    assert res.algorithm == "tree"
+    res = simulate_collective(
+        graph, "all_reduce", 8 * GIB, np.arange(1440)[None, :], algorithm="tree", nvls=False
+    )
     assert 250.0 < res.busbw_gbyte_per_s <= 15 * 24.0
+
+
+def test_20_racks_pick_the_tree_at_2_gib_and_the_ring_at_8_gib():
+    """NCCL 2.26.2 on 20 racks, NVLS off, no LL128 between racks (the GPUs reach their NICs
+    through Grace): the ring's 2,878 Simple steps cost ~14 ms of NCCL's latency, more than
+    the tree loses in bandwidth at 2 GiB; at 8 GiB the ring's 15 channels win."""
+    graph = _racks(20)
+    ranks = np.arange(1440)[None, :]
+
+    def run(size: float):
+        return simulate_collective(graph, "all_reduce", size, ranks, nvls=False, ll128_c2c=False)
+
+    assert run(2 * GIB).algorithm == "tree"
+    assert run(8 * GIB).algorithm == "ring"
 
 
 def test_tree_fill_is_its_first_chunk_through_every_hop():
@@ -153,3 +167,63 @@ def test_a_20_rack_tree_call_pays_its_fill():
     )
     assert small.algorithm == "tree"
     assert small.busbw_gbyte_per_s < 200.0
+
+
+def test_ring_across_racks_leaves_each_rack_through_its_channels_nics(four_racks):
+    """Under MNNVL NCCL's ring graph is built on the fused rack too: each of its 15 channels
+    runs through the rack's 72 GPUs over NVLink and crosses to the next rack through its own
+    NIC (``ncclTopoCompute``, ``src/graph/search.cc``), not through one tray's 4."""
+    from clusterforge.netsim.collectives import build_phases, ring_order
+
+    seq = ring_order(four_racks, np.arange(288)[None, :])
+    for collective in ("all_reduce", "all_gather"):
+        (phase,) = build_phases(four_racks, collective, "ring", seq, pxn=True)
+        ports = set(zip(phase.net.src_node.tolist(), phase.net.src_nic.tolist(), strict=True))
+        per_rack = [sum(1 for node, _ in ports if node // 18 == r) for r in range(4)]
+        assert per_rack == [15, 15, 15, 15]
+        assert len({node for node, _ in ports}) > 4 * 4  # spread over the racks' trays
+
+
+def test_ring_across_two_racks_runs_at_its_channels_nics(two_racks):
+    """15 channels of 400 Gb/s NICs per rack boundary: the ring between 2 racks is no longer
+    held to one tray's 4 NICs (~190 GB/s of bus bandwidth) but runs near NVLink's ring
+    rate inside one rack, as NCCL's fused rack does."""
+    ranks = np.arange(144)[None, :]
+    res = simulate_collective(two_racks, "all_reduce", 8 * GIB, ranks, algorithm="ring")
+    one = simulate_collective(two_racks, "all_reduce", 8 * GIB, ranks[:, :72], algorithm="ring")
+    assert res.busbw_gbyte_per_s > 2 * 4 * 50.0
+    assert res.busbw_gbyte_per_s == pytest.approx(one.busbw_gbyte_per_s, rel=0.15)
+
+
+def test_ring_latency_counts_racks_as_nccl_nodes(two_racks):
+    """NCCL's ring latency under MNNVL: one rack is one node (every step an NVLink step,
+    no network overhead, no inter-node plateau factor); across racks only the rack
+    boundaries are network steps."""
+    from clusterforge.netsim.tuner import TuningContext, latency_s
+
+    def ctx(n: int, nodes: int) -> TuningContext:
+        return TuningContext(
+            collective="all_reduce", num_ranks=n, num_nodes=nodes, generation="blackwell",
+            intra="nvlink", net_path_latency_s=0.0,
+        )  # fmt: skip
+
+    one = simulate_collective(
+        two_racks, "all_reduce", 8 * GIB, np.arange(72)[None, :], algorithm="ring"
+    )
+    assert one.latency_s == pytest.approx(latency_s("ring", "simple", ctx(72, 1)))
+    two = simulate_collective(
+        two_racks, "all_reduce", 8 * GIB, np.arange(144)[None, :], algorithm="ring"
+    )
+    assert two.latency_s < latency_s("ring", "simple", ctx(144, 36))
+    assert two.latency_s > latency_s("ring", "simple", ctx(144, 2))
+
+
+def test_a_group_with_part_of_a_rack_has_the_channels_of_its_own_nics(two_racks):
+    """NCCL searches the ring on the GPUs of the communicator: 4 GPUs of one tray per rack
+    reach 4 NICs, so 4 channels at 48 GB/s, doubled to 8 (``ncclTopoDupChannels``), not the
+    whole rack's 15."""
+    from clusterforge.netsim.trees import rack_channels
+
+    assert rack_channels(two_racks) == 15
+    assert rack_channels(two_racks, np.arange(72)) == 15
+    assert rack_channels(two_racks, np.arange(4)) == 8

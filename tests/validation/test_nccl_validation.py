@@ -62,7 +62,9 @@ SHARP_RATE = (
     "simulated 709-753 GB/s where 526-546 were measured; the simulator's CollNet sends each "
     "GPU's 1/8 share at NIC line rate and reduces in the switch for free, while the measured "
     "SHARP all-reduce saturates near 540 GB/s at every node count (the in-network aggregation "
-    "rate is not modelled)"
+    "rate is not modelled: no primary source gives a Quantum-2 streaming-aggregation rate "
+    "below line rate, Graham et al., ISC 2020, measured ~95 % of HDR's; 540 GB/s is ~34 GB/s "
+    "per 400G port, and the same fabric's NVLink-bound H100 SHARP rows are within 9 %)"
 )
 UNTUNED_RING_SCALING = (
     "ring all-reduce/all-gather (and NCCL's own choice, which runs ring) on the use3a-ss B200 "

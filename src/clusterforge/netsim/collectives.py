@@ -6,7 +6,8 @@ demand per byte of the nccl-tests ``size`` (so one solve serves every message si
 
 * **ring** (NCCL's default for bandwidth): GPUs ordered node by node; one ring per channel,
   each channel leaving a node through its own NIC (rail-aligned: NIC c to NIC c), so a node's
-  NICs all carry traffic.  Ring all-reduce moves 2(n−1)/n·S per edge, all-gather and
+  NICs all carry traffic (across the racks of a multi-node NVLink fabric, NCCL's node is
+  the rack: :func:`~clusterforge.netsim.trees.rack_ring`).  Ring all-reduce moves 2(n−1)/n·S per edge, all-gather and
   reduce-scatter (n−1)/n·S (nccl-tests ``doc/PERFORMANCE.md``).
 * **tree**, **nvls**, **nvls_tree**: :mod:`clusterforge.netsim.trees`.
 * **collnet** (NCCL CollNet with in-network reduction, InfiniBand SHARP): each node's GPUs
@@ -46,6 +47,7 @@ from clusterforge.netsim.trees import (
     nvls_phases,
     nvls_possible,
     nvls_tree_phases,
+    rack_ring,
     tree_phases,
 )
 from clusterforge.netsim.vocab import ALGORITHMS, Algorithm, Collective
@@ -86,8 +88,14 @@ def _ring_like(
 def _ring(
     graph: FabricGraph, seq: np.ndarray, per_edge_volume: float, steps: int, algorithm: Algorithm
 ) -> Traffic:
-    """A closed ring; over a full-mesh domain, the disjoint stride rings (module docstring)."""
+    """A closed ring; over a full-mesh domain, the disjoint stride rings (module docstring);
+    across the domains of a multi-node NVLink fabric, NCCL's ring of the fused domain
+    (:func:`~clusterforge.netsim.trees.rack_ring`)."""
     n = seq.shape[1]
+    if mnnvl(graph):
+        rack = rack_ring(graph, seq, per_edge_volume, steps, algorithm)
+        if rack is not None:
+            return rack
     dom = graph.domain_of(seq)
     if not (graph.mesh and n >= 3 and bool(np.all(dom == dom[:, :1]))):
         return _ring_like(

@@ -17,7 +17,7 @@ it (:func:`~clusterforge.netsim.congestion.congested_link_share`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -94,6 +94,7 @@ class _Request:
     protocol: ProtocolChoice
     pxn: bool
     nvls: bool = True  # NCCL_NVLS_ENABLE (collectives.candidate_algorithms)
+    ll128_c2c: bool = True  # NCCL_LL128_C2C (tuner.ll128_enabled)
 
 
 def _check(graph: FabricGraph, req: _Request, size_bytes: float) -> None:
@@ -178,10 +179,12 @@ def _context(
         heads = int(nvls_heads(graph, ordered[0, :k]).size)
         node_net = heads * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
         channels = heads
-    elif algorithm == "tree" and kd and n // kd >= 2:
-        # the tree between NVLink domains (trees.rack_tree): NCCL's channels on a domain
+    elif (algorithm == "tree" and kd and n // kd >= 2) or _rack_ring(collective, algorithm, kd):
+        # the tree or ring of NVLink domains (trees.rack_tree, trees.rack_ring): NCCL's
+        # channels on a domain; a ring inside one domain runs on one NCCL node
         nodes = n // kd
-        channels = rack_channels(graph)
+        block = domain_blocks(graph, seq)[0][0, :kd] if algorithm == "ring" else None
+        channels = rack_channels(graph, block)
         node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
     else:
         nodes = np.unique(seq[0] // graph.gpus_per_node).size
@@ -206,7 +209,16 @@ def _context(
         nvls_heads=heads,
         intra_gbyte_per_s=float(graph.capacity_gbyte_per_s[graph.scaleup_up(seq[0, :1])][0])
         * scaleup_efficiency("tree", graph.scaleup),
+        nic_path="p2c" if graph.nic_behind_c2c else "pxb",
     )
+
+
+def _rack_ring(collective: Collective, algorithm: Algorithm, domain_gpus: int) -> bool:
+    """The ring of a collective over whole NVLink domains of a multi-node NVLink fabric
+    (``domain_gpus`` of the group in each, 0: not MNNVL or uneven): NCCL's node is then the
+    domain (:func:`~clusterforge.netsim.trees.rack_ring`)."""
+    rings = ("all_reduce", "all_gather", "reduce_scatter")
+    return algorithm == "ring" and collective in rings and domain_gpus > 0
 
 
 def _bandwidth_s(phases: list[PhaseSolution], size_bytes: float, share: float) -> float:
@@ -297,7 +309,7 @@ def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: floa
         phases = solve_phases(graph, req.collective, name, arr, req.routing, req.num_qps, req.pxn)
         path = max((p.net_path_latency_s for p in phases), default=0.0)
         base = _context(graph, req.collective, seq, name)
-        ctx = TuningContext(**{**base.__dict__, "net_path_latency_s": path})
+        ctx = replace(base, net_path_latency_s=path, ll128_c2c=req.ll128_c2c)
         goodput = _goodput_share(graph, phases)
         protocols = protocols_for(name, ctx)
         if req.protocol != "auto":
@@ -328,16 +340,19 @@ def simulate_collective(
     pxn: bool | None = None,
     protocol: ProtocolChoice = "auto",
     nvls: bool = True,
+    ll128_c2c: bool = True,
 ) -> CollectiveResult:
     """Simulate ``collective`` of ``size_bytes`` (the nccl-tests ``size``) run by every row of
     ``groups`` at once, with NCCL's algorithm and protocol choice unless ``algorithm`` /
     ``protocol`` force one.  Groups of one GPU communicate nothing: time 0, bandwidths 0.
     ``pxn`` (default: on for rail-optimized fabrics) forwards over NVLink to the GPU on the
     destination's rail before entering the fabric.  ``nvls`` False is ``NCCL_NVLS_ENABLE=0``:
-    no NVLS and no NVLS-Tree."""
+    no NVLS and no NVLS-Tree.  ``ll128_c2c`` False is ``NCCL_LL128_C2C=0`` or an NCCL before
+    2.27.3: no LL128 between nodes whose GPUs reach their NICs through the CPU
+    (:func:`~clusterforge.netsim.tuner.ll128_enabled`)."""
     req = _Request(
         collective, routing, int(num_qps), algorithm, protocol,
-        graph.rail_optimized if pxn is None else pxn, bool(nvls),
+        graph.rail_optimized if pxn is None else pxn, bool(nvls), bool(ll128_c2c),
     )  # fmt: skip
     _check(graph, req, size_bytes)
     arr = _groups(graph, groups)

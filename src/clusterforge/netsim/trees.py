@@ -30,7 +30,8 @@
   NICs.  The plain tree (NVLS off, ``NCCL_NVLS_ENABLE=0``) has the rack as its node too
   (:func:`rack_tree`): a chain through the rack's 72 GPUs over NVLink and one double binary
   tree between racks per channel of NCCL's graph (:func:`rack_channels`, 15 on an NVL72
-  rack), each from its own GPU and NIC.
+  rack), each from its own GPU and NIC.  So has the ring (:func:`rack_ring`): each channel
+  runs through the rack's GPUs over NVLink and on to the next rack through its own NIC.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from clusterforge.errors import SimulationError
 from clusterforge.netsim.edges import edge_traffic, merge, uniform_blocks
 from clusterforge.netsim.traffic import Traffic, empty_ids, empty_segments
 from clusterforge.netsim.tuner import generation_of, mnnvl_channels
+from clusterforge.netsim.vocab import Algorithm
 from clusterforge.topology import FabricGraph
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "nvls_possible",
     "nvls_tree_phases",
     "rack_channels",
+    "rack_ring",
     "tree_phases",
 ]
 
@@ -129,10 +132,17 @@ def tree_phases(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
     return [_dtree(graph, seq, m, k, 1.0)]
 
 
-def rack_channels(graph: FabricGraph) -> int:
+def rack_channels(graph: FabricGraph, block: np.ndarray | None = None) -> int:
     """Channels of NCCL's ring and tree graphs on one NVLink domain under MNNVL, each
-    through its own NIC (:func:`~clusterforge.netsim.tuner.mnnvl_channels`)."""
-    nics = graph.nics_per_node * (graph.domain_gpus // graph.gpus_per_node)
+    through its own NIC (:func:`~clusterforge.netsim.tuner.mnnvl_channels`): the NICs of
+    the whole domain, or of the GPUs ``block`` a communicator has in it (NCCL searches its
+    graphs on the communicator's GPUs)."""
+    if block is None:
+        nics = graph.nics_per_node * (graph.domain_gpus // graph.gpus_per_node)
+    else:
+        node = block // graph.gpus_per_node
+        nic = graph.nic_of_local(block % graph.gpus_per_node)
+        nics = int(np.unique(node * graph.nics_per_node + nic).size)
     return mnnvl_channels(
         generation_of(graph.scaleup), nic_gbyte_per_s=graph.nic_gbyte_per_s, nics=nics
     )
@@ -156,6 +166,47 @@ def rack_tree(graph: FabricGraph, seq: np.ndarray, m: int, k: int) -> Traffic:
     rails = seq.reshape(ng, m, k)[:, :, heads].transpose(0, 2, 1).reshape(ng * heads.size, m)
     inter = _dtree(graph, rails, m, 1, 1.0 / heads.size)
     return replace(merge([intra, inter]), steps=2 * (int(np.ceil(np.log2(m))) + k - 1))
+
+
+def rack_ring(
+    graph: FabricGraph, seq: np.ndarray, per_edge_volume: float, steps: int, algorithm: Algorithm
+) -> Traffic | None:
+    """NCCL's ring with the NVLink domain as its node (MNNVL), or None when ``seq`` does not
+    span 2+ domains with the same GPUs in each.  The ring graph is searched on the fused
+    domain (``ncclTopoCompute``, ``src/graph/search.cc``): each of its C channels
+    (:func:`rack_channels`, 15 on an NVL72 rack) runs through the domain's k GPUs over
+    NVLink and crosses to the next domain through its own NIC.  Inside each domain the k
+    GPUs form a chain that carries every channel (``per_edge_volume`` per GPU, as on any
+    ring); between domains channel c goes from the c-th NIC GPU of one domain to that of
+    the next with 1/C of the data.  ``seq`` is ordered domain by domain."""
+    ordered, k = domain_blocks(graph, seq)
+    ng, n = seq.shape
+    m = n // k if k else 0
+    if m < 2:
+        return None
+    local = ordered.reshape(ng * m, k)
+    chain = np.arange(k - 1)
+    e = edge_traffic(graph, local, chain, chain + 1, per_edge=False)
+    volume = np.full(local.shape[0] * e.num_channels, per_edge_volume / e.num_channels)
+    intra = Traffic(
+        algorithm, e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, 0
+    )
+    heads = nic_positions(graph, local[0], rack_channels(graph, local[0]))
+    rails = ordered.reshape(ng, m, k)[:, :, heads].transpose(0, 2, 1).reshape(ng * heads.size, m)
+    src = np.arange(m)
+    r = edge_traffic(graph, rails, src, (src + 1) % m, per_edge=False)
+    share = per_edge_volume / heads.size / r.num_channels
+    inter = Traffic(
+        algorithm,
+        r.intra_src,
+        r.intra_dst,
+        r.intra_owner,
+        r.net,
+        r.net_owner,
+        np.full(rails.shape[0] * r.num_channels, share),
+        0,
+    )
+    return replace(merge([intra, inter]), steps=steps)
 
 
 def nvls_possible(graph: FabricGraph, seq: np.ndarray) -> bool:

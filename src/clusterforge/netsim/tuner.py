@@ -34,12 +34,14 @@ __all__ = [
     "GENERATIONS",
     "Generation",
     "LinkKind",
+    "NicPath",
     "TuningContext",
     "active_channels",
     "busbw_cap_gbyte_per_s",
     "channel_cap_gbyte_per_s",
     "generation_of",
     "latency_s",
+    "ll128_enabled",
     "mnnvl_channels",
     "network_channels",
     "nvls_channels",
@@ -52,6 +54,9 @@ __all__ = [
 Generation = Literal["volta", "ampere", "hopper", "blackwell"]
 GENERATIONS: tuple[Generation, ...] = ("volta", "ampere", "hopper", "blackwell")
 LinkKind = Literal["nvlink", "pci", "net"]
+# NCCL's path type from a GPU to its NIC (``src/graph/topo.h``): through PCIe switches (PXB,
+# or closer), or over NVLink-C2C to the CPU and its PCIe (P2C, Grace superchips)
+NicPath = Literal["pxb", "p2c"]
 
 # NCCL's constants (data/nccl.toml): base latency per algorithm and hardware latency per
 # step by link kind, (LL, LL128, Simple) in µs; the LL protocol's bus-bandwidth ceiling and
@@ -128,6 +133,8 @@ class TuningContext:
     num_channels: int = 0  # NCCL's channels across nodes (0: one node, no per-channel ceiling)
     nvls_heads: int = 0  # NVLS heads per NCCL node (NVLS, NVLS-Tree; 0: none)
     intra_gbyte_per_s: float = math.inf  # a GPU's scale-up payload rate each way
+    nic_path: NicPath = "pxb"  # how a GPU reaches its NIC (ll128_enabled)
+    ll128_c2c: bool = True  # NCCL_LL128_C2C (ll128_enabled)
 
     @property
     def ranks_per_node(self) -> int:
@@ -232,12 +239,26 @@ def generation_of(scaleup: Scaleup) -> Generation:
             assert_never(scaleup)
 
 
+def ll128_enabled(ctx: TuningContext) -> bool:
+    """NCCL's default for LL128 on a ring or tree (``ncclTopoTuneModel``,
+    ``src/graph/tuning.cc``): NVLink between the GPUs of a node (``typeIntra`` up to
+    ``PATH_NVB``) and, across nodes, a short path from each GPU to its NIC (``typeInter``).
+    Up to PXB it is on everywhere.  Where the GPU reaches its NIC over NVLink-C2C and the
+    CPU's PCIe (Grace superchips), NCCL before 2.27.3 saw a PHB path, past the PXN limit,
+    and left LL128 off between nodes; 2.27.3 named the path P2C and enables LL128 over it
+    while ``NCCL_LL128_C2C`` is 1, its default (NVIDIA/nccl v2.26.2-1, v2.27.3-1, v2.27.5-1).
+    ``ctx.ll128_c2c`` False stands for the variable at 0 or an older NCCL."""
+    if ctx.intra != "nvlink":
+        return False
+    return ctx.num_nodes < 2 or ctx.nic_path == "pxb" or ctx.ll128_c2c
+
+
 def protocols_for(algorithm: Algorithm, ctx: TuningContext) -> tuple[Protocol, ...]:
     """Protocols NCCL considers for ``algorithm``: NVLS, CollNet and PAT run Simple only,
-    LL128 needs NVLink between the GPUs of a node (NCCL enables it up to ``PATH_NVB``)."""
+    LL128 only where NCCL enables it (:func:`ll128_enabled`)."""
     match algorithm:
         case "ring" | "tree" | "chain":
-            return ("ll", "ll128", "simple") if ctx.intra == "nvlink" else ("ll", "simple")
+            return ("ll", "ll128", "simple") if ll128_enabled(ctx) else ("ll", "simple")
         case "nvls" | "nvls_tree" | "collnet" | "pat" | "hierarchical" | "direct":
             return ("simple",)
         case _:

@@ -142,6 +142,9 @@ class FabricGraph:
     pods_per_plane: int = 1
     cores_per_plane: int = 0
     mesh_base: int = -1  # first peer link of a full-mesh scale-up domain (-1: a switch)
+    # the GPUs reach their host CPU over NVLink-C2C and their NICs through it (Grace
+    # superchips: the NICs sit on the CPU's PCIe)
+    nic_behind_c2c: bool = False
 
     @property
     def mesh(self) -> bool:
