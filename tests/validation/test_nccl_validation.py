@@ -97,6 +97,31 @@ VP_CHAIN_PLATEAU = (
     "the same run are within 5-11 % at those sizes); the measured single-root pipeline stays "
     "below the ring's rate, which the simulator's chain does not reproduce"
 )
+# Development rows of NVIDIA/nccl-tests issue #309 (pub_nccltests309_h100_nccl.toml, added
+# 2026-12-02) that the model misses by more than 15 %.
+N309_SMALL_LATENCY = (
+    "all-reduce of 32-128 KiB across 2 and 4 H100 nodes with 8x400G InfiniBand (nccl-tests "
+    "#309, NCCL's tree with LL): simulated 16-19 % too fast; the measured times exceed NCCL's "
+    "LL tree latency plus our path by 3-7 us per call at every such size and at both node "
+    "counts, a per-call cost that does not grow with the network hops and that the model does "
+    "not have (cause not identified)"
+)
+N309_LL128_MID = (
+    "all-reduce of 0.5-32 MiB across 2-8 H100 nodes with 8x400G InfiniBand (nccl-tests #309; "
+    "NCCL's tree with LL128 in the model): simulated 18-104 % too fast; at 4 MiB the measured "
+    "time exceeds the model by 23-32 us on 2 nodes, 38-118 us on 4 and 71 us on 8, growing "
+    "with the size (the VP_RAMP pattern on two more clusters).  Charging LL128 across nodes the "
+    "Simple protocol's step ramp (whole steps through the network proxy) fits the 4-8 node "
+    "rows but makes 2-node rows of three clusters (#309's bare-metal pair, #232, #152) 15-34 % "
+    "too slow, so it is not modelled"
+)
+N309_UNTUNED = (
+    "all-reduce on the 8-node H100 cluster of nccl-tests #309 (gj-aion) at 8 nodes, 8 GiB: "
+    "320 GB/s measured where 370 is simulated; on the same nodes NCCL_MIN_CTAS=24 and "
+    "NCCL_IB_QPS_PER_CONNECTION=2 reached 391 and the NVIDIA answer points to adaptive "
+    "routing: the default-setting run is below the tuned fabric the simulator models; at 4 "
+    "nodes its 256 MiB row dips to 234 GB/s between 246 (128 MiB) and 289 (512 MiB)"
+)
 SIZES_1M_256M = ("1m", "2m", "4m", "8m", "16m", "32m", "64m", "128m", "256m")
 KNOWN_GAPS |= {
     **dict.fromkeys([f"pub-tg-fa-b200-{n}n-ar-collnetchain-32g" for n in (2, 8, 32)], SHARP_RATE),
@@ -120,6 +145,22 @@ KNOWN_GAPS |= {
         [f"pub-vp-h100-4n-{c}-{s}" for c in ("bc", "rd") for s in ("512m", "1g", "2g", "4g", "8g")],
         VP_CHAIN_PLATEAU,
     ),
+    **dict.fromkeys(
+        [
+            "pub-n309-q-bm-h100-2n-ar-32k",
+            "pub-n309-q-bm-h100-2n-ar-128k",
+            "pub-n309-q-vm-h100-4n-ar-32k",
+        ],
+        N309_SMALL_LATENCY,
+    ),
+    **dict.fromkeys(
+        ["pub-n309-q-bm-h100-2n-ar-512k", "pub-n309-q-vm-h100-4n-ar-4m"]
+        + [f"pub-n309-g-h100-8n-ar-{s}" for s in ("4m", "32m")]
+        + [f"pub-n309-g-h100-2n-ar-{s}" for s in ("1m", "4m")]
+        + [f"pub-n309-g-h100-4n-ar-{s}" for s in ("4m", "16m")],
+        N309_LL128_MID,
+    ),
+    **dict.fromkeys(["pub-n309-g-h100-8n-ar-8g", "pub-n309-g-h100-4n-ar-256m"], N309_UNTUNED),
 }
 
 
@@ -177,7 +218,7 @@ def test_a_row_counts_its_nodes_with_the_catalog_node_s_gpus():
     "16 ranks) and its 4-channel LL128 ceiling (4 x 20 GB/s) leave 73-84 GB/s where 82-96 was "
     "measured; the one-GPU-per-node RoCE tree (nccl-tests #232) runs LL128 under NCCL's "
     "medium-size tree correction (0.9) at 36 GB/s where 41 was measured; and, since the 2026-12-01 "
-    "sources, the SHARP, use3a-ss and Voltage Park gaps listed in KNOWN_GAPS",
+    "sources, the SHARP, use3a-ss, Voltage Park and nccl-tests #309 gaps listed in KNOWN_GAPS",
 )
 def test_development_mean_error_within_5_percent_from_16_mib():
     large = [score(r) for r in DEVELOPMENT if r["size_bytes"] >= LARGE_BYTES]
@@ -187,9 +228,9 @@ def test_development_mean_error_within_5_percent_from_16_mib():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="with the Voltage Park rows (pub_voltagepark_h100_nccl.toml) the mean error below "
-    "16 MiB is 36 %: 4 nodes x 8 H100 at 1-4 MiB are simulated 10-101 % too fast (VP_RAMP in "
-    "KNOWN_GAPS: the simulated protocol ramp reaches bandwidth at smaller sizes than measured)",
+    reason="with the Voltage Park and nccl-tests #309 rows the mean error below 16 MiB is 36 % "
+    "(34 rows): 2-8 nodes x 8 H100 at 0.5-8 MiB are simulated 18-104 % too fast (VP_RAMP and "
+    "N309_LL128_MID in KNOWN_GAPS) and 32-128 KiB 16-19 % too fast (N309_SMALL_LATENCY)",
 )
 def test_development_mean_error_within_15_percent_below_16_mib():
     small = [score(r) for r in DEVELOPMENT if r["size_bytes"] < LARGE_BYTES]
