@@ -81,16 +81,48 @@ NVLSTREE_SCALING = (
     "inter-node tree stage of NVLSTree loses more than the ring at scale there"
 )
 VP_RAMP = (
-    "4 nodes x 8 H100 (Voltage Park, 3.2 Tbps InfiniBand per node), 1-256 MiB: simulated "
-    "busbw reaches the bandwidth plateau at smaller sizes than measured (all-gather 4 MiB: 42 "
-    "GB/s simulated, 21 measured; 16 MiB: 118 vs 70), and the measured curves dip at 256-512 "
-    "MiB (all-reduce 240 GB/s at 256 MiB between 275 and 291) where the model is monotonic"
+    "4 nodes x 8 H100 (Voltage Park, 3.2 Tbps InfiniBand per node), 1-256 MiB: the simulator "
+    "runs LL128 across the nodes up to 128 MiB (all-gather 4 MiB: 42 GB/s simulated, 21 "
+    "measured; 16 MiB: 118 vs 70), but the measured all-gather, broadcast and reduce curves "
+    "from 4 to 64 MiB are the simulator's own Simple protocol (mean error 7 %, "
+    "test_voltage_park_mid_sizes_follow_the_simple_protocol) and the 1-2 MiB rows sit near its "
+    "LL: these runs did not use LL128 between nodes.  NCCL 2.24.3 enables LL128 across nodes "
+    "only where the NIC is at most PXB (PXN on Hopper) from the GPU (ncclTopoTuneModel, "
+    "src/graph/tuning.cc); the source states neither its PCIe topology nor NCCL_PROTO, so the "
+    "rows keep the catalog's HGX node (NIC on the GPU's PCIe switch, LL128 on).  The measured "
+    "curves also dip at 256-512 MiB (all-reduce 240 GB/s at 256 MiB between 275 and 291) where "
+    "the model is monotonic"
 )
 VP_CHAIN_PLATEAU = (
     "broadcast/reduce on 4 nodes x 8 H100 (Voltage Park) from 512 MiB up: the chain pipeline "
     "is simulated at 335-358 GB/s where 239-279 were measured (all-reduce and all-gather of "
     "the same run are within 5-11 % at those sizes); the measured single-root pipeline stays "
     "below the ring's rate, which the simulator's chain does not reproduce"
+)
+# Development rows of NVIDIA/nccl-tests issue #309 (pub_nccltests309_h100_nccl.toml, added
+# 2026-12-02) that the model misses by more than 15 %.
+N309_SMALL_LATENCY = (
+    "all-reduce of 32-128 KiB across 2 and 4 H100 nodes with 8x400G InfiniBand (nccl-tests "
+    "#309, NCCL's tree with LL): simulated 16-19 % too fast; the measured times exceed NCCL's "
+    "LL tree latency plus our path by 3-7 us per call at every such size and at both node "
+    "counts, a per-call cost that does not grow with the network hops and that the model does "
+    "not have (cause not identified)"
+)
+N309_LL128_MID = (
+    "all-reduce of 0.5-32 MiB across 2-8 H100 nodes with 8x400G InfiniBand (nccl-tests #309; "
+    "NCCL's tree with LL128 in the model): simulated 18-104 % too fast; at 4 MiB the measured "
+    "time exceeds the model by 23-32 us on 2 nodes, 38-118 us on 4 and 71 us on 8, growing "
+    "with the size (the VP_RAMP pattern on two more clusters).  Charging LL128 across nodes the "
+    "Simple protocol's step ramp (whole steps through the network proxy) fits the 4-8 node "
+    "rows but makes 2-node rows of three clusters (#309's bare-metal pair, #232, #152) 15-34 % "
+    "too slow, so it is not modelled"
+)
+N309_UNTUNED = (
+    "all-reduce on the 8-node H100 cluster of nccl-tests #309 (gj-aion) at 8 nodes, 8 GiB: "
+    "320 GB/s measured where 370 is simulated; on the same nodes NCCL_MIN_CTAS=24 and "
+    "NCCL_IB_QPS_PER_CONNECTION=2 reached 391 and the NVIDIA answer points to adaptive "
+    "routing: the default-setting run is below the tuned fabric the simulator models; at 4 "
+    "nodes its 256 MiB row dips to 234 GB/s between 246 (128 MiB) and 289 (512 MiB)"
 )
 SIZES_1M_256M = ("1m", "2m", "4m", "8m", "16m", "32m", "64m", "128m", "256m")
 KNOWN_GAPS |= {
@@ -115,6 +147,22 @@ KNOWN_GAPS |= {
         [f"pub-vp-h100-4n-{c}-{s}" for c in ("bc", "rd") for s in ("512m", "1g", "2g", "4g", "8g")],
         VP_CHAIN_PLATEAU,
     ),
+    **dict.fromkeys(
+        [
+            "pub-n309-q-bm-h100-2n-ar-32k",
+            "pub-n309-q-bm-h100-2n-ar-128k",
+            "pub-n309-q-vm-h100-4n-ar-32k",
+        ],
+        N309_SMALL_LATENCY,
+    ),
+    **dict.fromkeys(
+        ["pub-n309-q-bm-h100-2n-ar-512k", "pub-n309-q-vm-h100-4n-ar-4m"]
+        + [f"pub-n309-g-h100-8n-ar-{s}" for s in ("4m", "32m")]
+        + [f"pub-n309-g-h100-2n-ar-{s}" for s in ("1m", "4m")]
+        + [f"pub-n309-g-h100-4n-ar-{s}" for s in ("4m", "16m")],
+        N309_LL128_MID,
+    ),
+    **dict.fromkeys(["pub-n309-g-h100-8n-ar-8g", "pub-n309-g-h100-4n-ar-256m"], N309_UNTUNED),
 }
 
 
@@ -172,7 +220,7 @@ def test_a_row_counts_its_nodes_with_the_catalog_node_s_gpus():
     "16 ranks) and its 4-channel LL128 ceiling (4 x 20 GB/s) leave 73-84 GB/s where 82-96 was "
     "measured; the one-GPU-per-node RoCE tree (nccl-tests #232) runs LL128 under NCCL's "
     "medium-size tree correction (0.9) at 36 GB/s where 41 was measured; and, since the 2026-12-01 "
-    "sources, the SHARP, use3a-ss and Voltage Park gaps listed in KNOWN_GAPS",
+    "sources, the SHARP, use3a-ss, Voltage Park and nccl-tests #309 gaps listed in KNOWN_GAPS",
 )
 def test_development_mean_error_within_5_percent_from_16_mib():
     large = [score(r) for r in DEVELOPMENT if r["size_bytes"] >= LARGE_BYTES]
@@ -182,9 +230,9 @@ def test_development_mean_error_within_5_percent_from_16_mib():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="with the Voltage Park rows (pub_voltagepark_h100_nccl.toml) the mean error below "
-    "16 MiB is 36 %: 4 nodes x 8 H100 at 1-4 MiB are simulated 10-101 % too fast (VP_RAMP in "
-    "KNOWN_GAPS: the simulated protocol ramp reaches bandwidth at smaller sizes than measured)",
+    reason="with the Voltage Park and nccl-tests #309 rows the mean error below 16 MiB is 36 % "
+    "(34 rows): 2-8 nodes x 8 H100 at 0.5-8 MiB are simulated 18-104 % too fast (VP_RAMP and "
+    "N309_LL128_MID in KNOWN_GAPS) and 32-128 KiB 16-19 % too fast (N309_SMALL_LATENCY)",
 )
 def test_development_mean_error_within_15_percent_below_16_mib():
     small = [score(r) for r in DEVELOPMENT if r["size_bytes"] < LARGE_BYTES]
@@ -205,3 +253,33 @@ def test_coreweave_twenty_rack_table_ran_without_nvls():
             assert algorithm in ("ring", "tree"), row["id"]
         else:
             assert algorithm in ("nvls", "nvls_tree"), row["id"]
+
+
+def test_voltage_park_mid_sizes_follow_the_simple_protocol():
+    """Where the VP_RAMP gap lies: the Voltage Park all-gather, broadcast and reduce rows of
+    4-64 MiB are within 10 % on average of the simulator's Simple protocol, and more than
+    40 % off its own choice (LL128 across the nodes): the protocol the runs used, not the
+    bandwidth or the Simple ramp, is what the model misses there (KNOWN_GAPS)."""
+    from clusterforge.netsim import simulate_collective
+    from validation.nccl_rows import _graph, ranks
+
+    rows = [
+        r
+        for r in DEVELOPMENT
+        if r["id"].startswith("pub-vp-h100-4n-")
+        and r["collective"] in ("all_gather", "broadcast", "reduce")
+        and 4 * 2**20 <= r["size_bytes"] <= 64 * 2**20
+    ]
+    assert len(rows) == 15
+
+    def error(row: dict, protocol: str) -> float:
+        graph = _graph(row["node"], row["num_nodes"], None)
+        group = ranks(row, graph.gpus_per_node)[None, :]
+        res = simulate_collective(
+            graph, row["collective"], row["size_bytes"], group, protocol=protocol
+        )
+        return abs(res.busbw_gbyte_per_s / row["busbw"] - 1.0)
+
+    simple = sum(error(r, "simple") for r in rows) / len(rows)
+    chosen = sum(error(r, "auto") for r in rows) / len(rows)
+    assert simple <= 0.10 < 0.40 < chosen
