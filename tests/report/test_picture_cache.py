@@ -14,7 +14,7 @@ import pytest
 from clusterforge.design import plan
 from clusterforge.report import figure_file
 from clusterforge.report.elevation import elevation_svg
-from clusterforge.report.fabric_picture import fabric_svg
+from clusterforge.report.fabric.picture import fabric_svg
 from clusterforge.report.figure_file import PICTURES, draw_picture
 from clusterforge.report.floor import floor_svg
 from clusterforge.report.html import charts

@@ -28,8 +28,8 @@ from clusterforge.design import Design
 from clusterforge.errors import SpecError
 from clusterforge.report.elevation import elevation_svg
 from clusterforge.report.expected import performance_json
-from clusterforge.report.fabric_export import fabric_dot, fabric_drawio
-from clusterforge.report.fabric_picture import fabric_svg
+from clusterforge.report.fabric.export import fabric_dot, fabric_drawio
+from clusterforge.report.fabric.picture import fabric_svg
 from clusterforge.report.figure_file import PictureFormat, picture_format
 from clusterforge.report.floor import floor_svg
 from clusterforge.report.json_document import json_document

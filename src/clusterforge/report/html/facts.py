@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from clusterforge.design.facility.hall import hall_of
 from clusterforge.report.elevation import elevation_svg
-from clusterforge.report.fabric_picture import fabric_svg
+from clusterforge.report.fabric.picture import fabric_svg
 from clusterforge.report.figure_file import svg_fragment
 from clusterforge.report.floor import floor_svg
 from clusterforge.report.format import counted

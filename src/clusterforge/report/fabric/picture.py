@@ -1,4 +1,4 @@
-"""The fabric diagram (:mod:`clusterforge.report.fabric_diagram`) drawn with matplotlib, as
+"""The fabric diagram (:mod:`clusterforge.report.fabric.diagram`) drawn with matplotlib, as
 SVG, PNG or PDF: each box the group ``box-<id>``, each link ``link-<a>-<b>`` (see that
 module for the ids)."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from clusterforge.report.fabric_diagram import fabric_diagram
-from clusterforge.report.fabric_layout import BOX_W, LEFT, NODE_FILL, Diagram
+from clusterforge.report.fabric.diagram import fabric_diagram
+from clusterforge.report.fabric.layout import BOX_W, LEFT, NODE_FILL, Diagram
 from clusterforge.report.figure_file import PictureFormat, draw_picture
 
 if TYPE_CHECKING:

@@ -21,10 +21,10 @@ What is drawn:
 * the other groups as one box ("x 195 more SUs, wired alike"), spares, and the storage,
   in-band and out-of-band fabrics beside the compute fabric.
 
-One model (:class:`~clusterforge.report.fabric_layout.Diagram`: boxes and links with
+One model (:class:`~clusterforge.report.fabric.layout.Diagram`: boxes and links with
 positions) is rendered three ways: an SVG or PNG through matplotlib
-(:mod:`clusterforge.report.fabric_picture`), draw.io's mxGraph XML and Graphviz DOT
-(:mod:`clusterforge.report.fabric_export`), the last two for network teams to edit.  In the
+(:mod:`clusterforge.report.fabric.picture`), draw.io's mxGraph XML and Graphviz DOT
+(:mod:`clusterforge.report.fabric.export`), the last two for network teams to edit.  In the
 SVG each box is the group ``box-<id>``; switch ids are ``<tier>-<n>`` (``leaf-1``,
 ``spine-3``), links ``link-<a>-<b>``, each rail's links also carry ``rail-<i>`` in their id.
 """
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from clusterforge.report.fabric_layout import (
+from clusterforge.report.fabric.layout import (
     BOX_H,
     BOX_W,
     DOMAIN_FILL,

@@ -12,9 +12,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from clusterforge.design import plan
-from clusterforge.report.fabric_diagram import fabric_diagram
-from clusterforge.report.fabric_export import fabric_dot, fabric_drawio
-from clusterforge.report.fabric_picture import fabric_svg
+from clusterforge.report.fabric.diagram import fabric_diagram
+from clusterforge.report.fabric.export import fabric_dot, fabric_drawio
+from clusterforge.report.fabric.picture import fabric_svg
 from clusterforge.spec import load_spec
 from tests.conftest import EXAMPLES, make_spec
 

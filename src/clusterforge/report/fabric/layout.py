@@ -1,8 +1,8 @@
 """The fabric diagram's drawing model: boxes and links with positions, the rows they sit in,
 and the colours of tiers and rails.
 
-:mod:`clusterforge.report.fabric_diagram` fills this model from a design;
-:mod:`clusterforge.report.fabric_picture` and :mod:`clusterforge.report.fabric_export` render
+:mod:`clusterforge.report.fabric.diagram` fills this model from a design;
+:mod:`clusterforge.report.fabric.picture` and :mod:`clusterforge.report.fabric.export` render
 it.  Positions are in draw.io's units (pixels at 100 %), rows from the top.
 """
 

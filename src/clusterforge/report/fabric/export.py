@@ -1,4 +1,4 @@
-"""The fabric diagram (:mod:`clusterforge.report.fabric_diagram`) in the formats network teams
+"""The fabric diagram (:mod:`clusterforge.report.fabric.diagram`) in the formats network teams
 edit: draw.io's mxGraph XML (https://www.drawio.com/doc/faq/diagram-source-edit) and Graphviz
 DOT (https://graphviz.org/doc/info/lang.html)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
-from clusterforge.report.fabric_diagram import fabric_diagram
-from clusterforge.report.fabric_layout import TIER_LABEL_W, Box
+from clusterforge.report.fabric.diagram import fabric_diagram
+from clusterforge.report.fabric.layout import TIER_LABEL_W, Box
 
 if TYPE_CHECKING:
     from clusterforge.design import Design
