@@ -105,3 +105,38 @@ def test_no_copies_without_tp_or_with_async_tp() -> None:
     assert layer_times(arch, _plan(8), perf, overlapped) == layer_times(
         arch, _plan(8), perf, replace(off, tp_overlap=True)
     )
+
+
+@dataclass
+class BytesFabric:
+    """A collective takes one second per GiB of its buffer; it records the all-gathers."""
+
+    gathers: list[float]
+
+    def collective_time_s(self, collective: str, size_bytes: float, groups: np.ndarray) -> float:
+        if collective == "all_gather":
+            self.gathers.append(size_bytes)
+        return size_bytes / 2**30
+
+
+def test_float8_tp_gathers_the_matmul_inputs_in_fp8() -> None:
+    """torchao's ``PrepareFloat8ModuleInput``/``Float8ColwiseParallel`` cast the input to
+    float8 before the all-gather: in FP8 runs the gathered inputs move one byte per element
+    (and their layout copies too); the reduce-scatters stay BF16."""
+    arch = load_catalog().models["llama3-8b"]
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "fp8")
+    plan = replace(_plan(8, "none"), precision="fp8")
+    size = 12 * 8192 * arch.hidden_size  # elements of the gathered activation
+    fp8 = BytesFabric([])
+    times = layer_times(arch, plan, perf, TORCHTITAN)
+    layer_comm(arch, plan, times, fp8, TORCHTITAN, 8)  # type: ignore[arg-type]
+    # The forward gathers inputs in FP8; the backward gathers BF16 output gradients.
+    assert set(fp8.gathers) == {size, 2 * size}
+    bf16 = BytesFabric([])
+    plain = replace(TORCHTITAN, tp_fp8_all_gather=False)
+    layer_comm(arch, plan, layer_times(arch, plan, perf, plain), bf16, plain, 8)  # type: ignore[arg-type]
+    assert set(bf16.gathers) == {2 * size}
+    # Forward copies: two gathered inputs at 1 B and two scattered outputs at 2 B.
+    off = replace(TORCHTITAN, tp_layout_copies=False)
+    extra = times.forward_s - layer_times(arch, plan, perf, off).forward_s
+    assert extra == pytest.approx(memory_time_s(2 * (2 * size + 2 * 2 * size), perf, num_kernels=4))

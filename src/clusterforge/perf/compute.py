@@ -274,12 +274,20 @@ def tp_backward_regathers(plan: ParallelPlan, stack: Stack) -> bool:
     lets autograd save the gathered input itself: without recomputation and under full
     recomputation (whose recomputed forward gathers it again) nothing is re-gathered; under
     torchtitan's per-op checkpointing the all-gather's output is not among the saved ops
-    (``_save_list`` in ``torchtitan/models/llama/parallelize_llama.py``), so the backward
+    (``_save_list`` in ``torchtitan/parallelisms/parallelize_llama.py`` at 9dec370, Dec 2024:
+    matmuls, SDPA, reduce-scatter, abs/max; no all-gather), so the backward
     recomputes the gather.
     """
     if not stack.tp_saves_gathered_input:
         return True
     return plan.recompute == "selective"
+
+
+def tp_input_gather_bytes(plan: ParallelPlan, stack: Stack) -> int:
+    """Bytes per element of the sequence-parallel all-gathers of matmul inputs: FP8 when
+    the stack casts them before gathering (``Stack.tp_fp8_all_gather``) in an FP8 run, else
+    BF16. The all-gathers of output gradients in the backward stay BF16."""
+    return 1 if plan.precision == "fp8" and stack.tp_fp8_all_gather else BF16_BYTES
 
 
 def tp_layout_copy_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[float, float]:
@@ -302,10 +310,15 @@ def tp_layout_copy_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> t
         return 0.0, 0.0
     if not stack.tp_layout_copies or stack.tp_overlap:
         return 0.0, 0.0
-    size = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.hidden_size * BF16_BYTES
+    elements = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.hidden_size
     pairs = 1 if arch.parallel_block else 2
-    backward_calls = (3 if tp_backward_regathers(plan, stack) else 2) * pairs
-    return 2 * pairs * 2 * size, backward_calls * 2 * size
+    gathered_input = tp_input_gather_bytes(plan, stack) * elements
+    activation = BF16_BYTES * elements
+    forward = pairs * (gathered_input + activation)
+    backward = pairs * 2 * activation
+    if tp_backward_regathers(plan, stack):
+        backward += pairs * gathered_input
+    return 2 * forward, 2 * backward  # a read and a write per copied byte
 
 
 ELEMENTWISE_KERNELS_PER_LAYER = 8
@@ -363,9 +376,9 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     copy_fwd, copy_bwd = tp_layout_copy_bytes(arch, plan, stack)
     if copy_fwd > 0:
         pairs = 1 if arch.parallel_block else 2
-        size_bytes = copy_fwd / (2 * pairs)  # bytes moved per call
+        regathers = tp_backward_regathers(plan, stack)
         forward += memory_time_s(copy_fwd, perf, num_kernels=2 * pairs)
-        backward += memory_time_s(copy_bwd, perf, num_kernels=round(copy_bwd / size_bytes))
+        backward += memory_time_s(copy_bwd, perf, num_kernels=(3 if regathers else 2) * pairs)
     if cast_fwd > 0:
         kernels = FP8_KERNELS_PER_LAYER // 2
         forward += memory_time_s(cast_fwd, perf, num_kernels=kernels)

@@ -54,7 +54,12 @@ import numpy as np
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
-from clusterforge.perf.compute import LayerTimes, overlapped_s, tp_backward_regathers
+from clusterforge.perf.compute import (
+    LayerTimes,
+    overlapped_s,
+    tp_backward_regathers,
+    tp_input_gather_bytes,
+)
 from clusterforge.perf.flops import kv_dim, q_dim
 from clusterforge.perf.memory import deferred_fsdp_reduce
 from clusterforge.perf.parallel import GroupKind, ParallelPlan, rank_groups
@@ -96,16 +101,22 @@ def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack
     if plan.layout.tp == 1:
         return 0.0
     groups = rank_groups(plan, "tp")
-    size = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.hidden_size * ACT_BYTES
+    elements = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.hidden_size
+    size = elements * ACT_BYTES
     recompute = plan.recompute == "full"
     pairs = 1 if arch.parallel_block else 2
     if plan.sequence_parallel:
+        # Inputs gathered for the matmuls (FP8 where the stack casts first), output
+        # gradients gathered in the backward (BF16), reduce-scatters in BF16.
+        gather_input = comm.collective_time_s(
+            "all_gather", elements * tp_input_gather_bytes(plan, stack), groups
+        )
         gather = comm.collective_time_s("all_gather", size, groups)
         scatter = comm.collective_time_s("reduce_scatter", size, groups)
-        forward = pairs * (gather + scatter)
+        forward = pairs * (gather_input + scatter)
         backward = pairs * (gather + scatter)
         if tp_backward_regathers(plan, stack):
-            backward += pairs * gather
+            backward += pairs * gather_input
         return forward * (2 if recompute else 1) + backward
     reduce = comm.collective_time_s("all_reduce", size, groups)
     return reduce * pairs * (2 + (1 if recompute else 0))

@@ -167,6 +167,10 @@ class Stack:
     matmul for its weight gradient (DTensor TP), so the backward gathers it again only when
     per-op checkpointing dropped it; False is Megatron's sequence parallelism, which keeps
     the input shard and always re-gathers it in the backward (Korthikanti et al. 2022 §4.2.2).
+    ``tp_fp8_all_gather``: in FP8 runs the column-parallel inputs are cast to FP8 before
+    their sequence-parallel all-gather (torchao ``PrepareFloat8ModuleInput`` and
+    ``Float8ColwiseParallel``, "all-gather in float8", as torchtitan applies them with
+    Float8 and TP), so those gathers move one byte per element.
     ``fused_elementwise``: norms, activations and rotary embeddings run as fused kernels
     (Megatron/Transformer Engine/Apex, or a PyTorch model under ``torch.compile``); False
     is PyTorch eager, one kernel per op (:mod:`clusterforge.perf.compute`).
@@ -204,6 +208,7 @@ class Stack:
     fp8_all_gather: bool = False
     tp_layout_copies: bool = False
     tp_saves_gathered_input: bool = False
+    tp_fp8_all_gather: bool = False
 
     def gathered_weight_bytes(self, precision: str) -> float:
         """Wire bytes per weight in parameter all-gathers (ZeRO/FSDP): FP8 in FP8 runs when
@@ -317,6 +322,7 @@ def stack_named(name: StackName) -> Stack:
                 selective_recompute="every_other_matmul",
                 tp_layout_copies=True,
                 tp_saves_gathered_input=True,
+                tp_fp8_all_gather=True,
             )
         case _:
             assert_never(name)
