@@ -91,13 +91,6 @@ KNOWN_GAPS = {
         "run's throughput where the FLOPs per token rise 13 %; 31 % optimistic, cause not "
         "found (candidate: memory pressure, 73.0 of 74.5 GiB predicted)"
     ),
-    "nemo2504-longctx-llama3-8b-512k": (
-        "LLaMA3-8B at 512K tokens on B200 (CP 8, TP 4): 29 % pessimistic, almost all of its "
-        "FLOPs in the attention; B200 has no measured cuDNN attention rate in "
-        "perf/data/efficiency.toml, so it runs at the FlashAttention-2 estimate (768 TFLOP/s "
-        "forward, FA2's backward ratio), where the row implies about 25 % more; a published "
-        "B200 cuDNN SDPA measurement would close it"
-    ),
     # Development rows of validation/megatron_bridge_moe.toml.
     "bridge2511-gb300-gpt-oss-120b": MOE_LAYER,
     "bridge2511-gb200-gpt-oss-120b": MOE_LAYER,
