@@ -105,8 +105,9 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, tp_overlap=row["tp_overlap"])
     if "grad_reduce_bytes" in row:  # the run's gradient reduction dtype (2 = BF16)
         stack = replace(stack, grad_reduce_bytes=row["grad_reduce_bytes"])
-    if "compile" in row:  # torch.compile fuses the element-wise ops of a PyTorch model
-        stack = replace(stack, fused_elementwise=row["compile"])
+    for key in ("compile", "torch_compile"):
+        if key in row:
+            stack = replace(stack, fused_elementwise=row[key])
     return stack
 
 

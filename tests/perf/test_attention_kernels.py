@@ -8,7 +8,7 @@ import pytest
 
 from clusterforge.catalog import load_catalog
 from clusterforge.job import JobLayout
-from clusterforge.perf.compute import layer_times
+from clusterforge.perf.compute import _fused_attention_rates, layer_times
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.stack import stack_named
@@ -120,3 +120,12 @@ def test_torchtitan_runs_pytorch_sdpa_flash_attention_at_its_measured_rate(model
     assert _attention_s("a100-80gb", "sdpa_flash", models) == _attention_s(
         "a100-80gb", "flash", models
     )
+
+
+def test_b200_cudnn_attention_runs_at_its_measured_rate() -> None:
+    """Transformer Engine's cuDNN attention on B200 runs at NVIDIA's measured rate (cudnn-
+    frontend SDPA benchmark, 8k causal), not at the FlashAttention-2 estimate."""
+    b200 = gpu_perf(load_catalog().gpus["b200"], "fp8")
+    forward, ratio = _fused_attention_rates(stack_named("megatron-bridge"), b200)
+    assert forward == pytest.approx(1211.0)
+    assert ratio == pytest.approx(2.5 * 1211.0 / 945.0)

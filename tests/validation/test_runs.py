@@ -47,18 +47,14 @@ SMALL_TP_GEMMS = (
     "TP degree, where TP 16 (smaller GEMMs still) loses 11 % and TP 2 4 %; tile and wave "
     "quantisation of the GEMMs (gemm_shape_efficiency) explains a few percent, not this"
 )
-FSDP_SMALL = (
-    "FSDP2 with 2 sequences per GPU on H100 96GB at 500 W: 28-59 % optimistic (issue 24: FSDP "
-    "on few nodes with small per-GPU batches); neither the 500 W clock limit nor torch.compile "
-    "is modelled"
-)
 LONG_CONTEXT = (
     "torchtitan's context parallelism, Llama 3.1 8B at 128K tokens over CP 4 in one node "
-    "(PyTorch's experimental context_parallel, full recomputation, H100 96GB at 500 W): 40 % "
+    "(PyTorch's experimental context_parallel, full recomputation, H100 96GB at 500 W): 37 % "
     "optimistic with its all-gather behind the first step, FP32 merges and dK/dV passes, "
-    "repeated K/V heads and SDPA's FlashAttention-2 rate modelled; the same run without CP at "
-    "32K is 9 % optimistic, so about 28 % is left to CP itself (cause not found: the SDPA "
-    "calls have the same shapes as without CP, and the K/V traffic stays on NVLink)"
+    "repeated K/V heads, SDPA's FlashAttention-2 rate, torch.compile and the 500 W part's "
+    "peak modelled; the same run without CP at 32K is 12 % optimistic, so about 25 % is "
+    "left to CP itself (cause not found: the SDPA calls have the same shapes as without CP, "
+    "the FLOPs are balanced by the round-robin chunks, and the K/V traffic stays on NVLink)"
 )
 SMALL_TP_FSDP = (
     "Llama 3 8B split 8 ways by TP (vanilla, not overlapped) under FSDP 8: 37-38 % optimistic; "

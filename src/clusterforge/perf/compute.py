@@ -18,7 +18,13 @@ from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes
 from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.parallel import ParallelPlan
-from clusterforge.perf.roofline import GpuPerf, gemm_time_s, load_constants, memory_time_s
+from clusterforge.perf.roofline import (
+    BF16_BYTES,
+    GpuPerf,
+    gemm_time_s,
+    load_constants,
+    memory_time_s,
+)
 from clusterforge.perf.stack import Stack
 
 __all__ = [
@@ -260,6 +266,61 @@ def _torch_cp_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[
     return forward, backward
 
 
+def tp_backward_regathers(plan: ParallelPlan, stack: Stack) -> bool:
+    """Whether the backward all-gathers each column-parallel matmul's input again.
+
+    Megatron's sequence parallelism saves the input shard and re-gathers it for the weight
+    gradient (Korthikanti et al. 2022 §4.2.2). DTensor TP (``Stack.tp_saves_gathered_input``)
+    lets autograd save the gathered input itself: without recomputation and under full
+    recomputation (whose recomputed forward gathers it again) nothing is re-gathered; under
+    torchtitan's per-op checkpointing the all-gather's output is not among the saved ops
+    (``_save_list`` in ``torchtitan/parallelisms/parallelize_llama.py`` at 9dec370, Dec 2024:
+    matmuls, SDPA, reduce-scatter, abs/max; no all-gather), so the backward
+    recomputes the gather.
+    """
+    if not stack.tp_saves_gathered_input:
+        return True
+    return plan.recompute == "selective"
+
+
+def tp_input_gather_bytes(plan: ParallelPlan, stack: Stack) -> int:
+    """Bytes per element of the sequence-parallel all-gathers of matmul inputs: FP8 when
+    the stack casts them before gathering (``Stack.tp_fp8_all_gather``) in an FP8 run, else
+    BF16. The all-gathers of output gradients in the backward stay BF16."""
+    return 1 if plan.precision == "fp8" and stack.tp_fp8_all_gather else BF16_BYTES
+
+
+def tp_layout_copy_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[float, float]:
+    """(forward, backward) HBM bytes of the layout copies around one layer's TP collectives.
+
+    PyTorch's functional collectives gather and scatter along dimension 0; DTensor's
+    sequence-parallel placement is ``Shard(1)`` of a ``[batch, sequence, hidden]`` activation,
+    so ``all_gather_tensor`` follows every all-gather with ``torch.cat(torch.chunk(...),
+    dim=1)`` and ``reduce_scatter_tensor`` precedes every reduce-scatter with the reverse
+    (``torch/distributed/_functional_collectives.py``, PyTorch 2.5-2.6): a read and a write of
+    the whole gathered activation per call. Per layer: an all-gather and a reduce-scatter
+    around the attention and around the MLP in the forward (one pair for a parallel block),
+    their mirrors in the backward plus the re-gathered inputs of the weight gradients when
+    there are any (:func:`tp_backward_regathers`; as :mod:`~clusterforge.perf.exposure`
+    counts the calls). Zero without sequence-parallel TP,
+    for stacks without the copies, and under async TP (``tp_overlap``), whose fused
+    all-gather-matmul kernels replace the plain collectives.
+    """
+    if plan.layout.tp == 1 or not plan.sequence_parallel:
+        return 0.0, 0.0
+    if not stack.tp_layout_copies or stack.tp_overlap:
+        return 0.0, 0.0
+    elements = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.hidden_size
+    pairs = 1 if arch.parallel_block else 2
+    gathered_input = tp_input_gather_bytes(plan, stack) * elements
+    activation = BF16_BYTES * elements
+    forward = pairs * (gathered_input + activation)
+    backward = pairs * 2 * activation
+    if tp_backward_regathers(plan, stack):
+        backward += pairs * gathered_input
+    return 2 * forward, 2 * backward  # a read and a write per copied byte
+
+
 ELEMENTWISE_KERNELS_PER_LAYER = 8
 # PyTorch eager, bytes per element moved by the unfused op chains that a fused kernel
 # (Megatron/Transformer Engine, Apex, or torch.compile/Inductor) does in one read and one
@@ -312,6 +373,12 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack)
     forward = gemm + attention_fwd + elementwise
     backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise
+    copy_fwd, copy_bwd = tp_layout_copy_bytes(arch, plan, stack)
+    if copy_fwd > 0:
+        pairs = 1 if arch.parallel_block else 2
+        regathers = tp_backward_regathers(plan, stack)
+        forward += memory_time_s(copy_fwd, perf, num_kernels=2 * pairs)
+        backward += memory_time_s(copy_bwd, perf, num_kernels=(3 if regathers else 2) * pairs)
     if cast_fwd > 0:
         kernels = FP8_KERNELS_PER_LAYER // 2
         forward += memory_time_s(cast_fwd, perf, num_kernels=kernels)

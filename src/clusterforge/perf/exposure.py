@@ -6,7 +6,8 @@ Per micro-batch and layer (critical path of every stage):
   forward and 2 in the backward (+2 when the forward is recomputed); with sequence
   parallelism each all-reduce becomes an all-gather + reduce-scatter of the same total size
   (Korthikanti et al. 2022 §4.2.2) and the backward re-gathers the input for the weight
-  gradient (Calculon's ``seq_par_ag_redo``). Overlapped with the GEMMs (``Stack.tp_overlap``,
+  gradient (Calculon's ``seq_par_ag_redo``; DTensor TP keeps the gathered input instead,
+  :func:`~clusterforge.perf.compute.tp_backward_regathers`). Overlapped with the GEMMs (``Stack.tp_overlap``,
   NVLink domain only) the collectives hide behind the layer's GEMMs at the cost
   :func:`~clusterforge.perf.compute.overlapped_s` states.
 * CP, ring attention (Liu et al. 2023, arXiv 2310.01889; Megatron-Core/Transformer Engine
@@ -53,7 +54,12 @@ import numpy as np
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
-from clusterforge.perf.compute import LayerTimes, overlapped_s
+from clusterforge.perf.compute import (
+    LayerTimes,
+    overlapped_s,
+    tp_backward_regathers,
+    tp_input_gather_bytes,
+)
 from clusterforge.perf.flops import kv_dim, q_dim
 from clusterforge.perf.memory import deferred_fsdp_reduce
 from clusterforge.perf.parallel import GroupKind, ParallelPlan, rank_groups
@@ -85,7 +91,7 @@ class LayerComm:
     ep_s: float
 
 
-def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel) -> float:
+def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack) -> float:
     """All TP collectives of one layer and micro-batch, seconds (not yet overlapped).
 
     A parallel block (GPT-J; Chowdhery et al. 2022, PaLM §2) sums the attention and MLP
@@ -95,14 +101,22 @@ def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel) -> float:
     if plan.layout.tp == 1:
         return 0.0
     groups = rank_groups(plan, "tp")
-    size = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.hidden_size * ACT_BYTES
+    elements = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.hidden_size
+    size = elements * ACT_BYTES
     recompute = plan.recompute == "full"
     pairs = 1 if arch.parallel_block else 2
     if plan.sequence_parallel:
+        # Inputs gathered for the matmuls (FP8 where the stack casts first), output
+        # gradients gathered in the backward (BF16), reduce-scatters in BF16.
+        gather_input = comm.collective_time_s(
+            "all_gather", elements * tp_input_gather_bytes(plan, stack), groups
+        )
         gather = comm.collective_time_s("all_gather", size, groups)
         scatter = comm.collective_time_s("reduce_scatter", size, groups)
-        forward = pairs * (gather + scatter)
-        backward = pairs * (gather + scatter) + pairs * gather
+        forward = pairs * (gather_input + scatter)
+        backward = pairs * (gather + scatter)
+        if tp_backward_regathers(plan, stack):
+            backward += pairs * gather_input
         return forward * (2 if recompute else 1) + backward
     reduce = comm.collective_time_s("all_reduce", size, groups)
     return reduce * pairs * (2 + (1 if recompute else 0))
@@ -194,7 +208,7 @@ def layer_comm(
     nvlink_domain_gpus: int,
 ) -> LayerComm:
     """Exposed TP, CP and EP seconds per layer and micro-batch."""
-    tp_raw = _tp_raw_s(plan, arch, comm)
+    tp_raw = _tp_raw_s(plan, arch, comm, stack)
     intra = plan.layout.tp == 1 or not _spans_domains(rank_groups(plan, "tp"), nvlink_domain_gpus)
     return LayerComm(
         tp_s=_tp_exposed_s(tp_raw, times, plan, stack, intra),

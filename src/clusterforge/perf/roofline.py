@@ -23,7 +23,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from clusterforge.catalog import Gpu
+from clusterforge.catalog import Gpu, load_catalog
 from clusterforge.constants import read_constants
 
 __all__ = [
@@ -119,14 +119,33 @@ class GpuPerf:
         return replace(self, matmul_tflops=self.bf16_matmul_tflops or self.matmul_tflops)
 
 
+def _peak_ratio(gpu: Gpu) -> float:
+    """The GPU's BF16 datasheet peak over its catalog part's (1.0 for the catalog part).
+
+    The measured ceilings of ``data/efficiency.toml`` (MAMF, attention kernels) were taken on
+    the catalog part at its datasheet power. A part that states a lower peak, for instance
+    the same chip run under a lower power limit, runs its tensor cores at a lower sustained
+    clock, and every compute-bound kernel's rate scales with that clock, so the measured
+    ceilings keep their share of the peak.
+    """
+    parts = load_catalog().gpus
+    if gpu.id not in parts or parts[gpu.id].bf16_dense_tflops <= 0:
+        return 1.0
+    return gpu.bf16_dense_tflops / parts[gpu.id].bf16_dense_tflops
+
+
 def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -> GpuPerf:
-    """MAMF ceiling for ``precision`` (fp16 = bf16; missing FP8 rows use the BF16 fraction)."""
+    """MAMF ceiling for ``precision`` (fp16 = bf16; missing FP8 rows use the BF16 fraction),
+    scaled by :func:`_peak_ratio` when the GPU states another peak than its catalog part."""
     c = constants or load_constants()
-    bf16 = c.mamf_tflops.get((gpu.id, "bf16"), gpu.bf16_dense_tflops * c.default_mamf_fraction)
+    ratio = _peak_ratio(gpu)
+    default_bf16 = gpu.bf16_dense_tflops * c.default_mamf_fraction / ratio
+    bf16 = c.mamf_tflops.get((gpu.id, "bf16"), default_bf16) * ratio
     matmul = bf16
     if precision == "fp8" and gpu.fp8_dense_tflops > 0:
         fraction = bf16 / gpu.bf16_dense_tflops
-        matmul = c.mamf_tflops.get((gpu.id, "fp8"), gpu.fp8_dense_tflops * fraction)
+        default_fp8 = gpu.fp8_dense_tflops * fraction / ratio
+        matmul = c.mamf_tflops.get((gpu.id, "fp8"), default_fp8) * ratio
     return GpuPerf(
         gpu_id=gpu.id,
         peak_bf16_tflops=gpu.bf16_dense_tflops,
@@ -136,6 +155,7 @@ def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -
         bf16_matmul_tflops=bf16,
         num_sms=gpu.num_sms,
         gemm_efficiency=c.sustained_gemm_of_mamf.get(gpu.id, c.gemm_efficiency_of_mamf),
+        attention_scale=ratio,
     )
 
 

@@ -159,6 +159,18 @@ class Stack:
     ``master_in_parameters``: the FP32 parameters are the master weights (PyTorch FSDP, which
     shards them at every stage and gathers a BF16 compute copy) rather than a BF16 model
     with FP32 masters in the optimizer (Megatron, DeepSpeed).
+    ``tp_layout_copies``: sequence-parallel TP gathers and scatters the sequence dimension of
+    ``[batch, sequence, hidden]`` activations with PyTorch's functional collectives, which
+    work on dimension 0 and so copy the whole activation next to every call (DTensor's
+    ``Shard(1)`` placements, torchtitan; :func:`~clusterforge.perf.compute.tp_layout_copy_bytes`).
+    ``tp_saves_gathered_input``: autograd keeps the all-gathered input of each column-parallel
+    matmul for its weight gradient (DTensor TP), so the backward gathers it again only when
+    per-op checkpointing dropped it; False is Megatron's sequence parallelism, which keeps
+    the input shard and always re-gathers it in the backward (Korthikanti et al. 2022 §4.2.2).
+    ``tp_fp8_all_gather``: in FP8 runs the column-parallel inputs are cast to FP8 before
+    their sequence-parallel all-gather (torchao ``PrepareFloat8ModuleInput`` and
+    ``Float8ColwiseParallel``, "all-gather in float8", as torchtitan applies them with
+    Float8 and TP), so those gathers move one byte per element.
     ``fused_elementwise``: norms, activations and rotary embeddings run as fused kernels
     (Megatron/Transformer Engine/Apex, or a PyTorch model under ``torch.compile``); False
     is PyTorch eager, one kernel per op (:mod:`clusterforge.perf.compute`).
@@ -194,6 +206,9 @@ class Stack:
     fp8_scaling: Fp8Scaling = "delayed"
     fp8_fused_norm_cast: bool = True
     fp8_all_gather: bool = False
+    tp_layout_copies: bool = False
+    tp_saves_gathered_input: bool = False
+    tp_fp8_all_gather: bool = False
 
     def gathered_weight_bytes(self, precision: str) -> float:
         """Wire bytes per weight in parameter all-gathers (ZeRO/FSDP): FP8 in FP8 runs when
@@ -305,6 +320,9 @@ def stack_named(name: StackName) -> Stack:
                 context_parallel="torch",
                 kv_heads_expanded=True,
                 selective_recompute="every_other_matmul",
+                tp_layout_copies=True,
+                tp_saves_gathered_input=True,
+                tp_fp8_all_gather=True,
             )
         case _:
             assert_never(name)
