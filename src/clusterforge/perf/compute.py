@@ -18,7 +18,13 @@ from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes
 from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.parallel import ParallelPlan
-from clusterforge.perf.roofline import GpuPerf, gemm_time_s, load_constants, memory_time_s
+from clusterforge.perf.roofline import (
+    BF16_BYTES,
+    GpuPerf,
+    gemm_time_s,
+    load_constants,
+    memory_time_s,
+)
 from clusterforge.perf.stack import Stack
 
 __all__ = [
@@ -62,6 +68,32 @@ def _tokens(plan: ParallelPlan) -> float:
     return plan.micro_batch * plan.seq_length / plan.layout.cp
 
 
+# Transformer Engine's ``GroupedLinear`` (the experts of Megatron-Core's ``TEGroupedMLP``)
+# runs one cuBLAS GEMM per local expert, round-robin over its compute streams
+# (``multi_stream_cublas_gemm`` in transformer_engine/common/gemm/cublaslt_gemm.cu; the
+# CUTLASS grouped GEMM is opt-in, ``NVTE_USE_CUTLASS_GROUPED_GEMM``, Hopper only) and it
+# keeps four of them (``num_compute_streams = 4``, transformer_engine/common/util/
+# multi_stream.cpp) [V], NVIDIA/TransformerEngine at commit d0067d0 (2026-08-22).
+TE_GROUPED_GEMM_STREAMS = 4
+
+
+def grouped_gemm_time_s(m: float, n: float, k: float, perf: GpuPerf, num_gemms: float) -> float:
+    """Time of ``num_gemms`` equal GEMMs ``(m x k) @ (k x n)`` run as TE's grouped linear.
+
+    At most :data:`TE_GROUPED_GEMM_STREAMS` GEMMs run at once, so their tiles share the SMs'
+    waves (one batched wave count, :func:`~clusterforge.perf.roofline.gemm_time_s`); the
+    groups of concurrent GEMMs follow each other, each with its own wave quantisation, tail
+    and kernel overhead. Few tokens per expert (small ``m``) thus keep the per-GEMM tile waste
+    that one kernel over all the experts' tiles would hide.
+    """
+    concurrent = min(float(TE_GROUPED_GEMM_STREAMS), num_gemms)
+    full_rounds, rest = divmod(num_gemms, concurrent)
+    time = full_rounds * gemm_time_s(m, n, k, perf, batch=concurrent)
+    if rest > 0:
+        time += gemm_time_s(m, n, k, perf, batch=rest)
+    return time
+
+
 def _weight_gemms_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float:
     """Forward time of the weight GEMMs of one layer (Megatron column/row TP split)."""
     t, h, f = plan.layout.tp, arch.hidden_size, ffn_size(arch)
@@ -73,8 +105,8 @@ def _weight_gemms_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float
     if arch.num_experts > 1:
         local_experts = arch.num_experts / plan.layout.ep
         routed = tokens * arch.top_k * plan.layout.ep / arch.num_experts  # tokens per local expert
-        up = gemm_time_s(routed, up_cols, h, perf, batch=local_experts)
-        down = gemm_time_s(routed, h, f / t, perf, batch=local_experts)
+        up = grouped_gemm_time_s(routed, up_cols, h, perf, local_experts)
+        down = grouped_gemm_time_s(routed, h, f / t, perf, local_experts)
         router = gemm_time_s(tokens, arch.num_experts, h, perf)
         return qkv + proj + up + down + router
     return qkv + proj + gemm_time_s(tokens, up_cols, h, perf) + gemm_time_s(tokens, h, f / t, perf)
@@ -176,6 +208,39 @@ def _attention_backward_s(
     return 2.0 * forward
 
 
+# Megatron-Core's all-to-all token dispatcher (``MoEAlltoAllTokenDispatcher``,
+# megatron/core/transformer/moe/token_dispatcher.py, NVIDIA/Megatron-LM at commit d98e8a6,
+# 2026-08-22) with fused permutation (``moe_permute_fusion``: Transformer Engine's
+# ``moe_permute``, ``moe_sort_chunks_by_index`` and ``moe_unpermute`` kernels), HBM bytes per
+# routed copy of a token and hidden element, BF16, forward; [D] by counting each kernel's
+# reads and writes:
+# - permute before the dispatch all-to-all: read the token's row, write the copy (2 + 2);
+PERMUTE_BYTES = 4.0
+# - with more than one expert on the GPU, ``sort_chunks_by_idxs`` after the dispatch (the
+#   received chunks are rank-major, the grouped GEMM wants them expert-major) and again
+#   before the combine (back to rank-major): read and write each copy, twice (2 x (2 + 2));
+SORT_CHUNKS_BYTES = 8.0
+# - unpermute after the combine: read each copy (2), then write the merged token once (2 per
+#   token, added separately).
+UNPERMUTE_READ_BYTES = 2.0
+
+
+def _permutation_bytes_per_token(arch: ModelArch, plan: ParallelPlan) -> float:
+    """Forward HBM bytes per token of the MoE layer's token permutations (0 for dense).
+
+    ``top_k`` copies are permuted, (when the GPU holds several experts) sorted into expert
+    order and back, and unpermuted into one token (:data:`PERMUTE_BYTES` and the constants
+    after it).
+    """
+    if arch.num_experts == 1:
+        return 0.0
+    h, copies = arch.hidden_size, arch.top_k
+    per_copy = PERMUTE_BYTES + UNPERMUTE_READ_BYTES
+    if arch.num_experts > plan.layout.ep:  # several local experts: sort and unsort chunks
+        per_copy += SORT_CHUNKS_BYTES
+    return per_copy * h * copies + BF16_BYTES * h
+
+
 def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
     """HBM bytes of the element-wise ops of one layer's forward on one GPU.
 
@@ -201,7 +266,7 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     experts = arch.top_k if arch.num_experts > 1 else 1
     gated = EAGER_SWIGLU_BYTES if eager else 6
     activation = (gated if arch.gated_mlp else 4) * f * experts
-    permute = 8 * h * arch.top_k if arch.num_experts > 1 else 0  # token dispatch/combine copies
+    permute = _permutation_bytes_per_token(arch, plan)
     rope = EAGER_ROTARY_BYTES if eager else 4
     rotary = rope * (q_dim(arch) + kv_dim(arch)) if arch.position_embedding == "rope" else 0
     split = activation + rotary
@@ -291,6 +356,31 @@ def _elementwise_kernels(arch: ModelArch, stack: Stack) -> int:
     return ELEMENTWISE_KERNELS_PER_LAYER + extra
 
 
+# Transformer Engine's FP8 current scaling (``Float8CurrentScalingQuantizer::quantize_impl``,
+# transformer_engine/pytorch/csrc/quantizer.cpp) runs three kernels per tensor: the amax,
+# the scale from it and the cast (``nvte_compute_amax_with_config``,
+# ``nvte_compute_scale_from_amax``, ``nvte_quantize_v2``); a grouped linear's input is split
+# per expert and each piece quantised on its own (``split_quantize`` ->
+# ``multi_tensor_quantize_impl`` in transformer_engine/pytorch/csrc/extensions/cast.cpp,
+# whose fused multi-tensor cast-transpose serves delayed scaling only) [V], TE commit
+# d0067d0 (2026-08-22).
+CURRENT_SCALING_KERNELS_PER_TENSOR = 3
+
+
+def _expert_fp8_extra_kernels(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> int:
+    """FP8 quantisation kernels per direction of one MoE layer beyond a dense layer's.
+
+    Under current ("dynamic") scaling each further local expert quantises its own piece of
+    the two expert GEMMs' inputs (forward) and output gradients (backward),
+    :data:`CURRENT_SCALING_KERNELS_PER_TENSOR` kernels each; delayed scaling casts all the
+    pieces in one fused kernel.
+    """
+    if arch.num_experts == 1 or stack.fp8_scaling != "dynamic":
+        return 0
+    further_experts = max(0, arch.num_experts // plan.layout.ep - 1)
+    return 2 * CURRENT_SCALING_KERNELS_PER_TENSOR * further_experts
+
+
 ELEMENTWISE_BACKWARD_RATIO = 2.0  # read saved input + incoming grad, write grad
 
 
@@ -313,7 +403,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     forward = gemm + attention_fwd + elementwise
     backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise
     if cast_fwd > 0:
-        kernels = FP8_KERNELS_PER_LAYER // 2
+        kernels = FP8_KERNELS_PER_LAYER // 2 + _expert_fp8_extra_kernels(arch, plan, stack)
         forward += memory_time_s(cast_fwd, perf, num_kernels=kernels)
         backward += memory_time_s(cast_bwd, perf, num_kernels=kernels)
     recompute = 0.0
