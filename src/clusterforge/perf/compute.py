@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
+from clusterforge.perf.flops import ffn_size, head_dim, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes
 from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.parallel import ParallelPlan
@@ -126,7 +126,29 @@ TRITON_FLASH_BACKWARD_SLOWDOWN = 2.0
 FLASH_BACKWARD_WORK_RATIO = 2.5
 
 
-def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
+# cuDNN's fused attention slows down with narrower heads: on H100 at sequence 4k (non-causal,
+# BF16) it runs its forward at 408 TFLOP/s with head dim 64 against 609 with head dim 128,
+# its backward at 417 against 499 (Shah et al. 2024, "FlashAttention-3", arXiv 2407.08608,
+# Figs. 5 and 6, "Attention forward/backward speed, head dim 64 / 128 (H100 80GB SXM5)") [S].
+# Half the FLOPs per byte of K and V and half the work per softmax step leave the tensor
+# cores idler; the same ratios are taken for later GPUs (an assumption: no published
+# Blackwell sweep over head widths). Widths between 64 and 128 interpolate linearly; 128 and
+# wider keep the measured head-dim-128 rates.
+CUDNN_HEAD_DIM_64_RATIO = (408.0 / 609.0, 417.0 / 499.0)  # (forward, backward)
+
+
+def _head_dim_ratios(arch: ModelArch | None) -> tuple[float, float]:
+    """(forward, backward) share of the head-dim-128 cuDNN rates kept by ``arch``'s heads."""
+    if arch is None:
+        return 1.0, 1.0
+    width = min(max(float(head_dim(arch)), 64.0), 128.0)
+    narrow = (128.0 - width) / 64.0  # 1 at head dim 64, 0 at 128
+    return tuple(1.0 - narrow * (1.0 - r) for r in CUDNN_HEAD_DIM_64_RATIO)  # type: ignore[return-value]
+
+
+def _fused_attention_rates(
+    stack: Stack, perf: GpuPerf, arch: ModelArch | None = None
+) -> tuple[float, float]:
     """(forward TFLOP/s, backward/forward time ratio) of the stack's fused attention kernel.
 
     FlashAttention-2 runs at its measured rates where ``data/efficiency.toml`` has a
@@ -138,8 +160,8 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
     cuDNN's fused flash attention, which Transformer Engine selects over FlashAttention on
     Hopper and later (``get_attention_backend``: "Disabling FlashAttention to give
     FusedAttention preference on Hopper+", TE >= 1.8), runs at its measured rate where
-    ``data/efficiency.toml`` has one for the GPU, else at the FlashAttention-2 estimate.
-    PyTorch SDPA's in-tree FlashAttention-2 build runs its forward at its measured rate where
+    ``data/efficiency.toml`` has one for the GPU, else at the FlashAttention-2 estimate, both
+    scaled for heads narrower than 128 (:data:`CUDNN_HEAD_DIM_64_RATIO`). PyTorch SDPA's in-tree FlashAttention-2 build runs its forward at its measured rate where
     the table has one (``[[sdpa_flash_attention]]``), with FlashAttention-2's backward ratio.
     """
     c = load_constants()
@@ -150,9 +172,12 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
         flash = (forward * perf.attention_scale, FLASH_BACKWARD_WORK_RATIO * forward / backward)
     match stack.attention:
         case "cudnn":
+            forward_ratio, backward_ratio = _head_dim_ratios(arch)
             if perf.gpu_id not in c.cudnn_attention_tflops:
-                return flash
+                # the estimate stands for a head-dim-128 rate too: the cuDNN ratios apply
+                return flash[0] * forward_ratio, flash[1] * forward_ratio / backward_ratio
             forward, backward = c.cudnn_attention_tflops[perf.gpu_id]
+            forward, backward = forward * forward_ratio, backward * backward_ratio
             return forward * perf.attention_scale, FLASH_BACKWARD_WORK_RATIO * forward / backward
         case "sdpa_flash":
             if perf.gpu_id not in c.sdpa_flash_tflops:
@@ -170,6 +195,24 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
             assert_never(stack.attention)
 
 
+def _attended_pairs(arch: ModelArch, plan: ParallelPlan) -> float:
+    """Query-key pairs a causal flash kernel scores per sequence, averaged over the layers.
+
+    A full causal layer scores ``s^2 / 2`` pairs; a layer whose queries see only the last
+    ``w`` keys (``ModelArch.sliding_window``; gpt-oss, every other layer) scores
+    ``s w - w^2 / 2``, the kernel skipping the key blocks outside the band (FlashAttention's
+    and cuDNN's sliding-window masks). Unfused attention scores every pair either way.
+    """
+    s = float(plan.seq_length)
+    causal = s * s / 2.0
+    w = arch.sliding_window
+    if w is None or w >= s or arch.sliding_window_layers == 0.0:
+        return causal
+    windowed = s * w - w * w / 2.0
+    share = arch.sliding_window_layers
+    return share * windowed + (1.0 - share) * causal
+
+
 def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> float:
     """Forward time of the attention core (Q K^T, softmax, P V) for one layer, in BF16.
 
@@ -183,9 +226,11 @@ def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
     head_dim = q_dim(arch) / arch.num_heads
     queries, keys = _tokens(plan) / plan.micro_batch, plan.seq_length
     if stack.attention != "unfused":
-        # Causal flash attention skips the masked half of the score blocks.
-        flops = 4.0 * plan.micro_batch * heads * head_dim * queries * keys * 0.5
-        rate = _fused_attention_rates(stack, perf)[0] * 1e12
+        # Causal flash attention skips the masked half of the score blocks (and, in the
+        # sliding-window layers, the blocks outside the window).
+        pairs = _attended_pairs(arch, plan) / plan.layout.cp
+        flops = 4.0 * plan.micro_batch * heads * head_dim * pairs
+        rate = _fused_attention_rates(stack, perf, arch)[0] * 1e12
         return flops / rate + c.kernel_overhead_s
     batch = plan.micro_batch * heads
     scores = gemm_time_s(queries, keys, head_dim, perf, batch=batch)
@@ -203,7 +248,7 @@ def _attention_backward_s(
     a lower rate (``flash_attention_backward_ratio``); unfused: 2x the forward GEMMs."""
     forward = _attention_forward_s(arch, plan, perf, stack)
     if stack.attention != "unfused":
-        return forward * _fused_attention_rates(stack, perf)[1]
+        return forward * _fused_attention_rates(stack, perf, arch)[1]
     # Two GEMMs per forward GEMM; softmax/dropout backward moves ~5 + 6 bytes per score vs 9.
     return 2.0 * forward
 
