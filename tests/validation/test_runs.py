@@ -65,13 +65,17 @@ SMALL_TP_FSDP = (
     "per-GPU GEMMs of a 4,096-wide model split 8 ways (shape-dependent GEMM efficiency)"
 )
 MOE_LAYER = (
-    "Megatron-Bridge MoE (gpt-oss-120b, Qwen3-30B-A3B, force-balanced routing): 32-165 % "
-    "optimistic; the grouped expert GEMMs, the EP all-to-all, the permutation traffic and "
-    "the expert-data-parallel reduction the model has explain 38-76 % of the measured step "
-    "time. Not modelled: the host overhead of the MoE layer's many small kernels and its "
-    "device-to-host synchronisation (Megatron-Core's MoE guide, megatron/core/transformer/"
-    "moe/README.md, 'CPU Overhead Bottleneck'; the 25.11 B200/H100 recipes run without CUDA "
-    "graphs), per-expert FP8 quantisation, gpt-oss attention sinks"
+    "Megatron-Bridge MoE (gpt-oss-120b, Qwen3-30B-A3B, force-balanced routing): 41-128 % "
+    "optimistic; the modelled GPU work (TE's grouped expert GEMMs four at a time, the EP "
+    "all-to-all, the two-stage token permutation, per-expert FP8 current-scaling kernels, "
+    "cuDNN attention at head-dim-64 rates with gpt-oss's sliding-window layers, the "
+    "expert-data-parallel reduction) explains 44-71 % of the measured step. The rest, 5-12 ms "
+    "per layer and micro-batch (18 ms for Qwen3 on H100, 29 ms for the two-micro-batch B200 "
+    "step), is no GPU work the model knows of; the candidate is host time: Megatron-Core's MoE "
+    "guide (megatron/core/transformer/moe/README.md, 'CPU Overhead Bottleneck') and its "
+    "all-to-all dispatcher's device-to-host synchronisation per layer forward "
+    "(token_dispatcher.py, cuda_sync_point 'before_ep_alltoall'); no published per-layer host "
+    "time to model it with"
 )
 KNOWN_GAPS = {
     "vtrain-3.6b-tp4-pp1-mb2": SMALL_TP_GEMMS,
