@@ -174,3 +174,20 @@ def test_current_scaling_quantises_each_local_experts_piece_with_three_kernels(
     (fwd16, bwd16), (fwd1, bwd1) = gap(plan), gap(one_local)
     assert fwd16 - fwd1 == pytest.approx(extra)
     assert bwd16 - bwd1 == pytest.approx(extra)
+
+
+def test_the_optimizer_step_updates_the_expert_shard_of_the_expert_data_parallel_group(
+    models, h100
+) -> None:
+    # The distributed optimizer shards expert states over DP x CP / EP ranks (8 here), dense
+    # ones over DP x CP (64): each rank steps EP times more of the expert parameters.
+    from clusterforge.perf.roofline import gpu_perf, load_constants, memory_time_s
+    from clusterforge.perf.update import optimizer_step_s
+
+    arch, plan = models["gpt-oss-120b"], _plan(dp=64, ep=8)
+    perf = gpu_perf(h100, "bf16")
+    total = stage_params(arch, plan, arch.num_layers, first=True)
+    expert = stage_expert_params(arch, plan, arch.num_layers)
+    owned = (total - expert) / 64 + expert / 8
+    want = memory_time_s(owned * load_constants().optimizer_bytes_per_param, perf, num_kernels=4)
+    assert optimizer_step_s(arch, plan, perf, arch.num_layers)[0] == pytest.approx(want)
