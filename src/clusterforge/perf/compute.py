@@ -143,7 +143,8 @@ def _head_dim_ratios(arch: ModelArch | None) -> tuple[float, float]:
         return 1.0, 1.0
     width = min(max(float(head_dim(arch)), 64.0), 128.0)
     narrow = (128.0 - width) / 64.0  # 1 at head dim 64, 0 at 128
-    return tuple(1.0 - narrow * (1.0 - r) for r in CUDNN_HEAD_DIM_64_RATIO)  # type: ignore[return-value]
+    forward, backward = CUDNN_HEAD_DIM_64_RATIO
+    return 1.0 - narrow * (1.0 - forward), 1.0 - narrow * (1.0 - backward)
 
 
 def _fused_attention_rates(
