@@ -30,6 +30,7 @@ from clusterforge.perf.stack import Stack
 __all__ = [
     "LayerTimes",
     "Stack",
+    "grouped_gemm_time_s",
     "layer_times",
     "logits_times",
     "overlapped_s",
