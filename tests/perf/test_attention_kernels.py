@@ -129,3 +129,47 @@ def test_b200_cudnn_attention_runs_at_its_measured_rate() -> None:
     forward, ratio = _fused_attention_rates(stack_named("megatron-bridge"), b200)
     assert forward == pytest.approx(1211.0)
     assert ratio == pytest.approx(2.5 * 1211.0 / 945.0)
+
+
+def test_narrow_heads_run_cudnn_attention_at_its_head_dim_64_rates(models) -> None:
+    # Shah et al. 2024 (FlashAttention-3, Figs. 5-6, H100, 4k): cuDNN 408 / 417 TFLOP/s
+    # forward / backward with head dim 64 against 609 / 499 with head dim 128. The same
+    # query width in twice as many heads of 64 does the same FLOPs at the lower rates.
+    from clusterforge.perf.roofline import load_constants
+
+    wide = models["llama3-8b"]
+    narrow = wide.model_copy(update={"num_heads": 2 * wide.num_heads, "head_dim": 64})
+    stack = stack_named("megatron-bridge")
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
+    overhead = load_constants().kernel_overhead_s
+    t128 = layer_times(wide, PLAN, perf, stack)
+    t64 = layer_times(narrow, PLAN, perf, stack)
+    forward = (t64.attention_forward_s - overhead) / (t128.attention_forward_s - overhead)
+    assert forward == pytest.approx(609.0 / 408.0)
+    # backward/forward time ratio: 2.5 x forward rate / backward rate
+    ratio64 = t64.attention_backward_s / t64.attention_forward_s
+    ratio128 = t128.attention_backward_s / t128.attention_forward_s
+    assert ratio64 / ratio128 == pytest.approx((408.0 / 417.0) / (609.0 / 499.0))
+
+
+def test_sliding_window_layers_score_only_the_band_of_keys(models) -> None:
+    # gpt-oss: every other layer attends over the last 128 keys. At 4,096 tokens such a
+    # layer scores 4096 x 128 - 128^2 / 2 pairs against 4096^2 / 2 for a causal one.
+    from clusterforge.perf.roofline import load_constants
+
+    windowed = models["gpt-oss-120b"]
+    assert (windowed.sliding_window, windowed.sliding_window_layers) == (128, 0.5)
+    full = windowed.model_copy(update={"sliding_window": None, "sliding_window_layers": 0.0})
+    plan = PLAN.with_(seq_length=4096)
+    stack = stack_named("megatron-bridge")
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
+    overhead = load_constants().kernel_overhead_s
+    s, w = 4096.0, 128.0
+    want = 0.5 * (s * w - w * w / 2) / (s * s / 2) + 0.5
+    got = (layer_times(windowed, plan, perf, stack).attention_forward_s - overhead) / (
+        layer_times(full, plan, perf, stack).attention_forward_s - overhead
+    )
+    assert got == pytest.approx(want)
+    # a window as long as the sequence changes nothing
+    long_window = windowed.model_copy(update={"sliding_window": 4096})
+    assert layer_times(long_window, plan, perf, stack) == layer_times(full, plan, perf, stack)

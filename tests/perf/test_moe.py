@@ -98,3 +98,96 @@ def test_a_moe_layer_keeps_its_dispatched_token_copies_for_the_expert_weight_gra
     # top-k MLP internals (already modelled) plus the top-k dispatched copies of the input
     mlp = (4.0 + 2.0) * moe.ffn_hidden_size * (moe.top_k - 1) * tokens
     assert extra == pytest.approx(mlp + 2.0 * moe.top_k * moe.hidden_size * tokens)
+
+
+def test_te_grouped_linear_runs_four_expert_gemms_at_a_time(models, h100) -> None:
+    # Transformer Engine's GroupedLinear launches one cuBLAS GEMM per local expert over four
+    # compute streams: 16 experts of 1,024 tokens run as four rounds of four concurrent
+    # GEMMs, each round with its own wave quantisation and kernel overhead, slower than one
+    # kernel over all 16 experts' tiles.
+    from clusterforge.perf.compute import grouped_gemm_time_s
+    from clusterforge.perf.roofline import gemm_time_s, gpu_perf
+
+    perf = gpu_perf(h100, "bf16")
+    m, n, k = 1024.0, 5760.0, 2880.0
+    rounds = grouped_gemm_time_s(m, n, k, perf, 16)
+    assert rounds == pytest.approx(4 * gemm_time_s(m, n, k, perf, batch=4))
+    assert rounds > gemm_time_s(m, n, k, perf, batch=16)
+    # two experts run together in one round; six as a round of four and one of two
+    assert grouped_gemm_time_s(m, n, k, perf, 2) == pytest.approx(
+        gemm_time_s(m, n, k, perf, batch=2)
+    )
+    assert grouped_gemm_time_s(m, n, k, perf, 6) == pytest.approx(
+        gemm_time_s(m, n, k, perf, batch=4) + gemm_time_s(m, n, k, perf, batch=2)
+    )
+
+
+def test_several_experts_per_gpu_sort_the_received_tokens_into_expert_order_and_back(
+    models,
+) -> None:
+    # Megatron-Core's all-to-all dispatcher permutes the top-k copies of each token (read
+    # and write, 4 B per element), sorts the received chunks into expert order after the
+    # dispatch and back before the combine when the GPU holds several experts (2 x 4 B),
+    # and unpermutes (read each copy, 2 B, write the token once, 2 B).
+    from clusterforge.perf.compute import _elementwise_bytes
+
+    arch = models["gpt-oss-120b"]
+    stack = stack_named("megatron-bridge")
+    one_expert = _plan(dp=128, ep=128).with_(recompute="none")  # 128 experts on 128 GPUs
+    sixteen = _plan(dp=128, ep=8).with_(recompute="none")
+    dense = arch.model_copy(update={"num_experts": 1, "top_k": 1})
+    tokens = one_expert.micro_batch * one_expert.seq_length
+    h, k, f = arch.hidden_size, arch.top_k, arch.ffn_hidden_size
+    activation = 6.0 * f * (k - 1)  # the top-k SwiGLUs beyond the dense layer's one
+    base = _elementwise_bytes(dense, one_expert, stack)
+    assert _elementwise_bytes(arch, one_expert, stack) - base == pytest.approx(
+        (activation + (4 + 2) * h * k + 2 * h) * tokens
+    )
+    assert _elementwise_bytes(arch, sixteen, stack) - _elementwise_bytes(
+        arch, one_expert, stack
+    ) == pytest.approx(8 * h * k * tokens)
+
+
+def test_current_scaling_quantises_each_local_experts_piece_with_three_kernels(
+    models, h100
+) -> None:
+    # FP8 current scaling (TE's Float8CurrentScalingQuantizer: amax, scale, cast) splits the
+    # grouped linears' inputs (forward) and output gradients (backward) per expert: with 16
+    # local experts, 15 more pieces for each of the two expert GEMMs, 3 kernels each.
+    from clusterforge.perf.compute import layer_times
+    from clusterforge.perf.roofline import gpu_perf, load_constants
+
+    arch = models["qwen3-30b-a3b"]
+    current = stack_named("megatron-bridge")
+    assert current.fp8_scaling == "dynamic"
+    delayed = replace(current, fp8_scaling="delayed")
+    plan = _plan(dp=8, ep=8).with_(precision="fp8", recompute="none")
+    perf = gpu_perf(h100, "fp8")
+    one_local = plan.with_(layout=JobLayout(tp=1, pp=1, dp=128, ep=128))
+    overhead = load_constants().kernel_overhead_s
+    extra = 2 * 3 * 15 * overhead
+
+    def gap(p: ParallelPlan) -> tuple[float, float]:
+        cur, dly = layer_times(arch, p, perf, current), layer_times(arch, p, perf, delayed)
+        return cur.forward_s - dly.forward_s, cur.backward_s - dly.backward_s
+
+    (fwd16, bwd16), (fwd1, bwd1) = gap(plan), gap(one_local)
+    assert fwd16 - fwd1 == pytest.approx(extra)
+    assert bwd16 - bwd1 == pytest.approx(extra)
+
+
+def test_the_optimizer_step_updates_the_expert_shard_of_the_expert_data_parallel_group(
+    models, h100
+) -> None:
+    # The distributed optimizer shards expert states over DP x CP / EP ranks (8 here), dense
+    # ones over DP x CP (64): each rank steps EP times more of the expert parameters.
+    from clusterforge.perf.roofline import gpu_perf, load_constants, memory_time_s
+    from clusterforge.perf.update import optimizer_step_s
+
+    arch, plan = models["gpt-oss-120b"], _plan(dp=64, ep=8)
+    perf = gpu_perf(h100, "bf16")
+    total = stage_params(arch, plan, arch.num_layers, first=True)
+    expert = stage_expert_params(arch, plan, arch.num_layers)
+    owned = (total - expert) / 64 + expert / 8
+    want = memory_time_s(owned * load_constants().optimizer_bytes_per_param, perf, num_kernels=4)
+    assert optimizer_step_s(arch, plan, perf, arch.num_layers)[0] == pytest.approx(want)

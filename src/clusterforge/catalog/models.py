@@ -423,6 +423,18 @@ class ModelArch(BaseModel):
     seq_length: int = Field(2048, gt=0)
     num_experts: int = Field(1, ge=1, description="MoE experts per MoE layer (1 = dense)")
     top_k: int = Field(1, ge=1, description="Experts each token is routed to")
+    sliding_window: int | None = Field(
+        None,
+        gt=0,
+        description="Keys each query attends to in the sliding-window layers (None = none)",
+    )
+    sliding_window_layers: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of the layers that attend over sliding_window keys (gpt-oss: 0.5, "
+        "every other layer); the others attend over the whole causal prefix",
+    )
     tied_embeddings: bool = Field(
         False, description="The output layer reuses the input embedding matrix"
     )

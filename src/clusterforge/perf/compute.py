@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
+from clusterforge.perf.flops import ffn_size, head_dim, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes
 from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.parallel import ParallelPlan
@@ -30,6 +30,7 @@ from clusterforge.perf.stack import Stack
 __all__ = [
     "LayerTimes",
     "Stack",
+    "grouped_gemm_time_s",
     "layer_times",
     "logits_times",
     "overlapped_s",
@@ -68,6 +69,32 @@ def _tokens(plan: ParallelPlan) -> float:
     return plan.micro_batch * plan.seq_length / plan.layout.cp
 
 
+# Transformer Engine's ``GroupedLinear`` (the experts of Megatron-Core's ``TEGroupedMLP``)
+# runs one cuBLAS GEMM per local expert, round-robin over its compute streams
+# (``multi_stream_cublas_gemm`` in transformer_engine/common/gemm/cublaslt_gemm.cu; the
+# CUTLASS grouped GEMM is opt-in, ``NVTE_USE_CUTLASS_GROUPED_GEMM``, Hopper only) and it
+# keeps four of them (``num_compute_streams = 4``, transformer_engine/common/util/
+# multi_stream.cpp) [V], NVIDIA/TransformerEngine at commit d0067d0 (2026-08-22).
+TE_GROUPED_GEMM_STREAMS = 4
+
+
+def grouped_gemm_time_s(m: float, n: float, k: float, perf: GpuPerf, num_gemms: float) -> float:
+    """Time of ``num_gemms`` equal GEMMs ``(m x k) @ (k x n)`` run as TE's grouped linear.
+
+    At most :data:`TE_GROUPED_GEMM_STREAMS` GEMMs run at once, so their tiles share the SMs'
+    waves (one batched wave count, :func:`~clusterforge.perf.roofline.gemm_time_s`); the
+    groups of concurrent GEMMs follow each other, each with its own wave quantisation, tail
+    and kernel overhead. Few tokens per expert (small ``m``) thus keep the per-GEMM tile waste
+    that one kernel over all the experts' tiles would hide.
+    """
+    concurrent = min(float(TE_GROUPED_GEMM_STREAMS), num_gemms)
+    full_rounds, rest = divmod(num_gemms, concurrent)
+    time = full_rounds * gemm_time_s(m, n, k, perf, batch=concurrent)
+    if rest > 0:
+        time += gemm_time_s(m, n, k, perf, batch=rest)
+    return time
+
+
 def _weight_gemms_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float:
     """Forward time of the weight GEMMs of one layer (Megatron column/row TP split)."""
     t, h, f = plan.layout.tp, arch.hidden_size, ffn_size(arch)
@@ -79,8 +106,8 @@ def _weight_gemms_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float
     if arch.num_experts > 1:
         local_experts = arch.num_experts / plan.layout.ep
         routed = tokens * arch.top_k * plan.layout.ep / arch.num_experts  # tokens per local expert
-        up = gemm_time_s(routed, up_cols, h, perf, batch=local_experts)
-        down = gemm_time_s(routed, h, f / t, perf, batch=local_experts)
+        up = grouped_gemm_time_s(routed, up_cols, h, perf, local_experts)
+        down = grouped_gemm_time_s(routed, h, f / t, perf, local_experts)
         router = gemm_time_s(tokens, arch.num_experts, h, perf)
         return qkv + proj + up + down + router
     return qkv + proj + gemm_time_s(tokens, up_cols, h, perf) + gemm_time_s(tokens, h, f / t, perf)
@@ -100,7 +127,30 @@ TRITON_FLASH_BACKWARD_SLOWDOWN = 2.0
 FLASH_BACKWARD_WORK_RATIO = 2.5
 
 
-def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
+# cuDNN's fused attention slows down with narrower heads: on H100 at sequence 4k (non-causal,
+# BF16) it runs its forward at 408 TFLOP/s with head dim 64 against 609 with head dim 128,
+# its backward at 417 against 499 (Shah et al. 2024, "FlashAttention-3", arXiv 2407.08608,
+# Figs. 5 and 6, "Attention forward/backward speed, head dim 64 / 128 (H100 80GB SXM5)") [S].
+# Half the FLOPs per byte of K and V and half the work per softmax step leave the tensor
+# cores idler; the same ratios are taken for later GPUs (an assumption: no published
+# Blackwell sweep over head widths). Widths between 64 and 128 interpolate linearly; 128 and
+# wider keep the measured head-dim-128 rates.
+CUDNN_HEAD_DIM_64_RATIO = (408.0 / 609.0, 417.0 / 499.0)  # (forward, backward)
+
+
+def _head_dim_ratios(arch: ModelArch | None) -> tuple[float, float]:
+    """(forward, backward) share of the head-dim-128 cuDNN rates kept by ``arch``'s heads."""
+    if arch is None:
+        return 1.0, 1.0
+    width = min(max(float(head_dim(arch)), 64.0), 128.0)
+    narrow = (128.0 - width) / 64.0  # 1 at head dim 64, 0 at 128
+    forward, backward = CUDNN_HEAD_DIM_64_RATIO
+    return 1.0 - narrow * (1.0 - forward), 1.0 - narrow * (1.0 - backward)
+
+
+def _fused_attention_rates(
+    stack: Stack, perf: GpuPerf, arch: ModelArch | None = None
+) -> tuple[float, float]:
     """(forward TFLOP/s, backward/forward time ratio) of the stack's fused attention kernel.
 
     FlashAttention-2 runs at its measured rates where ``data/efficiency.toml`` has a
@@ -112,8 +162,8 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
     cuDNN's fused flash attention, which Transformer Engine selects over FlashAttention on
     Hopper and later (``get_attention_backend``: "Disabling FlashAttention to give
     FusedAttention preference on Hopper+", TE >= 1.8), runs at its measured rate where
-    ``data/efficiency.toml`` has one for the GPU, else at the FlashAttention-2 estimate.
-    PyTorch SDPA's in-tree FlashAttention-2 build runs its forward at its measured rate where
+    ``data/efficiency.toml`` has one for the GPU, else at the FlashAttention-2 estimate, both
+    scaled for heads narrower than 128 (:data:`CUDNN_HEAD_DIM_64_RATIO`). PyTorch SDPA's in-tree FlashAttention-2 build runs its forward at its measured rate where
     the table has one (``[[sdpa_flash_attention]]``), with FlashAttention-2's backward ratio.
     """
     c = load_constants()
@@ -124,9 +174,12 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
         flash = (forward * perf.attention_scale, FLASH_BACKWARD_WORK_RATIO * forward / backward)
     match stack.attention:
         case "cudnn":
+            forward_ratio, backward_ratio = _head_dim_ratios(arch)
             if perf.gpu_id not in c.cudnn_attention_tflops:
-                return flash
+                # the estimate stands for a head-dim-128 rate too: the cuDNN ratios apply
+                return flash[0] * forward_ratio, flash[1] * forward_ratio / backward_ratio
             forward, backward = c.cudnn_attention_tflops[perf.gpu_id]
+            forward, backward = forward * forward_ratio, backward * backward_ratio
             return forward * perf.attention_scale, FLASH_BACKWARD_WORK_RATIO * forward / backward
         case "sdpa_flash":
             if perf.gpu_id not in c.sdpa_flash_tflops:
@@ -144,6 +197,24 @@ def _fused_attention_rates(stack: Stack, perf: GpuPerf) -> tuple[float, float]:
             assert_never(stack.attention)
 
 
+def _attended_pairs(arch: ModelArch, plan: ParallelPlan) -> float:
+    """Query-key pairs a causal flash kernel scores per sequence, averaged over the layers.
+
+    A full causal layer scores ``s^2 / 2`` pairs; a layer whose queries see only the last
+    ``w`` keys (``ModelArch.sliding_window``; gpt-oss, every other layer) scores
+    ``s w - w^2 / 2``, the kernel skipping the key blocks outside the band (FlashAttention's
+    and cuDNN's sliding-window masks). Unfused attention scores every pair either way.
+    """
+    s = float(plan.seq_length)
+    causal = s * s / 2.0
+    w = arch.sliding_window
+    if w is None or w >= s or arch.sliding_window_layers == 0.0:
+        return causal
+    windowed = s * w - w * w / 2.0
+    share = arch.sliding_window_layers
+    return share * windowed + (1.0 - share) * causal
+
+
 def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> float:
     """Forward time of the attention core (Q K^T, softmax, P V) for one layer, in BF16.
 
@@ -157,9 +228,11 @@ def _attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
     head_dim = q_dim(arch) / arch.num_heads
     queries, keys = _tokens(plan) / plan.micro_batch, plan.seq_length
     if stack.attention != "unfused":
-        # Causal flash attention skips the masked half of the score blocks.
-        flops = 4.0 * plan.micro_batch * heads * head_dim * queries * keys * 0.5
-        rate = _fused_attention_rates(stack, perf)[0] * 1e12
+        # Causal flash attention skips the masked half of the score blocks (and, in the
+        # sliding-window layers, the blocks outside the window).
+        pairs = _attended_pairs(arch, plan) / plan.layout.cp
+        flops = 4.0 * plan.micro_batch * heads * head_dim * pairs
+        rate = _fused_attention_rates(stack, perf, arch)[0] * 1e12
         return flops / rate + c.kernel_overhead_s
     batch = plan.micro_batch * heads
     scores = gemm_time_s(queries, keys, head_dim, perf, batch=batch)
@@ -177,9 +250,42 @@ def _attention_backward_s(
     a lower rate (``flash_attention_backward_ratio``); unfused: 2x the forward GEMMs."""
     forward = _attention_forward_s(arch, plan, perf, stack)
     if stack.attention != "unfused":
-        return forward * _fused_attention_rates(stack, perf)[1]
+        return forward * _fused_attention_rates(stack, perf, arch)[1]
     # Two GEMMs per forward GEMM; softmax/dropout backward moves ~5 + 6 bytes per score vs 9.
     return 2.0 * forward
+
+
+# Megatron-Core's all-to-all token dispatcher (``MoEAlltoAllTokenDispatcher``,
+# megatron/core/transformer/moe/token_dispatcher.py, NVIDIA/Megatron-LM at commit d98e8a6,
+# 2026-08-22) with fused permutation (``moe_permute_fusion``: Transformer Engine's
+# ``moe_permute``, ``moe_sort_chunks_by_index`` and ``moe_unpermute`` kernels), HBM bytes per
+# routed copy of a token and hidden element, BF16, forward; [D] by counting each kernel's
+# reads and writes:
+# - permute before the dispatch all-to-all: read the token's row, write the copy (2 + 2);
+PERMUTE_BYTES = 4.0
+# - with more than one expert on the GPU, ``sort_chunks_by_idxs`` after the dispatch (the
+#   received chunks are rank-major, the grouped GEMM wants them expert-major) and again
+#   before the combine (back to rank-major): read and write each copy, twice (2 x (2 + 2));
+SORT_CHUNKS_BYTES = 8.0
+# - unpermute after the combine: read each copy (2), then write the merged token once (2 per
+#   token, added separately).
+UNPERMUTE_READ_BYTES = 2.0
+
+
+def _permutation_bytes_per_token(arch: ModelArch, plan: ParallelPlan) -> float:
+    """Forward HBM bytes per token of the MoE layer's token permutations (0 for dense).
+
+    ``top_k`` copies are permuted, (when the GPU holds several experts) sorted into expert
+    order and back, and unpermuted into one token (:data:`PERMUTE_BYTES` and the constants
+    after it).
+    """
+    if arch.num_experts == 1:
+        return 0.0
+    h, copies = arch.hidden_size, arch.top_k
+    per_copy = PERMUTE_BYTES + UNPERMUTE_READ_BYTES
+    if arch.num_experts > plan.layout.ep:  # several local experts: sort and unsort chunks
+        per_copy += SORT_CHUNKS_BYTES
+    return per_copy * h * copies + BF16_BYTES * h
 
 
 def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
@@ -207,7 +313,7 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     experts = arch.top_k if arch.num_experts > 1 else 1
     gated = EAGER_SWIGLU_BYTES if eager else 6
     activation = (gated if arch.gated_mlp else 4) * f * experts
-    permute = 8 * h * arch.top_k if arch.num_experts > 1 else 0  # token dispatch/combine copies
+    permute = _permutation_bytes_per_token(arch, plan)
     rope = EAGER_ROTARY_BYTES if eager else 4
     rotary = rope * (q_dim(arch) + kv_dim(arch)) if arch.position_embedding == "rope" else 0
     split = activation + rotary
@@ -352,6 +458,31 @@ def _elementwise_kernels(arch: ModelArch, stack: Stack) -> int:
     return ELEMENTWISE_KERNELS_PER_LAYER + extra
 
 
+# Transformer Engine's FP8 current scaling (``Float8CurrentScalingQuantizer::quantize_impl``,
+# transformer_engine/pytorch/csrc/quantizer.cpp) runs three kernels per tensor: the amax,
+# the scale from it and the cast (``nvte_compute_amax_with_config``,
+# ``nvte_compute_scale_from_amax``, ``nvte_quantize_v2``); a grouped linear's input is split
+# per expert and each piece quantised on its own (``split_quantize`` ->
+# ``multi_tensor_quantize_impl`` in transformer_engine/pytorch/csrc/extensions/cast.cpp,
+# whose fused multi-tensor cast-transpose serves delayed scaling only) [V], TE commit
+# d0067d0 (2026-08-22).
+CURRENT_SCALING_KERNELS_PER_TENSOR = 3
+
+
+def _expert_fp8_extra_kernels(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> int:
+    """FP8 quantisation kernels per direction of one MoE layer beyond a dense layer's.
+
+    Under current ("dynamic") scaling each further local expert quantises its own piece of
+    the two expert GEMMs' inputs (forward) and output gradients (backward),
+    :data:`CURRENT_SCALING_KERNELS_PER_TENSOR` kernels each; delayed scaling casts all the
+    pieces in one fused kernel.
+    """
+    if arch.num_experts == 1 or stack.fp8_scaling != "dynamic":
+        return 0
+    further_experts = max(0, arch.num_experts // plan.layout.ep - 1)
+    return 2 * CURRENT_SCALING_KERNELS_PER_TENSOR * further_experts
+
+
 ELEMENTWISE_BACKWARD_RATIO = 2.0  # read saved input + incoming grad, write grad
 
 
@@ -380,7 +511,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
         forward += memory_time_s(copy_fwd, perf, num_kernels=2 * pairs)
         backward += memory_time_s(copy_bwd, perf, num_kernels=(3 if regathers else 2) * pairs)
     if cast_fwd > 0:
-        kernels = FP8_KERNELS_PER_LAYER // 2
+        kernels = FP8_KERNELS_PER_LAYER // 2 + _expert_fp8_extra_kernels(arch, plan, stack)
         forward += memory_time_s(cast_fwd, perf, num_kernels=kernels)
         backward += memory_time_s(cast_bwd, perf, num_kernels=kernels)
     recompute = 0.0

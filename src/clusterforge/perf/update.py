@@ -10,7 +10,7 @@ zeroed (:func:`optimizer_step_s`). Both are HBM traffic on the roofline of
 from __future__ import annotations
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.memory import deferred_fsdp_reduce, stage_params
+from clusterforge.perf.memory import deferred_fsdp_reduce, stage_expert_params, stage_params
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches
 from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, load_constants, memory_time_s
 from clusterforge.perf.stack import Stack
@@ -76,6 +76,11 @@ def optimizer_step_s(
     params = stage_params(arch, plan, first_stage, first=True)
     shard = plan.shard_size or plan.layout.dp * plan.layout.cp
     owned = params / shard if plan.zero_stage >= 1 else params
+    if plan.zero_stage >= 1:
+        # Expert states are sharded over the expert-data-parallel group (DP x CP / EP ranks),
+        # as in memory_per_gpu: a rank owns EP times more of them than of the dense ones.
+        expert = stage_expert_params(arch, plan, first_stage)
+        owned += expert / max(1, shard // plan.layout.ep) - expert / shard
     held = owned if plan.zero_stage >= 2 else params
     optimizer_bytes = load_constants().optimizer_bytes_per_param
     return (
