@@ -91,7 +91,9 @@ VP_RAMP = (
     "src/graph/tuning.cc); the source states neither its PCIe topology nor NCCL_PROTO, so the "
     "rows keep the catalog's HGX node (NIC on the GPU's PCIe switch, LL128 on).  The measured "
     "curves also dip at 256-512 MiB (all-reduce 240 GB/s at 256 MiB between 275 and 291) where "
-    "the model is monotonic"
+    "the model is monotonic.  Since the chain's first LL128 step waits whole at each network hop "
+    "(tuner.chain_fill_s), broadcast and reduce are 15-34 % and 11-20 % high at 4-64 MiB (were "
+    "22-96 % and 31-74 %); all-gather is unchanged"
 )
 VP_CHAIN_PLATEAU = (
     "broadcast/reduce on 4 nodes x 8 H100 (Voltage Park) from 512 MiB up: the chain pipeline "
@@ -140,7 +142,7 @@ KNOWN_GAPS |= {
         [f"pub-vp-h100-4n-ar-{s}" for s in ("2m", "4m", "8m", "256m")]
         + [f"pub-vp-h100-4n-ag-{s}" for s in SIZES_1M_256M]
         + [f"pub-vp-h100-4n-bc-{s}" for s in SIZES_1M_256M]
-        + [f"pub-vp-h100-4n-rd-{s}" for s in SIZES_1M_256M[:-1]],
+        + [f"pub-vp-h100-4n-rd-{s}" for s in SIZES_1M_256M[:-3]],
         VP_RAMP,
     ),
     **dict.fromkeys(
@@ -230,7 +232,7 @@ def test_development_mean_error_within_5_percent_from_16_mib():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="with the Voltage Park and nccl-tests #309 rows the mean error below 16 MiB is 36 % "
+    reason="with the Voltage Park and nccl-tests #309 rows the mean error below 16 MiB is 31 % "
     "(34 rows): 2-8 nodes x 8 H100 at 0.5-8 MiB are simulated 18-104 % too fast (VP_RAMP and "
     "N309_LL128_MID in KNOWN_GAPS) and 32-128 KiB 16-19 % too fast (N309_SMALL_LATENCY)",
 )
@@ -257,9 +259,12 @@ def test_coreweave_twenty_rack_table_ran_without_nvls():
 
 def test_voltage_park_mid_sizes_follow_the_simple_protocol():
     """Where the VP_RAMP gap lies: the Voltage Park all-gather, broadcast and reduce rows of
-    4-64 MiB are within 10 % on average of the simulator's Simple protocol, and more than
-    40 % off its own choice (LL128 across the nodes): the protocol the runs used, not the
-    bandwidth or the Simple ramp, is what the model misses there (KNOWN_GAPS)."""
+    4-64 MiB are within 10 % on average of the simulator's Simple protocol, and its own
+    choice (LL128 across the nodes) is more than 40 % off for all-gather: the protocol the
+    runs used, not the bandwidth or the Simple ramp, is what the model misses there
+    (KNOWN_GAPS).  Broadcast and reduce were more than 40 % off too until the chain's
+    store-and-forward of whole LL128 steps at the network hops was modelled
+    (tuner.chain_fill_s); they are still 17-30 % off on average."""
     from clusterforge.netsim import simulate_collective
     from validation.nccl_rows import _graph, ranks
 
@@ -281,5 +286,6 @@ def test_voltage_park_mid_sizes_follow_the_simple_protocol():
         return abs(res.busbw_gbyte_per_s / row["busbw"] - 1.0)
 
     simple = sum(error(r, "simple") for r in rows) / len(rows)
-    chosen = sum(error(r, "auto") for r in rows) / len(rows)
+    gather = [r for r in rows if r["collective"] == "all_gather"]
+    chosen = sum(error(r, "auto") for r in gather) / len(gather)
     assert simple <= 0.10 < 0.40 < chosen
