@@ -117,7 +117,14 @@ N309_LL128_MID = (
     "with the size (the VP_RAMP pattern on two more clusters).  Charging LL128 across nodes the "
     "Simple protocol's step ramp (whole steps through the network proxy) fits the 4-8 node "
     "rows but makes 2-node rows of three clusters (#309's bare-metal pair, #232, #152) 15-34 % "
-    "too slow, so it is not modelled"
+    "too slow, so it is not modelled.  Ruled out 2026-12-02 from NCCL's source (commit "
+    "5067397): fewer channels (topoGetAlgoInfo keeps all 16 of a tree LL128 call from 80 KiB, "
+    "640 threads x 8 B each); NCCL choosing another algorithm (its own table, 8 channels at "
+    "48 GB/s with perChMaxTreeLL128Bw 29 and the 0.8 tree correction, times tree/LL128 at "
+    "111 us and ring/LL128 at 172 us for 4 MiB on 4 nodes: it runs the tree, and its own "
+    "estimate is as short as ours); a 1 us proxy cost per network operation per chunk "
+    "(net_overhead), which would make #232's one-GPU rows twice too slow (29 chunks x 8 "
+    "operations at 2 MiB against 113 us measured)"
 )
 N309_UNTUNED = (
     "all-reduce on the 8-node H100 cluster of nccl-tests #309 (gj-aion) at 8 nodes, 8 GiB: "
