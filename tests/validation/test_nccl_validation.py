@@ -92,8 +92,8 @@ VP_RAMP = (
     "rows keep the catalog's HGX node (NIC on the GPU's PCIe switch, LL128 on).  The measured "
     "curves also dip at 256-512 MiB (all-reduce 240 GB/s at 256 MiB between 275 and 291) where "
     "the model is monotonic.  Since the chain's first LL128 step waits whole at each network hop "
-    "(tuner.chain_fill_s), broadcast and reduce are 15-34 % and 11-20 % high at 4-64 MiB (were "
-    "22-96 % and 31-74 %); all-gather is unchanged"
+    "(tuner.chain_fill_s), broadcast and reduce are 22-34 % and 11-20 % high at 4-64 MiB (were "
+    "44-96 % and 31-74 %); all-gather is unchanged"
 )
 VP_CHAIN_PLATEAU = (
     "broadcast/reduce on 4 nodes x 8 H100 (Voltage Park) from 512 MiB up: the chain pipeline "
