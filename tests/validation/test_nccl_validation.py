@@ -91,7 +91,9 @@ VP_RAMP = (
     "src/graph/tuning.cc); the source states neither its PCIe topology nor NCCL_PROTO, so the "
     "rows keep the catalog's HGX node (NIC on the GPU's PCIe switch, LL128 on).  The measured "
     "curves also dip at 256-512 MiB (all-reduce 240 GB/s at 256 MiB between 275 and 291) where "
-    "the model is monotonic"
+    "the model is monotonic.  Since the chain's first LL128 step waits whole at each network hop "
+    "(tuner.chain_fill_s), broadcast and reduce are 22-34 % and 11-20 % high at 4-64 MiB (were "
+    "44-96 % and 31-74 %); all-gather is unchanged"
 )
 VP_CHAIN_PLATEAU = (
     "broadcast/reduce on 4 nodes x 8 H100 (Voltage Park) from 512 MiB up: the chain pipeline "
@@ -115,7 +117,14 @@ N309_LL128_MID = (
     "with the size (the VP_RAMP pattern on two more clusters).  Charging LL128 across nodes the "
     "Simple protocol's step ramp (whole steps through the network proxy) fits the 4-8 node "
     "rows but makes 2-node rows of three clusters (#309's bare-metal pair, #232, #152) 15-34 % "
-    "too slow, so it is not modelled"
+    "too slow, so it is not modelled.  Ruled out 2026-12-02 from NCCL's source (commit "
+    "5067397): fewer channels (topoGetAlgoInfo keeps all 16 of a tree LL128 call from 80 KiB, "
+    "640 threads x 8 B each); NCCL choosing another algorithm (its own table, 8 channels at "
+    "48 GB/s with perChMaxTreeLL128Bw 29 and the 0.8 tree correction, times tree/LL128 at "
+    "111 us and ring/LL128 at 172 us for 4 MiB on 4 nodes: it runs the tree, and its own "
+    "estimate is as short as ours); a 1 us proxy cost per network operation per chunk "
+    "(net_overhead), which would make #232's one-GPU rows twice too slow (29 chunks x 8 "
+    "operations at 2 MiB against 113 us measured)"
 )
 N309_UNTUNED = (
     "all-reduce on the 8-node H100 cluster of nccl-tests #309 (gj-aion) at 8 nodes, 8 GiB: "
@@ -140,7 +149,7 @@ KNOWN_GAPS |= {
         [f"pub-vp-h100-4n-ar-{s}" for s in ("2m", "4m", "8m", "256m")]
         + [f"pub-vp-h100-4n-ag-{s}" for s in SIZES_1M_256M]
         + [f"pub-vp-h100-4n-bc-{s}" for s in SIZES_1M_256M]
-        + [f"pub-vp-h100-4n-rd-{s}" for s in SIZES_1M_256M[:-1]],
+        + [f"pub-vp-h100-4n-rd-{s}" for s in SIZES_1M_256M[:-3]],
         VP_RAMP,
     ),
     **dict.fromkeys(
@@ -230,7 +239,7 @@ def test_development_mean_error_within_5_percent_from_16_mib():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="with the Voltage Park and nccl-tests #309 rows the mean error below 16 MiB is 36 % "
+    reason="with the Voltage Park and nccl-tests #309 rows the mean error below 16 MiB is 31 % "
     "(34 rows): 2-8 nodes x 8 H100 at 0.5-8 MiB are simulated 18-104 % too fast (VP_RAMP and "
     "N309_LL128_MID in KNOWN_GAPS) and 32-128 KiB 16-19 % too fast (N309_SMALL_LATENCY)",
 )
@@ -257,9 +266,12 @@ def test_coreweave_twenty_rack_table_ran_without_nvls():
 
 def test_voltage_park_mid_sizes_follow_the_simple_protocol():
     """Where the VP_RAMP gap lies: the Voltage Park all-gather, broadcast and reduce rows of
-    4-64 MiB are within 10 % on average of the simulator's Simple protocol, and more than
-    40 % off its own choice (LL128 across the nodes): the protocol the runs used, not the
-    bandwidth or the Simple ramp, is what the model misses there (KNOWN_GAPS)."""
+    4-64 MiB are within 10 % on average of the simulator's Simple protocol, and its own
+    choice (LL128 across the nodes) is more than 40 % off for all-gather: the protocol the
+    runs used, not the bandwidth or the Simple ramp, is what the model misses there
+    (KNOWN_GAPS).  Broadcast and reduce were more than 40 % off too until the chain's
+    store-and-forward of whole LL128 steps at the network hops was modelled
+    (tuner.chain_fill_s); they are still 17-30 % off on average."""
     from clusterforge.netsim import simulate_collective
     from validation.nccl_rows import _graph, ranks
 
@@ -281,5 +293,6 @@ def test_voltage_park_mid_sizes_follow_the_simple_protocol():
         return abs(res.busbw_gbyte_per_s / row["busbw"] - 1.0)
 
     simple = sum(error(r, "simple") for r in rows) / len(rows)
-    chosen = sum(error(r, "auto") for r in rows) / len(rows)
+    gather = [r for r in rows if r["collective"] == "all_gather"]
+    chosen = sum(error(r, "auto") for r in gather) / len(gather)
     assert simple <= 0.10 < 0.40 < chosen

@@ -53,6 +53,7 @@ from clusterforge.netsim.tuner import (
     TuningContext,
     active_channels,
     busbw_cap_gbyte_per_s,
+    chain_fill_s,
     channel_cap_gbyte_per_s,
     generation_of,
     latency_s,
@@ -294,6 +295,9 @@ def _time(
     # a tree's first chunk crosses every hop of it before the pipeline runs full
     # (tuner.tree_fill_s); the calibrated ramp covers it on nodes of 8 GPUs
     fill = tree_fill_s(ctx, protocol, size_bytes) if algorithm == "tree" else 0.0
+    if algorithm == "chain":
+        # so does a chain's first chunk at each network hop (tuner.chain_fill_s)
+        fill = chain_fill_s(ctx, protocol, size_bytes)
     return latency_s(algorithm, protocol, ctx) + max(steady_s / ramp, steady_s + fill)
 
 

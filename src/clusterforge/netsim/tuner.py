@@ -38,6 +38,7 @@ __all__ = [
     "TuningContext",
     "active_channels",
     "busbw_cap_gbyte_per_s",
+    "chain_fill_s",
     "channel_cap_gbyte_per_s",
     "generation_of",
     "latency_s",
@@ -218,6 +219,29 @@ def tree_fill_s(ctx: TuningContext, protocol: Protocol, size_bytes: float) -> fl
     chain = 2 * (ppn - 1) * max(0.0, chain_us - _hw_us(ctx.intra, "tree", protocol))
     net = 2 * _log2i(ctx.num_nodes) * max(0.0, net_us - _inter_us("tree", protocol, ctx))
     return (chain + net) * 1e-6
+
+
+def chain_fill_s(ctx: TuningContext, protocol: Protocol, size_bytes: float) -> float:
+    """Seconds the first chunk of a chain (broadcast, reduce) across nodes waits at its
+    network hops beyond NCCL's per-hop latency (:func:`latency_s`).
+
+    NCCL's network proxy posts a step only once the GPU has written all of it (the GPU's
+    tail past the step in ``sendProxyProgress``, ``src/transport/net.cc``), so a chunk
+    crosses each network hop whole, while inside a node LL and LL128 lines stream on as
+    their flags land.  A chain's chunk is one buffer step of ``protocol`` (``calcCollChunking``
+    in ``src/enqueue.cc``: chunkSteps 1, and no LL128 halving, which is for trees), and never
+    more than a channel's share of the message.  The chain enters each of the m nodes once:
+    m - 1 network hops, each moving the chunk at the node's network rate over the 2 x
+    channels NCCL runs (two copies of the search channels), and each costing the longer of
+    that and NCCL's hop latency.  An LL128 broadcast on 8x400G H100 nodes pays about 20 us
+    per hop from 16 MiB up.  0 on one node."""
+    if ctx.num_nodes < 2 or ctx.num_channels < 1:
+        return 0.0
+    lanes = 2 * ctx.num_channels
+    share = min(float(_TREE_CHUNK[protocol]), size_bytes / lanes)
+    net_us = share / (ctx.node_net_gbyte_per_s / lanes) / 1e3
+    hop_us = max(0.0, net_us - _inter_us("ring", protocol, ctx))
+    return (ctx.num_nodes - 1) * hop_us * 1e-6
 
 
 def generation_of(scaleup: Scaleup) -> Generation:

@@ -163,8 +163,8 @@ def _fused_attention_rates(
     Hopper and later (``get_attention_backend``: "Disabling FlashAttention to give
     FusedAttention preference on Hopper+", TE >= 1.8), runs at its measured rate where
     ``data/efficiency.toml`` has one for the GPU, else at the FlashAttention-2 estimate, both
-    scaled for heads narrower than 128 (:data:`CUDNN_HEAD_DIM_64_RATIO`). PyTorch SDPA's in-tree FlashAttention-2 build runs its forward at its measured rate where
-    the table has one (``[[sdpa_flash_attention]]``), with FlashAttention-2's backward ratio.
+    scaled for heads narrower than 128 (:data:`CUDNN_HEAD_DIM_64_RATIO`). PyTorch SDPA's
+    in-tree FlashAttention-2 build runs its forward at its measured rate where the table has one (``[[sdpa_flash_attention]]``), with FlashAttention-2's backward ratio.
     """
     c = load_constants()
     bf16 = perf.at_bf16().matmul_tflops
