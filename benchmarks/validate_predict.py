@@ -142,7 +142,8 @@ def write_uncertainty(pooled: Band, classes: dict[str, Band]) -> None:
     lines = [
         "# Range of the real value around a prediction: split-conformal over the excess",
         "# published / predicted - 1 of the calibration and development runs of validation/",
-        "# (never the held-out runs), each source weighted once, pooled and per class of run",
+        "# (never the held-out runs), each source weighted once, pooled over dense runs (top)",
+        "# and per class of run",
         "# (clusterforge.perf.uncertainty explains the rule). Written by",
         "# benchmarks/validate_predict.py --write.",
         *_band_lines(pooled),

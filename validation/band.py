@@ -7,7 +7,9 @@ one cluster, one software stack) weighted once whatever its number of runs (the 
 of Dunn, Wasserman & Ramdas 2023; the hierarchical conformal weights of Lee, Barber & Willett
 2023), each end of the range at the finite-sample position ``(K + 1)(1 - t) - 1/2`` of the
 ``K`` sources (:func:`finite_sample_position`), per class of run when the class has
-``OWN_RANGE_MIN_SOURCES`` sources, else the envelope of the pooled range and its own.
+``OWN_RANGE_MIN_SOURCES`` sources, else the envelope of its own range and the range pooled
+over its model family (:func:`clusterforge.perf.uncertainty.run_family`: dense runs for a
+dense class, all runs for MoE).
 
 :func:`leave_one_source_out` is the held-back check: each source's coverage by the range
 derived without it (``benchmarks/validate_predict.py --coverage-check``). Held-out runs are
@@ -23,7 +25,7 @@ from typing import Literal, assert_never
 
 import numpy as np
 
-from clusterforge.perf.uncertainty import OWN_RANGE_MIN_SOURCES, RANGE_TAIL
+from clusterforge.perf.uncertainty import OWN_RANGE_MIN_SOURCES, RANGE_TAIL, run_family
 from validation.runs import Outcome
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "derive",
     "finite_sample_position",
     "leave_one_source_out",
+    "pooled_range",
     "residuals",
     "source_range",
 ]
@@ -134,10 +137,22 @@ def _has_own_range(chosen: list[Residual], rule: Rule) -> bool:
     return len({r.source for r in chosen}) >= OWN_RANGE_MIN_SOURCES
 
 
+def _dense(chosen: list[Residual]) -> list[Residual]:
+    return [r for r in chosen if run_family(r.run_class) == "dense"]
+
+
+def pooled_range(chosen: list[Residual], rule: Rule = "centred") -> tuple[float, float]:
+    """The range pooled over the dense runs of ``chosen``: what a dense class with too few
+    sources borrows, and the range of a class without runs (every such class is dense)."""
+    return _range(_dense(chosen) or chosen, rule)
+
+
 def class_ranges(chosen: list[Residual], rule: Rule = "centred") -> dict[str, tuple[float, float]]:
     """Per class: its own range when it has ``OWN_RANGE_MIN_SOURCES`` sources, else the
-    envelope of the pooled range and its own (never narrower than the pooled one)."""
-    pooled = _range(chosen, rule)
+    envelope of its own and the range pooled over its model family (never narrower than
+    that): dense runs for a dense class (it has no expert layer to be missed by), all runs
+    for MoE (both kinds of layer)."""
+    borrowed = {"dense": pooled_range(chosen, rule), "moe": _range(chosen, rule)}
     by_class: dict[str, list[Residual]] = {}
     for r in chosen:
         by_class.setdefault(r.run_class, []).append(r)
@@ -145,7 +160,8 @@ def class_ranges(chosen: list[Residual], rule: Rule = "centred") -> dict[str, tu
     for name, members in sorted(by_class.items()):
         low, high = _range(members, rule)
         if not _has_own_range(members, rule):
-            low, high = min(low, pooled[0]), max(high, pooled[1])
+            pool = borrowed[run_family(name)]
+            low, high = min(low, pool[0]), max(high, pool[1])
         ranges[name] = (low, high)
     return ranges
 
@@ -162,9 +178,11 @@ def _band(chosen: list[Outcome], low_high: tuple[float, float]) -> Band:
 
 
 def band_of(outcomes: list[Outcome], rule: Rule = "centred") -> Band:
-    """The pooled range of ``outcomes`` (calibration and development runs only; runs predicted
-    not to fit count in ``num_runs`` only)."""
-    return _band(outcomes, _range(residuals(outcomes), rule))
+    """The pooled range of the dense runs among ``outcomes`` (:func:`pooled_range`;
+    calibration and development runs only; runs predicted not to fit count in ``num_runs``
+    only)."""
+    dense = [o for o in outcomes if run_family(o.run_class) == "dense"] or outcomes
+    return _band(dense, pooled_range(residuals(outcomes), rule))
 
 
 def derive(outcomes: list[Outcome], rule: Rule = "centred") -> tuple[Band, dict[str, Band]]:
@@ -199,7 +217,7 @@ def leave_one_source_out(chosen: list[Residual], rule: Rule = "centred") -> dict
     held_back = {}
     for source in sorted({r.source for r in chosen}):
         others = [r for r in chosen if r.source != source]
-        pooled = _range(others, rule)
+        pooled = pooled_range(others, rule)
         ranges = class_ranges(others, rule)
         inside = [
             low <= r.excess <= high

@@ -19,6 +19,7 @@ from clusterforge.perf.uncertainty import (
     RANGE_TAIL,
     Band,
     run_class,
+    run_family,
     validation_band,
 )
 from validation.band import (
@@ -29,6 +30,7 @@ from validation.band import (
     derive,
     finite_sample_position,
     leave_one_source_out,
+    pooled_range,
     residuals,
     source_range,
 )
@@ -111,6 +113,23 @@ def test_a_class_with_few_sources_is_never_narrower_than_the_pooled_range() -> N
     assert class_ranges(wide + narrow + spiky)["hsdp"][1] == pytest.approx(3.0)
 
 
+def test_a_dense_class_borrows_the_range_of_dense_runs_and_moe_the_range_of_all() -> None:
+    """Expert-layer misses widen what MoE borrows, never what a dense class borrows: a dense
+    model has no expert layer (the range of a class without runs, the top one, is dense)."""
+    dense = _one_run_per_source([(i - 10) / 100 for i in range(20)], "megatron-3d")
+    moe = [Residual(f"m{i}", "moe", -0.4 - i / 100) for i in range(3)]
+    few_dense = [Residual("u0", "hsdp", 0.0), Residual("u1", "hsdp", 0.01)]
+    few_moe = [Residual("v0", "moe", 0.0)]
+    chosen = dense + moe + few_dense + few_moe
+    ranges = class_ranges(chosen)
+    assert pooled_range(chosen) == source_range(dense + few_dense)
+    assert ranges["hsdp"] == pooled_range(chosen)  # its runs lie inside the dense pool
+    assert ranges["moe"][0] <= source_range(chosen)[0] < pooled_range(chosen)[0]
+    assert ranges["moe"][0] == pytest.approx(min(r.excess for r in moe))  # 4 sources: span
+    assert run_family("moe") == "moe" and run_family("long-context") == "dense"
+    assert pooled_range(moe) == source_range(moe)  # no dense run: all runs
+
+
 def test_leave_one_source_out_coverage_is_the_rank_formula() -> None:
     """With one run per source and distinct scores, a source left out lies inside the range
     of the other K = 14 (the 2nd..13th of them) exactly when its rank among all 15 is 3..13:
@@ -167,4 +186,4 @@ def test_the_printed_basis_says_when_a_class_falls_back_to_the_pooled_range() ->
     assert own.basis().startswith("split-conformal over the misses on 38 published runs of 9")
     assert "never narrower" not in own.basis()
     few = Band(low_fraction=-0.2, high_fraction=0.2, num_runs=7, num_sources=2, mape=0.2)
-    assert "never narrower than the range over all sources" in few.basis()
+    assert "never narrower than the range pooled over its model family" in few.basis()

@@ -35,8 +35,14 @@ How the printed range is derived (``benchmarks/validate_predict.py --write`` wri
 6. Per class of run (:func:`run_class`: which mechanisms carry the run): a class with at
    least :data:`OWN_RANGE_MIN_SOURCES` sources (9: the fewest for which the textbook position
    ``(K + 1) * 0.9`` lies inside the sample) gets its own range, which may be narrower than
-   the pooled one; a class with fewer gets the envelope of the pooled range and its own
-   (never narrower than the pooled range); a class without runs gets the pooled range.
+   the pooled one; a class with fewer gets the envelope of the pooled range it borrows and
+   its own (never narrower than the borrowed range); a class without runs gets the pooled
+   range. What is pooled depends on the model's family (:func:`run_family`, a Mondrian
+   taxonomy in the sense of Vovk, Gammerman & Shafer's ch. 4: scores compared only within a
+   category known before the run): a dense model has no expert layer, so it cannot be missed
+   the way a mixture-of-experts step is, and a dense class borrows the range pooled over
+   dense runs; an MoE run has both kinds of layer and borrows the range over all runs. The
+   pooled range written at the top of ``data/uncertainty.toml`` is the dense one.
 
 The guarantee is as good as its assumptions: the model is not fixed beforehand here (the
 calibration runs fitted its constants and the development runs chose its mechanisms), so a new
@@ -69,7 +75,9 @@ __all__ = [
     "SMALL_GEMM_GFLOP",
     "Band",
     "RunClass",
+    "RunFamily",
     "run_class",
+    "run_family",
     "validation_band",
 ]
 
@@ -84,6 +92,7 @@ RunClass = Literal[
     "megatron-3d",
 ]
 RUN_CLASSES: tuple[RunClass, ...] = get_args(RunClass)
+RunFamily = Literal["dense", "moe"]
 # ZeRO-3/FSDP "at scale": from 1,024 GPUs (where published runs with a fixed global batch
 # leave each GPU a micro-batch or less while every micro-batch still gathers the model).
 SCALE_GPUS = 1024
@@ -123,6 +132,12 @@ def run_class(arch: ModelArch, plan: ParallelPlan) -> RunClass:
     return "megatron-3d"
 
 
+def run_family(run: str) -> RunFamily:
+    """The model family of a run class: ``moe`` for mixture-of-experts runs, else ``dense``.
+    A dense class borrows the range pooled over dense runs, MoE the range over all runs."""
+    return "moe" if run == "moe" else "dense"
+
+
 @dataclass(frozen=True)
 class Band:
     """Range of the real value relative to a prediction, e.g. -0.09 .. +0.06."""
@@ -146,8 +161,8 @@ class Band:
         )
         if self.num_sources < OWN_RANGE_MIN_SOURCES:
             text += (
-                f" (fewer than {OWN_RANGE_MIN_SOURCES}: never narrower than the range over "
-                "all sources)"
+                f" (fewer than {OWN_RANGE_MIN_SOURCES}: never narrower than the range pooled "
+                "over its model family's sources)"
             )
         return text
 
