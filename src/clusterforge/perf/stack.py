@@ -79,6 +79,7 @@ __all__ = [
     "AttentionKernel",
     "ContextParallelKernel",
     "CrossEntropyKernel",
+    "CudaGraphModule",
     "Fp8Scaling",
     "SelectivePolicy",
     "Stack",
@@ -121,6 +122,10 @@ CrossEntropyKernel = Literal["unfused", "te", "xentropy"]
 # saves the outputs of its matmuls except every second one and of the attention kernel,
 # and recomputes the rest (the other matmuls, norms, rotary, activation) in the backward.
 SelectivePolicy = Literal["attention", "every_other_matmul"]
+# Megatron-Core's per-layer CUDA-graph capture scopes that an MoE layer can use
+# (``--cuda-graph-modules``, docs/user-guide/features/cuda_graph.md, NVIDIA/Megatron-LM at
+# d98e8a6): the attention block, the router, the dispatcher's preprocess.
+CudaGraphModule = Literal["attn", "moe_router", "moe_preprocess"]
 
 
 @dataclass(frozen=True)
@@ -174,6 +179,11 @@ class Stack:
     ``fused_elementwise``: norms, activations and rotary embeddings run as fused kernels
     (Megatron/Transformer Engine/Apex, or a PyTorch model under ``torch.compile``); False
     is PyTorch eager, one kernel per op (:mod:`clusterforge.perf.compute`).
+    ``moe_dispatch_sync``: the MoE token dispatcher copies the token counts to the host and
+    blocks on them once per layer forward (Megatron-Core's all-to-all dispatcher), so the
+    CPU's issue time of that layer is exposed (:mod:`clusterforge.perf.host`).
+    ``cuda_graph_modules``: scopes replayed from CUDA graphs (Megatron
+    ``--cuda-graph-modules``; none in eager runs, the default of every stack here).
     """
 
     name: str = "megatron-core"
@@ -209,6 +219,8 @@ class Stack:
     tp_layout_copies: bool = False
     tp_saves_gathered_input: bool = False
     tp_fp8_all_gather: bool = False
+    moe_dispatch_sync: bool = True
+    cuda_graph_modules: tuple[CudaGraphModule, ...] = ()
 
     def gathered_weight_bytes(self, precision: str) -> float:
         """Wire bytes per weight in parameter all-gathers (ZeRO/FSDP): FP8 in FP8 runs when
@@ -274,6 +286,7 @@ def _pytorch(name: str, **changes: object) -> Stack:
         fp8_fused_norm_cast=False,
         pp_overlap=False,
         pipelined_fsdp_no_sync=True,
+        moe_dispatch_sync=False,
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -308,6 +321,7 @@ def stack_named(name: StackName) -> Stack:
                 zero3_gathers_per_layer=ZERO3_DEEPSPEED_GATHERS_PER_LAYER,
                 zero3_reduce_bucket_params=5e8,
                 fp8_fused_norm_cast=False,
+                moe_dispatch_sync=False,
             )
         case "fsdp":
             return _pytorch(name)

@@ -35,6 +35,7 @@ from clusterforge.perf.exposure import (
 )
 from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_step
 from clusterforge.perf.fp8 import fp8_weight_cast_s
+from clusterforge.perf.host import host_cpu, moe_forward_host_s
 from clusterforge.perf.memory import (
     MemoryBreakdown,
     memory_per_gpu,
@@ -179,11 +180,20 @@ def _stage(
     comm: LayerComm,
     ends: tuple[float, float, float],
     accumulate_s: float,
+    host_s: float = 0.0,
 ) -> _Stage:
-    """Per-micro-batch seconds of pipeline stage ``index`` holding ``layers`` layers."""
+    """Per-micro-batch seconds of pipeline stage ``index`` holding ``layers`` layers.
+
+    ``host_s``: host issue seconds of one layer's forward when the CPU cannot run ahead
+    (:mod:`clusterforge.perf.host`); the forward, and a full recomputation of it, take at
+    least that long.
+    """
     embed_s, logits_f, logits_b = ends
-    forward = layers * times.forward_s
-    backward = layers * (times.backward_s + times.recompute_s) + accumulate_s
+    forward = layers * (times.forward_s + _host_idle_s(host_s, times.forward_s, comm))
+    recompute = times.recompute_s
+    if plan.recompute == "full":
+        recompute += _host_idle_s(host_s, recompute, comm)
+    backward = layers * (times.backward_s + recompute) + accumulate_s
     if index == 0:
         forward += embed_s / 3
         backward += 2 * embed_s / 3
@@ -198,6 +208,14 @@ def _stage(
         forward_s=forward,
         backward_s=backward,
     )
+
+
+def _host_idle_s(host_s: float, forward_s: float, comm: LayerComm) -> float:
+    """GPU idle seconds of one layer's forward while the host issues it: what the host
+    issue time exceeds of the forward's GPU work (compute, and half of the layer's exposed
+    TP/CP/EP communication, the forward's share)."""
+    gpu_s = forward_s + 0.5 * (comm.tp_s + comm.cp_s + comm.ep_s)
+    return max(0.0, host_s - gpu_s)
 
 
 _T = TypeVar("_T", LayerTimes, LayerComm)
@@ -283,6 +301,7 @@ def predict_step(
             + fp8_weight_cast_s(arch, plan, stack, perf, n)
             + offload_s(arch, plan, stack, gpu, times, n)
             + zero3_copy_out_s(arch, plan, stack, perf, n),
+            moe_forward_host_s(arch, stack, host_cpu(gpu)),
         )
         for i, n in enumerate(stages)
     ]

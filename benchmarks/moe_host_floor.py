@@ -1,0 +1,53 @@
+"""Host issue time against GPU time of one MoE layer's forward, per development MoE run.
+
+For every development run with experts, prints the chosen plan's GPU forward time of one
+layer and micro-batch (compute plus half the exposed TP/CP/EP communication), the host
+issue time of that forward (:func:`clusterforge.perf.host.moe_forward_host_s`), and the
+gap the published throughput leaves per layer and micro-batch
+((published step - predicted step) / (micro-batches x layers of the slowest stage)). The
+host floor binds only where host > GPU; the gap says how much is left to explain.
+
+    PYTHONPATH=$PWD/src:$PWD python benchmarks/moe_host_floor.py
+
+Development rows only (never held-out).
+"""
+
+from __future__ import annotations
+
+from clusterforge.perf.compute import layer_times
+from clusterforge.perf.exposure import layer_comm
+from clusterforge.perf.host import host_cpu, moe_forward_host_s
+from clusterforge.perf.parallel import num_micro_batches
+from clusterforge.perf.roofline import gpu_perf
+from validation.runs import load_runs, predict_run, run_comm, run_design
+
+
+def main() -> None:
+    print(f"{'run':40s} {'host':5s} {'gpu fwd ms':>10s} {'host ms':>8s} {'gap ms/layer':>12s}")
+    for run in load_runs():
+        if run.subset != "development" or run.arch.num_experts == 1:
+            continue
+        outcome = predict_run(run)
+        pred = outcome.prediction
+        if pred is None:
+            continue
+        design = run_design(run)
+        gpu = design.compute.gpu
+        if run.gpu:
+            gpu = gpu.model_copy(update=dict(run.gpu))
+        plan = pred.plan
+        times = layer_times(run.arch, plan, gpu_perf(gpu, plan.precision), run.stack)
+        comm = layer_comm(
+            run.arch, plan, times, run_comm(design), run.stack, design.compute.nvlink_domain_gpus
+        )
+        gpu_fwd = times.forward_s + 0.5 * (comm.tp_s + comm.cp_s + comm.ep_s)
+        cpu = host_cpu(gpu)
+        host = moe_forward_host_s(run.arch, run.stack, cpu)
+        published_step = pred.step_time_s * outcome.predicted / run.published
+        layers = max(pred.stage_layers)
+        gap = (published_step - pred.step_time_s) / (num_micro_batches(plan) * layers)
+        print(f"{run.name:40s} {cpu:5s} {gpu_fwd * 1e3:10.2f} {host * 1e3:8.2f} {gap * 1e3:12.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Host (CPU) issue time of an MoE layer's forward, which the CPU cannot run ahead of.
+
+Eager PyTorch issues GPU work asynchronously: while the CPU runs ahead, each kernel's host
+cost (Python, the ATen dispatcher, the CUDA launch) hides behind earlier GPU work. Megatron-
+Core's all-to-all token dispatcher (``MoEAlltoAllTokenDispatcher``, megatron/core/transformer/
+moe/token_dispatcher.py, NVIDIA/Megatron-LM at commit d98e8a6, 2026-08-22) breaks that once
+per MoE layer forward: the all-to-all needs the per-rank split sizes on the host, so
+``_maybe_dtoh_and_synchronize`` copies them to the CPU and blocks on the copy's event
+(``d2h_event.synchronize()``) at ``cuda_sync_point``, which is ``"before_ep_alltoall"`` with
+expert parallelism, ``"before_finish"`` without, and earlier (``"before_permutation_1"``) when
+tokens are dropped; only drop-and-pad skips it. When it returns, the GPU has drained and
+every kernel up to the next layer's sync waits for the CPU to issue it, so that segment takes
+``max(GPU time, host issue time)``. The backward reuses the split sizes already on the host
+(the all-to-all's backward and ``GroupedLinear``'s ``m_splits``) and has no such sync, so the
+CPU can run ahead there; it is not floored here.
+
+Host issue time = TE module calls x their host cost + other PyTorch calls x theirs, counted
+along the forward from one MoE layer's sync to the next's (:data:`MOE_FORWARD_TE_MODULES`,
+:data:`MOE_FORWARD_TORCH_OPS`). Per-call host costs, BF16 ``Linear`` forward, 8192 tokens,
+hidden 2048 (NVIDIA/TransformerEngine issue #2053, "High CPU overhead on Grace systems",
+2025-08-11, CPU time per call measured by its benchmark script): ``torch.nn.Linear``
+13.48 us on DGX H100 (Xeon Platinum 8480C), 33.17 us on GH200, 37.08 us on GB200 (Grace);
+``te.Linear`` 90.53 us on GH200 and 99.66 us on GB200. Superchips (NVLink-C2C host link)
+run a Grace CPU; other GPUs are taken to run on x86 hosts like the DGX H100's.
+
+CUDA graphs (Megatron ``--cuda-graph-impl transformer_engine|local`` with
+``--cuda-graph-modules``; docs/user-guide/features/cuda_graph.md at d98e8a6) replay a
+captured scope with one launch: ``attn`` (the attention block), ``moe_router``,
+``moe_preprocess``. The dispatch and the experts (dynamic shapes) stay eager, and the
+sync stays unless the whole layer is captured (drop-and-pad only), so a captured scope's
+calls become one call each.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from clusterforge.catalog import Gpu, ModelArch
+from clusterforge.perf.stack import Stack
+
+__all__ = [
+    "HOST_OP_S",
+    "MOE_FORWARD_TE_MODULES",
+    "MOE_FORWARD_TORCH_OPS",
+    "TE_MODULE_S",
+    "HostCpu",
+    "host_cpu",
+    "moe_forward_host_s",
+]
+
+HostCpu = Literal["x86", "grace"]
+
+# Host seconds per eager ``torch.nn.Linear`` forward call (TransformerEngine #2053): one
+# Python module call, its ATen ops and one CUDA launch, taken for every PyTorch call below.
+HOST_OP_S: dict[HostCpu, float] = {"x86": 13.48e-6, "grace": 37.08e-6}
+# Host seconds per Transformer Engine module call (``te.Linear`` forward, #2053: 99.66 us on
+# GB200). On x86 the issue's excerpt gives no TE figure; derived by the same host ratio as
+# torch's: 99.66 x 13.48 / 37.08 = 36.2 us (derived, not measured).
+TE_MODULE_S: dict[HostCpu, float] = {
+    "x86": 99.66e-6 * HOST_OP_S["x86"] / HOST_OP_S["grace"],
+    "grace": 99.66e-6,
+}
+
+# Transformer Engine module calls issued between two MoE layers' syncs, by capture scope
+# (megatron/core/transformer/transformer_layer.py and moe/experts.py at d98e8a6):
+# attention: ``TELayerNormColumnParallelLinear`` (QKV), ``TEDotProductAttention``,
+# ``TERowParallelLinear`` (projection); MLP: the pre-MLP norm; experts: ``TEGroupedMLP``'s
+# two ``GroupedLinear`` (fc1, fc2; their per-expert work runs inside TE's C++ and is not
+# counted, a lower bound).
+MOE_FORWARD_TE_MODULES: dict[str, int] = {"attn": 3, "mlp_norm": 1, "experts": 2}
+# Other PyTorch calls (each one op with a launch, or a collective, or a copy):
+# attn: fused rotary on Q and K (2), bias-dropout-add after the attention (1);
+# moe_router (moe/router.py, moe/moe_utils.py): gating linear, fused top-k with score
+# function, fused aux loss and its ``MoEAuxLossAutoScaler`` (4);
+# moe_preprocess (token_dispatcher.py ``preprocess``): ``routing_map.sum``, ``.long()``,
+# input splits ``reshape().sum``, the token-count all-gather over TP x EP, the local-expert
+# slice ``.contiguous()``, three sums for output splits, TP splits and tokens per local
+# expert (8);
+# sync (``_maybe_dtoh_and_synchronize``): four device-to-host copies (tokens per expert,
+# input, output and TP splits), the event record and the event synchronize (6);
+# dispatch (eager): fused permute, all-to-all of tokens and of probabilities, fused
+# ``sort_chunks_by_idxs`` to expert-major order, the probability-weighted activation,
+# fused un-sort, the combine all-to-all, fused unpermute, bias-dropout-add (9).
+MOE_FORWARD_TORCH_OPS: dict[str, int] = {
+    "attn": 3,
+    "moe_router": 4,
+    "moe_preprocess": 8,
+    "sync": 6,
+    "dispatch": 9,
+}
+
+
+def host_cpu(gpu: Gpu) -> HostCpu:
+    """The host CPU family: Grace on NVLink-C2C superchips (GH200, GB200, GB300), else x86."""
+    return "grace" if gpu.host_link == "nvlink-c2c" else "x86"
+
+
+def moe_forward_host_s(arch: ModelArch, stack: Stack, cpu: HostCpu) -> float:
+    """Host seconds to issue one MoE layer's forward segment (sync to next sync); 0 for
+    dense models and stacks whose dispatcher does not sync (``Stack.moe_dispatch_sync``).
+
+    Each CUDA-graph scope of ``stack.cuda_graph_modules`` replaces its calls by one launch.
+    """
+    if arch.num_experts == 1 or not stack.moe_dispatch_sync:
+        return 0.0
+    captured = set(stack.cuda_graph_modules)
+    te_calls = sum(n for scope, n in MOE_FORWARD_TE_MODULES.items() if scope not in captured)
+    ops = sum(n for scope, n in MOE_FORWARD_TORCH_OPS.items() if scope not in captured)
+    ops += len(captured)  # one graph replay per captured scope
+    return te_calls * TE_MODULE_S[cpu] + ops * HOST_OP_S[cpu]

@@ -1,0 +1,109 @@
+"""Host issue time of an MoE layer's forward after the dispatcher's device-to-host sync."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from clusterforge.catalog import load_catalog
+from clusterforge.job import JobLayout
+from clusterforge.perf import ParallelPlan, predict_step
+from clusterforge.perf.host import (
+    HOST_OP_S,
+    MOE_FORWARD_TE_MODULES,
+    MOE_FORWARD_TORCH_OPS,
+    TE_MODULE_S,
+    host_cpu,
+    moe_forward_host_s,
+)
+from clusterforge.perf.stack import stack_named
+
+BRIDGE = stack_named("megatron-bridge")
+
+
+def _plan(seq: int, recompute: str = "none") -> ParallelPlan:
+    return ParallelPlan(
+        JobLayout(tp=1, pp=1, dp=8, ep=8),
+        global_batch=8,
+        micro_batch=1,
+        seq_length=seq,
+        sequence_parallel=False,
+        recompute=recompute,  # type: ignore[arg-type]
+        zero_stage=1,
+    )
+
+
+def test_issue_time_counts_te_modules_and_torch_calls_at_their_host_cost(models) -> None:
+    # 6 Transformer Engine module calls and 30 other PyTorch calls from one MoE layer's sync
+    # to the next; on x86 13.48 us per PyTorch call (TransformerEngine #2053, DGX H100).
+    arch = models["gpt-oss-120b"]
+    assert sum(MOE_FORWARD_TE_MODULES.values()) == 6
+    assert sum(MOE_FORWARD_TORCH_OPS.values()) == 30
+    got = moe_forward_host_s(arch, BRIDGE, "x86")
+    assert got == pytest.approx(6 * TE_MODULE_S["x86"] + 30 * 13.48e-6)
+    # Grace issues each call about 2.75x slower (37.08 vs 13.48 us per torch Linear).
+    assert moe_forward_host_s(arch, BRIDGE, "grace") / got == pytest.approx(37.08 / 13.48)
+
+
+def test_dense_layers_and_stacks_without_the_sync_issue_nothing_extra(models) -> None:
+    assert moe_forward_host_s(models["llama3-8b"], BRIDGE, "x86") == 0.0
+    assert moe_forward_host_s(models["gpt-oss-120b"], stack_named("torchtitan"), "x86") == 0.0
+
+
+def test_cuda_graph_scopes_become_one_launch_each(models) -> None:
+    arch = models["gpt-oss-120b"]
+    eager = moe_forward_host_s(arch, BRIDGE, "x86")
+    graphs = replace(BRIDGE, cuda_graph_modules=("attn", "moe_router", "moe_preprocess"))
+    captured_te = MOE_FORWARD_TE_MODULES["attn"]
+    captured_ops = sum(MOE_FORWARD_TORCH_OPS[s] for s in ("attn", "moe_router", "moe_preprocess"))
+    want = eager - captured_te * TE_MODULE_S["x86"] - (captured_ops - 3) * HOST_OP_S["x86"]
+    assert moe_forward_host_s(arch, graphs, "x86") == pytest.approx(want)
+    assert want < eager
+
+
+def test_superchips_run_grace_hosts() -> None:
+    gpus = load_catalog().gpus
+    assert host_cpu(gpus["gb200"]) == "grace"
+    assert host_cpu(gpus["gb300"]) == "grace"
+    assert host_cpu(gpus["h100-sxm"]) == "x86"
+    assert host_cpu(gpus["b200"]) == "x86"
+
+
+@pytest.mark.parametrize("recompute", ["none", "full"])
+def test_a_short_moe_forward_waits_for_the_host(models, h100, h100_comm, recompute) -> None:
+    # 128 tokens per GPU: the GPU work of a gpt-oss layer's forward is far below the ~0.6 ms
+    # the host needs to issue it, so the step grows by the difference in each forward
+    # (and again in each recomputed forward).
+    arch, plan = models["gpt-oss-120b"], _plan(seq=128, recompute=recompute)
+    no_sync = replace(BRIDGE, moe_dispatch_sync=False)
+    synced = predict_step(arch, plan, h100, h100_comm, 8, BRIDGE)
+    free = predict_step(arch, plan, h100, h100_comm, 8, no_sync)
+    host = moe_forward_host_s(arch, BRIDGE, "x86")
+    extra = synced.breakdown.compute_s - free.breakdown.compute_s
+    passes = 2 if recompute == "full" else 1
+    assert 0 < extra < passes * arch.num_layers * host
+
+
+def test_a_long_moe_forward_hides_the_host(models, h100, h100_comm) -> None:
+    arch, plan = models["gpt-oss-120b"], _plan(seq=32768)
+    no_sync = replace(BRIDGE, moe_dispatch_sync=False)
+    synced = predict_step(arch, plan, h100, h100_comm, 8, BRIDGE)
+    free = predict_step(arch, plan, h100, h100_comm, 8, no_sync)
+    assert synced.step_time_s == pytest.approx(free.step_time_s)
+
+
+def test_dense_predictions_do_not_change(models, h100, h100_comm) -> None:
+    arch = models["llama3-8b"]
+    plan = ParallelPlan(
+        JobLayout(tp=1, pp=1, dp=8),
+        global_batch=8,
+        micro_batch=1,
+        seq_length=128,
+        sequence_parallel=False,
+        recompute="none",
+        zero_stage=1,
+    )
+    synced = predict_step(arch, plan, h100, h100_comm, 8, BRIDGE)
+    free = predict_step(arch, plan, h100, h100_comm, 8, replace(BRIDGE, moe_dispatch_sync=False))
+    assert synced.step_time_s == free.step_time_s
