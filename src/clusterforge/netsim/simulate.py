@@ -63,7 +63,6 @@ from clusterforge.netsim.tuner import (
     payload_share,
     protocols_for,
     tree_fill_s,
-    tree_window_s,
 )
 from clusterforge.netsim.vocab import (
     ALGORITHMS,
@@ -295,10 +294,7 @@ def _time(
         ramp = pipeline_efficiency(steady_s) if protocol == "simple" else 1.0
     # a tree's first chunk crosses every hop of it before the pipeline runs full
     # (tuner.tree_fill_s); the calibrated ramp covers it on nodes of 8 GPUs
-    fill = 0.0
-    if algorithm == "tree":
-        # and waits for buffer slots at its network hops past 8 chunks (tuner.tree_window_s)
-        fill = tree_fill_s(ctx, protocol, size_bytes) + tree_window_s(ctx, protocol, size_bytes)
+    fill = tree_fill_s(ctx, protocol, size_bytes) if algorithm == "tree" else 0.0
     if algorithm == "chain":
         # so does a chain's first chunk at each network hop (tuner.chain_fill_s)
         fill = chain_fill_s(ctx, protocol, size_bytes)

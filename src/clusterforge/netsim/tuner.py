@@ -50,7 +50,6 @@ __all__ = [
     "payload_share",
     "protocols_for",
     "tree_fill_s",
-    "tree_window_s",
 ]
 
 Generation = Literal["volta", "ampere", "hopper", "blackwell"]
@@ -208,54 +207,18 @@ def tree_fill_s(ctx: TuningContext, protocol: Protocol, size_bytes: float) -> fl
         return 0.0
     lanes = 2 * ctx.num_channels
     ppn = ctx.ranks_per_node
-    share = min(float(_tree_chunk_bytes(ctx, protocol, size_bytes)), size_bytes / lanes)
-    chain_us = share / (ctx.intra_gbyte_per_s / lanes) / 1e3
-    net_us = share / (ctx.node_net_gbyte_per_s / lanes) / 1e3
-    chain = 2 * (ppn - 1) * max(0.0, chain_us - _hw_us(ctx.intra, "tree", protocol))
-    net = 2 * _log2i(ctx.num_nodes) * max(0.0, net_us - _inter_us("tree", protocol, ctx))
-    return (chain + net) * 1e-6
-
-
-def _tree_chunk_bytes(ctx: TuningContext, protocol: Protocol, size_bytes: float) -> int:
-    """A tree's chunk (``calcCollChunking`` in ``src/enqueue.cc``): one buffer step of
-    ``protocol``; LL128 halves it down to 128 KiB, then 32 KiB, while a channel's share of the
-    message is below 64, then 16, x (1 + log2 nodes + ppn / 10) / ppn chunks, over the
-    2 x channels NCCL runs (two copies of the search channels)."""
-    lanes = 2 * max(1, ctx.num_channels)
-    ppn = ctx.ranks_per_node
     chunk = _TREE_CHUNK[protocol]
     if protocol == "ll128":
         steps = 1 + _log2i(ctx.num_nodes) + 0.1 * ppn
         for times, floor in ((64, 131072), (16, 32768)):
             while size_bytes // (lanes * chunk) < steps * times / ppn and chunk > floor:
                 chunk //= 2
-    return chunk
-
-
-def tree_window_s(ctx: TuningContext, protocol: Protocol, size_bytes: float) -> float:
-    """Seconds a tree all-reduce across nodes waits for buffer slots at its network hops.
-
-    Every connection has ``NCCL_STEPS`` (8) slots of one chunk each.  Across the network a
-    slot comes back to the sender only after a round trip (``src/transport/net.cc``): the
-    receiving proxy posts the receive for step k + 8 once the GPU has consumed step k
-    (``recvProxyProgress``: ``posted < done + maxDepth``), that receive's clear-to-send
-    crosses back to the sending NIC, and only then can step k + 8's data cross and the
-    sender's ``isend`` complete and free its slot (``sendProxyProgress``).  The loop is two
-    network steps (NCCL's per-step network latency plus our path, :func:`latency_s`, each
-    way).  While 8 chunks take less time than that loop to cross a channel's share of the
-    node's network rate, chunk k + 8 leaves one loop after chunk k instead of 8 chunk-times
-    later: each full window past the first adds the loop less 8 chunk-times.  Tree LL128
-    chunks shrink to 18,000 data bytes at 1-8 MiB (:func:`_tree_chunk_bytes`), about 15
-    per channel from 4 nodes at 4 MiB, so a second window costs ~13 us on 8x400G H100
-    nodes; on 2 nodes a channel carries at most 8 chunks up to 4 MiB.  0 on one node."""
-    if ctx.num_nodes < 2 or ctx.num_channels < 1:
-        return 0.0
-    lanes = 2 * ctx.num_channels
-    chunk = _tree_chunk_bytes(ctx, protocol, size_bytes)
-    chunks = math.ceil(size_bytes / lanes / chunk)
-    stage_us = chunk / (ctx.node_net_gbyte_per_s / lanes) / 1e3
-    loop_us = 2 * _inter_us("tree", protocol, ctx)
-    return (chunks - 1) // _STEPS * max(0.0, loop_us - _STEPS * stage_us) * 1e-6
+    share = min(float(chunk), size_bytes / lanes)
+    chain_us = share / (ctx.intra_gbyte_per_s / lanes) / 1e3
+    net_us = share / (ctx.node_net_gbyte_per_s / lanes) / 1e3
+    chain = 2 * (ppn - 1) * max(0.0, chain_us - _hw_us(ctx.intra, "tree", protocol))
+    net = 2 * _log2i(ctx.num_nodes) * max(0.0, net_us - _inter_us("tree", protocol, ctx))
+    return (chain + net) * 1e-6
 
 
 def chain_fill_s(ctx: TuningContext, protocol: Protocol, size_bytes: float) -> float:
