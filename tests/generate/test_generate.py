@@ -17,6 +17,7 @@ from clusterforge.generate.slurm.files import gres_type
 from clusterforge.generate.training.launch import launch_plan
 from clusterforge.spec import load_spec
 from tests.generate.conftest import SPECS, spec_paths
+from tests.generate.leak_scan import secrets_in
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -33,6 +34,8 @@ def test_every_example_spec_generates_every_target(spec_path: Path, tmp_path: Pa
     files = write_files(render(design), tmp_path)
     tops = {p.relative_to(tmp_path).parts[0] for p in files}
     assert tops == set(TARGETS)
+    leaked = secrets_in(tmp_path, files)
+    assert not leaked, "\n".join(leaked)  # nothing secret is ever written (test_no_secrets)
     for script in tmp_path.glob("**/*.sh"):
         subprocess.run(["sh", "-n", str(script)], check=True)
     subprocess.run(["bash", "-n", str(tmp_path / "slurm" / "train.sbatch")], check=True)
