@@ -71,7 +71,18 @@ MOE_LAYER = (
     "guide (megatron/core/transformer/moe/README.md, 'CPU Overhead Bottleneck') and its "
     "all-to-all dispatcher's device-to-host synchronisation per layer forward "
     "(token_dispatcher.py, cuda_sync_point 'before_ep_alltoall'); no published per-layer host "
-    "time to model it with"
+    "time to model it with. Not a fixed cost per layer and micro-batch: on GB300 the "
+    "25.11 run (micro-batch 2 x 8,192) and the 26.x runs (4 x 4,096) leave the same 7.2-7.7 "
+    "ms per layer, 0.44-0.47 us per token, and on the gpt-oss rows the gap is 0.44-0.53 of "
+    "the predicted GPU layer time on NVL72 trays and 0.70-0.78 on DGX H100/B300 "
+    "(benchmarks/moe_host_floor.py): a share of the layer's GPU work. Ruled out from the "
+    "sources: unfused sink attention (the 25.11 container pairs Transformer Engine 2.9 with "
+    "cuDNN 9.13.1.26, Megatron-Bridge docs/releases/software-versions; TE 2.9 runs learnable "
+    "softmax in cuDNN from 9.13.1 on, fused_attn.cpp nvte_get_fused_attn_backend; an S^2 "
+    "fallback would double the 8,192-token run's gap), an unfused gpt-oss activation "
+    "(Megatron-Core 0.15 fuses the clamped quick-GEGLU, weighted_bias_quick_geglu_impl), "
+    "the recipes' layernorm + moe_act recomputation (~2 % of the gap by bytes), and the row "
+    "inputs (each matches its published table and recipe)"
 )
 KNOWN_GAPS = {
     "vtrain-3.6b-tp4-pp1-mb2": SMALL_TP_GEMMS,
