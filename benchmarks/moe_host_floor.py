@@ -51,7 +51,8 @@ def main() -> None:
         )
         gpu_fwd = times.forward_s + 0.5 * (comm.tp_s + comm.cp_s + comm.ep_s)
         cpu = host_cpu(gpu)
-        host = moe_forward_host_s(run.arch, run.stack, cpu)
+        local_experts = max(1, run.arch.num_experts // plan.layout.ep)
+        host = moe_forward_host_s(run.arch, run.stack, cpu, local_experts)
         published_step = pred.step_time_s * outcome.predicted / run.published
         layers = max(pred.stage_layers)
         gap = (published_step - pred.step_time_s) / (num_micro_batches(plan) * layers)
