@@ -294,8 +294,10 @@ def _permutation_bytes_per_token(arch: ModelArch, plan: ParallelPlan) -> float:
 # then one ``torch.cat`` of the pieces (``TEGroupedMLP._apply_bias`` in
 # megatron/core/transformer/moe/experts.py, NVIDIA/Megatron-LM tags core_v0.15.0,
 # core_v0.16.0 and core_v0.17.0, the Megatron Core of the NeMo 25.11 to 26.04 containers).
-# HBM bytes per routed copy and hidden element, BF16 (the router's dtype when
-# ``moe_router_dtype`` is unset, as in Megatron-Bridge's gpt-oss provider); [D] by counting
+# HBM bytes per routed copy and hidden element, BF16 (the probabilities take the router
+# logits' dtype, ``fused_topk_with_score_function_fwd`` in TE v2.9's
+# pytorch/csrc/extensions/router.cpp, and the logits the input's when ``moe_router_dtype``
+# is unset, as in Megatron-Bridge's gpt-oss provider); [D] by counting
 # each op's reads and writes. Forward: ``b * p`` writes its product (2), the add reads two
 # tensors and writes one (6), the cat reads and writes every piece (4) = 12. Backward: the
 # bias and the probability gradients each multiply the incoming gradient and reduce it
