@@ -7,6 +7,12 @@ gap the published throughput leaves per layer and micro-batch
 ((published step - predicted step) / (micro-batches x layers of the slowest stage)). The
 host floor binds only where host > GPU; the gap says how much is left to explain.
 
+Two more columns test whether the gap is a fixed cost per layer and micro-batch: the gap
+per token of the micro-batch (us) and the gap as a share of the predicted GPU time of the
+layer (forward + backward + recomputation). A fixed cost would keep the first column's
+parent (ms per layer) flat across micro-batch sizes; a cost of the layer's GPU work keeps
+the last column flat instead.
+
     PYTHONPATH=$PWD/src:$PWD python benchmarks/moe_host_floor.py
 
 Development rows only (never held-out).
@@ -23,7 +29,10 @@ from validation.runs import load_runs, predict_run, run_comm, run_design
 
 
 def main() -> None:
-    print(f"{'run':40s} {'host':5s} {'gpu fwd ms':>10s} {'host ms':>8s} {'gap ms/layer':>12s}")
+    print(
+        f"{'run':40s} {'host':5s} {'gpu fwd ms':>10s} {'host ms':>8s} {'gap ms/layer':>12s}"
+        f" {'gap us/token':>12s} {'gap/gpu':>7s}"
+    )
     for run in load_runs():
         if run.subset != "development" or run.arch.num_experts == 1:
             continue
@@ -42,11 +51,17 @@ def main() -> None:
         )
         gpu_fwd = times.forward_s + 0.5 * (comm.tp_s + comm.cp_s + comm.ep_s)
         cpu = host_cpu(gpu)
-        host = moe_forward_host_s(run.arch, run.stack, cpu)
+        local_experts = max(1, run.arch.num_experts // plan.layout.ep)
+        host = moe_forward_host_s(run.arch, run.stack, cpu, local_experts)
         published_step = pred.step_time_s * outcome.predicted / run.published
         layers = max(pred.stage_layers)
         gap = (published_step - pred.step_time_s) / (num_micro_batches(plan) * layers)
-        print(f"{run.name:40s} {cpu:5s} {gpu_fwd * 1e3:10.2f} {host * 1e3:8.2f} {gap * 1e3:12.2f}")
+        tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
+        gpu_layer = times.total_s + comm.tp_s + comm.cp_s + comm.ep_s
+        print(
+            f"{run.name:40s} {cpu:5s} {gpu_fwd * 1e3:10.2f} {host * 1e3:8.2f} {gap * 1e3:12.2f}"
+            f" {gap / tokens * 1e6:12.3f} {gap / gpu_layer:7.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -191,3 +191,37 @@ def test_the_optimizer_step_updates_the_expert_shard_of_the_expert_data_parallel
     owned = (total - expert) / 64 + expert / 8
     want = memory_time_s(owned * load_constants().optimizer_bytes_per_param, perf, num_kernels=4)
     assert optimizer_step_s(arch, plan, perf, arch.num_layers)[0] == pytest.approx(want)
+
+
+def test_megatron_core_adds_the_second_expert_linears_bias_per_local_expert_in_eager(
+    models, h100
+) -> None:
+    # TEGroupedMLP builds linear_fc2 with skip_bias_add=True and adds the bias itself, expert
+    # by expert (``t + b * p``, then one torch.cat): 12 B per routed copy and hidden element
+    # in the forward, 16 B in the backward, 2 + 4 kernels per local expert and a cat each
+    # way. gpt-oss has biases; the same model without them, or a stack whose MoE layer is
+    # not Megatron-Core's, pays nothing.
+    from clusterforge.perf.compute import layer_times
+    from clusterforge.perf.roofline import gpu_perf, memory_time_s
+
+    arch = models["gpt-oss-120b"]
+    assert arch.linear_bias
+    no_bias = arch.model_copy(update={"linear_bias": False})
+    stack = stack_named("megatron-bridge")
+    perf = gpu_perf(h100, "bf16")
+    plan = _plan(dp=64, ep=8).with_(recompute="none")  # 16 local experts
+    elements = plan.micro_batch * plan.seq_length * arch.top_k * arch.hidden_size
+    with_bias, without = (
+        layer_times(arch, plan, perf, stack),
+        layer_times(no_bias, plan, perf, stack),
+    )
+    assert with_bias.forward_s - without.forward_s == pytest.approx(
+        memory_time_s(12.0 * elements, perf, num_kernels=2 * 16 + 1)
+    )
+    assert with_bias.backward_s - without.backward_s == pytest.approx(
+        memory_time_s(16.0 * elements, perf, num_kernels=4 * 16 + 1)
+    )
+    other = replace(stack, moe_expert_bias_eager=False)
+    assert layer_times(arch, plan, perf, other).forward_s == pytest.approx(
+        layer_times(no_bias, plan, perf, other).forward_s
+    )

@@ -37,7 +37,7 @@ def _plan(seq: int, recompute: str = "none") -> ParallelPlan:
 def test_issue_time_counts_te_modules_and_torch_calls_at_their_host_cost(models) -> None:
     # 6 Transformer Engine module calls and 30 other PyTorch calls from one MoE layer's sync
     # to the next; on x86 13.48 us per PyTorch call (TransformerEngine #2053, DGX H100).
-    arch = models["gpt-oss-120b"]
+    arch = models["gpt-oss-120b"].model_copy(update={"linear_bias": False})
     assert sum(MOE_FORWARD_TE_MODULES.values()) == 6
     assert sum(MOE_FORWARD_TORCH_OPS.values()) == 30
     got = moe_forward_host_s(arch, BRIDGE, "x86")
@@ -107,3 +107,18 @@ def test_dense_predictions_do_not_change(models, h100, h100_comm) -> None:
     synced = predict_step(arch, plan, h100, h100_comm, 8, BRIDGE)
     free = predict_step(arch, plan, h100, h100_comm, 8, replace(BRIDGE, moe_dispatch_sync=False))
     assert synced.step_time_s == free.step_time_s
+
+
+def test_the_eager_expert_bias_adds_two_calls_per_local_expert(models) -> None:
+    # gpt-oss's experts carry biases; Megatron-Core adds the second linear's bias in Python
+    # (two splits, a multiply and an add per local expert, a cat and a cast): 4 + 2 x 16
+    # more calls with 16 local experts, 4 + 2 x 2 with 2.
+    arch = models["gpt-oss-120b"]
+    no_bias = moe_forward_host_s(arch.model_copy(update={"linear_bias": False}), BRIDGE, "x86")
+    for local in (16, 2):
+        got = moe_forward_host_s(arch, BRIDGE, "x86", local_experts=local)
+        assert got - no_bias == pytest.approx((4 + 2 * local) * HOST_OP_S["x86"])
+    fused = replace(BRIDGE, moe_expert_bias_eager=False)
+    assert moe_forward_host_s(arch, fused, "x86", local_experts=16) == pytest.approx(
+        moe_forward_host_s(arch.model_copy(update={"linear_bias": False}), fused, "x86")
+    )

@@ -288,6 +288,52 @@ def _permutation_bytes_per_token(arch: ModelArch, plan: ParallelPlan) -> float:
     return per_copy * h * copies + BF16_BYTES * h
 
 
+# Megatron-Core's ``TEGroupedMLP`` builds the experts' second linear with
+# ``skip_bias_add=True`` and adds that bias itself in PyTorch eager, expert by expert: the
+# bias scaled by each routed copy's router probability, ``t + b * p`` on the expert's rows,
+# then one ``torch.cat`` of the pieces (``TEGroupedMLP._apply_bias`` in
+# megatron/core/transformer/moe/experts.py, NVIDIA/Megatron-LM tags core_v0.15.0,
+# core_v0.16.0 and core_v0.17.0, the Megatron Core of the NeMo 25.11 to 26.04 containers).
+# HBM bytes per routed copy and hidden element, BF16 (the probabilities take the router
+# logits' dtype, ``fused_topk_with_score_function_fwd`` in TE v2.9's
+# pytorch/csrc/extensions/router.cpp, and the logits the input's when ``moe_router_dtype``
+# is unset, as in Megatron-Bridge's gpt-oss provider); [D] by counting
+# each op's reads and writes. Forward: ``b * p`` writes its product (2), the add reads two
+# tensors and writes one (6), the cat reads and writes every piece (4) = 12. Backward: the
+# bias and the probability gradients each multiply the incoming gradient and reduce it
+# (read 2, write 2, read 2; twice = 12), and the split's backward concatenates the pieces'
+# gradients (4) = 16.
+EXPERT_BIAS_BYTES = (12.0, 16.0)
+# Kernels per local expert (forward: multiply, add; backward: two multiplies, two sums), plus
+# one concatenation each way.
+EXPERT_BIAS_KERNELS_PER_EXPERT = (2, 4)
+
+
+def expert_output_bias_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
+) -> tuple[float, float]:
+    """(forward, backward) seconds of one MoE layer's eager second-linear bias.
+
+    Zero for dense models, models without linear biases and stacks that fuse the bias into
+    the expert GEMM (``Stack.moe_expert_bias_eager`` off); otherwise the bytes and kernels of
+    :data:`EXPERT_BIAS_BYTES` over the GPU's routed copies, with kernels that grow with the
+    local expert count (:data:`EXPERT_BIAS_KERNELS_PER_EXPERT`).
+    """
+    if arch.num_experts == 1 or not arch.linear_bias or not stack.moe_expert_bias_eager:
+        return 0.0, 0.0
+    local_experts = max(1, arch.num_experts // plan.layout.ep)
+    copies = _tokens(plan) * arch.top_k / (plan.layout.tp if plan.sequence_parallel else 1)
+    elements = copies * arch.hidden_size
+    (fwd_bytes, bwd_bytes), (fwd_kernels, bwd_kernels) = (
+        EXPERT_BIAS_BYTES,
+        EXPERT_BIAS_KERNELS_PER_EXPERT,
+    )
+    return (
+        memory_time_s(fwd_bytes * elements, perf, num_kernels=fwd_kernels * local_experts + 1),
+        memory_time_s(bwd_bytes * elements, perf, num_kernels=bwd_kernels * local_experts + 1),
+    )
+
+
 def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
     """HBM bytes of the element-wise ops of one layer's forward on one GPU.
 
@@ -502,8 +548,9 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     kernels = _elementwise_kernels(arch, stack)
     elementwise = memory_time_s(_elementwise_bytes(arch, plan, stack), perf, num_kernels=kernels)
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack)
-    forward = gemm + attention_fwd + elementwise
-    backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise
+    bias_fwd, bias_bwd = expert_output_bias_s(arch, plan, perf, stack)
+    forward = gemm + attention_fwd + elementwise + bias_fwd
+    backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise + bias_bwd
     copy_fwd, copy_bwd = tp_layout_copy_bytes(arch, plan, stack)
     if copy_fwd > 0:
         pairs = 1 if arch.parallel_block else 2

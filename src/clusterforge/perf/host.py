@@ -39,6 +39,8 @@ from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.stack import Stack
 
 __all__ = [
+    "EXPERT_BIAS_FIXED_OPS",
+    "EXPERT_BIAS_OPS_PER_EXPERT",
     "HOST_OP_S",
     "MOE_FORWARD_TE_MODULES",
     "MOE_FORWARD_TORCH_OPS",
@@ -81,6 +83,12 @@ MOE_FORWARD_TE_MODULES: dict[str, int] = {"attn": 3, "mlp_norm": 1, "experts": 2
 # dispatch (eager): fused permute, all-to-all of tokens and of probabilities, fused
 # ``sort_chunks_by_idxs`` to expert-major order, the probability-weighted activation,
 # fused un-sort, the combine all-to-all, fused unpermute, bias-dropout-add (9).
+# The experts' second-linear bias, which Megatron-Core adds in Python when the model has
+# linear biases (``TEGroupedMLP._apply_bias``, moe/experts.py at core_v0.15.0 to
+# core_v0.17.0; ``Stack.moe_expert_bias_eager``): two ``torch.split`` calls, a ``torch.cat``
+# and the dtype cast, plus a multiply and an add per local expert.
+EXPERT_BIAS_FIXED_OPS = 4
+EXPERT_BIAS_OPS_PER_EXPERT = 2
 MOE_FORWARD_TORCH_OPS: dict[str, int] = {
     "attn": 3,
     "moe_router": 4,
@@ -95,11 +103,15 @@ def host_cpu(gpu: Gpu) -> HostCpu:
     return "grace" if gpu.host_link == "nvlink-c2c" else "x86"
 
 
-def moe_forward_host_s(arch: ModelArch, stack: Stack, cpu: HostCpu) -> float:
+def moe_forward_host_s(
+    arch: ModelArch, stack: Stack, cpu: HostCpu, local_experts: int = 1
+) -> float:
     """Host seconds to issue one MoE layer's forward segment (sync to next sync); 0 for
     dense models and stacks whose dispatcher does not sync (``Stack.moe_dispatch_sync``).
 
     Each CUDA-graph scope of ``stack.cuda_graph_modules`` replaces its calls by one launch.
+    A model with linear biases adds the eager expert-bias calls of its ``local_experts``
+    experts on the GPU (:data:`EXPERT_BIAS_OPS_PER_EXPERT`).
     """
     if arch.num_experts == 1 or not stack.moe_dispatch_sync:
         return 0.0
@@ -107,4 +119,6 @@ def moe_forward_host_s(arch: ModelArch, stack: Stack, cpu: HostCpu) -> float:
     te_calls = sum(n for scope, n in MOE_FORWARD_TE_MODULES.items() if scope not in captured)
     ops = sum(n for scope, n in MOE_FORWARD_TORCH_OPS.items() if scope not in captured)
     ops += len(captured)  # one graph replay per captured scope
+    if arch.linear_bias and stack.moe_expert_bias_eager:
+        ops += EXPERT_BIAS_FIXED_OPS + EXPERT_BIAS_OPS_PER_EXPERT * local_experts
     return te_calls * TE_MODULE_S[cpu] + ops * HOST_OP_S[cpu]

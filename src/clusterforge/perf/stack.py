@@ -182,6 +182,9 @@ class Stack:
     ``moe_dispatch_sync``: the MoE token dispatcher copies the token counts to the host and
     blocks on them once per layer forward (Megatron-Core's all-to-all dispatcher), so the
     CPU's issue time of that layer is exposed (:mod:`clusterforge.perf.host`).
+    ``moe_expert_bias_eager``: the experts' second linear leaves its bias to the MoE layer,
+    which adds it expert by expert in PyTorch eager (Megatron-Core's ``TEGroupedMLP``;
+    :func:`~clusterforge.perf.compute.expert_output_bias_s`).
     ``cuda_graph_modules``: scopes replayed from CUDA graphs (Megatron
     ``--cuda-graph-modules``; none in eager runs, the default of every stack here).
     """
@@ -220,6 +223,7 @@ class Stack:
     tp_saves_gathered_input: bool = False
     tp_fp8_all_gather: bool = False
     moe_dispatch_sync: bool = True
+    moe_expert_bias_eager: bool = True
     cuda_graph_modules: tuple[CudaGraphModule, ...] = ()
 
     def gathered_weight_bytes(self, precision: str) -> float:
@@ -287,6 +291,7 @@ def _pytorch(name: str, **changes: object) -> Stack:
         pp_overlap=False,
         pipelined_fsdp_no_sync=True,
         moe_dispatch_sync=False,
+        moe_expert_bias_eager=False,
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -322,6 +327,7 @@ def stack_named(name: StackName) -> Stack:
                 zero3_reduce_bucket_params=5e8,
                 fp8_fused_norm_cast=False,
                 moe_dispatch_sync=False,
+                moe_expert_bias_eager=False,
             )
         case "fsdp":
             return _pytorch(name)

@@ -301,7 +301,9 @@ def predict_step(
             + fp8_weight_cast_s(arch, plan, stack, perf, n)
             + offload_s(arch, plan, stack, gpu, times, n)
             + zero3_copy_out_s(arch, plan, stack, perf, n),
-            moe_forward_host_s(arch, stack, host_cpu(gpu)),
+            moe_forward_host_s(
+                arch, stack, host_cpu(gpu), max(1, arch.num_experts // plan.layout.ep)
+            ),
         )
         for i, n in enumerate(stages)
     ]
