@@ -225,3 +225,36 @@ def test_megatron_core_adds_the_second_expert_linears_bias_per_local_expert_in_e
     assert layer_times(arch, plan, perf, other).forward_s == pytest.approx(
         layer_times(no_bias, plan, perf, other).forward_s
     )
+
+
+@pytest.mark.parametrize("recompute", ["none", "full"])
+def test_megatron_all_to_all_dispatcher_gathers_the_counts_and_exchanges_the_probs(
+    models, h100, h100_comm, recompute
+) -> None:
+    # Megatron-Core's MoEAlltoAllTokenDispatcher (token_dispatcher.py): preprocess all-gathers
+    # each rank's per-expert token counts (int64, num_experts of them) over the TP x EP group;
+    # dispatch_all_to_all exchanges the permuted tokens and, in a second all-to-all, their
+    # routing probabilities (FP32); the combine sends the tokens back. Autograd's backward of
+    # each all-to-all is the reverse all-to-all (tokens, probs, combine); the counts have no
+    # gradient. A full recompute repeats the forward's collectives.
+    from clusterforge.perf.compute import layer_times
+    from clusterforge.perf.exposure import layer_comm
+    from clusterforge.perf.roofline import gpu_perf
+
+    arch = models["gpt-oss-120b"]
+    plan = _plan(dp=8, ep=8).with_(recompute=recompute)
+    stack = stack_named("megatron-bridge")
+    times = layer_times(arch, plan, gpu_perf(h100, "bf16"), stack)
+    groups = rank_groups(plan, "ep")
+    copies = plan.micro_batch * plan.seq_length * arch.top_k
+    tokens = h100_comm.collective_time_s("all_to_all", copies * arch.hidden_size * 2.0, groups)
+    probs = h100_comm.collective_time_s("all_to_all", copies * 4.0, groups)
+    counts = h100_comm.collective_time_s("all_gather", arch.num_experts * 8.0 * 8, groups)
+    assert 0 < counts < probs < tokens
+    forwards = 2 if recompute == "full" else 1
+    want = forwards * (2 * tokens + probs + counts) + 2 * tokens + probs
+    got = layer_comm(arch, plan, times, h100_comm, stack, 8).ep_s
+    assert got == pytest.approx(want)
+    # a dispatcher without this metadata exchange (DeepSpeed's MoE) moves the tokens only
+    other = layer_comm(arch, plan, times, h100_comm, stack_named("deepspeed"), 8).ep_s
+    assert other == pytest.approx((2 * forwards + 2) * tokens)

@@ -24,7 +24,9 @@ Per micro-batch and layer (critical path of every stage):
   gathers K, V once behind the first step and passes FP32 dK, dV step by step in the backward
   (:func:`_torch_cp_exposed_s`).
 * EP (GShard, Lepikhin et al. 2020): all-to-all dispatch and combine of ``top_k`` token
-  copies, forward and backward; not overlapped (exposed).
+  copies, forward and backward; not overlapped (exposed). Megatron-Core's all-to-all
+  dispatcher adds an all-gather of the per-expert token counts and an all-to-all of the
+  routing probabilities (:func:`_ep_exposed_s`).
 
 Per step:
 
@@ -189,14 +191,34 @@ def _cp_exposed_s(
     return forward * (2 if plan.recompute == "full" else 1) + backward
 
 
-def _ep_exposed_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel) -> float:
+# Megatron-Core's all-to-all token dispatcher (``MoEAlltoAllTokenDispatcher``,
+# megatron/core/transformer/moe/token_dispatcher.py, NVIDIA/Megatron-LM): the routing
+# probabilities travel in their own all-to-all next to the tokens' (FP32 router output), and
+# ``preprocess`` all-gathers each rank's per-expert token counts (int64) over the TP x EP group
+# to size the variable splits.
+PROBS_BYTES = 4
+COUNT_BYTES = 8
+
+
+def _ep_exposed_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack) -> float:
+    """Exposed EP seconds per layer and micro-batch: dispatch and combine of the ``top_k``
+    token copies in the forward, their reverse all-to-alls in the backward. With Megatron-
+    Core's dispatcher (``Stack.moe_dispatch_sync``) the forward also all-gathers the token
+    counts and sends the probabilities in a second all-to-all, whose reverse runs in the
+    backward (the probabilities carry the router's gradient; the counts carry none)."""
     if arch.num_experts == 1 or plan.layout.ep == 1:
         return 0.0
     groups = rank_groups(plan, "ep")
-    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
-    size = tokens * arch.top_k * arch.hidden_size * ACT_BYTES / plan.layout.tp
+    copies = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.top_k
+    size = copies * arch.hidden_size * ACT_BYTES / plan.layout.tp
     one = comm.collective_time_s("all_to_all", size, groups)
-    return one * (4 + (2 if plan.recompute == "full" else 0))
+    forward, backward = 2 * one, 2 * one
+    if stack.moe_dispatch_sync:
+        probs = comm.collective_time_s("all_to_all", copies * PROBS_BYTES / plan.layout.tp, groups)
+        counts_bytes = arch.num_experts * COUNT_BYTES * plan.layout.ep * plan.layout.tp
+        counts = comm.collective_time_s("all_gather", counts_bytes, groups)
+        forward, backward = forward + probs + counts, backward + probs
+    return forward * (2 if plan.recompute == "full" else 1) + backward
 
 
 def layer_comm(
@@ -213,7 +235,7 @@ def layer_comm(
     return LayerComm(
         tp_s=_tp_exposed_s(tp_raw, times, plan, stack, intra),
         cp_s=_cp_exposed_s(plan, arch, comm, times, stack),
-        ep_s=_ep_exposed_s(plan, arch, comm),
+        ep_s=_ep_exposed_s(plan, arch, comm, stack),
     )
 
 
