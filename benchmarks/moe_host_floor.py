@@ -13,6 +13,12 @@ layer (forward + backward + recomputation). A fixed cost would keep the first co
 parent (ms per layer) flat across micro-batch sizes; a cost of the layer's GPU work keeps
 the last column flat instead.
 
+The last three columns ask whether the EP all-to-all could be the gap: ``ep/step`` is the
+modelled share of the step in EP communication, ``a2a GB/s`` the modelled busbw (nccl-tests
+convention, ``(n - 1) / n`` of the algorithm bandwidth) of one token all-to-all, and
+``need GB/s`` the busbw that all-to-all would have to fall to for its four calls per layer
+and micro-batch (dispatch and combine, forward and backward) to absorb the whole gap.
+
     PYTHONPATH=$PWD/src:$PWD python benchmarks/moe_host_floor.py
 
 Development rows only (never held-out).
@@ -23,7 +29,7 @@ from __future__ import annotations
 from clusterforge.perf.compute import layer_times
 from clusterforge.perf.exposure import layer_comm
 from clusterforge.perf.host import host_cpu, moe_forward_host_s
-from clusterforge.perf.parallel import num_micro_batches
+from clusterforge.perf.parallel import num_micro_batches, rank_groups
 from clusterforge.perf.roofline import gpu_perf
 from validation.runs import load_runs, predict_run, run_comm, run_design
 
@@ -31,7 +37,8 @@ from validation.runs import load_runs, predict_run, run_comm, run_design
 def main() -> None:
     print(
         f"{'run':40s} {'host':5s} {'gpu fwd ms':>10s} {'host ms':>8s} {'gap ms/layer':>12s}"
-        f" {'gap us/token':>12s} {'gap/gpu':>7s}"
+        f" {'gap us/token':>12s} {'gap/gpu':>7s} {'ep/step':>7s} {'a2a GB/s':>8s}"
+        f" {'need GB/s':>9s}"
     )
     for run in load_runs():
         if run.subset != "development" or run.arch.num_experts == 1:
@@ -58,9 +65,15 @@ def main() -> None:
         gap = (published_step - pred.step_time_s) / (num_micro_batches(plan) * layers)
         tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
         gpu_layer = times.total_s + comm.tp_s + comm.cp_s + comm.ep_s
+        ep = plan.layout.ep
+        a2a_bytes = tokens * run.arch.top_k * run.arch.hidden_size * 2.0 / plan.layout.tp
+        a2a_s = run_comm(design).collective_time_s("all_to_all", a2a_bytes, rank_groups(plan, "ep"))
+        busbw = (ep - 1) / ep / 1e9
         print(
             f"{run.name:40s} {cpu:5s} {gpu_fwd * 1e3:10.2f} {host * 1e3:8.2f} {gap * 1e3:12.2f}"
             f" {gap / tokens * 1e6:12.3f} {gap / gpu_layer:7.2f}"
+            f" {pred.breakdown.ep_comm_s / pred.step_time_s:7.2f} {a2a_bytes / a2a_s * busbw:8.0f}"
+            f" {a2a_bytes / (a2a_s + gap / 4) * busbw:9.0f}"
         )
 
 

@@ -61,9 +61,9 @@ SMALL_TP_FSDP = (
     "per-GPU GEMMs of a 4,096-wide model split 8 ways (shape-dependent GEMM efficiency)"
 )
 MOE_LAYER = (
-    "Megatron-Bridge MoE (gpt-oss-120b, Qwen3-30B-A3B, force-balanced routing): 29-128 % "
+    "Megatron-Bridge MoE (gpt-oss-120b, Qwen3-30B-A3B, force-balanced routing): 28-127 % "
     "optimistic; the modelled GPU work (TE's grouped expert GEMMs four at a time, the EP "
-    "all-to-all, the two-stage token permutation, per-expert FP8 current-scaling kernels, "
+    "all-to-all with the dispatcher's token-count all-gather and probability all-to-all, the two-stage token permutation, per-expert FP8 current-scaling kernels, "
     "cuDNN attention at head-dim-64 rates with gpt-oss's sliding-window layers, the eager "
     "per-expert bias of the second expert linear, the expert-data-parallel reduction) "
     "explains 44-77 % of the measured step. The rest, 4-14 ms per layer and micro-batch (18 "

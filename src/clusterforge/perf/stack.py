@@ -181,7 +181,9 @@ class Stack:
     is PyTorch eager, one kernel per op (:mod:`clusterforge.perf.compute`).
     ``moe_dispatch_sync``: the MoE token dispatcher copies the token counts to the host and
     blocks on them once per layer forward (Megatron-Core's all-to-all dispatcher), so the
-    CPU's issue time of that layer is exposed (:mod:`clusterforge.perf.host`).
+    CPU's issue time of that layer is exposed (:mod:`clusterforge.perf.host`); that
+    dispatcher also all-gathers the token counts and sends the routing probabilities in an
+    all-to-all of their own (:mod:`clusterforge.perf.exposure`).
     ``moe_expert_bias_eager``: the experts' second linear leaves its bias to the MoE layer,
     which adds it expert by expert in PyTorch eager (Megatron-Core's ``TEGroupedMLP``;
     :func:`~clusterforge.perf.compute.expert_output_bias_s`).
