@@ -203,7 +203,7 @@ COUNT_BYTES = 8
 def _ep_exposed_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack) -> float:
     """Exposed EP seconds per layer and micro-batch: dispatch and combine of the ``top_k``
     token copies in the forward, their reverse all-to-alls in the backward. With Megatron-
-    Core's dispatcher (``Stack.moe_dispatch_sync``) the forward also all-gathers the token
+    Core's dispatcher (``Stack.moe_dispatch_metadata``) the forward also all-gathers the token
     counts and sends the probabilities in a second all-to-all, whose reverse runs in the
     backward (the probabilities carry the router's gradient; the counts carry none)."""
     if arch.num_experts == 1 or plan.layout.ep == 1:
@@ -213,7 +213,7 @@ def _ep_exposed_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: S
     size = copies * arch.hidden_size * ACT_BYTES / plan.layout.tp
     one = comm.collective_time_s("all_to_all", size, groups)
     forward, backward = 2 * one, 2 * one
-    if stack.moe_dispatch_sync:
+    if stack.moe_dispatch_metadata:
         probs = comm.collective_time_s("all_to_all", copies * PROBS_BYTES / plan.layout.tp, groups)
         counts_bytes = arch.num_experts * COUNT_BYTES * plan.layout.ep * plan.layout.tp
         counts = comm.collective_time_s("all_gather", counts_bytes, groups)

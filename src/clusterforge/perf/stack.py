@@ -181,9 +181,10 @@ class Stack:
     is PyTorch eager, one kernel per op (:mod:`clusterforge.perf.compute`).
     ``moe_dispatch_sync``: the MoE token dispatcher copies the token counts to the host and
     blocks on them once per layer forward (Megatron-Core's all-to-all dispatcher), so the
-    CPU's issue time of that layer is exposed (:mod:`clusterforge.perf.host`); that
-    dispatcher also all-gathers the token counts and sends the routing probabilities in an
-    all-to-all of their own (:mod:`clusterforge.perf.exposure`).
+    CPU's issue time of that layer is exposed (:mod:`clusterforge.perf.host`).
+    ``moe_dispatch_metadata``: the dispatcher also all-gathers the per-expert token counts
+    over the EP group and sends the routing probabilities in an all-to-all of their own
+    (Megatron-Core's all-to-all dispatcher; :mod:`clusterforge.perf.exposure`).
     ``moe_expert_bias_eager``: the experts' second linear leaves its bias to the MoE layer,
     which adds it expert by expert in PyTorch eager (Megatron-Core's ``TEGroupedMLP``;
     :func:`~clusterforge.perf.compute.expert_output_bias_s`).
@@ -225,6 +226,7 @@ class Stack:
     tp_saves_gathered_input: bool = False
     tp_fp8_all_gather: bool = False
     moe_dispatch_sync: bool = True
+    moe_dispatch_metadata: bool = True
     moe_expert_bias_eager: bool = True
     cuda_graph_modules: tuple[CudaGraphModule, ...] = ()
 
@@ -293,6 +295,7 @@ def _pytorch(name: str, **changes: object) -> Stack:
         pp_overlap=False,
         pipelined_fsdp_no_sync=True,
         moe_dispatch_sync=False,
+        moe_dispatch_metadata=False,
         moe_expert_bias_eager=False,
     )
     return replace(base, **changes)  # type: ignore[arg-type]
@@ -329,6 +332,7 @@ def stack_named(name: StackName) -> Stack:
                 zero3_reduce_bucket_params=5e8,
                 fp8_fused_norm_cast=False,
                 moe_dispatch_sync=False,
+                moe_dispatch_metadata=False,
                 moe_expert_bias_eager=False,
             )
         case "fsdp":
