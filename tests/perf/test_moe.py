@@ -258,3 +258,47 @@ def test_megatron_all_to_all_dispatcher_gathers_the_counts_and_exchanges_the_pro
     # a dispatcher without this metadata exchange (DeepSpeed's MoE) moves the tokens only
     other = layer_comm(arch, plan, times, h100_comm, stack_named("deepspeed"), 8).ep_s
     assert other == pytest.approx((2 * forwards + 2) * tokens)
+
+
+def test_megatron_moe_with_tensor_parallelism_gathers_the_routed_copies_over_tp(
+    models, h100, h100_comm
+) -> None:
+    # With TP > 1 (sequence parallel, expert tensor parallelism = TP, Megatron-Core's
+    # default), the MoE layer takes its input sequence-sharded; after the EP all-to-all the
+    # all-to-all dispatcher all-gathers the received top-k copies over TP
+    # (dispatch_postprocess) and reduce-scatters the expert outputs before the combine
+    # (combine_preprocess): the MLP's collective pair moves top_k x the dense MLP's bytes, in
+    # BF16, and the backward runs the reverse pair without re-gathering (the gathered copies
+    # are the grouped GEMM's saved input). The attention's pair is unchanged.
+    from clusterforge.perf.compute import layer_times, tp_backward_regathers
+    from clusterforge.perf.exposure import layer_comm
+    from clusterforge.perf.roofline import gpu_perf
+
+    arch = models["gpt-oss-120b"]
+    plan = ParallelPlan(
+        JobLayout(tp=2, pp=1, dp=4, ep=4),
+        global_batch=4,
+        micro_batch=1,
+        seq_length=4096,
+        sequence_parallel=True,
+        recompute="none",
+        zero_stage=1,
+    )
+    stack = replace(stack_named("megatron-bridge"), tp_overlap=False)
+    assert tp_backward_regathers(plan, stack)
+    times = layer_times(arch, plan, gpu_perf(h100, "bf16"), stack)
+    groups = rank_groups(plan, "tp")
+    size = plan.micro_batch * plan.seq_length * arch.hidden_size * 2.0
+    ag = h100_comm.collective_time_s("all_gather", size, groups)
+    rs = h100_comm.collective_time_s("reduce_scatter", size, groups)
+    moe_ag = h100_comm.collective_time_s("all_gather", arch.top_k * size, groups)
+    moe_rs = h100_comm.collective_time_s("reduce_scatter", arch.top_k * size, groups)
+    attention = (ag + rs) + (ag + rs + ag)  # forward; backward with the input re-gather
+    got = layer_comm(arch, plan, times, h100_comm, stack, 8).tp_s
+    assert got == pytest.approx(attention + 2 * (moe_ag + moe_rs))
+    # DeepSpeed's MoE layer keeps the dense pair (its experts are not split over TP here)
+    other = replace(stack_named("deepspeed"), tp_overlap=False)
+    dense = layer_comm(
+        arch, plan, layer_times(arch, plan, gpu_perf(h100, "bf16"), other), h100_comm, other, 8
+    ).tp_s
+    assert dense == pytest.approx(2 * attention)

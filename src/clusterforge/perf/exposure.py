@@ -9,7 +9,9 @@ Per micro-batch and layer (critical path of every stage):
   gradient (Calculon's ``seq_par_ag_redo``; DTensor TP keeps the gathered input instead,
   :func:`~clusterforge.perf.compute.tp_backward_regathers`). Overlapped with the GEMMs (``Stack.tp_overlap``,
   NVLink domain only) the collectives hide behind the layer's GEMMs at the cost
-  :func:`~clusterforge.perf.compute.overlapped_s` states.
+  :func:`~clusterforge.perf.compute.overlapped_s` states. In an MoE layer under Megatron-Core's
+  all-to-all dispatcher the MLP's pair gathers and scatters the routed ``top_k`` copies
+  (:func:`_moe_gathers_routed_copies`).
 * CP, ring attention (Liu et al. 2023, arXiv 2310.01889; Megatron-Core/Transformer Engine
   context parallelism, ``AttnFuncWithCPAndKVP2P``): ``cp - 1`` steps; in each, every rank
   passes the K, V chunk it holds to the next rank of the ring while it computes attention
@@ -93,6 +95,18 @@ class LayerComm:
     ep_s: float
 
 
+def _moe_gathers_routed_copies(arch: ModelArch, stack: Stack) -> bool:
+    """Whether an MoE layer's TP collectives carry the routed copies instead of the tokens.
+
+    Megatron-Core's all-to-all dispatcher (``MoEAlltoAllTokenDispatcher``, expert tensor
+    parallelism equal to TP by default) takes the layer input sequence-sharded, exchanges it
+    over EP, then all-gathers the received ``top_k`` copies over the TP group
+    (``dispatch_postprocess``) and reduce-scatters the experts' outputs before the combine
+    (``combine_preprocess``), in place of a dense MLP's sequence-parallel pair.
+    """
+    return arch.num_experts > 1 and stack.moe_dispatch_metadata
+
+
 def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack) -> float:
     """All TP collectives of one layer and micro-batch, seconds (not yet overlapped).
 
@@ -115,10 +129,21 @@ def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack
         )
         gather = comm.collective_time_s("all_gather", size, groups)
         scatter = comm.collective_time_s("reduce_scatter", size, groups)
-        forward = pairs * (gather_input + scatter)
-        backward = pairs * (gather + scatter)
+        dense_pairs = pairs
+        forward = backward = 0.0
+        if _moe_gathers_routed_copies(arch, stack) and pairs == 2:
+            # the MLP's pair moves the routed top-k copies (BF16), the reverse pair in the
+            # backward; the gathered copies are the grouped GEMM's saved input
+            dense_pairs = 1
+            routed = arch.top_k * size
+            moe_pair = comm.collective_time_s(
+                "all_gather", routed, groups
+            ) + comm.collective_time_s("reduce_scatter", routed, groups)
+            forward, backward = moe_pair, moe_pair
+        forward += dense_pairs * (gather_input + scatter)
+        backward += dense_pairs * (gather + scatter)
         if tp_backward_regathers(plan, stack):
-            backward += pairs * gather_input
+            backward += dense_pairs * gather_input
         return forward * (2 if recompute else 1) + backward
     reduce = comm.collective_time_s("all_reduce", size, groups)
     return reduce * pairs * (2 + (1 if recompute else 0))

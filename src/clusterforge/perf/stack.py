@@ -183,8 +183,9 @@ class Stack:
     blocks on them once per layer forward (Megatron-Core's all-to-all dispatcher), so the
     CPU's issue time of that layer is exposed (:mod:`clusterforge.perf.host`).
     ``moe_dispatch_metadata``: the dispatcher also all-gathers the per-expert token counts
-    over the EP group and sends the routing probabilities in an all-to-all of their own
-    (Megatron-Core's all-to-all dispatcher; :mod:`clusterforge.perf.exposure`).
+    over the EP group, sends the routing probabilities in an all-to-all of their own and,
+    with TP, gathers the routed top-k copies over TP in place of the MLP's sequence-parallel
+    pair (Megatron-Core's all-to-all dispatcher; :mod:`clusterforge.perf.exposure`).
     ``moe_expert_bias_eager``: the experts' second linear leaves its bias to the MoE layer,
     which adds it expert by expert in PyTorch eager (Megatron-Core's ``TEGroupedMLP``;
     :func:`~clusterforge.perf.compute.expert_output_bias_s`).
