@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.catalog import gpu_architecture, load_catalog, training_container
-from clusterforge.catalog.models import Container
+from clusterforge.catalog.containers import Container
 from clusterforge.errors import CatalogError
 
 

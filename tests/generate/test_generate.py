@@ -13,7 +13,7 @@ from clusterforge.design import Design, plan
 from clusterforge.errors import GenerateError
 from clusterforge.generate import TARGETS, bundle, parse_targets, render, write_files
 from clusterforge.generate.common import GeneratedFile
-from clusterforge.generate.slurm.files import gres_type
+from clusterforge.generate.slurm.gres import gres_type
 from clusterforge.generate.training.launch import launch_plan
 from clusterforge.spec import load_spec
 from tests.generate.conftest import SPECS, spec_paths

@@ -18,6 +18,7 @@ import pytest
 
 import clusterforge.generate as generate
 import clusterforge.generate.slurm.files as slurm
+import clusterforge.generate.slurm.scripts as slurm_scripts
 from clusterforge.design import Design
 from clusterforge.errors import GenerateError
 from clusterforge.generate import TARGETS, render
@@ -112,15 +113,15 @@ def test_quoted_values_reach_programs_as_literal_words(
     """Hostile paths, NCCL values and training arguments arrive as single literal words:
     no command runs, no file appears."""
     evil_path = str(tmp_path / "bin" / EVIL.strip().replace("\n", ""))
-    monkeypatch.setattr(slurm, "CLUSTERFORGE_PATH", evil_path)
-    monkeypatch.setattr(slurm, "SPEC_PATH", EVIL)
+    monkeypatch.setattr(slurm_scripts, "CLUSTERFORGE_PATH", evil_path)
+    monkeypatch.setattr(slurm_scripts, "SPEC_PATH", EVIL)
     real = launch_plan(lab_design, 4)
     hostile = dataclasses.replace(
         real,
         train_args=(EVIL, "--seq-length=$(touch PWNED4)"),
         nccl_env=(("NCCL_IB_HCA", EVIL),),
     )
-    monkeypatch.setattr(slurm, "launch_plan", lambda design, n: hostile)
+    monkeypatch.setattr(slurm_scripts, "launch_plan", lambda design, n: hostile)
     files = {Path(f.path).name: f.content for f in slurm.slurm_files(lab_design)}
     bin_dir = tmp_path / "bin"
     log = tmp_path / "argv.log"

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.netsim import build_fabric_graph, groups_for, simulate_collective
-from clusterforge.netsim.tuner import TuningContext, chain_fill_s, latency_s
+from clusterforge.netsim.latency import chain_fill_s, latency_s
+from clusterforge.netsim.tuner import TuningContext
 from tests.netsim.designs import make_design
 
 MIB = 2**20

@@ -129,7 +129,8 @@ def test_tree_fill_is_its_first_chunk_through_every_hop():
     trees), each network hop at its NIC's rate shared by the two channels of that NIC; a
     hop costs the longer of that and NCCL's hop latency (4 us NVLink, 14 us network, for
     Simple), which the tree's latency already counts."""
-    from clusterforge.netsim.tuner import TuningContext, tree_fill_s
+    from clusterforge.netsim.latency import tree_fill_s
+    from clusterforge.netsim.tuner import TuningContext
 
     ctx = TuningContext(
         collective="all_reduce",
@@ -199,7 +200,8 @@ def test_ring_latency_counts_racks_as_nccl_nodes(two_racks):
     """NCCL's ring latency under MNNVL: one rack is one node (every step an NVLink step,
     no network overhead, no inter-node plateau factor); across racks only the rack
     boundaries are network steps."""
-    from clusterforge.netsim.tuner import TuningContext, latency_s
+    from clusterforge.netsim.latency import latency_s
+    from clusterforge.netsim.tuner import TuningContext
 
     def ctx(n: int, nodes: int) -> TuningContext:
         return TuningContext(

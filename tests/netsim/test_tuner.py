@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from clusterforge.netsim import build_fabric_graph, groups_for, simulate_collective
+from clusterforge.netsim.latency import latency_s
 from clusterforge.netsim.model import P2P_NETWORK_EFFICIENCY
 from clusterforge.netsim.trees import dtree_parents
 from clusterforge.netsim.tuner import (
     TuningContext,
     active_channels,
     channel_cap_gbyte_per_s,
-    latency_s,
     network_channels,
     protocols_for,
 )

@@ -8,7 +8,8 @@ import pytest
 
 from clusterforge.catalog import load_catalog
 from clusterforge.job import JobLayout
-from clusterforge.perf.compute import _fused_attention_rates, layer_times
+from clusterforge.perf.attention import _fused_attention_rates
+from clusterforge.perf.compute import layer_times
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.stack import stack_named

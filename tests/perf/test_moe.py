@@ -105,7 +105,7 @@ def test_te_grouped_linear_runs_four_expert_gemms_at_a_time(models, h100) -> Non
     # compute streams: 16 experts of 1,024 tokens run as four rounds of four concurrent
     # GEMMs, each round with its own wave quantisation and kernel overhead, slower than one
     # kernel over all 16 experts' tiles.
-    from clusterforge.perf.compute import grouped_gemm_time_s
+    from clusterforge.perf.moe import grouped_gemm_time_s
     from clusterforge.perf.roofline import gemm_time_s, gpu_perf
 
     perf = gpu_perf(h100, "bf16")

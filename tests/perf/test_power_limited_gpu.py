@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.catalog import load_catalog
-from clusterforge.perf.compute import _fused_attention_rates
+from clusterforge.perf.attention import _fused_attention_rates
 from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.stack import stack_named
 

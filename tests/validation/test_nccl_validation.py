@@ -92,7 +92,7 @@ VP_RAMP = (
     "rows keep the catalog's HGX node (NIC on the GPU's PCIe switch, LL128 on).  The measured "
     "curves also dip at 256-512 MiB (all-reduce 240 GB/s at 256 MiB between 275 and 291) where "
     "the model is monotonic.  Since the chain's first LL128 step waits whole at each network hop "
-    "(tuner.chain_fill_s), broadcast and reduce are 22-34 % and 11-20 % high at 4-64 MiB (were "
+    "(latency.chain_fill_s), broadcast and reduce are 22-34 % and 11-20 % high at 4-64 MiB (were "
     "44-96 % and 31-74 %); all-gather is unchanged"
 )
 VP_CHAIN_PLATEAU = (
@@ -285,7 +285,7 @@ def test_voltage_park_mid_sizes_follow_the_simple_protocol():
     runs used, not the bandwidth or the Simple ramp, is what the model misses there
     (KNOWN_GAPS).  Broadcast and reduce were more than 40 % off too until the chain's
     store-and-forward of whole LL128 steps at the network hops was modelled
-    (tuner.chain_fill_s); they are still 17-30 % off on average."""
+    (latency.chain_fill_s); they are still 17-30 % off on average."""
     from clusterforge.netsim import simulate_collective
     from validation.nccl_rows import _graph, ranks
 

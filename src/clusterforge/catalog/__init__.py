@@ -17,28 +17,21 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from clusterforge.catalog.containers import Container, GpuArchitecture
+from clusterforge.catalog.model_arch import LrSchedule, ModelArch
 from clusterforge.catalog.models import (
-    Cage,
-    Container,
     Cpu,
     FacilityItem,
     FormFactor,
     Gpu,
-    GpuArchitecture,
     HostLink,
-    LrSchedule,
-    Medium,
-    ModelArch,
-    Nic,
     Node,
-    Part,
-    PortMode,
     PowerEntry,
     PowerPath,
     Scaleup,
     StorageBlock,
-    Switch,
 )
+from clusterforge.catalog.network import Cage, Medium, Nic, Part, PortMode, Switch
 from clusterforge.errors import CatalogError, did_you_mean
 
 __all__ = [

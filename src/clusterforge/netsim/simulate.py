@@ -26,6 +26,7 @@ from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError, did_you_mean
 from clusterforge.netsim.collectives import candidate_algorithms, ring_order
 from clusterforge.netsim.congestion import congested_link_share, window_packets
+from clusterforge.netsim.latency import chain_fill_s, latency_s, tree_fill_s
 from clusterforge.netsim.model import (
     NETWORK_EFFICIENCY,
     nvls_pipeline_efficiency,
@@ -53,16 +54,13 @@ from clusterforge.netsim.tuner import (
     TuningContext,
     active_channels,
     busbw_cap_gbyte_per_s,
-    chain_fill_s,
     channel_cap_gbyte_per_s,
     generation_of,
-    latency_s,
     network_channels,
     nvls_channels,
     nvls_chunk_bytes,
     payload_share,
     protocols_for,
-    tree_fill_s,
 )
 from clusterforge.netsim.vocab import (
     ALGORITHMS,
@@ -293,10 +291,10 @@ def _time(
     else:
         ramp = pipeline_efficiency(steady_s) if protocol == "simple" else 1.0
     # a tree's first chunk crosses every hop of it before the pipeline runs full
-    # (tuner.tree_fill_s); the calibrated ramp covers it on nodes of 8 GPUs
+    # (latency.tree_fill_s); the calibrated ramp covers it on nodes of 8 GPUs
     fill = tree_fill_s(ctx, protocol, size_bytes) if algorithm == "tree" else 0.0
     if algorithm == "chain":
-        # so does a chain's first chunk at each network hop (tuner.chain_fill_s)
+        # so does a chain's first chunk at each network hop (latency.chain_fill_s)
         fill = chain_fill_s(ctx, protocol, size_bytes)
     return latency_s(algorithm, protocol, ctx) + max(steady_s / ramp, steady_s + fill)
 

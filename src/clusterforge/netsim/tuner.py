@@ -17,14 +17,16 @@ Protocols (NCCL ``NCCL_PROTO``; payload shares from the same file):
 
 Latencies (microseconds) are NCCL's base latency per algorithm and protocol plus a hardware
 latency per step, by link kind (NVLink, PCIe, network); a network step also pays the path
-latency of our graph (twice for ``simple``: the receive flush).
+latency of our graph (twice for ``simple``: the receive flush). They, and the pipeline fill
+of trees and chains, are :mod:`.latency`; this module holds the tuner's context, the
+protocols and their payload shares, the channel counts and the bandwidth ceilings.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, assert_never, get_args
+from typing import Literal, assert_never
 
 from clusterforge.catalog import Scaleup
 from clusterforge.constants import read_constants
@@ -32,24 +34,25 @@ from clusterforge.netsim.vocab import Algorithm, Collective, Protocol
 
 __all__ = [
     "GENERATIONS",
+    "NCCL_CONSTANTS",
+    "PROTOCOL_INDEX",
     "Generation",
     "LinkKind",
     "NicPath",
     "TuningContext",
     "active_channels",
     "busbw_cap_gbyte_per_s",
-    "chain_fill_s",
     "channel_cap_gbyte_per_s",
     "generation_of",
-    "latency_s",
     "ll128_enabled",
     "mnnvl_channels",
+    "nccl_triple",
+    "nccl_triples",
     "network_channels",
     "nvls_channels",
     "nvls_chunk_bytes",
     "payload_share",
     "protocols_for",
-    "tree_fill_s",
 ]
 
 Generation = Literal["volta", "ampere", "hopper", "blackwell"]
@@ -65,59 +68,42 @@ NicPath = Literal["pxb", "p2c"]
 # ``perChMaxTreeBws``) by generation, for 1 / 2 / 3+ nodes, GB/s: one channel is one CUDA
 # block driving one connection, and it moves no more than this whatever the links could
 # carry; NCCL's model caps an algorithm's bus bandwidth at ``nChannels`` times them.
-_NCCL = read_constants("clusterforge.netsim", "nccl.toml")
+NCCL_CONSTANTS = read_constants("clusterforge.netsim", "nccl.toml")
 Triple = tuple[float, float, float]
 
 
-def _triple(name: str, row: tuple[float, ...]) -> Triple:
+def nccl_triple(name: str, row: tuple[float, ...]) -> Triple:
     if len(row) != 3:
         raise ValueError(f"{name}: expected three numbers, got {row}")
     return row[0], row[1], row[2]
 
 
-def _by_algorithm(name: str, rows: dict[str, tuple[float, ...]]) -> dict[str, Triple]:
-    return {key: _triple(f"{name}.{key}", row) for key, row in rows.items()}
+def nccl_triples(name: str, rows: dict[str, tuple[float, ...]]) -> dict[str, Triple]:
+    return {key: nccl_triple(f"{name}.{key}", row) for key, row in rows.items()}
 
 
 def _by_generation(name: str) -> dict[Generation, Triple]:
-    rows = _NCCL.rows(name)
+    rows = NCCL_CONSTANTS.rows(name)
     if set(rows) != set(GENERATIONS):
         raise ValueError(f"{name}: expected one row per generation {GENERATIONS}")
-    return {g: _triple(f"{name}.{g}", rows[g]) for g in GENERATIONS}
+    return {g: nccl_triple(f"{name}.{g}", rows[g]) for g in GENERATIONS}
 
 
-_BASE_US: dict[str, Triple] = _by_algorithm("base_latency_us", _NCCL.rows("base_latency_us"))
-_HW_US: dict[str, dict[str, Triple]] = {
-    kind: _by_algorithm(f"hw_latency_us.{kind}", rows)
-    for kind, rows in _NCCL.tables("hw_latency_us").items()
-}
-if set(_BASE_US) != set(get_args(Algorithm)) or set(_HW_US) != set(get_args(LinkKind)):
-    raise ValueError("nccl.toml: base latencies need every algorithm, hw latencies every link")
 _LL_MAX_BUSBW = _by_generation("ll_max_busbw_gbyte_per_s")
 _PER_CHANNEL_RING_LL128 = _by_generation("per_channel_ring_ll128_gbyte_per_s")
 _PER_CHANNEL_TREE_LL128 = _by_generation("per_channel_tree_ll128_gbyte_per_s")
 _PER_CHANNEL_TREE = _by_generation("per_channel_tree_gbyte_per_s")
-_NET_OVERHEAD_US = _NCCL.number("net_overhead_us")  # per network operation, x86 host
-_PROTOCOL_INDEX: dict[Protocol, int] = {"ll": 0, "ll128": 1, "simple": 2}
-_THREAD_THRESHOLD = _triple("thread_threshold_bytes", _NCCL.numbers("thread_threshold_bytes"))
-_MAX_THREADS = _triple("max_threads", _NCCL.numbers("max_threads"))
-_NVLS_CHANNELS = _NCCL.numbers("nvls_channels")  # (hopper, blackwell)
-_NVLS_CHUNK = _NCCL.integer("nvls_chunk_bytes")
-_SEARCH_SPEEDS = _NCCL.numbers("search_speeds_inter_gbyte_per_s")
-_NVLINK_PER_LINK = _NCCL.numbers("nvlink_gbyte_per_s_per_link")  # (hopper, blackwell)
-_NVLINKS_PER_GPU = _NCCL.integer("nvlinks_per_gpu")
-_RING_MAX_CHANNELS = _NCCL.integer("ring_max_channels")
-# a tree's chunk by protocol: one step of a channel's buffer (NCCL_BUFFSIZE / NCCL_STEPS for
-# Simple; LL128 keeps 15 of each 16 words of its step, LL half of its step)
-_STEPS = _NCCL.integer("nccl_steps")
-_TREE_CHUNK: dict[Protocol, int] = {
-    "simple": read_constants("clusterforge.netsim", "efficiency.toml").integer(
-        "pipeline_chunk_bytes"
-    )
-    // _STEPS,
-    "ll128": _NCCL.integer("ll128_buffer_bytes") // _STEPS // 16 * 15,
-    "ll": _NCCL.integer("ll_buffer_bytes") // _STEPS // 2,
-}
+PROTOCOL_INDEX: dict[Protocol, int] = {"ll": 0, "ll128": 1, "simple": 2}
+_THREAD_THRESHOLD = nccl_triple(
+    "thread_threshold_bytes", NCCL_CONSTANTS.numbers("thread_threshold_bytes")
+)
+_MAX_THREADS = nccl_triple("max_threads", NCCL_CONSTANTS.numbers("max_threads"))
+_NVLS_CHANNELS = NCCL_CONSTANTS.numbers("nvls_channels")  # (hopper, blackwell)
+_NVLS_CHUNK = NCCL_CONSTANTS.integer("nvls_chunk_bytes")
+_SEARCH_SPEEDS = NCCL_CONSTANTS.numbers("search_speeds_inter_gbyte_per_s")
+_NVLINK_PER_LINK = NCCL_CONSTANTS.numbers("nvlink_gbyte_per_s_per_link")  # (hopper, blackwell)
+_NVLINKS_PER_GPU = NCCL_CONSTANTS.integer("nvlinks_per_gpu")
+_RING_MAX_CHANNELS = NCCL_CONSTANTS.integer("ring_max_channels")
 
 
 @dataclass(frozen=True)
@@ -186,62 +172,6 @@ def mnnvl_channels(generation: Generation, *, nic_gbyte_per_s: float, nics: int)
     if speed >= 25.0 and not (newer and speed < 50.0 and channels > 4):
         channels = min(2 * channels, _RING_MAX_CHANNELS)
     return channels
-
-
-def tree_fill_s(ctx: TuningContext, protocol: Protocol, size_bytes: float) -> float:
-    """Seconds the first chunk of a tree all-reduce spends crossing the tree beyond NCCL's
-    per-hop latency (:func:`latency_s`), before the pipeline runs full.
-
-    The chunk is one buffer step of ``protocol`` (``calcCollChunking`` in
-    ``src/enqueue.cc``: chunkSteps 1 for trees; LL128 halves it down to 128 KiB, then
-    32 KiB, while a channel's share of the message is below 64, then 16, x (1 + log2 nodes +
-    ppn / 10) / ppn chunks), and never more than a channel's share of the message.  It
-    climbs the chain of each node's GPUs (``ncclTopoPreset``: ppn - 1 hops) and the tree
-    between nodes, and comes back down: the hops NCCL's tree latency counts.  The two trees
-    run on two copies of the search channels, so every GPU carries 2 x channels chains: a
-    chain hop moves the chunk at the GPU's scale-up payload rate over 2 x channels, a
-    network hop at the node's network rate over 2 x channels, and a hop takes the longer
-    of that and NCCL's hop latency.  On nodes of 8 GPUs this adds little; through the
-    72-GPU chain of an NVL72 rack it adds milliseconds.  0 on one node."""
-    if ctx.num_nodes < 2 or ctx.num_channels < 1:
-        return 0.0
-    lanes = 2 * ctx.num_channels
-    ppn = ctx.ranks_per_node
-    chunk = _TREE_CHUNK[protocol]
-    if protocol == "ll128":
-        steps = 1 + _log2i(ctx.num_nodes) + 0.1 * ppn
-        for times, floor in ((64, 131072), (16, 32768)):
-            while size_bytes // (lanes * chunk) < steps * times / ppn and chunk > floor:
-                chunk //= 2
-    share = min(float(chunk), size_bytes / lanes)
-    chain_us = share / (ctx.intra_gbyte_per_s / lanes) / 1e3
-    net_us = share / (ctx.node_net_gbyte_per_s / lanes) / 1e3
-    chain = 2 * (ppn - 1) * max(0.0, chain_us - _hw_us(ctx.intra, "tree", protocol))
-    net = 2 * _log2i(ctx.num_nodes) * max(0.0, net_us - _inter_us("tree", protocol, ctx))
-    return (chain + net) * 1e-6
-
-
-def chain_fill_s(ctx: TuningContext, protocol: Protocol, size_bytes: float) -> float:
-    """Seconds the first chunk of a chain (broadcast, reduce) across nodes waits at its
-    network hops beyond NCCL's per-hop latency (:func:`latency_s`).
-
-    NCCL's network proxy posts a step only once the GPU has written all of it (the GPU's
-    tail past the step in ``sendProxyProgress``, ``src/transport/net.cc``), so a chunk
-    crosses each network hop whole, while inside a node LL and LL128 lines stream on as
-    their flags land.  A chain's chunk is one buffer step of ``protocol`` (``calcCollChunking``
-    in ``src/enqueue.cc``: chunkSteps 1, and no LL128 halving, which is for trees), and never
-    more than a channel's share of the message.  The chain enters each of the m nodes once:
-    m - 1 network hops, each moving the chunk at the node's network rate over the 2 x
-    channels NCCL runs (two copies of the search channels), and each costing the longer of
-    that and NCCL's hop latency.  An LL128 broadcast on 8x400G H100 nodes pays about 20 us
-    per hop from 16 MiB up.  0 on one node."""
-    if ctx.num_nodes < 2 or ctx.num_channels < 1:
-        return 0.0
-    lanes = 2 * ctx.num_channels
-    share = min(float(_TREE_CHUNK[protocol]), size_bytes / lanes)
-    net_us = share / (ctx.node_net_gbyte_per_s / lanes) / 1e3
-    hop_us = max(0.0, net_us - _inter_us("ring", protocol, ctx))
-    return (ctx.num_nodes - 1) * hop_us * 1e-6
 
 
 def generation_of(scaleup: Scaleup) -> Generation:
@@ -340,7 +270,7 @@ def active_channels(
     nc = ctx.num_channels
     if nc < 1 or algorithm not in ("ring", "tree", "chain"):
         return nc
-    index = _PROTOCOL_INDEX[protocol]
+    index = PROTOCOL_INDEX[protocol]
     per_channel = _MAX_THREADS[index] * _THREAD_THRESHOLD[index]
     if algorithm == "ring" and protocol == "ll":
         per_channel *= ctx.num_ranks
@@ -398,64 +328,3 @@ def channel_cap_gbyte_per_s(algorithm: Algorithm, protocol: Protocol, ctx: Tunin
             return math.inf
         case _:
             assert_never(algorithm)
-
-
-def _log2i(n: int) -> int:
-    return max(0, int(n).bit_length() - 1)
-
-
-def _hw_us(kind: LinkKind, algorithm: str, protocol: Protocol) -> float:
-    table = _HW_US[kind]
-    key = algorithm if algorithm in table else "ring"
-    return table[key][_PROTOCOL_INDEX[protocol]]
-
-
-def _inter_us(algorithm: str, protocol: Protocol, ctx: TuningContext) -> float:
-    """One network step: NCCL's hardware latency (the tree figure when ranks are alone on
-    their node) plus our path latency, twice for Simple (the receive flush)."""
-    key = "tree" if ctx.ranks_per_node == 1 else algorithm
-    path_us = ctx.net_path_latency_s * 1e6
-    return _hw_us("net", key, protocol) + path_us * (2 if protocol == "simple" else 1)
-
-
-def _ring_us(algorithm: str, protocol: Protocol, ctx: TuningContext) -> float:
-    n, m = ctx.num_ranks, ctx.num_nodes
-    steps = {"all_reduce": 2 * (n - 1), "reduce_scatter": n - 1, "all_gather": n - 1}
-    nsteps = steps.get(ctx.collective, n)
-    intra = _hw_us(ctx.intra, algorithm, protocol)
-    if m > 1:
-        intra = max(intra, _NET_OVERHEAD_US * (3 if protocol == "simple" else 1))
-    inter_steps = 0 if m == 1 else (2 * (m - 1) if ctx.collective == "all_reduce" else m - 1)
-    inter_steps = min(inter_steps, nsteps)
-    total = (nsteps - inter_steps) * intra + inter_steps * _inter_us(algorithm, protocol, ctx)
-    if protocol == "simple" and m > 1 and ctx.collective == "all_reduce":
-        total *= 1.4  # NCCL's "plateau effect of ring" on Ampere and newer
-    return total
-
-
-def latency_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
-    """NCCL's latency of one collective call (seconds), before any byte moves."""
-    base = _BASE_US[algorithm][_PROTOCOL_INDEX[protocol]]
-    ppn, m = ctx.ranks_per_node, ctx.num_nodes
-    intra = _hw_us(ctx.intra, algorithm, protocol)
-    inter = _inter_us(algorithm, protocol, ctx)
-    match algorithm:
-        case "ring" | "chain" | "hierarchical":
-            us = base + _ring_us("ring", protocol, ctx)
-        case "tree":
-            us = base + 2 * ((ppn - 1) * intra + _log2i(m) * inter)
-        case "nvls":
-            us = intra + (inter if m > 1 else 0.0)
-        case "nvls_tree":
-            us = base + intra + 2 * _log2i(m) * inter
-        case "collnet":
-            us = base + 2 * (min(1, ppn - 1) * intra + (ppn - 1) * 0.4) + inter
-        case "pat":
-            us = base + _log2i(m) * inter / 3.5 + ctx.num_ranks * 2.8
-        case "direct":
-            # grouped send/receive: one proxy operation per peer, one network round trip
-            us = base + _hw_us(ctx.intra, "ring", protocol) + (inter if m > 1 else 0.0)
-            us += (ctx.num_ranks - 1) * _NET_OVERHEAD_US * (1 if m > 1 else 0)
-        case _:
-            assert_never(algorithm)
-    return us * 1e-6

@@ -2,7 +2,8 @@
 
 Pipeline: :mod:`flops` (model vs hardware FLOPs, conventions declared) → :mod:`parallel`
 (plan validation, layer split, communication groups) → :mod:`compute` (per-layer GEMM,
-attention and memory-bound time on one GPU, capped by the measured matmul ceiling) and
+attention and memory-bound time on one GPU, capped by the measured matmul ceiling; the
+attention kernels in :mod:`attention`, the MoE expert layer in :mod:`moe`) and
 :mod:`memory` (weights, gradients, optimizer, activations) → :mod:`exposure` (TP/PP/DP/CP/EP
 communication through a :class:`~clusterforge.perf.comm.CommModel`, overlap stated) →
 :mod:`step` (assembly with a breakdown) → :mod:`search` and :mod:`predict` (on a design).

@@ -26,6 +26,7 @@ __all__ = [
     "rank_groups",
     "recompute_fraction",
     "shard_groups",
+    "tokens_per_gpu",
     "validate_plan",
 ]
 
@@ -71,6 +72,11 @@ def recompute_fraction(plan: ParallelPlan, stage_layers: tuple[int, ...]) -> flo
     if plan.recompute_layers is None:
         return 1.0
     return min(1.0, plan.recompute_layers / max(stage_layers))
+
+
+def tokens_per_gpu(plan: ParallelPlan) -> float:
+    """Tokens one GPU processes per micro-batch (CP splits the sequence)."""
+    return plan.micro_batch * plan.seq_length / plan.layout.cp
 
 
 def num_micro_batches(plan: ParallelPlan) -> int:

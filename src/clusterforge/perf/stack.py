@@ -188,7 +188,7 @@ class Stack:
     pair (Megatron-Core's all-to-all dispatcher; :mod:`clusterforge.perf.exposure`).
     ``moe_expert_bias_eager``: the experts' second linear leaves its bias to the MoE layer,
     which adds it expert by expert in PyTorch eager (Megatron-Core's ``TEGroupedMLP``;
-    :func:`~clusterforge.perf.compute.expert_output_bias_s`).
+    :func:`~clusterforge.perf.moe.expert_output_bias_s`).
     ``cuda_graph_modules``: scopes replayed from CUDA graphs (Megatron
     ``--cuda-graph-modules``; none in eager runs, the default of every stack here).
     """

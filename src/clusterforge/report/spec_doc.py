@@ -6,6 +6,7 @@ type, the default, the accepted range (from the field's bounds) and the meaning.
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from typing import Any
@@ -55,7 +56,7 @@ def _default(field: FieldInfo) -> str:
 
 
 def _type(field: FieldInfo) -> str:
-    text = str(field.annotation).replace("typing.", "").replace("clusterforge.catalog.models.", "")
+    text = re.sub(r"clusterforge\.catalog\.\w+\.", "", str(field.annotation).replace("typing.", ""))
     text = text.replace("clusterforge.spec.", "").replace("Annotated[int, FieldInfo(", "int(")
     return text.replace("<class '", "").replace("'>", "").replace("|", "\\|")
 

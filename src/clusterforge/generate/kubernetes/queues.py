@@ -26,7 +26,7 @@ from clusterforge.generate.common import checked_label_value, checked_name
 from clusterforge.generate.kubernetes.agent import LABEL_PREFIX, TRAINING_NAMESPACE
 from clusterforge.generate.kubernetes.rdma import RDMA_RESOURCE
 from clusterforge.generate.layout import NodePlacement, switch_tree
-from clusterforge.generate.slurm.files import gres_type
+from clusterforge.generate.slurm.gres import gres_type
 
 __all__ = [
     "HOSTNAME_LABEL",

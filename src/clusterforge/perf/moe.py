@@ -1,0 +1,151 @@
+"""The MoE expert layer's own costs on one GPU, beyond a dense layer's.
+
+The experts' grouped GEMMs as Transformer Engine runs them (a few concurrent cuBLAS GEMMs
+per round), the HBM traffic of the token permutations around the all-to-all dispatcher,
+Megatron-Core's eager expert output bias and the extra FP8 quantisation kernels of
+per-expert current scaling. :mod:`clusterforge.perf.compute` adds these into a layer's time.
+"""
+
+from __future__ import annotations
+
+from clusterforge.catalog import ModelArch
+from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
+from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gemm_time_s, memory_time_s
+from clusterforge.perf.stack import Stack
+
+__all__ = [
+    "expert_fp8_extra_kernels",
+    "expert_output_bias_s",
+    "grouped_gemm_time_s",
+    "permutation_bytes_per_token",
+]
+
+
+# Transformer Engine's ``GroupedLinear`` (the experts of Megatron-Core's ``TEGroupedMLP``)
+# runs one cuBLAS GEMM per local expert, round-robin over its compute streams
+# (``multi_stream_cublas_gemm`` in transformer_engine/common/gemm/cublaslt_gemm.cu; the
+# CUTLASS grouped GEMM is opt-in, ``NVTE_USE_CUTLASS_GROUPED_GEMM``, Hopper only) and it
+# keeps four of them (``num_compute_streams = 4``, transformer_engine/common/util/
+# multi_stream.cpp) [V], NVIDIA/TransformerEngine at commit d0067d0 (2026-08-22).
+TE_GROUPED_GEMM_STREAMS = 4
+
+
+def grouped_gemm_time_s(m: float, n: float, k: float, perf: GpuPerf, num_gemms: float) -> float:
+    """Time of ``num_gemms`` equal GEMMs ``(m x k) @ (k x n)`` run as TE's grouped linear.
+
+    At most :data:`TE_GROUPED_GEMM_STREAMS` GEMMs run at once, so their tiles share the SMs'
+    waves (one batched wave count, :func:`~clusterforge.perf.roofline.gemm_time_s`); the
+    groups of concurrent GEMMs follow each other, each with its own wave quantisation, tail
+    and kernel overhead. Few tokens per expert (small ``m``) thus keep the per-GEMM tile waste
+    that one kernel over all the experts' tiles would hide.
+    """
+    concurrent = min(float(TE_GROUPED_GEMM_STREAMS), num_gemms)
+    full_rounds, rest = divmod(num_gemms, concurrent)
+    time = full_rounds * gemm_time_s(m, n, k, perf, batch=concurrent)
+    if rest > 0:
+        time += gemm_time_s(m, n, k, perf, batch=rest)
+    return time
+
+
+# Megatron-Core's all-to-all token dispatcher (``MoEAlltoAllTokenDispatcher``,
+# megatron/core/transformer/moe/token_dispatcher.py, NVIDIA/Megatron-LM at commit d98e8a6,
+# 2026-08-22) with fused permutation (``moe_permute_fusion``: Transformer Engine's
+# ``moe_permute``, ``moe_sort_chunks_by_index`` and ``moe_unpermute`` kernels), HBM bytes per
+# routed copy of a token and hidden element, BF16, forward; [D] by counting each kernel's
+# reads and writes:
+# - permute before the dispatch all-to-all: read the token's row, write the copy (2 + 2);
+PERMUTE_BYTES = 4.0
+# - with more than one expert on the GPU, ``sort_chunks_by_idxs`` after the dispatch (the
+#   received chunks are rank-major, the grouped GEMM wants them expert-major) and again
+#   before the combine (back to rank-major): read and write each copy, twice (2 x (2 + 2));
+SORT_CHUNKS_BYTES = 8.0
+# - unpermute after the combine: read each copy (2), then write the merged token once (2 per
+#   token, added separately).
+UNPERMUTE_READ_BYTES = 2.0
+
+
+def permutation_bytes_per_token(arch: ModelArch, plan: ParallelPlan) -> float:
+    """Forward HBM bytes per token of the MoE layer's token permutations (0 for dense).
+
+    ``top_k`` copies are permuted, (when the GPU holds several experts) sorted into expert
+    order and back, and unpermuted into one token (:data:`PERMUTE_BYTES` and the constants
+    after it).
+    """
+    if arch.num_experts == 1:
+        return 0.0
+    h, copies = arch.hidden_size, arch.top_k
+    per_copy = PERMUTE_BYTES + UNPERMUTE_READ_BYTES
+    if arch.num_experts > plan.layout.ep:  # several local experts: sort and unsort chunks
+        per_copy += SORT_CHUNKS_BYTES
+    return per_copy * h * copies + BF16_BYTES * h
+
+
+# Megatron-Core's ``TEGroupedMLP`` builds the experts' second linear with
+# ``skip_bias_add=True`` and adds that bias itself in PyTorch eager, expert by expert: the
+# bias scaled by each routed copy's router probability, ``t + b * p`` on the expert's rows,
+# then one ``torch.cat`` of the pieces (``TEGroupedMLP._apply_bias`` in
+# megatron/core/transformer/moe/experts.py, NVIDIA/Megatron-LM tags core_v0.15.0,
+# core_v0.16.0 and core_v0.17.0, the Megatron Core of the NeMo 25.11 to 26.04 containers).
+# HBM bytes per routed copy and hidden element, BF16 (the probabilities take the router
+# logits' dtype, ``fused_topk_with_score_function_fwd`` in TE v2.9's
+# pytorch/csrc/extensions/router.cpp, and the logits the input's when ``moe_router_dtype``
+# is unset, as in Megatron-Bridge's gpt-oss provider); [D] by counting
+# each op's reads and writes. Forward: ``b * p`` writes its product (2), the add reads two
+# tensors and writes one (6), the cat reads and writes every piece (4) = 12. Backward: the
+# bias and the probability gradients each multiply the incoming gradient and reduce it
+# (read 2, write 2, read 2; twice = 12), and the split's backward concatenates the pieces'
+# gradients (4) = 16.
+EXPERT_BIAS_BYTES = (12.0, 16.0)
+# Kernels per local expert (forward: multiply, add; backward: two multiplies, two sums), plus
+# one concatenation each way.
+EXPERT_BIAS_KERNELS_PER_EXPERT = (2, 4)
+
+
+def expert_output_bias_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
+) -> tuple[float, float]:
+    """(forward, backward) seconds of one MoE layer's eager second-linear bias.
+
+    Zero for dense models, models without linear biases and stacks that fuse the bias into
+    the expert GEMM (``Stack.moe_expert_bias_eager`` off); otherwise the bytes and kernels of
+    :data:`EXPERT_BIAS_BYTES` over the GPU's routed copies, with kernels that grow with the
+    local expert count (:data:`EXPERT_BIAS_KERNELS_PER_EXPERT`).
+    """
+    if arch.num_experts == 1 or not arch.linear_bias or not stack.moe_expert_bias_eager:
+        return 0.0, 0.0
+    local_experts = max(1, arch.num_experts // plan.layout.ep)
+    copies = tokens_per_gpu(plan) * arch.top_k / (plan.layout.tp if plan.sequence_parallel else 1)
+    elements = copies * arch.hidden_size
+    (fwd_bytes, bwd_bytes), (fwd_kernels, bwd_kernels) = (
+        EXPERT_BIAS_BYTES,
+        EXPERT_BIAS_KERNELS_PER_EXPERT,
+    )
+    return (
+        memory_time_s(fwd_bytes * elements, perf, num_kernels=fwd_kernels * local_experts + 1),
+        memory_time_s(bwd_bytes * elements, perf, num_kernels=bwd_kernels * local_experts + 1),
+    )
+
+
+# Transformer Engine's FP8 current scaling (``Float8CurrentScalingQuantizer::quantize_impl``,
+# transformer_engine/pytorch/csrc/quantizer.cpp) runs three kernels per tensor: the amax,
+# the scale from it and the cast (``nvte_compute_amax_with_config``,
+# ``nvte_compute_scale_from_amax``, ``nvte_quantize_v2``); a grouped linear's input is split
+# per expert and each piece quantised on its own (``split_quantize`` ->
+# ``multi_tensor_quantize_impl`` in transformer_engine/pytorch/csrc/extensions/cast.cpp,
+# whose fused multi-tensor cast-transpose serves delayed scaling only) [V], TE commit
+# d0067d0 (2026-08-22).
+CURRENT_SCALING_KERNELS_PER_TENSOR = 3
+
+
+def expert_fp8_extra_kernels(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> int:
+    """FP8 quantisation kernels per direction of one MoE layer beyond a dense layer's.
+
+    Under current ("dynamic") scaling each further local expert quantises its own piece of
+    the two expert GEMMs' inputs (forward) and output gradients (backward),
+    :data:`CURRENT_SCALING_KERNELS_PER_TENSOR` kernels each; delayed scaling casts all the
+    pieces in one fused kernel.
+    """
+    if arch.num_experts == 1 or stack.fp8_scaling != "dynamic":
+        return 0
+    further_experts = max(0, arch.num_experts // plan.layout.ep - 1)
+    return 2 * CURRENT_SCALING_KERNELS_PER_TENSOR * further_experts
