@@ -254,9 +254,7 @@ def ring_channels(graph: FabricGraph, row: np.ndarray, counts: np.ndarray) -> in
     ``src/init.cc``: the minimum over the ranks' ``graphInfo``), so the domain with the
     fewest NICs of the group sets them."""
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    return min(
-        rack_channels(graph, row[s : s + k]) for s, k in zip(starts, counts, strict=True)
-    )
+    return min(rack_channels(graph, row[s : s + k]) for s, k in zip(starts, counts, strict=True))
 
 
 def nvls_possible(graph: FabricGraph, seq: np.ndarray) -> bool:
