@@ -248,3 +248,12 @@ def test_ring_over_racks_with_unequal_gpu_counts_crosses_through_the_channels_ni
         assert [sum(1 for node, _ in ports if node // 18 == r) for r in range(2)] == [15, 15]
         assert res.busbw_gbyte_per_s > 2 * 4 * 50.0
         assert res.busbw_gbyte_per_s == pytest.approx(ref.busbw_gbyte_per_s, rel=0.1)
+
+
+def test_ring_over_racks_with_one_gpu_in_a_rack_uses_that_gpus_nic(two_racks):
+    """A group with one GPU in the first rack and a tray's 4 in the second crosses between
+    the racks on as many channels as the single GPU's NIC carries (each channel's head has
+    a NIC of its own), and runs."""
+    group = np.array([[0, 72, 73, 74, 75]])
+    res = simulate_collective(two_racks, "all_gather", 256 * 2**20, group, algorithm="ring")
+    assert 0 < res.busbw_gbyte_per_s <= 2 * 50.0

@@ -201,13 +201,12 @@ def rack_ring(
                 algorithm, e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, 0
             )
         )
-    channels = ring_channels(graph, ordered[0], counts)
+    blocks = [ordered[0, s : s + k] for s, k in zip(starts, counts, strict=True)]
+    # one head per channel, each on its own NIC: no more than the fewest NICs of a domain
+    h = min([ring_channels(graph, ordered[0], counts)] + [nic_count(graph, b) for b in blocks])
     m = counts.size
     heads = np.stack(
-        [
-            s + nic_positions(graph, ordered[0, s : s + k], channels)
-            for s, k in zip(starts, counts, strict=True)
-        ]
+        [s + nic_positions(graph, b, h) for s, b in zip(starts, blocks, strict=True)]
     )  # (m, C): the columns of each domain's channel GPUs
     rails = ordered[:, heads.T].reshape(ng * heads.shape[1], m)
     src = np.arange(m)
@@ -305,6 +304,14 @@ def nvls_heads(graph: FabricGraph, block: np.ndarray) -> np.ndarray:
     """Positions in a node block (one NCCL node's GPUs, in order) of its NVLS heads: one GPU
     per distinct NIC, at most ``NVLS_MAX_HEADS``, spread evenly over the block."""
     return nic_positions(graph, block, NVLS_MAX_HEADS)
+
+
+def nic_count(graph: FabricGraph, block: np.ndarray) -> int:
+    """Distinct NICs of the GPUs ``block``."""
+    node = block // graph.gpus_per_node
+    return int(
+        np.unique(node * graph.nics_per_node + graph.nic_of_local(block % graph.gpus_per_node)).size
+    )
 
 
 def nic_positions(graph: FabricGraph, block: np.ndarray, count: int) -> np.ndarray:
