@@ -31,7 +31,9 @@
   (:func:`rack_tree`): a chain through the rack's 72 GPUs over NVLink and one double binary
   tree between racks per channel of NCCL's graph (:func:`rack_channels`, 15 on an NVL72
   rack), each from its own GPU and NIC.  So has the ring (:func:`rack_ring`): each channel
-  runs through the rack's GPUs over NVLink and on to the next rack through its own NIC.
+  runs through the rack's GPUs over NVLink and on to the next rack through its own NIC, also
+  where the group holds different numbers of GPUs in its racks (the channels are then those
+  of the rack with the fewest of the group's NICs: NCCL keeps the minimum over its ranks).
 """
 
 from __future__ import annotations
