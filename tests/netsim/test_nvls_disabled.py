@@ -229,3 +229,33 @@ def test_a_group_with_part_of_a_rack_has_the_channels_of_its_own_nics(two_racks)
     assert rack_channels(two_racks) == 15
     assert rack_channels(two_racks, np.arange(72)) == 15
     assert rack_channels(two_racks, np.arange(4)) == 8
+
+
+def test_ring_over_racks_with_unequal_gpu_counts_crosses_through_the_channels_nics(two_racks):
+    """A group with 36 GPUs in one rack and 28 in the other (data parallelism over 128 GPUs
+    packed 72 + 56 with TP 2) is still NCCL's ring of two fused racks: it crosses between
+    them through each channel's own NIC, at the ring rate of an even split, not through a
+    tray's 4 NICs as a ring of trays would (~90 GB/s of bus bandwidth)."""
+    from clusterforge.netsim.collectives import build_phases, ring_order
+
+    uneven = np.r_[np.arange(0, 72, 2), np.arange(72, 128, 2)][None, :]
+    even = np.r_[np.arange(0, 56, 2), np.arange(72, 128, 2)][None, :]
+    for collective in ("all_gather", "reduce_scatter"):
+        res = simulate_collective(two_racks, collective, 2 * GIB, uneven, algorithm="ring")
+        ref = simulate_collective(two_racks, collective, 2 * GIB, even, algorithm="ring")
+        (phase,) = build_phases(
+            two_racks, collective, "ring", ring_order(two_racks, uneven), pxn=True
+        )
+        ports = set(zip(phase.net.src_node.tolist(), phase.net.src_nic.tolist(), strict=True))
+        assert [sum(1 for node, _ in ports if node // 18 == r) for r in range(2)] == [15, 15]
+        assert res.busbw_gbyte_per_s > 2 * 4 * 50.0
+        assert res.busbw_gbyte_per_s == pytest.approx(ref.busbw_gbyte_per_s, rel=0.1)
+
+
+def test_ring_over_racks_with_one_gpu_in_a_rack_uses_that_gpus_nic(two_racks):
+    """A group with one GPU in the first rack and a tray's 4 in the second crosses between
+    the racks on as many channels as the single GPU's NIC carries (each channel's head has
+    a NIC of its own), and runs."""
+    group = np.array([[0, 72, 73, 74, 75]])
+    res = simulate_collective(two_racks, "all_gather", 256 * 2**20, group, algorithm="ring")
+    assert 0 < res.busbw_gbyte_per_s <= 2 * 50.0

@@ -134,13 +134,6 @@ KNOWN_GAPS = {
         "(bridge260201-h100-qwen3-30b-a3b-pp2, 9,058 against 5,113 tokens/s/GPU): the "
         "software release alone moves this run more than any modelled term"
     ),
-    "bridge2509-gb200-llama3.1-405b-fsdp": (
-        "FSDP over 64 GPUs in two NVL72 racks: the simulated all-gather crosses racks at about "
-        "90 GB/s per GPU, where NCCL spreads the rack-to-rack hop over many NICs; 126 layers x "
-        "(17 ms gather + 17 ms re-gather + 34 ms reduce-scatter) = 8.7 s of collectives per "
-        "step against a measured 5.6 s step, so no overlap or prefetch depth closes it: the "
-        "gap is the simulated cross-rack bandwidth, not the FSDP schedule"
-    ),
 }
 
 

@@ -46,9 +46,11 @@ from clusterforge.netsim.solve import solve_phases
 from clusterforge.netsim.trees import (
     NVLS_MAX_HEADS,
     domain_blocks,
+    domain_split,
     mnnvl,
     nvls_heads,
     rack_channels,
+    ring_channels,
 )
 from clusterforge.netsim.tuner import (
     TuningContext,
@@ -172,18 +174,23 @@ def _context(
     n = int(seq.shape[1])
     heads = min(NVLS_MAX_HEADS, n) if algorithm == "nvls" else 0
     kd = domain_blocks(graph, seq)[1] if mnnvl(graph) else 0
+    split = domain_split(graph, seq) if mnnvl(graph) else None
     if algorithm == "nvls_tree" and mnnvl(graph):
         ordered, k = domain_blocks(graph, seq)
         nodes = n // k
         heads = int(nvls_heads(graph, ordered[0, :k]).size)
         node_net = heads * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
         channels = heads
-    elif (algorithm == "tree" and kd and n // kd >= 2) or _rack_ring(collective, algorithm, kd):
-        # the tree or ring of NVLink domains (trees.rack_tree, trees.rack_ring): NCCL's
-        # channels on a domain; a ring inside one domain runs on one NCCL node
+    elif algorithm == "tree" and kd and n // kd >= 2:
+        # the tree of NVLink domains (trees.rack_tree): NCCL's channels on a domain
         nodes = n // kd
-        block = domain_blocks(graph, seq)[0][0, :kd] if algorithm == "ring" else None
-        channels = rack_channels(graph, block)
+        channels = rack_channels(graph)
+        node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
+    elif split is not None and _rack_ring(collective, algorithm):
+        # the ring of NVLink domains (trees.rack_ring), even or uneven over them: the
+        # channels of the group's GPUs in its domains; inside one domain, one NCCL node
+        nodes = split[1].size
+        channels = ring_channels(graph, split[0][0], split[1])
         node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
     else:
         nodes = np.unique(seq[0] // graph.gpus_per_node).size
@@ -212,12 +219,11 @@ def _context(
     )
 
 
-def _rack_ring(collective: Collective, algorithm: Algorithm, domain_gpus: int) -> bool:
-    """The ring of a collective over whole NVLink domains of a multi-node NVLink fabric
-    (``domain_gpus`` of the group in each, 0: not MNNVL or uneven): NCCL's node is then the
-    domain (:func:`~clusterforge.netsim.trees.rack_ring`)."""
+def _rack_ring(collective: Collective, algorithm: Algorithm) -> bool:
+    """The ring of a collective over the NVLink domains of a multi-node NVLink fabric:
+    NCCL's node is then the domain (:func:`~clusterforge.netsim.trees.rack_ring`)."""
     rings = ("all_reduce", "all_gather", "reduce_scatter")
-    return algorithm == "ring" and collective in rings and domain_gpus > 0
+    return algorithm == "ring" and collective in rings
 
 
 def _bandwidth_s(phases: list[PhaseSolution], size_bytes: float, share: float) -> float:

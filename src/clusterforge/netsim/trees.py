@@ -31,7 +31,9 @@
   (:func:`rack_tree`): a chain through the rack's 72 GPUs over NVLink and one double binary
   tree between racks per channel of NCCL's graph (:func:`rack_channels`, 15 on an NVL72
   rack), each from its own GPU and NIC.  So has the ring (:func:`rack_ring`): each channel
-  runs through the rack's GPUs over NVLink and on to the next rack through its own NIC.
+  runs through the rack's GPUs over NVLink and on to the next rack through its own NIC, also
+  where the group holds different numbers of GPUs in its racks (the channels are then those
+  of the rack with the fewest of the group's NICs: NCCL keeps the minimum over its ranks).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from clusterforge.topology import FabricGraph
 __all__ = [
     "NVLS_MAX_HEADS",
     "domain_blocks",
+    "domain_split",
     "dtree_parents",
     "mnnvl",
     "nvls_heads",
@@ -59,6 +62,7 @@ __all__ = [
     "nvls_tree_phases",
     "rack_channels",
     "rack_ring",
+    "ring_channels",
     "tree_phases",
 ]
 
@@ -172,41 +176,86 @@ def rack_ring(
     graph: FabricGraph, seq: np.ndarray, per_edge_volume: float, steps: int, algorithm: Algorithm
 ) -> Traffic | None:
     """NCCL's ring with the NVLink domain as its node (MNNVL), or None when ``seq`` does not
-    span 2+ domains with the same GPUs in each.  The ring graph is searched on the fused
-    domain (``ncclTopoCompute``, ``src/graph/search.cc``): each of its C channels
-    (:func:`rack_channels`, 15 on an NVL72 rack) runs through the domain's k GPUs over
-    NVLink and crosses to the next domain through its own NIC.  Inside each domain the k
-    GPUs form a chain that carries every channel (``per_edge_volume`` per GPU, as on any
-    ring); between domains channel c goes from the c-th NIC GPU of one domain to that of
-    the next with 1/C of the data.  ``seq`` is ordered domain by domain."""
-    ordered, k = domain_blocks(graph, seq)
-    ng, n = seq.shape
-    m = n // k if k else 0
-    if m < 2:
+    span 2+ domains with the same split over them in every group.  The ring graph is searched
+    on the fused domain (``ncclTopoCompute``, ``src/graph/search.cc``): each of its C
+    channels (:func:`ring_channels`, 15 on an NVL72 rack) runs through the group's GPUs of a
+    domain over NVLink and crosses to the next domain through its own NIC.  Inside each
+    domain its GPUs form a chain that carries every channel (``per_edge_volume`` per GPU, as
+    on any ring); between domains channel c goes from the c-th NIC GPU of one domain to that
+    of the next with 1/C of the data.  The domains may hold different numbers of the group's
+    GPUs (72 + 56 GPUs of two racks): NCCL builds rings across nodes of any size, so only
+    the chains' lengths differ."""
+    split = domain_split(graph, seq)
+    if split is None or split[1].size < 2:
         return None
-    local = ordered.reshape(ng * m, k)
-    chain = np.arange(k - 1)
-    e = edge_traffic(graph, local, chain, chain + 1, per_edge=False)
-    volume = np.full(local.shape[0] * e.num_channels, per_edge_volume / e.num_channels)
-    intra = Traffic(
-        algorithm, e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, 0
-    )
-    heads = nic_positions(graph, local[0], rack_channels(graph, local[0]))
-    rails = ordered.reshape(ng, m, k)[:, :, heads].transpose(0, 2, 1).reshape(ng * heads.size, m)
+    ordered, counts = split
+    ng = seq.shape[0]
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    parts = []
+    for k in np.unique(counts[counts >= 2]):
+        cols = np.concatenate([s + np.arange(k) for s in starts[counts == k]])
+        local = ordered[:, cols].reshape(-1, int(k))
+        chain = np.arange(int(k) - 1)
+        e = edge_traffic(graph, local, chain, chain + 1, per_edge=False)
+        volume = np.full(local.shape[0] * e.num_channels, per_edge_volume / e.num_channels)
+        parts.append(
+            Traffic(
+                algorithm, e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, 0
+            )
+        )
+    blocks = [ordered[0, s : s + k] for s, k in zip(starts, counts, strict=True)]
+    # one head per channel, each on its own NIC: no more than the fewest NICs of a domain
+    h = min([ring_channels(graph, ordered[0], counts)] + [nic_count(graph, b) for b in blocks])
+    m = counts.size
+    heads = np.stack(
+        [s + nic_positions(graph, b, h) for s, b in zip(starts, blocks, strict=True)]
+    )  # (m, C): the columns of each domain's channel GPUs
+    rails = ordered[:, heads.T].reshape(ng * heads.shape[1], m)
     src = np.arange(m)
     r = edge_traffic(graph, rails, src, (src + 1) % m, per_edge=False)
-    share = per_edge_volume / heads.size / r.num_channels
-    inter = Traffic(
-        algorithm,
-        r.intra_src,
-        r.intra_dst,
-        r.intra_owner,
-        r.net,
-        r.net_owner,
-        np.full(rails.shape[0] * r.num_channels, share),
-        0,
+    share = per_edge_volume / heads.shape[1] / r.num_channels
+    # each domain's search picks its channel's NIC: the next domain receives on its own
+    # channel GPU's NIC, not on the sender's NIC index (the two differ when the domains
+    # hold different GPUs of the group)
+    net = replace(r.net, dst_nic=graph.nic_of_local(r.net.dst_gpu % graph.gpus_per_node))
+    parts.append(
+        Traffic(
+            algorithm,
+            r.intra_src,
+            r.intra_dst,
+            r.intra_owner,
+            net,
+            r.net_owner,
+            np.full(rails.shape[0] * r.num_channels, share),
+            0,
+        )
     )
-    return replace(merge([intra, inter]), steps=steps)
+    return replace(merge(parts), steps=steps)
+
+
+def domain_split(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``seq`` reordered NVLink domain by domain (stable) and the number of each row's GPUs
+    in each of its domains, in order; None when the rows split differently."""
+    dom = graph.domain_of(seq)
+    order = np.argsort(dom, axis=1, kind="stable")
+    out = np.take_along_axis(seq, order, axis=1)
+    srt = np.take_along_axis(dom, order, axis=1)
+    new = np.ones(srt.shape, bool)
+    new[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    if not bool(np.all(new == new[:1])):
+        return None
+    counts = np.diff(np.append(np.flatnonzero(new[0]), seq.shape[1]))
+    return out, counts
+
+
+def ring_channels(graph: FabricGraph, row: np.ndarray, counts: np.ndarray) -> int:
+    """Channels of NCCL's ring over the domains of one group (``row`` ordered domain by
+    domain, ``counts`` GPUs in each): every rank searches its own node's graph and the
+    communicator keeps the fewest channels any rank found (``initTransportsRank``,
+    ``src/init.cc``: the minimum over the ranks' ``graphInfo``), so the domain with the
+    fewest NICs of the group sets them."""
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    return min(rack_channels(graph, row[s : s + k]) for s, k in zip(starts, counts, strict=True))
 
 
 def nvls_possible(graph: FabricGraph, seq: np.ndarray) -> bool:
@@ -257,6 +306,14 @@ def nvls_heads(graph: FabricGraph, block: np.ndarray) -> np.ndarray:
     """Positions in a node block (one NCCL node's GPUs, in order) of its NVLS heads: one GPU
     per distinct NIC, at most ``NVLS_MAX_HEADS``, spread evenly over the block."""
     return nic_positions(graph, block, NVLS_MAX_HEADS)
+
+
+def nic_count(graph: FabricGraph, block: np.ndarray) -> int:
+    """Distinct NICs of the GPUs ``block``."""
+    node = block // graph.gpus_per_node
+    return int(
+        np.unique(node * graph.nics_per_node + graph.nic_of_local(block % graph.gpus_per_node)).size
+    )
 
 
 def nic_positions(graph: FabricGraph, block: np.ndarray, count: int) -> np.ndarray:
