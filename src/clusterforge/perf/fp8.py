@@ -22,6 +22,11 @@ memory-bound passes over the GEMM operands:
 
 Element counts follow the Megatron column/row split: inputs of QKV and FC1 are the
 sequence-parallel shard ``h / t``, the projection input ``h / t``, the FC2 input ``f / t``.
+
+torchao's float8 training (``Stack.fp8_torchao``; pytorch/ao at eab345c, 20 Dec 2024, the
+version of torchtitan's ``benchmarks/llama3_h100_202412_torchtitan.md``) works one
+``Float8Linear`` at a time and is costed by :func:`torchao_layer_bytes` and
+:func:`torchao_weight_bytes_per_micro` instead; see :func:`torchao_layer_bytes`.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ __all__ = [
     "fp8_layer_bytes",
     "fp8_weight_cast_bytes_per_micro",
     "fp8_weight_cast_s",
+    "torchao_layer_bytes",
+    "torchao_weight_bytes_per_micro",
 ]
 
 CAST_TRANSPOSE_BYTES = 4.0  # read 2 B BF16, write 1 B FP8 + 1 B FP8 transposed
@@ -69,6 +76,8 @@ def fp8_layer_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[
     """HBM bytes of FP8 conversions of one layer and micro-batch: (forward, backward)."""
     if plan.precision != "fp8":
         return 0.0, 0.0
+    if stack.fp8_torchao:
+        return torchao_layer_bytes(arch, plan, stack)
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     norm_fed, others, grads, activation_out = _widths(arch, plan)
     if stack.fp8_fused_norm_cast:
@@ -95,6 +104,8 @@ def fp8_weight_cast_bytes_per_micro(
     """
     if plan.precision != "fp8" or stack.fp8_weight_bytes <= 1.0:
         return 0.0
+    if stack.fp8_torchao and stack.fp8_all_gather:
+        return torchao_weight_bytes_per_micro(params, plan, stack, num_micro)
     if stack.fp8_scaling == "dynamic":
         return 2 * params * (AMAX_READ_BYTES + CAST_TRANSPOSE_BYTES)
     return params * CAST_TRANSPOSE_BYTES / max(1, num_micro)
@@ -107,3 +118,78 @@ def fp8_weight_cast_s(
     params = layers * layer_params_per_gpu(arch, plan)
     num_bytes = fp8_weight_cast_bytes_per_micro(params, plan, stack, num_micro_batches(plan))
     return memory_time_s(num_bytes, perf, num_kernels=layers) if num_bytes else 0.0
+
+
+# torchao float8, tensor-wise dynamic scaling (pytorch/ao eab345c, ``torchao/float8``), bytes
+# per element of each pass, [D] by counting the loads and stores of each step:
+# * ``hp_tensor_to_float8_dynamic`` (``float8_scaling_utils.py``) first reduces the tensor to
+#   its amax (``tensor_to_scale``: read BF16, 2 B), then casts with that scale (read BF16,
+#   write FP8: 3 B); the cast needs the finished amax, so the two are two passes even when
+#   ``torch.compile`` fuses each into one kernel;
+# * ``_scaled_mm`` wants its first operand row-major and its second column-major;
+#   ``preprocess_addmm`` (``float8_ops.py``) copies any other layout (``.contiguous()``:
+#   read FP8, write FP8, 2 B): in the backward the saved FP8 input for the weight gradient
+#   and the FP8 output gradient transposed for it, and the gathered FP8 weight for the
+#   input gradient (the forward consumes ``weight.t()``, already column-major);
+# * under ``torch.compile`` Inductor writes the output gradient's transposed copy from the
+#   cast kernel that already holds it (one BF16 read, two FP8 writes: 4 B), and AOTAutograd's
+#   common-subexpression pass (``torch._functorch.config.cse``, on by default) merges the
+#   identical amax/cast of one input feeding several Linears (torchtitan's Llama has separate
+#   ``wq``, ``wk``, ``wv`` and ``w1``, ``w3``); eager casts that input once per Linear.
+TORCHAO_AMAX_CAST_BYTES = 5.0  # amax read 2 B + cast read 2 B, write 1 B
+TORCHAO_LAYOUT_COPY_BYTES = 2.0  # read FP8 1 B, write its transpose 1 B
+TORCHAO_GRAD_BYTES_EAGER = 7.0  # amax 2 + cast 3 + transposed copy 2
+TORCHAO_GRAD_BYTES_COMPILED = 6.0  # amax 2 + cast writing both layouts 2 + 1 + 1
+# Linears reading the attention input in torchtitan's Llama ``Attention``: wq, wk, wv.
+TORCHAO_ATTENTION_INPUT_LINEARS = 3
+
+
+def torchao_layer_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[float, float]:
+    """HBM bytes of torchao's float8 casts of one layer and micro-batch: (forward, backward).
+
+    Forward: each Linear's input gets its amax and its cast (5 B per element, the cast on the
+    sequence-parallel shard when TP gathers in FP8). Backward: each output gradient gets its
+    amax, cast and transposed copy (7 B eager, 6 B compiled) and each saved FP8 input its
+    column-major copy for the weight gradient (2 B per gathered element). Eager casts a
+    norm output once per Linear that reads it (3 for attention, 2 for a gated MLP's w1, w3);
+    ``torch.compile`` (``Stack.fused_elementwise``) merges them into one.
+    """
+    t, h, f = plan.layout.tp, arch.hidden_size, ffn_size(arch)
+    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
+    _, others, grads, _ = _widths(arch, plan)
+    experts = arch.top_k if arch.num_experts > 1 else 1
+    shard = t if plan.sequence_parallel else 1
+    up_linears = (2 if arch.gated_mlp else 1) * experts
+    compiled = stack.fused_elementwise
+    if arch.parallel_block:
+        readers = [TORCHAO_ATTENTION_INPUT_LINEARS + up_linears]
+    else:
+        readers = [TORCHAO_ATTENTION_INPUT_LINEARS, up_linears]
+    casts = [1 if compiled else n for n in readers]
+    forward = (sum(casts) * h / shard + others) * TORCHAO_AMAX_CAST_BYTES
+    saved_inputs = sum(casts) * h + q_dim(arch) / t + f / t * experts
+    grad_bytes = TORCHAO_GRAD_BYTES_COMPILED if compiled else TORCHAO_GRAD_BYTES_EAGER
+    backward = saved_inputs * TORCHAO_LAYOUT_COPY_BYTES + grads * grad_bytes
+    return forward * tokens, backward * tokens
+
+
+def torchao_weight_bytes_per_micro(
+    params: float, plan: ParallelPlan, stack: Stack, num_micro: int
+) -> float:
+    """HBM bytes per micro-batch of torchao's float8 weights under FSDP2 float8 all-gather.
+
+    With ``enable_fsdp_float8_all_gather`` the weight is cast on its shard before each
+    all-gather (``WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather``, ``fsdp_utils.py``:
+    read the ``Stack.weight_bytes`` shard, write FP8), with the scale that
+    ``precompute_float8_dynamic_scale_for_fsdp`` found once per step (one amax read of every
+    shard, torchtitan's recommended ``--float8.precompute_float8_dynamic_scale_for_fsdp``);
+    the gathered FP8 weight arrives as a ``Float8Tensor`` that the Linear uses as is, and the
+    input-gradient GEMM copies it column-major (2 B per gathered element). FSDP gathers twice
+    per micro-batch when it reshards after the forward, else once.
+    """
+    shard = plan.shard_size or plan.layout.dp * plan.layout.cp
+    gathers = 2 if stack.fsdp_reshard_after_forward else 1
+    shard_params = params / max(1, shard)
+    cast = gathers * shard_params * (stack.weight_bytes + 1.0)
+    amax = shard_params * stack.weight_bytes / max(1, num_micro)
+    return params * TORCHAO_LAYOUT_COPY_BYTES + cast + amax
