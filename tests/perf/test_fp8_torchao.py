@@ -1,9 +1,10 @@
 """torchao float8 training as torchtitan runs it (pytorch/ao eab345c, ``torchao/float8``):
 tensor-wise dynamic scaling per ``Float8Linear``, FSDP2 float8 all-gather of the weights.
 
-Byte counts per element: amax read (2) + cast (2 + 1) per Linear input in the forward;
-each output gradient's amax, cast and transposed copy (7 eager, 6 when Inductor writes both
-layouts from one read); each saved FP8 input's column-major copy for the weight gradient (2);
+Byte counts per element, compiled: amax read (2) + cast (2 + 1) per Linear input in the
+forward; each output gradient's amax, cast and transposed copy (6: Inductor writes both
+layouts from one read). Eager runs each op alone: abs, max (6) and to FP32, scale, clamp,
+to FP8 (27), plus the gradient's transposed copy (2); each saved FP8 input's column-major copy for the weight gradient (2);
 the gathered FP8 weight's column-major copy for the input gradient (2 per parameter).
 """
 
@@ -16,7 +17,11 @@ import pytest
 from clusterforge.catalog import load_catalog
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan
-from clusterforge.perf.fp8 import fp8_layer_bytes, fp8_weight_cast_bytes_per_micro
+from clusterforge.perf.fp8 import (
+    fp8_layer_bytes,
+    fp8_weight_cast_bytes_per_micro,
+    torchao_kernels,
+)
 from clusterforge.perf.stack import stack_named
 
 TORCHTITAN = stack_named("torchtitan")
@@ -52,9 +57,9 @@ def test_eager_casts_each_linears_input_and_copies_layouts_for_the_backward(llam
     forward, backward = fp8_layer_bytes(llama8b, _plan(), eager)
     # wq, wk, wv each cast the attention norm output; w1, w3 the MLP norm output; wo, w2 their own.
     inputs = 3 * h + 2 * h + q + f
-    assert forward == pytest.approx(inputs * 5.0 * TOKENS)
+    assert forward == pytest.approx(inputs * 33.0 * TOKENS)
     grads = (q + 2 * kv) + h + 2 * f + h
-    assert backward == pytest.approx((inputs * 2.0 + grads * 7.0) * TOKENS)
+    assert backward == pytest.approx((inputs * 2.0 + grads * 35.0) * TOKENS)
 
 
 def test_compile_merges_repeated_casts_and_fuses_the_gradient_transpose(llama8b) -> None:
@@ -87,3 +92,13 @@ def test_bf16_runs_pay_no_float8_pass(llama8b) -> None:
     plan = _plan().with_(precision="bf16")
     assert fp8_layer_bytes(llama8b, plan, TORCHTITAN) == (0.0, 0.0)
     assert fp8_weight_cast_bytes_per_micro(1e9, plan, TORCHTITAN, 1) == 0.0
+
+
+def test_kernel_launches_follow_the_linears(llama8b) -> None:
+    # torchtitan's Llama block: wq, wk, wv, wo, w1, w3, w2 (7 Float8Linears).
+    compiled = torchao_kernels(llama8b, replace(TORCHTITAN, fused_elementwise=True))
+    # 4 distinct inputs x (amax, cast); 7 gradient casts x 2 + 4 input copies.
+    assert compiled == (4 * 2, 7 * 2 + 4)
+    eager = torchao_kernels(llama8b, replace(TORCHTITAN, fused_elementwise=False))
+    # 7 inputs x 6 ops; 7 gradients x (6 ops + transposed copy) + 7 input copies.
+    assert eager == (7 * 6, 7 * 7 + 7)

@@ -43,6 +43,7 @@ __all__ = [
     "fp8_layer_bytes",
     "fp8_weight_cast_bytes_per_micro",
     "fp8_weight_cast_s",
+    "torchao_kernels",
     "torchao_layer_bytes",
     "torchao_weight_bytes_per_micro",
 ]
@@ -123,9 +124,12 @@ def fp8_weight_cast_s(
 # torchao float8, tensor-wise dynamic scaling (pytorch/ao eab345c, ``torchao/float8``), bytes
 # per element of each pass, [D] by counting the loads and stores of each step:
 # * ``hp_tensor_to_float8_dynamic`` (``float8_scaling_utils.py``) first reduces the tensor to
-#   its amax (``tensor_to_scale``: read BF16, 2 B), then casts with that scale (read BF16,
-#   write FP8: 3 B); the cast needs the finished amax, so the two are two passes even when
-#   ``torch.compile`` fuses each into one kernel;
+#   its amax (``tensor_to_amax``: ``torch.max(torch.abs(x))``), then casts with that scale
+#   (``_ToFloat8ConstrFunc``: ``x.to(float32) * scale``, then ``to_fp8_saturated``: clamp,
+#   ``.to(float8)``). Under ``torch.compile`` each becomes one kernel (amax: read BF16, 2 B;
+#   cast: read BF16, write FP8, 3 B), two passes because the cast needs the finished amax.
+#   Eager runs every op on its own: abs (2 + 2) and max (2); to FP32 (2 + 4), multiply
+#   (4 + 4), clamp (4 + 4), to FP8 (4 + 1): 6 + 27 B;
 # * ``_scaled_mm`` wants its first operand row-major and its second column-major;
 #   ``preprocess_addmm`` (``float8_ops.py``) copies any other layout (``.contiguous()``:
 #   read FP8, write FP8, 2 B): in the backward the saved FP8 input for the weight gradient
@@ -136,10 +140,10 @@ def fp8_weight_cast_s(
 #   common-subexpression pass (``torch._functorch.config.cse``, on by default) merges the
 #   identical amax/cast of one input feeding several Linears (torchtitan's Llama has separate
 #   ``wq``, ``wk``, ``wv`` and ``w1``, ``w3``); eager casts that input once per Linear.
-TORCHAO_AMAX_CAST_BYTES = 5.0  # amax read 2 B + cast read 2 B, write 1 B
+TORCHAO_AMAX_CAST_BYTES = {"compiled": 5.0, "eager": 6.0 + 27.0}
 TORCHAO_LAYOUT_COPY_BYTES = 2.0  # read FP8 1 B, write its transpose 1 B
-TORCHAO_GRAD_BYTES_EAGER = 7.0  # amax 2 + cast 3 + transposed copy 2
-TORCHAO_GRAD_BYTES_COMPILED = 6.0  # amax 2 + cast writing both layouts 2 + 1 + 1
+# Output gradient: amax, cast, transposed copy (compiled: the cast writes both layouts).
+TORCHAO_GRAD_BYTES = {"compiled": 2.0 + 4.0, "eager": 6.0 + 27.0 + 2.0}
 # Linears reading the attention input in torchtitan's Llama ``Attention``: wq, wk, wv.
 TORCHAO_ATTENTION_INPUT_LINEARS = 3
 
@@ -147,9 +151,10 @@ TORCHAO_ATTENTION_INPUT_LINEARS = 3
 def torchao_layer_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[float, float]:
     """HBM bytes of torchao's float8 casts of one layer and micro-batch: (forward, backward).
 
-    Forward: each Linear's input gets its amax and its cast (5 B per element, the cast on the
-    sequence-parallel shard when TP gathers in FP8). Backward: each output gradient gets its
-    amax, cast and transposed copy (7 B eager, 6 B compiled) and each saved FP8 input its
+    Forward: each Linear's input gets its amax and its cast (5 B per element compiled, 33 B
+    eager; on the sequence-parallel shard when TP gathers in FP8). Backward: each output
+    gradient gets its amax, cast and transposed copy (6 B compiled, 35 B eager) and each
+    saved FP8 input its
     column-major copy for the weight gradient (2 B per gathered element). Eager casts a
     norm output once per Linear that reads it (3 for attention, 2 for a gated MLP's w1, w3);
     ``torch.compile`` (``Stack.fused_elementwise``) merges them into one.
@@ -159,18 +164,45 @@ def torchao_layer_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tu
     _, others, grads, _ = _widths(arch, plan)
     experts = arch.top_k if arch.num_experts > 1 else 1
     shard = t if plan.sequence_parallel else 1
-    up_linears = (2 if arch.gated_mlp else 1) * experts
     compiled = stack.fused_elementwise
+    mode = "compiled" if compiled else "eager"
+    readers, _ = _torchao_linears(arch)
+    casts = [1 if compiled else n for n in readers]
+    forward = (sum(casts) * h / shard + others) * TORCHAO_AMAX_CAST_BYTES[mode]
+    saved_inputs = sum(casts) * h + q_dim(arch) / t + f / t * experts
+    backward = saved_inputs * TORCHAO_LAYOUT_COPY_BYTES + grads * TORCHAO_GRAD_BYTES[mode]
+    return forward * tokens, backward * tokens
+
+
+def _torchao_linears(arch: ModelArch) -> tuple[list[int], int]:
+    """(Linears reading each norm output, Linears per layer) of torchtitan's Llama block."""
+    experts = arch.top_k if arch.num_experts > 1 else 1
+    up_linears = (2 if arch.gated_mlp else 1) * experts
     if arch.parallel_block:
         readers = [TORCHAO_ATTENTION_INPUT_LINEARS + up_linears]
     else:
         readers = [TORCHAO_ATTENTION_INPUT_LINEARS, up_linears]
-    casts = [1 if compiled else n for n in readers]
-    forward = (sum(casts) * h / shard + others) * TORCHAO_AMAX_CAST_BYTES
-    saved_inputs = sum(casts) * h + q_dim(arch) / t + f / t * experts
-    grad_bytes = TORCHAO_GRAD_BYTES_COMPILED if compiled else TORCHAO_GRAD_BYTES_EAGER
-    backward = saved_inputs * TORCHAO_LAYOUT_COPY_BYTES + grads * grad_bytes
-    return forward * tokens, backward * tokens
+    return readers, sum(readers) + 1 + experts  # + wo and the down projection(s)
+
+
+# Kernels per cast: compiled, amax and cast (the gradient's cast also writes its transpose);
+# eager, abs, max, to FP32, multiply, clamp, to FP8 (see the byte counts above).
+TORCHAO_CAST_KERNELS = {"compiled": 2, "eager": 6}
+
+
+def torchao_kernels(arch: ModelArch, stack: Stack) -> tuple[int, int]:
+    """Kernel launches of torchao's float8 casts in one layer: (forward, backward).
+
+    Forward: one cast per Linear input (compiled: one per distinct input). Backward: each
+    Linear's output-gradient cast (eager adds its transposed copy) and the column-major copy
+    of its saved FP8 input (the weight copies are counted with the weights).
+    """
+    readers, linears = _torchao_linears(arch)
+    mode = "compiled" if stack.fused_elementwise else "eager"
+    per_cast = TORCHAO_CAST_KERNELS[mode]
+    inputs = linears - sum(readers) + (len(readers) if mode == "compiled" else sum(readers))
+    grad_kernels = per_cast + (0 if mode == "compiled" else 1)
+    return inputs * per_cast, linears * grad_kernels + inputs
 
 
 def torchao_weight_bytes_per_micro(
