@@ -214,7 +214,7 @@ def torchao_weight_bytes_per_micro(
     all-gather (``WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather``, ``fsdp_utils.py``:
     read the ``Stack.weight_bytes`` shard, write FP8), with the scale that
     ``precompute_float8_dynamic_scale_for_fsdp`` found once per step (one amax read of every
-    shard, torchtitan's recommended ``--float8.precompute_float8_dynamic_scale_for_fsdp``);
+    shard, as recommended in torchtitan ``docs/float8.md`` at 9dec370, Dec 2024);
     the gathered FP8 weight arrives as a ``Float8Tensor`` that the Linear uses as is, and the
     input-gradient GEMM copies it column-major (2 B per gathered element). FSDP gathers twice
     per micro-batch when it reshards after the forward, else once.
