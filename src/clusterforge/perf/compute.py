@@ -21,7 +21,7 @@ from typing import assert_never
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.attention import attention_backward_s, attention_forward_s, torch_cp_bytes
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
-from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes
+from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes, torchao_kernels
 from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.moe import (
     expert_fp8_extra_kernels,
@@ -245,8 +245,11 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
         backward += memory_time_s(copy_bwd, perf, num_kernels=(3 if regathers else 2) * pairs)
     if cast_fwd > 0:
         kernels = FP8_KERNELS_PER_LAYER // 2 + expert_fp8_extra_kernels(arch, plan, stack)
-        forward += memory_time_s(cast_fwd, perf, num_kernels=kernels)
-        backward += memory_time_s(cast_bwd, perf, num_kernels=kernels)
+        fwd_kernels, bwd_kernels = (
+            torchao_kernels(arch, stack) if stack.fp8_torchao else (kernels, kernels)
+        )
+        forward += memory_time_s(cast_fwd, perf, num_kernels=fwd_kernels)
+        backward += memory_time_s(cast_bwd, perf, num_kernels=bwd_kernels)
     recompute = 0.0
     if plan.recompute == "full":
         recompute = forward

@@ -22,6 +22,11 @@ memory-bound passes over the GEMM operands:
 
 Element counts follow the Megatron column/row split: inputs of QKV and FC1 are the
 sequence-parallel shard ``h / t``, the projection input ``h / t``, the FC2 input ``f / t``.
+
+torchao's float8 training (``Stack.fp8_torchao``; pytorch/ao at eab345c, 20 Dec 2024, the
+version of torchtitan's ``benchmarks/llama3_h100_202412_torchtitan.md``) works one
+``Float8Linear`` at a time and is costed by :func:`torchao_layer_bytes` and
+:func:`torchao_weight_bytes_per_micro` instead; see :func:`torchao_layer_bytes`.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ __all__ = [
     "fp8_layer_bytes",
     "fp8_weight_cast_bytes_per_micro",
     "fp8_weight_cast_s",
+    "torchao_kernels",
+    "torchao_layer_bytes",
+    "torchao_weight_bytes_per_micro",
 ]
 
 CAST_TRANSPOSE_BYTES = 4.0  # read 2 B BF16, write 1 B FP8 + 1 B FP8 transposed
@@ -69,6 +77,8 @@ def fp8_layer_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[
     """HBM bytes of FP8 conversions of one layer and micro-batch: (forward, backward)."""
     if plan.precision != "fp8":
         return 0.0, 0.0
+    if stack.fp8_torchao:
+        return torchao_layer_bytes(arch, plan, stack)
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     norm_fed, others, grads, activation_out = _widths(arch, plan)
     if stack.fp8_fused_norm_cast:
@@ -95,6 +105,8 @@ def fp8_weight_cast_bytes_per_micro(
     """
     if plan.precision != "fp8" or stack.fp8_weight_bytes <= 1.0:
         return 0.0
+    if stack.fp8_torchao and stack.fp8_all_gather:
+        return torchao_weight_bytes_per_micro(params, plan, stack, num_micro)
     if stack.fp8_scaling == "dynamic":
         return 2 * params * (AMAX_READ_BYTES + CAST_TRANSPOSE_BYTES)
     return params * CAST_TRANSPOSE_BYTES / max(1, num_micro)
@@ -107,3 +119,109 @@ def fp8_weight_cast_s(
     params = layers * layer_params_per_gpu(arch, plan)
     num_bytes = fp8_weight_cast_bytes_per_micro(params, plan, stack, num_micro_batches(plan))
     return memory_time_s(num_bytes, perf, num_kernels=layers) if num_bytes else 0.0
+
+
+# torchao float8, tensor-wise dynamic scaling (pytorch/ao eab345c, ``torchao/float8``), bytes
+# per element of each pass, [D] by counting the loads and stores of each step:
+# * ``hp_tensor_to_float8_dynamic`` (``float8_scaling_utils.py``) first reduces the tensor to
+#   its amax (``tensor_to_amax``: ``torch.max(torch.abs(x))``), then casts with that scale
+#   (``_ToFloat8ConstrFunc``: ``x.to(float32) * scale``, then ``to_fp8_saturated``: clamp,
+#   ``.to(float8)``). Under ``torch.compile`` each becomes one kernel (amax: read BF16, 2 B;
+#   cast: read BF16, write FP8, 3 B), two passes because the cast needs the finished amax.
+#   Eager runs every op on its own: abs (2 + 2) and max (2); to FP32 (2 + 4), multiply
+#   (4 + 4), clamp (4 + 4), to FP8 (4 + 1): 6 + 27 B;
+# * ``_scaled_mm`` wants its first operand row-major and its second column-major;
+#   ``preprocess_addmm`` (``float8_ops.py``) copies any other layout (``.contiguous()``:
+#   read FP8, write FP8, 2 B): in the backward the saved FP8 input for the weight gradient
+#   and the FP8 output gradient transposed for it, and the gathered FP8 weight for the
+#   input gradient (the forward consumes ``weight.t()``, already column-major);
+# * under ``torch.compile`` Inductor writes the output gradient's transposed copy from the
+#   cast kernel that already holds it (one BF16 read, two FP8 writes: 4 B), and AOTAutograd's
+#   common-subexpression pass (``torch._functorch.config.cse``, on by default) merges the
+#   identical amax/cast of one input feeding several Linears (torchtitan's Llama has separate
+#   ``wq``, ``wk``, ``wv`` and ``w1``, ``w3``); eager casts that input once per Linear.
+TORCHAO_AMAX_CAST_BYTES = {"compiled": 5.0, "eager": 6.0 + 27.0}
+TORCHAO_LAYOUT_COPY_BYTES = 2.0  # read FP8 1 B, write its transpose 1 B
+# Output gradient: amax, cast, transposed copy (compiled: the cast writes both layouts).
+TORCHAO_GRAD_BYTES = {"compiled": 2.0 + 4.0, "eager": 6.0 + 27.0 + 2.0}
+# Linears reading the attention input in torchtitan's Llama ``Attention``: wq, wk, wv.
+TORCHAO_ATTENTION_INPUT_LINEARS = 3
+
+
+def torchao_layer_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[float, float]:
+    """HBM bytes of torchao's float8 casts of one layer and micro-batch: (forward, backward).
+
+    Forward: each Linear's input gets its amax and its cast (5 B per element compiled, 33 B
+    eager; on the sequence-parallel shard when TP gathers in FP8). Backward: each output
+    gradient gets its amax, cast and transposed copy (6 B compiled, 35 B eager) and each
+    saved FP8 input its
+    column-major copy for the weight gradient (2 B per gathered element). Eager casts a
+    norm output once per Linear that reads it (3 for attention, 2 for a gated MLP's w1, w3);
+    ``torch.compile`` (``Stack.fused_elementwise``) merges them into one.
+    """
+    t, h, f = plan.layout.tp, arch.hidden_size, ffn_size(arch)
+    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
+    _, others, grads, _ = _widths(arch, plan)
+    experts = arch.top_k if arch.num_experts > 1 else 1
+    shard = t if plan.sequence_parallel else 1
+    compiled = stack.fused_elementwise
+    mode = "compiled" if compiled else "eager"
+    readers, _ = _torchao_linears(arch)
+    casts = [1 if compiled else n for n in readers]
+    forward = (sum(casts) * h / shard + others) * TORCHAO_AMAX_CAST_BYTES[mode]
+    saved_inputs = sum(casts) * h + q_dim(arch) / t + f / t * experts
+    backward = saved_inputs * TORCHAO_LAYOUT_COPY_BYTES + grads * TORCHAO_GRAD_BYTES[mode]
+    return forward * tokens, backward * tokens
+
+
+def _torchao_linears(arch: ModelArch) -> tuple[list[int], int]:
+    """(Linears reading each norm output, Linears per layer) of torchtitan's Llama block."""
+    experts = arch.top_k if arch.num_experts > 1 else 1
+    up_linears = (2 if arch.gated_mlp else 1) * experts
+    if arch.parallel_block:
+        readers = [TORCHAO_ATTENTION_INPUT_LINEARS + up_linears]
+    else:
+        readers = [TORCHAO_ATTENTION_INPUT_LINEARS, up_linears]
+    return readers, sum(readers) + 1 + experts  # + wo and the down projection(s)
+
+
+# Kernels per cast: compiled, amax and cast (the gradient's cast also writes its transpose);
+# eager, abs, max, to FP32, multiply, clamp, to FP8 (see the byte counts above).
+TORCHAO_CAST_KERNELS = {"compiled": 2, "eager": 6}
+
+
+def torchao_kernels(arch: ModelArch, stack: Stack) -> tuple[int, int]:
+    """Kernel launches of torchao's float8 casts in one layer: (forward, backward).
+
+    Forward: one cast per Linear input (compiled: one per distinct input). Backward: each
+    Linear's output-gradient cast (eager adds its transposed copy) and the column-major copy
+    of its saved FP8 input (the weight copies are counted with the weights).
+    """
+    readers, linears = _torchao_linears(arch)
+    mode = "compiled" if stack.fused_elementwise else "eager"
+    per_cast = TORCHAO_CAST_KERNELS[mode]
+    inputs = linears - sum(readers) + (len(readers) if mode == "compiled" else sum(readers))
+    grad_kernels = per_cast + (0 if mode == "compiled" else 1)
+    return inputs * per_cast, linears * grad_kernels + inputs
+
+
+def torchao_weight_bytes_per_micro(
+    params: float, plan: ParallelPlan, stack: Stack, num_micro: int
+) -> float:
+    """HBM bytes per micro-batch of torchao's float8 weights under FSDP2 float8 all-gather.
+
+    With ``enable_fsdp_float8_all_gather`` the weight is cast on its shard before each
+    all-gather (``WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather``, ``fsdp_utils.py``:
+    read the ``Stack.weight_bytes`` shard, write FP8), with the scale that
+    ``precompute_float8_dynamic_scale_for_fsdp`` found once per step (one amax read of every
+    shard, as recommended in torchtitan ``docs/float8.md`` at 9dec370, Dec 2024);
+    the gathered FP8 weight arrives as a ``Float8Tensor`` that the Linear uses as is, and the
+    input-gradient GEMM copies it column-major (2 B per gathered element). FSDP gathers twice
+    per micro-batch when it reshards after the forward, else once.
+    """
+    shard = plan.shard_size or plan.layout.dp * plan.layout.cp
+    gathers = 2 if stack.fsdp_reshard_after_forward else 1
+    shard_params = params / max(1, shard)
+    cast = gathers * shard_params * (stack.weight_bytes + 1.0)
+    amax = shard_params * stack.weight_bytes / max(1, num_micro)
+    return params * TORCHAO_LAYOUT_COPY_BYTES + cast + amax

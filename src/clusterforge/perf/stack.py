@@ -176,6 +176,8 @@ class Stack:
     their sequence-parallel all-gather (torchao ``PrepareFloat8ModuleInput`` and
     ``Float8ColwiseParallel``, "all-gather in float8", as torchtitan applies them with
     Float8 and TP), so those gathers move one byte per element.
+    ``fp8_torchao``: FP8 is torchao's ``Float8Linear`` with tensor-wise dynamic scaling, one
+    Linear at a time, no fused norm cast (:func:`~clusterforge.perf.fp8.torchao_layer_bytes`).
     ``fused_elementwise``: norms, activations and rotary embeddings run as fused kernels
     (Megatron/Transformer Engine/Apex, or a PyTorch model under ``torch.compile``); False
     is PyTorch eager, one kernel per op (:mod:`clusterforge.perf.compute`).
@@ -223,6 +225,7 @@ class Stack:
     fp8_scaling: Fp8Scaling = "delayed"
     fp8_fused_norm_cast: bool = True
     fp8_all_gather: bool = False
+    fp8_torchao: bool = False
     tp_layout_copies: bool = False
     tp_saves_gathered_input: bool = False
     tp_fp8_all_gather: bool = False
@@ -293,6 +296,7 @@ def _pytorch(name: str, **changes: object) -> Stack:
         optimizer_bytes=8.0,
         fp8_scaling="dynamic",
         fp8_fused_norm_cast=False,
+        fp8_torchao=True,
         pp_overlap=False,
         pipelined_fsdp_no_sync=True,
         moe_dispatch_sync=False,
