@@ -108,6 +108,8 @@ def _stack(row: dict[str, Any]) -> Stack:
     for key in ("compile", "torch_compile"):
         if key in row:
             stack = replace(stack, fused_elementwise=row[key])
+    if "distribute_checkpoints" in row:  # Megatron --distribute-checkpointed-activations
+        stack = replace(stack, distribute_checkpoints=row["distribute_checkpoints"])
     if "cuda_graph_modules" in row:  # Megatron --cuda-graph-modules of the run's recipe
         stack = replace(stack, cuda_graph_modules=tuple(row["cuda_graph_modules"]))
     return stack

@@ -47,6 +47,18 @@ def test_selective_and_full_recompute() -> None:
     assert activation_bytes_per_layer(GPT, full, UNFUSED) == pytest.approx(2 * S * B * H / t)
 
 
+def test_distributed_checkpoints_split_the_full_recompute_input_over_tp() -> None:
+    """Megatron-LM's --distribute-checkpointed-activations: without SP each TP rank keeps
+    1/t of the layer input it recomputes from (OPT-175B's metaseq launcher sets it)."""
+    from dataclasses import replace
+
+    t = 8
+    full = plan(tp=t, recompute="full")
+    distributed = replace(UNFUSED, distribute_checkpoints=True)
+    assert activation_bytes_per_layer(GPT, full, UNFUSED) == pytest.approx(2 * S * B * H)
+    assert activation_bytes_per_layer(GPT, full, distributed) == pytest.approx(2 * S * B * H / t)
+
+
 def test_zero_stages_shrink_model_states_monotonically(models) -> None:
     arch = models["llama3-70b"]
     stages = JobLayout(pp=1).split_layers(arch.num_layers)

@@ -130,7 +130,8 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
     h, f = arch.hidden_size, ffn_size(arch)
     sbh = plan.micro_batch * plan.seq_length / plan.layout.cp * h
     if plan.recompute == "full":
-        return 2.0 * sbh / (plan.layout.tp if plan.sequence_parallel else 1)
+        sliced = plan.sequence_parallel or stack.distribute_checkpoints
+        return 2.0 * sbh / (plan.layout.tp if sliced else 1)
     if _recomputes_matmuls(plan, stack):
         return _every_other_matmul_bytes(arch, plan)
     q_ratio, kv_ratio = q_dim(arch) / h, kv_dim(arch) / h

@@ -193,6 +193,10 @@ class Stack:
     :func:`~clusterforge.perf.moe.expert_output_bias_s`).
     ``cuda_graph_modules``: scopes replayed from CUDA graphs (Megatron
     ``--cuda-graph-modules``; none in eager runs, the default of every stack here).
+    ``distribute_checkpoints``: under full recomputation without sequence parallelism each
+    TP rank keeps only its 1/t slice of the layer input it recomputes from, and gathers it
+    back before the recomputation (Megatron-LM's ``--distribute-checkpointed-activations``,
+    which metaseq's OPT launcher sets); off by default.
     """
 
     name: str = "megatron-core"
@@ -233,6 +237,7 @@ class Stack:
     moe_dispatch_metadata: bool = True
     moe_expert_bias_eager: bool = True
     cuda_graph_modules: tuple[CudaGraphModule, ...] = ()
+    distribute_checkpoints: bool = False
 
     def gathered_weight_bytes(self, precision: str) -> float:
         """Wire bytes per weight in parameter all-gathers (ZeRO/FSDP): FP8 in FP8 runs when
