@@ -24,17 +24,17 @@ Element counts follow the Megatron column/row split: inputs of QKV and FC1 are t
 sequence-parallel shard ``h / t``, the projection input ``h / t``, the FC2 input ``f / t``.
 
 Blackwell: compute capability 10.x (B200, GB200: sm_100; B300, GB300: sm_103) runs FP8
-tensor-core GEMMs in every layout, so Transformer Engine's per-tensor (delayed or current)
-scaling writes no transposed copy there: its ``nvte_is_non_tn_fp8_gemm_supported`` is true
-for compute capability 10.0-11.x and >= 13.0, and a quantizer asked for the column-wise
-layout then reuses the row-wise data instead of a transpose (NVIDIA/TransformerEngine
-``transformer_engine/common/transformer_engine.cpp`` and
-``transformer_engine/pytorch/csrc/extensions/cast.cpp``: ``create_transpose =
-columnwise_usage && !non_tn_fp8_gemm_supported()``, TE 2.x, read 2026-12-02). On those GPUs
-a Transformer Engine stack's cast is read 2 B + write 1 B, and the norm and activation
-outputs that it emits in FP8 need no second pass. The rule is Transformer Engine's
-(stacks with ``fp8_fused_norm_cast``, i.e. TE's ``LayerNormLinear``/``LayerNormMLP``); other
-stacks keep their own casts.
+tensor-core GEMMs in every operand layout, so Transformer Engine's per-tensor (delayed or
+current) scaling writes no transposed copy there. NVIDIA/TransformerEngine v2.9 (the NeMo
+25.11 container's): ``nvte_is_non_tn_fp8_gemm_supported`` is true for compute capability
+10.0-11.x and >= 13.0 (``transformer_engine/common/transformer_engine.cpp``), and
+``Float8Quantizer`` / ``Float8CurrentScalingQuantizer::create_tensor`` allocate the
+transpose only when ``columnwise_usage && !nvte_is_non_tn_fp8_gemm_supported()``, reusing
+the row-wise data otherwise (``transformer_engine/pytorch/csrc/quantizer.cpp``), read
+2026-12-02. There a Transformer Engine stack's cast is read 2 B + write 1 B, and the norm
+and activation outputs it emits in FP8 need no second pass. The rule is Transformer
+Engine's (the stacks with ``fp8_fused_norm_cast``, i.e. TE's ``LayerNormLinear`` /
+``LayerNormMLP``); other stacks keep their own casts.
 """
 
 from __future__ import annotations
