@@ -233,7 +233,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     attention_bwd += memory_time_s(cp_bwd, perf, num_kernels=cp_kernels) if cp_bwd else 0.0
     kernels = _elementwise_kernels(arch, stack)
     elementwise = memory_time_s(_elementwise_bytes(arch, plan, stack), perf, num_kernels=kernels)
-    cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack)
+    cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack, perf.gpu_id)
     bias_fwd, bias_bwd = expert_output_bias_s(arch, plan, perf, stack)
     forward = gemm + attention_fwd + elementwise + bias_fwd
     backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise + bias_bwd

@@ -27,11 +27,26 @@ torchao's float8 training (``Stack.fp8_torchao``; pytorch/ao at eab345c, 20 Dec 
 version of torchtitan's ``benchmarks/llama3_h100_202412_torchtitan.md``) works one
 ``Float8Linear`` at a time and is costed by :func:`torchao_layer_bytes` and
 :func:`torchao_weight_bytes_per_micro` instead; see :func:`torchao_layer_bytes`.
+
+Blackwell: compute capability 10.x (B200, GB200: sm_100; B300, GB300: sm_103) runs FP8
+tensor-core GEMMs in every operand layout, so Transformer Engine's per-tensor (delayed or
+current) scaling writes no transposed copy there. NVIDIA/TransformerEngine v2.9 (the NeMo
+25.11 container's): ``nvte_is_non_tn_fp8_gemm_supported`` is true for compute capability
+10.0-11.x and >= 13.0 (``transformer_engine/common/transformer_engine.cpp``), and
+``Float8Quantizer`` / ``Float8CurrentScalingQuantizer::create_tensor`` allocate the
+transpose only when ``columnwise_usage && !nvte_is_non_tn_fp8_gemm_supported()``, reusing
+the row-wise data otherwise (``transformer_engine/pytorch/csrc/quantizer.cpp``), read
+2026-12-02. There a Transformer Engine stack's cast is read 2 B + write 1 B, and the norm
+and activation outputs it emits in FP8 need no second pass. The rule is Transformer
+Engine's (the stacks with ``fp8_fused_norm_cast``, i.e. TE's ``LayerNormLinear`` /
+``LayerNormMLP``); other stacks keep their own casts.
 """
 
 from __future__ import annotations
 
-from clusterforge.catalog import ModelArch
+from functools import cache
+
+from clusterforge.catalog import ModelArch, gpu_architecture, load_catalog
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.memory import layer_params_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches
@@ -43,6 +58,7 @@ __all__ = [
     "fp8_layer_bytes",
     "fp8_weight_cast_bytes_per_micro",
     "fp8_weight_cast_s",
+    "te_writes_fp8_transposes",
     "torchao_kernels",
     "torchao_layer_bytes",
     "torchao_weight_bytes_per_micro",
@@ -50,6 +66,10 @@ __all__ = [
 
 CAST_TRANSPOSE_BYTES = 4.0  # read 2 B BF16, write 1 B FP8 + 1 B FP8 transposed
 TRANSPOSE_BYTES = 2.0  # read 1 B FP8, write 1 B transposed
+CAST_BYTES = 3.0  # read 2 B BF16, write 1 B FP8 (no transposed copy)
+# Compute capabilities (major, minor) whose FP8 GEMMs take non-TN layouts, per Transformer
+# Engine's ``nvte_is_non_tn_fp8_gemm_supported``: [10.0, 12.0) and >= 13.0.
+NON_TN_FP8_RANGES = (((10, 0), (12, 0)), ((13, 0), (99, 99)))
 AMAX_READ_BYTES = 2.0  # dynamic scaling: one more BF16 read to find the amax
 # Cast/transpose kernels per layer: 4 forward inputs + 4 backward gradients.
 FP8_KERNELS_PER_LAYER = 8
@@ -73,21 +93,58 @@ def _widths(arch: ModelArch, plan: ParallelPlan) -> tuple[float, float, float, f
     return norm_fed, others, grads, f / t * experts
 
 
-def fp8_layer_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[float, float]:
-    """HBM bytes of FP8 conversions of one layer and micro-batch: (forward, backward)."""
+@cache
+def _non_tn_fp8_gemms(gpu_id: str) -> bool:
+    """True when ``gpu_id``'s FP8 GEMMs take any operand layout (CUDA ISA sm_100 and later,
+    by :data:`NON_TN_FP8_RANGES`); False for Hopper, Ada, AMD and GPUs that no catalog
+    architecture lists (their layout rule is unknown, so the transposes are kept)."""
+    catalog = load_catalog()
+    if gpu_id not in catalog.gpus or not any(gpu_id in a.gpus for a in catalog.architectures):
+        return False
+    isa = gpu_architecture(catalog, gpu_id).isa
+    if not isa.startswith("sm_") or not isa[3:].isdigit():
+        return False
+    number = int(isa[3:])
+    capability = (number // 10, number % 10)
+    return any(low <= capability < high for low, high in NON_TN_FP8_RANGES)
+
+
+def te_writes_fp8_transposes(stack: Stack, gpu_id: str | None) -> bool:
+    """Whether the stack's FP8 casts also write a transposed copy on ``gpu_id``.
+
+    Transformer Engine stacks (``fp8_fused_norm_cast``) skip it where the GPU's FP8 GEMMs take
+    non-TN layouts (Blackwell); other stacks, and an unnamed GPU, keep it.
+    """
+    if gpu_id is None or not stack.fp8_fused_norm_cast:
+        return True
+    return not _non_tn_fp8_gemms(gpu_id)
+
+
+def fp8_layer_bytes(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack, gpu_id: str | None = None
+) -> tuple[float, float]:
+    """HBM bytes of FP8 conversions of one layer and micro-batch: (forward, backward).
+
+    ``gpu_id`` selects the layout rule of :func:`te_writes_fp8_transposes` (None: the
+    transposed copies are written, as on Hopper).
+    """
     if plan.precision != "fp8":
         return 0.0, 0.0
     if stack.fp8_torchao:
         return torchao_layer_bytes(arch, plan, stack)
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     norm_fed, others, grads, activation_out = _widths(arch, plan)
+    transposes = te_writes_fp8_transposes(stack, gpu_id)
+    cast = CAST_TRANSPOSE_BYTES if transposes else CAST_BYTES
     if stack.fp8_fused_norm_cast:
-        # The norm and the activation emit FP8; their outputs still need the transpose pass.
+        # The norm and the activation emit FP8; on GPUs that need TN operands their outputs
+        # still need the transpose pass, elsewhere nothing is left.
         fused = norm_fed + activation_out
-        forward = fused * TRANSPOSE_BYTES + (others - activation_out) * CAST_TRANSPOSE_BYTES
+        fused_bytes = TRANSPOSE_BYTES if transposes else 0.0
+        forward = fused * fused_bytes + (others - activation_out) * cast
     else:
-        forward = (norm_fed + others) * CAST_TRANSPOSE_BYTES
-    backward = grads * CAST_TRANSPOSE_BYTES
+        forward = (norm_fed + others) * cast
+    backward = grads * cast
     if stack.fp8_scaling == "dynamic":
         forward += (norm_fed + others) * AMAX_READ_BYTES
         backward += grads * AMAX_READ_BYTES
@@ -95,21 +152,27 @@ def fp8_layer_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[
 
 
 def fp8_weight_cast_bytes_per_micro(
-    params: float, plan: ParallelPlan, stack: Stack, num_micro: int
+    params: float,
+    plan: ParallelPlan,
+    stack: Stack,
+    num_micro: int,
+    gpu_id: str | None = None,
 ) -> float:
     """HBM bytes per micro-batch to cast the ``params`` weights of a GPU to FP8.
 
     Cached copies are cast once per step (spread over the ``num_micro`` micro-batches);
     FP8-stored parameters need no cast; dynamic-scaling stacks cast in every forward and
-    backward (amax read + cast-transpose).
+    backward (amax read + cast-transpose). The transposed copy follows
+    :func:`te_writes_fp8_transposes`.
     """
     if plan.precision != "fp8" or stack.fp8_weight_bytes <= 1.0:
         return 0.0
     if stack.fp8_torchao and stack.fp8_all_gather:
         return torchao_weight_bytes_per_micro(params, plan, stack, num_micro)
+    cast = CAST_TRANSPOSE_BYTES if te_writes_fp8_transposes(stack, gpu_id) else CAST_BYTES
     if stack.fp8_scaling == "dynamic":
-        return 2 * params * (AMAX_READ_BYTES + CAST_TRANSPOSE_BYTES)
-    return params * CAST_TRANSPOSE_BYTES / max(1, num_micro)
+        return 2 * params * (AMAX_READ_BYTES + cast)
+    return params * cast / max(1, num_micro)
 
 
 def fp8_weight_cast_s(
@@ -117,7 +180,8 @@ def fp8_weight_cast_s(
 ) -> float:
     """Seconds per micro-batch to cast the weights of a stage's ``layers`` layers to FP8."""
     params = layers * layer_params_per_gpu(arch, plan)
-    num_bytes = fp8_weight_cast_bytes_per_micro(params, plan, stack, num_micro_batches(plan))
+    num_micro = num_micro_batches(plan)
+    num_bytes = fp8_weight_cast_bytes_per_micro(params, plan, stack, num_micro, perf.gpu_id)
     return memory_time_s(num_bytes, perf, num_kernels=layers) if num_bytes else 0.0
 
 
