@@ -245,6 +245,34 @@ def _search_start(
     return start, replace(request, top=1) if sweep else request
 
 
+def _searched_sizes(
+    design: Design,
+    arch: ModelArch,
+    base: ParallelPlan,
+    request: PredictRequest,
+    counts: tuple[int, ...],
+    stack: Stack,
+    comm: CommModel,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[list[Prediction], tuple[int, int, int]]:
+    """Every plan found for a single GPU count, else the best plan of each count, and the
+    plans generated, fitting and timed over all counts; a count where nothing fits is
+    skipped when other counts answer."""
+    found: list[Prediction] = []
+    tally = (0, 0, 0)
+    for n in counts:
+        start, asked = _search_start(base, request, n, sweep=len(counts) > 1)
+        try:
+            best, counted = _searched(design, arch, start, asked, stack, comm, progress)
+        except PlanError:
+            if len(counts) == 1:
+                raise
+            continue  # nothing fits at this size: the other sizes still answer
+        found += best[:1] if len(counts) > 1 else best
+        tally = (tally[0] + counted[0], tally[1] + counted[1], tally[2] + counted[2])
+    return found, tally
+
+
 def run_predict(
     design: Design,
     request: PredictRequest,
@@ -267,31 +295,21 @@ def run_predict(
     stack = stack_named(request.stack or workload.stack)
     comm = calibrated_comm(design, request.calibration)
     base = plan_from_workload(workload, job, arch)
-    found: list[Prediction] = []
-    tally = (0, 0, 0)
-    for n in counts:
-        if not request.search:
-            plan = apply_overrides(base, request.overrides, n)
-            found.append(
-                predict_plan(
-                    design,
-                    plan,
-                    arch=arch,
-                    comm=comm,
-                    stack=stack,
-                    calibration=request.calibration,
-                )
+    if request.search:
+        found, tally = _searched_sizes(design, arch, base, request, counts, stack, comm, progress)
+    else:
+        found = [
+            predict_plan(
+                design,
+                apply_overrides(base, request.overrides, n),
+                arch=arch,
+                comm=comm,
+                stack=stack,
+                calibration=request.calibration,
             )
-            continue
-        start, asked = _search_start(base, request, n, sweep=len(counts) > 1)
-        try:
-            best, counted = _searched(design, arch, start, asked, stack, comm, progress)
-        except PlanError:
-            if len(counts) == 1:
-                raise
-            continue  # nothing fits at this size: the other sizes still answer
-        found += best[:1] if len(counts) > 1 else best
-        tally = (tally[0] + counted[0], tally[1] + counted[1], tally[2] + counted[2])
+            for n in counts
+        ]
+        tally = (len(found), len(found), len(found))
     if not found:
         raise PlanError(
             f"no plan of {arch.id} fits on any of {list(counts)} x {design.compute.gpu.id} "
@@ -303,9 +321,9 @@ def run_predict(
         gpu_id=design.compute.gpu.id,
         tokens=workload.tokens_b * 1e9,
         searched=request.search,
-        num_candidates=tally[0] if request.search else len(found),
-        num_fitting=tally[1] if request.search else len(found),
-        num_timed=tally[2] if request.search else len(found),
+        num_candidates=tally[0],
+        num_fitting=tally[1],
+        num_timed=tally[2],
         calibration_changes=_calibration_changes(design, request.calibration, comm),
     )
 

@@ -49,7 +49,7 @@ from clusterforge.perf.parallel import (
     recompute_fraction,
     validate_plan,
 )
-from clusterforge.perf.roofline import gpu_perf, load_constants
+from clusterforge.perf.roofline import GpuPerf, gpu_perf, load_constants
 from clusterforge.perf.sharded import zero3_copy_out_s, zero3_exposed_s
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.uncertainty import Band, run_class, validation_band
@@ -276,20 +276,68 @@ def predict_step(
     stack = stack or Stack.megatron_core()
     stages = validate_plan(arch, plan, plan.layout.num_gpus)
     perf = calibrated_perf(gpu_perf(gpu, plan.precision), calibration)
+    times, per_layer_comm = _layer_costs(arch, plan, perf, comm, stack, nvlink_domain_gpus, stages)
+    per_stage = _stages(arch, plan, gpu, perf, stack, stages, times, per_layer_comm)
+    slowest = max(per_stage, key=lambda s: s.total_s)
+    m = num_micro_batches(plan)
+    optimizer_s, other_s = optimizer_step_s(arch, plan, perf, stages[0])
+    breakdown = Breakdown(
+        compute_s=m * slowest.compute_s,
+        tp_comm_s=m * slowest.tp_s,
+        pp_comm_s=pp_exposed_s(plan, arch, comm, stack, m)
+        + embedding_sync_s(plan, arch, comm, stack),
+        dp_comm_s=_dp_s(arch, plan, comm, stack, times, per_stage[0], stages[0], m),
+        cp_comm_s=m * slowest.cp_s,
+        ep_comm_s=m * slowest.ep_s,
+        bubble_s=(plan.layout.pp - 1) / plan.layout.vpp * slowest.total_s,
+        optimizer_s=optimizer_s,
+        other_s=other_s,
+    )
+    return _assemble(arch, plan, gpu, stack, stages, breakdown)
+
+
+def _layer_costs(
+    arch: ModelArch,
+    plan: ParallelPlan,
+    perf: GpuPerf,
+    comm: CommModel,
+    stack: Stack,
+    nvlink_domain_gpus: int,
+    stages: tuple[int, ...],
+) -> tuple[LayerTimes, LayerComm]:
+    """One layer's compute and communication times; under block recomputation (full
+    recompute of only some layers) the average of a recomputed and a kept layer."""
     times = layer_times(arch, plan, perf, stack)
     per_layer_comm = layer_comm(arch, plan, times, comm, stack, nvlink_domain_gpus)
     share = recompute_fraction(plan, stages)
-    if (
-        plan.recompute == "full" and share < 1.0
-    ):  # block recomputation: average a recomputed and a kept layer
+    if plan.recompute == "full" and share < 1.0:
         kept = plan.with_(recompute="none")
         kept_times = layer_times(arch, kept, perf, stack)
         kept_comm = layer_comm(arch, kept, kept_times, comm, stack, nvlink_domain_gpus)
         times = _blend(times, kept_times, share)
         per_layer_comm = _blend(per_layer_comm, kept_comm, share)
+    return times, per_layer_comm
+
+
+def _stages(
+    arch: ModelArch,
+    plan: ParallelPlan,
+    gpu: Gpu,
+    perf: GpuPerf,
+    stack: Stack,
+    stages: tuple[int, ...],
+    times: LayerTimes,
+    per_layer_comm: LayerComm,
+) -> list[_Stage]:
+    """Each pipeline stage's time per micro-batch: its layers, the embedding and logits at
+    the ends, the per-stage extras (gradient accumulation, FP8 weight casts, offload,
+    ZeRO-3 copies) and the MoE forward's host floor."""
     hbm = perf.hbm_gbyte_per_s * 1e9 * load_constants().hbm_efficiency
     ends = (_embedding_s(arch, plan, hbm), *logits_times(arch, plan, perf, stack))
-    per_stage = [
+    host_s = moe_forward_host_s(
+        arch, stack, host_cpu(gpu), max(1, arch.num_experts // plan.layout.ep)
+    )
+    return [
         _stage(
             i,
             n,
@@ -301,30 +349,10 @@ def predict_step(
             + fp8_weight_cast_s(arch, plan, stack, perf, n)
             + offload_s(arch, plan, stack, gpu, times, n)
             + zero3_copy_out_s(arch, plan, stack, perf, n),
-            moe_forward_host_s(
-                arch, stack, host_cpu(gpu), max(1, arch.num_experts // plan.layout.ep)
-            ),
+            host_s,
         )
         for i, n in enumerate(stages)
     ]
-    slowest = max(per_stage, key=lambda s: s.total_s)
-    m = num_micro_batches(plan)
-
-    dp_s = _dp_s(arch, plan, comm, stack, times, per_stage[0], stages[0], m)
-    optimizer_s, other_s = optimizer_step_s(arch, plan, perf, stages[0])
-    breakdown = Breakdown(
-        compute_s=m * slowest.compute_s,
-        tp_comm_s=m * slowest.tp_s,
-        pp_comm_s=pp_exposed_s(plan, arch, comm, stack, m)
-        + embedding_sync_s(plan, arch, comm, stack),
-        dp_comm_s=dp_s,
-        cp_comm_s=m * slowest.cp_s,
-        ep_comm_s=m * slowest.ep_s,
-        bubble_s=(plan.layout.pp - 1) / plan.layout.vpp * slowest.total_s,
-        optimizer_s=optimizer_s,
-        other_s=other_s,
-    )
-    return _assemble(arch, plan, gpu, stack, stages, breakdown)
 
 
 def _assemble(
