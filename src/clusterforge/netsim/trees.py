@@ -233,15 +233,21 @@ def rack_ring(
     return replace(merge(parts), steps=steps)
 
 
-def domain_split(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """``seq`` reordered NVLink domain by domain (stable) and the number of each row's GPUs
-    in each of its domains, in order; None when the rows split differently."""
+def _by_domain(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``seq`` reordered NVLink domain by domain (stable, row by row), and True where a row's
+    next domain starts."""
     dom = graph.domain_of(seq)
     order = np.argsort(dom, axis=1, kind="stable")
-    out = np.take_along_axis(seq, order, axis=1)
     srt = np.take_along_axis(dom, order, axis=1)
     new = np.ones(srt.shape, bool)
     new[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    return np.take_along_axis(seq, order, axis=1), new
+
+
+def domain_split(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``seq`` reordered NVLink domain by domain (stable) and the number of each row's GPUs
+    in each of its domains, in order; None when the rows split differently."""
+    out, new = _by_domain(graph, seq)
     if not bool(np.all(new == new[:1])):
         return None
     counts = np.diff(np.append(np.flatnonzero(new[0]), seq.shape[1]))
@@ -290,12 +296,7 @@ def mnnvl(graph: FabricGraph) -> bool:
 def domain_blocks(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, int]:
     """``seq`` reordered NVLink domain by domain (stable) and the GPUs each row has in each
     domain, 0 when rows hold different counts in different domains."""
-    dom = graph.domain_of(seq)
-    order = np.argsort(dom, axis=1, kind="stable")
-    out = np.take_along_axis(seq, order, axis=1)
-    srt = np.take_along_axis(dom, order, axis=1)
-    new = np.ones(srt.shape, bool)
-    new[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    out, new = _by_domain(graph, seq)
     counts = np.diff(np.append(np.flatnonzero(new.ravel()), new.size))
     k = int(counts[0])
     ok = bool(np.all(counts == k)) and seq.shape[1] % k == 0
