@@ -1,11 +1,17 @@
 """Reading the pictures back: SVG groups by id, their path points and texts; PNG and PDF
-headers."""
+headers; counting the pictures drawn (not found in the picture cache)."""
 
 from __future__ import annotations
 
 import io
 import re
 import xml.etree.ElementTree as ET
+from collections import Counter
+
+import pytest
+
+from clusterforge.report import figure_file
+from clusterforge.report.figure_file import PICTURES
 
 NS = {"svg": "http://www.w3.org/2000/svg"}
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -46,3 +52,18 @@ def png_size(data: bytes) -> tuple[int, int]:
     with Image.open(io.BytesIO(data)) as image:
         assert image.format == "PNG"
         return image.size
+
+
+def count_draws(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Empty the picture cache and count every picture drawn from now on, by its painter's
+    function (the first part of its qualified name)."""
+    drawn: Counter[str] = Counter()
+    real = figure_file._draw
+
+    def counting(size_in, fmt, paint, *, constrained):  # type: ignore[no-untyped-def]
+        drawn[paint.__qualname__.split(".")[0]] += 1
+        return real(size_in, fmt, paint, constrained=constrained)
+
+    PICTURES.clear()
+    monkeypatch.setattr(figure_file, "_draw", counting)
+    return drawn

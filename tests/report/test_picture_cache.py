@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from clusterforge.design import plan
-from clusterforge.report import figure_file
 from clusterforge.report.elevation import elevation_svg
 from clusterforge.report.fabric.picture import fabric_svg
 from clusterforge.report.figure_file import PICTURES, draw_picture
@@ -21,6 +20,7 @@ from clusterforge.report.html import charts
 from clusterforge.report.picture_cache import PictureCache, digest
 from clusterforge.report.plots import tco_chart
 from tests.conftest import make_spec
+from tests.report.pictures import count_draws
 
 
 @dataclass(frozen=True)
@@ -72,15 +72,7 @@ def test_cache_is_bounded_least_recently_used_first() -> None:
 @pytest.fixture
 def draws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """The pictures drawn (not found in the cache), by their painter's qualified name."""
-    drawn: Counter[str] = Counter()
-    real = figure_file._draw
-
-    def counting(size_in, fmt, paint, *, constrained):  # type: ignore[no-untyped-def]
-        drawn[paint.__qualname__.split(".")[0]] += 1
-        return real(size_in, fmt, paint, constrained=constrained)
-
-    PICTURES.clear()
-    monkeypatch.setattr(figure_file, "_draw", counting)
+    drawn = count_draws(monkeypatch)
     yield drawn
     PICTURES.clear()
 

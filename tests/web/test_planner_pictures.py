@@ -7,25 +7,15 @@ from collections import Counter
 
 import pytest
 
-from clusterforge.report import figure_file
-from clusterforge.report.figure_file import PICTURES
 from clusterforge.web.app import Planner
 from tests.conftest import make_spec
+from tests.report.pictures import count_draws
 
 
 @pytest.fixture
 def drawn(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """The pictures drawn from now on, by their painter's function."""
-    counts: Counter[str] = Counter()
-    real = figure_file._draw
-
-    def counting(size_in, fmt, paint, *, constrained):  # type: ignore[no-untyped-def]
-        counts[paint.__qualname__.split(".")[0]] += 1
-        return real(size_in, fmt, paint, constrained=constrained)
-
-    PICTURES.clear()
-    monkeypatch.setattr(figure_file, "_draw", counting)
-    return counts
+    return count_draws(monkeypatch)
 
 
 def test_a_cost_change_redraws_only_the_cost_chart(drawn: Counter[str]) -> None:
