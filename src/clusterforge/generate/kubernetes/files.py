@@ -194,9 +194,27 @@ def _helm_values(path: str, command: str, values: dict[str, Any]) -> GeneratedFi
 
 
 def _manifests(design: Design, placements: list[NodePlacement]) -> list[Manifest]:
-    """The YAML files ``kubectl apply`` takes, in the order the README applies them."""
+    """The YAML files ``kubectl apply`` takes, in the order the README applies them: the
+    cluster's own, then the training job (a spec without a workload gets none)."""
+    manifests = _cluster_manifests(design, placements)
+    if design.job:
+        nodes = design.compute.num_training_nodes
+        manifests.append(
+            Manifest(
+                TRAINING_JOB_FILE,
+                f"Training job: {nodes} nodes, queued through Kueue",
+                _training_objects(design, placements),
+                in_kustomization=False,
+            )
+        )
+    return manifests
+
+
+def _cluster_manifests(design: Design, placements: list[NodePlacement]) -> list[Manifest]:
+    """The cluster's manifests, whatever runs on it: namespaces, counters, the network
+    operator and rail networks, queues, the health agent, policies and admission."""
     name = design.spec.name
-    manifests = [
+    return [
         Manifest(
             "namespaces.yaml",
             f"Namespaces of cluster {name} and their Pod Security levels",
@@ -245,18 +263,6 @@ def _manifests(design: Design, placements: list[NodePlacement]) -> list[Manifest
             in_kustomization=False,
         ),
     ]
-    # A spec without a workload gets the cluster's files but no training job.
-    if design.job:
-        nodes = design.compute.num_training_nodes
-        manifests.append(
-            Manifest(
-                TRAINING_JOB_FILE,
-                f"Training job: {nodes} nodes, queued through Kueue",
-                _training_objects(design, placements),
-                in_kustomization=False,
-            )
-        )
-    return manifests
 
 
 def kubernetes_files(design: Design) -> list[GeneratedFile]:
