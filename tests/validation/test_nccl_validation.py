@@ -187,6 +187,36 @@ KNOWN_GAPS |= {
     ),
     **dict.fromkeys(["pub-n309-g-h100-8n-ar-8g", "pub-n309-g-h100-4n-ar-256m"], N309_UNTUNED),
 }
+# Development rows of the sources added 2026-12-02 (pub_roce_nccl.toml, pub_nebius_h100_nccl.toml)
+# that the model misses by more than 15 %.
+TWO_NODE_TREE_LATENCY = (
+    "all-reduce of 8 KiB-2 MiB across 2 nodes x 8 GPUs on NCCL's tree (OCI BM.GPU4.8 A100 on "
+    "16 x 100G RoCE, Nebius H100 on InfiniBand): simulated 22-75 % too fast.  The measured call "
+    "pays more than the model at every such size: OCI 36.5 us at 8 B where the model gives "
+    "27.2 us, and 18-21 us more than the model at 8-128 KiB, shrinking to 13 us at 512 KiB and 8 "
+    "us at 2 MiB (tree/LL128), none at 8 MiB (ring); Nebius ~30 us at 16-512 B, 8.5-15 us more at "
+    "8-128 KiB and 24-42 us more at 0.5-8 MiB (LL128, the N309_LL128_MID pattern).  The OCI runs "
+    "are Kubernetes pods on SR-IOV virtual functions and Nebius's are VMs: a per-call cost of the "
+    "virtualised RDMA path is a candidate, not modelled (neither source gives a latency figure)"
+)
+OCI_TWO_NODE_TREE_CHANNELS = (
+    "all-reduce of 2-8 GiB across 2 OCI BM.GPU4.8 nodes (8 A100, 16 x 100G RoCE): 220-238 GB/s "
+    "measured, above the 200 GB/s line rate of the node's network, so NCCL ran its 2-node tree "
+    "(each node sends S, not 2S(n-1)/n); the measured curve jumps from 156 GB/s at 512 MiB to "
+    "219 at 1 GiB where NCCL 2.19.3 switches algorithm.  The model's ring and tree both stay at "
+    "186-189 GB/s: the rows map OCI's 16 x 100G ports to the catalog's 8 x 200G NICs, and the "
+    "tree is capped at NCCL's perChMaxTreeBw times its channels, 23.6 GB/s (Ampere, 2 nodes) x "
+    "8 channels = 189 GB/s (netsim.tuner.channel_cap_gbyte_per_s); with 16 NICs NCCL builds "
+    "twice the channels.  Not modelled: a node whose GPUs each drive two NICs of half the rate"
+)
+KNOWN_GAPS |= {
+    **dict.fromkeys(
+        [f"pub-oci-a100-2n-ar-{s}" for s in ("8k", "32k", "128k", "512k")]
+        + [f"pub-nebius-h100-2n-ar-{s}" for s in ("8k", "32k", "128k", "512k", "2m", "8m")],
+        TWO_NODE_TREE_LATENCY,
+    ),
+    **dict.fromkeys(["pub-oci-a100-2n-ar-2g", "pub-oci-a100-2n-ar-8g"], OCI_TWO_NODE_TREE_CHANNELS),
+}
 
 
 def _cases() -> list[object]:
@@ -243,7 +273,8 @@ def test_a_row_counts_its_nodes_with_the_catalog_node_s_gpus():
     "16 ranks) and its 4-channel LL128 ceiling (4 x 20 GB/s) leave 73-84 GB/s where 82-96 was "
     "measured; the one-GPU-per-node RoCE tree (nccl-tests #232) runs LL128 under NCCL's "
     "medium-size tree correction (0.9) at 36 GB/s where 41 was measured; and, since the 2026-12-01 "
-    "sources, the SHARP, use3a-ss, Voltage Park and nccl-tests #309 gaps listed in KNOWN_GAPS",
+    "sources, the SHARP, use3a-ss, Voltage Park and nccl-tests #309 gaps listed in KNOWN_GAPS; "
+    "since the 2026-12-02 sources, OCI_TWO_NODE_TREE_CHANNELS",
 )
 def test_development_mean_error_within_5_percent_from_16_mib():
     large = [score(r) for r in DEVELOPMENT if r["size_bytes"] >= LARGE_BYTES]
@@ -253,9 +284,11 @@ def test_development_mean_error_within_5_percent_from_16_mib():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="with the Voltage Park and nccl-tests #309 rows the mean error below 16 MiB is 31 % "
-    "(34 rows): 2-8 nodes x 8 H100 at 0.5-8 MiB are simulated 18-104 % too fast (VP_RAMP and "
-    "N309_LL128_MID in KNOWN_GAPS) and 32-128 KiB 16-19 % too fast (N309_SMALL_LATENCY)",
+    reason="with the Voltage Park, nccl-tests #309, OCI and Nebius rows the mean error below "
+    "16 MiB is 33 % (46 rows): 2-8 nodes x 8 H100 at 0.5-8 MiB are simulated 18-104 % too fast "
+    "(VP_RAMP and N309_LL128_MID in KNOWN_GAPS), 32-128 KiB 16-19 % too fast "
+    "(N309_SMALL_LATENCY) and 2-node tree calls of 8 KiB-2 MiB 22-75 % too fast "
+    "(TWO_NODE_TREE_LATENCY)",
 )
 def test_development_mean_error_within_15_percent_below_16_mib():
     small = [score(r) for r in DEVELOPMENT if r["size_bytes"] < LARGE_BYTES]
@@ -310,3 +343,21 @@ def test_voltage_park_mid_sizes_follow_the_simple_protocol():
     gather = [r for r in rows if r["collective"] == "all_gather"]
     chosen = sum(error(r, "auto") for r in gather) / len(gather)
     assert simple <= 0.10 < 0.40 < chosen
+
+
+def test_roce_rows_are_simulated_on_an_ethernet_fabric():
+    """The RoCE sources (pub_roce_nccl.toml) say ``fabric = "roce"``: their graphs are built
+    on the lossy, rate-controlled Ethernet fabric at the node's NIC rate (OCI BM.GPU4.8's
+    16 x 100 Gb/s as 8 x 200 Gb/s, 25 GB/s a GPU), the other new source on InfiniBand."""
+    from validation.nccl_rows import CLUSTERS, _graph, raw_rows
+
+    roce = [r for f, r in raw_rows() if f == "pub_roce_nccl.toml"]
+    nebius = [r for f, r in raw_rows() if f == "pub_nebius_h100_nccl.toml"]
+    assert len(roce) == 22 and len(nebius) == 21
+    for row in roce + nebius:
+        graph = _graph(row["node"], row["num_nodes"], None, (), row.get("fabric"))
+        assert graph.fabric == ("roce" if row in roce else "infiniband"), row["id"]
+        assert graph.num_nodes == 2 and graph.gpus_per_node == 8, row["id"]
+    oci = _graph("dgx-a100-40gb", 2, None, (), "roce")
+    assert (oci.nics_per_node, oci.nic_gbyte_per_s, oci.lossless) == (8, 25.0, False)
+    assert CLUSTERS["oci-bm-gpu4-8-roce"]["nccl_version"] == "2.19.3"
