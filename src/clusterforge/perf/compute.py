@@ -15,10 +15,11 @@ output layer with its loss, and the sum of them all into :class:`LayerTimes`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import assert_never
 
 from clusterforge.catalog import ModelArch
+from clusterforge.perf.async_tp import FusedMatmuls, fused_matmuls, hbm_work, is_micro_pipelined
 from clusterforge.perf.attention import attention_backward_s, attention_forward_s, torch_cp_bytes
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes, torchao_kernels
@@ -69,6 +70,8 @@ class LayerTimes:
     gemm_forward_s: float
     attention_forward_s: float
     attention_backward_s: float
+    # the matmuls next to micro-pipelined TP collectives (none outside PyTorch's async TP)
+    fused_tp: FusedMatmuls = field(default_factory=FusedMatmuls)
 
     @property
     def total_s(self) -> float:
@@ -164,13 +167,13 @@ def tp_layout_copy_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> t
     around the attention and around the MLP in the forward (one pair for a parallel block),
     their mirrors in the backward plus the re-gathered inputs of the weight gradients when
     there are any (:func:`tp_backward_regathers`; as :mod:`~clusterforge.perf.exposure`
-    counts the calls). Zero without sequence-parallel TP,
-    for stacks without the copies, and under async TP (``tp_overlap``), whose fused
-    all-gather-matmul kernels replace the plain collectives.
+    counts the calls). Zero without sequence-parallel TP and for stacks without the copies;
+    under PyTorch's async TP the fused collectives do without them
+    (:func:`~clusterforge.perf.async_tp.hbm_work`).
     """
     if plan.layout.tp == 1 or not plan.sequence_parallel:
         return 0.0, 0.0
-    if not stack.tp_layout_copies or stack.tp_overlap:
+    if not stack.tp_layout_copies:
         return 0.0, 0.0
     elements = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.hidden_size
     pairs = 1 if arch.parallel_block else 2
@@ -237,8 +240,20 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     bias_fwd, bias_bwd = expert_output_bias_s(arch, plan, perf, stack)
     forward = gemm + attention_fwd + elementwise + bias_fwd
     backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise + bias_bwd
+    fused_tp = fused_matmuls(arch, plan, perf, stack)
     copy_fwd, copy_bwd = tp_layout_copy_bytes(arch, plan, stack)
-    if copy_fwd > 0:
+    if is_micro_pipelined(plan, stack) and not arch.parallel_block:
+        work = hbm_work(
+            fused_tp,
+            plan,
+            arch,
+            stack,
+            input_bytes=tp_input_gather_bytes(plan, stack),
+            regathers=tp_backward_regathers(plan, stack),
+        )
+        forward += memory_time_s(work.forward_bytes, perf, num_kernels=work.forward_kernels)
+        backward += memory_time_s(work.backward_bytes, perf, num_kernels=work.backward_kernels)
+    elif copy_fwd > 0:
         pairs = 1 if arch.parallel_block else 2
         regathers = tp_backward_regathers(plan, stack)
         forward += memory_time_s(copy_fwd, perf, num_kernels=2 * pairs)
@@ -259,7 +274,9 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
         recompute = sum(gemm_time_s(tokens, n, k, perf) for n, k in shapes) + elementwise
     elif plan.recompute == "selective" and stack.attention == "unfused":
         recompute = attention_fwd
-    return LayerTimes(forward, backward, recompute, gemm, attention_fwd, attention_bwd)
+    return LayerTimes(
+        forward, backward, recompute, gemm, attention_fwd, attention_bwd, fused_tp=fused_tp
+    )
 
 
 # Megatron's vocab-parallel cross-entropy in FP32, unfused, bytes per logit over forward and
