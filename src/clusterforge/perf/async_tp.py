@@ -32,9 +32,6 @@ What stays a plain NCCL collective, exposed as without async TP:
 * the reduce-scatters of the input gradients of Q, K, V and of gate, up: autograd sums the
   gradients of the matmuls that share an input, so the reduce-scatter's input is an
   addition, not a matmul;
-* in FP8 runs (torchao ``Float8Linear``), the all-gathers of output gradients: their first
-  consumer is the FP8 cast of the gradient, not a matmul (in BF16 runs they feed the
-  input-gradient matmuls of the output and down projections and are fused);
 * the backward's re-gathers of checkpointed inputs, except behind the recomputed matmuls
   that consume them (torchtitan's per-op checkpointing recomputes every other matmul); the
   weight-gradient matmuls take the gathered input as their right operand;
@@ -127,10 +124,11 @@ def fused_matmuls(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Sta
     tokens = tokens_per_gpu(plan)
     times = [gemm_time_s(tokens, n, k, perf) for n, k in layer_matmul_shapes(arch, plan)]
     recomputed = _recomputed_indices(plan, stack, len(times))
-    fp8_grads = plan.precision == "fp8" and stack.fp8_torchao
     t, h = plan.layout.tp, arch.hidden_size
-    # input gradients of the row-parallel projections: (tokens x h) @ (h x q/t), (h x f/t)
-    attention_grad = 0.0 if fp8_grads else gemm_time_s(tokens, q_dim(arch) / t, h, perf)
+    # Input gradients of the row-parallel projections, (tokens x h) @ (h x q/t), (h x f/t):
+    # they take the gathered output gradient as their left operand (in FP8 runs the
+    # gradient is cast before its gather, and the gathered FP8 data feeds ``_scaled_mm``).
+    attention_grad = gemm_time_s(tokens, q_dim(arch) / t, h, perf)
     fused = FusedMatmuls(
         attention_in_s=sum(times[:3]),
         attention_out_s=times[3],
@@ -140,7 +138,7 @@ def fused_matmuls(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Sta
     if arch.num_experts > 1:
         return fused
     ups = len(times) - 5
-    mlp_grad = 0.0 if fp8_grads else gemm_time_s(tokens, ffn_size(arch) / t, h, perf)
+    mlp_grad = gemm_time_s(tokens, ffn_size(arch) / t, h, perf)
     return FusedMatmuls(
         attention_in_s=fused.attention_in_s,
         attention_out_s=fused.attention_out_s,
@@ -211,14 +209,15 @@ def hbm_work(
     stack: Stack,
     *,
     input_bytes: int,
+    grad_bytes: int,
     regathers: bool,
 ) -> HbmWork:
     """The fused collectives' own copies and reduction, plus the DTensor layout copies that
     the collectives left unfused keep (``Stack.tp_layout_copies``, read and write of the
     whole tensor; :func:`clusterforge.perf.compute.tp_layout_copy_bytes`).
 
-    ``input_bytes``: bytes per element of the gathered matmul inputs (1 in FP8 when the
-    stack casts before gathering). Fused all-gather: the local shard is copied twice (into
+    ``input_bytes`` / ``grad_bytes``: bytes per element of the gathered matmul inputs /
+    output gradients (1 in FP8 when the stack casts before gathering). Fused all-gather: the local shard is copied twice (into
     the symmetric buffer, into the gathered output), a read and a write each. Fused
     reduce-scatter: the reduction reads the ``t`` BF16 partials (the whole unreduced output)
     and writes one BF16 shard. Each fused call runs ``t`` matmul kernels instead of one
@@ -230,15 +229,16 @@ def hbm_work(
     reduction = BF16_BYTES * elements * (1 + 1 / t)
     copies = stack.tp_layout_copies
     plain_gather = 2 * input_bytes * elements if copies else 0.0
-    plain_grad = 2 * BF16_BYTES * elements if copies else 0.0
+    plain_grad = 2 * grad_bytes * elements if copies else 0.0
+    plain_scatter = 2 * BF16_BYTES * elements if copies else 0.0
     gathers, scatters, grads = fused.forward_gathers, fused.forward_scatters, fused.backward_gathers
     forward = (
         gathers * shard_copies * input_bytes
         + scatters * reduction
         + (2 - gathers) * plain_gather
-        + (2 - scatters) * plain_grad
+        + (2 - scatters) * plain_scatter
     )
-    backward = grads * shard_copies * BF16_BYTES + (2 - grads) * plain_grad + 2 * plain_grad
+    backward = grads * shard_copies * grad_bytes + (2 - grads) * plain_grad + 2 * plain_scatter
     if regathers:
         backward += 2 * plain_gather
     per_call = t + 1  # t - 1 more matmul kernels, and two copies or one reduction

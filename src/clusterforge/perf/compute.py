@@ -151,8 +151,18 @@ def tp_backward_regathers(plan: ParallelPlan, stack: Stack) -> bool:
 def tp_input_gather_bytes(plan: ParallelPlan, stack: Stack) -> int:
     """Bytes per element of the sequence-parallel all-gathers of matmul inputs: FP8 when
     the stack casts them before gathering (``Stack.tp_fp8_all_gather``) in an FP8 run, else
-    BF16. The all-gathers of output gradients in the backward stay BF16."""
+    BF16."""
     return 1 if plan.precision == "fp8" and stack.tp_fp8_all_gather else BF16_BYTES
+
+
+def tp_grad_gather_bytes(plan: ParallelPlan, stack: Stack) -> int:
+    """Bytes per element of the backward's all-gathers of output gradients: FP8 where the
+    stack casts the gradient before gathering it, else BF16. torchao's
+    ``Float8RowwiseParallel._prepare_output_fn`` applies ``_NoopFwToFloat8BwDynamic`` after
+    the output's redistribution, so in the backward the gradient is cast to float8 first and
+    the redistribution's all-gather then moves the FP8 data (``torchao/float8/
+    float8_tensor_parallel.py``)."""
+    return tp_input_gather_bytes(plan, stack)
 
 
 def tp_layout_copy_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[float, float]:
@@ -180,7 +190,7 @@ def tp_layout_copy_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> t
     gathered_input = tp_input_gather_bytes(plan, stack) * elements
     activation = BF16_BYTES * elements
     forward = pairs * (gathered_input + activation)
-    backward = pairs * 2 * activation
+    backward = pairs * (tp_grad_gather_bytes(plan, stack) * elements + activation)
     if tp_backward_regathers(plan, stack):
         backward += pairs * gathered_input
     return 2 * forward, 2 * backward  # a read and a write per copied byte
@@ -249,6 +259,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
             arch,
             stack,
             input_bytes=tp_input_gather_bytes(plan, stack),
+            grad_bytes=tp_grad_gather_bytes(plan, stack),
             regathers=tp_backward_regathers(plan, stack),
         )
         forward += memory_time_s(work.forward_bytes, perf, num_kernels=work.forward_kernels)

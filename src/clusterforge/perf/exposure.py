@@ -66,6 +66,7 @@ from clusterforge.perf.compute import (
     LayerTimes,
     overlapped_s,
     tp_backward_regathers,
+    tp_grad_gather_bytes,
     tp_input_gather_bytes,
 )
 from clusterforge.perf.flops import kv_dim, q_dim
@@ -114,15 +115,15 @@ def _moe_gathers_routed_copies(arch: ModelArch, stack: Stack) -> bool:
 def _tp_calls_s(
     plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack
 ) -> tuple[float, float, float]:
-    """Seconds of one sequence-parallel all-gather of a matmul input (FP8 where the stack
-    casts first), of one all-gather of an output gradient and of one reduce-scatter (BF16)."""
+    """Seconds of one sequence-parallel all-gather of a matmul input and of one all-gather
+    of an output gradient (each FP8 where the stack casts first), and of one reduce-scatter
+    (BF16)."""
     groups = rank_groups(plan, "tp")
     elements = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.hidden_size
-    size = elements * ACT_BYTES
     return (
         comm.collective_time_s("all_gather", elements * tp_input_gather_bytes(plan, stack), groups),
-        comm.collective_time_s("all_gather", size, groups),
-        comm.collective_time_s("reduce_scatter", size, groups),
+        comm.collective_time_s("all_gather", elements * tp_grad_gather_bytes(plan, stack), groups),
+        comm.collective_time_s("reduce_scatter", elements * ACT_BYTES, groups),
     )
 
 
@@ -141,8 +142,8 @@ def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack
     recompute = plan.recompute == "full"
     pairs = 1 if arch.parallel_block else 2
     if plan.sequence_parallel:
-        # Inputs gathered for the matmuls (FP8 where the stack casts first), output
-        # gradients gathered in the backward (BF16), reduce-scatters in BF16.
+        # Inputs gathered for the matmuls and output gradients gathered in the backward
+        # (FP8 where the stack casts first), reduce-scatters in BF16.
         gather_input, gather, scatter = _tp_calls_s(plan, arch, comm, stack)
         dense_pairs = pairs
         forward = backward = 0.0
