@@ -61,6 +61,8 @@ def _exposed(plan: ParallelPlan, fabric: Fabric, stack=ASYNC) -> tuple[float, ob
         # BF16: the two input-gradient reduce-scatters stay exposed, nothing else.
         ("bf16", "none", 2, 0),
         ("bf16", "full", 2, 0),
+        # Per-op checkpointing: the re-gathered inputs feed the recomputed K and up matmuls.
+        ("bf16", "selective", 2, 0),
         # FP8: the gradients are cast before their gather, which then feeds _scaled_mm.
         ("fp8", "none", 2, 0),
         ("fp8", "full", 2, 0),

@@ -44,7 +44,7 @@ Only within an NVLink domain (symmetric memory needs peer access).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.flops import ffn_size, q_dim
@@ -135,19 +135,15 @@ def fused_matmuls(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Sta
         attention_grad_s=attention_grad,
         attention_regather_s=sum(times[i] for i in recomputed if i < 3),
     )
-    if arch.num_experts > 1:
+    if arch.num_experts > 1:  # grouped expert GEMMs: only the attention pair is fused
         return fused
-    ups = len(times) - 5
-    mlp_grad = gemm_time_s(tokens, ffn_size(arch) / t, h, perf)
-    return FusedMatmuls(
-        attention_in_s=fused.attention_in_s,
-        attention_out_s=fused.attention_out_s,
-        attention_grad_s=fused.attention_grad_s,
-        attention_regather_s=fused.attention_regather_s,
-        mlp_in_s=sum(times[4 : 4 + ups]),
+    ups = range(4, len(times) - 1)  # gate and up (or up alone)
+    return replace(
+        fused,
+        mlp_in_s=sum(times[i] for i in ups),
         mlp_out_s=times[-1],
-        mlp_grad_s=mlp_grad,
-        mlp_regather_s=sum(times[i] for i in recomputed if 4 <= i < 4 + ups),
+        mlp_grad_s=gemm_time_s(tokens, ffn_size(arch) / t, h, perf),
+        mlp_regather_s=sum(times[i] for i in recomputed if i in ups),
     )
 
 
