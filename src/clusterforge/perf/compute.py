@@ -15,10 +15,11 @@ output layer with its loss, and the sum of them all into :class:`LayerTimes`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import assert_never
 
 from clusterforge.catalog import ModelArch
+from clusterforge.perf.async_tp import FusedMatmuls, fused_matmuls, hbm_work, is_micro_pipelined
 from clusterforge.perf.attention import attention_backward_s, attention_forward_s, torch_cp_bytes
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes, torchao_kernels
@@ -69,6 +70,8 @@ class LayerTimes:
     gemm_forward_s: float
     attention_forward_s: float
     attention_backward_s: float
+    # the matmuls next to micro-pipelined TP collectives (none outside PyTorch's async TP)
+    fused_tp: FusedMatmuls = field(default_factory=FusedMatmuls)
 
     @property
     def total_s(self) -> float:
@@ -148,8 +151,18 @@ def tp_backward_regathers(plan: ParallelPlan, stack: Stack) -> bool:
 def tp_input_gather_bytes(plan: ParallelPlan, stack: Stack) -> int:
     """Bytes per element of the sequence-parallel all-gathers of matmul inputs: FP8 when
     the stack casts them before gathering (``Stack.tp_fp8_all_gather``) in an FP8 run, else
-    BF16. The all-gathers of output gradients in the backward stay BF16."""
+    BF16."""
     return 1 if plan.precision == "fp8" and stack.tp_fp8_all_gather else BF16_BYTES
+
+
+def tp_grad_gather_bytes(plan: ParallelPlan, stack: Stack) -> int:
+    """Bytes per element of the backward's all-gathers of output gradients: FP8 where the
+    stack casts the gradient before gathering it, else BF16. torchao's
+    ``Float8RowwiseParallel._prepare_output_fn`` applies ``_NoopFwToFloat8BwDynamic`` after
+    the output's redistribution, so in the backward the gradient is cast to float8 first and
+    the redistribution's all-gather then moves the FP8 data (``torchao/float8/
+    float8_tensor_parallel.py``)."""
+    return tp_input_gather_bytes(plan, stack)
 
 
 def tp_layout_copy_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[float, float]:
@@ -164,20 +177,20 @@ def tp_layout_copy_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> t
     around the attention and around the MLP in the forward (one pair for a parallel block),
     their mirrors in the backward plus the re-gathered inputs of the weight gradients when
     there are any (:func:`tp_backward_regathers`; as :mod:`~clusterforge.perf.exposure`
-    counts the calls). Zero without sequence-parallel TP,
-    for stacks without the copies, and under async TP (``tp_overlap``), whose fused
-    all-gather-matmul kernels replace the plain collectives.
+    counts the calls). Zero without sequence-parallel TP and for stacks without the copies;
+    under PyTorch's async TP the fused collectives do without them
+    (:func:`~clusterforge.perf.async_tp.hbm_work`).
     """
     if plan.layout.tp == 1 or not plan.sequence_parallel:
         return 0.0, 0.0
-    if not stack.tp_layout_copies or stack.tp_overlap:
+    if not stack.tp_layout_copies:
         return 0.0, 0.0
     elements = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.hidden_size
     pairs = 1 if arch.parallel_block else 2
     gathered_input = tp_input_gather_bytes(plan, stack) * elements
     activation = BF16_BYTES * elements
     forward = pairs * (gathered_input + activation)
-    backward = pairs * 2 * activation
+    backward = pairs * (tp_grad_gather_bytes(plan, stack) * elements + activation)
     if tp_backward_regathers(plan, stack):
         backward += pairs * gathered_input
     return 2 * forward, 2 * backward  # a read and a write per copied byte
@@ -237,8 +250,21 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     bias_fwd, bias_bwd = expert_output_bias_s(arch, plan, perf, stack)
     forward = gemm + attention_fwd + elementwise + bias_fwd
     backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise + bias_bwd
+    fused_tp = fused_matmuls(arch, plan, perf, stack)
     copy_fwd, copy_bwd = tp_layout_copy_bytes(arch, plan, stack)
-    if copy_fwd > 0:
+    if is_micro_pipelined(plan, stack) and not arch.parallel_block:
+        work = hbm_work(
+            fused_tp,
+            plan,
+            arch,
+            stack,
+            input_bytes=tp_input_gather_bytes(plan, stack),
+            grad_bytes=tp_grad_gather_bytes(plan, stack),
+            regathers=tp_backward_regathers(plan, stack),
+        )
+        forward += memory_time_s(work.forward_bytes, perf, num_kernels=work.forward_kernels)
+        backward += memory_time_s(work.backward_bytes, perf, num_kernels=work.backward_kernels)
+    elif copy_fwd > 0:
         pairs = 1 if arch.parallel_block else 2
         regathers = tp_backward_regathers(plan, stack)
         forward += memory_time_s(copy_fwd, perf, num_kernels=2 * pairs)
@@ -259,7 +285,9 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
         recompute = sum(gemm_time_s(tokens, n, k, perf) for n, k in shapes) + elementwise
     elif plan.recompute == "selective" and stack.attention == "unfused":
         recompute = attention_fwd
-    return LayerTimes(forward, backward, recompute, gemm, attention_fwd, attention_bwd)
+    return LayerTimes(
+        forward, backward, recompute, gemm, attention_fwd, attention_bwd, fused_tp=fused_tp
+    )
 
 
 # Megatron's vocab-parallel cross-entropy in FP32, unfused, bytes per logit over forward and

@@ -9,7 +9,9 @@ Per micro-batch and layer (critical path of every stage):
   gradient (Calculon's ``seq_par_ag_redo``; DTensor TP keeps the gathered input instead,
   :func:`~clusterforge.perf.compute.tp_backward_regathers`). Overlapped with the GEMMs (``Stack.tp_overlap``,
   NVLink domain only) the collectives hide behind the layer's GEMMs at the cost
-  :func:`~clusterforge.perf.compute.overlapped_s` states. In an MoE layer under Megatron-Core's
+  :func:`~clusterforge.perf.compute.overlapped_s` states (Transformer Engine's userbuffers),
+  or, under PyTorch's micro-pipelined async TP, only those fused with a matmul hide, behind
+  its ``t - 1`` overlapped chunks (:mod:`clusterforge.perf.async_tp`). In an MoE layer under Megatron-Core's
   all-to-all dispatcher the MLP's pair gathers and scatters the routed ``top_k`` copies
   (:func:`_moe_gathers_routed_copies`).
 * CP, ring attention (Liu et al. 2023, arXiv 2310.01889; Megatron-Core/Transformer Engine
@@ -57,11 +59,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from clusterforge.catalog import ModelArch
+from clusterforge.perf import async_tp
+from clusterforge.perf.async_tp import is_micro_pipelined
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import (
     LayerTimes,
     overlapped_s,
     tp_backward_regathers,
+    tp_grad_gather_bytes,
     tp_input_gather_bytes,
 )
 from clusterforge.perf.flops import kv_dim, q_dim
@@ -107,6 +112,21 @@ def _moe_gathers_routed_copies(arch: ModelArch, stack: Stack) -> bool:
     return arch.num_experts > 1 and stack.moe_dispatch_metadata
 
 
+def _tp_calls_s(
+    plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack
+) -> tuple[float, float, float]:
+    """Seconds of one sequence-parallel all-gather of a matmul input and of one all-gather
+    of an output gradient (each FP8 where the stack casts first), and of one reduce-scatter
+    (BF16)."""
+    groups = rank_groups(plan, "tp")
+    elements = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.hidden_size
+    return (
+        comm.collective_time_s("all_gather", elements * tp_input_gather_bytes(plan, stack), groups),
+        comm.collective_time_s("all_gather", elements * tp_grad_gather_bytes(plan, stack), groups),
+        comm.collective_time_s("reduce_scatter", elements * ACT_BYTES, groups),
+    )
+
+
 def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack) -> float:
     """All TP collectives of one layer and micro-batch, seconds (not yet overlapped).
 
@@ -122,13 +142,9 @@ def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack
     recompute = plan.recompute == "full"
     pairs = 1 if arch.parallel_block else 2
     if plan.sequence_parallel:
-        # Inputs gathered for the matmuls (FP8 where the stack casts first), output
-        # gradients gathered in the backward (BF16), reduce-scatters in BF16.
-        gather_input = comm.collective_time_s(
-            "all_gather", elements * tp_input_gather_bytes(plan, stack), groups
-        )
-        gather = comm.collective_time_s("all_gather", size, groups)
-        scatter = comm.collective_time_s("reduce_scatter", size, groups)
+        # Inputs gathered for the matmuls and output gradients gathered in the backward
+        # (FP8 where the stack casts first), reduce-scatters in BF16.
+        gather_input, gather, scatter = _tp_calls_s(plan, arch, comm, stack)
         dense_pairs = pairs
         forward = backward = 0.0
         if _moe_gathers_routed_copies(arch, stack) and pairs == 2:
@@ -150,10 +166,32 @@ def _tp_raw_s(plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack
 
 
 def _tp_exposed_s(
-    raw_s: float, times: LayerTimes, plan: ParallelPlan, stack: Stack, intra_node: bool
+    plan: ParallelPlan,
+    arch: ModelArch,
+    comm: CommModel,
+    stack: Stack,
+    times: LayerTimes,
+    intra_node: bool,
 ) -> float:
-    if not (stack.tp_overlap and intra_node):
+    """Exposed TP seconds of one layer and micro-batch: all of them without overlap or
+    across NVLink domains; behind the layer's GEMMs under Transformer Engine's userbuffers
+    overlap; under PyTorch's micro-pipelined TP what :mod:`clusterforge.perf.async_tp`
+    leaves exposed (nothing fused in a parallel block, whose pair is not a matmul pair)."""
+    raw_s = _tp_raw_s(plan, arch, comm, stack)
+    if not (stack.tp_overlap and intra_node) or plan.layout.tp == 1:
         return raw_s
+    if stack.tp_overlap_kind == "micro_pipeline":
+        if not is_micro_pipelined(plan, stack) or arch.parallel_block:
+            return raw_s
+        gather_input, gather, scatter = _tp_calls_s(plan, arch, comm, stack)
+        return async_tp.exposed_s(
+            times.fused_tp,
+            plan,
+            gather_input_s=gather_input,
+            gather_s=gather,
+            scatter_s=scatter,
+            regathers=tp_backward_regathers(plan, stack),
+        )
     gemm_passes = 3 + (1 if plan.recompute == "full" else 0)
     return overlapped_s(raw_s, times.gemm_forward_s * gemm_passes)
 
@@ -255,10 +293,9 @@ def layer_comm(
     nvlink_domain_gpus: int,
 ) -> LayerComm:
     """Exposed TP, CP and EP seconds per layer and micro-batch."""
-    tp_raw = _tp_raw_s(plan, arch, comm, stack)
     intra = plan.layout.tp == 1 or not _spans_domains(rank_groups(plan, "tp"), nvlink_domain_gpus)
     return LayerComm(
-        tp_s=_tp_exposed_s(tp_raw, times, plan, stack, intra),
+        tp_s=_tp_exposed_s(plan, arch, comm, stack, times, intra),
         cp_s=_cp_exposed_s(plan, arch, comm, times, stack),
         ep_s=_ep_exposed_s(plan, arch, comm, stack),
     )

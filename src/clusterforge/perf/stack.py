@@ -84,6 +84,7 @@ __all__ = [
     "SelectivePolicy",
     "Stack",
     "StackName",
+    "TpOverlapKind",
     "stack_named",
 ]
 
@@ -126,6 +127,18 @@ SelectivePolicy = Literal["attention", "every_other_matmul"]
 # (``--cuda-graph-modules``, docs/user-guide/features/cuda_graph.md, NVIDIA/Megatron-LM at
 # d98e8a6): the attention block, the router, the dispatcher's preprocess.
 CudaGraphModule = Literal["attn", "moe_router", "moe_preprocess"]
+# How ``tp_overlap`` hides the sequence-parallel TP collectives. ``userbuffers``: Megatron-Core
+# / Transformer Engine ``--tp-comm-overlap``, the collective split into chunks pipelined with
+# the GEMM inside one module, forward and backward alike. ``micro_pipeline``: PyTorch's async
+# TP (``torch._inductor.config._micro_pipeline_tp``, what torchtitan's
+# ``enable_async_tensor_parallel`` turns on under ``torch.compile``): an Inductor pass
+# (``torch/_inductor/fx_passes/micro_pipeline_tp.py``) rewrites an all-gather whose result
+# feeds matmuls as their left operand into ``fused_all_gather_matmul``, and a reduce-scatter
+# whose input is one matmul's output into ``fused_matmul_reduce_scatter``; each is decomposed
+# into one matmul per rank's chunk with copy-engine peer copies through symmetric memory
+# (``torch/distributed/_symmetric_memory/__init__.py``). Collectives outside those two
+# patterns stay NCCL collectives (:mod:`clusterforge.perf.exposure`).
+TpOverlapKind = Literal["userbuffers", "micro_pipeline"]
 
 
 @dataclass(frozen=True)
@@ -164,6 +177,9 @@ class Stack:
     ``master_in_parameters``: the FP32 parameters are the master weights (PyTorch FSDP, which
     shards them at every stage and gathers a BF16 compute copy) rather than a BF16 model
     with FP32 masters in the optimizer (Megatron, DeepSpeed).
+    ``tp_overlap`` hides TP collectives behind GEMMs the way ``tp_overlap_kind`` names
+    (:data:`TpOverlapKind`): Transformer Engine's userbuffers, or PyTorch's micro-pipelined
+    async TP, which a PyTorch run turns on under ``torch.compile`` (off by default).
     ``tp_layout_copies``: sequence-parallel TP gathers and scatters the sequence dimension of
     ``[batch, sequence, hidden]`` activations with PyTorch's functional collectives, which
     work on dimension 0 and so copy the whole activation next to every call (DTensor's
@@ -203,6 +219,7 @@ class Stack:
     attention: AttentionKernel = "flash"
     dropout: bool = False
     tp_overlap: bool = True
+    tp_overlap_kind: TpOverlapKind = "userbuffers"
     cp_overlap: bool = True
     context_parallel: ContextParallelKernel = "te"
     kv_heads_expanded: bool = False
@@ -293,6 +310,7 @@ def _pytorch(name: str, **changes: object) -> Stack:
     base = Stack(
         name=name,
         tp_overlap=False,
+        tp_overlap_kind="micro_pipeline",
         fused_elementwise=False,
         master_in_parameters=True,
         weight_bytes=4.0,

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, TypeVar
 
 from clusterforge.catalog import Gpu, ModelArch
+from clusterforge.perf.async_tp import FusedMatmuls
 from clusterforge.perf.calibration import Calibration, calibrated_perf
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, layer_times, logits_times
@@ -218,15 +219,20 @@ def _host_idle_s(host_s: float, forward_s: float, comm: LayerComm) -> float:
     return max(0.0, host_s - gpu_s)
 
 
-_T = TypeVar("_T", LayerTimes, LayerComm)
+_T = TypeVar("_T", LayerTimes, LayerComm, FusedMatmuls)
 
 
 def _blend(recomputed: _T, kept: _T, share: float) -> _T:
-    """Per-layer average when ``share`` of the layers is recomputed (every field linear)."""
-    values = {
-        f.name: share * getattr(recomputed, f.name) + (1 - share) * getattr(kept, f.name)
-        for f in fields(recomputed)
-    }
+    """Per-layer average when ``share`` of the layers is recomputed (every field linear,
+    nested records field by field)."""
+    values = {}
+    for f in fields(recomputed):
+        mine, other = getattr(recomputed, f.name), getattr(kept, f.name)
+        values[f.name] = (
+            _blend(mine, other, share)
+            if isinstance(mine, FusedMatmuls)
+            else share * mine + (1 - share) * other
+        )
     return type(recomputed)(**values)
 
 
