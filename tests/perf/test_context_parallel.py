@@ -141,9 +141,9 @@ def test_pytorch_context_parallelism_gathers_kv_once_behind_the_first_step(
 
 def test_pytorch_context_parallelism_merges_each_step_in_fp32() -> None:
     """Each SDPA call's output is merged in FP32 and each backward call's gradients are
-    accumulated in FP32: memory-bound passes the attention of Transformer Engine's ring
-    (merged inside its kernels' epilogue) does not pay; more steps, more passes; eager
-    (one kernel per op) moves more than a compiled block."""
+    accumulated in FP32: more bytes than Transformer Engine's ring, which rescales and sums
+    in BF16; more steps, more passes; eager (one kernel per op) moves more than a compiled
+    block."""
     te = replace(TORCHTITAN, context_parallel="te")
     for cp in (2, 4):
         _, _, torch_times, _ = _torch_setup(cp, 0.0)
@@ -174,3 +174,34 @@ def test_pytorch_context_parallelism_holds_the_gathered_kv_and_fp32_gradient_sum
     assert extra == pytest.approx(context_parallel_working_bytes(arch, plan, TORCHTITAN))
     _, one, _, _ = _torch_setup(1, 0.0)
     assert context_parallel_working_bytes(arch, one, TORCHTITAN) == 0.0
+
+
+def test_transformer_engine_ring_merges_and_accumulates_between_its_steps() -> None:
+    """Transformer Engine's ring (``AttnFuncWithCPAndKVP2P``) runs separate element-wise
+    kernels around its per-step attention calls: K and V packed into one send buffer, each
+    step's output rescaled into the running output through the log-sum-exp, and in the
+    backward dQ, dK, dV added step by step. They are HBM passes on the critical path that
+    grow with the number of steps; none without context parallelism."""
+    _, plan, ring, _ = _setup(4, 0.0)
+    bare = _pure_attention_times(plan)
+    extra_fwd = ring.attention_forward_s - bare[0]
+    extra_bwd = ring.attention_backward_s - bare[1]
+    assert extra_fwd > 0.0
+    assert extra_bwd > 0.0
+    _, plan8, ring8, _ = _setup(8, 0.0)
+    bare8 = _pure_attention_times(plan8)
+    # per GPU the tokens halve from CP 4 to CP 8 but the passes per token grow with the steps
+    assert ring8.attention_forward_s - bare8[0] > 0.5 * extra_fwd
+    _, one, ring1, _ = _setup(1, 0.0)
+    assert (ring1.attention_forward_s, ring1.attention_backward_s) == _pure_attention_times(one)
+    # the all-gather variant (``cp_overlap`` off) runs no ring: no per-step passes
+    _, _, gathered, _ = _setup(4, 0.0, replace(NEMO, cp_overlap=False))
+    assert gathered.attention_forward_s == pytest.approx(bare[0])
+
+
+def _pure_attention_times(plan: ParallelPlan) -> tuple[float, float]:
+    from clusterforge.perf.attention import attention_backward_s, attention_forward_s
+
+    arch = load_catalog().models["llama3-8b"]
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
+    return attention_forward_s(arch, plan, perf, NEMO), attention_backward_s(arch, plan, perf, NEMO)
