@@ -205,3 +205,24 @@ def _pure_attention_times(plan: ParallelPlan) -> tuple[float, float]:
     arch = load_catalog().models["llama3-8b"]
     perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
     return attention_forward_s(arch, plan, perf, NEMO), attention_backward_s(arch, plan, perf, NEMO)
+
+
+def test_a_ring_across_nodes_takes_fewer_sms_from_the_attention_it_hides_behind() -> None:
+    """NCCL gives a send/receive to a peer across the network 2 channels (one CTA each),
+    against one per NVLink of the path to a peer in the node, as many as a collective's:
+    the hidden transfers of a ring whose every hop leaves the node slow the attention less
+    than the same transfers inside a node; a ring with both kinds of hops pays the larger
+    of its two slowdowns. A transfer longer than the step is exposed either way."""
+    arch, plan, times, fabric = _setup(4, 0.001)
+    in_node = layer_comm(arch, plan, times, fabric, NEMO, 8).cp_s
+    across = layer_comm(arch, plan, times, fabric, NEMO, 1).cp_s
+    mixed = layer_comm(arch, plan, times, fabric, NEMO, 2).cp_s
+    assert 0.0 < across < mixed <= in_node
+    assert across < 0.25 * in_node
+    _, _, slow_times, slow = _setup(4, 1.0)
+    slow_in_node = layer_comm(arch, plan, slow_times, slow, NEMO, 8).cp_s
+    slow_across = layer_comm(arch, plan, slow_times, slow, NEMO, 1).cp_s
+    chunk_s = _kv_bytes(arch, plan) / 4 / 2**30
+    excess = 3 * (chunk_s - slow_times.attention_forward_s / 4)
+    assert excess > 0.0
+    assert slow_in_node > slow_across > excess
