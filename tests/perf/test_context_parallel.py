@@ -57,20 +57,37 @@ def _kv_bytes(arch, plan) -> float:
 def test_ring_attention_passes_one_chunk_per_step_behind_that_step_s_attention(
     seconds_per_gib,
 ) -> None:
-    """cp - 1 steps; each passes every rank's K, V chunk (1/cp of K, V) to its neighbour
-    while the rank computes 1/cp of its attention (load-balanced causal chunks); the
-    backward passes K, V and dK, dV. A fast link hides the transfer (only the interference
-    is left); a slow one exposes each step's excess."""
+    """cp - 1 forward steps; each passes every rank's K, V chunk (1/cp of K, V) to its
+    neighbour while the rank computes 1/cp of its attention (load-balanced causal chunks).
+    The backward runs cp steps, each behind 1/cp of the attention backward: the first
+    passes K, V, the middle ones K, V with the dK, dV sums, the last the dK, dV sums alone.
+    A fast link hides the transfer (only the interference is left); a slow one exposes each
+    step's excess."""
     arch, plan, times, fabric = _setup(4, seconds_per_gib)
     exposed = layer_comm(arch, plan, times, fabric, NEMO, 8).cp_s
     chunk = _kv_bytes(arch, plan) / 4
     assert {a for a in fabric.asked if a[0] != "sendrecv"} == set()
     assert {a[1] for a in fabric.asked} == {chunk, 2 * chunk}
     send = seconds_per_gib * chunk / 2**30
-    expected = 3 * overlapped_s(send, times.attention_forward_s / 4) + 3 * overlapped_s(
-        2 * send, times.attention_backward_s / 4
-    )
+    step_backward = times.attention_backward_s / 4
+    expected = 3 * overlapped_s(send, times.attention_forward_s / 4)
+    expected += 2 * overlapped_s(send, step_backward) + 2 * overlapped_s(2 * send, step_backward)
     assert exposed == pytest.approx(expected)
+
+
+def test_the_backward_ring_sends_kv_first_and_the_gradient_sums_last() -> None:
+    """Over two ranks the backward passes K, V behind its first step and the dK, dV sums
+    behind its second (Transformer Engine sends the halves of one K, V + dK, dV buffer):
+    two transfers of one chunk, each behind its own step's attention on a slow link, not
+    one transfer of two chunks behind a single step."""
+    arch, plan, times, fabric = _setup(2, 2.0)
+    exposed = layer_comm(arch, plan, times, fabric, NEMO, 8).cp_s
+    send = 2.0 * _kv_bytes(arch, plan) / 2 / 2**30
+    step_forward, step_backward = times.attention_forward_s / 2, times.attention_backward_s / 2
+    assert send > step_backward
+    expected = overlapped_s(send, step_forward) + 2 * overlapped_s(send, step_backward)
+    assert exposed == pytest.approx(expected)
+    assert exposed < overlapped_s(send, step_forward) + overlapped_s(2 * send, step_backward)
 
 
 def test_a_slow_ring_step_costs_its_transfer_not_the_layer_s_attention() -> None:

@@ -18,8 +18,9 @@ Per micro-batch and layer (critical path of every stage):
   against the chunk it received before, so a step costs ``max(transfer, compute)``. The
   sequence is cut into ``2 cp`` chunks and rank ``r`` holds chunks ``r`` and ``2cp - 1 - r``
   so that every step does the same causal work (Megatron-LM ``get_batch_on_this_cp_rank``):
-  a step computes ``1 / cp`` of the rank's attention. The backward passes K, V and the
-  partial dK, dV (twice the bytes) against ``1 / cp`` of the attention backward. A hidden
+  a step computes ``1 / cp`` of the rank's attention. The backward's ``cp`` steps pass K, V
+  and the partial dK, dV (twice the bytes; K, V alone first, dK, dV alone last) against
+  ``1 / cp`` of the attention backward each. A hidden
   step slows the attention by the SMs its transfer occupies, fewer for a hop across the
   network than inside a node (:func:`_ring_step_exposed_s`). The
   all-gather variant (Llama 3, arXiv 2407.21783 §3.3.2; ``Stack.cp_overlap`` off) gathers all
@@ -243,25 +244,32 @@ def _ring_step_exposed_s(
 def _ring_exposed_s(
     plan: ParallelPlan, comm: CommModel, times: LayerTimes, size: float, nvlink_domain_gpus: int
 ) -> tuple[float, float]:
-    """(forward, backward) exposed seconds of the overlapped ring: one K, V chunk per rank
-    and step in the forward, K, V and dK, dV in the backward, ``cp - 1`` steps each."""
+    """(forward, backward) exposed seconds of the overlapped ring (``AttnFuncWithCPAndKVP2P``).
+
+    Forward: ``cp - 1`` transfers of one K, V chunk, each behind one step's attention (the
+    first step uses the rank's own K, V). Backward: ``cp`` steps, each behind ``1 / cp`` of
+    the attention backward, passing one buffer of K, V and the running dK, dV sums: K, V
+    alone on the first step, both on the ``cp - 2`` middle ones, the dK, dV sums alone on
+    the last.
+    """
     cp = plan.layout.cp
     groups = rank_groups(plan, "cp")
     in_node, across = _ring_hops(groups, nvlink_domain_gpus)
-    exposed = []
-    for chunk, attention_s in (
-        (size / cp, times.attention_forward_s),
-        (2 * size / cp, times.attention_backward_s),
-    ):
+
+    def step_s(chunk: float, window_s: float) -> float:
         transfer = comm.collective_time_s("sendrecv", chunk, groups)
         in_node_s = None
         if len(in_node) and len(across):
             in_node_s = comm.collective_time_s("sendrecv", chunk, in_node)
         elif len(in_node):
             in_node_s = transfer
-        step = _ring_step_exposed_s(transfer, in_node_s, attention_s / cp, len(across) > 0)
-        exposed.append((cp - 1) * step)
-    return exposed[0], exposed[1]
+        return _ring_step_exposed_s(transfer, in_node_s, window_s, len(across) > 0)
+
+    chunk = size / cp
+    forward = (cp - 1) * step_s(chunk, times.attention_forward_s / cp)
+    step_backward = times.attention_backward_s / cp
+    backward = 2 * step_s(chunk, step_backward) + (cp - 2) * step_s(2 * chunk, step_backward)
+    return forward, backward
 
 
 def _cp_exposed_s(
