@@ -57,20 +57,37 @@ def _kv_bytes(arch, plan) -> float:
 def test_ring_attention_passes_one_chunk_per_step_behind_that_step_s_attention(
     seconds_per_gib,
 ) -> None:
-    """cp - 1 steps; each passes every rank's K, V chunk (1/cp of K, V) to its neighbour
-    while the rank computes 1/cp of its attention (load-balanced causal chunks); the
-    backward passes K, V and dK, dV. A fast link hides the transfer (only the interference
-    is left); a slow one exposes each step's excess."""
+    """cp - 1 forward steps; each passes every rank's K, V chunk (1/cp of K, V) to its
+    neighbour while the rank computes 1/cp of its attention (load-balanced causal chunks).
+    The backward runs cp steps, each behind 1/cp of the attention backward: the first
+    passes K, V, the middle ones K, V with the dK, dV sums, the last the dK, dV sums alone.
+    A fast link hides the transfer (only the interference is left); a slow one exposes each
+    step's excess."""
     arch, plan, times, fabric = _setup(4, seconds_per_gib)
     exposed = layer_comm(arch, plan, times, fabric, NEMO, 8).cp_s
     chunk = _kv_bytes(arch, plan) / 4
     assert {a for a in fabric.asked if a[0] != "sendrecv"} == set()
     assert {a[1] for a in fabric.asked} == {chunk, 2 * chunk}
     send = seconds_per_gib * chunk / 2**30
-    expected = 3 * overlapped_s(send, times.attention_forward_s / 4) + 3 * overlapped_s(
-        2 * send, times.attention_backward_s / 4
-    )
+    step_backward = times.attention_backward_s / 4
+    expected = 3 * overlapped_s(send, times.attention_forward_s / 4)
+    expected += 2 * overlapped_s(send, step_backward) + 2 * overlapped_s(2 * send, step_backward)
     assert exposed == pytest.approx(expected)
+
+
+def test_the_backward_ring_sends_kv_first_and_the_gradient_sums_last() -> None:
+    """Over two ranks the backward passes K, V behind its first step and the dK, dV sums
+    behind its second (Transformer Engine sends the halves of one K, V + dK, dV buffer):
+    two transfers of one chunk, each behind its own step's attention on a slow link, not
+    one transfer of two chunks behind a single step."""
+    arch, plan, times, fabric = _setup(2, 2.0)
+    exposed = layer_comm(arch, plan, times, fabric, NEMO, 8).cp_s
+    send = 2.0 * _kv_bytes(arch, plan) / 2 / 2**30
+    step_forward, step_backward = times.attention_forward_s / 2, times.attention_backward_s / 2
+    assert send > step_backward
+    expected = overlapped_s(send, step_forward) + 2 * overlapped_s(send, step_backward)
+    assert exposed == pytest.approx(expected)
+    assert exposed < overlapped_s(send, step_forward) + overlapped_s(2 * send, step_backward)
 
 
 def test_a_slow_ring_step_costs_its_transfer_not_the_layer_s_attention() -> None:
@@ -141,9 +158,9 @@ def test_pytorch_context_parallelism_gathers_kv_once_behind_the_first_step(
 
 def test_pytorch_context_parallelism_merges_each_step_in_fp32() -> None:
     """Each SDPA call's output is merged in FP32 and each backward call's gradients are
-    accumulated in FP32: memory-bound passes the attention of Transformer Engine's ring
-    (merged inside its kernels' epilogue) does not pay; more steps, more passes; eager
-    (one kernel per op) moves more than a compiled block."""
+    accumulated in FP32: more bytes than Transformer Engine's ring, which rescales and sums
+    in BF16; more steps, more passes; eager (one kernel per op) moves more than a compiled
+    block."""
     te = replace(TORCHTITAN, context_parallel="te")
     for cp in (2, 4):
         _, _, torch_times, _ = _torch_setup(cp, 0.0)
@@ -174,3 +191,55 @@ def test_pytorch_context_parallelism_holds_the_gathered_kv_and_fp32_gradient_sum
     assert extra == pytest.approx(context_parallel_working_bytes(arch, plan, TORCHTITAN))
     _, one, _, _ = _torch_setup(1, 0.0)
     assert context_parallel_working_bytes(arch, one, TORCHTITAN) == 0.0
+
+
+def test_transformer_engine_ring_merges_and_accumulates_between_its_steps() -> None:
+    """Transformer Engine's ring (``AttnFuncWithCPAndKVP2P``) runs separate element-wise
+    kernels around its per-step attention calls: K and V packed into one send buffer, each
+    step's output rescaled into the running output through the log-sum-exp, and in the
+    backward dQ, dK, dV added step by step. They are HBM passes on the critical path that
+    grow with the number of steps; none without context parallelism."""
+    _, plan, ring, _ = _setup(4, 0.0)
+    bare = _pure_attention_times(plan)
+    extra_fwd = ring.attention_forward_s - bare[0]
+    extra_bwd = ring.attention_backward_s - bare[1]
+    assert extra_fwd > 0.0
+    assert extra_bwd > 0.0
+    _, plan8, ring8, _ = _setup(8, 0.0)
+    bare8 = _pure_attention_times(plan8)
+    # per GPU the tokens halve from CP 4 to CP 8 but the passes per token grow with the steps
+    assert ring8.attention_forward_s - bare8[0] > 0.5 * extra_fwd
+    _, one, ring1, _ = _setup(1, 0.0)
+    assert (ring1.attention_forward_s, ring1.attention_backward_s) == _pure_attention_times(one)
+    # the all-gather variant (``cp_overlap`` off) runs no ring: no per-step passes
+    _, _, gathered, _ = _setup(4, 0.0, replace(NEMO, cp_overlap=False))
+    assert gathered.attention_forward_s == pytest.approx(bare[0])
+
+
+def _pure_attention_times(plan: ParallelPlan) -> tuple[float, float]:
+    from clusterforge.perf.attention import attention_backward_s, attention_forward_s
+
+    arch = load_catalog().models["llama3-8b"]
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
+    return attention_forward_s(arch, plan, perf, NEMO), attention_backward_s(arch, plan, perf, NEMO)
+
+
+def test_a_ring_across_nodes_takes_fewer_sms_from_the_attention_it_hides_behind() -> None:
+    """NCCL gives a send/receive to a peer across the network 2 channels (one CTA each),
+    against one per NVLink of the path to a peer in the node, as many as a collective's:
+    the hidden transfers of a ring whose every hop leaves the node slow the attention less
+    than the same transfers inside a node; a ring with both kinds of hops pays the larger
+    of its two slowdowns. A transfer longer than the step is exposed either way."""
+    arch, plan, times, fabric = _setup(4, 0.001)
+    in_node = layer_comm(arch, plan, times, fabric, NEMO, 8).cp_s
+    across = layer_comm(arch, plan, times, fabric, NEMO, 1).cp_s
+    mixed = layer_comm(arch, plan, times, fabric, NEMO, 2).cp_s
+    assert 0.0 < across < mixed <= in_node
+    assert across < 0.25 * in_node
+    _, _, slow_times, slow = _setup(4, 1.0)
+    slow_in_node = layer_comm(arch, plan, slow_times, slow, NEMO, 8).cp_s
+    slow_across = layer_comm(arch, plan, slow_times, slow, NEMO, 1).cp_s
+    chunk_s = _kv_bytes(arch, plan) / 4 / 2**30
+    excess = 3 * (chunk_s - slow_times.attention_forward_s / 4)
+    assert excess > 0.0
+    assert slow_in_node > slow_across > excess

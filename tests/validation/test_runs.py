@@ -54,7 +54,11 @@ LONG_CONTEXT = (
     "repeated K/V heads, SDPA's FlashAttention-2 rate, torch.compile and the 500 W part's "
     "peak modelled; the same run without CP at 32K is 12 % optimistic, so about 25 % is "
     "left to CP itself (cause not found: the SDPA calls have the same shapes as without CP, "
-    "the FLOPs are balanced by the round-robin chunks, and the K/V traffic stays on NVLink)"
+    "the FLOPs are balanced by the round-robin chunks, and the K/V traffic stays on NVLink). "
+    "Not a cost per attention FLOP of PyTorch's ring: Llama 3.1 405B under the same CP 4 "
+    "(pub-tt-h100-405b-128k-fsdp2-cp4, attention 72 % of its predicted layer time against "
+    "88 % here) is 18.8 % optimistic against 12.6 % at 32K without CP, where a slowdown "
+    "that leaves this run 22 % beyond its 32K run would leave the 405B run ~18 % beyond"
 )
 SMALL_TP_FSDP = (
     "Llama 3 8B split 8 ways by TP (vanilla, not overlapped) under FSDP 8: 37-38 % optimistic; "

@@ -3,8 +3,9 @@
 The forward and backward time of ``softmax(Q K^T) V`` for one layer and micro-batch: the
 query-key pairs a causal (or sliding-window) kernel scores, the rate of each stack's fused
 kernel (FlashAttention-2, its Triton port, cuDNN with its head-dim slowdown, PyTorch SDPA's
-FlashAttention) or the unfused GEMMs and softmax, and the FP32 merges of PyTorch's
-context parallelism around its per-step SDPA calls. Measured rates live in
+FlashAttention) or the unfused GEMMs and softmax, and the element-wise passes of
+context parallelism around its per-step attention calls (PyTorch's FP32 merges, Transformer
+Engine's rescaling and gradient sums). Measured rates live in
 ``data/efficiency.toml`` with their sources; :mod:`clusterforge.perf.compute` adds these
 times into a layer's.
 """
@@ -22,6 +23,8 @@ from clusterforge.perf.stack import Stack
 __all__ = [
     "attention_backward_s",
     "attention_forward_s",
+    "context_parallel_passes",
+    "te_cp_bytes",
     "torch_cp_bytes",
 ]
 
@@ -213,3 +216,63 @@ def torch_cp_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[f
     backward = cp * per_step + (q_elements + kv_elements) * TORCH_CP_ZERO_AND_CAST_BYTES
     backward += kv_elements * TORCH_CP_KV_COPY_BYTES
     return forward, backward
+
+
+# Transformer Engine's ring (``Stack.context_parallel`` "te" with ``cp_overlap``:
+# ``AttnFuncWithCPAndKVP2P``, transformer_engine/pytorch/attention/dot_product_attention/
+# context_parallel.py, NVIDIA/TransformerEngine main, read Dec 2026) runs element-wise
+# kernels of its own between the per-step fused-attention calls, BF16 attention (NeMo and
+# Megatron-Core leave FP8 attention off by default), bytes per element moved, [D] by
+# counting each op's reads and writes:
+# forward: ``torch.cat((k.view(-1), v.view(-1)))`` packs K, V into the first send buffer
+# (2 + 2 per K, V element); after the loop ``flash_attn_fwd_out_correction_init`` rescales the
+# first step's output into the running output (read 2, write 2 per output element) and each
+# later step's ``flash_attn_fwd_out_correction`` adds its rescaled output (read the running
+# and the step's output, write the running one: 2 + 2 + 2), over the whole output on the
+# steps whose K, V come from a lower rank and over its second half on the others
+# (``flash_attn_fwd_second_half_out_correction``): 3/4 of it on average over the ranks.
+# Backward: the saved K, V copied into the send buffer (2 + 2); each step's dQ and dK, dV
+# added into their sums (``dq.add_``, ``dk.add_``, ``dv.add_``: 2 + 2 + 2), the first
+# copied (2 + 2), on the whole tensor or its half as in the forward.
+TE_CP_PACK_BYTES = 4.0
+TE_CP_FIRST_BYTES = 4.0
+TE_CP_ADD_BYTES = 6.0
+TE_CP_HALF_STEP_SHARE = 0.75  # (1 + 1/2) / 2: whole on half the later steps, half on the rest
+
+
+def te_cp_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[float, float]:
+    """(forward, backward) HBM bytes of Transformer Engine's ring between its attention
+    steps, one layer on one GPU (constants above). Zero without context parallelism, for
+    other implementations and for the all-gather variant (``cp_overlap`` off)."""
+    cp = plan.layout.cp
+    if cp == 1 or stack.context_parallel != "te" or not stack.cp_overlap:
+        return 0.0, 0.0
+    tokens = tokens_per_gpu(plan)
+    q_elements = tokens * q_dim(arch) / plan.layout.tp
+    kv_width = q_dim(arch) if stack.kv_heads_expanded else kv_dim(arch)
+    kv_elements = 2 * tokens * kv_width / plan.layout.tp
+    per_element = TE_CP_FIRST_BYTES + (cp - 1) * TE_CP_HALF_STEP_SHARE * TE_CP_ADD_BYTES
+    forward = kv_elements * TE_CP_PACK_BYTES + q_elements * per_element
+    backward = kv_elements * TE_CP_PACK_BYTES + (q_elements + kv_elements) * per_element
+    return forward, backward
+
+
+def context_parallel_passes(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack
+) -> tuple[tuple[float, int], tuple[float, int]]:
+    """((bytes, kernels) forward, (bytes, kernels) backward) of the element-wise passes that
+    the stack's context parallelism adds around one layer's attention.
+
+    PyTorch: four kernels per step (:func:`torch_cp_bytes`). Transformer Engine's ring: the
+    pack and one correction per step in the forward (``2 cp`` with the log-sum-exp
+    corrections), the copy and the dQ, dK, dV sums of every step in the backward
+    (``3 cp + 1``) (:func:`te_cp_bytes`).
+    """
+    cp = plan.layout.cp
+    torch_fwd, torch_bwd = torch_cp_bytes(arch, plan, stack)
+    if torch_fwd > 0:
+        return (torch_fwd, 4 * cp), (torch_bwd, 4 * cp)
+    te_fwd, te_bwd = te_cp_bytes(arch, plan, stack)
+    if te_fwd > 0:
+        return (te_fwd, 2 * cp), (te_bwd, 3 * cp + 1)
+    return (0.0, 0), (0.0, 0)

@@ -20,7 +20,11 @@ from typing import assert_never
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.async_tp import FusedMatmuls, fused_matmuls, hbm_work, is_micro_pipelined
-from clusterforge.perf.attention import attention_backward_s, attention_forward_s, torch_cp_bytes
+from clusterforge.perf.attention import (
+    attention_backward_s,
+    attention_forward_s,
+    context_parallel_passes,
+)
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes, torchao_kernels
 from clusterforge.perf.memory import layer_matmul_shapes
@@ -234,16 +238,16 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     """Forward, backward and recomputation time of one layer for one micro-batch.
 
     FP8 runs add the cast/transpose passes of :func:`~clusterforge.perf.fp8.fp8_layer_bytes`;
-    PyTorch's context parallelism adds its FP32 merges to the attention
-    (:func:`~clusterforge.perf.attention.torch_cp_bytes`).
+    Context parallelism adds its element-wise passes between the attention steps to the
+    attention (PyTorch's FP32 merges, Transformer Engine's rescaling and gradient sums:
+    :func:`~clusterforge.perf.attention.context_parallel_passes`).
     """
     gemm = _weight_gemms_s(arch, plan, perf)
-    cp_fwd, cp_bwd = torch_cp_bytes(arch, plan, stack)
-    cp_kernels = 4 * plan.layout.cp if cp_fwd > 0 else 0
+    (cp_fwd, fwd_kernels), (cp_bwd, bwd_kernels) = context_parallel_passes(arch, plan, stack)
     attention_fwd = attention_forward_s(arch, plan, perf, stack)
     attention_bwd = attention_backward_s(arch, plan, perf, stack)
-    attention_fwd += memory_time_s(cp_fwd, perf, num_kernels=cp_kernels) if cp_fwd else 0.0
-    attention_bwd += memory_time_s(cp_bwd, perf, num_kernels=cp_kernels) if cp_bwd else 0.0
+    attention_fwd += memory_time_s(cp_fwd, perf, num_kernels=fwd_kernels) if cp_fwd else 0.0
+    attention_bwd += memory_time_s(cp_bwd, perf, num_kernels=bwd_kernels) if cp_bwd else 0.0
     kernels = _elementwise_kernels(arch, stack)
     elementwise = memory_time_s(_elementwise_bytes(arch, plan, stack), perf, num_kernels=kernels)
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack, perf.gpu_id)
