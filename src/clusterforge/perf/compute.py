@@ -26,6 +26,8 @@ from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.moe import (
     expert_fp8_extra_kernels,
     expert_output_bias_s,
+    fp8_padding_s,
+    glu_clamp_s,
     grouped_gemm_time_s,
     permutation_bytes_per_token,
 )
@@ -235,8 +237,11 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     elementwise = memory_time_s(_elementwise_bytes(arch, plan, stack), perf, num_kernels=kernels)
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack, perf.gpu_id)
     bias_fwd, bias_bwd = expert_output_bias_s(arch, plan, perf, stack)
-    forward = gemm + attention_fwd + elementwise + bias_fwd
-    backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise + bias_bwd
+    clamp_fwd, clamp_bwd = glu_clamp_s(arch, plan, perf, stack)
+    padding = fp8_padding_s(arch, plan, perf, stack)
+    experts_fwd, experts_bwd = bias_fwd + clamp_fwd + padding, bias_bwd + clamp_bwd + padding
+    forward = gemm + attention_fwd + elementwise + experts_fwd
+    backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise + experts_bwd
     copy_fwd, copy_bwd = tp_layout_copy_bytes(arch, plan, stack)
     if copy_fwd > 0:
         pairs = 1 if arch.parallel_block else 2
