@@ -398,3 +398,43 @@ def test_fp8_moe_layers_cast_every_routed_copy_not_the_norm_output(models, gpu) 
     extra_activation = f * (k - 1) * (fused + AMAX_READ_BYTES)
     want = h * (k * (cast + AMAX_READ_BYTES) - fused - AMAX_READ_BYTES) + extra_activation
     assert moe[0] - dense[0] == pytest.approx(want * tokens)
+
+
+def test_megatron_recompute_modules_rerun_the_pre_mlp_norm_and_the_expert_activation(
+    models, h100
+) -> None:
+    # Megatron-Core's selective recompute modules (``--recompute-modules``, the gpt-oss
+    # performance recipes' ["layernorm", "moe_act"] on GB200, B200 and H100): "layernorm"
+    # reruns the MoE layer's separate pre-MLP norm (the input norm is fused into the QKV
+    # linear: transformer_layer.py recomputes only norms that are not IdentityOp), read h +
+    # write h in BF16; "moe_act" reruns TEGroupedMLP's bias_act_func, the eager GLU clamp
+    # (16 B per copy and f) and the fused weighted activation (read 2f, write f: 6 B per f).
+    from clusterforge.perf.compute import layer_times
+    from clusterforge.perf.roofline import gpu_perf, memory_time_s
+
+    arch = models["gpt-oss-120b"]
+    stack = stack_named("megatron-bridge")
+    assert stack.recompute_modules == ()
+    modules = replace(stack, recompute_modules=("layernorm", "moe_act"))
+    perf = gpu_perf(h100, "bf16")
+    plan = _plan(dp=64, ep=8).with_(recompute="none")
+    tokens = plan.micro_batch * plan.seq_length
+    copies = tokens * arch.top_k * arch.ffn_hidden_size
+    norm = memory_time_s(4.0 * arch.hidden_size * tokens, perf, num_kernels=1)
+    activation = memory_time_s(6.0 * copies, perf, num_kernels=1) + memory_time_s(
+        16.0 * copies, perf, num_kernels=3
+    )
+    base = layer_times(arch, plan, perf, stack)
+    assert base.recompute_s == 0.0
+    assert layer_times(arch, plan, perf, modules).recompute_s == pytest.approx(norm + activation)
+    only_norm = replace(stack, recompute_modules=("layernorm",))
+    assert layer_times(arch, plan, perf, only_norm).recompute_s == pytest.approx(norm)
+    # A dense TE layer fuses both norms into its linears and has no expert activation.
+    dense = models["llama3-8b"]
+    dense_plan = plan.with_(layout=JobLayout(tp=1, pp=1, dp=64, ep=1))
+    assert layer_times(dense, dense_plan, perf, modules).recompute_s == 0.0
+    # Full recomputation reruns the whole forward already: nothing added.
+    full = plan.with_(recompute="full")
+    assert layer_times(arch, full, perf, modules).recompute_s == pytest.approx(
+        layer_times(arch, full, perf, stack).recompute_s
+    )

@@ -30,6 +30,7 @@ from clusterforge.perf.moe import (
     glu_clamp_s,
     grouped_gemm_time_s,
     permutation_bytes_per_token,
+    recompute_modules_s,
 )
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
 from clusterforge.perf.roofline import (
@@ -264,6 +265,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
         recompute = sum(gemm_time_s(tokens, n, k, perf) for n, k in shapes) + elementwise
     elif plan.recompute == "selective" and stack.attention == "unfused":
         recompute = attention_fwd
+    recompute += recompute_modules_s(arch, plan, perf, stack)
     return LayerTimes(forward, backward, recompute, gemm, attention_fwd, attention_bwd)
 
 

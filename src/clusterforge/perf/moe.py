@@ -22,6 +22,7 @@ __all__ = [
     "glu_clamp_s",
     "grouped_gemm_time_s",
     "permutation_bytes_per_token",
+    "recompute_modules_s",
 ]
 
 
@@ -216,3 +217,34 @@ def fp8_padding_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Sta
         return 0.0
     elements = tokens_per_gpu(plan) * arch.top_k * arch.hidden_size
     return memory_time_s(FP8_PADDING_BYTES * elements, perf, num_kernels=FP8_PADDING_KERNELS)
+
+
+# Megatron-Core's recompute modules on an MoE layer (``recompute_modules`` with selective
+# granularity; NVIDIA/Megatron-LM core_v0.15.0): "layernorm" reruns the norms that are not
+# fused into a linear (``TransformerLayer`` skips IdentityOp norms; with Transformer Engine
+# the input norm lives in the QKV ``LayerNormLinear`` and only an MoE layer keeps a separate
+# pre-MLP ``TENorm``, megatron/core/models/gpt/gpt_layer_specs.py), one kernel reading and
+# writing h BF16 elements per token; "moe_act" reruns ``TEGroupedMLP``'s ``bias_act_func``
+# (the GLU clamp of :func:`glu_clamp_s` when the model has one, then the fused weighted
+# activation: read the 2f FC1 outputs, write f, BF16, per routed copy).
+NORM_RECOMPUTE_BYTES = 4.0  # per token and hidden element
+ACTIVATION_RECOMPUTE_BYTES = 6.0  # per routed copy and FFN element (gated)
+
+
+def recompute_modules_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> float:
+    """Backward-time seconds of one layer's Megatron recompute modules
+    (``Stack.recompute_modules``); 0 for dense layers, whose norms Transformer Engine fuses
+    into the linears, and under full recomputation, which reruns the whole forward."""
+    if arch.num_experts == 1 or plan.recompute == "full":
+        return 0.0
+    seconds = 0.0
+    if "layernorm" in stack.recompute_modules:
+        shard = plan.layout.tp if plan.sequence_parallel else 1
+        elements = tokens_per_gpu(plan) * arch.hidden_size / shard
+        seconds += memory_time_s(NORM_RECOMPUTE_BYTES * elements, perf, num_kernels=1)
+    if "moe_act" in stack.recompute_modules:
+        copies = tokens_per_gpu(plan) * arch.top_k * ffn_size(arch) / plan.layout.tp
+        activation = ACTIVATION_RECOMPUTE_BYTES if arch.gated_mlp else 4.0
+        seconds += memory_time_s(activation * copies, perf, num_kernels=1)
+        seconds += glu_clamp_s(arch, plan, perf, stack)[0]
+    return seconds

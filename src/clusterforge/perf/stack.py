@@ -126,6 +126,10 @@ SelectivePolicy = Literal["attention", "every_other_matmul"]
 # (``--cuda-graph-modules``, docs/user-guide/features/cuda_graph.md, NVIDIA/Megatron-LM at
 # d98e8a6): the attention block, the router, the dispatcher's preprocess.
 CudaGraphModule = Literal["attn", "moe_router", "moe_preprocess"]
+# Megatron-Core's selective recompute modules that act on an MoE layer beyond core
+# attention (``--recompute-modules``, megatron/core/transformer/transformer_layer.py and
+# moe/experts.py, core_v0.15.0): the norms not fused into a linear, the experts' activation.
+RecomputeModule = Literal["layernorm", "moe_act"]
 
 
 @dataclass(frozen=True)
@@ -197,6 +201,9 @@ class Stack:
     ``moe_fp8_padding``: in FP8 the grouped expert linears copy each expert's rows into a
     16-aligned buffer and back (Megatron-Core's ``TEGroupedMLP`` with Transformer Engine's
     ``Fp8Padding``; :func:`~clusterforge.perf.moe.fp8_padding_s`).
+    ``recompute_modules``: further Megatron-Core recompute modules of the run's recipe,
+    rerun in the backward (:func:`~clusterforge.perf.moe.recompute_modules_s`; none by
+    default).
     ``cuda_graph_modules``: scopes replayed from CUDA graphs (Megatron
     ``--cuda-graph-modules``; none in eager runs, the default of every stack here).
     ``distribute_checkpoints``: under full recomputation without sequence parallelism each
@@ -245,6 +252,7 @@ class Stack:
     moe_glu_clamp_eager: bool = True
     moe_fp8_padding: bool = True
     cuda_graph_modules: tuple[CudaGraphModule, ...] = ()
+    recompute_modules: tuple[RecomputeModule, ...] = ()
     distribute_checkpoints: bool = False
 
     def gathered_weight_bytes(self, precision: str) -> float:
