@@ -112,6 +112,8 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, distribute_checkpoints=row["distribute_checkpoints"])
     if "cuda_graph_modules" in row:  # Megatron --cuda-graph-modules of the run's recipe
         stack = replace(stack, cuda_graph_modules=tuple(row["cuda_graph_modules"]))
+    if "recompute_modules" in row:  # Megatron --recompute-modules of the run's recipe
+        stack = replace(stack, recompute_modules=tuple(row["recompute_modules"]))
     return stack
 
 

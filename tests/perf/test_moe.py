@@ -302,3 +302,139 @@ def test_megatron_moe_with_tensor_parallelism_gathers_the_routed_copies_over_tp(
         arch, plan, layer_times(arch, plan, gpu_perf(h100, "bf16"), other), h100_comm, other, 8
     ).tp_s
     assert dense == pytest.approx(2 * attention)
+
+
+def test_megatron_core_clamps_the_gpt_oss_glu_halves_in_eager_before_its_fused_activation(
+    models, h100
+) -> None:
+    # weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py, core_v0.15.0
+    # to core_v0.17.0) clamps the two halves of each routed copy's FC1 output and concatenates
+    # them in eager PyTorch before the compiled activation: forward, two clamps (read 2 +
+    # write 2 B each over f elements) and a cat (read 2 + write 2 B over 2f) = 16 B per f;
+    # backward, two clamp backwards (read input and gradient, write: 6 B over f each) and
+    # the chunk's backward cat of the two half gradients (read 2 + write 2 B over 2f) = 20 B
+    # per f. Three kernels each way. A model without the clamp, or a stack that fuses it, pays nothing.
+    from clusterforge.perf.compute import layer_times
+    from clusterforge.perf.roofline import gpu_perf, memory_time_s
+
+    arch = models["gpt-oss-120b"]
+    assert arch.glu_clamp == 7.0
+    unclamped = arch.model_copy(update={"glu_clamp": None})
+    stack = stack_named("megatron-bridge")
+    perf = gpu_perf(h100, "bf16")
+    plan = _plan(dp=64, ep=8).with_(recompute="none")
+    elements = plan.micro_batch * plan.seq_length * arch.top_k * arch.ffn_hidden_size
+    clamped, plain = layer_times(arch, plan, perf, stack), layer_times(unclamped, plan, perf, stack)
+    assert clamped.forward_s - plain.forward_s == pytest.approx(
+        memory_time_s(16.0 * elements, perf, num_kernels=3)
+    )
+    assert clamped.backward_s - plain.backward_s == pytest.approx(
+        memory_time_s(20.0 * elements, perf, num_kernels=3)
+    )
+    fused = replace(stack, moe_glu_clamp_eager=False)
+    assert layer_times(arch, plan, perf, fused).forward_s == pytest.approx(
+        layer_times(unclamped, plan, perf, fused).forward_s
+    )
+
+
+def test_fp8_grouped_linears_copy_each_experts_rows_into_16_aligned_padding(models, h100) -> None:
+    # TEGroupedMLP under FP8 (megatron/core/transformer/moe/experts.py, core_v0.15.0) pads
+    # each expert's rows to a multiple of 16 before fc1 and unpads fc2's output
+    # (Transformer Engine v2.9 Fp8Padding / Fp8Unpadding, pytorch/module/fp8_padding.py):
+    # a copy unless every count is already aligned, which random force-balanced routing
+    # never gives. Forward: pad the input, unpad the output (read 2 + write 2 B per routed
+    # copy and hidden element each); backward: their mirrors. BF16 runs pay nothing.
+    from clusterforge.perf.compute import layer_times
+    from clusterforge.perf.roofline import gpu_perf, memory_time_s
+
+    arch = models["qwen3-30b-a3b"]
+    stack = stack_named("megatron-bridge")
+    aligned = replace(stack, moe_fp8_padding=False)
+    plan = _plan(dp=8, ep=8).with_(precision="fp8", recompute="none")
+    perf = gpu_perf(h100, "fp8")
+    elements = plan.micro_batch * plan.seq_length * arch.top_k * arch.hidden_size
+    padded, unpadded = layer_times(arch, plan, perf, stack), layer_times(arch, plan, perf, aligned)
+    want = memory_time_s(8.0 * elements, perf, num_kernels=3)
+    assert padded.forward_s - unpadded.forward_s == pytest.approx(want)
+    assert padded.backward_s - unpadded.backward_s == pytest.approx(want)
+    bf16 = plan.with_(precision="bf16")
+    bf16_perf = gpu_perf(h100, "bf16")
+    assert layer_times(arch, bf16, bf16_perf, stack) == layer_times(arch, bf16, bf16_perf, aligned)
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "b200"])
+def test_fp8_moe_layers_cast_every_routed_copy_not_the_norm_output(models, gpu) -> None:
+    # Megatron-Core's MoE layer spec puts a plain norm before the experts
+    # (pre_mlp_layernorm=backend.layer_norm() if num_experts, gpt_layer_specs.py,
+    # core_v0.15.0): its BF16 output feeds the router and is permuted, and the grouped
+    # linear quantises the top_k routed copies itself. So the FC1 input's FP8 cast covers
+    # top_k x h elements per token at the full cast rate (plus the amax read of current
+    # scaling), where a dense TE layer fuses one h-wide cast into its norm.
+    from clusterforge.perf.fp8 import (
+        AMAX_READ_BYTES,
+        CAST_BYTES,
+        CAST_TRANSPOSE_BYTES,
+        TRANSPOSE_BYTES,
+        fp8_layer_bytes,
+        te_writes_fp8_transposes,
+    )
+
+    arch = models["qwen3-30b-a3b"]
+    dense_like = arch.model_copy(update={"num_experts": 1, "top_k": 1})
+    stack = stack_named("megatron-bridge")
+    plan = _plan(dp=8, ep=8).with_(precision="fp8", recompute="none")
+    tokens = plan.micro_batch * plan.seq_length
+    h, k, f = arch.hidden_size, arch.top_k, arch.ffn_hidden_size
+    transposes = te_writes_fp8_transposes(stack, gpu)
+    cast = CAST_TRANSPOSE_BYTES if transposes else CAST_BYTES
+    fused = TRANSPOSE_BYTES if transposes else 0.0
+    moe, dense = (
+        fp8_layer_bytes(arch, plan, stack, gpu),
+        fp8_layer_bytes(dense_like, plan, stack, gpu),
+    )
+    # Beyond a one-expert layer: the h-wide FC1 input leaves the norm's fused cast (and its
+    # amax read) for k copies cast by the grouped linear; the (k - 1) further activations
+    # keep the dense layer's fused rule for the activation output.
+    extra_activation = f * (k - 1) * (fused + AMAX_READ_BYTES)
+    want = h * (k * (cast + AMAX_READ_BYTES) - fused - AMAX_READ_BYTES) + extra_activation
+    assert moe[0] - dense[0] == pytest.approx(want * tokens)
+
+
+def test_megatron_recompute_modules_rerun_the_pre_mlp_norm_and_the_expert_activation(
+    models, h100
+) -> None:
+    # Megatron-Core's selective recompute modules (``--recompute-modules``, the gpt-oss
+    # performance recipes' ["layernorm", "moe_act"] on GB200, B200 and H100): "layernorm"
+    # reruns the MoE layer's separate pre-MLP norm (the input norm is fused into the QKV
+    # linear: transformer_layer.py recomputes only norms that are not IdentityOp), read h +
+    # write h in BF16; "moe_act" reruns TEGroupedMLP's bias_act_func, the eager GLU clamp
+    # (16 B per copy and f) and the fused weighted activation (read 2f, write f: 6 B per f).
+    from clusterforge.perf.compute import layer_times
+    from clusterforge.perf.roofline import gpu_perf, memory_time_s
+
+    arch = models["gpt-oss-120b"]
+    stack = stack_named("megatron-bridge")
+    assert stack.recompute_modules == ()
+    modules = replace(stack, recompute_modules=("layernorm", "moe_act"))
+    perf = gpu_perf(h100, "bf16")
+    plan = _plan(dp=64, ep=8).with_(recompute="none")
+    tokens = plan.micro_batch * plan.seq_length
+    copies = tokens * arch.top_k * arch.ffn_hidden_size
+    norm = memory_time_s(4.0 * arch.hidden_size * tokens, perf, num_kernels=1)
+    activation = memory_time_s(6.0 * copies, perf, num_kernels=1) + memory_time_s(
+        16.0 * copies, perf, num_kernels=3
+    )
+    base = layer_times(arch, plan, perf, stack)
+    assert base.recompute_s == 0.0
+    assert layer_times(arch, plan, perf, modules).recompute_s == pytest.approx(norm + activation)
+    only_norm = replace(stack, recompute_modules=("layernorm",))
+    assert layer_times(arch, plan, perf, only_norm).recompute_s == pytest.approx(norm)
+    # A dense TE layer fuses both norms into its linears and has no expert activation.
+    dense = models["llama3-8b"]
+    dense_plan = plan.with_(layout=JobLayout(tp=1, pp=1, dp=64, ep=1))
+    assert layer_times(dense, dense_plan, perf, modules).recompute_s == 0.0
+    # Full recomputation reruns the whole forward already: nothing added.
+    full = plan.with_(recompute="full")
+    assert layer_times(arch, full, perf, modules).recompute_s == pytest.approx(
+        layer_times(arch, full, perf, stack).recompute_s
+    )

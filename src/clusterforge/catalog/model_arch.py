@@ -79,6 +79,12 @@ class ModelArch(BaseModel):
         description="Share of the layers that attend over sliding_window keys (gpt-oss: 0.5, "
         "every other layer); the others attend over the whole causal prefix",
     )
+    glu_clamp: float | None = Field(
+        None,
+        gt=0.0,
+        description="Limit the gated MLP clamps its two input halves to (gpt-oss: 7.0, its "
+        "config's swiglu_limit); None = no clamp",
+    )
     tied_embeddings: bool = Field(
         False, description="The output layer reuses the input embedding matrix"
     )

@@ -31,8 +31,11 @@ from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.moe import (
     expert_fp8_extra_kernels,
     expert_output_bias_s,
+    fp8_padding_s,
+    glu_clamp_s,
     grouped_gemm_time_s,
     permutation_bytes_per_token,
+    recompute_modules_s,
 )
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
 from clusterforge.perf.roofline import (
@@ -252,8 +255,11 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     elementwise = memory_time_s(_elementwise_bytes(arch, plan, stack), perf, num_kernels=kernels)
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack, perf.gpu_id)
     bias_fwd, bias_bwd = expert_output_bias_s(arch, plan, perf, stack)
-    forward = gemm + attention_fwd + elementwise + bias_fwd
-    backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise + bias_bwd
+    clamp_fwd, clamp_bwd = glu_clamp_s(arch, plan, perf, stack)
+    padding = fp8_padding_s(arch, plan, perf, stack)
+    experts_fwd, experts_bwd = bias_fwd + clamp_fwd + padding, bias_bwd + clamp_bwd + padding
+    forward = gemm + attention_fwd + elementwise + experts_fwd
+    backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise + experts_bwd
     fused_tp = fused_matmuls(arch, plan, perf, stack)
     copy_fwd, copy_bwd = tp_layout_copy_bytes(arch, plan, stack)
     if is_micro_pipelined(plan, stack) and not arch.parallel_block:
@@ -289,6 +295,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
         recompute = sum(gemm_time_s(tokens, n, k, perf) for n, k in shapes) + elementwise
     elif plan.recompute == "selective" and stack.attention == "unfused":
         recompute = attention_fwd
+    recompute += recompute_modules_s(arch, plan, perf, stack)
     return LayerTimes(
         forward, backward, recompute, gemm, attention_fwd, attention_bwd, fused_tp=fused_tp
     )

@@ -75,6 +75,24 @@ AMAX_READ_BYTES = 2.0  # dynamic scaling: one more BF16 read to find the amax
 FP8_KERNELS_PER_LAYER = 8
 
 
+def _moe_expert_input(
+    arch: ModelArch, plan: ParallelPlan, norm_fed: float, others: float
+) -> tuple[float, float]:
+    """(norm-fed, other) input widths of a Transformer Engine MoE layer's FP8 casts.
+
+    Megatron-Core's MoE layer puts a plain norm before the experts
+    (``pre_mlp_layernorm=backend.layer_norm() if num_experts``, megatron/core/models/gpt/
+    gpt_layer_specs.py, NVIDIA/Megatron-LM core_v0.15.0): its BF16 output feeds the router
+    and is permuted, and the grouped linear quantises each of the ``top_k`` routed copies
+    itself. The FC1 input thus leaves the norm-fused casts for ``top_k x h`` plain ones (the
+    copies are gathered whole over TP, not sharded).
+    """
+    shard = plan.layout.tp if plan.sequence_parallel else 1
+    # A parallel block's one norm output still feeds the fused QKV cast.
+    fc1_input = 0.0 if arch.parallel_block else arch.hidden_size / shard
+    return norm_fed - fc1_input, others + arch.hidden_size * arch.top_k
+
+
 def _widths(arch: ModelArch, plan: ParallelPlan) -> tuple[float, float, float, float]:
     """Per-token elements on one GPU: (norm-fed inputs, other inputs, gradients, fused share).
 
@@ -134,6 +152,8 @@ def fp8_layer_bytes(
         return torchao_layer_bytes(arch, plan, stack)
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     norm_fed, others, grads, activation_out = _widths(arch, plan)
+    if arch.num_experts > 1:
+        norm_fed, others = _moe_expert_input(arch, plan, norm_fed, others)
     transposes = te_writes_fp8_transposes(stack, gpu_id)
     cast = CAST_TRANSPOSE_BYTES if transposes else CAST_BYTES
     if stack.fp8_fused_norm_cast:

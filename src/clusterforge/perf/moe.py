@@ -2,13 +2,15 @@
 
 The experts' grouped GEMMs as Transformer Engine runs them (a few concurrent cuBLAS GEMMs
 per round), the HBM traffic of the token permutations around the all-to-all dispatcher,
-Megatron-Core's eager expert output bias and the extra FP8 quantisation kernels of
+Megatron-Core's eager expert output bias, the eager clamp of a clamped gated activation,
+the FP8 row padding of the grouped linears and the extra FP8 quantisation kernels of
 per-expert current scaling. :mod:`clusterforge.perf.compute` adds these into a layer's time.
 """
 
 from __future__ import annotations
 
 from clusterforge.catalog import ModelArch
+from clusterforge.perf.flops import ffn_size
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
 from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gemm_time_s, memory_time_s
 from clusterforge.perf.stack import Stack
@@ -16,8 +18,11 @@ from clusterforge.perf.stack import Stack
 __all__ = [
     "expert_fp8_extra_kernels",
     "expert_output_bias_s",
+    "fp8_padding_s",
+    "glu_clamp_s",
     "grouped_gemm_time_s",
     "permutation_bytes_per_token",
+    "recompute_modules_s",
 ]
 
 
@@ -149,3 +154,97 @@ def expert_fp8_extra_kernels(arch: ModelArch, plan: ParallelPlan, stack: Stack) 
         return 0
     further_experts = max(0, arch.num_experts // plan.layout.ep - 1)
     return 2 * CURRENT_SCALING_KERNELS_PER_TENSOR * further_experts
+
+
+# Megatron-Core's clamped gated activation (``weighted_bias_quick_geglu_impl`` in
+# megatron/core/fusions/fused_bias_geglu.py, NVIDIA/Megatron-LM tags core_v0.15.0 to
+# core_v0.17.0; ``activation_func_clamp_value`` 7.0 in Megatron-Bridge's gpt-oss provider,
+# the model's ``swiglu_limit``) splits each routed copy's FC1 output into its two halves,
+# clamps them and concatenates them again in eager PyTorch; only the weighted activation
+# after it is compiled (``jit_fuser``, megatron/core/jit.py: ``torch.compile``). HBM bytes
+# per routed copy and FFN element f (the FC1 output has 2f), BF16; [D] by counting each
+# op's reads and writes. Forward: two clamps, each reading and writing f elements (4 + 4),
+# and the cat of 2f elements (8) = 16. Backward: two clamp backwards, each reading the
+# saved input and the incoming gradient and writing the gradient over f elements (6 + 6),
+# and the chunk's backward concatenating the two half gradients (8) = 20.
+GLU_CLAMP_BYTES = (16.0, 20.0)
+GLU_CLAMP_KERNELS = 3  # two clamps and a cat each way
+
+
+def glu_clamp_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
+) -> tuple[float, float]:
+    """(forward, backward) seconds of one MoE layer's eager GLU clamp over its routed copies.
+
+    Zero for dense models, models without a clamp (``ModelArch.glu_clamp``) and stacks that
+    fuse it (``Stack.moe_glu_clamp_eager`` off); otherwise :data:`GLU_CLAMP_BYTES` over the
+    GPU's ``tokens x top_k`` copies of the expert's FFN width (split over TP).
+    """
+    if arch.num_experts == 1 or arch.glu_clamp is None or not stack.moe_glu_clamp_eager:
+        return 0.0, 0.0
+    elements = tokens_per_gpu(plan) * arch.top_k * ffn_size(arch) / plan.layout.tp
+    fwd_bytes, bwd_bytes = GLU_CLAMP_BYTES
+    return (
+        memory_time_s(fwd_bytes * elements, perf, num_kernels=GLU_CLAMP_KERNELS),
+        memory_time_s(bwd_bytes * elements, perf, num_kernels=GLU_CLAMP_KERNELS),
+    )
+
+
+# Under FP8, Megatron-Core's ``TEGroupedMLP`` (moe/experts.py, core_v0.15.0 to core_v0.17.0)
+# pads each local expert's rows to a multiple of 16 before fc1 (``Fp8Padding``, the hidden
+# states and the probabilities) and strips the padding from fc2's output
+# (``Fp8Unpadding``): Transformer Engine's ``fused_multi_row_padding`` / ``_unpadding``
+# copy the whole tensor into a new buffer unless every count is aligned already
+# (transformer_engine/pytorch/module/fp8_padding.py and fp8_unpadding.py, TE v2.9). The
+# recipes set no ``moe_router_padding_for_fp8`` (which would align the counts in the
+# router), and their force-balanced routing draws random logits per token
+# (``RandomSTE``, moe/moe_utils.py), so the counts are not multiples of 16. HBM bytes per
+# routed copy and hidden element, BF16, [D]: forward, pad the input (read 2 + write 2) and
+# unpad the output (2 + 2) = 8; backward, the mirror copies of the two gradients = 8. The
+# probabilities' one column per row is left out (1/h of the rest).
+FP8_PADDING_BYTES = 8.0
+FP8_PADDING_KERNELS = 3  # hidden states, probabilities, output (and their gradients)
+
+
+def fp8_padding_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> float:
+    """Seconds of one MoE layer's FP8 row padding copies, per direction (forward = backward).
+
+    Zero for dense models, BF16 runs and stacks without the copies
+    (``Stack.moe_fp8_padding`` off); otherwise :data:`FP8_PADDING_BYTES` over the GPU's
+    ``tokens x top_k`` routed copies of the hidden width.
+    """
+    if arch.num_experts == 1 or plan.precision != "fp8" or not stack.moe_fp8_padding:
+        return 0.0
+    elements = tokens_per_gpu(plan) * arch.top_k * arch.hidden_size
+    return memory_time_s(FP8_PADDING_BYTES * elements, perf, num_kernels=FP8_PADDING_KERNELS)
+
+
+# Megatron-Core's recompute modules on an MoE layer (``recompute_modules`` with selective
+# granularity; NVIDIA/Megatron-LM core_v0.15.0): "layernorm" reruns the norms that are not
+# fused into a linear (``TransformerLayer`` skips IdentityOp norms; with Transformer Engine
+# the input norm lives in the QKV ``LayerNormLinear`` and only an MoE layer keeps a separate
+# pre-MLP ``TENorm``, megatron/core/models/gpt/gpt_layer_specs.py), one kernel reading and
+# writing h BF16 elements per token; "moe_act" reruns ``TEGroupedMLP``'s ``bias_act_func``
+# (the GLU clamp of :func:`glu_clamp_s` when the model has one, then the fused weighted
+# activation: read the 2f FC1 outputs, write f, BF16, per routed copy).
+NORM_RECOMPUTE_BYTES = 4.0  # per token and hidden element
+ACTIVATION_RECOMPUTE_BYTES = 6.0  # per routed copy and FFN element (gated)
+
+
+def recompute_modules_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> float:
+    """Backward-time seconds of one layer's Megatron recompute modules
+    (``Stack.recompute_modules``); 0 for dense layers, whose norms Transformer Engine fuses
+    into the linears, and under full recomputation, which reruns the whole forward."""
+    if arch.num_experts == 1 or plan.recompute == "full":
+        return 0.0
+    seconds = 0.0
+    if "layernorm" in stack.recompute_modules:
+        shard = plan.layout.tp if plan.sequence_parallel else 1
+        elements = tokens_per_gpu(plan) * arch.hidden_size / shard
+        seconds += memory_time_s(NORM_RECOMPUTE_BYTES * elements, perf, num_kernels=1)
+    if "moe_act" in stack.recompute_modules:
+        copies = tokens_per_gpu(plan) * arch.top_k * ffn_size(arch) / plan.layout.tp
+        activation = ACTIVATION_RECOMPUTE_BYTES if arch.gated_mlp else 4.0
+        seconds += memory_time_s(activation * copies, perf, num_kernels=1)
+        seconds += glu_clamp_s(arch, plan, perf, stack)[0]
+    return seconds

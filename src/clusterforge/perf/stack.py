@@ -139,6 +139,10 @@ CudaGraphModule = Literal["attn", "moe_router", "moe_preprocess"]
 # (``torch/distributed/_symmetric_memory/__init__.py``). Collectives outside those two
 # patterns stay NCCL collectives (:mod:`clusterforge.perf.exposure`).
 TpOverlapKind = Literal["userbuffers", "micro_pipeline"]
+# Megatron-Core's selective recompute modules that act on an MoE layer beyond core
+# attention (``--recompute-modules``, megatron/core/transformer/transformer_layer.py and
+# moe/experts.py, core_v0.15.0): the norms not fused into a linear, the experts' activation.
+RecomputeModule = Literal["layernorm", "moe_act"]
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,15 @@ class Stack:
     ``moe_expert_bias_eager``: the experts' second linear leaves its bias to the MoE layer,
     which adds it expert by expert in PyTorch eager (Megatron-Core's ``TEGroupedMLP``;
     :func:`~clusterforge.perf.moe.expert_output_bias_s`).
+    ``moe_glu_clamp_eager``: a clamped gated activation (``ModelArch.glu_clamp``) clamps and
+    re-joins its two halves in PyTorch eager ahead of the fused activation (Megatron-Core's
+    ``weighted_bias_quick_geglu_impl``; :func:`~clusterforge.perf.moe.glu_clamp_s`).
+    ``moe_fp8_padding``: in FP8 the grouped expert linears copy each expert's rows into a
+    16-aligned buffer and back (Megatron-Core's ``TEGroupedMLP`` with Transformer Engine's
+    ``Fp8Padding``; :func:`~clusterforge.perf.moe.fp8_padding_s`).
+    ``recompute_modules``: further Megatron-Core recompute modules of the run's recipe,
+    rerun in the backward (:func:`~clusterforge.perf.moe.recompute_modules_s`; none by
+    default).
     ``cuda_graph_modules``: scopes replayed from CUDA graphs (Megatron
     ``--cuda-graph-modules``; none in eager runs, the default of every stack here).
     ``distribute_checkpoints``: under full recomputation without sequence parallelism each
@@ -253,7 +266,10 @@ class Stack:
     moe_dispatch_sync: bool = True
     moe_dispatch_metadata: bool = True
     moe_expert_bias_eager: bool = True
+    moe_glu_clamp_eager: bool = True
+    moe_fp8_padding: bool = True
     cuda_graph_modules: tuple[CudaGraphModule, ...] = ()
+    recompute_modules: tuple[RecomputeModule, ...] = ()
     distribute_checkpoints: bool = False
 
     def gathered_weight_bytes(self, precision: str) -> float:
@@ -325,6 +341,8 @@ def _pytorch(name: str, **changes: object) -> Stack:
         moe_dispatch_sync=False,
         moe_dispatch_metadata=False,
         moe_expert_bias_eager=False,
+        moe_glu_clamp_eager=False,
+        moe_fp8_padding=False,
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -362,6 +380,8 @@ def stack_named(name: StackName) -> Stack:
                 moe_dispatch_sync=False,
                 moe_dispatch_metadata=False,
                 moe_expert_bias_eager=False,
+                moe_glu_clamp_eager=False,
+                moe_fp8_padding=False,
             )
         case "fsdp":
             return _pytorch(name)
