@@ -237,6 +237,18 @@ def _elementwise_kernels(arch: ModelArch, stack: Stack) -> int:
 ELEMENTWISE_BACKWARD_RATIO = 2.0  # read saved input + incoming grad, write grad
 
 
+def _expert_passes_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
+) -> tuple[float, float]:
+    """(forward, backward) seconds of the memory-bound passes over an MoE layer's routed
+    copies outside its GEMMs: the per-expert output bias, gpt-oss's eager activation clamp,
+    Transformer Engine's FP8 row padding (0 for a dense layer)."""
+    bias_fwd, bias_bwd = expert_output_bias_s(arch, plan, perf, stack)
+    clamp_fwd, clamp_bwd = glu_clamp_s(arch, plan, perf, stack)
+    padding = fp8_padding_s(arch, plan, perf, stack)
+    return bias_fwd + clamp_fwd + padding, bias_bwd + clamp_bwd + padding
+
+
 def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> LayerTimes:
     """Forward, backward and recomputation time of one layer for one micro-batch.
 
@@ -254,10 +266,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     kernels = _elementwise_kernels(arch, stack)
     elementwise = memory_time_s(_elementwise_bytes(arch, plan, stack), perf, num_kernels=kernels)
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack, perf.gpu_id)
-    bias_fwd, bias_bwd = expert_output_bias_s(arch, plan, perf, stack)
-    clamp_fwd, clamp_bwd = glu_clamp_s(arch, plan, perf, stack)
-    padding = fp8_padding_s(arch, plan, perf, stack)
-    experts_fwd, experts_bwd = bias_fwd + clamp_fwd + padding, bias_bwd + clamp_bwd + padding
+    experts_fwd, experts_bwd = _expert_passes_s(arch, plan, perf, stack)
     forward = gemm + attention_fwd + elementwise + experts_fwd
     backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise + experts_bwd
     fused_tp = fused_matmuls(arch, plan, perf, stack)

@@ -96,11 +96,10 @@ Fp8Scaling = Literal["delayed", "dynamic"]
 # ``flash``: FlashAttention-2 (CUDA); ``cudnn``: cuDNN fused flash attention (Transformer
 # Engine on Hopper+); ``sdpa_flash``: PyTorch SDPA's in-tree FlashAttention-2 build (the
 # flash backend of ``F.scaled_dot_product_attention``, first in SDPA's order on H100 since
-# PyTorch 2.5.1 made cuDNN opt-in, pytorch#138522); ``triton``: the Triton FlashAttention of
-# HazyResearch
-# ``flash_attn/flash_attn_triton.py``, which LLM Foundry <= 0.3 vendors for MPT's
-# ``attn_impl: triton`` (``llmfoundry/models/layers/flash_attn_triton.py``); ``unfused``:
-# explicit score GEMM, fused softmax and context GEMM.
+# PyTorch 2.5.1 made cuDNN opt-in, pytorch#138522); ``triton``: HazyResearch's Triton
+# FlashAttention ``flash_attn/flash_attn_triton.py``, which LLM Foundry <= 0.3 vendors for
+# MPT's ``attn_impl: triton`` (``llmfoundry/models/layers/flash_attn_triton.py``);
+# ``unfused``: explicit score GEMM, fused softmax and context GEMM.
 AttentionKernel = Literal["flash", "sdpa_flash", "cudnn", "triton", "unfused"]
 # ``te``: Transformer Engine's context parallelism (``AttnFuncWithCPAndKVP2P``: K, V passed
 # around a ring step by step, or gathered on the critical path when ``cp_overlap`` is off);
@@ -130,14 +129,12 @@ CudaGraphModule = Literal["attn", "moe_router", "moe_preprocess"]
 # How ``tp_overlap`` hides the sequence-parallel TP collectives. ``userbuffers``: Megatron-Core
 # / Transformer Engine ``--tp-comm-overlap``, the collective split into chunks pipelined with
 # the GEMM inside one module, forward and backward alike. ``micro_pipeline``: PyTorch's async
-# TP (``torch._inductor.config._micro_pipeline_tp``, what torchtitan's
-# ``enable_async_tensor_parallel`` turns on under ``torch.compile``): an Inductor pass
-# (``torch/_inductor/fx_passes/micro_pipeline_tp.py``) rewrites an all-gather whose result
+# TP (``torch._inductor.config._micro_pipeline_tp``, torchtitan's ``enable_async_tensor_parallel``
+# under ``torch.compile``): an Inductor pass (``fx_passes/micro_pipeline_tp.py``) rewrites an all-gather whose result
 # feeds matmuls as their left operand into ``fused_all_gather_matmul``, and a reduce-scatter
 # whose input is one matmul's output into ``fused_matmul_reduce_scatter``; each is decomposed
 # into one matmul per rank's chunk with copy-engine peer copies through symmetric memory
-# (``torch/distributed/_symmetric_memory/__init__.py``). Collectives outside those two
-# patterns stay NCCL collectives (:mod:`clusterforge.perf.exposure`).
+# (``torch/distributed/_symmetric_memory/__init__.py``); other collectives stay NCCL's.
 TpOverlapKind = Literal["userbuffers", "micro_pipeline"]
 # Megatron-Core's selective recompute modules that act on an MoE layer beyond core
 # attention (``--recompute-modules``, megatron/core/transformer/transformer_layer.py and
