@@ -89,11 +89,15 @@ def _large_gemm_share_of_mamf(gpu_id: str) -> float:
     return 2.0 * m * n * k / seconds / (perf.matmul_tflops * 1e12)
 
 
-def test_the_sustained_gemm_share_is_the_gpus_own_where_its_calibration_runs_fit_one() -> None:
+def test_the_sustained_gemm_share_is_the_gpus_own_where_calibration_gives_one() -> None:
     """H100: 0.78 of MAMF, fitted on its Megatron-Core calibration runs; the H200 (same die,
-    clocks, power) takes it; the A100 and GPUs without a row keep gemm_efficiency_of_mamf."""
+    clocks, power) takes it; Blackwell GPUs take the share derived from their GEMM
+    microbenchmarks (validation/gemm_rows.py); the A100 and GPUs without a row keep
+    gemm_efficiency_of_mamf."""
     c = load_constants()
     assert _large_gemm_share_of_mamf("h100-sxm") == pytest.approx(0.78, rel=1e-3)
     assert _large_gemm_share_of_mamf("h200-sxm") == pytest.approx(0.78, rel=1e-3)
+    assert _large_gemm_share_of_mamf("b200") == pytest.approx(0.67, rel=1e-3)
+    assert _large_gemm_share_of_mamf("gb300") == pytest.approx(0.70, rel=1e-3)
     assert _large_gemm_share_of_mamf("a100-80gb") == pytest.approx(c.gemm_efficiency_of_mamf)
-    assert _large_gemm_share_of_mamf("b200") == pytest.approx(c.gemm_efficiency_of_mamf)
+    assert _large_gemm_share_of_mamf("mi300x") == pytest.approx(c.gemm_efficiency_of_mamf)

@@ -61,8 +61,9 @@ SMALL_TP_FSDP = (
     "per-GPU GEMMs of a 4,096-wide model split 8 ways (shape-dependent GEMM efficiency)"
 )
 MOE_LAYER = (
-    "Megatron-Bridge MoE (gpt-oss-120b, Qwen3-30B-A3B, force-balanced routing): 28-127 % "
-    "optimistic; the modelled GPU work (TE's grouped expert GEMMs four at a time, the EP "
+    "Megatron-Bridge MoE (gpt-oss-120b, Qwen3-30B-A3B, force-balanced routing): 22-127 % "
+    "optimistic (the B200 and NVL72 gpt-oss rows 17-25 %, inside the row tolerance since "
+    "Blackwell GEMMs run at their microbenchmark-derived share); the modelled GPU work (TE's grouped expert GEMMs four at a time, the EP "
     "all-to-all with the dispatcher's token-count all-gather and probability all-to-all, "
     "the two-stage token permutation, per-expert FP8 current-scaling kernels, "
     "cuDNN attention at head-dim-64 rates with gpt-oss's sliding-window layers, the eager "
@@ -112,22 +113,14 @@ KNOWN_GAPS = {
         "found (candidate: memory pressure, 73.0 of 74.5 GiB predicted)"
     ),
     # Development rows of validation/megatron_bridge_moe.toml.
-    "bridge2511-gb300-gpt-oss-120b": MOE_LAYER,
-    "bridge2511-gb200-gpt-oss-120b": MOE_LAYER,
-    "bridge2511-b200-gpt-oss-120b": MOE_LAYER,
     "bridge2511-h100-qwen3-30b-a3b": MOE_LAYER,
-    "bridge260401-gb300-gpt-oss-120b": MOE_LAYER,
     "bridge260401-b300-gpt-oss-120b": MOE_LAYER,
     "bridge260401-h100-gpt-oss-120b": MOE_LAYER,
     # validation/megatron_bridge_moe_releases.toml (development rows)
-    "bridge2604-gb300-gpt-oss-120b": MOE_LAYER,
     "bridge2604-b300-gpt-oss-120b": MOE_LAYER,
     "bridge2604-h100-gpt-oss-120b": MOE_LAYER,
-    "bridge260201-gb300-gpt-oss-120b": MOE_LAYER,
     "bridge260201-b300-gpt-oss-120b": MOE_LAYER,
     "bridge260201-h100-gpt-oss-120b": MOE_LAYER,
-    "bridge2602-gb300-gpt-oss-120b": MOE_LAYER,
-    "bridge2602-b200-gpt-oss-120b-ep64": MOE_LAYER,
     "bridge2602-h100-gpt-oss-120b": MOE_LAYER,
     "bridge2602-h100-qwen3-30b-a3b-pp2": (
         MOE_LAYER + ". The same layout measured 77 % faster one patch release later "
@@ -174,23 +167,7 @@ def _check_mape_and_median(runs: list[Run]) -> None:
     assert abs(statistics.median(errors)) <= MEDIAN_LIMIT
 
 
-MOE_ROWS_LIFT_THE_MAPE = (
-    "the 18 MoE development rows (49.1 % MAPE, the MoE-layer gap above; 11 of them added from "
-    "validation/megatron_bridge_moe_releases.toml in Dec 2026) lift the development MAPE from "
-    "11.1 % to 12.3 %; test_development_mape_and_median_outside_the_moe_gap keeps the guard "
-    "on the other runs"
-)
-
-
-@pytest.mark.parametrize(
-    "subset",
-    [
-        "calibration",
-        pytest.param(
-            "development", marks=pytest.mark.xfail(strict=True, reason=MOE_ROWS_LIFT_THE_MAPE)
-        ),
-    ],
-)
+@pytest.mark.parametrize("subset", ["calibration", "development"])
 def test_set_mape_and_median_signed_error(subset: str) -> None:
     _check_mape_and_median([r for r in RUNS if r.subset == subset])
 
