@@ -61,10 +61,11 @@ SMALL_TP_FSDP = (
     "per-GPU GEMMs of a 4,096-wide model split 8 ways (shape-dependent GEMM efficiency)"
 )
 MOE_LAYER = (
-    "Megatron-Bridge MoE (gpt-oss-120b, Qwen3-30B-A3B, force-balanced routing): 22-127 % "
-    "optimistic (the B200 and NVL72 gpt-oss rows 17-25 %, inside the row tolerance since "
-    "Blackwell GEMMs run at their microbenchmark-derived share); the modelled GPU work (TE's grouped expert GEMMs four at a time, the EP "
-    "all-to-all with the dispatcher's token-count all-gather and probability all-to-all, "
+    "Megatron-Bridge MoE (gpt-oss-120b, Qwen3-30B-A3B, force-balanced routing): 25-129 % "
+    "optimistic (the B200 gpt-oss rows and two GB300 ones 21-25 %, just inside the row "
+    "tolerance since Blackwell GEMMs run at their microbenchmark-derived share); the "
+    "modelled GPU work (TE's grouped expert GEMMs four at a time, the EP all-to-all with "
+    "the dispatcher's token-count all-gather and probability all-to-all, "
     "the two-stage token permutation, per-expert FP8 current-scaling kernels, "
     "cuDNN attention at head-dim-64 rates with gpt-oss's sliding-window layers, the eager "
     "per-expert bias of the second expert linear, the expert-data-parallel reduction) "
@@ -112,22 +113,15 @@ KNOWN_GAPS = {
         "run's throughput where the FLOPs per token rise 13 %; 31 % optimistic, cause not "
         "found (candidate: memory pressure, 73.0 of 74.5 GiB predicted)"
     ),
-    # validation/megatron_bridge_archive.toml (development row)
-    "bridge2509-gb200-llama3.1-405b-fsdp": (
-        "Llama 3.1 405B, FSDP over 128 GB200 with 92 layers' activations offloaded: 28 % "
-        "optimistic once GB200's cuDNN attention runs at its measured rate (cudnn-frontend, "
-        "cuDNN 9.13.1, 8k causal; 21 % when GB200 fell back to the FlashAttention-2 estimate, "
-        "1.6x slower than B200's measured rate on the same die). Every Blackwell Megatron-"
-        "Bridge dense run is optimistic at the measured rates (B200 / GB200 Llama 3 8B +13 / "
-        "+17 %, GB200 405B +17-20 %), so the missing time is common to Blackwell, not this "
-        "row's; cause not found (candidates: the unfitted 0.85 sustained share of MAMF for "
-        "Blackwell GEMMs, the offload copies' contention with FSDP's gathers on the C2C link)"
-    ),
     # Development rows of validation/megatron_bridge_moe.toml.
+    "bridge2511-gb300-gpt-oss-120b": MOE_LAYER,
+    "bridge2511-gb200-gpt-oss-120b": MOE_LAYER,
     "bridge2511-h100-qwen3-30b-a3b": MOE_LAYER,
+    "bridge260401-gb300-gpt-oss-120b": MOE_LAYER,
     "bridge260401-b300-gpt-oss-120b": MOE_LAYER,
     "bridge260401-h100-gpt-oss-120b": MOE_LAYER,
     # validation/megatron_bridge_moe_releases.toml (development rows)
+    "bridge2604-gb300-gpt-oss-120b": MOE_LAYER,
     "bridge2604-b300-gpt-oss-120b": MOE_LAYER,
     "bridge2604-h100-gpt-oss-120b": MOE_LAYER,
     "bridge260201-b300-gpt-oss-120b": MOE_LAYER,
