@@ -34,6 +34,7 @@ def test_every_blackwell_gpu_takes_the_share_its_gemm_microbenchmarks_give() -> 
         assert row["tag"] == "derived", gpu
         source = str(row["microbench"])
         assert load_catalog().gpus[source].num_sms == load_catalog().gpus[gpu].num_sms, gpu
+        assert row["microbench_share"] == round(microbenchmark_share(source), 3), gpu
         assert row["efficiency_of_mamf"] == round(derived_share(source), 2), gpu
 
 
