@@ -34,7 +34,7 @@ from validation.sets import (
 
 __all__ = ["HeldRow", "heldout_rows", "lock_problems", "main"]
 
-ID_FIELD: dict[Kind, str] = {"run": "name", "nccl": "id", "goodput": "id"}
+ID_FIELD: dict[Kind, str] = {"run": "name", "nccl": "id", "goodput": "id", "gemm": "id"}
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def _rows_of(text: str) -> list[tuple[Kind, dict[str, Any]]]:
     if "table" not in raw:
         for row in file_rows(raw):
             kind = kind_of(row)
-            if kind in ("nccl", "goodput"):
+            if kind in ("nccl", "goodput", "gemm"):
                 out.append((kind, row))
     return out
 

@@ -13,10 +13,11 @@ Every row of every ``*.toml`` file in this folder says which set it belongs to (
   (``benchmarks/validate_*.py --heldout``) and never used to choose a mechanism or a constant.
   Rows studied before that rule existed were moved to development.
 
-One folder, three kinds of rows, told apart by their fields (``[defaults]`` merged into each
+One folder, four kinds of rows, told apart by their fields (``[defaults]`` merged into each
 ``[[row]]``): a *run* names a training ``metric`` of :data:`validation.runs.Metric` (or sits
 in a ``[table]`` file), an *nccl* row names a ``collective`` and its ``busbw``, a *goodput*
-row names what was ``measured``. Other files with that layout are picked up as they are added.
+row names what was ``measured``, a *gemm* row (one GPU's GEMM microbenchmark,
+:mod:`validation.gemm_rows`) its ``gemm_tflops``. Other files with that layout are picked up as they are added.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ HERE = Path(__file__).parent
 LOCK = HERE / "heldout.lock.toml"
 SETS = ("calibration", "development", "heldout")
 Subset = Literal["calibration", "development", "heldout"]
-Kind = Literal["run", "nccl", "goodput"]
+Kind = Literal["run", "nccl", "goodput", "gemm"]
 RUN_METRICS = ("tokens_per_s_per_gpu", "model_tflops_per_gpu", "hardware_tflops_per_gpu")
 
 
@@ -61,13 +62,15 @@ def file_rows(raw: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def kind_of(row: dict[str, Any]) -> Kind | None:
-    """Which loader reads ``row`` (None: a row of none of the three layouts)."""
+    """Which loader reads ``row`` (None: a row of none of the four layouts)."""
     if "collective" in row and "busbw" in row:
         return "nccl"
     if row.get("metric") in RUN_METRICS:
         return "run"
     if "measured" in row:
         return "goodput"
+    if "gemm_tflops" in row:
+        return "gemm"
     return None
 
 

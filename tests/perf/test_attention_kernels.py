@@ -27,7 +27,7 @@ def _attention_s(gpu_id: str, attention: str, models) -> float:
 def test_cudnn_attention_is_faster_than_flash_attention_2_on_h100(models) -> None:
     flash = _attention_s("h100-sxm", "flash", models)
     cudnn = _attention_s("h100-sxm", "cudnn", models)
-    # Shah et al. 2024: cuDNN 609/499 vs FlashAttention-2 ~350/310 TFLOP/s forward/backward.
+    # cuDNN 644/541 (cudnn-frontend, H200/H100, 8k causal) vs FlashAttention-2 ~350/310 TFLOP/s.
     assert 1.4 < flash / cudnn < 1.9
 
 
@@ -125,11 +125,41 @@ def test_torchtitan_runs_pytorch_sdpa_flash_attention_at_its_measured_rate(model
 
 def test_b200_cudnn_attention_runs_at_its_measured_rate() -> None:
     """Transformer Engine's cuDNN attention on B200 runs at NVIDIA's measured rate (cudnn-
-    frontend SDPA benchmark, 8k causal), not at the FlashAttention-2 estimate."""
+    frontend SDPA training benchmark, cuDNN 9.13.1, 8k causal), not at the FlashAttention-2
+    estimate."""
     b200 = gpu_perf(load_catalog().gpus["b200"], "fp8")
     forward, ratio = _fused_attention_rates(stack_named("megatron-bridge"), b200)
-    assert forward == pytest.approx(1211.0)
-    assert ratio == pytest.approx(2.5 * 1211.0 / 945.0)
+    assert forward == pytest.approx(1171.0)
+    assert ratio == pytest.approx(2.5 * 1171.0 / 943.0)
+
+
+BLACKWELL = ("b200", "gb200", "b300", "gb300")
+
+
+def _cudnn_rows() -> dict[str, dict[str, object]]:
+    import tomllib
+    from importlib import resources
+
+    text = resources.files("clusterforge.perf").joinpath("data", "efficiency.toml").read_text()
+    return {row["gpu"]: row for row in tomllib.loads(text)["cudnn_attention"]}
+
+
+def test_blackwell_cudnn_attention_rates_share_one_benchmark_shape() -> None:
+    """Every Blackwell GPU has a cuDNN rate, read (or derived) at one benchmark shape and
+    cuDNN release, so that no GPU falls back to the FlashAttention-2 estimate while its
+    sibling runs at a measured rate."""
+    rows = _cudnn_rows()
+    assert set(BLACKWELL) <= set(rows)
+    bases = {rows[gpu]["basis"] for gpu in BLACKWELL}
+    assert len(bases) == 1, bases
+
+
+def test_b200_runs_attention_no_faster_than_gb200(models) -> None:
+    """Same Blackwell die; GB200's runs at a higher power limit (1,200 W against 1,000 W), so
+    its attention cannot be slower than B200's, nor B300's faster than GB300's."""
+    assert _attention_s("b200", "cudnn", models) >= _attention_s("gb200", "cudnn", models)
+    assert _attention_s("b300", "cudnn", models) >= _attention_s("gb300", "cudnn", models)
+    assert _attention_s("gb200", "cudnn", models) >= _attention_s("gb300", "cudnn", models)
 
 
 def test_narrow_heads_run_cudnn_attention_at_its_head_dim_64_rates(models) -> None:

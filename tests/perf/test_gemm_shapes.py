@@ -7,6 +7,12 @@ from dataclasses import replace
 import pytest
 
 from clusterforge.catalog import load_catalog
+from clusterforge.perf.calibration import (
+    ACCEPT_GEMM_SIZE,
+    calibrated_perf,
+    calibration_from_dict,
+    perf_changes,
+)
 from clusterforge.perf.roofline import gemm_shape_efficiency, gemm_time_s, gpu_perf, load_constants
 
 
@@ -89,11 +95,34 @@ def _large_gemm_share_of_mamf(gpu_id: str) -> float:
     return 2.0 * m * n * k / seconds / (perf.matmul_tflops * 1e12)
 
 
-def test_the_sustained_gemm_share_is_the_gpus_own_where_its_calibration_runs_fit_one() -> None:
+def test_the_sustained_gemm_share_is_the_gpus_own_where_calibration_gives_one() -> None:
     """H100: 0.78 of MAMF, fitted on its Megatron-Core calibration runs; the H200 (same die,
-    clocks, power) takes it; the A100 and GPUs without a row keep gemm_efficiency_of_mamf."""
+    clocks, power) takes it; Blackwell GPUs take the share derived from their GEMM
+    microbenchmarks (validation/gemm_rows.py); the A100 and GPUs without a row keep
+    gemm_efficiency_of_mamf."""
     c = load_constants()
     assert _large_gemm_share_of_mamf("h100-sxm") == pytest.approx(0.78, rel=1e-3)
     assert _large_gemm_share_of_mamf("h200-sxm") == pytest.approx(0.78, rel=1e-3)
+    assert _large_gemm_share_of_mamf("b200") == pytest.approx(0.67, rel=1e-3)
+    assert _large_gemm_share_of_mamf("gb300") == pytest.approx(0.70, rel=1e-3)
     assert _large_gemm_share_of_mamf("a100-80gb") == pytest.approx(c.gemm_efficiency_of_mamf)
-    assert _large_gemm_share_of_mamf("b200") == pytest.approx(c.gemm_efficiency_of_mamf)
+    assert _large_gemm_share_of_mamf("mi300x") == pytest.approx(c.gemm_efficiency_of_mamf)
+
+
+def test_a_cluster_whose_lone_gemm_runs_as_the_model_expects_keeps_its_prediction() -> None:
+    """A Blackwell GPU's share already holds what its GEMM library loses at training shapes
+    (its microbenchmark share): a cluster that measures accept's lone 8192^3 GEMM at the rate
+    the model expects of a lone GEMM (MAMF x microbenchmark share x eta_shape) keeps the
+    training-step GEMM rate it had, and the change reported for its ceiling is nil."""
+    c = load_constants()
+    for gpu_id in ("b200", "gb300", "h100-sxm"):
+        perf = gpu_perf(load_catalog().gpus[gpu_id], "fp8")
+        n = ACCEPT_GEMM_SIZE
+        lone = c.gemm_microbench_share.get(gpu_id, 1.0) * perf.bf16_matmul_tflops
+        measured = lone * gemm_shape_efficiency(n, n, n, perf)
+        calibration = calibration_from_dict({"gemm_tflops": measured})
+        calibrated = calibrated_perf(perf, calibration)
+        before = perf.matmul_tflops * perf.gemm_efficiency
+        assert calibrated.matmul_tflops * calibrated.gemm_efficiency == pytest.approx(before)
+        (change,) = perf_changes(perf, calibration)
+        assert change.change == pytest.approx(0.0, abs=1e-9), gpu_id

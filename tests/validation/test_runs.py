@@ -137,7 +137,6 @@ KNOWN_GAPS = {
     "bridge260201-b300-gpt-oss-120b": MOE_LAYER,
     "bridge260201-h100-gpt-oss-120b": MOE_LAYER,
     "bridge2602-gb300-gpt-oss-120b": MOE_LAYER,
-    "bridge2602-b200-gpt-oss-120b-ep64": MOE_LAYER,
     "bridge2602-h100-gpt-oss-120b": MOE_LAYER,
     "bridge2602-h100-qwen3-30b-a3b-pp2": (
         MOE_LAYER + ". The same layout measured 77 % faster one patch release later "

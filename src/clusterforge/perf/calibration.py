@@ -10,7 +10,11 @@ sweep across nodes) replaces them with what it delivers:
   measured shape (accept: square, ``gemm_size`` 8,192, alone on the GPU as MAMF is
   measured) runs at the measured TFLOP/s: ``measured / gemm_shape_efficiency(n, n, n)``. The
   FP8 ceiling and the cuDNN attention rates move by the same ratio (same clocks, same SMs);
-  the shape model and ``gemm_efficiency_of_mamf`` stay.
+  the shape model and the sustained share stay. On GPUs whose share is derived from GEMM
+  microbenchmarks (``microbench_share`` of ``[[sustained_gemm]]``) the model expects a lone
+  GEMM at that share of MAMF, so the measured rate is divided by it too (the share already
+  holds what the GEMM library loses at training shapes; counting it twice would slow a
+  healthy cluster).
 * HBM bandwidth: the measured copy bandwidth (read + write bytes over time) becomes the
   streaming bandwidth of every memory-bound kernel.
 * Collectives: for each measured collective, the ratio of measured to simulated bus
@@ -188,8 +192,11 @@ def calibrated_perf(perf: GpuPerf, calibration: Calibration | None) -> GpuPerf:
 
 
 def _calibrated_ceiling(perf: GpuPerf, measured_tflops: float, size: int) -> float:
-    """The BF16 ceiling at which the model's square ``size`` GEMM runs at ``measured_tflops``."""
-    return measured_tflops / gemm_shape_efficiency(size, size, size, perf)
+    """The BF16 ceiling at which the model's lone square ``size`` GEMM runs at
+    ``measured_tflops``: at the ceiling times its shape efficiency times, on GPUs whose share
+    is derived from GEMM microbenchmarks, the share of MAMF a lone GEMM keeps there."""
+    lone = load_constants().gemm_microbench_share.get(perf.gpu_id, 1.0)
+    return measured_tflops / (gemm_shape_efficiency(size, size, size, perf) * lone)
 
 
 def perf_changes(perf: GpuPerf, calibration: Calibration) -> list[CalibrationChange]:

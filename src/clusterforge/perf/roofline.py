@@ -59,6 +59,9 @@ class PerfConstants:
     cudnn_attention_tflops: dict[str, tuple[float, float]]
     flash_attention_tflops: dict[str, tuple[float, float]]
     sustained_gemm_of_mamf: dict[str, float]
+    # Share of MAMF a lone GEMM keeps at training shapes, for GPUs whose sustained share is
+    # derived from GEMM microbenchmarks (``microbench_share`` of ``[[sustained_gemm]]``).
+    gemm_microbench_share: dict[str, float]
     sdpa_flash_tflops: dict[str, float]
 
 
@@ -76,6 +79,11 @@ def load_constants() -> PerfConstants:
     flash = _kernel_rates(raw, "flash_attention")
     sdpa = {row["gpu"]: float(row["forward_tflops"]) for row in raw.get("sdpa_flash_attention", [])}
     sustained = {row["gpu"]: float(row["efficiency_of_mamf"]) for row in raw["sustained_gemm"]}
+    lone = {
+        row["gpu"]: float(row["microbench_share"])
+        for row in raw["sustained_gemm"]
+        if "microbench_share" in row
+    }
     tagged = read_constants("clusterforge.perf", "efficiency.toml", section="constants")
     scalars = {name: tagged.number(name) for name in tagged}
     return PerfConstants(
@@ -84,6 +92,7 @@ def load_constants() -> PerfConstants:
         flash_attention_tflops=flash,
         sdpa_flash_tflops=sdpa,
         sustained_gemm_of_mamf=sustained,
+        gemm_microbench_share=lone,
         **scalars,
     )
 
