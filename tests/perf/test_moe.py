@@ -9,6 +9,7 @@ import pytest
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
 from clusterforge.perf.exposure import dp_exposed_s
+from clusterforge.perf.flops import ffn_size
 from clusterforge.perf.memory import (
     activation_bytes_per_layer,
     memory_per_gpu,
@@ -120,6 +121,58 @@ def test_te_grouped_linear_runs_four_expert_gemms_at_a_time(models, h100) -> Non
     assert grouped_gemm_time_s(m, n, k, perf, 6) == pytest.approx(
         gemm_time_s(m, n, k, perf, batch=4) + gemm_time_s(m, n, k, perf, batch=2)
     )
+
+
+def test_expert_backward_gemms_run_at_their_data_and_weight_gradient_shapes(models, h100) -> None:
+    # GroupedLinear's backward (Transformer Engine v2.9 pytorch/module/grouped_linear.py)
+    # runs two grouped GEMMs per linear, each through the same four-stream path as the
+    # forward: the data gradient dY (m x n) @ W (n x k), whose inner dimension is the
+    # linear's output width, and the weight gradient dY^T (n x m) @ X (m x k), whose inner
+    # dimension is the expert's own token count m, accumulated into the FP32 main_grad
+    # (read and write, 8 B per weight) under gradient-accumulation fusion.
+    from clusterforge.perf.moe import expert_gemms_s, grouped_gemm_time_s
+    from clusterforge.perf.roofline import gpu_perf
+
+    arch = models["qwen3-30b-a3b"]
+    stack = stack_named("megatron-bridge")
+    plan = _plan(dp=8, ep=8).with_(recompute="none")
+    perf = gpu_perf(h100, "bf16")
+    h, f, experts = arch.hidden_size, ffn_size(arch), arch.num_experts // 8
+    up = 2 * f  # gated: fc1 holds both halves
+    m = plan.micro_batch * plan.seq_length * arch.top_k * 8 / arch.num_experts
+    forward, backward = expert_gemms_s(arch, plan, perf, stack)
+    assert forward == pytest.approx(
+        grouped_gemm_time_s(m, up, h, perf, experts) + grouped_gemm_time_s(m, h, f, perf, experts)
+    )
+    dgrad = grouped_gemm_time_s(m, h, up, perf, experts) + grouped_gemm_time_s(
+        m, f, h, perf, experts
+    )
+    wgrad = grouped_gemm_time_s(up, h, m, perf, experts, output_bytes=8.0)
+    wgrad += grouped_gemm_time_s(h, f, m, perf, experts, output_bytes=8.0)
+    assert backward == pytest.approx(dgrad + wgrad)
+
+
+def test_few_tokens_per_expert_make_the_weight_gradient_bound_by_its_fp32_accumulation(
+    models, h100
+) -> None:
+    # 512 tokens x top-8 over 16 local experts: 256 tokens per expert, so each expert's
+    # weight gradient reads 256-row inputs but reads and writes its whole FP32 main_grad:
+    # it is bound by HBM, and a layer that accumulates in FP32 takes longer than one that
+    # writes a BF16 gradient (no fusion); the forward does not change.
+    from clusterforge.perf.compute import layer_times
+    from clusterforge.perf.roofline import gpu_perf
+
+    arch = models["qwen3-30b-a3b"]
+    fused = stack_named("megatron-bridge")
+    unfused = replace(fused, fused_grad_accumulation=False)
+    plan = _plan(dp=8, ep=8).with_(recompute="none", seq_length=512)
+    perf = gpu_perf(h100, "bf16")
+    with_fp32, with_bf16 = (
+        layer_times(arch, plan, perf, fused),
+        layer_times(arch, plan, perf, unfused),
+    )
+    assert with_fp32.forward_s == pytest.approx(with_bf16.forward_s)
+    assert with_fp32.backward_s > with_bf16.backward_s
 
 
 def test_several_experts_per_gpu_sort_the_received_tokens_into_expert_order_and_back(

@@ -30,10 +30,10 @@ from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes, torcha
 from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.moe import (
     expert_fp8_extra_kernels,
+    expert_gemms_s,
     expert_output_bias_s,
     fp8_padding_s,
     glu_clamp_s,
-    grouped_gemm_time_s,
     permutation_bytes_per_token,
     recompute_modules_s,
 )
@@ -85,22 +85,24 @@ class LayerTimes:
         return self.forward_s + self.backward_s + self.recompute_s
 
 
-def _weight_gemms_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float:
-    """Forward time of the weight GEMMs of one layer (Megatron column/row TP split)."""
+def _weight_gemms_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
+) -> tuple[float, float]:
+    """(forward, backward) time of the weight GEMMs of one layer (Megatron column/row TP
+    split). A dense GEMM's backward (data and weight gradients) is taken as twice its
+    forward; an MoE layer's expert GEMMs are timed at their own backward shapes
+    (:func:`~clusterforge.perf.moe.expert_gemms_s`)."""
     t, h, f = plan.layout.tp, arch.hidden_size, ffn_size(arch)
     tokens = tokens_per_gpu(plan)
     q, kv = q_dim(arch), kv_dim(arch)
-    qkv = gemm_time_s(tokens, (q + 2 * kv) / t, h, perf)
-    proj = gemm_time_s(tokens, h, q / t, perf)
-    up_cols = (2 if arch.gated_mlp else 1) * f / t
+    dense = gemm_time_s(tokens, (q + 2 * kv) / t, h, perf) + gemm_time_s(tokens, h, q / t, perf)
     if arch.num_experts > 1:
-        local_experts = arch.num_experts / plan.layout.ep
-        routed = tokens * arch.top_k * plan.layout.ep / arch.num_experts  # tokens per local expert
-        up = grouped_gemm_time_s(routed, up_cols, h, perf, local_experts)
-        down = grouped_gemm_time_s(routed, h, f / t, perf, local_experts)
-        router = gemm_time_s(tokens, arch.num_experts, h, perf)
-        return qkv + proj + up + down + router
-    return qkv + proj + gemm_time_s(tokens, up_cols, h, perf) + gemm_time_s(tokens, h, f / t, perf)
+        dense += gemm_time_s(tokens, arch.num_experts, h, perf)  # the router
+        experts_fwd, experts_bwd = expert_gemms_s(arch, plan, perf, stack)
+        return dense + experts_fwd, 2.0 * dense + experts_bwd
+    up_cols = (2 if arch.gated_mlp else 1) * f / t
+    dense += gemm_time_s(tokens, up_cols, h, perf) + gemm_time_s(tokens, h, f / t, perf)
+    return dense, 2.0 * dense
 
 
 def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
@@ -257,7 +259,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     attention (PyTorch's FP32 merges, Transformer Engine's rescaling and gradient sums:
     :func:`~clusterforge.perf.attention.context_parallel_passes`).
     """
-    gemm = _weight_gemms_s(arch, plan, perf)
+    gemm, gemm_bwd = _weight_gemms_s(arch, plan, perf, stack)
     (cp_fwd, fwd_kernels), (cp_bwd, bwd_kernels) = context_parallel_passes(arch, plan, stack)
     attention_fwd = attention_forward_s(arch, plan, perf, stack)
     attention_bwd = attention_backward_s(arch, plan, perf, stack)
@@ -268,7 +270,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack, perf.gpu_id)
     experts_fwd, experts_bwd = _expert_passes_s(arch, plan, perf, stack)
     forward = gemm + attention_fwd + elementwise + experts_fwd
-    backward = 2.0 * gemm + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise + experts_bwd
+    backward = gemm_bwd + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise + experts_bwd
     fused_tp = fused_matmuls(arch, plan, perf, stack)
     copy_fwd, copy_bwd = tp_layout_copy_bytes(arch, plan, stack)
     if is_micro_pipelined(plan, stack) and not arch.parallel_block:

@@ -17,6 +17,7 @@ from clusterforge.perf.stack import Stack
 
 __all__ = [
     "expert_fp8_extra_kernels",
+    "expert_gemms_s",
     "expert_output_bias_s",
     "fp8_padding_s",
     "glu_clamp_s",
@@ -35,21 +36,64 @@ __all__ = [
 TE_GROUPED_GEMM_STREAMS = 4
 
 
-def grouped_gemm_time_s(m: float, n: float, k: float, perf: GpuPerf, num_gemms: float) -> float:
+def grouped_gemm_time_s(
+    m: float,
+    n: float,
+    k: float,
+    perf: GpuPerf,
+    num_gemms: float,
+    *,
+    output_bytes: float = BF16_BYTES,
+) -> float:
     """Time of ``num_gemms`` equal GEMMs ``(m x k) @ (k x n)`` run as TE's grouped linear.
 
     At most :data:`TE_GROUPED_GEMM_STREAMS` GEMMs run at once, so their tiles share the SMs'
     waves (one batched wave count, :func:`~clusterforge.perf.roofline.gemm_time_s`); the
     groups of concurrent GEMMs follow each other, each with its own wave quantisation, tail
     and kernel overhead. Few tokens per expert (small ``m``) thus keep the per-GEMM tile waste
-    that one kernel over all the experts' tiles would hide.
+    that one kernel over all the experts' tiles would hide. ``output_bytes``: HBM bytes per
+    output element (8 for a weight gradient accumulated into an FP32 buffer).
     """
     concurrent = min(float(TE_GROUPED_GEMM_STREAMS), num_gemms)
     full_rounds, rest = divmod(num_gemms, concurrent)
-    time = full_rounds * gemm_time_s(m, n, k, perf, batch=concurrent)
+    time = full_rounds * gemm_time_s(m, n, k, perf, concurrent, output_bytes=output_bytes)
     if rest > 0:
-        time += gemm_time_s(m, n, k, perf, batch=rest)
+        time += gemm_time_s(m, n, k, perf, rest, output_bytes=output_bytes)
     return time
+
+
+def expert_gemms_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
+) -> tuple[float, float]:
+    """(forward, backward) seconds of one MoE layer's two expert linears on one GPU.
+
+    Each local expert gets ``m = tokens x top_k x EP / experts`` routed copies (balanced
+    routing). fc1 maps the hidden width ``h`` to ``u`` columns (``2f / TP`` when gated), fc2
+    maps ``f / TP`` back to ``h``. Transformer Engine's ``GroupedLinear`` backward (v2.9 to
+    v2.16, ``_GroupedLinear.backward`` in transformer_engine/pytorch/module/
+    grouped_linear.py) runs, per linear, the data gradient ``dY @ W``, an ``m x in`` output
+    with the output width as inner dimension, and the weight gradient ``dY^T @ X``, an
+    ``out x in`` output whose inner dimension is the expert's token count ``m``; both through
+    :func:`grouped_gemm_time_s`. Under gradient-accumulation fusion
+    (``Stack.fused_grad_accumulation``; TE's ``fuse_wgrad_accumulation``) the weight
+    gradient is accumulated into the ``main_grad`` buffer (``Stack.grad_buffer_bytes``,
+    read and write per weight), which bounds it by HBM when ``m`` is small.
+    """
+    h, t = arch.hidden_size, plan.layout.tp
+    f = ffn_size(arch) / t
+    up = (2 if arch.gated_mlp else 1) * f
+    local_experts = arch.num_experts / plan.layout.ep
+    m = tokens_per_gpu(plan) * arch.top_k * plan.layout.ep / arch.num_experts
+    accumulated = (
+        2.0 * stack.grad_buffer_bytes if stack.fused_grad_accumulation else float(BF16_BYTES)
+    )
+    forward = 0.0
+    backward = 0.0
+    for n, k in ((up, h), (h, f)):  # fc1, fc2: (output width, input width)
+        forward += grouped_gemm_time_s(m, n, k, perf, local_experts)
+        backward += grouped_gemm_time_s(m, k, n, perf, local_experts)  # data gradient
+        backward += grouped_gemm_time_s(n, k, m, perf, local_experts, output_bytes=accumulated)
+    return forward, backward
 
 
 # Megatron-Core's all-to-all token dispatcher (``MoEAlltoAllTokenDispatcher``,

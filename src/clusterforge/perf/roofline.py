@@ -224,15 +224,25 @@ def gemm_shape_efficiency(m: float, n: float, k: float, perf: GpuPerf, batch: fl
     return _tiling(m, n, k, perf, batch)[0]
 
 
-def gemm_time_s(m: float, n: float, k: float, perf: GpuPerf, batch: float = 1.0) -> float:
+def gemm_time_s(
+    m: float,
+    n: float,
+    k: float,
+    perf: GpuPerf,
+    batch: float = 1.0,
+    *,
+    output_bytes: float = BF16_BYTES,
+) -> float:
     """Roofline time of ``batch`` GEMMs ``(m x k) @ (k x n)`` in BF16 storage (one kernel).
 
     Compute runs at the large-shape rate times :func:`gemm_shape_efficiency`; a GEMM with
-    few FLOPs per byte (small ``m`` or ``k``) is bound by HBM instead.
+    few FLOPs per byte (small ``m`` or ``k``) is bound by HBM instead. ``output_bytes`` is
+    the HBM traffic per output element: a BF16 write by default, more for a weight gradient
+    accumulated into an FP32 buffer (read and write, 8 bytes).
     """
     c = load_constants()
     flops = 2.0 * m * n * k * batch
-    num_bytes = BF16_BYTES * (m * k + k * n + m * n) * batch
+    num_bytes = (BF16_BYTES * (m * k + k * n) + output_bytes * m * n) * batch
     efficiency, split = 1.0, 1
     if perf.num_sms > 0 and m > 0 and n > 0:
         efficiency, split = _tiling(m, n, k, perf, batch)
