@@ -7,7 +7,13 @@ import pytest
 
 from clusterforge.errors import SimulationError
 from clusterforge.netsim import FabricGraph, build_fabric_graph, simulate_collective
+from clusterforge.netsim.collectives import build_phases
 from clusterforge.netsim.dragonfly import route_dragonfly
+from clusterforge.netsim.incidence import Incidence
+from clusterforge.netsim.maxmin import completion_time
+from clusterforge.netsim.model import network_efficiency, scaleup_efficiency
+from clusterforge.netsim.routing import route_intra, route_net
+from clusterforge.netsim.solve import solve_phase
 from clusterforge.topology.graph import LINK_CLASSES
 from tests.netsim.designs import make_design
 from tests.netsim.valiant_reference import valiant_expanded
@@ -146,3 +152,51 @@ def test_valiant_routes_carry_a_whole_five_hop_path_for_every_segment(dragonfly)
     )
     hops = np.bincount(shared.seg, weights=global_share[shared.seg_pattern])
     np.testing.assert_allclose(hops, 2.0)
+
+
+def test_valiant_all_reduce_times_as_the_expanded_incidence(dragonfly):
+    """Demands of many segments (a ring all-reduce over 16 GPUs in different groups): the
+    solver's factored incidence times every phase as the same matrix written out entry by
+    entry, each shared pattern copied under every segment that runs through it."""
+    gpus = np.arange(16) * _per_group(dragonfly) // 2  # two GPUs per group
+    phases = build_phases(dragonfly, "all_reduce", "ring", gpus[None, :], True)
+    assert phases
+    for traffic in phases:
+        routes = route_net(dragonfly, traffic.net, "valiant", 1)
+        shared = routes.shared
+        assert shared is not None
+        members = np.flatnonzero(np.isin(shared.pattern, shared.seg_pattern))
+        order = np.argsort(shared.pattern[members], kind="stable")
+        entries = members[order]
+        count = np.bincount(shared.pattern[entries], minlength=shared.num_patterns)
+        start = np.cumsum(count) - count
+        use = np.repeat(np.arange(shared.seg.size), count[shared.seg_pattern])
+        at = np.repeat(start[shared.seg_pattern], count[shared.seg_pattern]) + (
+            np.arange(use.size)
+            - np.repeat(
+                np.cumsum(count[shared.seg_pattern]) - count[shared.seg_pattern],
+                count[shared.seg_pattern],
+            )
+        )
+        seg_i, link_i, frac_i = route_intra(dragonfly, traffic.intra_src, traffic.intra_dst)
+        eff = network_efficiency(traffic.algorithm)
+        link = np.concatenate([link_i, routes.link, shared.link[entries[at]]])
+        seg_n = np.concatenate([routes.seg, shared.seg[use]])
+        demand = np.concatenate([traffic.intra_demand[seg_i], traffic.net_demand[seg_n]])
+        coef = np.concatenate(
+            [
+                frac_i * traffic.weights()[seg_i] / scaleup_efficiency("ring", dragonfly.scaleup),
+                routes.frac / eff,
+                shared.frac[entries[at]] * shared.weight[use] / eff,
+            ]
+        )
+        expanded = Incidence.from_triplets(
+            link, demand, coef, num_links=dragonfly.num_links, num_demands=traffic.volume.size
+        )
+        expected = completion_time(expanded, dragonfly.capacity_gbyte_per_s, traffic.volume)
+        got = solve_phase(dragonfly, traffic, "valiant", 1)
+        assert got.unit_time_s == pytest.approx(expected.time_s / 1e9, rel=1e-9)
+        cap = dragonfly.capacity_gbyte_per_s
+        load = expanded.matvec(expected.steady_rate) / cap
+        np.testing.assert_allclose(got.utilization, load, rtol=1e-9, atol=1e-12)
+        assert load[shared.link].max() > 0  # the detours carry traffic

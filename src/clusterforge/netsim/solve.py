@@ -64,7 +64,7 @@ def solve_phase(
         coef,
         num_links=graph.num_links,
         num_demands=traffic.volume.size,
-        shared=_shared_incidence(graph, routes.shared, traffic.net_demand, eff_net),
+        shared=_shared_incidence(graph, routes.shared, traffic, eff_net),
     )
     cap = graph.capacity_gbyte_per_s
     done = completion_time(a, cap, traffic.volume)
@@ -90,7 +90,7 @@ def solve_phase(
 
 
 def _shared_incidence(
-    graph: FabricGraph, shared: SharedRoutes | None, net_demand: np.ndarray, eff_net: float
+    graph: FabricGraph, shared: SharedRoutes | None, traffic: Traffic, eff_net: float
 ) -> SharedPaths | None:
     """``P @ V`` of the shared path parts: patterns' links, and each demand's wire bytes
     through each pattern per byte/s."""
@@ -105,10 +105,10 @@ def _shared_incidence(
     )
     via = Incidence.from_triplets(
         shared.seg_pattern,
-        net_demand[shared.seg],
+        traffic.net_demand[shared.seg],
         shared.weight / eff_net,
         num_links=shared.num_patterns,
-        num_demands=net_demand.size,
+        num_demands=traffic.volume.size,
     )
     return SharedPaths(paths, via)
 
