@@ -137,7 +137,8 @@ def _valiant_inter(graph: FabricGraph, r_s: np.ndarray, r_d: np.ndarray) -> Shar
     ``r_d``).  Each is one pattern, summed over intermediate groups and bundles by router
     (the hop u -> v carries the sum of every path's share through it), so the work is linear
     in the segments plus the patterns: group pairs × groups × (bundles + routers per group²)
-    at most, whatever the number of flows."""
+    at most, whatever the number of flows (traffic that joins every pair of G groups reaches
+    G³ middle entries: 7.5 million × that bracket for 196 groups)."""
     a_ = graph.connectivity.routers_per_group
     num = graph.connectivity.num_groups
     g_s, g_d = r_s // a_, r_d // a_
@@ -174,8 +175,9 @@ def _middle(
     s1, x1, y1, f1 = _global_choices(graph, ps[item], mid, no_key, False)
     s2, x2, y2, f2 = _global_choices(graph, mid, pd[item], no_key, False)
     # leg 1's entry routers and leg 2's exit routers per (pair, intermediate group)
-    e_1, y_1, p_1 = _sum_by(s1, y1, f1, mid.size, graph.connectivity.num_switches)
-    e_2, x_2, p_2 = _sum_by(s2, x2, f2, mid.size, graph.connectivity.num_switches)
+    num_routers = graph.connectivity.num_switches
+    e_1, y_1, p_1 = _sum_by(s1, y1, f1, num_routers)
+    e_2, x_2, p_2 = _sum_by(s2, x2, f2, num_routers)
     c2 = np.bincount(e_2, minlength=mid.size)
     first2 = np.cumsum(c2) - c2
     # every (entry router, exit router) of one (pair, intermediate group)
@@ -188,8 +190,8 @@ def _middle(
         (item[s2], x2, y2, f2),
     ]
     middle = _links(graph, hops, weight)
-    out_of = _sum_by(item[s1], x1, f1 * weight, ps.size, graph.connectivity.num_switches)
-    into = _sum_by(item[s2], y2, f2 * weight, ps.size, graph.connectivity.num_switches)
+    out_of = _sum_by(item[s1], x1, f1 * weight, num_routers)
+    into = _sum_by(item[s2], y2, f2 * weight, num_routers)
     return middle, out_of, into
 
 
@@ -221,10 +223,11 @@ def _local_fan(
 
 
 def _sum_by(
-    group: np.ndarray, router: np.ndarray, share: np.ndarray, num_groups: int, num_routers: int
+    owner: np.ndarray, router: np.ndarray, share: np.ndarray, num_routers: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``share`` summed per (group, router), sorted by group then router."""
-    keys, inverse = np.unique(group * num_routers + router, return_inverse=True)
+    """``share`` summed per (owner, router): (owner, router, sum), sorted by owner then
+    router; ``num_routers`` bounds the router ids."""
+    keys, inverse = np.unique(owner * num_routers + router, return_inverse=True)
     total = np.bincount(inverse, weights=share, minlength=keys.size)
     g, r = np.divmod(keys, num_routers)
     return g, r, total
