@@ -49,10 +49,10 @@ def _min_time_per_byte(graph: FabricGraph, collective: str, algorithm: str, grou
     total, piped = 0.0, []
     for phase in build_phases(graph, collective, algorithm, ring_order(graph, groups), True):
         seg_i, link_i, frac_i = route_intra(graph, phase.intra_src, phase.intra_dst)
-        routes = route_net(graph, phase.net, "adaptive", 1, phase.net_demand)
+        routes = route_net(graph, phase.net, "adaptive", 1)
         link = np.concatenate([link_i, routes.link])
         demand = np.concatenate([phase.intra_demand[seg_i], phase.net_demand[routes.seg]])
-        coef = np.concatenate([frac_i * phase.weights()[seg_i], routes.load])
+        coef = np.concatenate([frac_i * phase.weights()[seg_i], routes.frac])
         wire = Incidence.from_triplets(
             link, demand, coef, num_links=graph.num_links, num_demands=phase.volume.size
         ).matvec(phase.volume)

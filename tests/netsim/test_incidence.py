@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from clusterforge.netsim.incidence import Incidence
+from clusterforge.netsim.incidence import Incidence, SharedPaths
 
 NUM_LINKS, NUM_DEMANDS = 30, 50
 
@@ -27,19 +27,54 @@ def _dense(link: np.ndarray, demand: np.ndarray, coef: np.ndarray) -> np.ndarray
     return a
 
 
-@pytest.fixture(params=[0, 1, 2])
+NUM_PATTERNS = 6
+
+
+def _shared(seed: int) -> tuple[SharedPaths, np.ndarray]:
+    """A factored part ``P @ V``: 6 patterns on links 12-29 (some links only patterns reach),
+    each used by a few demands, one pattern by none; and its dense product."""
+    rng = np.random.default_rng(100 + seed)
+    p_link, p_id = rng.integers(12, NUM_LINKS, 40), rng.integers(0, NUM_PATTERNS, 40)
+    p_frac = rng.uniform(0.05, 1.0, 40)
+    v_id, v_demand = rng.integers(0, NUM_PATTERNS - 1, 25), rng.integers(0, NUM_DEMANDS - 5, 25)
+    v_weight = rng.uniform(0.5, 3.0, 25)
+    paths = Incidence.from_triplets(
+        p_link, p_id, p_frac, num_links=NUM_LINKS, num_demands=NUM_PATTERNS
+    )
+    via = Incidence.from_triplets(
+        v_id, v_demand, v_weight, num_links=NUM_PATTERNS, num_demands=NUM_DEMANDS
+    )
+    p_dense = np.zeros((NUM_LINKS, NUM_PATTERNS))
+    np.add.at(p_dense, (p_link, p_id), p_frac)
+    v_dense = np.zeros((NUM_PATTERNS, NUM_DEMANDS))
+    np.add.at(v_dense, (v_id, v_demand), v_weight)
+    return SharedPaths(paths, via), p_dense @ v_dense
+
+
+# seeds 0-2: plain triplets; 3-5: triplets on links 0-19 plus a shared part P @ V
+@pytest.fixture(params=[0, 1, 2, 3, 4, 5])
 def pair(request: pytest.FixtureRequest) -> tuple[Incidence, np.ndarray]:
     link, demand, coef = _random_triplets(request.param)
-    inc = Incidence.from_triplets(link, demand, coef, num_links=NUM_LINKS, num_demands=NUM_DEMANDS)
-    return inc, _dense(link, demand, coef)
+    if request.param < 3:
+        inc = Incidence.from_triplets(
+            link, demand, coef, num_links=NUM_LINKS, num_demands=NUM_DEMANDS
+        )
+        return inc, _dense(link, demand, coef)
+    link = link % 20
+    shared, product = _shared(request.param)
+    inc = Incidence.from_triplets(
+        link, demand, coef, num_links=NUM_LINKS, num_demands=NUM_DEMANDS, shared=shared
+    )
+    return inc, _dense(link, demand, coef) + product
 
 
 def test_duplicates_are_summed_into_sorted_unique_entries(pair):
     inc, dense = pair
     key = inc.link * NUM_DEMANDS + inc.demand
     assert np.all(np.diff(key) > 0)  # sorted by (link, demand), no pair twice
-    assert inc.coef == pytest.approx(dense[inc.link, inc.demand])
-    assert inc.link.size == np.count_nonzero(dense)
+    if inc.shared is None:
+        assert inc.coef == pytest.approx(dense[inc.link, inc.demand])
+        assert inc.link.size == np.count_nonzero(dense)
 
 
 def test_products_match_the_dense_matrix(pair):

@@ -15,6 +15,7 @@ from clusterforge.design import plan
 from clusterforge.generate.monitoring.files import monitoring_files
 from clusterforge.rehearse import netns, standins
 from clusterforge.rehearse.acceptance import TwoRuns, stand_in_failures
+from clusterforge.rehearse.model import DrillResult
 from clusterforge.rehearse.prom import ScrapeTargets, prometheus_config, rehearsal_rules
 from tests.conftest import make_spec
 
@@ -180,3 +181,41 @@ def test_monitoring_that_failed_to_start_is_not_waited_for_again(
     second = run._guarded("nic-flap", stage, 0.0)
     assert first.verdict == second.verdict == "fail" and len(calls) == 1
     assert "targets not all up" in second.evidence[0]
+
+
+def test_the_accept_drill_runs_the_suite_then_reruns_only_after_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The drill's own wiring, with accept's runs recorded: the suite it asks for, no
+    localization, a rerun only when the first run fails, and a verdict from the confirmed
+    failures.  (The suite itself runs through an emulated Slurm in
+    tests/accept/test_accept_slurm_system.py, and through the rehearsal's cluster in the
+    slow-node drill of tests/rehearse/test_rehearse_system.py.)"""
+    from clusterforge.rehearse import acceptance
+    from clusterforge.rehearse.model import RehearseOptions
+
+    options = RehearseOptions(spec=tmp_path / "spec.yaml")
+    lab: Any = None
+
+    def drill(*runs: AcceptReport) -> tuple[DrillResult, list[tuple[Any, ...]]]:
+        calls: list[tuple[Any, ...]] = []
+        queue = list(runs)
+
+        def once(_lab: Any, _options: Any, tests: Any, tag: str, *, localize: str) -> Any:
+            calls.append((tests, tag, localize))
+            return queue.pop(0)
+
+        monkeypatch.setattr(acceptance, "accept_once", once)
+        return acceptance.accept_drill(lab, options), calls
+
+    clean, calls = drill(_run(HEALTHY))
+    assert clean.verdict == "pass" and clean.name == "accept"
+    assert calls == [(("node", "nccl", "net", "storage"), "accept", "never")]
+    noise, calls = drill(_run({**HEALTHY, "b": 0.2}), _run(HEALTHY))
+    assert noise.verdict == "pass" and [c[1] for c in calls] == ["accept", "accept-rerun"]
+    assert any(line.startswith("run 2: ") for line in noise.evidence)
+    real, _ = drill(_run({**HEALTHY, "c": 0.1}), _run({**HEALTHY, "c": 0.1}))
+    assert real.verdict == "fail" and "confirmed failures: gemm on c" in real.evidence
+    targets: Any = None
+    empty, _ = drill(AcceptReport(("a",), targets, [], [], None))
+    assert empty.verdict == "fail"  # a suite that measured nothing is no pass

@@ -35,11 +35,18 @@ pytestmark = [
 SPEC = "name: rehearse-test\nnum_gpus: 16\nnode: dgx-h100\nnetwork: {topology: rail-optimized}\n"
 
 
-# Every drill but lossy-link: its two full-load runs through sbatch add three minutes to CI,
-# and tests/rehearse/test_lossy_link_system.py runs the same fabric rounds, loss injection and
-# verdicts on the same emulated links in seconds (the Slurm run is measured by hand:
-# benchmarks/rehearse_drills.py, figures in the README).
-RUN_HERE = tuple(d for d in DRILLS if d != "lossy-link")
+# Every drill but two that repeat, at system-test cost, what other tests prove:
+# * lossy-link: its two full-load runs through sbatch add three minutes to CI, and
+#   tests/rehearse/test_lossy_link_system.py runs the same fabric rounds, loss injection and
+#   verdicts on the same emulated links in seconds (the Slurm run is measured by hand:
+#   benchmarks/rehearse_drills.py, figures in the README).
+# * accept: the same suite (node, nccl, net, storage; 2 s burn-in, up to 4 MiB, nodes one by
+#   one) runs through an emulated Slurm in tests/accept/test_accept_slurm_system.py; accept
+#   through this rehearsal's cluster runs below in the slow-node drill; the drill's own
+#   wiring (its suite, the rerun, the verdict) is checked with recorded runs in
+#   tests/rehearse/test_rehearse_monitoring.py (test_the_accept_drill_runs_the_suite_...).
+#   Running it here took 4 to 5 minutes of this test's 7 on a loaded 2-core machine.
+RUN_HERE = tuple(d for d in DRILLS if d not in ("lossy-link", "accept"))
 
 
 def _pids_of(pattern: str) -> list[str]:

@@ -13,10 +13,18 @@
   non-minimal).  A flow-level, one-shot decision (no oscillation is modelled).
 
 Valiant and UGAL split ideally over the bundles, like ``adaptive``.  With fewer than three
-groups there is no intermediate group and they route minimally.
+groups there is no intermediate group and they route minimally.  A Valiant path is written
+once per shared part (:class:`SharedRoutes`): the first local hop per (source router,
+destination group), the middle per group pair, the last local hop per (source group,
+destination router); a segment refers to its three parts, so routing costs time and memory
+linear in the segments plus the parts (``benchmarks/dragonfly_valiant.py``), and the
+simulator keeps them factored (:class:`~clusterforge.netsim.incidence.SharedPaths`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -25,7 +33,13 @@ from clusterforge.netsim.hashing import bundle_hop, pick
 from clusterforge.netsim.vocab import Routing
 from clusterforge.topology import FabricGraph
 
-__all__ = ["DRAGONFLY_ROUTINGS", "UGAL_MINIMAL_HOPS", "UGAL_NONMINIMAL_HOPS", "route_dragonfly"]
+__all__ = [
+    "DRAGONFLY_ROUTINGS",
+    "UGAL_MINIMAL_HOPS",
+    "UGAL_NONMINIMAL_HOPS",
+    "SharedRoutes",
+    "route_dragonfly",
+]
 
 DRAGONFLY_ROUTINGS = ("valiant", "ugal")
 # Router hops of a minimal (local-global-local) and a Valiant (local-global-local-global-local)
@@ -34,34 +48,52 @@ UGAL_MINIMAL_HOPS = 3
 UGAL_NONMINIMAL_HOPS = 5
 
 
+@dataclass(frozen=True)
+class SharedRoutes:
+    """Path parts that many segments share, each stored once as a *pattern*: pattern
+    ``pattern[i]`` sends ``frac[i]`` of the rate of every segment that runs through it over
+    ``link[i]``; segment ``seg[j]`` runs ``weight[j]`` of its rate through pattern
+    ``seg_pattern[j]``."""
+
+    pattern: np.ndarray
+    link: np.ndarray
+    frac: np.ndarray
+    seg: np.ndarray
+    seg_pattern: np.ndarray
+    weight: np.ndarray
+    num_patterns: int
+
+
 def route_dragonfly(
-    graph: FabricGraph,
-    r_s: np.ndarray,
-    r_d: np.ndarray,
-    key: np.ndarray,
-    routing: Routing,
-    owner: np.ndarray,
-) -> tuple[np.ndarray, ...]:
-    """(segment, link, fraction, multiplicity) of router-to-router segments; ``owner`` is the
-    demand of each segment (Valiant shares path middles inside one demand)."""
+    graph: FabricGraph, r_s: np.ndarray, r_d: np.ndarray, key: np.ndarray, routing: Routing
+) -> tuple[tuple[np.ndarray, ...], SharedRoutes | None]:
+    """(segment, link, fraction) of router-to-router segments, and the Valiant detours'
+    shared patterns (None when no segment detours)."""
     ecmp = routing == "ecmp"
     a_ = graph.connectivity.routers_per_group
     g_s, g_d = r_s // a_, r_d // a_
     seg = np.arange(r_s.size)
     same = g_s == g_d
-    one = np.ones(int(same.sum()))
-    parts = [(seg[same], bundle_hop(graph, r_s[same], r_d[same], key[same], ecmp, 9), one, one)]
+    parts = [(seg[same], bundle_hop(graph, r_s[same], r_d[same], key[same], ecmp, 9))]
+    fracs = [np.ones(int(same.sum()))]
     detour = np.zeros(r_s.size, bool)
     if routing in DRAGONFLY_ROUTINGS and graph.connectivity.num_groups >= 3:
         detour = ~same if routing == "valiant" else _ugal_detour(graph, g_s, g_d) & ~same
     minimal = ~same & ~detour
     if minimal.any():
         s, link, f = _minimal_inter(graph, r_s[minimal], r_d[minimal], key[minimal], ecmp)
-        parts.append((seg[minimal][s], link, f, np.ones(f.size)))
+        parts.append((seg[minimal][s], link))
+        fracs.append(f)
+    shared = None
     if detour.any():
-        s, link, f, mult = _valiant_inter(graph, r_s[detour], r_d[detour], owner[detour])
-        parts.append((seg[detour][s], link, f, mult))
-    return tuple(np.concatenate([p[i] for p in parts]) for i in range(4))
+        shared = _valiant_inter(graph, r_s[detour], r_d[detour])
+        shared = replace(shared, seg=seg[detour][shared.seg])
+    own = (
+        np.concatenate([p[0] for p in parts]),
+        np.concatenate([p[1] for p in parts]),
+        np.concatenate(fracs),
+    )
+    return own, shared
 
 
 def _minimal_inter(
@@ -92,60 +124,129 @@ def _intermediate_groups(
     return seg, k + (k >= hi)
 
 
-def _legs(
-    graph: FabricGraph, g_s: np.ndarray, g_d: np.ndarray
-) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], np.ndarray]:
-    """Both global legs of every (item, intermediate group), split over the bundles."""
-    item, mid = _intermediate_groups(g_s, g_d, graph.connectivity.num_groups)
-    no_key = np.zeros(mid.size, np.int64)
-    leg1 = _global_choices(graph, g_s[item], mid, no_key, False)
-    leg2 = _global_choices(graph, mid, g_d[item], no_key, False)
-    return leg1, leg2, item
-
-
-def _valiant_inter(
-    graph: FabricGraph, r_s: np.ndarray, r_d: np.ndarray, owner: np.ndarray
-) -> tuple[np.ndarray, ...]:
+def _valiant_inter(graph: FabricGraph, r_s: np.ndarray, r_d: np.ndarray) -> SharedRoutes:
     """Valiant routes, split evenly over every intermediate group and, inside each global
-    leg, over the bundles by link count.
+    leg, over the bundles by link count, as three shared patterns per segment.
 
-    The first and last local hops depend on the segment's routers; the middle (global leg 1,
-    the local hop in the intermediate group from leg 1's entry router to leg 2's exit router,
-    which carries the product of their fractions, and global leg 2) only on the two groups.
-    Segments of one demand between the same two groups load the middle identically, so one
-    of them carries it with multiplicity = their count: memory O(segments × groups × bundles
-    + demand-group-pairs × groups × bundles²)."""
+    A segment from router ``r_s`` (group ``g_s``) to ``r_d`` (group ``g_d``) runs through:
+    the first local hop, from ``r_s`` to the exit routers of every leg 1, which depends only
+    on (``r_s``, ``g_d``); the middle (global leg 1, the local hop in the intermediate group
+    from leg 1's entry router to leg 2's exit router, which carries the product of their
+    fractions, and global leg 2), which depends only on (``g_s``, ``g_d``); and the last local
+    hop, from the entry routers of every leg 2 to ``r_d``, which depends only on (``g_s``,
+    ``r_d``).  Each is one pattern, summed over intermediate groups and bundles by router
+    (the hop u -> v carries the sum of every path's share through it), so the work is linear
+    in the segments plus the patterns: group pairs × groups × (bundles + routers per group²)
+    at most, whatever the number of flows (traffic that joins every pair of G groups reaches
+    G³ middle entries: 7.5 million × that bracket for 196 groups)."""
     a_ = graph.connectivity.routers_per_group
-    weight = 1.0 / (graph.connectivity.num_groups - 2)
+    num = graph.connectivity.num_groups
     g_s, g_d = r_s // a_, r_d // a_
-    (s1, x1, _, f1), (s2, _, y2, f2), item = _legs(graph, g_s, g_d)
-    hops = [
-        (item[s1], r_s[item[s1]], x1, f1, np.ones(f1.size)),
-        (item[s2], y2, r_d[item[s2]], f2, np.ones(f2.size)),
-    ]
-    pair_key = (owner * graph.connectivity.num_groups + g_s) * graph.connectivity.num_groups + g_d
-    _, rep, count = np.unique(pair_key, return_index=True, return_counts=True)
-    (s1, x1, y1, f1), (s2, x2, y2, f2), item = _legs(graph, g_s[rep], g_d[rep])
-    c2 = np.bincount(s2, minlength=item.size)
-    e1 = np.repeat(np.arange(s1.size), c2[s1])  # leg-1 entry of each (leg 1, leg 2) pair
+    pairs, pair_of = np.unique(g_s * num + g_d, return_inverse=True)
+    middle, out_of, into = _middle(graph, *np.divmod(pairs, num))
+    first_keys, first_of = np.unique(r_s * num + g_d, return_inverse=True)
+    last_keys, last_of = np.unique(g_s * (num * a_) + r_d, return_inverse=True)
+    first = _local_fan(graph, *np.divmod(first_keys, num), out_of, pairs, True)
+    last = _local_fan(graph, *np.divmod(last_keys, num * a_), into, pairs, False)
+    patterns = [first, middle, last]
+    offsets = np.array([0, first_keys.size, first_keys.size + pairs.size])
+    seg = np.arange(r_s.size)
+    return SharedRoutes(
+        pattern=np.concatenate([p[0] + o for p, o in zip(patterns, offsets, strict=True)]),
+        link=np.concatenate([p[1] for p in patterns]),
+        frac=np.concatenate([p[2] for p in patterns]),
+        seg=np.concatenate([seg, seg, seg]),
+        seg_pattern=np.concatenate([first_of, pair_of + offsets[1], last_of + offsets[2]]),
+        weight=np.ones(3 * seg.size),
+        num_patterns=int(offsets[2] + last_keys.size),
+    )
+
+
+def _middle(
+    graph: FabricGraph, ps: np.ndarray, pd: np.ndarray
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """The middle pattern of each group pair (``ps`` -> ``pd``): (pair, link, fraction); and,
+    per pair, the share of the rate leaving by each exit router of ``ps`` and entering by
+    each entry router of ``pd``: (pair, router, share), summed over the intermediate groups
+    and bundles, with every intermediate group weighing 1 / (groups - 2)."""
+    weight = 1.0 / (graph.connectivity.num_groups - 2)
+    item, mid = _intermediate_groups(ps, pd, graph.connectivity.num_groups)
+    no_key = np.zeros(mid.size, np.int64)
+    s1, x1, y1, f1 = _global_choices(graph, ps[item], mid, no_key, False)
+    s2, x2, y2, f2 = _global_choices(graph, mid, pd[item], no_key, False)
+    # leg 1's entry routers and leg 2's exit routers per (pair, intermediate group)
+    num_routers = graph.connectivity.num_switches
+    e_1, y_1, p_1 = _sum_by(s1, y1, f1, num_routers)
+    e_2, x_2, p_2 = _sum_by(s2, x2, f2, num_routers)
+    c2 = np.bincount(e_2, minlength=mid.size)
     first2 = np.cumsum(c2) - c2
-    e2 = first2[s1[e1]] + np.arange(e1.size) - np.repeat(np.cumsum(c2[s1]) - c2[s1], c2[s1])
-    hops += [
-        (rep[item[s1]], x1, y1, f1, count[item[s1]]),
-        (rep[item[s1[e1]]], y1[e1], x2[e2], f1[e1] * f2[e2], count[item[s1[e1]]]),
-        (rep[item[s2]], x2, y2, f2, count[item[s2]]),
+    # every (entry router, exit router) of one (pair, intermediate group)
+    i1 = np.repeat(np.arange(e_1.size), c2[e_1])
+    rank = np.arange(i1.size) - np.repeat(np.cumsum(c2[e_1]) - c2[e_1], c2[e_1])
+    i2 = first2[e_1[i1]] + rank
+    hops = [
+        (item[s1], x1, y1, f1),
+        (item[e_1[i1]], y_1[i1], x_2[i2], p_1[i1] * p_2[i2]),
+        (item[s2], x2, y2, f2),
     ]
-    segs, links, fracs, mults = [], [], [], []
-    for seg, u, v, f, mult in hops:
+    middle = _links(graph, hops, weight)
+    out_of = _sum_by(item[s1], x1, f1 * weight, num_routers)
+    into = _sum_by(item[s2], y2, f2 * weight, num_routers)
+    return middle, out_of, into
+
+
+def _local_fan(
+    graph: FabricGraph,
+    hi: np.ndarray,
+    lo: np.ndarray,
+    shares: tuple[np.ndarray, ...],
+    pairs: np.ndarray,
+    leaving: bool,
+) -> tuple[np.ndarray, ...]:
+    """First-hop patterns (``leaving``: key (router r_s, group g_d); local hops r_s -> every
+    exit router) or last-hop patterns (key (group g_s, router r_d); every entry router ->
+    r_d), each from its group pair's shares: (pattern, link, fraction)."""
+    a_ = graph.connectivity.routers_per_group
+    num = graph.connectivity.num_groups
+    router = hi if leaving else lo
+    pair_key = hi // a_ * num + lo if leaving else hi * num + lo // a_
+    pair = np.searchsorted(pairs, pair_key)
+    s_pair, s_router, s_share = shares
+    count = np.bincount(s_pair, minlength=pairs.size)
+    start = np.cumsum(count) - count
+    pattern = np.repeat(np.arange(hi.size), count[pair])
+    at = np.repeat(start[pair], count[pair]) + (
+        np.arange(pattern.size) - np.repeat(np.cumsum(count[pair]) - count[pair], count[pair])
+    )
+    ends = (router[pattern], s_router[at]) if leaving else (s_router[at], router[pattern])
+    return _links(graph, [(pattern, *ends, s_share[at])], 1.0)
+
+
+def _sum_by(
+    owner: np.ndarray, router: np.ndarray, share: np.ndarray, num_routers: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``share`` summed per (owner, router): (owner, router, sum), sorted by owner then
+    router; ``num_routers`` bounds the router ids."""
+    keys, inverse = np.unique(owner * num_routers + router, return_inverse=True)
+    total = np.bincount(inverse, weights=share, minlength=keys.size)
+    g, r = np.divmod(keys, num_routers)
+    return g, r, total
+
+
+def _links(
+    graph: FabricGraph, hops: Sequence[tuple[np.ndarray, ...]], weight: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(owner, link, fraction) of hops (owner, u, v, fraction) over each bundle's aggregate
+    link; hops that stay on one router are dropped."""
+    owners, links, fracs = [], [], []
+    for owner, u, v, f in hops:
         hop = u != v
-        segs.append(seg[hop])
+        owners.append(owner[hop])
         links.append(
             bundle_hop(graph, u[hop], v[hop], np.zeros(int(hop.sum()), np.int64), False, 0)
         )
         fracs.append(f[hop] * weight)
-        mults.append(mult[hop].astype(float))
-    cat = np.concatenate
-    return cat(segs), cat(links), cat(fracs), cat(mults)
+    return np.concatenate(owners), np.concatenate(links), np.concatenate(fracs)
 
 
 def _ugal_detour(graph: FabricGraph, g_s: np.ndarray, g_d: np.ndarray) -> np.ndarray:

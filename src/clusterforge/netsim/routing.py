@@ -2,10 +2,10 @@
 
 A *segment* is one hop pattern of a flow: ``intra`` (GPU to GPU inside one scale-up domain:
 the source GPU's up link and the destination's down link) or ``net`` (NIC port to NIC port
-across the fabric).  Routing returns COO :class:`Routes` ``(segment, link, fraction, load)``:
-the fraction of the segment's rate that crosses the link (its path, for latency) and the
-load it puts there (the fraction, times the number of segments an entry stands for when
-Valiant routing shares the middle of the path between segments of one demand).
+across the fabric).  Routing returns COO :class:`Routes` ``(segment, link, fraction)``: the
+fraction of the segment's rate that crosses the link, plus, for Valiant detours on a
+dragonfly, the path parts that many segments share, stored once each
+(:class:`~clusterforge.netsim.dragonfly.SharedRoutes`).
 
 * ``ecmp``: static hashing of each flow onto one equal-cost path (one member of every
   bundle), as switches do with the 5-tuple; with ``num_qps`` > 1 a flow is split over that
@@ -28,13 +28,13 @@ Valiant routing shares the middle of the path between segments of one demand).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
 
 from clusterforge.errors import SimulationError
-from clusterforge.netsim.dragonfly import DRAGONFLY_ROUTINGS, route_dragonfly
+from clusterforge.netsim.dragonfly import DRAGONFLY_ROUTINGS, SharedRoutes, route_dragonfly
 from clusterforge.netsim.hashing import flow_hash, hashed_member, pick
 from clusterforge.netsim.vocab import ROUTINGS as _ROUTINGS
 from clusterforge.netsim.vocab import Routing
@@ -55,12 +55,13 @@ ROUTINGS = _ROUTINGS
 
 
 class Routes(NamedTuple):
-    """COO of routed segments: segment, link, fraction of its rate, load it puts there."""
+    """COO of routed segments (segment, link, fraction of its rate), and the shared path
+    parts of Valiant detours (None when no segment detours)."""
 
     seg: np.ndarray
     link: np.ndarray
     frac: np.ndarray
-    load: np.ndarray
+    shared: SharedRoutes | None = None
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,8 @@ def route_net(
     segs: NetSegments,
     routing: Routing,
     num_qps: int,
-    owner: np.ndarray | None = None,
 ) -> Routes:
-    """Routes of every fabric segment; ``owner`` (the demand of each segment) lets Valiant
-    routing share path middles between segments of one demand."""
+    """Routes of every fabric segment."""
     check_routing(graph, routing)
     hashed = routing == "ecmp" or graph.link_aggregation
     qps = max(1, int(num_qps)) if hashed else 1
@@ -115,7 +114,6 @@ def route_net(
     out_seg = [seg, seg]
     out_link = [graph.nic_up(sn, si), graph.nic_down(dn, di)]
     out_frac = [frac, frac]
-    out_load = [frac, frac]
     if graph.scaleup_class == "pcie":  # GPU -> NIC shares the GPU's own x16 link
         out_seg += [seg, seg]
         out_link += [
@@ -123,27 +121,30 @@ def route_net(
             graph.scaleup_down(np.repeat(segs.dst_gpu, qps)),
         ]
         out_frac += [frac, frac]
-        out_load += [frac, frac]
     conn = graph.connectivity
     leaf_s, leaf_d = conn.leaf_of(sn, si), conn.leaf_of(dn, di)
     cross = leaf_s != leaf_d
+    shared = None
     if cross.any():
         if conn.kind == "dragonfly":
-            own = np.repeat(owner, qps) if owner is not None else seg
-            s, link, f, mult = route_dragonfly(
-                graph, leaf_s[cross], leaf_d[cross], key[cross], routing, own[cross]
+            (s, link, f), shared = route_dragonfly(
+                graph, leaf_s[cross], leaf_d[cross], key[cross], routing
             )
+            if shared is not None:
+                shared = replace(
+                    shared,
+                    seg=seg[cross][shared.seg],
+                    weight=frac[cross][shared.seg] * shared.weight,
+                )
         else:
             s, link, f = _route_clos(
                 graph, leaf_s[cross], leaf_d[cross], key[cross], routing == "ecmp"
             )
-            mult = np.ones(f.size)
         out_seg.append(seg[cross][s])
         out_link.append(link)
         out_frac.append(frac[cross][s] * f)
-        out_load.append(out_frac[-1] * mult)
     cat = np.concatenate
-    return Routes(cat(out_seg), cat(out_link), cat(out_frac), cat(out_load))
+    return Routes(cat(out_seg), cat(out_link), cat(out_frac), shared)
 
 
 def check_routing(graph: FabricGraph, routing: str) -> None:

@@ -16,11 +16,12 @@ import numpy as np
 from clusterforge.errors import SimulationError
 from clusterforge.netsim.collectives import build_phases, ring_order
 from clusterforge.netsim.congestion import backpressure
-from clusterforge.netsim.incidence import Incidence
+from clusterforge.netsim.dragonfly import SharedRoutes
+from clusterforge.netsim.incidence import Incidence, SharedPaths
 from clusterforge.netsim.maxmin import completion_time
 from clusterforge.netsim.model import network_efficiency, scaleup_efficiency
 from clusterforge.netsim.result import PhaseSolution
-from clusterforge.netsim.routing import route_intra, route_net
+from clusterforge.netsim.routing import Routes, route_intra, route_net
 from clusterforge.netsim.traffic import Traffic
 from clusterforge.netsim.vocab import Algorithm, Collective, Routing
 from clusterforge.topology import FabricGraph
@@ -49,22 +50,27 @@ def solve_phase(
             "use fewer queue pairs or fewer GPUs"
         )
     seg_i, link_i, frac_i = route_intra(graph, traffic.intra_src, traffic.intra_dst)
-    seg_n, link_n, frac_n, load_n = route_net(
-        graph, traffic.net, routing, num_qps, traffic.net_demand
-    )
+    routes = route_net(graph, traffic.net, routing, num_qps)
+    seg_n, link_n, frac_n = routes.seg, routes.link, routes.frac
     eff = scaleup_efficiency(traffic.algorithm, graph.scaleup)
+    eff_net = network_efficiency(traffic.algorithm)
     link = np.concatenate([link_i, link_n])
     demand = np.concatenate([traffic.intra_demand[seg_i], traffic.net_demand[seg_n]])
     weight_i = traffic.weights()[seg_i]
-    coef = np.concatenate([frac_i * weight_i / eff, load_n / network_efficiency(traffic.algorithm)])
+    coef = np.concatenate([frac_i * weight_i / eff, frac_n / eff_net])
     a = Incidence.from_triplets(
-        link, demand, coef, num_links=graph.num_links, num_demands=traffic.volume.size
+        link,
+        demand,
+        coef,
+        num_links=graph.num_links,
+        num_demands=traffic.volume.size,
+        shared=_shared_incidence(graph, routes.shared, traffic, eff_net),
     )
     cap = graph.capacity_gbyte_per_s
     done = completion_time(a, cap, traffic.volume)
     lat = graph.latency_s
     intra_path = 2 * float(lat[link_i].max()) if link_i.size else 0.0
-    net_path = float(np.bincount(seg_n, weights=lat[link_n] * frac_n).max()) if seg_n.size else 0.0
+    net_path = float(_net_path_s(lat, routes).max()) if seg_n.size else 0.0
     path = max(intra_path, net_path)
     view = graph.in_ecmp if routing == "ecmp" else graph.in_adaptive
     offered = _offered(graph, a, cap) / cap
@@ -76,10 +82,66 @@ def solve_phase(
         busy_fraction=a.matvec(traffic.volume) / cap / max(done.time_s, 1e-300),
         offered_load=offered,
         view=view,
-        backpressure=backpressure(graph, seg_n, link_n, offered, view),
+        backpressure=backpressure(graph, *_with_shared_links(routes), offered, view),
         pipelined=traffic.pipelined,
         num_flows=traffic.num_flows,  # every segment is routed: its NIC link at least
         num_demands=int(traffic.volume.size),
+    )
+
+
+def _shared_incidence(
+    graph: FabricGraph, shared: SharedRoutes | None, traffic: Traffic, eff_net: float
+) -> SharedPaths | None:
+    """``P @ V`` of the shared path parts: patterns' links, and each demand's wire bytes
+    through each pattern per byte/s."""
+    if shared is None:
+        return None
+    paths = Incidence.from_triplets(
+        shared.link,
+        shared.pattern,
+        shared.frac,
+        num_links=graph.num_links,
+        num_demands=shared.num_patterns,
+    )
+    via = Incidence.from_triplets(
+        shared.seg_pattern,
+        traffic.net_demand[shared.seg],
+        shared.weight / eff_net,
+        num_links=shared.num_patterns,
+        num_demands=traffic.volume.size,
+    )
+    return SharedPaths(paths, via)
+
+
+def _net_path_s(lat: np.ndarray, routes: Routes) -> np.ndarray:
+    """Latency (s) of each fabric segment's path: its links' latencies weighted by the share
+    of its rate that crosses them, shared patterns included."""
+    num = int(routes.seg.max()) + 1
+    path = np.bincount(routes.seg, weights=lat[routes.link] * routes.frac, minlength=num)
+    shared = routes.shared
+    if shared is not None:
+        per_pattern = np.bincount(
+            shared.pattern, weights=lat[shared.link] * shared.frac, minlength=shared.num_patterns
+        )
+        path += np.bincount(
+            shared.seg, weights=per_pattern[shared.seg_pattern] * shared.weight, minlength=num
+        )
+    return path
+
+
+def _with_shared_links(routes: Routes) -> tuple[np.ndarray, np.ndarray]:
+    """(segment, link) of every segment's own links, plus each shared pattern's links under
+    the first segment that runs through it: what the pause propagation walks (one segment
+    per pattern keeps it linear in the flows)."""
+    shared = routes.shared
+    if shared is None:
+        return routes.seg, routes.link
+    patterns, first = np.unique(shared.seg_pattern, return_index=True)
+    first_seg = np.full(shared.num_patterns, -1)
+    first_seg[patterns] = shared.seg[first]
+    return (
+        np.concatenate([routes.seg, first_seg[shared.pattern]]),
+        np.concatenate([routes.link, shared.link]),
     )
 
 
