@@ -5,7 +5,8 @@
 base latency per algorithm and protocol plus a hardware latency per step by link kind
 (NVLink, PCIe, network), a network step also paying the path latency of our graph.
 :func:`tree_fill_s` and :func:`chain_fill_s` add the time the first chunk of a tree or chain
-spends crossing its hops beyond that latency, before the pipeline runs full. The
+spends crossing its hops beyond that latency, before the pipeline runs full; a call
+across nodes also pays a fixed cost NCCL's table leaves out (fitted). The
 bandwidth side (protocols, payload shares, channel ceilings) is :mod:`.tuner`; the
 constants are NCCL's, in ``data/nccl.toml`` with their sources.
 """
@@ -25,7 +26,7 @@ from clusterforge.netsim.tuner import (
 )
 from clusterforge.netsim.vocab import Algorithm, Protocol
 
-__all__ = ["chain_fill_s", "latency_s", "tree_fill_s"]
+__all__ = ["chain_fill_s", "latency_s", "nccl_latency_s", "tree_fill_s"]
 
 _BASE_US: dict[str, Triple] = nccl_triples(
     "base_latency_us", NCCL_CONSTANTS.rows("base_latency_us")
@@ -37,14 +38,14 @@ _HW_US: dict[str, dict[str, Triple]] = {
 if set(_BASE_US) != set(get_args(Algorithm)) or set(_HW_US) != set(get_args(LinkKind)):
     raise ValueError("nccl.toml: base latencies need every algorithm, hw latencies every link")
 _NET_OVERHEAD_US = NCCL_CONSTANTS.number("net_overhead_us")  # per network operation, x86 host
+# the cost of a call across nodes beyond NCCL's table (latency_s), fitted
+_EFFICIENCY = read_constants("clusterforge.netsim", "efficiency.toml")
+_CALL_ACROSS_NODES_US = _EFFICIENCY.number("call_across_nodes_us")
 # a tree's chunk by protocol: one step of a channel's buffer (NCCL_BUFFSIZE / NCCL_STEPS for
 # Simple; LL128 keeps 15 of each 16 words of its step, LL half of its step)
 _STEPS = NCCL_CONSTANTS.integer("nccl_steps")
 _TREE_CHUNK: dict[Protocol, int] = {
-    "simple": read_constants("clusterforge.netsim", "efficiency.toml").integer(
-        "pipeline_chunk_bytes"
-    )
-    // _STEPS,
+    "simple": _EFFICIENCY.integer("pipeline_chunk_bytes") // _STEPS,
     "ll128": NCCL_CONSTANTS.integer("ll128_buffer_bytes") // _STEPS // 16 * 15,
     "ll": NCCL_CONSTANTS.integer("ll_buffer_bytes") // _STEPS // 2,
 }
@@ -140,6 +141,17 @@ def _ring_us(algorithm: str, protocol: Protocol, ctx: TuningContext) -> float:
 
 
 def latency_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
+    """Latency of one collective call (seconds), before any byte moves: NCCL's estimate
+    (:func:`nccl_latency_s`) plus, where the communicator spans nodes, the fixed cost of a
+    call across nodes that NCCL's table leaves out (``call_across_nodes_us``, fitted on
+    calibration rows: data/efficiency.toml).  It is paid once per call, whatever the
+    algorithm and however many network hops: the 4-node calls of the cluster it was fitted
+    on exceed NCCL's table by as much as its 2-node calls."""
+    call_us = _CALL_ACROSS_NODES_US if ctx.num_nodes > 1 else 0.0
+    return nccl_latency_s(algorithm, protocol, ctx) + call_us * 1e-6
+
+
+def nccl_latency_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
     """NCCL's latency of one collective call (seconds), before any byte moves."""
     base = _BASE_US[algorithm][PROTOCOL_INDEX[protocol]]
     ppn, m = ctx.ranks_per_node, ctx.num_nodes
