@@ -177,6 +177,13 @@ class Stack:
     FSDP2 ``reshard_after_forward=False`` alike). False is a distributed optimizer that
     reduce-scatters the gradients and gathers the updated weights once per step
     (Megatron-Core, DeepSpeed ZeRO-1/2).
+    ``flash_unpad``: the model calls FlashAttention-2's varlen kernel through an unpadding
+    wrapper, as LLM Foundry's ``flash_attn_fn`` does (``llmfoundry/models/layers/attention.py``
+    at 5e85bd62d, 2024-01-06): every layer unpads Q, K and V with flash-attn's
+    ``bert_padding.unpad_input`` and pads the output back with ``pad_input``, HBM passes
+    around the kernel (:func:`~clusterforge.perf.attention.flash_unpad_bytes`) and two
+    blocking host calls per ``unpad_input`` (:mod:`clusterforge.perf.host`). Only with
+    ``attention = "flash"``.
     ``pipelined_fsdp_no_sync``: under pipeline parallelism a sharded stage accumulates its
     gradients unsharded across the micro-batches, one separate ``accumulator += grad`` per
     micro-batch in the reduce dtype, and reduce-scatters them once, after the schedule's
@@ -256,6 +263,7 @@ class Stack:
     fsdp_unit_params: float = 0.0
     fsdp_reshard_after_forward: bool = True
     zero2_per_unit: bool = False
+    flash_unpad: bool = False
     zero3_gathers_per_layer: int = 1
     fsdp_copy_out: bool = False
     pipelined_fsdp_no_sync: bool = False
