@@ -99,6 +99,8 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, cp_overlap=row["cp_overlap"])
     if "attention" in row:
         stack = replace(stack, attention=row["attention"])
+    if "flash_unpad" in row:  # the model unpads Q, K, V around FlashAttention-2 (LLM Foundry)
+        stack = replace(stack, flash_unpad=row["flash_unpad"])
     if "cross_entropy" in row:
         stack = replace(stack, cross_entropy=row["cross_entropy"])
     if "tp_overlap" in row:

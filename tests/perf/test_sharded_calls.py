@@ -174,3 +174,24 @@ def test_fsdp_shard_grad_op_keeps_fp32_parameters_sharded(models) -> None:
     zero2 = memory_per_gpu(arch, plan.with_(zero_stage=2), (arch.num_layers,), FSDP)
     params = 8.03e9
     assert zero2.weights_gib == pytest.approx(params * (4 / 8 + 2) / 2**30, rel=0.02)
+
+
+def test_fsdp_shard_grad_op_gathers_and_reduces_unit_by_unit_every_micro_batch(
+    models, h100, h100_comm
+) -> None:
+    """PyTorch FSDP's SHARD_GRAD_OP (ZeRO-2) all-gathers each unit in every forward and
+    reduce-scatters its gradient in every backward while gradients are synchronised (FSDP1
+    frees the unsharded unit after its backward), so four accumulated micro-batches cost four
+    times one's; it skips only the backward re-gather of full sharding. Megatron-Core's
+    distributed optimizer reduces and gathers once per step, whatever the micro-batches."""
+    arch = models["llama2-7b"]
+    zero2 = _zero3(256, global_batch=256, recompute="none", seq_length=2048, zero_stage=2)
+    one = predict_step(arch, zero2, h100, h100_comm, 8, FSDP)
+    four = predict_step(arch, zero2.with_(global_batch=1024), h100, h100_comm, 8, FSDP)
+    assert four.breakdown.dp_comm_s == pytest.approx(4 * one.breakdown.dp_comm_s, rel=1e-9)
+    full = predict_step(arch, zero2.with_(zero_stage=3), h100, h100_comm, 8, FSDP)
+    assert 0 < one.breakdown.dp_comm_s < full.breakdown.dp_comm_s
+    megatron = stack_named("megatron-core")
+    m_one = predict_step(arch, zero2, h100, h100_comm, 8, megatron)
+    m_four = predict_step(arch, zero2.with_(global_batch=1024), h100, h100_comm, 8, megatron)
+    assert m_four.breakdown.dp_comm_s == pytest.approx(m_one.breakdown.dp_comm_s, rel=1e-9)

@@ -106,15 +106,6 @@ MOE_LAYER = (
     "inputs (each matches its published table, but the 25.11 B200 row's EP, taken from its "
     "release's config: see its note in validation/megatron_bridge_moe.toml)"
 )
-SMALL_MPT_SHARD_GRAD_OP = (
-    "MPT 1B and 3B (2,048- and 2,560-wide) on 128-512 H100 under FSDP SHARD_GRAD_OP (mapped "
-    "to ZeRO-2) with FlashAttention-2 and no recomputation, LLM Foundry's large-scale table: "
-    "25-35 % optimistic, where its FULL_SHARD rows of 13B-70B are within 4 % and 7B is +20 %; "
-    "the smaller table's FULL_SHARD Triton 1B/3B rows on 64 H100 are 12-15 % optimistic, so "
-    "the measured throughput of the flash + SHARD_GRAD_OP runs is no higher than those while "
-    "the model predicts 16 % more. Cause not found (candidates: small per-GPU GEMMs, the "
-    "ZeRO-2 mapping of SHARD_GRAD_OP, FlashAttention-2's rate at 2K tokens)"
-)
 KNOWN_GAPS = {
     "vtrain-3.6b-tp4-pp1-mb2": SMALL_TP_GEMMS,
     "vtrain-3.6b-tp8-pp1-mb2": SMALL_TP_GEMMS,
@@ -137,9 +128,6 @@ KNOWN_GAPS = {
         "run's throughput where the FLOPs per token rise 13 %; 31 % optimistic, cause not "
         "found (candidate: memory pressure, 73.0 of 74.5 GiB predicted)"
     ),
-    # Development rows of validation/pub_llm_foundry_h100_large.toml.
-    "llmfoundry-h100-large-mpt-3b-512gpu": SMALL_MPT_SHARD_GRAD_OP,
-    "llmfoundry-h100-large-mpt-1b-256gpu": SMALL_MPT_SHARD_GRAD_OP,
     # Development rows of validation/megatron_bridge_moe.toml.
     "bridge2511-h100-qwen3-30b-a3b": MOE_LAYER,
     "bridge260401-b300-gpt-oss-120b": MOE_LAYER,

@@ -24,6 +24,8 @@ __all__ = [
     "attention_backward_s",
     "attention_forward_s",
     "context_parallel_passes",
+    "flash_unpad_bytes",
+    "flash_unpad_passes",
     "te_cp_bytes",
     "torch_cp_bytes",
 ]
@@ -276,3 +278,44 @@ def context_parallel_passes(
     if te_fwd > 0:
         return (te_fwd, 2 * cp), (te_bwd, 3 * cp + 1)
     return (0.0, 0), (0.0, 0)
+
+
+# flash-attn 2.4.2 ``flash_attn/bert_padding.py`` around the varlen kernel, bytes per BF16
+# element of Q, K, V or the output [D] by counting the kernels' loads and stores:
+# ``index_first_axis`` gathers the kept rows (read 2, write 2); its backward scatters the
+# gradient into a zeroed tensor (write 2 zeros, read 2, write 2); ``pad_input``
+# (``index_put_first_axis``) writes zeros and puts the rows (2 + 2 + 2); its backward
+# gathers (2 + 2).
+UNPAD_GATHER_BYTES = 4.0
+UNPAD_SCATTER_BYTES = 6.0
+# Kernels per layer: each ``unpad_input`` runs the mask's sum, ``torch.nonzero``, the max
+# of the lengths, its ``.item()`` copy, the cumulative sum, its padding and the gather (7,
+# three times), plus the all-ones mask and the output's zeros and index-put (3); in the
+# backward three zero-fills with their scatters and one gather.
+UNPAD_FORWARD_KERNELS = 3 * 7 + 3
+UNPAD_BACKWARD_KERNELS = 3 * 2 + 1
+
+
+def flash_unpad_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[float, float]:
+    """(gathers before the kernel, pad after it) forward bytes per layer and micro-batch of
+    LLM Foundry's unpadding around FlashAttention-2 (``Stack.flash_unpad``); zeros without."""
+    if not stack.flash_unpad or stack.attention != "flash":
+        return 0.0, 0.0
+    tokens = tokens_per_gpu(plan)
+    q, kv = q_dim(arch) / plan.layout.tp, kv_dim(arch) / plan.layout.tp
+    return tokens * UNPAD_GATHER_BYTES * (q + 2 * kv), tokens * UNPAD_SCATTER_BYTES * q
+
+
+def flash_unpad_passes(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack
+) -> tuple[tuple[float, int], tuple[float, int]]:
+    """((bytes, kernels) forward, (bytes, kernels) backward) of the unpadding around one
+    layer's FlashAttention-2 call: Q, K, V gathered and the output padded in the forward,
+    the reverse scatters and gather in the backward (:data:`UNPAD_GATHER_BYTES`)."""
+    gathers, pad = flash_unpad_bytes(arch, plan, stack)
+    if gathers == 0.0:
+        return (0.0, 0), (0.0, 0)
+    backward = gathers / UNPAD_GATHER_BYTES * UNPAD_SCATTER_BYTES + pad / UNPAD_SCATTER_BYTES * (
+        UNPAD_GATHER_BYTES
+    )
+    return (gathers + pad, UNPAD_FORWARD_KERNELS), (backward, UNPAD_BACKWARD_KERNELS)

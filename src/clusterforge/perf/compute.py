@@ -24,6 +24,7 @@ from clusterforge.perf.attention import (
     attention_backward_s,
     attention_forward_s,
     context_parallel_passes,
+    flash_unpad_passes,
 )
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes, torchao_kernels
@@ -257,7 +258,8 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     FP8 runs add the cast/transpose passes of :func:`~clusterforge.perf.fp8.fp8_layer_bytes`;
     Context parallelism adds its element-wise passes between the attention steps to the
     attention (PyTorch's FP32 merges, Transformer Engine's rescaling and gradient sums:
-    :func:`~clusterforge.perf.attention.context_parallel_passes`).
+    :func:`~clusterforge.perf.attention.context_parallel_passes`), and so does the unpadding
+    around a varlen FlashAttention-2 call (:func:`~clusterforge.perf.attention.flash_unpad_passes`).
     """
     gemm, gemm_bwd = _weight_gemms_s(arch, plan, perf, stack)
     (cp_fwd, fwd_kernels), (cp_bwd, bwd_kernels) = context_parallel_passes(arch, plan, stack)
@@ -265,6 +267,12 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     attention_bwd = attention_backward_s(arch, plan, perf, stack)
     attention_fwd += memory_time_s(cp_fwd, perf, num_kernels=fwd_kernels) if cp_fwd else 0.0
     attention_bwd += memory_time_s(cp_bwd, perf, num_kernels=bwd_kernels) if cp_bwd else 0.0
+    (unpad_fwd, unpad_fwd_kernels), (unpad_bwd, unpad_bwd_kernels) = flash_unpad_passes(
+        arch, plan, stack
+    )
+    if unpad_fwd:
+        attention_fwd += memory_time_s(unpad_fwd, perf, num_kernels=unpad_fwd_kernels)
+        attention_bwd += memory_time_s(unpad_bwd, perf, num_kernels=unpad_bwd_kernels)
     kernels = _elementwise_kernels(arch, stack)
     elementwise = memory_time_s(_elementwise_bytes(arch, plan, stack), perf, num_kernels=kernels)
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack, perf.gpu_id)

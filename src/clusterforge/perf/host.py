@@ -1,4 +1,6 @@
-"""Host (CPU) issue time of an MoE layer's forward, which the CPU cannot run ahead of.
+"""Host (CPU) issue time of the forward segments the CPU cannot run ahead of: an MoE
+layer's (below) and the unpadding around a varlen FlashAttention-2 call
+(:func:`flash_unpad_host_s`).
 
 Eager PyTorch issues GPU work asynchronously: while the CPU runs ahead, each kernel's host
 cost (Python, the ATen dispatcher, the CUDA launch) hides behind earlier GPU work. Megatron-
@@ -41,11 +43,13 @@ from clusterforge.perf.stack import Stack
 __all__ = [
     "EXPERT_BIAS_FIXED_OPS",
     "EXPERT_BIAS_OPS_PER_EXPERT",
+    "FLASH_UNPAD_HOST_CALLS",
     "HOST_OP_S",
     "MOE_FORWARD_TE_MODULES",
     "MOE_FORWARD_TORCH_OPS",
     "TE_MODULE_S",
     "HostCpu",
+    "flash_unpad_host_s",
     "host_cpu",
     "moe_forward_host_s",
 ]
@@ -122,3 +126,23 @@ def moe_forward_host_s(
     if arch.linear_bias and stack.moe_expert_bias_eager:
         ops += EXPERT_BIAS_FIXED_OPS + EXPERT_BIAS_OPS_PER_EXPERT * local_experts
     return te_calls * TE_MODULE_S[cpu] + ops * HOST_OP_S[cpu]
+
+
+# LLM Foundry's ``flash_attn_fn`` (``llmfoundry/models/layers/attention.py`` at 5e85bd62d)
+# unpads Q, K and V with flash-attn's ``bert_padding.unpad_input`` (flash-attn 2.4.2), which
+# blocks the host twice per call: ``torch.nonzero`` (its output size) and
+# ``seqlens_in_batch.max().item()``. From the first block on, the GPU has drained and runs
+# only what the host issues next, up to the attention kernel: for Q, ``nonzero``, the max,
+# ``.item()``, the cumulative sum, its padding and the gather (6); for K and V the mask sum
+# and the same six (7 each); then ``flash_attn_varlen_func`` (1). Each is taken at
+# :data:`HOST_OP_S` (einops' ``rearrange`` views and the autograd ``Function`` wrappers are
+# not counted, a lower bound).
+FLASH_UNPAD_HOST_CALLS = 6 + 2 * 7 + 1
+
+
+def flash_unpad_host_s(stack: Stack, cpu: HostCpu) -> float:
+    """Host seconds per layer forward from the first blocking call of the unpadding around
+    FlashAttention-2 to the kernel's launch (``Stack.flash_unpad``); 0 without it."""
+    if not stack.flash_unpad or stack.attention != "flash":
+        return 0.0
+    return FLASH_UNPAD_HOST_CALLS * HOST_OP_S[cpu]

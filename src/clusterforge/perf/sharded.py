@@ -142,7 +142,8 @@ def zero3_exposed_s(
     gathered = unit_params * stack.gathered_weight_bytes(plan.precision)
     gather = gather_calls_s(comm, gathered, calls, shard)
     reduce = reduce_per_unit_s(comm, unit_params, stack.grad_reduce_bytes, stack, shard)
-    regather = gather if stack.fsdp_reshard_after_forward else 0.0
+    # ZeRO-2 (FSDP SHARD_GRAD_OP) keeps each unit gathered from its forward to its backward.
+    regather = gather if plan.zero_stage == 3 and stack.fsdp_reshard_after_forward else 0.0
     # HSDP: each unit's gradient shard is all-reduced across the replicas right after its
     # reduce-scatter, in every backward (FSDP1 HYBRID_SHARD and FSDP2 on a 2-D mesh both
     # synchronise every micro-batch unless gradient sync is turned off).

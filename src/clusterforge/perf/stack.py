@@ -168,6 +168,22 @@ class Stack:
     ``zero3_reduce_bucket_params`` gradients per reduce-scatter (0 = one per unit).
     ``fsdp_copy_out``: every all-gather's output is copied out into per-parameter tensors
     on the compute stream (FSDP2's per-parameter sharding; FSDP1's flat parameter is a view).
+    ``zero2_per_unit``: ZeRO-2 is FSDP's ``SHARD_GRAD_OP``, sharded unit by unit like full
+    sharding: each unit is all-gathered before its forward (one unit prefetched) and kept
+    until its backward, whose gradient it reduce-scatters right away, in every micro-batch
+    while gradients are synchronised (FSDP1 ``_runtime_utils.py``: ``_post_forward`` does not
+    reshard strategies outside ``RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES``, and
+    ``_should_free_in_backward`` frees the unit after its backward whenever gradients sync;
+    FSDP2 ``reshard_after_forward=False`` alike). False is a distributed optimizer that
+    reduce-scatters the gradients and gathers the updated weights once per step
+    (Megatron-Core, DeepSpeed ZeRO-1/2).
+    ``flash_unpad``: the model calls FlashAttention-2's varlen kernel through an unpadding
+    wrapper, as LLM Foundry's ``flash_attn_fn`` does (``llmfoundry/models/layers/attention.py``
+    at 5e85bd62d, 2024-01-06): every layer unpads Q, K and V with flash-attn's
+    ``bert_padding.unpad_input`` and pads the output back with ``pad_input``, HBM passes
+    around the kernel (:func:`~clusterforge.perf.attention.flash_unpad_bytes`) and two
+    blocking host calls per ``unpad_input`` (:mod:`clusterforge.perf.host`). Only with
+    ``attention = "flash"``.
     ``pipelined_fsdp_no_sync``: under pipeline parallelism a sharded stage accumulates its
     gradients unsharded across the micro-batches, one separate ``accumulator += grad`` per
     micro-batch in the reduce dtype, and reduce-scatters them once, after the schedule's
@@ -246,6 +262,8 @@ class Stack:
     fsdp_prefetch: int = 1
     fsdp_unit_params: float = 0.0
     fsdp_reshard_after_forward: bool = True
+    zero2_per_unit: bool = False
+    flash_unpad: bool = False
     zero3_gathers_per_layer: int = 1
     fsdp_copy_out: bool = False
     pipelined_fsdp_no_sync: bool = False
@@ -335,6 +353,7 @@ def _pytorch(name: str, **changes: object) -> Stack:
         fp8_torchao=True,
         pp_overlap=False,
         pipelined_fsdp_no_sync=True,
+        zero2_per_unit=True,
         moe_dispatch_sync=False,
         moe_dispatch_metadata=False,
         moe_expert_bias_eager=False,

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.async_tp import FusedMatmuls
+from clusterforge.perf.attention import UNPAD_FORWARD_KERNELS, flash_unpad_bytes
 from clusterforge.perf.calibration import Calibration, calibrated_perf
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, layer_times, logits_times
@@ -36,7 +37,7 @@ from clusterforge.perf.exposure import (
 )
 from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_step
 from clusterforge.perf.fp8 import fp8_weight_cast_s
-from clusterforge.perf.host import host_cpu, moe_forward_host_s
+from clusterforge.perf.host import flash_unpad_host_s, host_cpu, moe_forward_host_s
 from clusterforge.perf.memory import (
     MemoryBreakdown,
     memory_per_gpu,
@@ -50,7 +51,7 @@ from clusterforge.perf.parallel import (
     recompute_fraction,
     validate_plan,
 )
-from clusterforge.perf.roofline import GpuPerf, gpu_perf, load_constants
+from clusterforge.perf.roofline import GpuPerf, gpu_perf, load_constants, memory_time_s
 from clusterforge.perf.sharded import zero3_copy_out_s, zero3_exposed_s
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.uncertainty import Band, run_class, validation_band
@@ -182,18 +183,21 @@ def _stage(
     ends: tuple[float, float, float],
     accumulate_s: float,
     host_s: float = 0.0,
+    sync_idle_s: float = 0.0,
 ) -> _Stage:
     """Per-micro-batch seconds of pipeline stage ``index`` holding ``layers`` layers.
 
     ``host_s``: host issue seconds of one layer's forward when the CPU cannot run ahead
     (:mod:`clusterforge.perf.host`); the forward, and a full recomputation of it, take at
-    least that long.
+    least that long. ``sync_idle_s``: GPU idle seconds of one layer's forward behind a
+    blocking host call inside it, paid again by a full recomputation.
     """
     embed_s, logits_f, logits_b = ends
-    forward = layers * (times.forward_s + _host_idle_s(host_s, times.forward_s, comm))
+    idle = _host_idle_s(host_s, times.forward_s, comm) + sync_idle_s
+    forward = layers * (times.forward_s + idle)
     recompute = times.recompute_s
     if plan.recompute == "full":
-        recompute += _host_idle_s(host_s, recompute, comm)
+        recompute += _host_idle_s(host_s, recompute, comm) + sync_idle_s
     backward = layers * (times.backward_s + recompute) + accumulate_s
     if index == 0:
         forward += embed_s / 3
@@ -246,9 +250,10 @@ def _dp_s(
     layers: int,
     num_micro: int,
 ) -> float:
-    """Exposed data-parallel seconds per step: unit by unit for ZeRO-3 without pipelining,
-    else once per step (measured on the first stage, which also holds the embedding)."""
-    if plan.zero_stage == 3 and plan.layout.pp == 1 and plan.layout.dp * plan.layout.cp > 1:
+    """Exposed data-parallel seconds per step: unit by unit for ZeRO-3 without pipelining
+    (and for ZeRO-2 where the stack shards it per unit, FSDP's SHARD_GRAD_OP), else once per step (measured on the first stage, which also holds the embedding)."""
+    per_unit = plan.zero_stage == 3 or (plan.zero_stage == 2 and stack.zero2_per_unit)
+    if per_unit and plan.layout.pp == 1 and plan.layout.dp * plan.layout.cp > 1:
         return zero3_exposed_s(arch, plan, comm, stack, times, layers=layers, num_micro=num_micro)
     params = stage_params(arch, plan, layers, first=True)
     expert = stage_expert_params(arch, plan, layers)
@@ -343,6 +348,7 @@ def _stages(
     host_s = moe_forward_host_s(
         arch, stack, host_cpu(gpu), max(1, arch.num_experts // plan.layout.ep)
     )
+    sync_idle_s = _unpad_idle_s(arch, plan, perf, stack, gpu)
     return [
         _stage(
             i,
@@ -356,9 +362,23 @@ def _stages(
             + offload_s(arch, plan, stack, gpu, times, n)
             + zero3_copy_out_s(arch, plan, stack, perf, n),
             host_s,
+            sync_idle_s,
         )
         for i, n in enumerate(stages)
     ]
+
+
+def _unpad_idle_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack, gpu: Gpu
+) -> float:
+    """GPU idle seconds per layer forward while the host issues the unpadding around a
+    varlen FlashAttention-2 call after its first blocking call: the host issue time less
+    the gathers of Q, K and V that the GPU runs meanwhile (:func:`flash_unpad_host_s`)."""
+    host = flash_unpad_host_s(stack, host_cpu(gpu))
+    if host == 0.0:
+        return 0.0
+    gathers, _ = flash_unpad_bytes(arch, plan, stack)
+    return max(0.0, host - memory_time_s(gathers, perf, num_kernels=UNPAD_FORWARD_KERNELS))
 
 
 def _assemble(
