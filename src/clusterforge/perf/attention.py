@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from clusterforge.catalog import ModelArch
+from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.flops import head_dim, kv_dim, q_dim
+from clusterforge.perf.host import flash_unpad_host_s, host_cpu
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
 from clusterforge.perf.roofline import GpuPerf, gemm_time_s, load_constants, memory_time_s
 from clusterforge.perf.stack import Stack
@@ -25,6 +26,7 @@ __all__ = [
     "attention_forward_s",
     "context_parallel_passes",
     "flash_unpad_bytes",
+    "flash_unpad_idle_s",
     "flash_unpad_passes",
     "te_cp_bytes",
     "torch_cp_bytes",
@@ -319,3 +321,16 @@ def flash_unpad_passes(
         UNPAD_GATHER_BYTES
     )
     return (gathers + pad, UNPAD_FORWARD_KERNELS), (backward, UNPAD_BACKWARD_KERNELS)
+
+
+def flash_unpad_idle_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack, gpu: Gpu
+) -> float:
+    """GPU idle seconds per layer forward while the host issues the unpadding around a
+    varlen FlashAttention-2 call after its first blocking call: the host issue time less
+    the gathers of Q, K and V that the GPU runs meanwhile (:func:`flash_unpad_host_s`)."""
+    host = flash_unpad_host_s(stack, host_cpu(gpu))
+    if host == 0.0:
+        return 0.0
+    gathers, _ = flash_unpad_bytes(arch, plan, stack)
+    return max(0.0, host - memory_time_s(gathers, perf, num_kernels=UNPAD_FORWARD_KERNELS))

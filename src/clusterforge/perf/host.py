@@ -51,6 +51,7 @@ __all__ = [
     "HostCpu",
     "flash_unpad_host_s",
     "host_cpu",
+    "host_idle_s",
     "moe_forward_host_s",
 ]
 
@@ -146,3 +147,10 @@ def flash_unpad_host_s(stack: Stack, cpu: HostCpu) -> float:
     if not stack.flash_unpad or stack.attention != "flash":
         return 0.0
     return FLASH_UNPAD_HOST_CALLS * HOST_OP_S[cpu]
+
+
+def host_idle_s(host_s: float, forward_s: float, comm_s: float) -> float:
+    """GPU idle seconds of one layer's forward while the host issues it: what the host
+    issue time exceeds of the forward's GPU work (compute, and half of the layer's exposed
+    TP/CP/EP communication ``comm_s``, the forward's share)."""
+    return max(0.0, host_s - (forward_s + 0.5 * comm_s))

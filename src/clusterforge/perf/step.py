@@ -8,12 +8,12 @@ of its slowest stage ``t_max`` (1F1B, Narayanan et al. 2021 §2.2):
     t_pipeline = m t_max + (p - 1)/v t_max      bubble fraction (p - 1)/(v m)
 
 A stack without gradient-accumulation fusion also adds, per micro-batch, a memory-bound
-pass that accumulates the weight gradients (:func:`~clusterforge.perf.update.grad_accumulation_s`); activation
-offloading adds the copies to host memory that one layer's compute does not hide
-(:mod:`clusterforge.perf.offload`). Then the step
-adds what is not hidden: data-parallel gradient/parameter traffic, the fill/drain pipeline
-sends and the tied-embedding gradient all-reduce between first and last stage, the optimizer (a memory-bound Adam over the locally owned
-parameters) and "other" (gradient-norm and clipping pass, zeroing of gradient buffers).
+pass that accumulates the weight gradients (:func:`~clusterforge.perf.update.grad_accumulation_s`);
+activation offloading adds the copies to host memory that one layer's compute does not hide
+(:mod:`clusterforge.perf.offload`). Then the step adds what is not hidden: data-parallel
+gradient/parameter traffic, the fill/drain pipeline sends and the tied-embedding gradient
+all-reduce between first and last stage, the optimizer (a memory-bound Adam over the locally
+owned parameters) and "other" (gradient-norm and clipping pass, zeroing of gradient buffers).
 Overlap assumptions are those of the :class:`~clusterforge.perf.compute.Stack`.
 """
 
@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.async_tp import FusedMatmuls
-from clusterforge.perf.attention import UNPAD_FORWARD_KERNELS, flash_unpad_bytes
+from clusterforge.perf.attention import flash_unpad_idle_s
 from clusterforge.perf.calibration import Calibration, calibrated_perf
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, layer_times, logits_times
@@ -37,7 +37,7 @@ from clusterforge.perf.exposure import (
 )
 from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_step
 from clusterforge.perf.fp8 import fp8_weight_cast_s
-from clusterforge.perf.host import flash_unpad_host_s, host_cpu, moe_forward_host_s
+from clusterforge.perf.host import host_cpu, host_idle_s, moe_forward_host_s
 from clusterforge.perf.memory import (
     MemoryBreakdown,
     memory_per_gpu,
@@ -51,7 +51,7 @@ from clusterforge.perf.parallel import (
     recompute_fraction,
     validate_plan,
 )
-from clusterforge.perf.roofline import GpuPerf, gpu_perf, load_constants, memory_time_s
+from clusterforge.perf.roofline import GpuPerf, gpu_perf, load_constants
 from clusterforge.perf.sharded import zero3_copy_out_s, zero3_exposed_s
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.uncertainty import Band, run_class, validation_band
@@ -193,11 +193,11 @@ def _stage(
     blocking host call inside it, paid again by a full recomputation.
     """
     embed_s, logits_f, logits_b = ends
-    idle = _host_idle_s(host_s, times.forward_s, comm) + sync_idle_s
+    idle = host_idle_s(host_s, times.forward_s, comm.tp_s + comm.cp_s + comm.ep_s) + sync_idle_s
     forward = layers * (times.forward_s + idle)
     recompute = times.recompute_s
     if plan.recompute == "full":
-        recompute += _host_idle_s(host_s, recompute, comm) + sync_idle_s
+        recompute += host_idle_s(host_s, recompute, comm.tp_s + comm.cp_s + comm.ep_s) + sync_idle_s
     backward = layers * (times.backward_s + recompute) + accumulate_s
     if index == 0:
         forward += embed_s / 3
@@ -213,14 +213,6 @@ def _stage(
         forward_s=forward,
         backward_s=backward,
     )
-
-
-def _host_idle_s(host_s: float, forward_s: float, comm: LayerComm) -> float:
-    """GPU idle seconds of one layer's forward while the host issues it: what the host
-    issue time exceeds of the forward's GPU work (compute, and half of the layer's exposed
-    TP/CP/EP communication, the forward's share)."""
-    gpu_s = forward_s + 0.5 * (comm.tp_s + comm.cp_s + comm.ep_s)
-    return max(0.0, host_s - gpu_s)
 
 
 _T = TypeVar("_T", LayerTimes, LayerComm, FusedMatmuls)
@@ -348,7 +340,7 @@ def _stages(
     host_s = moe_forward_host_s(
         arch, stack, host_cpu(gpu), max(1, arch.num_experts // plan.layout.ep)
     )
-    sync_idle_s = _unpad_idle_s(arch, plan, perf, stack, gpu)
+    sync_idle_s = flash_unpad_idle_s(arch, plan, perf, stack, gpu)
     return [
         _stage(
             i,
@@ -366,19 +358,6 @@ def _stages(
         )
         for i, n in enumerate(stages)
     ]
-
-
-def _unpad_idle_s(
-    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack, gpu: Gpu
-) -> float:
-    """GPU idle seconds per layer forward while the host issues the unpadding around a
-    varlen FlashAttention-2 call after its first blocking call: the host issue time less
-    the gathers of Q, K and V that the GPU runs meanwhile (:func:`flash_unpad_host_s`)."""
-    host = flash_unpad_host_s(stack, host_cpu(gpu))
-    if host == 0.0:
-        return 0.0
-    gathers, _ = flash_unpad_bytes(arch, plan, stack)
-    return max(0.0, host - memory_time_s(gathers, perf, num_kernels=UNPAD_FORWARD_KERNELS))
 
 
 def _assemble(

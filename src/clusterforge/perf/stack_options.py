@@ -1,0 +1,67 @@
+"""The kinds a :class:`~clusterforge.perf.stack.Stack` field can take, each with the
+mechanism it names and its source."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = [
+    "AttentionKernel",
+    "ContextParallelKernel",
+    "CrossEntropyKernel",
+    "CudaGraphModule",
+    "Fp8Scaling",
+    "RecomputeModule",
+    "SelectivePolicy",
+    "TpOverlapKind",
+]
+
+Fp8Scaling = Literal["delayed", "dynamic"]
+# ``flash``: FlashAttention-2 (CUDA); ``cudnn``: cuDNN fused flash attention (Transformer
+# Engine on Hopper+); ``sdpa_flash``: PyTorch SDPA's in-tree FlashAttention-2 build (the
+# flash backend of ``F.scaled_dot_product_attention``, first in SDPA's order on H100 since
+# PyTorch 2.5.1 made cuDNN opt-in, pytorch#138522); ``triton``: HazyResearch's Triton
+# FlashAttention ``flash_attn/flash_attn_triton.py``, which LLM Foundry <= 0.3 vendors for
+# MPT's ``attn_impl: triton`` (``llmfoundry/models/layers/flash_attn_triton.py``);
+# ``unfused``: explicit score GEMM, fused softmax and context GEMM.
+AttentionKernel = Literal["flash", "sdpa_flash", "cudnn", "triton", "unfused"]
+# ``te``: Transformer Engine's context parallelism (``AttnFuncWithCPAndKVP2P``: K, V passed
+# around a ring step by step, or gathered on the critical path when ``cp_overlap`` is off);
+# ``torch``: PyTorch's experimental ``context_parallel``
+# (``torch.distributed.tensor.experimental._attention``, ``_templated_ring_attention`` and
+# its backward, as torchtitan runs it with the default ``rotate_method = "allgather"``):
+# K, V all-gathered once per attention call behind its first step, one SDPA call per step
+# whose output and log-sum-exp are merged in FP32, dK, dV accumulated in FP32 and passed
+# to the next rank after every backward step.
+ContextParallelKernel = Literal["te", "torch"]
+# ``unfused``: Megatron's FP32 vocab-parallel chain; ``te``: Transformer Engine's Triton
+# kernels (gradient written in place in the forward); ``xentropy``: the fused CUDA
+# softmax cross-entropy of apex / flash-attention ``csrc/xentropy`` (MPT's default
+# ``loss_fn: fused_crossentropy``, ``flash_attn.losses.cross_entropy.CrossEntropyLoss``).
+CrossEntropyKernel = Literal["unfused", "te", "xentropy"]
+# What ``recompute = "selective"`` keeps. ``attention``: Megatron's selective recomputation
+# (Korthikanti et al. 2022 §5: only the attention core is recomputed; nothing with flash
+# attention). ``every_other_matmul``: torchtitan's selective op checkpointing
+# (``selective_ac_option = "op"``, torchtitan ``activation_checkpoint.py``): each block
+# saves the outputs of its matmuls except every second one and of the attention kernel,
+# and recomputes the rest (the other matmuls, norms, rotary, activation) in the backward.
+SelectivePolicy = Literal["attention", "every_other_matmul"]
+# Megatron-Core's per-layer CUDA-graph capture scopes that an MoE layer can use
+# (``--cuda-graph-modules``, docs/user-guide/features/cuda_graph.md, NVIDIA/Megatron-LM at
+# d98e8a6): the attention block, the router, the dispatcher's preprocess.
+CudaGraphModule = Literal["attn", "moe_router", "moe_preprocess"]
+# How ``tp_overlap`` hides the sequence-parallel TP collectives. ``userbuffers``: Megatron-Core
+# / Transformer Engine ``--tp-comm-overlap``, the collective split into chunks pipelined with
+# the GEMM inside one module, forward and backward alike. ``micro_pipeline``: PyTorch's async
+# TP (``torch._inductor.config._micro_pipeline_tp``, torchtitan's
+# ``enable_async_tensor_parallel`` under ``torch.compile``): an Inductor pass
+# (``torch/_inductor/fx_passes/micro_pipeline_tp.py``) rewrites an all-gather whose result
+# feeds matmuls as their left operand into ``fused_all_gather_matmul``, and a reduce-scatter
+# whose input is one matmul's output into ``fused_matmul_reduce_scatter``; each is decomposed
+# into one matmul per rank's chunk with copy-engine peer copies through symmetric memory
+# (``torch/distributed/_symmetric_memory/__init__.py``); other collectives stay NCCL's.
+TpOverlapKind = Literal["userbuffers", "micro_pipeline"]
+# Megatron-Core's selective recompute modules that act on an MoE layer beyond core
+# attention (``--recompute-modules``, megatron/core/transformer/transformer_layer.py and
+# moe/experts.py, core_v0.15.0): the norms not fused into a linear, the experts' activation.
+RecomputeModule = Literal["layernorm", "moe_act"]
