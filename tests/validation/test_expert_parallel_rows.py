@@ -69,3 +69,23 @@ def test_a_bad_expert_parallel_value_names_the_row_and_field(
     assert "f.toml" in message
     for word in words:
         assert word in message, (word, message)
+
+
+def test_gpt_oss_gb300_and_b300_development_rows_replay_their_recipes_cuda_graphs() -> None:
+    """Megatron-Bridge's gpt-oss GB300 and B300 configs (v0.2.0 to v0.4.2) capture attention,
+    router and dispatcher preprocess in CUDA graphs; their development rows say so."""
+    from validation.runs import load_runs
+
+    runs = [
+        r
+        for r in load_runs()
+        if r.subset == "development"
+        and r.file.startswith("megatron_bridge_moe")
+        and r.arch.id == "gpt-oss-120b"
+        and r.node in ("gb300-nvl72-tray", "dgx-b300")
+    ]
+    assert len(runs) == 8
+    for run in runs:
+        assert set(run.stack.cuda_graph_modules) == {"attn", "moe_router", "moe_preprocess"}, (
+            run.name
+        )

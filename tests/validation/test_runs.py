@@ -104,7 +104,14 @@ MOE_LAYER = (
     "few kB per token against the gap's ~3 MB of HBM-time per token and layer), the "
     "imbalance of random routing (~1 % per GPU), and the row "
     "inputs (each matches its published table, but the 25.11 B200 row's EP, taken from its "
-    "release's config: see its note in validation/megatron_bridge_moe.toml)"
+    "release's config: see its note in validation/megatron_bridge_moe.toml; audited in Dec "
+    "2026 against the Megatron-Bridge tag of each container, which added the GB300 and B300 "
+    "rows' CUDA-graph scopes, without a change in their prediction)"
+)
+MOE_HYBRIDEP = MOE_LAYER + (
+    ". The DGX B300 EP 8 runs also used the HybridEP flex dispatcher with 32 SMs "
+    "(Megatron-Bridge GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2, v0.4.0 / v0.4.2; at 26.02.01 "
+    "by its EP 8, PR 2906), priced here as the alltoall dispatcher"
 )
 KNOWN_GAPS = {
     "vtrain-3.6b-tp4-pp1-mb2": SMALL_TP_GEMMS,
@@ -129,19 +136,22 @@ KNOWN_GAPS = {
         "found (candidate: memory pressure, 73.0 of 74.5 GiB predicted)"
     ),
     # Development rows of validation/megatron_bridge_moe.toml.
-    "bridge2511-h100-qwen3-30b-a3b": MOE_LAYER,
-    "bridge260401-b300-gpt-oss-120b": MOE_LAYER,
+    "bridge2511-h100-qwen3-30b-a3b": MOE_LAYER
+    + ". Its release's config (v0.2.0) also set moe_a2a_overlap, not modelled",
+    "bridge260401-b300-gpt-oss-120b": MOE_HYBRIDEP,
     "bridge260401-h100-gpt-oss-120b": MOE_LAYER,
     # validation/megatron_bridge_moe_releases.toml (development rows)
-    "bridge2604-b300-gpt-oss-120b": MOE_LAYER,
+    "bridge2604-b300-gpt-oss-120b": MOE_HYBRIDEP,
     "bridge2604-h100-gpt-oss-120b": MOE_LAYER,
-    "bridge260201-b300-gpt-oss-120b": MOE_LAYER,
+    "bridge260201-b300-gpt-oss-120b": MOE_HYBRIDEP,
     "bridge260201-h100-gpt-oss-120b": MOE_LAYER,
     "bridge2602-h100-gpt-oss-120b": MOE_LAYER,
     "bridge2602-h100-qwen3-30b-a3b-pp2": (
-        MOE_LAYER + ". The same layout measured 77 % faster one patch release later "
-        "(bridge260201-h100-qwen3-30b-a3b-pp2, 9,058 against 5,113 tokens/s/GPU): the "
-        "software release alone moves this run more than any modelled term"
+        MOE_LAYER + ". This run (v0.3.0 config) also ran the DeepEP flex dispatcher and "
+        "moe_a2a_overlap (EP all-to-all of one micro-batch hidden behind another's compute), "
+        "which the model does not describe; both would make the prediction faster still. "
+        "The 26.02.01 figure once paired with it (9,058) ran another layout (v0.3.1: PP 1, "
+        "EP 16, HybridEP) and is left out (validation/megatron_bridge_moe_releases.toml)"
     ),
 }
 
