@@ -159,7 +159,16 @@ N309_LL128_MID = (
     "differ by 80 us at the same 4 MiB, 4-node call; the qoofyk runs set "
     "NCCL_NET_GDR_LEVEL=1 (PIX), which turns GPUDirect RDMA off where the GPU reaches its "
     "NIC through more than one PCIe bridge, so their LL128 steps may cross host memory "
-    "(not modelled: the source gives no PCIe topology)"
+    "(not modelled: the source gives no PCIe topology).  Checked 2026-12-02, already in the "
+    "model: NCCL's lower LL128 tree ceiling from 3 nodes (perChMaxTreeLL128Bws Hopper 29 "
+    "GB/s per channel, 36.7 on 2 nodes: 8 x 29 x 0.8 treeCorrection = 186 GB/s is the "
+    "model's 4 MiB rate), and the interior node's traffic (two children and a parent in one "
+    "tree, a leaf in the other: 2 S per NIC each way, in the flow model).  A per-level fill "
+    "does not explain it either: at 4 MiB on 4-8 nodes NCCL halves the LL128 tree chunk to "
+    "18,000 B (calcCollChunking, 16 channels), which crosses a network level in ~1.5 us, "
+    "under NCCL's own per-hop latency.  Left to check: runTreeSplit gives the broadcast "
+    "down only 30 % of a block's LL128 threads at every rank with a parent, sending to up "
+    "to 3 peers (2 network children at an interior node)"
 )
 N309_UNTUNED = (
     "all-reduce on the 8-node H100 cluster of nccl-tests #309 (gj-aion) at 8 nodes, 8 GiB: "
