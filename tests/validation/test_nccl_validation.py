@@ -168,7 +168,10 @@ N309_LL128_MID = (
     "18,000 B (calcCollChunking, 16 channels), which crosses a network level in ~1.5 us, "
     "under NCCL's own per-hop latency.  Left to check: runTreeSplit gives the broadcast "
     "down only 30 % of a block's LL128 threads at every rank with a parent, sending to up "
-    "to 3 peers (2 network children at an interior node)"
+    "to 3 peers (2 network children at an interior node).  Nor is it slot reuse alone (the "
+    "9th step of a channel waiting for its first slot's round trip): on 4 Voltage Park "
+    "nodes 2 MiB runs 7.3 steps of 18,000 B per channel and is already 51 us slow, 1 MiB "
+    "(3.6 steps) 4 us, 16 MiB (14.6 steps of 72,000 B) 16 us"
 )
 N309_UNTUNED = (
     "all-reduce on the 8-node H100 cluster of nccl-tests #309 (gj-aion) at 8 nodes, 8 GiB: "
