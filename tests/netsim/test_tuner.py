@@ -187,6 +187,27 @@ def test_per_channel_ceilings_are_nccls():
     assert channel_cap_gbyte_per_s("tree", "simple", four) == pytest.approx(4 * 17.8)
 
 
+@pytest.mark.parametrize(("nodes", "per_channel"), [(2, 36.7), (4, 29.0), (8, 29.0)])
+def test_hopper_ll128_tree_ceiling_drops_from_three_nodes(nodes, per_channel):
+    # NCCL perChMaxTreeLL128Bws, Hopper: 36.7 GB/s per channel on 1-2 nodes, 29 from 3 nodes
+    # (src/graph/tuning.cc); the Simple ceiling times 120/128 is higher on every count
+    ctx = _ctx(num_ranks=8 * nodes, num_nodes=nodes, num_channels=8)
+    assert channel_cap_gbyte_per_s("tree", "ll128", ctx) == pytest.approx(8 * per_channel)
+
+
+@pytest.mark.parametrize("m", [4, 6, 8, 16])
+def test_every_nic_of_the_double_tree_carries_four_half_shares(m):
+    # each tree carries S/2 up and down: a node interior in one tree (two children and a
+    # parent: 3 edges) and a leaf in the other (1 edge) moves 4 x S/2 = 2 S each way over
+    # its NICs; only the two roots' nodes move less
+    edges = np.zeros(m, dtype=int)
+    for child, parent in dtree_parents(m):
+        np.add.at(edges, child, 1)
+        np.add.at(edges, parent, 1)
+    assert edges.max() == 4
+    assert int((edges == 4).sum()) >= m - 2
+
+
 @functools.cache
 def _a100_two_nodes(nics: int):
     design = make_design(
