@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -491,3 +492,135 @@ def test_megatron_recompute_modules_rerun_the_pre_mlp_norm_and_the_expert_activa
     assert layer_times(arch, full, perf, modules).recompute_s == pytest.approx(
         layer_times(arch, full, perf, stack).recompute_s
     )
+
+
+# --- Megatron-Core's flex dispatcher (DeepEP / HybridEP) and EP all-to-all overlap ---------
+
+FLEX = replace(stack_named("megatron-bridge"), moe_dispatcher="flex", moe_flex_sms=32)
+
+
+def _ep8_plan(dp: int = 8, global_batch: int = 8) -> ParallelPlan:
+    return ParallelPlan(
+        JobLayout(tp=1, pp=1, dp=dp, ep=8),
+        global_batch=global_batch,
+        micro_batch=1,
+        seq_length=4096,
+        sequence_parallel=False,
+        recompute="none",
+        zero_stage=1,
+    )
+
+
+def test_flex_dispatcher_fuses_the_permutations_into_its_kernels(models) -> None:
+    from clusterforge.perf.moe import permutation_bytes_per_token
+
+    arch, plan = models["gpt-oss-120b"], _ep8_plan()
+    alltoall = permutation_bytes_per_token(arch, plan, stack_named("megatron-bridge"))
+    assert alltoall > 0
+    assert permutation_bytes_per_token(arch, plan, FLEX) == 0.0
+
+
+def test_flex_sends_a_token_once_per_destination_rank(models) -> None:
+    from clusterforge.perf.moe import flex_ranks_per_token
+
+    arch = models["gpt-oss-120b"]  # 128 experts, top 4
+    # 16 experts per rank of 8: a rank is missed by 4 draws with C(112, 4) / C(128, 4)
+    want = 8 * (1 - (112 * 111 * 110 * 109) / (128 * 127 * 126 * 125))
+    assert flex_ranks_per_token(arch, _ep8_plan()) == pytest.approx(want)
+    assert flex_ranks_per_token(arch, _ep8_plan()) < arch.top_k
+    # one expert per rank: every copy goes to its own rank
+    one_per_rank = arch.model_copy(update={"num_experts": 8, "top_k": 2})
+    assert flex_ranks_per_token(one_per_rank, _ep8_plan()) == pytest.approx(2.0)
+
+
+def test_flex_rate_is_the_lower_of_the_nvlink_share_and_its_sms() -> None:
+    from clusterforge.catalog import load_catalog
+    from clusterforge.perf.moe import flex_dispatch_s
+
+    b200 = load_catalog().gpus["b200"]  # NVLink 5, 900 GB/s each way
+    size = 1e9
+    dispatch, combine = flex_dispatch_s(size, b200, 64)
+    assert dispatch == pytest.approx(size / 726e9)  # DeepEP V2, SM100 EP 8, 64 SMs
+    assert combine == pytest.approx(size / 740e9)
+    dispatch, combine = flex_dispatch_s(size, b200, 24)
+    assert dispatch == pytest.approx(size / 643e9)  # SM-bound with 24 SMs
+    assert combine == pytest.approx(size / 675e9)
+
+
+def test_flex_dispatcher_drops_the_metadata_collectives_and_moves_rows_per_rank(
+    models, h100, h100_comm
+) -> None:
+    from clusterforge.perf.compute import layer_times
+    from clusterforge.perf.exposure import layer_comm
+    from clusterforge.perf.moe import flex_dispatch_s, flex_ranks_per_token
+    from clusterforge.perf.roofline import gpu_perf
+
+    arch, plan = models["gpt-oss-120b"], _ep8_plan()
+    times = layer_times(arch, plan, gpu_perf(h100, "bf16"), FLEX)
+    tokens = plan.micro_batch * plan.seq_length
+    rows = tokens * flex_ranks_per_token(arch, plan) * arch.hidden_size * 2.0
+    dispatch, _ = flex_dispatch_s(rows + tokens * arch.top_k * 4.0, h100, 32)
+    _, combine = flex_dispatch_s(rows, h100, 32)
+    got = layer_comm(arch, plan, times, h100_comm, FLEX, 8, h100).ep_s
+    assert got == pytest.approx(2 * (dispatch + combine))
+    alltoall = layer_comm(arch, plan, times, h100_comm, stack_named("megatron-bridge"), 8).ep_s
+    assert got < alltoall
+    with pytest.raises(ValueError, match="gpu="):
+        layer_comm(arch, plan, times, h100_comm, FLEX, 8)
+
+
+def test_a2a_overlap_share_follows_megatrons_combined_1f1b_schedule() -> None:
+    from clusterforge.perf.exposure import combined_step_share
+
+    # no pipelining: every forward but the first merges with the previous backward
+    assert combined_step_share(_ep8_plan(dp=8, global_batch=32)) == pytest.approx(3 / 4)
+    # PP 2, VP 12, 32 micro-batches: 2 + 11 * 2 + 1 = 25 warm-up chunks of 384
+    plan = ParallelPlan(
+        JobLayout(tp=1, pp=2, dp=8, ep=8, vpp=12),
+        global_batch=256,
+        micro_batch=1,
+        seq_length=4096,
+        sequence_parallel=False,
+        recompute="none",
+        zero_stage=1,
+    )
+    assert combined_step_share(plan) == pytest.approx((384 - 25) / 384)
+
+
+def test_a2a_overlap_hides_each_direction_behind_the_others_compute(
+    models, h100, h100_comm
+) -> None:
+    from clusterforge.perf.compute import layer_times, overlapped_s
+    from clusterforge.perf.exposure import combined_step_share, layer_comm
+    from clusterforge.perf.roofline import gpu_perf
+
+    arch, plan = models["gpt-oss-120b"], _ep8_plan(dp=8, global_batch=32)
+    bridge = stack_named("megatron-bridge")
+    times = layer_times(arch, plan, gpu_perf(h100, "bf16"), bridge)
+    exposed = layer_comm(arch, plan, times, h100_comm, bridge, 8).ep_s
+    overlap = replace(bridge, moe_a2a_overlap=True)
+    hidden = layer_comm(arch, plan, times, h100_comm, overlap, 8).ep_s
+    share = combined_step_share(plan)
+    # the all-to-all dispatcher's forward and backward traffic are equal but for the counts
+    # all-gather; each hides behind the other direction's compute, the NCCL interference left
+    assert times.backward_s > exposed  # the windows are long enough here
+    merged = overlapped_s(exposed / 2, math.inf) * 2
+    assert hidden == pytest.approx((1 - share) * exposed + share * merged, rel=0.05)
+    assert hidden < exposed
+
+
+def test_flex_overlap_slows_the_compute_beside_it_by_its_sm_share(models, h100, h100_comm) -> None:
+    from clusterforge.perf.compute import layer_times
+    from clusterforge.perf.exposure import combined_step_share, layer_comm
+    from clusterforge.perf.roofline import gpu_perf
+
+    arch, plan = models["gpt-oss-120b"], _ep8_plan(dp=8, global_batch=32)
+    times = layer_times(arch, plan, gpu_perf(h100, "bf16"), FLEX)
+    raw = layer_comm(arch, plan, times, h100_comm, FLEX, 8, h100).ep_s
+    overlap = replace(FLEX, moe_a2a_overlap=True)
+    got = layer_comm(arch, plan, times, h100_comm, overlap, 8, h100).ep_s
+    share = combined_step_share(plan)
+    want = (1 - share) * raw + share * raw * 32 / h100.num_sms
+    assert got == pytest.approx(want)
+    more_sms = layer_comm(arch, plan, times, h100_comm, replace(overlap, moe_flex_sms=64), 8, h100)
+    assert more_sms.ep_s > got

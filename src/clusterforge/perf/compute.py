@@ -131,7 +131,7 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     experts = arch.top_k if arch.num_experts > 1 else 1
     gated = EAGER_SWIGLU_BYTES if eager else 6
     activation = (gated if arch.gated_mlp else 4) * f * experts
-    permute = permutation_bytes_per_token(arch, plan)
+    permute = permutation_bytes_per_token(arch, plan, stack)
     rope = EAGER_ROTARY_BYTES if eager else 4
     rotary = rope * (q_dim(arch) + kv_dim(arch)) if arch.position_embedding == "rope" else 0
     split = activation + rotary

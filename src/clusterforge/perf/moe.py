@@ -9,7 +9,9 @@ per-expert current scaling. :mod:`clusterforge.perf.compute` adds these into a l
 
 from __future__ import annotations
 
-from clusterforge.catalog import ModelArch
+import math
+
+from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.flops import ffn_size
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
 from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gemm_time_s, memory_time_s
@@ -19,6 +21,8 @@ __all__ = [
     "expert_fp8_extra_kernels",
     "expert_gemms_s",
     "expert_output_bias_s",
+    "flex_dispatch_s",
+    "flex_ranks_per_token",
     "fp8_padding_s",
     "glu_clamp_s",
     "grouped_gemm_time_s",
@@ -113,20 +117,65 @@ SORT_CHUNKS_BYTES = 8.0
 UNPERMUTE_READ_BYTES = 2.0
 
 
-def permutation_bytes_per_token(arch: ModelArch, plan: ParallelPlan) -> float:
+def permutation_bytes_per_token(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
     """Forward HBM bytes per token of the MoE layer's token permutations (0 for dense).
 
     ``top_k`` copies are permuted, (when the GPU holds several experts) sorted into expert
     order and back, and unpermuted into one token (:data:`PERMUTE_BYTES` and the constants
-    after it).
+    after it). The flex dispatcher (``Stack.moe_dispatcher``) does all of this inside its
+    dispatch and combine kernels (HybridEP: "permute tokens for communication, perform
+    all-to-all communication, and permute tokens for experts in single step",
+    ``_HybridEPManager``), so no separate pass is left.
     """
-    if arch.num_experts == 1:
+    if arch.num_experts == 1 or stack.moe_dispatcher == "flex":
         return 0.0
     h, copies = arch.hidden_size, arch.top_k
     per_copy = PERMUTE_BYTES + UNPERMUTE_READ_BYTES
     if arch.num_experts > plan.layout.ep:  # several local experts: sort and unsort chunks
         per_copy += SORT_CHUNKS_BYTES
     return per_copy * h * copies + BF16_BYTES * h
+
+
+# DeepEP's published rates (deepseek-ai/DeepEP README at dd758ca, 2026-07-14, V2, "8K tokens
+# per batch, 7168 hidden, top 8 experts", SM100, EP 8 over NVLink): dispatch 726 GB/s and
+# combine 740 GB/s with 64 SMs ("max perf"), 643 and 675 GB/s with 24 SMs ("min #SM").
+# Bandwidths are "logical": the bytes of every (token, destination rank) pair, the GPU's own
+# included. Over B200's NVLink 5 (900 GB/s each way) the 64-SM rates are the link-bound
+# share (726 / 900 and 740 / 900); the 24-SM rates, below it, are what each SM moves
+# (643 / 24 and 675 / 24 GB/s). The V1 table (docs/legacy.md: H800, 153 / 158 GB/s on
+# NVLink of 200 GB/s each way, 20 SMs) is link-bound at a like share (0.77 / 0.79).
+# HybridEP (DeepEP's hybrid-ep branch, the backend of Megatron's ``"hybridep"``) publishes no
+# table of its own; DeepEP's rates stand in for it.
+FLEX_NVLINK_SHARE = (726.0 / 900.0, 740.0 / 900.0)  # (dispatch, combine) of one-way NVLink
+FLEX_GBYTE_PER_S_PER_SM = (643.0 / 24.0, 675.0 / 24.0)  # (dispatch, combine)
+
+
+def flex_ranks_per_token(arch: ModelArch, plan: ParallelPlan) -> float:
+    """Expected EP ranks a token goes to under balanced routing.
+
+    DeepEP and HybridEP send a token once to each rank that holds one or more of its
+    ``top_k`` experts (the routing map is per rank: ``_initialize_metadata`` in
+    ``MoEFlexTokenDispatcher``, DeepEP's ``get_dispatch_layout``), where the all-to-all
+    dispatcher sends one copy per expert: a rank holding ``E / ep`` of the ``E`` experts is
+    missed by all ``k`` uniform choices with probability ``C(E - E/ep, k) / C(E, k)``.
+    """
+    experts, ep, k = arch.num_experts, plan.layout.ep, arch.top_k
+    local = experts // ep
+    missed = math.comb(experts - local, k) / math.comb(experts, k)
+    return ep * (1.0 - missed)
+
+
+def flex_dispatch_s(size_bytes: float, gpu: Gpu, num_sms: int) -> tuple[float, float]:
+    """(dispatch, combine) seconds of the flex dispatcher moving ``size_bytes`` of logical
+    traffic per GPU inside an NVLink domain: the lower of the link-bound rate
+    (:data:`FLEX_NVLINK_SHARE` of the GPU's one-way scale-up bandwidth) and what its
+    ``num_sms`` SMs move (:data:`FLEX_GBYTE_PER_S_PER_SM`)."""
+    one_way = gpu.scaleup_gbyte_per_s / 2.0
+    times = []
+    for share, per_sm in zip(FLEX_NVLINK_SHARE, FLEX_GBYTE_PER_S_PER_SM, strict=True):
+        rate = min(share * one_way, per_sm * num_sms) * 1e9
+        times.append(size_bytes / rate)
+    return times[0], times[1]
 
 
 # Megatron-Core's ``TEGroupedMLP`` builds the experts' second linear with

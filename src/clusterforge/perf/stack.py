@@ -80,6 +80,7 @@ from clusterforge.perf.stack_options import (
     CrossEntropyKernel,
     CudaGraphModule,
     Fp8Scaling,
+    MoeDispatcher,
     RecomputeModule,
     SelectivePolicy,
     TpOverlapKind,
@@ -92,6 +93,7 @@ __all__ = [
     "CrossEntropyKernel",
     "CudaGraphModule",
     "Fp8Scaling",
+    "MoeDispatcher",
     "SelectivePolicy",
     "Stack",
     "StackName",
@@ -193,6 +195,16 @@ class Stack:
     ``moe_fp8_padding``: in FP8 the grouped expert linears copy each expert's rows into a
     16-aligned buffer and back (Megatron-Core's ``TEGroupedMLP`` with Transformer Engine's
     ``Fp8Padding``; :func:`~clusterforge.perf.moe.fp8_padding_s`).
+    ``moe_dispatcher``: Megatron-Core's token dispatcher (:data:`MoeDispatcher`); under
+    ``"flex"`` (DeepEP / HybridEP) one fused kernel per direction replaces the permutation
+    passes, the counts all-gather and the probabilities all-to-all, moving the tokens at the
+    rate DeepEP publishes (:func:`~clusterforge.perf.moe.flex_dispatch_s`) on
+    ``moe_flex_sms`` SMs of its own (Megatron-Core's ``moe_flex_dispatcher_num_sms``, 20
+    when unset for DeepEP, ``_DeepepManager``).
+    ``moe_a2a_overlap``: Megatron-Core's ``overlap_moe_expert_parallel_comm``: the 1F1B
+    steps run one micro-batch's forward together with another's backward, layer by layer,
+    so each one's EP dispatch and combine hide behind the other's compute
+    (``combined_1f1b.py``; :func:`~clusterforge.perf.exposure.ep_overlapped_s`).
     ``recompute_modules``: further Megatron-Core recompute modules of the run's recipe,
     rerun in the backward (:func:`~clusterforge.perf.moe.recompute_modules_s`; none by
     default).
@@ -246,6 +258,9 @@ class Stack:
     moe_expert_bias_eager: bool = True
     moe_glu_clamp_eager: bool = True
     moe_fp8_padding: bool = True
+    moe_dispatcher: MoeDispatcher = "alltoall"
+    moe_flex_sms: int = 20
+    moe_a2a_overlap: bool = False
     cuda_graph_modules: tuple[CudaGraphModule, ...] = ()
     recompute_modules: tuple[RecomputeModule, ...] = ()
     distribute_checkpoints: bool = False

@@ -11,6 +11,7 @@ __all__ = [
     "CrossEntropyKernel",
     "CudaGraphModule",
     "Fp8Scaling",
+    "MoeDispatcher",
     "RecomputeModule",
     "SelectivePolicy",
     "TpOverlapKind",
@@ -65,3 +66,12 @@ TpOverlapKind = Literal["userbuffers", "micro_pipeline"]
 # attention (``--recompute-modules``, megatron/core/transformer/transformer_layer.py and
 # moe/experts.py, core_v0.15.0): the norms not fused into a linear, the experts' activation.
 RecomputeModule = Literal["layernorm", "moe_act"]
+# Megatron-Core's MoE token dispatcher (``moe_token_dispatcher_type``,
+# megatron/core/transformer/moe/token_dispatcher.py, NVIDIA/Megatron-LM at d98e8a6).
+# ``alltoall``: ``MoEAlltoAllTokenDispatcher``, permutation kernels around NCCL all-to-alls,
+# a token-count all-gather and a separate probabilities all-to-all. ``flex``:
+# ``MoEFlexTokenDispatcher`` with a DeepEP or HybridEP backend, whose one fused kernel
+# permutes, sends (tokens with their probabilities) and sorts into expert order, and whose
+# combine unpermutes and sums the top-k copies on the way back (``_HybridEPManager`` /
+# ``_DeepepManager``), on ``moe_flex_dispatcher_num_sms`` SMs of its own.
+MoeDispatcher = Literal["alltoall", "flex"]

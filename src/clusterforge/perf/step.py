@@ -279,7 +279,9 @@ def predict_step(
     stack = stack or Stack.megatron_core()
     stages = validate_plan(arch, plan, plan.layout.num_gpus)
     perf = calibrated_perf(gpu_perf(gpu, plan.precision), calibration)
-    times, per_layer_comm = _layer_costs(arch, plan, perf, comm, stack, nvlink_domain_gpus, stages)
+    times, per_layer_comm = _layer_costs(
+        arch, plan, perf, comm, stack, nvlink_domain_gpus, stages, gpu
+    )
     per_stage = _stages(arch, plan, gpu, perf, stack, stages, times, per_layer_comm)
     slowest = max(per_stage, key=lambda s: s.total_s)
     m = num_micro_batches(plan)
@@ -307,16 +309,17 @@ def _layer_costs(
     stack: Stack,
     nvlink_domain_gpus: int,
     stages: tuple[int, ...],
+    gpu: Gpu,
 ) -> tuple[LayerTimes, LayerComm]:
     """One layer's compute and communication times; under block recomputation (full
     recompute of only some layers) the average of a recomputed and a kept layer."""
     times = layer_times(arch, plan, perf, stack)
-    per_layer_comm = layer_comm(arch, plan, times, comm, stack, nvlink_domain_gpus)
+    per_layer_comm = layer_comm(arch, plan, times, comm, stack, nvlink_domain_gpus, gpu)
     share = recompute_fraction(plan, stages)
     if plan.recompute == "full" and share < 1.0:
         kept = plan.with_(recompute="none")
         kept_times = layer_times(arch, kept, perf, stack)
-        kept_comm = layer_comm(arch, kept, kept_times, comm, stack, nvlink_domain_gpus)
+        kept_comm = layer_comm(arch, kept, kept_times, comm, stack, nvlink_domain_gpus, gpu)
         times = _blend(times, kept_times, share)
         per_layer_comm = _blend(per_layer_comm, kept_comm, share)
     return times, per_layer_comm
