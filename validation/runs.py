@@ -23,7 +23,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from clusterforge.catalog import ModelArch, load_catalog
 from clusterforge.design import Design
@@ -34,7 +34,7 @@ from clusterforge.perf.comm import CommModel
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.predict import design_comm
 from clusterforge.perf.search import least_recompute
-from clusterforge.perf.stack import Stack, stack_named
+from clusterforge.perf.stack import MoeDispatcher, Stack, stack_named
 from clusterforge.perf.step import Prediction, predict_step
 from clusterforge.perf.uncertainty import run_class
 from clusterforge.spec import parse_spec
@@ -114,6 +114,17 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, distribute_checkpoints=row["distribute_checkpoints"])
     if "cuda_graph_modules" in row:  # Megatron --cuda-graph-modules of the run's recipe
         stack = replace(stack, cuda_graph_modules=tuple(row["cuda_graph_modules"]))
+    if "moe_dispatcher" in row:  # Megatron moe_token_dispatcher_type ("flex": DeepEP/HybridEP)
+        if row["moe_dispatcher"] not in get_args(MoeDispatcher):
+            raise PlanError(
+                f"row {row.get('name', '?')}: moe_dispatcher = {row['moe_dispatcher']!r}: use one of "
+                f"{', '.join(get_args(MoeDispatcher))} (Megatron's moe_token_dispatcher_type)"
+            )
+        stack = replace(stack, moe_dispatcher=row["moe_dispatcher"])
+    if "moe_flex_sms" in row:  # Megatron moe_flex_dispatcher_num_sms
+        stack = replace(stack, moe_flex_sms=row["moe_flex_sms"])
+    if "moe_a2a_overlap" in row:  # Megatron overlap_moe_expert_parallel_comm
+        stack = replace(stack, moe_a2a_overlap=row["moe_a2a_overlap"])
     if "recompute_modules" in row:  # Megatron --recompute-modules of the run's recipe
         stack = replace(stack, recompute_modules=tuple(row["recompute_modules"]))
     return stack

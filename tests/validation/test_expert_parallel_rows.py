@@ -89,3 +89,36 @@ def test_gpt_oss_gb300_and_b300_development_rows_replay_their_recipes_cuda_graph
         assert set(run.stack.cuda_graph_modules) == {"attn", "moe_router", "moe_preprocess"}, (
             run.name
         )
+
+
+def test_dispatcher_and_a2a_overlap_fields_reach_the_stack() -> None:
+    """``moe_dispatcher``, ``moe_flex_sms`` and ``moe_a2a_overlap`` of a row set the stack's
+    (Megatron's moe_token_dispatcher_type, moe_flex_dispatcher_num_sms,
+    overlap_moe_expert_parallel_comm); an unknown dispatcher is refused by name."""
+    row = {**MOE_ROW, "ep": 8, "moe_dispatcher": "flex", "moe_flex_sms": 32}
+    stack = _run("f.toml", {**row, "moe_a2a_overlap": True}).stack
+    assert (stack.moe_dispatcher, stack.moe_flex_sms, stack.moe_a2a_overlap) == ("flex", 32, True)
+    plain = _run("f.toml", {**MOE_ROW, "ep": 8}).stack
+    assert (plain.moe_dispatcher, plain.moe_a2a_overlap) == ("alltoall", False)
+    with pytest.raises(PlanError, match=r"moe_dispatcher = 'deepep'.*flex"):
+        _run("f.toml", {**row, "moe_dispatcher": "deepep"})
+
+
+def test_development_rows_that_ran_flex_or_a2a_overlap_say_so() -> None:
+    """The Dec 2026 audit's rows: HybridEP (32 SMs) on the DGX B300 EP 8 gpt-oss rows,
+    DeepEP plus the EP all-to-all overlap on the 26.02 Qwen3 H100 row, the overlap alone on
+    the 25.11 Qwen3 H100 row."""
+    from validation.runs import load_runs
+
+    runs = {r.name: r.stack for r in load_runs() if r.subset == "development"}
+    for name in (
+        "bridge260401-b300-gpt-oss-120b",
+        "bridge2604-b300-gpt-oss-120b",
+        "bridge260201-b300-gpt-oss-120b",
+    ):
+        assert (runs[name].moe_dispatcher, runs[name].moe_flex_sms) == ("flex", 32), name
+        assert not runs[name].moe_a2a_overlap, name
+    qwen_2602 = runs["bridge2602-h100-qwen3-30b-a3b-pp2"]
+    assert (qwen_2602.moe_dispatcher, qwen_2602.moe_a2a_overlap) == ("flex", True)
+    qwen_2511 = runs["bridge2511-h100-qwen3-30b-a3b"]
+    assert (qwen_2511.moe_dispatcher, qwen_2511.moe_a2a_overlap) == ("alltoall", True)
