@@ -54,7 +54,13 @@ def main() -> None:
         plan = pred.plan
         times = layer_times(run.arch, plan, gpu_perf(gpu, plan.precision), run.stack)
         comm = layer_comm(
-            run.arch, plan, times, run_comm(design), run.stack, design.compute.nvlink_domain_gpus
+            run.arch,
+            plan,
+            times,
+            run_comm(design),
+            run.stack,
+            design.compute.nvlink_domain_gpus,
+            gpu=gpu,
         )
         gpu_fwd = times.forward_s + 0.5 * (comm.tp_s + comm.cp_s + comm.ep_s)
         cpu = host_cpu(gpu)
