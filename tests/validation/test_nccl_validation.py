@@ -402,3 +402,23 @@ def test_roce_rows_are_simulated_on_an_ethernet_fabric():
     oci = _graph("dgx-a100-40gb", 2, None, (), "roce")
     assert (oci.nics_per_node, oci.nic_gbyte_per_s, oci.lossless) == (8, 25.0, False)
     assert CLUSTERS["oci-bm-gpu4-8-roce"]["nccl_version"] == "2.19.3"
+
+
+def test_two_node_h100_nvls_tree_plateau_within_5_percent_on_four_clusters():
+    """All-reduce of 1-8 GiB on 2 nodes x 8 H100 (8 x 400G) runs NVLS-Tree and measures
+    456-469 GB/s on four clusters (nccl-tests #309's bare-metal pair and gj-aion, Nebius,
+    the RoCE run of nccl-tests #2409): NCCL's per-channel NVLS-Tree ceiling, 8 heads x
+    57.7 GB/s (netsim.tuner.channel_cap_gbyte_per_s), not the NVLS pass (~505 GB/s)."""
+    rows = [
+        r
+        for r in DEVELOPMENT
+        if r["node"] == "hgx-h100"
+        and r["num_nodes"] == 2
+        and r["size_bytes"] >= 2**30
+        and r.get("ranks_per_node", 8) == 8
+        and r["collective"] == "all_reduce"
+    ]
+    scored = [score(r) for r in rows]
+    assert len({r["cluster"] for r in rows}) == 4 and len(rows) == 7
+    assert all(s.algorithm == "nvls_tree" for s in scored)
+    assert max(abs(s.error) for s in scored) <= 0.05
