@@ -264,7 +264,7 @@ def _hgx_h100(num_nodes: int):
 
 def test_two_node_h100_nvls_tree_stays_under_its_channels_ceiling():
     # 2 nodes x 8 H100, 8 x 400G: the NVLS pass alone would allow ~505 GB/s of busbw, but each
-    # of the 8 NVLS-Tree channels (one CUDA block, its warps split between scatter, gather,
+    # of the 8 NVLS-Tree heads (its share run by warps split between scatter, gather,
     # reduce-and-send and receive-and-broadcast) moves at most 57.7 GB/s: 461.6 GB/s, where
     # nccl-tests measure 456-469 GB/s at 1-8 GiB on four clusters
     graph = _hgx_h100(2)

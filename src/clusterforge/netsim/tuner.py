@@ -299,12 +299,13 @@ def channel_cap_gbyte_per_s(algorithm: Algorithm, protocol: Protocol, ctx: Tunin
     ``nChannels·perChMaxTreeLL128Bw`` (LL128), and 1/3.8 of it (LL).  A channel is one CUDA
     block, so on 2 nodes a tree with few channels (one per NIC) cannot reach the twice-the-NIC
     bus bandwidth its traffic pattern would allow.  NVLS-Tree at ``nvls_heads`` times
-    ``perChMaxNVLSTreeBw`` (in NCCL's tuner from 2.28.3): each of its channels is one CUDA
-    block whose warps split four ways (scatter into the NVLS buffer, gather from it, reduce
-    and send up the tree, receive and broadcast down: ``RunWorkColl`` for
+    ``perChMaxNVLSTreeBw`` (in NCCL's tuner from 2.28.3): a channel of the NVLS graph is one
+    head, whose share of the data the head GPU's NVLS-Tree blocks reduce, send up the tree,
+    receive and broadcast, with each block's warps split four ways (scatter into the NVLS
+    buffer, gather from it, reduce-and-send, receive-and-broadcast: ``RunWorkColl`` for
     ``NCCL_ALGO_NVLS_TREE`` in ``src/device/all_reduce.h``, the same split from v2.19.3-1 to
-    v2.28.3-1, so the ceiling holds for the releases before the table too), and on 2 Hopper
-    nodes 8 heads stop at 8 x 57.7 GB/s, below what NVLink SHARP and the NICs would carry.
+    v2.28.3-1, so the ceiling holds for the releases before the table too); on 2 Hopper nodes
+    8 heads stop at 8 x 57.7 GB/s, below what NVLink SHARP and the NICs would carry.
     Infinite inside one node."""
     if ctx.num_nodes < 2 or ctx.num_channels < 1:
         return math.inf
