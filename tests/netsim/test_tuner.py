@@ -236,3 +236,38 @@ def test_two_node_tree_with_a_nic_per_gpu_still_beats_the_nic_rate():
     graph = _a100_two_nodes(8)
     res = simulate_collective(graph, "all_reduce", 2**30, np.arange(16)[None, :], algorithm="tree")
     assert 170.0 < res.busbw_gbyte_per_s <= 8 * 23.6 + 1e-6
+
+
+@pytest.mark.parametrize(
+    ("generation", "nodes", "per_channel"),
+    [("hopper", 2, 57.7), ("hopper", 4, 45.5), ("blackwell", 2, 96.0), ("blackwell", 8, 80.0)],
+)
+def test_nvls_tree_channel_ceiling_is_nccls_per_head(generation, nodes, per_channel):
+    # NCCL perChMaxNVLSTreeBws (src/graph/tuning.cc, since 2.28.3): GB/s of bus bandwidth per
+    # channel of the NVLS graph, whose channels are its heads (one GPU per NIC)
+    ctx = _ctx(
+        num_ranks=8 * nodes, num_nodes=nodes, generation=generation, num_channels=16, nvls_heads=8
+    )
+    assert channel_cap_gbyte_per_s("nvls_tree", "simple", ctx) == pytest.approx(8 * per_channel)
+    assert channel_cap_gbyte_per_s("nvls", "simple", ctx) == float("inf")
+
+
+@functools.cache
+def _hgx_h100(num_nodes: int):
+    design = make_design(
+        num_gpus=8 * num_nodes,
+        node="hgx-h100",
+        workload={"tensor_parallel": 8, "global_batch": 8 * num_nodes},
+    )
+    return build_fabric_graph(design)
+
+
+def test_two_node_h100_nvls_tree_stays_under_its_channels_ceiling():
+    # 2 nodes x 8 H100, 8 x 400G: the NVLS pass alone would allow ~505 GB/s of busbw, but each
+    # of the 8 NVLS-Tree heads (its share run by warps split between scatter, gather,
+    # reduce-and-send and receive-and-broadcast) moves at most 57.7 GB/s: 461.6 GB/s, where
+    # nccl-tests measure 456-469 GB/s at 1-8 GiB on four clusters
+    graph = _hgx_h100(2)
+    res = simulate_collective(graph, "all_reduce", 8 * 2**30, np.arange(16)[None, :])
+    assert res.algorithm == "nvls_tree"
+    assert 440.0 < res.busbw_gbyte_per_s <= 8 * 57.7 + 1e-6

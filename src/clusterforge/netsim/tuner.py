@@ -93,6 +93,7 @@ _LL_MAX_BUSBW = _by_generation("ll_max_busbw_gbyte_per_s")
 _PER_CHANNEL_RING_LL128 = _by_generation("per_channel_ring_ll128_gbyte_per_s")
 _PER_CHANNEL_TREE_LL128 = _by_generation("per_channel_tree_ll128_gbyte_per_s")
 _PER_CHANNEL_TREE = _by_generation("per_channel_tree_gbyte_per_s")
+_PER_CHANNEL_NVLS_TREE = _by_generation("per_channel_nvls_tree_gbyte_per_s")
 PROTOCOL_INDEX: dict[Protocol, int] = {"ll": 0, "ll128": 1, "simple": 2}
 _THREAD_THRESHOLD = nccl_triple(
     "thread_threshold_bytes", NCCL_CONSTANTS.numbers("thread_threshold_bytes")
@@ -297,7 +298,15 @@ def channel_cap_gbyte_per_s(algorithm: Algorithm, protocol: Protocol, ctx: Tunin
     all-reduce at ``nChannels·perChMaxTreeBw`` (Simple), the same times 120/128 and at most
     ``nChannels·perChMaxTreeLL128Bw`` (LL128), and 1/3.8 of it (LL).  A channel is one CUDA
     block, so on 2 nodes a tree with few channels (one per NIC) cannot reach the twice-the-NIC
-    bus bandwidth its traffic pattern would allow.  Infinite inside one node."""
+    bus bandwidth its traffic pattern would allow.  NVLS-Tree at ``nvls_heads`` times
+    ``perChMaxNVLSTreeBw`` (in NCCL's tuner from 2.28.3): a channel of the NVLS graph is one
+    head, whose share of the data the head GPU's NVLS-Tree blocks reduce, send up the tree,
+    receive and broadcast, with each block's warps split four ways (scatter into the NVLS
+    buffer, gather from it, reduce-and-send, receive-and-broadcast: ``RunWorkColl`` for
+    ``NCCL_ALGO_NVLS_TREE`` in ``src/device/all_reduce.h``, the same split from v2.19.3-1 to
+    v2.28.3-1, so the ceiling holds for the releases before the table too); on 2 Hopper nodes
+    8 heads stop at 8 x 57.7 GB/s, below what NVLink SHARP and the NICs would carry.
+    Infinite inside one node."""
     if ctx.num_nodes < 2 or ctx.num_channels < 1:
         return math.inf
     col = min(ctx.num_nodes, 3) - 1
@@ -324,7 +333,11 @@ def channel_cap_gbyte_per_s(algorithm: Algorithm, protocol: Protocol, ctx: Tunin
                     return tree / 3.8
                 case _:
                     assert_never(protocol)
-        case "nvls" | "nvls_tree" | "collnet" | "pat" | "hierarchical" | "direct":
+        case "nvls_tree":
+            # the NVLS graph's channels are its heads (``ncclTopoCompute``, src/graph/search.cc)
+            heads = ctx.nvls_heads or nch
+            return heads * _PER_CHANNEL_NVLS_TREE[ctx.generation][col]
+        case "nvls" | "collnet" | "pat" | "hierarchical" | "direct":
             return math.inf
         case _:
             assert_never(algorithm)
