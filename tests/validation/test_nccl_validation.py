@@ -284,9 +284,9 @@ def test_development_mean_absolute_error_within_5_percent():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="with the CoreWeave development rows (pub_coreweave_nccl.toml) the mean error is "
-    "6.5 %: the GB200 1- and 2-rack all-reduce gaps listed in KNOWN_GAPS and rows within "
-    "15 % but not 5 %",
+    reason="over all 199 development rows the mean error is 14.7 % (11.4 % at >= 16 MiB, "
+    "26.5 % below): the small-size gaps of the next test, the GB200 1- and 2-rack all-reduce "
+    "and the other rows listed in KNOWN_GAPS, and rows within 15 % but not 5 %",
 )
 def test_every_development_row_mean_absolute_error_within_5_percent():
     assert mean_abs_error([score(r) for r in DEVELOPMENT]) <= 0.05
