@@ -11,6 +11,7 @@ __all__ = [
     "CrossEntropyKernel",
     "CudaGraphModule",
     "Fp8Scaling",
+    "FsdpBackwardPrefetch",
     "RecomputeModule",
     "SelectivePolicy",
     "TpOverlapKind",
@@ -65,3 +66,13 @@ TpOverlapKind = Literal["userbuffers", "micro_pipeline"]
 # attention (``--recompute-modules``, megatron/core/transformer/transformer_layer.py and
 # moe/experts.py, core_v0.15.0): the norms not fused into a linear, the experts' activation.
 RecomputeModule = Literal["layernorm", "moe_act"]
+# FSDP1's ``backward_prefetch``. ``pre`` (``BACKWARD_PRE``): the next unit's all-gather is
+# issued in the current unit's pre-backward hook and runs behind its gradient computation.
+# ``post`` (``BACKWARD_POST``, Composer's default: ``fsdp_config.setdefault(
+# 'backward_prefetch', 'BACKWARD_POST')`` in ``composer/trainer/dist_strategy.py``,
+# v0.14-v0.17): it is issued in the current unit's post-backward hook
+# (``_post_backward_reshard`` calls ``_prefetch_handle``, PyTorch 2.0-2.1
+# ``torch/distributed/fsdp/_runtime_utils.py``), once the unit's gradients exist, ahead of
+# its reduce-scatter on the same NCCL stream, so the next unit's backward waits for the whole
+# gather; only the reduce-scatter overlaps compute.
+FsdpBackwardPrefetch = Literal["pre", "post"]
