@@ -12,15 +12,19 @@ from clusterforge.catalog import load_catalog
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
 from clusterforge.perf.compute import layer_times, logits_times
-from clusterforge.perf.memory import layer_params_per_gpu
+from clusterforge.perf.host import HOST_OP_S
+from clusterforge.perf.memory import layer_params_per_gpu, stage_params
 from clusterforge.perf.parallel import shard_groups
 from clusterforge.perf.roofline import gpu_perf, load_constants, memory_time_s
 from clusterforge.perf.sharded import zero3_exposed_s
 from clusterforge.perf.stack import stack_named
 from clusterforge.perf.train_metrics import TRAIN_METRIC_BYTES_PER_LOGIT
+from clusterforge.perf.update import OPTIMIZER_HOST_CALLS_PER_TENSOR, optimizer_step_s
 
 FSDP = replace(stack_named("fsdp"), attention="triton", cross_entropy="xentropy")
-COMPOSER = replace(FSDP, train_metric_passes=2, fsdp_backward_prefetch="post")
+COMPOSER = replace(
+    FSDP, train_metric_passes=2, fsdp_backward_prefetch="post", optimizer="per_tensor_sync"
+)
 
 
 def _plan(num_gpus: int, micro_batch: int, *, zero_stage: int = 3) -> ParallelPlan:
@@ -93,3 +97,35 @@ def test_composer_mechanisms_slow_a_small_mpt_step(mpt_1b, h100, h100_comm) -> N
     base = predict_step(mpt_1b, plan, h100, h100_comm, 64, FSDP)
     composer = predict_step(mpt_1b, plan, h100, h100_comm, 64, COMPOSER)
     assert composer.step_time_s > 1.02 * base.step_time_s
+
+
+def test_composer_adamw_updates_tensor_by_tensor_behind_a_blocking_step_read(
+    mpt_1b, models
+) -> None:
+    """Composer's DecoupledAdamW reads each parameter's step counter with ``.item()`` and
+    then issues eight unfused ops (80 B per FP32 parameter): the host waits for the GPU
+    before every tensor. With a small shard per rank the host's issue time dominates; with
+    a large shard the unfused HBM passes do."""
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
+    layers = mpt_1b.num_layers
+    big_shard = _plan(8, 14)
+    small_shard = _plan(512, 8)
+    for plan in (big_shard, small_shard):
+        fused = optimizer_step_s(mpt_1b, plan, perf, layers)[0]
+        composer = optimizer_step_s(mpt_1b, plan, perf, layers, stack=COMPOSER)[0]
+        assert composer > fused
+    # 512 ranks: about one tensor per block and rank, ten host calls each
+    tensors = layers * (1 + 11 / 512) + 1 + 3 / 512
+    host = tensors * OPTIMIZER_HOST_CALLS_PER_TENSOR * HOST_OP_S["x86"]
+    assert optimizer_step_s(mpt_1b, small_shard, perf, layers, stack=COMPOSER)[0] == pytest.approx(
+        host, rel=1e-6
+    )
+    # a 6.7B model over 8 ranks: 830 M parameters each, the HBM passes of the eight ops
+    big = models["gpt3-6.7b"]
+    layers = big.num_layers
+    owned = stage_params(big, big_shard, layers, first=True) / 8
+    tensors = layers * (1 + 11 / 8) + 1 + 3 / 8
+    passes = memory_time_s(owned * 80, perf, num_kernels=round(8 * tensors))
+    assert passes > tensors * OPTIMIZER_HOST_CALLS_PER_TENSOR * HOST_OP_S["x86"]
+    unfused = optimizer_step_s(big, big_shard, perf, layers, stack=COMPOSER)[0]
+    assert unfused == pytest.approx(passes, rel=1e-6)

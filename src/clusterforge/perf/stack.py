@@ -81,6 +81,7 @@ from clusterforge.perf.stack_options import (
     CudaGraphModule,
     Fp8Scaling,
     FsdpBackwardPrefetch,
+    OptimizerImpl,
     RecomputeModule,
     SelectivePolicy,
     TpOverlapKind,
@@ -134,6 +135,7 @@ class Stack:
     ``fsdp_backward_prefetch``: when FSDP1 issues the backward's next all-gather
     (:data:`FsdpBackwardPrefetch`). ``train_metric_passes``: PyTorch cross-entropies run on
     every micro-batch's logits for training metrics (:func:`~clusterforge.perf.compute.logits_times`).
+    ``optimizer``: how the step updates the weights (:data:`OptimizerImpl`).
     ``fsdp_copy_out``: every all-gather's output is copied out into per-parameter tensors
     on the compute stream (FSDP2's per-parameter sharding; FSDP1's flat parameter is a view).
     ``zero2_per_unit``: ZeRO-2 is FSDP's ``SHARD_GRAD_OP``, sharded unit by unit like full
@@ -232,6 +234,7 @@ class Stack:
     fsdp_reshard_after_forward: bool = True
     fsdp_backward_prefetch: FsdpBackwardPrefetch = "pre"
     train_metric_passes: int = 0
+    optimizer: OptimizerImpl = "fused"
     zero2_per_unit: bool = False
     flash_unpad: bool = False
     zero3_gathers_per_layer: int = 1

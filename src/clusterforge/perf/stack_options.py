@@ -12,6 +12,7 @@ __all__ = [
     "CudaGraphModule",
     "Fp8Scaling",
     "FsdpBackwardPrefetch",
+    "OptimizerImpl",
     "RecomputeModule",
     "SelectivePolicy",
     "TpOverlapKind",
@@ -76,3 +77,10 @@ RecomputeModule = Literal["layernorm", "moe_act"]
 # its reduce-scatter on the same NCCL stream, so the next unit's backward waits for the whole
 # gather; only the reduce-scatter overlaps compute.
 FsdpBackwardPrefetch = Literal["pre", "post"]
+# How the optimizer step runs. ``fused``: one pass per parameter over the weights, the
+# gradient and the moments (fused or multi-tensor Adam; ``optimizer_bytes_per_param``).
+# ``per_tensor_sync``: Composer's ``DecoupledAdamW`` (``composer/optim/decoupled_weight_decay.py``,
+# v0.16.3-v0.17.2; LLM Foundry's ``decoupled_adamw``): a Python loop over the parameter tensors
+# that have a gradient, each reading its step counter, a GPU tensor, with ``.item()`` (the host
+# waits for the GPU) and then issuing eight unfused in-place and temporary ops.
+OptimizerImpl = Literal["fused", "per_tensor_sync"]
