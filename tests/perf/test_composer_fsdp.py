@@ -129,3 +129,20 @@ def test_composer_adamw_updates_tensor_by_tensor_behind_a_blocking_step_read(
     assert passes > tensors * OPTIMIZER_HOST_CALLS_PER_TENSOR * HOST_OP_S["x86"]
     unfused = optimizer_step_s(big, big_shard, perf, layers, stack=COMPOSER)[0]
     assert unfused == pytest.approx(passes, rel=1e-6)
+
+
+def test_training_metrics_sync_every_state_across_all_ranks_once_per_step(mpt_1b) -> None:
+    """After each batch Composer computes the training metrics: each of the two scalar
+    states of each metric is gathered from every rank into a Python list of one tensor per
+    rank (``zeros_like`` and the NCCL copy-out per rank), with the GPU drained, so the host
+    time grows with the number of GPUs and is exposed."""
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
+    layers = mpt_1b.num_layers
+    small, large = _plan(64, 8), _plan(512, 8)
+    plain = optimizer_step_s(mpt_1b, large, perf, layers, stack=FSDP)[1]
+    other = optimizer_step_s(mpt_1b, large, perf, layers, stack=COMPOSER)[1]
+    calls = 2 * 2 * (4 + 2 * 512)
+    assert other - plain == pytest.approx(calls * HOST_OP_S["x86"], rel=1e-6)
+    grown = other - plain
+    base = optimizer_step_s(mpt_1b, small, perf, layers, stack=COMPOSER)[1]
+    assert grown > 6 * (base - optimizer_step_s(mpt_1b, small, perf, layers, stack=FSDP)[1])

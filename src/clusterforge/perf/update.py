@@ -15,6 +15,7 @@ from clusterforge.perf.memory import deferred_fsdp_reduce, stage_expert_params, 
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches
 from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, load_constants, memory_time_s
 from clusterforge.perf.stack import Stack
+from clusterforge.perf.train_metrics import train_metrics_sync_s
 
 __all__ = [
     "OPTIMIZER_HOST_CALLS_PER_TENSOR",
@@ -117,7 +118,8 @@ def optimizer_step_s(
     zeroing over the FP32 gradients it holds: all of its stage's under ZeRO 0/1 (a full
     gradient buffer), its shard under ZeRO-2/3 and FSDP (gradients are reduce-scattered and
     the unsharded ones freed; Rajbhandari et al. 2020). A stack whose optimizer waits on the
-    GPU before each tensor (``Stack.optimizer``) runs on the ``cpu`` host's issue rate."""
+    GPU before each tensor (``Stack.optimizer``) runs on the ``cpu`` host's issue rate; the
+    second figure includes the host time of the training metrics' synchronisation."""
     params = stage_params(arch, plan, first_stage, first=True)
     shard = plan.shard_size or plan.layout.dp * plan.layout.cp
     owned = params / shard if plan.zero_stage >= 1 else params
@@ -128,6 +130,8 @@ def optimizer_step_s(
         owned += expert / max(1, shard // plan.layout.ep) - expert / shard
     held = owned if plan.zero_stage >= 2 else params
     norm_and_zero = memory_time_s(held * 4 * 2, perf, num_kernels=4)
+    if stack is not None:
+        norm_and_zero += train_metrics_sync_s(stack, plan.layout.num_gpus, cpu)
     if stack is not None and stack.optimizer == "per_tensor_sync":
         return _per_tensor_sync_s(owned, first_stage, shard, perf, cpu), norm_and_zero
     optimizer_bytes = load_constants().optimizer_bytes_per_param
