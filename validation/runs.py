@@ -103,6 +103,12 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, attention=row["attention"])
     if "flash_unpad" in row:  # the model unpads Q, K, V around FlashAttention-2 (LLM Foundry)
         stack = replace(stack, flash_unpad=row["flash_unpad"])
+    if "fsdp_backward_prefetch" in row:  # FSDP1 BACKWARD_PRE / BACKWARD_POST of the run
+        stack = replace(stack, fsdp_backward_prefetch=row["fsdp_backward_prefetch"])
+    if "train_metric_passes" in row:  # cross-entropies over the logits for training metrics
+        stack = replace(stack, train_metric_passes=row["train_metric_passes"])
+    if "optimizer" in row:  # Composer's DecoupledAdamW: per tensor, behind a blocking .item()
+        stack = replace(stack, optimizer=row["optimizer"])
     if "cross_entropy" in row:
         stack = replace(stack, cross_entropy=row["cross_entropy"])
     if "tp_overlap" in row:

@@ -47,6 +47,7 @@ from clusterforge.perf.roofline import (
     memory_time_s,
 )
 from clusterforge.perf.stack import Stack
+from clusterforge.perf.train_metrics import train_metrics_s
 
 __all__ = [
     "LayerTimes",
@@ -381,5 +382,7 @@ def logits_times(
     tokens = tokens_per_gpu(plan)
     vocab = arch.vocab_size / plan.layout.tp
     gemm = gemm_time_s(tokens, vocab, arch.hidden_size, perf)
-    loss_forward, loss_backward = _cross_entropy_s(tokens * vocab, perf, stack or Stack())
-    return gemm + loss_forward, 2.0 * gemm + loss_backward
+    stack = stack or Stack()
+    loss_forward, loss_backward = _cross_entropy_s(tokens * vocab, perf, stack)
+    metrics = train_metrics_s(tokens * vocab, perf, stack)  # after the backward
+    return gemm + loss_forward, 2.0 * gemm + loss_backward + metrics

@@ -22,7 +22,8 @@ per-GPU throughput falls once the calls no longer hide behind compute. With pref
 computes, so a unit costs ``max(compute, comm)``: only one unit's compute can hide one
 unit's communication, the first gather and the last reduce-scatter are exposed, and
 overlapped traffic slows the compute it overlaps (:func:`overlapped_s`). Without prefetch
-every gather waits in front of its unit.
+every gather waits in front of its unit, and so does every backward gather under FSDP1's
+``BACKWARD_POST`` (:data:`~clusterforge.perf.stack_options.FsdpBackwardPrefetch`).
 
 FSDP2 (per-parameter sharding, torchtitan) also copies every gathered block out of the
 all-gather buffer into the parameters' own tensors on the compute stream
@@ -155,9 +156,12 @@ def zero3_exposed_s(
         backward = units * (regather + reduce + sync)
     else:
         forward = gather + (units - 1) * overlapped_s(gather, fwd_unit)
+        # BACKWARD_POST issues each backward gather only once the unit before it has its
+        # gradients: it waits in front of every unit (Stack.fsdp_backward_prefetch).
+        waits = regather if stack.fsdp_backward_prefetch == "post" else 0.0
         backward = (
             regather
-            + (units - 1) * overlapped_s(regather + reduce + sync, bwd_unit)
+            + (units - 1) * (waits + overlapped_s(regather - waits + reduce + sync, bwd_unit))
             + reduce
             + sync
         )

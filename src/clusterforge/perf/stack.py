@@ -80,7 +80,9 @@ from clusterforge.perf.stack_options import (
     CrossEntropyKernel,
     CudaGraphModule,
     Fp8Scaling,
+    FsdpBackwardPrefetch,
     MoeDispatcher,
+    OptimizerImpl,
     RecomputeModule,
     SelectivePolicy,
     TpOverlapKind,
@@ -93,6 +95,7 @@ __all__ = [
     "CrossEntropyKernel",
     "CudaGraphModule",
     "Fp8Scaling",
+    "FsdpBackwardPrefetch",
     "MoeDispatcher",
     "SelectivePolicy",
     "Stack",
@@ -131,6 +134,10 @@ class Stack:
     prefetch bucket), ``zero3_gathers_per_layer`` all-gather calls per layer when a layer
     holds more than a bucket (FSDP: one per block; DeepSpeed: one per weight matrix),
     ``zero3_reduce_bucket_params`` gradients per reduce-scatter (0 = one per unit).
+    ``fsdp_backward_prefetch``: when FSDP1 issues the backward's next all-gather
+    (:data:`FsdpBackwardPrefetch`). ``train_metric_passes``: PyTorch cross-entropies run on
+    every micro-batch's logits for training metrics (:func:`~clusterforge.perf.compute.logits_times`).
+    ``optimizer``: how the step updates the weights (:data:`OptimizerImpl`).
     ``fsdp_copy_out``: every all-gather's output is copied out into per-parameter tensors
     on the compute stream (FSDP2's per-parameter sharding; FSDP1's flat parameter is a view).
     ``zero2_per_unit``: ZeRO-2 is FSDP's ``SHARD_GRAD_OP``, sharded unit by unit like full
@@ -237,6 +244,9 @@ class Stack:
     fsdp_prefetch: int = 1
     fsdp_unit_params: float = 0.0
     fsdp_reshard_after_forward: bool = True
+    fsdp_backward_prefetch: FsdpBackwardPrefetch = "pre"
+    train_metric_passes: int = 0
+    optimizer: OptimizerImpl = "fused"
     zero2_per_unit: bool = False
     flash_unpad: bool = False
     zero3_gathers_per_layer: int = 1

@@ -11,7 +11,9 @@ __all__ = [
     "CrossEntropyKernel",
     "CudaGraphModule",
     "Fp8Scaling",
+    "FsdpBackwardPrefetch",
     "MoeDispatcher",
+    "OptimizerImpl",
     "RecomputeModule",
     "SelectivePolicy",
     "TpOverlapKind",
@@ -75,3 +77,20 @@ RecomputeModule = Literal["layernorm", "moe_act"]
 # combine unpermutes and sums the top-k copies on the way back (``_HybridEPManager`` /
 # ``_DeepepManager``), on ``moe_flex_dispatcher_num_sms`` SMs of its own.
 MoeDispatcher = Literal["alltoall", "flex"]
+# FSDP1's ``backward_prefetch``. ``pre`` (``BACKWARD_PRE``): the next unit's all-gather is
+# issued in the current unit's pre-backward hook and runs behind its gradient computation.
+# ``post`` (``BACKWARD_POST``, Composer's default: ``fsdp_config.setdefault(
+# 'backward_prefetch', 'BACKWARD_POST')`` in ``composer/trainer/dist_strategy.py``,
+# v0.14-v0.17): it is issued in the current unit's post-backward hook
+# (``_post_backward_reshard`` calls ``_prefetch_handle``, PyTorch 2.0-2.1
+# ``torch/distributed/fsdp/_runtime_utils.py``), once the unit's gradients exist, ahead of
+# its reduce-scatter on the same NCCL stream, so the next unit's backward waits for the whole
+# gather; only the reduce-scatter overlaps compute.
+FsdpBackwardPrefetch = Literal["pre", "post"]
+# How the optimizer step runs. ``fused``: one pass per parameter over the weights, the
+# gradient and the moments (fused or multi-tensor Adam; ``optimizer_bytes_per_param``).
+# ``per_tensor_sync``: Composer's ``DecoupledAdamW`` (``composer/optim/decoupled_weight_decay.py``,
+# v0.16.3-v0.17.2; LLM Foundry's ``decoupled_adamw``): a Python loop over the parameter tensors
+# that have a gradient, each reading its step counter, a GPU tensor, with ``.item()`` (the host
+# waits for the GPU) and then issuing eight unfused in-place and temporary ops.
+OptimizerImpl = Literal["fused", "per_tensor_sync"]

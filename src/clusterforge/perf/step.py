@@ -288,7 +288,7 @@ def predict_step(
     per_stage = _stages(arch, plan, gpu, perf, stack, stages, times, per_layer_comm)
     slowest = max(per_stage, key=lambda s: s.total_s)
     m = num_micro_batches(plan)
-    optimizer_s, other_s = optimizer_step_s(arch, plan, perf, stages[0])
+    opt_s, other_s = optimizer_step_s(arch, plan, perf, stages[0], stack=stack, cpu=host_cpu(gpu))
     breakdown = Breakdown(
         compute_s=m * slowest.compute_s,
         tp_comm_s=m * slowest.tp_s,
@@ -298,7 +298,7 @@ def predict_step(
         cp_comm_s=m * slowest.cp_s,
         ep_comm_s=m * slowest.ep_s,
         bubble_s=(plan.layout.pp - 1) / plan.layout.vpp * slowest.total_s,
-        optimizer_s=optimizer_s,
+        optimizer_s=opt_s,
         other_s=other_s,
     )
     return _assemble(arch, plan, gpu, stack, stages, breakdown)

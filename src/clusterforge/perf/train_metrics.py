@@ -1,0 +1,64 @@
+"""Training metrics evaluated on every micro-batch's logits: memory-bound passes over the
+``tokens x vocabulary`` logits outside the loss, on the last pipeline stage, and their
+synchronisation across all ranks after every step (host time, the GPU drained)."""
+
+from __future__ import annotations
+
+from clusterforge.perf.host import HOST_OP_S, HostCpu
+from clusterforge.perf.roofline import GpuPerf, memory_time_s
+from clusterforge.perf.stack import Stack
+
+__all__ = [
+    "TRAIN_METRIC_BYTES_PER_LOGIT",
+    "TRAIN_METRIC_KERNELS",
+    "TRAIN_METRIC_STATES",
+    "train_metrics_s",
+    "train_metrics_sync_s",
+]
+
+# Training metrics on the logits (Composer's ``LanguageCrossEntropy`` and
+# ``LanguagePerplexity``, ``composer/metrics/nlp.py`` v0.16-v0.17, which LLM Foundry's MPT
+# registers as training metrics by default, ``use_train_metrics``): Composer's
+# ``_train_microbatch`` calls ``_eval_train_metrics`` after every micro-batch's backward,
+# under no_grad and the autocast context, and each metric runs
+# ``torch.nn.CrossEntropyLoss(reduction='sum')`` on the BF16 logits: ``log_softmax`` in
+# BF16 (PyTorch's ``cunn_SoftMaxForward`` for a 50,368-wide row reads it for the max, for the
+# sum of exponentials and for the output it writes: 3 x 2 + 2) and autocast's FP32 cast in
+# front of ``nll_loss`` (2 + 4) = 14 B per logit, three kernels. [D] by counting passes.
+TRAIN_METRIC_BYTES_PER_LOGIT = 14.0
+TRAIN_METRIC_KERNELS = 3
+
+
+def train_metrics_s(logits: float, perf: GpuPerf, stack: Stack) -> float:
+    """Seconds of the stack's training-metric cross-entropies over ``logits`` logits."""
+    if stack.train_metric_passes == 0:
+        return 0.0
+    passes = stack.train_metric_passes
+    return memory_time_s(
+        passes * TRAIN_METRIC_BYTES_PER_LOGIT * logits,
+        perf,
+        num_kernels=passes * TRAIN_METRIC_KERNELS,
+    )
+
+
+# After every batch Composer's training loop reads the loss to the host (``.cpu().item()``,
+# the GPU drains) and then ``_compute_and_log_metrics`` deep-copies the training metrics and
+# calls ``compute()`` on each (``composer/trainer/trainer.py`` v0.16.3-v0.17.2), which
+# synchronises every state across all ranks (torchmetrics v1.0.3, Composer's ``<1.1`` pin:
+# ``Metric._sync_dist`` with ``gather_all_tensors``): for a scalar state a barrier, one
+# ``torch.zeros_like`` per rank in a Python list, one ``all_gather`` into that list, whose
+# NCCL backend copies each rank's slot out of a flat buffer (``ProcessGroupNCCL::allgather``,
+# PyTorch 2.0-2.1), then ``torch.stack`` and the sum. ``LanguageCrossEntropy`` and
+# ``LanguagePerplexity`` hold two scalar states each (``sum_loss``, ``total_items``).
+TRAIN_METRIC_STATES = 2
+SYNC_CALLS_PER_RANK = 2  # zeros_like and the copy-out
+SYNC_CALLS_PER_STATE = 4  # barrier, all_gather, stack, sum
+
+
+def train_metrics_sync_s(stack: Stack, num_ranks: int, cpu: HostCpu) -> float:
+    """Host seconds per step to synchronise the training metrics' states over ``num_ranks``
+    ranks, each call at :data:`~clusterforge.perf.host.HOST_OP_S` (the collectives'
+    own latency is not counted: a lower bound)."""
+    states = stack.train_metric_passes * TRAIN_METRIC_STATES
+    calls = states * (SYNC_CALLS_PER_STATE + SYNC_CALLS_PER_RANK * num_ranks)
+    return calls * HOST_OP_S[cpu]
