@@ -124,9 +124,9 @@ def _fused_attention_rates(
 # 128, 16 heads, batch x sequence = 16K tokens; causal FLOPs halved), by sequence length:
 # Shah et al. 2024, "FlashAttention-3", arXiv 2407.08608, Fig. 5 (c) and (d), "Attention
 # forward speed, head dim 128 (H100 80GB SXM5)", FlashAttention-2 bars, without / with causal
-# mask: 309/191, 350/260, 362/298, 368/319, 370/333, 370/335 TFLOP/s at 512 ... 16K [V]. The
-# kernel skips the masked blocks but its row blocks carry unequal work, so the last ones run
-# alone. PyTorch SDPA's measured H100 rate (``[[sdpa_flash_attention]]``) is non-causal; a
+# mask: 309/191, 350/260, 362/298, 368/319, 370/333, 370/335 TFLOP/s at 512 ... 16K [S: the
+# bar labels as transcribed from the figures]. The kernel skips the masked blocks, but its
+# row blocks carry unequal work (a likely cause, not measured). PyTorch SDPA's measured H100 rate (``[[sdpa_flash_attention]]``) is non-causal; a
 # causal call keeps this share of it (linear in log2 of the call's length between the
 # measured lengths, the 16K share beyond). Taken for the backward too (its time is a ratio
 # of the forward's): no causal backward measurement of FlashAttention-2 on H100 is published.
