@@ -61,9 +61,9 @@ LONG_CONTEXT = (
     "beyond the 32K run's error) against ~15 % for Llama 3.1 405B under the same CP 4 across "
     "nodes (pub-tt-h100-405b-128k-fsdp2-cp4: +15.6 %, +5.6 % at 32K without CP): not one "
     "cost per attention FLOP; larger with the ring inside one NVLink domain than across "
-    "nodes, cause not found (candidate: caching-allocator retries near the memory limit, "
-    "84.0 of 89.4 GiB reserved with ~2 GiB of gathered K/V and ~1 GiB FP32 dK/dV buffers "
-    "allocated and freed per layer, against 77.1 GiB reserved for the 405B run)"
+    "nodes, cause not found (candidate: caching-allocator retries near the memory limit: "
+    "84.0 GiB reserved on a 96 GB part, with ~2 GiB of gathered K/V and ~1 GiB FP32 dK/dV "
+    "buffers allocated and freed per layer, against 77.1 GiB reserved for the 405B run)"
 )
 SMALL_TP_FSDP = (
     "Llama 3 8B split 8 ways by TP (vanilla, not overlapped) under FSDP 8: 37-38 % optimistic; "
