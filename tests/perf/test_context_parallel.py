@@ -178,8 +178,11 @@ def test_pytorch_context_parallelism_merges_each_step_in_fp32() -> None:
 def test_pytorch_context_parallelism_holds_the_gathered_kv_and_fp32_gradient_sums() -> None:
     """The peak of one layer's backward under PyTorch's context parallelism adds every
     rank's K, V (all heads) and the FP32 dQ, dK, dV sums and dK, dV buffers in flight:
-    for Llama 3 8B at 128K tokens over CP 4, 4 x 0.5 GiB of gathered BF16 K, V alone."""
+    for Llama 3 8B at 128K tokens over CP 4, 4 x 0.5 GiB of gathered BF16 K, V alone. On a
+    first pipeline stage, which holds no loss (whose logits peak comes before any layer's
+    backward and would hide this transient)."""
     arch, plan, _, _ = _torch_setup(4, 0.0)
+    plan = replace(plan, layout=JobLayout(pp=2, dp=1, cp=4))
     te = replace(TORCHTITAN, context_parallel="te")
     stages = (arch.num_layers,)
     torch_gib = memory_per_gpu(arch, plan, stages, TORCHTITAN).activations_gib

@@ -12,7 +12,10 @@ times into a layer's.
 
 from __future__ import annotations
 
+import math
 from typing import assert_never
+
+import numpy as np
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.flops import head_dim, kv_dim, q_dim
@@ -117,6 +120,50 @@ def _fused_attention_rates(
             assert_never(stack.attention)
 
 
+# FlashAttention-2's causal forward against its non-causal forward on H100 (BF16, head dim
+# 128, 16 heads, batch x sequence = 16K tokens; causal FLOPs halved), by sequence length:
+# Shah et al. 2024, "FlashAttention-3", arXiv 2407.08608, Fig. 5 (c) and (d), "Attention
+# forward speed, head dim 128 (H100 80GB SXM5)", FlashAttention-2 bars, without / with causal
+# mask: 309/191, 350/260, 362/298, 368/319, 370/333, 370/335 TFLOP/s at 512 ... 16K [S: the
+# bar labels as transcribed from the figures]. The kernel skips the masked blocks, but its
+# row blocks carry unequal work (a likely cause, not measured). PyTorch SDPA's measured H100 rate (``[[sdpa_flash_attention]]``) is non-causal; a
+# causal call keeps this share of it (linear in log2 of the call's length between the
+# measured lengths, the 16K share beyond). Taken for the backward too (its time is a ratio
+# of the forward's): no causal backward measurement of FlashAttention-2 on H100 is published.
+FLASH2_CAUSAL_SHARE = (
+    (512, 191 / 309),
+    (1024, 260 / 350),
+    (2048, 298 / 362),
+    (4096, 319 / 368),
+    (8192, 333 / 370),
+    (16384, 335 / 370),
+)
+
+
+def _causal_share_of_rate(tokens: float) -> float:
+    """Share of FlashAttention-2's non-causal rate that a causal call over ``tokens`` keeps
+    (:data:`FLASH2_CAUSAL_SHARE`)."""
+    lengths = [math.log2(length) for length, _ in FLASH2_CAUSAL_SHARE]
+    shares = [share for _, share in FLASH2_CAUSAL_SHARE]
+    return float(np.interp(math.log2(max(tokens, 1.0)), lengths, shares))
+
+
+def _causal_slowdown(plan: ParallelPlan, stack: Stack, perf: GpuPerf) -> float:
+    """Time of the stack's fused attention over its time at a non-causal rate, where that
+    rate is a non-causal measurement (PyTorch SDPA's FlashAttention-2 with a measured row).
+
+    The causal calls: the whole attention without context parallelism; under a load-balanced
+    ring only the step against the rank's own K, V (``1 / cp`` of its pairs, over its
+    ``s / cp`` local tokens), the later steps running unmasked (PyTorch's
+    ``_is_causal_behavior``: ``NOT_IS_CAUSAL`` for every step after the first).
+    """
+    if stack.attention != "sdpa_flash" or perf.gpu_id not in load_constants().sdpa_flash_tflops:
+        return 1.0
+    cp = plan.layout.cp
+    causal = 1.0 / cp
+    return causal / _causal_share_of_rate(plan.seq_length / cp) + (1.0 - causal)
+
+
 def _attended_pairs(arch: ModelArch, plan: ParallelPlan) -> float:
     """Query-key pairs a causal flash kernel scores per sequence, averaged over the layers.
 
@@ -153,7 +200,7 @@ def attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stac
         pairs = _attended_pairs(arch, plan) / plan.layout.cp
         flops = 4.0 * plan.micro_batch * heads * head_dim * pairs
         rate = _fused_attention_rates(stack, perf, arch)[0] * 1e12
-        return flops / rate + c.kernel_overhead_s
+        return flops / rate * _causal_slowdown(plan, stack, perf) + c.kernel_overhead_s
     batch = plan.micro_batch * heads
     scores = gemm_time_s(queries, keys, head_dim, perf, batch=batch)
     context = gemm_time_s(queries, head_dim, keys, perf, batch=batch)

@@ -345,6 +345,13 @@ FUSED_CROSS_ENTROPY_BYTES = (6.0, 4.0)
 # the backward kernel reads the logits and writes a new gradient tensor (2 + 2). [D] by
 # counting the kernels' loads and stores.
 XENTROPY_BYTES = (4.0, 4.0)
+# PyTorch's eager ``F.cross_entropy(logits.float(), labels)`` (torchtitan), bytes per logit:
+# forward the FP32 cast (2 + 4) and ``log_softmax`` reading a row too wide for shared memory
+# for its max, its sum of exponentials and its write (4 + 4 + 4 + 4); backward the NLL
+# gradient's zeros (4), ``log_softmax``'s backward (sum, then read it and the output, write:
+# 4 + 4 + 4 + 4), the cast back (4 + 2). [D] counting ATen's SoftMax.cu, LossNLL.cu kernels.
+TORCH_CROSS_ENTROPY_BYTES = (22.0, 26.0)
+TORCH_CROSS_ENTROPY_KERNELS = (3, 4)
 
 
 def _cross_entropy_s(logits: float, perf: GpuPerf, stack: Stack) -> tuple[float, float]:
@@ -358,6 +365,13 @@ def _cross_entropy_s(logits: float, perf: GpuPerf, stack: Stack) -> tuple[float,
             return (
                 memory_time_s(forward * logits, perf, kernels),
                 memory_time_s(backward * logits, perf),
+            )
+        case "torch":
+            forward, backward = TORCH_CROSS_ENTROPY_BYTES
+            fwd_kernels, bwd_kernels = TORCH_CROSS_ENTROPY_KERNELS
+            return (
+                memory_time_s(forward * logits, perf, num_kernels=fwd_kernels),
+                memory_time_s(backward * logits, perf, num_kernels=bwd_kernels),
             )
         case "unfused":
             loss = memory_time_s(CROSS_ENTROPY_BYTES_PER_LOGIT * logits, perf, num_kernels=9)

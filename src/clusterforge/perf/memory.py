@@ -271,6 +271,15 @@ def _gathered_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
     return unit * (BF16_BYTES * (1 + stack.fsdp_prefetch) + stack.grad_buffer_bytes)
 
 
+# Peak bytes per logit of the loss: Megatron's FP32 copy, computed on in place; the BF16
+# logits whose gradient Transformer Engine's fused cross-entropy writes in place; the BF16
+# logits plus the new BF16 gradient tensor of the xentropy kernel; PyTorch's eager
+# ``F.cross_entropy`` on an FP32 copy (torchtitan, which deletes the BF16 logits before the
+# backward): in ``log_softmax``'s backward the saved FP32 log-probabilities, the NLL's FP32
+# gradient and the FP32 input gradient it writes are alive together (3 x 4 B).
+LOSS_PEAK_BYTES = {"unfused": 4.0, "te": float(BF16_BYTES), "xentropy": 4.0, "torch": 12.0}
+
+
 def memory_per_gpu(
     arch: ModelArch, plan: ParallelPlan, stages: tuple[int, ...], stack: Stack
 ) -> MemoryBreakdown:
@@ -302,16 +311,16 @@ def memory_per_gpu(
     # Embedding output kept for the first layer (+ full-recompute working set of one layer).
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     activations += 2.0 * tokens * arch.hidden_size / plan.layout.tp * _in_flight(plan)
+    # Transients: one layer's recomputed activations and its context-parallel buffers in
+    # its backward, or, before any layer's backward, the loss's logits; never both at once.
+    layer_working = context_parallel_working_bytes(arch, plan, stack)
     if plan.recompute == "full" or _recomputes_matmuls(plan, stack):
-        full = plan.with_(recompute="none")
-        activations += activation_bytes_per_layer(arch, full, stack)
-    activations += context_parallel_working_bytes(arch, plan, stack)
+        layer_working += activation_bytes_per_layer(arch, plan.with_(recompute="none"), stack)
+    loss_working = 0.0
     if plan.layout.pp == 1:
-        # Logits for the loss: an FP32 copy, the BF16 logits whose gradient Transformer
-        # Engine's fused cross-entropy writes in place, or the BF16 logits plus the new
-        # BF16 gradient tensor of the xentropy kernel.
-        logit_bytes = BF16_BYTES if stack.cross_entropy == "te" else 4.0
-        activations += logit_bytes * tokens * arch.vocab_size / plan.layout.tp
+        logit_bytes = LOSS_PEAK_BYTES[stack.cross_entropy]
+        loss_working = logit_bytes * tokens * arch.vocab_size / plan.layout.tp
+    activations += max(layer_working, loss_working)
     return MemoryBreakdown(
         weights_gib=weights / GIB,
         gradients_gib=grads / GIB,

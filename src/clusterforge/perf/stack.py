@@ -403,6 +403,7 @@ def stack_named(name: StackName) -> Stack:
                 fp8_all_gather=True,
                 fsdp_copy_out=True,
                 attention="sdpa_flash",
+                cross_entropy="torch",
                 context_parallel="torch",
                 kv_heads_expanded=True,
                 selective_recompute="every_other_matmul",

@@ -40,8 +40,11 @@ ContextParallelKernel = Literal["te", "torch"]
 # ``unfused``: Megatron's FP32 vocab-parallel chain; ``te``: Transformer Engine's Triton
 # kernels (gradient written in place in the forward); ``xentropy``: the fused CUDA
 # softmax cross-entropy of apex / flash-attention ``csrc/xentropy`` (MPT's default
-# ``loss_fn: fused_crossentropy``, ``flash_attn.losses.cross_entropy.CrossEntropyLoss``).
-CrossEntropyKernel = Literal["unfused", "te", "xentropy"]
+# ``loss_fn: fused_crossentropy``, ``flash_attn.losses.cross_entropy.CrossEntropyLoss``);
+# ``torch``: PyTorch's eager ``F.cross_entropy`` on an FP32 copy of the logits, as
+# torchtitan's ``loss_fn`` runs it (``pred.flatten(0, 1).float()``, not compiled: train.py
+# at 9dec370).
+CrossEntropyKernel = Literal["unfused", "te", "xentropy", "torch"]
 # What ``recompute = "selective"`` keeps. ``attention``: Megatron's selective recomputation
 # (Korthikanti et al. 2022 §5: only the attention core is recomputed; nothing with flash
 # attention). ``every_other_matmul``: torchtitan's selective op checkpointing
