@@ -85,7 +85,9 @@ class Run:
     def base_class(self) -> str:
         """The run's class before any prediction: its plan with the smallest micro-batch it
         allows (:func:`clusterforge.perf.uncertainty.run_class`)."""
-        return run_class(self.arch, self.base.with_(micro_batch=min(self.micro_batches)))
+        return run_class(
+            self.arch, self.base.with_(micro_batch=min(self.micro_batches)), self.stack
+        )
 
 
 def _stack(row: dict[str, Any]) -> Stack:
@@ -316,7 +318,7 @@ class Outcome:
         range a prediction prints is its class's, so residuals are grouped the same way."""
         if self.prediction is None:
             return self.run.base_class
-        return run_class(self.run.arch, self.prediction.plan)
+        return run_class(self.run.arch, self.prediction.plan, self.run.stack)
 
     @property
     def error(self) -> float:

@@ -9,6 +9,7 @@ import pytest
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step, search
 from clusterforge.perf.comm import InterpolatingComm
+from clusterforge.perf.stack import Stack, stack_named
 
 LLAMA70 = {"global_batch": 512, "seq_length": 8192, "recompute": "selective"}
 
@@ -62,6 +63,19 @@ def test_tiny_batches_on_a_deep_pipeline_are_bubble_bound(predict) -> None:
     bad = predict(JobLayout(tp=8, pp=16, dp=4), **small)
     assert bad.tokens_per_s < 0.7 * good.tokens_per_s
     assert bad.breakdown.largest_overhead() == "bubble_s"
+
+
+def test_a_prediction_classes_zero2_by_what_its_stack_runs(models, h100, h100_comm) -> None:
+    """SHARD_GRAD_OP on the fsdp stack gathers unit by unit: an FSDP class and its range;
+    Megatron's ZeRO-2 distributed optimizer stays megatron-3d."""
+    plan = ParallelPlan(
+        JobLayout(dp=64), global_batch=512, seq_length=4096, zero_stage=2, recompute="full"
+    )
+    arch = models["llama3-8b"]
+    fsdp = predict_step(arch, plan, h100, h100_comm, 8, stack_named("fsdp"))
+    mcore = predict_step(arch, plan, h100, h100_comm, 8, Stack.megatron_core())
+    assert fsdp.run_class == "fsdp-small"
+    assert mcore.run_class == "megatron-3d"
 
 
 def test_zero3_at_large_dp_with_small_per_gpu_batch_is_dp_bound(predict) -> None:

@@ -14,6 +14,7 @@ import pytest
 from clusterforge.catalog import load_catalog
 from clusterforge.job import JobLayout
 from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.stack import Stack, stack_named
 from clusterforge.perf.uncertainty import (
     OWN_RANGE_MIN_SOURCES,
     RANGE_TAIL,
@@ -158,18 +159,43 @@ def _plan(**changes: object) -> ParallelPlan:
 def test_run_classes_follow_the_plan() -> None:
     models = load_catalog().models
     dense, moe = models["llama3.1-70b"], models["mixtral-8x7b"]
-    assert run_class(dense, _plan()) == "megatron-3d"
-    assert run_class(moe, _plan()) == "moe"
-    assert run_class(dense, _plan(seq_length=131072)) == "long-context"
-    assert run_class(dense, _plan(layout=JobLayout(tp=8, pp=4, dp=8, cp=2))) == "long-context"
+    mcore = Stack.megatron_core()
+    assert run_class(dense, _plan(), mcore) == "megatron-3d"
+    assert run_class(moe, _plan(), mcore) == "moe"
+    assert run_class(dense, _plan(seq_length=131072), mcore) == "long-context"
+    assert (
+        run_class(dense, _plan(layout=JobLayout(tp=8, pp=4, dp=8, cp=2)), mcore) == "long-context"
+    )
     fsdp = JobLayout(dp=64)
-    assert run_class(dense, _plan(layout=fsdp, zero_stage=3)) == "fsdp-small"
-    assert run_class(dense, _plan(layout=fsdp, zero_stage=3, shard_size=8)) == "hsdp"
-    assert run_class(dense, _plan(layout=JobLayout(tp=8, dp=8), zero_stage=3)) == "fsdp-nd"
+    assert run_class(dense, _plan(layout=fsdp, zero_stage=3), mcore) == "fsdp-small"
+    assert run_class(dense, _plan(layout=fsdp, zero_stage=3, shard_size=8), mcore) == "hsdp"
+    assert run_class(dense, _plan(layout=JobLayout(tp=8, dp=8), zero_stage=3), mcore) == "fsdp-nd"
     big = JobLayout(dp=2048)
-    assert run_class(dense, _plan(layout=big, zero_stage=3)) == "zero3-fsdp-scale"
+    assert run_class(dense, _plan(layout=big, zero_stage=3), mcore) == "zero3-fsdp-scale"
     small = models["gpt3-1.3b"]
-    assert run_class(small, _plan(layout=JobLayout(tp=8, dp=8), seq_length=2048)) == "small-gemm"
+    small_plan = _plan(layout=JobLayout(tp=8, dp=8), seq_length=2048)
+    assert run_class(small, small_plan, mcore) == "small-gemm"
+
+
+def test_zero2_is_an_fsdp_class_where_the_stack_gathers_unit_by_unit() -> None:
+    """FSDP's SHARD_GRAD_OP (ZeRO-2 on the PyTorch stacks) all-gathers and reduce-scatters
+    each unit in every micro-batch, the FSDP mechanisms; Megatron's ZeRO-2 is its distributed
+    optimizer, one gather and one reduce-scatter per step, and stays a Megatron class."""
+    dense = load_catalog().models["llama3.1-70b"]
+    fsdp, torchtitan, mcore = stack_named("fsdp"), stack_named("torchtitan"), Stack.megatron_core()
+    assert fsdp.zero2_per_unit and torchtitan.zero2_per_unit and not mcore.zero2_per_unit
+    one_dim = _plan(layout=JobLayout(dp=64), zero_stage=2)
+    assert run_class(dense, one_dim, fsdp) == "fsdp-small"
+    assert run_class(dense, one_dim, mcore) == "megatron-3d"
+    assert run_class(dense, one_dim.with_(shard_size=8), torchtitan) == "hsdp"
+    two_dim = _plan(layout=JobLayout(tp=8, dp=8), zero_stage=2)
+    assert run_class(dense, two_dim, torchtitan) == "fsdp-nd"
+    assert run_class(dense, two_dim, mcore) == "megatron-3d"
+    assert run_class(dense, _plan(layout=JobLayout(dp=2048), zero_stage=2), fsdp) == (
+        "zero3-fsdp-scale"
+    )
+    # ZeRO-1 shards only the optimizer state: never per unit, whatever the stack.
+    assert run_class(dense, _plan(layout=JobLayout(dp=64), zero_stage=1), fsdp) == "megatron-3d"
 
 
 def test_a_prediction_prints_the_range_of_its_class() -> None:

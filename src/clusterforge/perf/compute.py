@@ -252,6 +252,23 @@ def _expert_passes_s(
     return bias_fwd + clamp_fwd + padding, bias_bwd + clamp_bwd + padding
 
 
+def _attention_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
+) -> tuple[float, float]:
+    """(forward, backward) seconds of one layer's attention: the kernel, plus the
+    element-wise passes between context-parallel steps and the unpadding around a varlen
+    FlashAttention-2 call."""
+    forward = attention_forward_s(arch, plan, perf, stack)
+    backward = attention_backward_s(arch, plan, perf, stack)
+    for (fwd, fwd_kernels), (bwd, bwd_kernels) in (
+        context_parallel_passes(arch, plan, stack),
+        flash_unpad_passes(arch, plan, stack),
+    ):
+        forward += memory_time_s(fwd, perf, num_kernels=fwd_kernels) if fwd else 0.0
+        backward += memory_time_s(bwd, perf, num_kernels=bwd_kernels) if bwd else 0.0
+    return forward, backward
+
+
 def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> LayerTimes:
     """Forward, backward and recomputation time of one layer for one micro-batch.
 
@@ -262,17 +279,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     around a varlen FlashAttention-2 call (:func:`~clusterforge.perf.attention.flash_unpad_passes`).
     """
     gemm, gemm_bwd = _weight_gemms_s(arch, plan, perf, stack)
-    (cp_fwd, fwd_kernels), (cp_bwd, bwd_kernels) = context_parallel_passes(arch, plan, stack)
-    attention_fwd = attention_forward_s(arch, plan, perf, stack)
-    attention_bwd = attention_backward_s(arch, plan, perf, stack)
-    attention_fwd += memory_time_s(cp_fwd, perf, num_kernels=fwd_kernels) if cp_fwd else 0.0
-    attention_bwd += memory_time_s(cp_bwd, perf, num_kernels=bwd_kernels) if cp_bwd else 0.0
-    (unpad_fwd, unpad_fwd_kernels), (unpad_bwd, unpad_bwd_kernels) = flash_unpad_passes(
-        arch, plan, stack
-    )
-    if unpad_fwd:
-        attention_fwd += memory_time_s(unpad_fwd, perf, num_kernels=unpad_fwd_kernels)
-        attention_bwd += memory_time_s(unpad_bwd, perf, num_kernels=unpad_bwd_kernels)
+    attention_fwd, attention_bwd = _attention_s(arch, plan, perf, stack)
     kernels = _elementwise_kernels(arch, stack)
     elementwise = memory_time_s(_elementwise_bytes(arch, plan, stack), perf, num_kernels=kernels)
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack, perf.gpu_id)

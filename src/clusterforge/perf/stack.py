@@ -258,6 +258,14 @@ class Stack:
         fp8_wire = self.fp8_all_gather or self.fp8_weight_bytes <= 1.0
         return 1.0 if precision == "fp8" and fp8_wire else 2.0
 
+    def gathers_per_unit(self, zero_stage: int) -> bool:
+        """Whether ZeRO stage ``zero_stage`` gathers the parameters unit by unit and
+        reduce-scatters each unit's gradients per micro-batch, the FSDP mechanisms: ZeRO-3,
+        or ZeRO-2 where the stack runs it as FSDP's ``SHARD_GRAD_OP`` (``zero2_per_unit``).
+        Otherwise the weights are gathered once per step (a distributed optimizer) or not
+        sharded at all."""
+        return zero_stage == 3 or (zero_stage == 2 and self.zero2_per_unit)
+
     @classmethod
     def megatron_core(cls) -> Stack:
         return stack_named("megatron-core")

@@ -244,8 +244,11 @@ def _dp_s(
 ) -> float:
     """Exposed data-parallel seconds per step: unit by unit for ZeRO-3 without pipelining
     (and for ZeRO-2 where the stack shards it per unit, FSDP's SHARD_GRAD_OP), else once per step (measured on the first stage, which also holds the embedding)."""
-    per_unit = plan.zero_stage == 3 or (plan.zero_stage == 2 and stack.zero2_per_unit)
-    if per_unit and plan.layout.pp == 1 and plan.layout.dp * plan.layout.cp > 1:
+    if (
+        stack.gathers_per_unit(plan.zero_stage)
+        and plan.layout.pp == 1
+        and plan.layout.dp * plan.layout.cp > 1
+    ):
         return zero3_exposed_s(arch, plan, comm, stack, times, layers=layers, num_micro=num_micro)
     params = stage_params(arch, plan, layers, first=True)
     expert = stage_expert_params(arch, plan, layers)
@@ -396,5 +399,5 @@ def _assemble(
         fits=memory.total_gib <= gpu.hbm_gib,
         breakdown=breakdown,
         stage_layers=stages,
-        run_class=run_class(arch, plan),
+        run_class=run_class(arch, plan, stack),
     )

@@ -66,6 +66,7 @@ from clusterforge.perf.flops import ffn_size
 if TYPE_CHECKING:
     from clusterforge.catalog import ModelArch
     from clusterforge.perf.parallel import ParallelPlan
+    from clusterforge.perf.stack import Stack
 
 __all__ = [
     "OWN_RANGE_MIN_SOURCES",
@@ -108,18 +109,20 @@ RANGE_TAIL = 0.10
 OWN_RANGE_MIN_SOURCES = 9
 
 
-def run_class(arch: ModelArch, plan: ParallelPlan) -> RunClass:
+def run_class(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> RunClass:
     """What a run exercises, first match wins: ``moe`` (experts), ``long-context``
-    (>= 32K tokens or context parallelism), ``zero3-fsdp-scale`` (ZeRO-3/FSDP on >= 1,024
-    GPUs), ``hsdp`` (ZeRO-3 sharded in groups smaller than data parallelism), ``fsdp-small``
-    (ZeRO-3 without tensor/pipeline parallelism), ``fsdp-nd`` (ZeRO-3 with them),
-    ``small-gemm`` (per-GPU MLP GEMM under 100 GFLOP), else ``megatron-3d``."""
+    (>= 32K tokens or context parallelism), then, where the parameters are gathered unit by
+    unit (``stack.gathers_per_unit``: ZeRO-3, or ZeRO-2 run as FSDP's ``SHARD_GRAD_OP``),
+    ``zero3-fsdp-scale`` (on >= 1,024 GPUs), ``hsdp`` (sharded in groups smaller than data
+    parallelism), ``fsdp-small`` (without tensor/pipeline parallelism), ``fsdp-nd`` (with
+    them); else ``small-gemm`` (per-GPU MLP GEMM under 100 GFLOP), else ``megatron-3d``
+    (which takes Megatron's and DeepSpeed's ZeRO-1/2, gathered once per step)."""
     job = plan.layout
     if arch.num_experts > 1:
         return "moe"
     if plan.seq_length >= LONG_CONTEXT_TOKENS or job.cp > 1:
         return "long-context"
-    if plan.zero_stage == 3:
+    if stack.gathers_per_unit(plan.zero_stage):
         if job.num_gpus >= SCALE_GPUS:
             return "zero3-fsdp-scale"
         if plan.shard_size is not None and plan.shard_size < job.dp:
