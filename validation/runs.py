@@ -23,7 +23,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from clusterforge.catalog import ModelArch, load_catalog
 from clusterforge.design import Design
@@ -35,6 +35,7 @@ from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.predict import design_comm
 from clusterforge.perf.search import least_recompute
 from clusterforge.perf.stack import Stack, stack_named
+from clusterforge.perf.stack_options import RematName
 from clusterforge.perf.step import Prediction, predict_step
 from clusterforge.perf.uncertainty import run_class
 from clusterforge.spec import parse_spec
@@ -118,6 +119,14 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, cuda_graph_modules=tuple(row["cuda_graph_modules"]))
     if "recompute_modules" in row:  # Megatron --recompute-modules of the run's recipe
         stack = replace(stack, recompute_modules=tuple(row["recompute_modules"]))
+    if "remat_saved" in row:  # the tensors a MaxText remat_policy keeps (JAX checkpoint names)
+        unknown = set(row["remat_saved"]) - set(get_args(RematName))
+        if unknown:
+            raise ValueError(
+                f"{row.get('name', '?')}: remat_saved names {sorted(unknown)} unknown; use "
+                f"MaxText's checkpoint names {list(get_args(RematName))}"
+            )
+        stack = replace(stack, remat_saved=tuple(row["remat_saved"]))
     return stack
 
 

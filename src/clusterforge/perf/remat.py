@@ -1,0 +1,87 @@
+"""Named-tensor rematerialisation: JAX's ``save_only_these_names`` checkpoint policies.
+
+MaxText tags a decoder layer's tensors with ``jax.ad_checkpoint.checkpoint_name`` and wraps
+the layer in ``nn.remat`` with a policy that keeps only some names
+(``MaxText/layers/models.py``, ``remat_policy``, AI-Hypercomputer/maxtext at 8e55ab1,
+2024-12-09): ``query_proj``, ``key_proj``, ``value_proj`` (after the rotary embedding,
+``layers/attentions.py``), ``context`` (the attention kernel's output), ``out_proj``,
+``mlpwi`` (the MLP input GEMMs, ``mlpwi_0``/``mlpwi_1`` when gated) and ``mlpwo``
+(``layers/linears.py``); the layer's input (``decoder_layer_input``) is always kept, as
+the scan's carry. Everything else the backward needs is recomputed from the saved tensors
+in the backward, and what it does not need is dead code (XLA removes it):
+
+* a Q, K or V GEMM whose output is not saved (the attention backward reads Q, K, V);
+* the attention forward when ``context`` is not saved (its backward and the output
+  projection's weight gradient read the output and its log-sum-exp);
+* the output projection when ``out_proj`` is not saved (the residual sum it feeds is the
+  second norm's input);
+* the MLP input GEMMs when ``mlpwi`` is not saved (the activation's backward reads them);
+* never the MLP output GEMM: only the residual add, whose gradient needs no operand, reads
+  its output, so saving ``mlpwo`` costs memory and saves no FLOPs;
+* the norms and the activation, never named (element-wise, fused by XLA).
+"""
+
+from __future__ import annotations
+
+from clusterforge.catalog import ModelArch
+from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
+from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
+from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gemm_time_s
+from clusterforge.perf.stack import Stack
+
+__all__ = ["named_recompute_s", "named_saved_bytes", "saves_named_tensors"]
+
+
+def saves_named_tensors(plan: ParallelPlan, stack: Stack) -> bool:
+    """True when ``recompute = "selective"`` runs the stack's named-tensor policy."""
+    return plan.recompute == "selective" and stack.selective_recompute == "saved_names"
+
+
+def named_recompute_s(
+    arch: ModelArch,
+    plan: ParallelPlan,
+    perf: GpuPerf,
+    stack: Stack,
+    attention_forward_s: float,
+    elementwise_s: float,
+) -> float:
+    """Seconds of one layer's backward recomputation under the policy: the GEMMs, the
+    attention forward and the element-wise passes that rebuild what the backward reads and
+    ``stack.remat_saved`` does not keep (see the module docstring)."""
+    saved, t, h = set(stack.remat_saved), plan.layout.tp, arch.hidden_size
+    tokens = tokens_per_gpu(plan)
+    recompute = elementwise_s
+    widths = {"query_proj": q_dim(arch), "key_proj": kv_dim(arch), "value_proj": kv_dim(arch)}
+    for name, width in widths.items():
+        if name not in saved:
+            recompute += gemm_time_s(tokens, width / t, h, perf)
+    if "context" not in saved:
+        recompute += attention_forward_s
+    if "out_proj" not in saved:
+        recompute += gemm_time_s(tokens, h, q_dim(arch) / t, perf)
+    if "mlpwi" not in saved and arch.num_experts == 1:
+        up_cols = (2 if arch.gated_mlp else 1) * ffn_size(arch) / t
+        recompute += gemm_time_s(tokens, up_cols, h, perf)
+    return recompute
+
+
+def named_saved_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
+    """Kept bytes of one layer and micro-batch on one GPU under the policy (BF16): the
+    layer's input and each saved tensor. Column-parallel outputs (Q, K, V, the attention
+    output, the MLP input GEMMs) split over TP; the layer input and the projections'
+    outputs (after their reduction) only with sequence parallelism."""
+    t, h = plan.layout.tp, arch.hidden_size
+    replicated = t if plan.sequence_parallel else 1
+    up = (2 if arch.gated_mlp else 1) * ffn_size(arch) if arch.num_experts == 1 else 0.0
+    widths = {
+        "query_proj": q_dim(arch) / t,
+        "key_proj": kv_dim(arch) / t,
+        "value_proj": kv_dim(arch) / t,
+        "context": q_dim(arch) / t,
+        "out_proj": h / replicated,
+        "mlpwi": up / t,
+        "mlpwo": h / replicated,
+    }
+    saved = h / replicated + sum(widths.get(name, 0.0) for name in set(stack.remat_saved))
+    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
+    return BF16_BYTES * tokens * saved
