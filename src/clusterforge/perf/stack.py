@@ -64,12 +64,13 @@ Each named stack states the defaults of that framework with their source:
 ``maxtext``
     MaxText on JAX/XLA (AI-Hypercomputer/maxtext ``configs/base.yml``, 8e55ab1, 2024-12-09):
     FP32 parameters and AdamW moments, XLA-fused element-wise ops, named-tensor
-    ``remat_policy`` (``saved_names``), cuDNN attention (``cudnn_flash_te``), FP8 as Flax's
-    ``Fp8DotGeneralOp`` (delayed scaling, inputs quantized per call in XLA fusions).
+    ``remat_policy`` (``saved_names``), cuDNN attention (``cudnn_flash_te``), BF16 gradient
+    reductions (the weight-gradient dot's BF16 output, reduced before its cast to FP32), FP8
+    as Flax's ``Fp8DotGeneralOp`` (delayed scaling, inputs quantized per call in XLA fusions)
+    with FP8 weight gathers (XLA's ``CollectiveQuantizer`` moves the quantization first).
 
-Pipeline schedule: the non-interleaved 1F1B schedule (Megatron-LM and NeMo without
-``--num-layers-per-virtual-pipeline-stage``, torchtitan ``pipeline_parallel_schedule =
-"1F1B"``, DeepSpeed's ``PipelineEngine``); interleaving is the job layout's ``vpp``.
+Pipeline schedule: non-interleaved 1F1B (Megatron-LM and NeMo without a virtual pipeline,
+torchtitan's ``"1F1B"``, DeepSpeed's ``PipelineEngine``); interleaving is the layout's ``vpp``.
 """
 
 from __future__ import annotations
@@ -130,12 +131,10 @@ class Stack:
     attention, as in Llama 3's context parallelism: Llama Team 2024, arXiv 2407.21783, §3.3.2).
     ``context_parallel`` names the implementation (:data:`ContextParallelKernel`).
     ``kv_heads_expanded``: the model repeats its K, V heads to the query heads before the
-    attention call (torchtitan's Llama ``repeat_kv``, needed before SDPA took grouped
-    queries), so everything that moves K, V or dK, dV moves ``num_heads / num_kv_heads``
-    times the bytes of the grouped tensors.
+    attention (torchtitan's Llama ``repeat_kv``), so everything that moves K, V or dK, dV
+    moves ``num_heads / num_kv_heads`` times the bytes of the grouped tensors.
     ``attention`` and ``cross_entropy`` name the kernels (:data:`AttentionKernel`,
-    :data:`CrossEntropyKernel`); a run's configuration may change them (LLM Foundry's MPT
-    benchmarks run the ``fsdp`` mechanisms with Triton attention and the xentropy loss).
+    :data:`CrossEntropyKernel`); a run may change them (LLM Foundry: Triton, xentropy).
     ZeRO-3/FSDP: ``fsdp_prefetch`` units gathered ahead of compute (0 = gathered on demand),
     ``fsdp_unit_params`` parameters per gathered unit (0 = one transformer layer; DeepSpeed's
     prefetch bucket), ``zero3_gathers_per_layer`` all-gather calls per layer when a layer
@@ -267,8 +266,8 @@ class Stack:
     def gathered_weight_bytes(self, precision: str) -> float:
         """Wire bytes per weight in parameter all-gathers (ZeRO/FSDP): FP8 in FP8 runs when
         the stack stores FP8 parameters (NeMo ``fp8_params``, whose distributed optimizer and
-        Megatron-FSDP gather the FP8 buffer) or gathers FP8 (torchao float8 all-gather),
-        else BF16."""
+        Megatron-FSDP gather the FP8 buffer) or gathers FP8 (torchao float8 all-gather,
+        XLA's collective quantizer), else BF16."""
         fp8_wire = self.fp8_all_gather or self.fp8_weight_bytes <= 1.0
         return 1.0 if precision == "fp8" and fp8_wire else 2.0
 
@@ -377,7 +376,8 @@ def stack_named(name: StackName) -> Stack:
             return _pytorch(name)
         case "maxtext":
             return replace(
-                _pytorch(name, attention="cudnn", fused_elementwise=True),
+                _pytorch(name, attention="cudnn", fused_elementwise=True, fp8_all_gather=True),
+                grad_reduce_bytes=2,
                 fp8_scaling="delayed",
                 fp8_fused_norm_cast=True,
                 fp8_torchao=False,
