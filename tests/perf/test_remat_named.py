@@ -14,9 +14,11 @@ from dataclasses import replace
 import pytest
 
 from clusterforge.job import JobLayout
-from clusterforge.perf import ParallelPlan
+from clusterforge.perf import ParallelPlan, predict_step
 from clusterforge.perf.compute import layer_times
+from clusterforge.perf.flops import model_flops_per_step
 from clusterforge.perf.memory import activation_bytes_per_layer
+from clusterforge.perf.remat import named_recompute_flops
 from clusterforge.perf.roofline import gemm_time_s, gpu_perf
 from clusterforge.perf.sharded import zero3_exposed_s
 from clusterforge.perf.stack import stack_named
@@ -112,3 +114,18 @@ def test_kept_bytes_are_the_layer_input_and_the_saved_tensors(models) -> None:
     assert kept == pytest.approx(2 * 4096 * 8192 * 3.25 * 2)
     full = activation_bytes_per_layer(arch, _plan("full"), MAXTEXT)
     assert kept == pytest.approx(3.25 * full)
+
+
+def test_hardware_flops_count_what_the_policy_reruns(models, h100, h100_comm) -> None:
+    """HFU's recomputed FLOPs under ``save_dot_except_mlp`` (Llama 2 70B, 4,096 tokens): per
+    layer and token the gated MLP's two input GEMMs (2 x 2 h f) and the attention core
+    (4 s q), not a whole forward (full) nor the attention core alone (Megatron selective)."""
+    arch, plan = models["llama2-70b"], _plan()
+    stack = replace(MAXTEXT, remat_saved=EXCEPT_MLP)
+    per_layer = 2 * 2 * 8192 * 28672 + 4 * 4096 * 8192
+    assert named_recompute_flops(arch, plan, stack) == pytest.approx(80 * per_layer)
+    assert named_recompute_flops(arch, _plan("full"), stack) is None
+    prediction = predict_step(arch, plan, h100, h100_comm, 8, stack)
+    ratio = prediction.hardware_tflops_per_gpu / prediction.model_tflops_per_gpu
+    model = model_flops_per_step(arch, 128, 4096) / (128 * 4096)
+    assert ratio == pytest.approx(1 + 80 * per_layer / model)

@@ -24,17 +24,36 @@ in the backward, and what it does not need is dead code (XLA removes it):
 from __future__ import annotations
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
+from clusterforge.perf.flops import ffn_size, kv_dim, layer_forward_flops, q_dim
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
 from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gemm_time_s
 from clusterforge.perf.stack import Stack
 
-__all__ = ["named_recompute_s", "named_saved_bytes", "saves_named_tensors"]
+__all__ = [
+    "named_recompute_flops",
+    "named_recompute_s",
+    "named_saved_bytes",
+    "saves_named_tensors",
+]
 
 
 def saves_named_tensors(plan: ParallelPlan, stack: Stack) -> bool:
     """True when ``recompute = "selective"`` runs the stack's named-tensor policy."""
     return plan.recompute == "selective" and stack.selective_recompute == "saved_names"
+
+
+def _recomputed_gemms(arch: ModelArch, t: int, saved: set[str]) -> list[tuple[float, float]]:
+    """(output columns, inner dimension) per token of the weight GEMMs the policy reruns on
+    one GPU (column-parallel outputs split over ``t``-way TP), in the order of the module
+    docstring; the MLP output GEMM never (its output is dead in the backward)."""
+    h, q, kv = arch.hidden_size, q_dim(arch), kv_dim(arch)
+    widths = {"query_proj": q, "key_proj": kv, "value_proj": kv}
+    gemms = [(width / t, h) for name, width in widths.items() if name not in saved]
+    if "out_proj" not in saved:
+        gemms.append((h, q / t))
+    if "mlpwi" not in saved and arch.num_experts == 1:
+        gemms.append(((2 if arch.gated_mlp else 1) * ffn_size(arch) / t, h))
+    return gemms
 
 
 def named_recompute_s(
@@ -48,21 +67,26 @@ def named_recompute_s(
     """Seconds of one layer's backward recomputation under the policy: the GEMMs, the
     attention forward and the element-wise passes that rebuild what the backward reads and
     ``stack.remat_saved`` does not keep (see the module docstring)."""
-    saved, t, h = set(stack.remat_saved), plan.layout.tp, arch.hidden_size
-    tokens = tokens_per_gpu(plan)
-    recompute = elementwise_s
-    widths = {"query_proj": q_dim(arch), "key_proj": kv_dim(arch), "value_proj": kv_dim(arch)}
-    for name, width in widths.items():
-        if name not in saved:
-            recompute += gemm_time_s(tokens, width / t, h, perf)
+    saved, tokens = set(stack.remat_saved), tokens_per_gpu(plan)
+    gemms = _recomputed_gemms(arch, plan.layout.tp, saved)
+    recompute = elementwise_s + sum(gemm_time_s(tokens, n, k, perf) for n, k in gemms)
     if "context" not in saved:
         recompute += attention_forward_s
-    if "out_proj" not in saved:
-        recompute += gemm_time_s(tokens, h, q_dim(arch) / t, perf)
-    if "mlpwi" not in saved and arch.num_experts == 1:
-        up_cols = (2 if arch.gated_mlp else 1) * ffn_size(arch) / t
-        recompute += gemm_time_s(tokens, up_cols, h, perf)
     return recompute
+
+
+def named_recompute_flops(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float | None:
+    """Forward FLOPs per trained token that the policy re-executes (all layers, no TP split):
+    the rerun GEMMs and, unless ``context`` is kept, the attention core (HFU numerator,
+    :func:`~clusterforge.perf.flops.hardware_flops_per_step`). None when the plan does not
+    run a named-tensor policy."""
+    if not saves_named_tensors(plan, stack):
+        return None
+    saved = set(stack.remat_saved)
+    layer = sum(2.0 * n * k for n, k in _recomputed_gemms(arch, 1, saved))
+    if "context" not in saved:
+        layer += layer_forward_flops(arch, plan.seq_length).attn_core
+    return arch.num_layers * layer
 
 
 def named_saved_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
