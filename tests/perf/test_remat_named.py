@@ -17,7 +17,8 @@ from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
 from clusterforge.perf.compute import layer_times
 from clusterforge.perf.flops import model_flops_per_step
-from clusterforge.perf.memory import activation_bytes_per_layer
+from clusterforge.perf.fp8 import fp8_weight_cast_bytes_per_micro
+from clusterforge.perf.memory import activation_bytes_per_layer, layer_params_per_gpu
 from clusterforge.perf.remat import named_recompute_flops
 from clusterforge.perf.roofline import gemm_time_s, gpu_perf
 from clusterforge.perf.sharded import zero3_exposed_s
@@ -129,3 +130,18 @@ def test_hardware_flops_count_what_the_policy_reruns(models, h100, h100_comm) ->
     ratio = prediction.hardware_tflops_per_gpu / prediction.model_tflops_per_gpu
     model = model_flops_per_step(arch, 128, 4096) / (128 * 4096)
     assert ratio == pytest.approx(1 + 80 * per_layer / model)
+
+
+def test_fp8_weights_are_quantized_on_the_shard_before_the_gather(models) -> None:
+    """XLA's collective quantizer puts Flax's weight quantization in front of the FSDP
+    all-gather: each of the two gathers per micro-batch quantizes only the GPU's 1/64 shard
+    (FP32 read, FP8 write), and the gathered FP8 weight is transposed once for the
+    input-gradient GEMM on Hopper; no full-size cast-transpose of every weight (4 B each)."""
+    arch, plan = models["llama2-70b"], _plan().with_(precision="fp8")
+    params = 80 * layer_params_per_gpu(arch, plan)
+    got = fp8_weight_cast_bytes_per_micro(params, plan, MAXTEXT, 1, "h100-sxm")
+    assert got == pytest.approx(2 * params / 64 * (4 + 1) + 2 * params)
+    cached = fp8_weight_cast_bytes_per_micro(
+        params, plan, replace(MAXTEXT, fp8_all_gather=False), 1, "h100-sxm"
+    )
+    assert got < 0.6 * cached
