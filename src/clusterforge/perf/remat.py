@@ -23,6 +23,8 @@ in the backward, and what it does not need is dead code (XLA removes it):
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.flops import ffn_size, kv_dim, layer_forward_flops, q_dim
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
@@ -42,17 +44,19 @@ def saves_named_tensors(plan: ParallelPlan, stack: Stack) -> bool:
     return plan.recompute == "selective" and stack.selective_recompute == "saved_names"
 
 
-def _recomputed_gemms(arch: ModelArch, t: int, saved: set[str]) -> list[tuple[float, float]]:
+def _recomputed_gemms(arch: ModelArch, t: int, saved: Collection[str]) -> list[tuple[float, float]]:
     """(output columns, inner dimension) per token of the weight GEMMs the policy reruns on
     one GPU (column-parallel outputs split over ``t``-way TP), in the order of the module
     docstring; the MLP output GEMM never (its output is dead in the backward)."""
     h, q, kv = arch.hidden_size, q_dim(arch), kv_dim(arch)
     widths = {"query_proj": q, "key_proj": kv, "value_proj": kv}
-    gemms = [(width / t, h) for name, width in widths.items() if name not in saved]
+    gemms: list[tuple[float, float]] = [
+        (width / t, float(h)) for name, width in widths.items() if name not in saved
+    ]
     if "out_proj" not in saved:
-        gemms.append((h, q / t))
+        gemms.append((float(h), q / t))
     if "mlpwi" not in saved and arch.num_experts == 1:
-        gemms.append(((2 if arch.gated_mlp else 1) * ffn_size(arch) / t, h))
+        gemms.append(((2 if arch.gated_mlp else 1) * ffn_size(arch) / t, float(h)))
     return gemms
 
 
@@ -83,7 +87,7 @@ def named_recompute_flops(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> 
     if not saves_named_tensors(plan, stack):
         return None
     saved = set(stack.remat_saved)
-    layer = sum(2.0 * n * k for n, k in _recomputed_gemms(arch, 1, saved))
+    layer = sum((2.0 * n * k for n, k in _recomputed_gemms(arch, 1, saved)), 0.0)
     if "context" not in saved:
         layer += layer_forward_flops(arch, plan.seq_length).attn_core
     return arch.num_layers * layer
