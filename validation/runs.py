@@ -35,6 +35,7 @@ from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.predict import design_comm
 from clusterforge.perf.search import least_recompute
 from clusterforge.perf.stack import MoeDispatcher, Stack, stack_named
+from clusterforge.perf.stack_options import RematName
 from clusterforge.perf.step import Prediction, predict_step
 from clusterforge.perf.uncertainty import run_class
 from clusterforge.spec import parse_spec
@@ -135,6 +136,14 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, moe_a2a_overlap=row["moe_a2a_overlap"])
     if "recompute_modules" in row:  # Megatron --recompute-modules of the run's recipe
         stack = replace(stack, recompute_modules=tuple(row["recompute_modules"]))
+    if "remat_saved" in row:  # the tensors a MaxText remat_policy keeps (JAX checkpoint names)
+        unknown = set(row["remat_saved"]) - set(get_args(RematName))
+        if unknown:
+            raise ValueError(
+                f"{row.get('name', '?')}: remat_saved names {sorted(unknown)} unknown; use "
+                f"MaxText's checkpoint names {list(get_args(RematName))}"
+            )
+        stack = replace(stack, remat_saved=tuple(row["remat_saved"]))
     return stack
 
 

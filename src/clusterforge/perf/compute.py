@@ -39,6 +39,7 @@ from clusterforge.perf.moe import (
     recompute_modules_s,
 )
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
+from clusterforge.perf.remat import named_recompute_s, saves_named_tensors
 from clusterforge.perf.roofline import (
     BF16_BYTES,
     GpuPerf,
@@ -320,6 +321,8 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
         tokens = tokens_per_gpu(plan)
         shapes = layer_matmul_shapes(arch, plan)[1::2]  # the second, fourth, ... matmul
         recompute = sum(gemm_time_s(tokens, n, k, perf) for n, k in shapes) + elementwise
+    elif saves_named_tensors(plan, stack):
+        recompute = named_recompute_s(arch, plan, perf, stack, attention_fwd, elementwise)
     elif plan.recompute == "selective" and stack.attention == "unfused":
         recompute = attention_fwd
     recompute += recompute_modules_s(arch, plan, perf, stack)

@@ -146,13 +146,19 @@ def hardware_flops_per_step(
     seq_length: int,
     recompute: Recompute,
     recomputed_share: float = 1.0,
+    *,
+    recompute_per_token: float | None = None,
 ) -> float:
     """Hardware FLOPs of one step: model FLOPs + recomputation (HFU numerator).
 
     With ``recompute="full"`` and MHA/4h this is Narayanan et al. 2021 eq. (3);
-    ``recomputed_share`` is the share of layers recomputed (block recomputation).
+    ``recomputed_share`` is the share of layers recomputed (block recomputation);
+    ``recompute_per_token`` replaces the recomputed FLOPs per token where the stack's policy
+    states them (:func:`~clusterforge.perf.remat.named_recompute_flops`).
     """
-    per_token = recompute_flops_per_token(arch, seq_length, recompute) * recomputed_share
+    if recompute_per_token is None:
+        recompute_per_token = recompute_flops_per_token(arch, seq_length, recompute)
+    per_token = recompute_per_token * recomputed_share
     extra = per_token * global_batch * seq_length
     return model_flops_per_step(arch, global_batch, seq_length) + extra
 

@@ -58,6 +58,7 @@ __all__ = [
     "fp8_layer_bytes",
     "fp8_weight_cast_bytes_per_micro",
     "fp8_weight_cast_s",
+    "quantized_gather_bytes_per_micro",
     "te_writes_fp8_transposes",
     "torchao_kernels",
     "torchao_layer_bytes",
@@ -189,10 +190,32 @@ def fp8_weight_cast_bytes_per_micro(
         return 0.0
     if stack.fp8_torchao and stack.fp8_all_gather:
         return torchao_weight_bytes_per_micro(params, plan, stack, num_micro)
+    if stack.fp8_all_gather and plan.zero_stage == 3:
+        return quantized_gather_bytes_per_micro(params, plan, stack, gpu_id)
     cast = CAST_TRANSPOSE_BYTES if te_writes_fp8_transposes(stack, gpu_id) else CAST_BYTES
     if stack.fp8_scaling == "dynamic":
         return 2 * params * (AMAX_READ_BYTES + cast)
     return params * cast / max(1, num_micro)
+
+
+def quantized_gather_bytes_per_micro(
+    params: float, plan: ParallelPlan, stack: Stack, gpu_id: str | None = None
+) -> float:
+    """HBM bytes per micro-batch of FP8 weights quantized before their FSDP all-gather.
+
+    XLA's collective quantizer (``xla/service/collective_quantizer.h``) moves the
+    quantization that Flax's ``Fp8DotGeneralOp`` applies to each gathered weight in front of
+    the all-gather, so every gather quantizes the GPU's shard (read the ``Stack.weight_bytes``
+    parameter, write FP8; forward and, when the weights are resharded after it, backward)
+    and no full FP8 copy is cast or kept. Where FP8 GEMMs take only TN operands (Hopper,
+    :func:`te_writes_fp8_transposes`), the gathered FP8 weight is copied transposed once for
+    the input-gradient GEMM (2 B per gathered element).
+    """
+    shard = plan.shard_size or plan.layout.dp * plan.layout.cp
+    gathers = 2 if stack.fsdp_reshard_after_forward else 1
+    cast = gathers * params / max(1, shard) * (stack.weight_bytes + 1.0)
+    layout = params * TRANSPOSE_BYTES if te_writes_fp8_transposes(stack, gpu_id) else 0.0
+    return cast + layout
 
 
 def fp8_weight_cast_s(

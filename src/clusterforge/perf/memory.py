@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
+from clusterforge.perf.remat import named_saved_bytes, saves_named_tensors
 from clusterforge.perf.roofline import BF16_BYTES
 from clusterforge.perf.stack import Stack
 
@@ -132,6 +133,8 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
     if plan.recompute == "full":
         sliced = plan.sequence_parallel or stack.distribute_checkpoints
         return 2.0 * sbh / (plan.layout.tp if sliced else 1)
+    if saves_named_tensors(plan, stack):
+        return named_saved_bytes(arch, plan, stack)
     if _recomputes_matmuls(plan, stack):
         return _every_other_matmul_bytes(arch, plan)
     q_ratio, kv_ratio = q_dim(arch) / h, kv_dim(arch) / h
@@ -182,8 +185,10 @@ def _every_other_matmul_bytes(arch: ModelArch, plan: ParallelPlan) -> float:
 
 def _recomputes_matmuls(plan: ParallelPlan, stack: Stack) -> bool:
     """True when a selective recomputation rebuilds a whole layer's working set in the
-    backward (torchtitan's selective op checkpointing), as full recomputation does."""
-    return plan.recompute == "selective" and stack.selective_recompute == "every_other_matmul"
+    backward (torchtitan's selective op checkpointing, JAX's named-tensor policies), as
+    full recomputation does."""
+    policies = ("every_other_matmul", "saved_names")
+    return plan.recompute == "selective" and stack.selective_recompute in policies
 
 
 def context_parallel_working_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:

@@ -61,12 +61,16 @@ Each named stack states the defaults of that framework with their source:
     two SDP backends", ``torchtitan/utils.py`` ``get_train_context``): SDPA's FlashAttention-2,
     not cuDNN, which SDPA does not pick on its own either (cuDNN opt-in since PyTorch 2.5.1); K, V are repeated to all query heads before the attention (``repeat_kv`` in
     ``torchtitan/models/llama/model.py``).
+``maxtext``
+    MaxText on JAX/XLA (AI-Hypercomputer/maxtext ``configs/base.yml``, 8e55ab1, 2024-12-09):
+    FP32 parameters and AdamW moments, XLA-fused element-wise ops, named-tensor
+    ``remat_policy`` (``saved_names``), cuDNN attention (``cudnn_flash_te``), BF16 gradient
+    reductions (the weight-gradient dot's BF16 output, reduced before its cast to FP32), FP8
+    as Flax's ``Fp8DotGeneralOp`` (delayed scaling, inputs quantized per call in XLA fusions)
+    with FP8 weight gathers (XLA's ``CollectiveQuantizer`` moves the quantization first).
 
-Pipeline schedule: every stack above defaults to the non-interleaved 1F1B schedule
-(Megatron-LM and NeMo without ``--num-layers-per-virtual-pipeline-stage`` /
-``virtual_pipeline_model_parallel_size``, torchtitan ``pipeline_parallel_schedule = "1F1B"``,
-DeepSpeed's ``PipelineEngine``); interleaving is the job layout's ``vpp`` (the workload's
-``virtual_pipeline_stages``), as the published recipes set it per model.
+Pipeline schedule: non-interleaved 1F1B (Megatron-LM and NeMo without a virtual pipeline,
+torchtitan's ``"1F1B"``, DeepSpeed's ``PipelineEngine``); interleaving is the layout's ``vpp``.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, assert_never, get_args
 
 from clusterforge.perf.stack_options import (
+    ZERO3_DEEPSPEED_GATHERS_PER_LAYER,
     AttentionKernel,
     ContextParallelKernel,
     CrossEntropyKernel,
@@ -84,6 +89,7 @@ from clusterforge.perf.stack_options import (
     MoeDispatcher,
     OptimizerImpl,
     RecomputeModule,
+    RematName,
     SelectivePolicy,
     TpOverlapKind,
 )
@@ -105,7 +111,14 @@ __all__ = [
 ]
 
 StackName = Literal[
-    "megatron-2021", "megatron-core", "nemo", "megatron-bridge", "deepspeed", "fsdp", "torchtitan"
+    "megatron-2021",
+    "megatron-core",
+    "nemo",
+    "megatron-bridge",
+    "deepspeed",
+    "fsdp",
+    "torchtitan",
+    "maxtext",
 ]
 STACK_NAMES: tuple[StackName, ...] = get_args(StackName)
 
@@ -123,12 +136,10 @@ class Stack:
     attention, as in Llama 3's context parallelism: Llama Team 2024, arXiv 2407.21783, §3.3.2).
     ``context_parallel`` names the implementation (:data:`ContextParallelKernel`).
     ``kv_heads_expanded``: the model repeats its K, V heads to the query heads before the
-    attention call (torchtitan's Llama ``repeat_kv``, needed before SDPA took grouped
-    queries), so everything that moves K, V or dK, dV moves ``num_heads / num_kv_heads``
-    times the bytes of the grouped tensors.
+    attention (torchtitan's Llama ``repeat_kv``), so everything that moves K, V or dK, dV
+    moves ``num_heads / num_kv_heads`` times the bytes of the grouped tensors.
     ``attention`` and ``cross_entropy`` name the kernels (:data:`AttentionKernel`,
-    :data:`CrossEntropyKernel`); a run's configuration may change them (LLM Foundry's MPT
-    benchmarks run the ``fsdp`` mechanisms with Triton attention and the xentropy loss).
+    :data:`CrossEntropyKernel`); a run may change them (LLM Foundry: Triton, xentropy).
     ZeRO-3/FSDP: ``fsdp_prefetch`` units gathered ahead of compute (0 = gathered on demand),
     ``fsdp_unit_params`` parameters per gathered unit (0 = one transformer layer; DeepSpeed's
     prefetch bucket), ``zero3_gathers_per_layer`` all-gather calls per layer when a layer
@@ -162,7 +173,8 @@ class Stack:
     last backward, with no compute left to hide behind (PyTorch ``torch.distributed.
     pipelining``: the stage turns FSDP's gradient sync off for every backward and runs FSDP's
     ``post_backward`` after the last; FSDP2 ``FSDPParam.accumulate_unsharded_grad_if_needed``).
-    ``selective_recompute``: what ``recompute = "selective"`` keeps (:data:`SelectivePolicy`).
+    ``selective_recompute``: what ``recompute = "selective"`` keeps (:data:`SelectivePolicy`),
+    ``remat_saved`` the names a ``saved_names`` policy keeps (:data:`RematName`).
     ``master_in_parameters``: the FP32 parameters are the master weights (PyTorch FSDP, which
     shards them at every stage and gathers a BF16 compute copy) rather than a BF16 model
     with FP32 masters in the optimizer (Megatron, DeepSpeed).
@@ -274,21 +286,21 @@ class Stack:
     cuda_graph_modules: tuple[CudaGraphModule, ...] = ()
     recompute_modules: tuple[RecomputeModule, ...] = ()
     distribute_checkpoints: bool = False
+    remat_saved: tuple[RematName, ...] = ()
 
     def gathered_weight_bytes(self, precision: str) -> float:
         """Wire bytes per weight in parameter all-gathers (ZeRO/FSDP): FP8 in FP8 runs when
         the stack stores FP8 parameters (NeMo ``fp8_params``, whose distributed optimizer and
-        Megatron-FSDP gather the FP8 buffer) or gathers FP8 (torchao float8 all-gather),
-        else BF16."""
+        Megatron-FSDP gather the FP8 buffer) or gathers FP8 (torchao float8 all-gather,
+        XLA's collective quantizer), else BF16."""
         fp8_wire = self.fp8_all_gather or self.fp8_weight_bytes <= 1.0
         return 1.0 if precision == "fp8" and fp8_wire else 2.0
 
     def gathers_per_unit(self, zero_stage: int) -> bool:
         """Whether ZeRO stage ``zero_stage`` gathers the parameters unit by unit and
         reduce-scatters each unit's gradients per micro-batch, the FSDP mechanisms: ZeRO-3,
-        or ZeRO-2 where the stack runs it as FSDP's ``SHARD_GRAD_OP`` (``zero2_per_unit``).
-        Otherwise the weights are gathered once per step (a distributed optimizer) or not
-        sharded at all."""
+        or ZeRO-2 run as FSDP's ``SHARD_GRAD_OP`` (``zero2_per_unit``); otherwise the weights
+        are gathered once per step (a distributed optimizer) or not sharded at all."""
         return zero_stage == 3 or (zero_stage == 2 and self.zero2_per_unit)
 
     @classmethod
@@ -298,16 +310,6 @@ class Stack:
     @classmethod
     def megatron_2021(cls) -> Stack:
         return stack_named("megatron-2021")
-
-
-# DeepSpeed ZeRO-3 fetches parameters module by module (``PartitionedParameterCoordinator.
-# fetch_sub_module``): the four weight matrices of a transformer layer (QKV, projection,
-# MLP in, MLP out) are four fetches, each one all-gather call unless the prefetch bucket
-# (``stage3_prefetch_bucket_size`` = 5e7 elements) coalesces several; parameters under
-# ``stage3_param_persistence_threshold`` (1e5: norms, biases) stay whole and cost no call.
-# Gradients are reduce-scattered in buckets of ``reduce_bucket_size`` = 5e8 elements
-# (DeepSpeed configuration documentation, "ZeRO optimizations", defaults).
-ZERO3_DEEPSPEED_GATHERS_PER_LAYER = 4
 
 
 def _unfused_2021(name: str, **changes: object) -> Stack:
@@ -397,6 +399,15 @@ def stack_named(name: StackName) -> Stack:
             )
         case "fsdp":
             return _pytorch(name)
+        case "maxtext":
+            return replace(
+                _pytorch(name, attention="cudnn", fused_elementwise=True, fp8_all_gather=True),
+                grad_reduce_bytes=2,
+                fp8_scaling="delayed",
+                fp8_fused_norm_cast=True,
+                fp8_torchao=False,
+                selective_recompute="saved_names",
+            )
         case "torchtitan":
             return _pytorch(
                 name,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "ZERO3_DEEPSPEED_GATHERS_PER_LAYER",
     "AttentionKernel",
     "ContextParallelKernel",
     "CrossEntropyKernel",
@@ -15,6 +16,7 @@ __all__ = [
     "MoeDispatcher",
     "OptimizerImpl",
     "RecomputeModule",
+    "RematName",
     "SelectivePolicy",
     "TpOverlapKind",
 ]
@@ -51,7 +53,17 @@ CrossEntropyKernel = Literal["unfused", "te", "xentropy", "torch"]
 # (``selective_ac_option = "op"``, torchtitan ``activation_checkpoint.py``): each block
 # saves the outputs of its matmuls except every second one and of the attention kernel,
 # and recomputes the rest (the other matmuls, norms, rotary, activation) in the backward.
-SelectivePolicy = Literal["attention", "every_other_matmul"]
+# ``saved_names``: JAX's ``save_only_these_names`` policies as MaxText's ``remat_policy``
+# applies them: the named tensors of ``Stack.remat_saved`` are kept, the rest of what the
+# backward reads is recomputed (:mod:`clusterforge.perf.remat`).
+SelectivePolicy = Literal["attention", "every_other_matmul", "saved_names"]
+# MaxText's checkpoint names of a decoder layer (``checkpoint_name`` in
+# ``MaxText/layers/attentions.py`` and ``linears.py``, AI-Hypercomputer/maxtext at 8e55ab1,
+# 2024-12-09). ``qkv_proj`` tags the fused QKV projection, which Llama runs without
+# (``fused_qkv: False`` in ``configs/base.yml``): saving it keeps nothing more there.
+RematName = Literal[
+    "query_proj", "key_proj", "value_proj", "qkv_proj", "context", "out_proj", "mlpwi", "mlpwo"
+]
 # Megatron-Core's per-layer CUDA-graph capture scopes that an MoE layer can use
 # (``--cuda-graph-modules``, docs/user-guide/features/cuda_graph.md, NVIDIA/Megatron-LM at
 # d98e8a6): the attention block, the router, the dispatcher's preprocess.
@@ -97,3 +109,12 @@ FsdpBackwardPrefetch = Literal["pre", "post"]
 # that have a gradient, each reading its step counter, a GPU tensor, with ``.item()`` (the host
 # waits for the GPU) and then issuing eight unfused in-place and temporary ops.
 OptimizerImpl = Literal["fused", "per_tensor_sync"]
+
+# DeepSpeed ZeRO-3 fetches parameters module by module (``PartitionedParameterCoordinator.
+# fetch_sub_module``): the four weight matrices of a transformer layer (QKV, projection,
+# MLP in, MLP out) are four fetches, each one all-gather call unless the prefetch bucket
+# (``stage3_prefetch_bucket_size`` = 5e7 elements) coalesces several; parameters under
+# ``stage3_param_persistence_threshold`` (1e5: norms, biases) stay whole and cost no call.
+# Gradients are reduce-scattered in buckets of ``reduce_bucket_size`` = 5e8 elements
+# (DeepSpeed configuration documentation, "ZeRO optimizations", defaults).
+ZERO3_DEEPSPEED_GATHERS_PER_LAYER = 4

@@ -7,14 +7,13 @@ of its slowest stage ``t_max`` (1F1B, Narayanan et al. 2021 §2.2):
 
     t_pipeline = m t_max + (p - 1)/v t_max      bubble fraction (p - 1)/(v m)
 
-A stack without gradient-accumulation fusion also adds, per micro-batch, a memory-bound
-pass that accumulates the weight gradients (:func:`~clusterforge.perf.update.grad_accumulation_s`);
-activation offloading adds the copies to host memory that one layer's compute does not hide
-(:mod:`clusterforge.perf.offload`). Then the step adds what is not hidden: data-parallel
-gradient/parameter traffic, the fill/drain pipeline sends and the tied-embedding gradient
-all-reduce between first and last stage, the optimizer (a memory-bound Adam over the locally
-owned parameters) and "other" (gradient-norm and clipping pass, zeroing of gradient buffers).
-Overlap assumptions are those of the :class:`~clusterforge.perf.compute.Stack`.
+A stack without gradient-accumulation fusion adds, per micro-batch, a memory-bound pass
+accumulating the weight gradients (:func:`~clusterforge.perf.update.grad_accumulation_s`);
+activation offloading adds the host copies one layer's compute does not hide
+(:mod:`clusterforge.perf.offload`). The step then adds what is not hidden: data-parallel
+traffic, fill/drain pipeline sends, the tied-embedding all-reduce, the optimizer (Adam,
+memory-bound) and "other" (gradient norm, clipping, zeroing), with the overlaps of the
+:class:`~clusterforge.perf.stack.Stack`.
 """
 
 from __future__ import annotations
@@ -51,6 +50,7 @@ from clusterforge.perf.parallel import (
     recompute_fraction,
     validate_plan,
 )
+from clusterforge.perf.remat import named_recompute_flops
 from clusterforge.perf.roofline import GpuPerf, gpu_perf, load_constants
 from clusterforge.perf.sharded import zero3_copy_out_s, zero3_exposed_s
 from clusterforge.perf.stack import Stack
@@ -383,6 +383,7 @@ def _assemble(
         plan.seq_length,
         plan.recompute,
         recompute_fraction(plan, stages) if plan.recompute == "full" else 1.0,
+        recompute_per_token=named_recompute_flops(arch, plan, stack),
     )
     peak = gpu.bf16_dense_tflops * 1e12 * plan.layout.num_gpus
     memory = memory_per_gpu(arch, plan, stages, stack)

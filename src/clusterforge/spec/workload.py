@@ -67,6 +67,7 @@ class WorkloadSpec(Section):
         "deepspeed",
         "fsdp",
         "torchtitan",
+        "maxtext",
     ] = Field(
         "megatron-core",
         description="Training software stack: its documented kernels, overlaps, memory "
