@@ -1,0 +1,95 @@
+"""torchao float8 TP as torchtitan runs it: every cast of a sharded DTensor first all-reduces
+its amax over the TP group (DTensor's ``aten.max`` is a linear reduction, ``Partial("max")``),
+and torchtitan's per-op checkpointing recomputes the FP8 input casts in the backward."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+
+from clusterforge.catalog import load_catalog
+from clusterforge.job import JobLayout
+from clusterforge.perf import ParallelPlan
+from clusterforge.perf.compute import layer_times
+from clusterforge.perf.exposure import layer_comm
+from clusterforge.perf.fp8_tp import amax_all_reduces
+from clusterforge.perf.roofline import gpu_perf, memory_time_s
+from clusterforge.perf.stack import stack_named
+
+TORCHTITAN = replace(stack_named("torchtitan"), tp_overlap=False, fused_elementwise=True)
+
+
+def _plan(recompute: str, precision: str = "fp8", tp: int = 8) -> ParallelPlan:
+    return ParallelPlan(
+        JobLayout(tp=tp, dp=8),
+        global_batch=96,
+        micro_batch=12,
+        seq_length=8192,
+        sequence_parallel=tp > 1,
+        recompute=recompute,
+        zero_stage=3,
+        precision=precision,
+    )
+
+
+@dataclass
+class ReduceCounter:
+    """An all-reduce takes 1 s, any other collective nothing: a layer's TP seconds count
+    its all-reduces."""
+
+    sizes: list[float]
+
+    def collective_time_s(self, collective: str, size_bytes: float, groups: np.ndarray) -> float:
+        if collective != "all_reduce":
+            return 0.0
+        self.sizes.append(size_bytes)
+        return 1.0
+
+
+@pytest.mark.parametrize(
+    ("recompute", "stack", "expected"),
+    [
+        # forward: attention and MLP inputs, wo and w2 inputs; backward: 7 output gradients
+        ("none", TORCHTITAN, 4 + 7),
+        ("selective", TORCHTITAN, 4 + 7),  # the recomputed casts reuse the saved amax
+        ("full", TORCHTITAN, 4 + 4 + 7),
+        ("none", replace(TORCHTITAN, tp_overlap=True), 4 + 7),  # async TP hides none
+        ("none", replace(TORCHTITAN, tp_fp8_all_gather=False), 0),
+        ("none", stack_named("megatron-core"), 0),
+    ],
+)
+def test_float8_tp_all_reduces_each_casts_amax(recompute: str, stack, expected: int) -> None:
+    arch = load_catalog().models["llama3-8b"]
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "fp8")
+    plan = _plan(recompute)
+    fabric = ReduceCounter([])
+    exposed = layer_comm(arch, plan, layer_times(arch, plan, perf, stack), fabric, stack, 8)  # type: ignore[arg-type]
+    assert exposed.tp_s == pytest.approx(expected)
+    assert set(fabric.sizes) <= {4}  # one FP32 scalar each
+
+
+def test_no_amax_reductions_in_bf16_or_without_tp() -> None:
+    arch = load_catalog().models["llama3-8b"]
+    assert amax_all_reduces(arch, _plan("none", "bf16"), TORCHTITAN) == (0, 0)
+    assert amax_all_reduces(arch, _plan("none", tp=1), TORCHTITAN) == (0, 0)
+
+
+def test_op_checkpointing_recomputes_the_fp8_input_casts() -> None:
+    """Per-op checkpointing saves matmuls, SDPA, reduce-scatters and ``max``, not the FP8
+    copies that the weight gradients read: the backward recasts the two norm outputs on their
+    sequence shard and the wo, w2 inputs (read BF16, write FP8: 3 B per element)."""
+    arch = load_catalog().models["llama3-8b"]
+    perf = gpu_perf(load_catalog().gpus["h100-sxm"], "fp8")
+    fp8 = layer_times(arch, _plan("selective"), perf, TORCHTITAN)
+    bf16_perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
+    h, t = arch.hidden_size, 8
+    elements = (2 * h / t + 4096 / t + 14336 / t) * 12 * 8192
+    # the BF16 run recomputes the same matmuls and element-wise ops, at the BF16 rate: take
+    # the FP8 run's recomputed matmuls from a plan whose casts are off
+    plain = layer_times(arch, _plan("selective"), perf, replace(TORCHTITAN, fp8_torchao=False))
+    assert fp8.recompute_s - plain.recompute_s == pytest.approx(
+        memory_time_s(3.0 * elements, perf, num_kernels=4)
+    )
+    assert layer_times(arch, _plan("selective", "bf16"), bf16_perf, TORCHTITAN).recompute_s > 0
