@@ -93,3 +93,24 @@ def test_op_checkpointing_recomputes_the_fp8_input_casts() -> None:
         memory_time_s(3.0 * elements, perf, num_kernels=4)
     )
     assert layer_times(arch, _plan("selective", "bf16"), bf16_perf, TORCHTITAN).recompute_s > 0
+
+
+def test_row_parallel_gradients_are_transposed_after_their_fp8_gather() -> None:
+    """``Float8RowwiseParallel`` casts the wo and w2 output gradients on their sequence shard
+    and all-gathers the FP8 data, one layout only: the weight-gradient GEMM's column-major
+    copy is made of the gathered gradient (``preprocess_addmm``: read and write 1 B per
+    element of tokens x h), not by the shard's cast, which then writes one layout (3 B, not 4)."""
+    from clusterforge.perf.fp8 import fp8_layer_bytes
+
+    arch = load_catalog().models["llama3-8b"]
+    h, t, tokens = arch.hidden_size, 8, 12 * 8192
+    _, with_tp = fp8_layer_bytes(arch, _plan("none"), TORCHTITAN)
+    plain = replace(TORCHTITAN, tp_fp8_all_gather=False)
+    _, without = fp8_layer_bytes(arch, _plan("none"), plain)
+    # two row-parallel gradients: + 2 B x h gathered, - 1 B x h / t on the shard
+    assert with_tp - without == pytest.approx(2 * (2.0 * h - 1.0 * h / t) * tokens)
+    eager = replace(TORCHTITAN, fused_elementwise=False)
+    _, eager_tp = fp8_layer_bytes(arch, _plan("none"), eager)
+    _, eager_plain = fp8_layer_bytes(arch, _plan("none"), replace(eager, tp_fp8_all_gather=False))
+    # eager already writes the copy as its own pass (2 B): now of h instead of h / t
+    assert eager_tp - eager_plain == pytest.approx(2 * 2.0 * (h - h / t) * tokens)

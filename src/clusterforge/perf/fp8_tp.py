@@ -27,6 +27,13 @@ forward's again. Under per-op checkpointing the ``aten.max`` outputs are saved (
 and no reduction is counted for them. MoE layers are left out (torchtitan parallelises their
 experts with other styles).
 
+Gathered gradients. ``Float8RowwiseParallel`` casts the ``wo`` and ``w2`` output gradients on
+their sequence shard and the redistribution's backward all-gathers the FP8 data; a
+``Float8Tensor`` carries one layout, so the weight-gradient GEMM's column-major operand is
+copied from the gathered gradient (``preprocess_addmm`` in ``torchao/float8/float8_ops.py``:
+read and write 1 B per element of ``tokens x h``), and the shard's cast, which under
+``torch.compile`` would otherwise write the transposed copy too, writes one layout.
+
 Recomputed casts. torchtitan's per-op policy saves matmul, SDPA, reduce-scatter and ``max``
 outputs only; the FP8 copies of the Linear inputs are none of these, and every weight
 gradient needs its input's FP8 copy, so the backward recomputes each forward input cast
@@ -52,6 +59,7 @@ __all__ = [
     "TORCHAO_CAST_ONLY_BYTES",
     "amax_all_reduces",
     "amax_reduce_s",
+    "gathered_grad_copy_bytes",
     "recomputed_cast_s",
 ]
 
@@ -62,6 +70,18 @@ AMAX_BYTES = 4  # one FP32 scalar per reduction
 TORCHAO_CAST_ONLY_BYTES = {"compiled": 3.0, "eager": 27.0}
 # Row-parallel Linears of a dense block (``wo``, ``w2``), each casting its own input.
 ROW_PARALLEL_LINEARS = 2
+
+
+def gathered_grad_copy_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
+    """HBM bytes per token and layer that the row-parallel gradients' gather moves from the
+    shard's cast to a copy of the gathered gradient (module docstring): ``+2 h`` each for the
+    column-major copy of the gathered tensor, less the transposed write (compiled, 1 B) or
+    copy (eager, 2 B) of ``h / t`` that the per-Linear count puts on the shard."""
+    if not _float8_tp(arch, plan, stack):
+        return 0.0
+    h, t = arch.hidden_size, plan.layout.tp
+    shard_copy = 1.0 if stack.fused_elementwise else 2.0
+    return ROW_PARALLEL_LINEARS * (2.0 * h - shard_copy * h / t)
 
 
 def _float8_tp(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> bool:
