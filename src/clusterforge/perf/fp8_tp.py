@@ -23,9 +23,10 @@ Per dense layer: forward, one per module input (attention, feed-forward; one for
 block) and one per row-parallel input (``wo``, ``w2``); backward, one per Linear (``wq``,
 ``wk``, ``wv``, ``wo``, ``w1``, ``w3``, ``w2`` for a gated MLP). A full recomputation runs the
 forward's again. Under per-op checkpointing the ``aten.max`` outputs are saved (torchtitan's
-``_save_list``: "always save the result of max"), so the recomputed casts reuse their scale
-and no reduction is counted for them. MoE layers are left out (torchtitan parallelises their
-experts with other styles).
+``_save_list``: "always save the result of max"), so the recomputed casts start from the saved
+local maxima; the scalar all-reduce after them is not in that list either, but whether the
+compiled backward runs it again is not established, so none is counted (the lower bound).
+MoE layers are left out (torchtitan parallelises their experts with other styles).
 
 Gathered gradients. ``Float8RowwiseParallel`` casts the ``wo`` and ``w2`` output gradients on
 their sequence shard and the redistribution's backward all-gathers the FP8 data; a
