@@ -39,13 +39,15 @@ def _plan(recompute: str = "none", precision: str = "bf16") -> ParallelPlan:
 
 @dataclass
 class Fabric:
-    """Fixed seconds per all-gather and per reduce-scatter, whatever their size."""
+    """Fixed seconds per all-gather and per reduce-scatter, whatever their size; the float8
+    amax all-reduces (one scalar each, tests/perf/test_fp8_tp.py) take none."""
 
     gather_s: float
     scatter_s: float
 
     def collective_time_s(self, collective: str, size_bytes: float, groups: np.ndarray) -> float:
-        return {"all_gather": self.gather_s, "reduce_scatter": self.scatter_s}[collective]
+        times = {"all_gather": self.gather_s, "reduce_scatter": self.scatter_s, "all_reduce": 0.0}
+        return times[collective]
 
 
 def _exposed(plan: ParallelPlan, fabric: Fabric, stack=ASYNC) -> tuple[float, object]:

@@ -28,6 +28,7 @@ from clusterforge.perf.attention import (
 )
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes, torchao_kernels
+from clusterforge.perf.fp8_tp import recomputed_cast_s
 from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.moe import (
     expert_fp8_extra_kernels,
@@ -321,6 +322,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
         tokens = tokens_per_gpu(plan)
         shapes = layer_matmul_shapes(arch, plan)[1::2]  # the second, fourth, ... matmul
         recompute = sum(gemm_time_s(tokens, n, k, perf) for n, k in shapes) + elementwise
+        recompute += recomputed_cast_s(arch, plan, perf, stack)
     elif saves_named_tensors(plan, stack):
         recompute = named_recompute_s(arch, plan, perf, stack, attention_fwd, elementwise)
     elif plan.recompute == "selective" and stack.attention == "unfused":

@@ -60,6 +60,7 @@ from clusterforge.perf.compute import (
     tp_input_gather_bytes,
 )
 from clusterforge.perf.cp_exposure import cp_exposed_s
+from clusterforge.perf.fp8_tp import amax_reduce_s
 from clusterforge.perf.memory import deferred_fsdp_reduce
 from clusterforge.perf.moe import flex_dispatch_s, flex_ranks_per_token
 from clusterforge.perf.parallel import GroupKind, ParallelPlan, num_micro_batches, rank_groups
@@ -333,11 +334,13 @@ def layer_comm(
     nvlink_domain_gpus: int,
     gpu: Gpu | None = None,
 ) -> LayerComm:
-    """Exposed TP, CP and EP seconds per layer and micro-batch (``gpu``: needed by the flex
-    MoE dispatcher, whose rate follows its NVLink bandwidth)."""
+    """Exposed TP, CP and EP seconds per layer and micro-batch (TP with the blocking amax
+    all-reduces of torchao's float8 TP, :mod:`clusterforge.perf.fp8_tp`; ``gpu``: needed by
+    the flex MoE dispatcher, whose rate follows its NVLink bandwidth)."""
     intra = plan.layout.tp == 1 or not _spans_domains(rank_groups(plan, "tp"), nvlink_domain_gpus)
     return LayerComm(
-        tp_s=_tp_exposed_s(plan, arch, comm, stack, times, intra),
+        tp_s=_tp_exposed_s(plan, arch, comm, stack, times, intra)
+        + amax_reduce_s(arch, plan, comm, stack),
         cp_s=cp_exposed_s(plan, arch, comm, times, stack, nvlink_domain_gpus),
         ep_s=_ep_exposed_s(plan, arch, comm, stack, times, gpu, nvlink_domain_gpus),
     )

@@ -48,6 +48,7 @@ from functools import cache
 
 from clusterforge.catalog import ModelArch, gpu_architecture, load_catalog
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
+from clusterforge.perf.fp8_tp import gathered_grad_copy_bytes
 from clusterforge.perf.memory import layer_params_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches
 from clusterforge.perf.roofline import GpuPerf, memory_time_s
@@ -278,6 +279,7 @@ def torchao_layer_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tu
     forward = (sum(casts) * h / shard + others) * TORCHAO_AMAX_CAST_BYTES[mode]
     saved_inputs = sum(casts) * h + q_dim(arch) / t + f / t * experts
     backward = saved_inputs * TORCHAO_LAYOUT_COPY_BYTES + grads * TORCHAO_GRAD_BYTES[mode]
+    backward += gathered_grad_copy_bytes(arch, plan, stack)  # float8 TP's gathered gradients
     return forward * tokens, backward * tokens
 
 
