@@ -44,7 +44,7 @@ def test_megatron_bridge_stack_runs_cudnn_attention_and_current_scaling() -> Non
 
 def test_fused_cross_entropy_cuts_the_loss_of_a_large_vocabulary(models) -> None:
     """TE's fused cross-entropy moves 10 B per logit instead of the FP32 chain's 52."""
-    from clusterforge.perf.compute import logits_times
+    from clusterforge.perf.logits import logits_times
 
     perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
     arch = models["llama3-8b"]
@@ -71,7 +71,7 @@ def test_triton_flash_attention_is_slower_than_flash_attention_2_by_its_measured
 
 def test_xentropy_loss_moves_fewer_bytes_than_the_te_kernels_and_the_fp32_chain(models) -> None:
     """Per logit: xentropy 4 + 4 B, Transformer Engine 6 + 4 B, the FP32 chain 52 B."""
-    from clusterforge.perf.compute import logits_times
+    from clusterforge.perf.logits import logits_times
 
     perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
     arch = models["llama3-8b"]

@@ -11,8 +11,9 @@ import pytest
 from clusterforge.catalog import load_catalog
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
-from clusterforge.perf.compute import layer_times, logits_times
+from clusterforge.perf.compute import layer_times
 from clusterforge.perf.host import HOST_OP_S
+from clusterforge.perf.logits import logits_times
 from clusterforge.perf.memory import layer_params_per_gpu, stage_params
 from clusterforge.perf.parallel import shard_groups
 from clusterforge.perf.roofline import gpu_perf, load_constants, memory_time_s

@@ -570,7 +570,7 @@ def test_flex_dispatcher_drops_the_metadata_collectives_and_moves_rows_per_rank(
 
 
 def test_a2a_overlap_share_follows_megatrons_combined_1f1b_schedule() -> None:
-    from clusterforge.perf.exposure import combined_step_share
+    from clusterforge.perf.ep_exposure import combined_step_share
 
     # no pipelining: every forward but the first merges with the previous backward
     assert combined_step_share(_ep8_plan(dp=8, global_batch=32)) == pytest.approx(3 / 4)
@@ -591,7 +591,8 @@ def test_a2a_overlap_hides_each_direction_behind_the_others_compute(
     models, h100, h100_comm
 ) -> None:
     from clusterforge.perf.compute import layer_times, overlapped_s
-    from clusterforge.perf.exposure import combined_step_share, layer_comm
+    from clusterforge.perf.ep_exposure import combined_step_share
+    from clusterforge.perf.exposure import layer_comm
     from clusterforge.perf.roofline import gpu_perf
 
     arch, plan = models["gpt-oss-120b"], _ep8_plan(dp=8, global_batch=32)
@@ -611,7 +612,8 @@ def test_a2a_overlap_hides_each_direction_behind_the_others_compute(
 
 def test_flex_overlap_slows_the_compute_beside_it_by_its_sm_share(models, h100, h100_comm) -> None:
     from clusterforge.perf.compute import layer_times
-    from clusterforge.perf.exposure import combined_step_share, layer_comm
+    from clusterforge.perf.ep_exposure import combined_step_share
+    from clusterforge.perf.exposure import layer_comm
     from clusterforge.perf.roofline import gpu_perf
 
     arch, plan = models["gpt-oss-120b"], _ep8_plan(dp=8, global_batch=32)

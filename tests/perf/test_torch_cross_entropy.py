@@ -8,7 +8,7 @@ import pytest
 
 from clusterforge.catalog import load_catalog
 from clusterforge.job import JobLayout
-from clusterforge.perf.compute import logits_times
+from clusterforge.perf.logits import logits_times
 from clusterforge.perf.memory import memory_per_gpu
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.roofline import gpu_perf

@@ -15,12 +15,9 @@ Per micro-batch and layer (critical path of every stage):
   all-to-all dispatcher the MLP's pair gathers and scatters the routed ``top_k`` copies
   (:func:`_moe_gathers_routed_copies`).
 * CP (context parallelism): :mod:`clusterforge.perf.cp_exposure`.
-* EP (GShard, Lepikhin et al. 2020): all-to-all dispatch and combine of ``top_k`` token
-  copies, forward and backward; not overlapped (exposed). Megatron-Core's all-to-all
-  dispatcher adds an all-gather of the per-expert token counts and an all-to-all of the
-  routing probabilities (:func:`_ep_raw_s`); its flex dispatcher (DeepEP / HybridEP) sends
-  tokens and probabilities in one fused kernel each way at DeepEP's rate; Megatron-Core's EP
-  all-to-all overlap hides them behind another micro-batch's compute (:func:`_ep_exposed_s`).
+* EP (GShard, Lepikhin et al. 2020): all-to-all dispatch and combine of the ``top_k`` token
+  copies, forward and backward, with Megatron-Core's dispatchers and overlap:
+  :mod:`clusterforge.perf.ep_exposure`.
 
 Per step:
 
@@ -60,19 +57,16 @@ from clusterforge.perf.compute import (
     tp_input_gather_bytes,
 )
 from clusterforge.perf.cp_exposure import cp_exposed_s
+from clusterforge.perf.ep_exposure import ep_exposed_s
 from clusterforge.perf.fp8_tp import amax_reduce_s
 from clusterforge.perf.memory import deferred_fsdp_reduce
-from clusterforge.perf.moe import flex_dispatch_s, flex_ranks_per_token
-from clusterforge.perf.parallel import GroupKind, ParallelPlan, num_micro_batches, rank_groups
-from clusterforge.perf.roofline import load_constants
+from clusterforge.perf.parallel import GroupKind, ParallelPlan, rank_groups
 from clusterforge.perf.stack import Stack
 
 __all__ = [
     "LayerComm",
-    "combined_step_share",
     "dp_exposed_s",
     "embedding_sync_s",
-    "ep_overlapped_s",
     "layer_comm",
     "pp_exposed_s",
 ]
@@ -191,114 +185,7 @@ def _tp_exposed_s(
     return overlapped_s(raw_s, times.gemm_forward_s * gemm_passes)
 
 
-# Megatron-Core's all-to-all token dispatcher (``MoEAlltoAllTokenDispatcher``,
-# megatron/core/transformer/moe/token_dispatcher.py, NVIDIA/Megatron-LM): the routing
-# probabilities travel in their own all-to-all next to the tokens' (FP32 router output), and
-# ``preprocess`` all-gathers each rank's per-expert token counts (int64) over the TP x EP group
-# to size the variable splits.
-PROBS_BYTES = 4
-COUNT_BYTES = 8
-
-
-def _flex_raw_s(
-    plan: ParallelPlan,
-    arch: ModelArch,
-    comm: CommModel,
-    stack: Stack,
-    gpu: Gpu | None,
-    in_domain: bool,
-) -> float:
-    """One direction's (forward or backward) seconds of the flex dispatcher's dispatch and
-    combine: inside an NVLink domain at DeepEP's rate (:func:`~clusterforge.perf.moe.
-    flex_dispatch_s`) over the per-rank traffic (one row per token and destination rank,
-    :func:`~clusterforge.perf.moe.flex_ranks_per_token`, the FP32 probabilities of its
-    ``top_k`` experts riding along in the dispatch); across domains (RDMA, not described
-    from DeepEP's figures here) as two all-to-alls of the routed copies."""
-    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
-    row = arch.hidden_size * ACT_BYTES / plan.layout.tp
-    if not in_domain:
-        groups = rank_groups(plan, "ep")
-        return 2 * comm.collective_time_s("all_to_all", tokens * arch.top_k * row, groups)
-    if gpu is None:
-        raise ValueError(
-            "the flex MoE dispatcher needs the GPU (its NVLink bandwidth): pass gpu= to layer_comm"
-        )
-    rows = tokens * flex_ranks_per_token(arch, plan)
-    sms = stack.moe_flex_sms
-    dispatch, _ = flex_dispatch_s(rows * row + tokens * arch.top_k * PROBS_BYTES, gpu, sms)
-    _, combine = flex_dispatch_s(rows * row, gpu, sms)
-    return dispatch + combine
-
-
-def _ep_raw_s(
-    plan: ParallelPlan,
-    arch: ModelArch,
-    comm: CommModel,
-    stack: Stack,
-    gpu: Gpu | None,
-    in_domain: bool,
-) -> tuple[float, float]:
-    """(forward, backward) EP seconds per layer and micro-batch, none hidden: dispatch and
-    combine of the ``top_k`` token copies in the forward, their reverse all-to-alls in the
-    backward. With Megatron-Core's all-to-all dispatcher (``Stack.moe_dispatch_metadata``)
-    the forward also all-gathers the token counts and sends the probabilities in a second
-    all-to-all, whose reverse runs in the backward (the probabilities carry the router's
-    gradient; the counts carry none). The flex dispatcher moves tokens and probabilities
-    in its fused kernels (:func:`_flex_raw_s`). A full recompute repeats the forward's."""
-    groups = rank_groups(plan, "ep")
-    copies = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.top_k
-    if stack.moe_dispatcher == "flex":
-        forward = backward = _flex_raw_s(plan, arch, comm, stack, gpu, in_domain)
-    else:
-        size = copies * arch.hidden_size * ACT_BYTES / plan.layout.tp
-        one = comm.collective_time_s("all_to_all", size, groups)
-        forward, backward = 2 * one, 2 * one
-        if stack.moe_dispatch_metadata:
-            probs_size = copies * PROBS_BYTES / plan.layout.tp
-            probs = comm.collective_time_s("all_to_all", probs_size, groups)
-            counts_bytes = arch.num_experts * COUNT_BYTES * plan.layout.ep * plan.layout.tp
-            counts = comm.collective_time_s("all_gather", counts_bytes, groups)
-            forward, backward = forward + probs + counts, backward + probs
-    return forward * (2 if plan.recompute == "full" else 1), backward
-
-
-def combined_step_share(plan: ParallelPlan) -> float:
-    """Share of a stage's forward (and backward) chunks that Megatron-Core's EP all-to-all
-    overlap runs merged with another micro-batch's backward (forward).
-
-    Without pipelining every forward but the first is merged with the previous
-    micro-batch's backward (``combined_1f1b_schedule_for_no_pipelining``). Under interleaved
-    pipelining the 1F1B steps merge them, after ``2 (p - 1) + (v - 1) p + 1`` warm-up
-    forwards on the first stage, one more than without the overlap
-    (``get_pp_rank_microbatches`` in megatron/core/pipeline_parallel/schedules.py, group size
-    ``p`` by default); the first stage has the most, so it sets the step.
-    """
-    m = num_micro_batches(plan)
-    pp, vpp = plan.layout.pp, plan.layout.vpp
-    if pp == 1:
-        return (m - 1) / m
-    chunks = m * vpp
-    warmup = 2 * (pp - 1) + (vpp - 1) * pp + 1
-    return max(0, chunks - warmup) / chunks
-
-
-def ep_overlapped_s(
-    forward_s: float, backward_s: float, times: LayerTimes, share: float, interference: float
-) -> float:
-    """Exposed EP seconds of one layer and micro-batch when a ``share`` of its forwards run
-    merged with another micro-batch's backward: the forward's dispatch and combine hide
-    behind that layer's backward compute and the backward's behind the forward compute;
-    what does not fit stays exposed, and the hidden part slows the compute beside it by
-    ``interference`` (the communication's share of the SMs)."""
-
-    def hidden(comm_s: float, window_s: float) -> float:
-        return max(0.0, comm_s - window_s) + interference * min(comm_s, window_s)
-
-    merged = hidden(forward_s, times.backward_s) + hidden(backward_s, times.forward_s)
-    return (1.0 - share) * (forward_s + backward_s) + share * merged
-
-
-def _ep_exposed_s(
+def _ep_s(
     plan: ParallelPlan,
     arch: ModelArch,
     comm: CommModel,
@@ -307,22 +194,11 @@ def _ep_exposed_s(
     gpu: Gpu | None,
     nvlink_domain_gpus: int,
 ) -> float:
-    """Exposed EP seconds per layer and micro-batch (:func:`_ep_raw_s`): all of them, or,
-    under Megatron-Core's EP all-to-all overlap (``Stack.moe_a2a_overlap``), what
-    :func:`ep_overlapped_s` leaves of them; the flex kernels slow the compute beside them by
-    their SMs' share of the GPU (``Stack.moe_flex_sms``), NCCL's all-to-alls by
-    ``overlap_interference`` (:func:`~clusterforge.perf.compute.overlapped_s`)."""
+    """Exposed EP seconds per layer and micro-batch (:mod:`clusterforge.perf.ep_exposure`)."""
     if arch.num_experts == 1 or plan.layout.ep == 1:
         return 0.0
     in_domain = not _spans_domains(rank_groups(plan, "ep"), nvlink_domain_gpus)
-    forward, backward = _ep_raw_s(plan, arch, comm, stack, gpu, in_domain)
-    if not stack.moe_a2a_overlap:
-        return forward + backward
-    if stack.moe_dispatcher == "flex" and gpu is not None and gpu.num_sms > 0:
-        interference = stack.moe_flex_sms / gpu.num_sms
-    else:
-        interference = load_constants().overlap_interference
-    return ep_overlapped_s(forward, backward, times, combined_step_share(plan), interference)
+    return ep_exposed_s(plan, arch, comm, stack, times, gpu, in_domain)
 
 
 def layer_comm(
@@ -342,7 +218,7 @@ def layer_comm(
         tp_s=_tp_exposed_s(plan, arch, comm, stack, times, intra)
         + amax_reduce_s(arch, plan, comm, stack),
         cp_s=cp_exposed_s(plan, arch, comm, times, stack, nvlink_domain_gpus),
-        ep_s=_ep_exposed_s(plan, arch, comm, stack, times, gpu, nvlink_domain_gpus),
+        ep_s=_ep_s(plan, arch, comm, stack, times, gpu, nvlink_domain_gpus),
     )
 
 

@@ -3,71 +3,8 @@
 A :class:`Stack` is a set of mechanisms, never a speed factor: which attention kernel runs,
 which communications overlap with compute, how gradients are accumulated and reduced, how
 ZeRO-3/FSDP gathers weights, what the model states weigh in memory, and how FP8 is applied.
-Each named stack states the defaults of that framework with their source:
-
-``megatron-2021``
-    Megatron-LM as in Narayanan et al. 2021 (arXiv 2104.04473): explicit attention with a
-    fused softmax, dropout 0.1, no TP/DP/PP overlap, FP16 gradients all-reduced after the
-    backward and accumulated by a separate ``main_grad.add_(grad)`` per parameter.
-``megatron-core``
-    Megatron-Core with Transformer Engine (NVIDIA/Megatron-LM README, "Training Speed and
-    Scalability", r0.8): flash attention, no dropout, ``--tp-comm-overlap``,
-    ``--overlap-grad-reduce --overlap-param-gather``, overlapped pipeline sends, FP32
-    ``main_grad`` buffer reduced in FP32, gradient-accumulation fusion. FP8: Transformer Engine
-    delayed scaling; BF16 weights plus an FP8 weight copy cached across micro-batches
-    (Transformer Engine ``is_first_microbatch``).
-``nemo``
-    NeMo's published performance configurations on Megatron-Core
-    (NVIDIA/NeMo-Framework-Launcher ``launcher_scripts/conf/training/*/*.yaml``, e.g.
-    ``nemotron/nemotron_340b.yaml``: ``mcore_distributed_optim`` with
-    ``grad_sync_dtype: bf16``, ``overlap_grad_sync``/``overlap_param_sync``,
-    ``ub_tp_comm_overlap``, ``overlap_p2p_comm``, gradient-accumulation fusion): the
-    Megatron-Core mechanisms with a BF16 gradient buffer reduced in BF16. FP8: Transformer
-    Engine with FP8 parameters (``fp8_params: true``; NeMo's ``bf16_with_fp8_mixed`` recipe
-    in ``nemo/collections/llm/recipes/precision/mixed_precision.py``), so the weights are
-    stored in FP8 only.
-``megatron-bridge``
-    NeMo Framework 25.x on Megatron-Bridge (NVIDIA-NeMo/Megatron-Bridge
-    ``docs/performance-summary.md`` and ``scripts/performance``): the ``nemo`` mechanisms
-    with Transformer Engine 2.x, whose attention is cuDNN's fused flash attention on Hopper
-    and Blackwell (TE ``get_attention_backend`` prefers FusedAttention on sm90+ since
-    TE 1.8), FP8 with current (per-tensor, per-step) scaling, the "FP8-CS" recipe of the
-    published benchmarks, and Transformer Engine's fused cross-entropy
-    (``cross_entropy_loss_fusion = True`` in ``GPTModelProvider``,
-    ``cross_entropy_fusion_impl = "te"`` in the Llama providers and the performance scripts).
-``deepspeed``
-    Megatron-DeepSpeed with DeepSpeed ZeRO (Rajbhandari et al. 2020; BigScience
-    ``train/tr11-176B-ml``): unfused attention and dropout, no TP overlap, the pipeline
-    engine reduces gradients after the last micro-batch, BF16_Optimizer accumulating in an
-    FP32 buffer (a separate pass), no FP8 recipe of its own (Transformer Engine layers as in
-    Megatron-Core, without the fused norm cast). ZeRO-3 fetches parameters in buckets of
-    ``stage3_prefetch_bucket_size`` = 5e7 elements (DeepSpeed config docs) with
-    ``overlap_comm``, and keeps BF16 shards plus FP32 master weights.
-``fsdp``
-    PyTorch FSDP (Zhao et al. 2023, arXiv 2304.11277, §3-4): one FSDP unit per transformer
-    block, ``BACKWARD_PRE`` prefetch of one unit in the backward and, in the forward, the
-    next unit's all-gather issued by the CPU running ahead of the GPU (§3.3.2, with
-    ``limit_all_gathers`` bounding it), parameters resharded after the forward, no TP overlap, FP32 sharded parameters with BF16 compute
-    (``MixedPrecision(param_dtype=bf16, reduce_dtype=fp32)``), flash attention (PyTorch SDPA).
-``torchtitan``
-    torchtitan with FSDP2 (Liang et al. 2024, arXiv 2410.06511, §2-3): per-block
-    ``fully_shard`` with implicit forward and backward prefetch of one block, FP32 sharded
-    parameters and gradients, BF16 compute, SDPA flash attention, float8 with dynamic
-    tensor-wise scaling (torchao) and FP8 weight all-gather; no persistent FP8 weight copy.
-    Context parallelism is PyTorch's experimental ``context_parallel`` with the all-gather
-    rotation (torchtitan ``experimental.context_parallel_rotate_method = "allgather"``,
-    ``torchtitan/config_manager.py`` at 9dec370, Dec 2024), under
-    ``sdpa_kernel([FLASH_ATTENTION, EFFICIENT_ATTENTION])`` ("currently we only support these
-    two SDP backends", ``torchtitan/utils.py`` ``get_train_context``): SDPA's FlashAttention-2,
-    not cuDNN, which SDPA does not pick on its own either (cuDNN opt-in since PyTorch 2.5.1); K, V are repeated to all query heads before the attention (``repeat_kv`` in
-    ``torchtitan/models/llama/model.py``).
-``maxtext``
-    MaxText on JAX/XLA (AI-Hypercomputer/maxtext ``configs/base.yml``, 8e55ab1, 2024-12-09):
-    FP32 parameters and AdamW moments, XLA-fused element-wise ops, named-tensor
-    ``remat_policy`` (``saved_names``), cuDNN attention (``cudnn_flash_te``), BF16 gradient
-    reductions (the weight-gradient dot's BF16 output, reduced before its cast to FP32), FP8
-    as Flax's ``Fp8DotGeneralOp`` (delayed scaling, inputs quantized per call in XLA fusions)
-    with FP8 weight gathers (XLA's ``CollectiveQuantizer`` moves the quantization first).
+Each named stack states the defaults of that framework with their source
+(:mod:`clusterforge.perf.stack_presets`, which builds them; :func:`stack_named` returns one).
 
 Pipeline schedule: non-interleaved 1F1B (Megatron-LM and NeMo without a virtual pipeline,
 torchtitan's ``"1F1B"``, DeepSpeed's ``PipelineEngine``); interleaving is the layout's ``vpp``.
@@ -75,11 +12,10 @@ torchtitan's ``"1F1B"``, DeepSpeed's ``PipelineEngine``); interleaving is the la
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Literal, assert_never, get_args
+from dataclasses import dataclass
+from typing import Literal, get_args
 
 from clusterforge.perf.stack_options import (
-    ZERO3_DEEPSPEED_GATHERS_PER_LAYER,
     AttentionKernel,
     ContextParallelKernel,
     CrossEntropyKernel,
@@ -147,7 +83,7 @@ class Stack:
     ``zero3_reduce_bucket_params`` gradients per reduce-scatter (0 = one per unit).
     ``fsdp_backward_prefetch``: when FSDP1 issues the backward's next all-gather
     (:data:`FsdpBackwardPrefetch`). ``train_metric_passes``: PyTorch cross-entropies run on
-    every micro-batch's logits for training metrics (:func:`~clusterforge.perf.compute.logits_times`).
+    every micro-batch's logits for training metrics (:func:`~clusterforge.perf.logits.logits_times`).
     ``optimizer``: how the step updates the weights (:data:`OptimizerImpl`).
     ``fsdp_copy_out``: every all-gather's output is copied out into per-parameter tensors
     on the compute stream (FSDP2's per-parameter sharding; FSDP1's flat parameter is a view).
@@ -204,7 +140,7 @@ class Stack:
     ``moe_dispatch_metadata``: the dispatcher also all-gathers the per-expert token counts
     over the EP group, sends the routing probabilities in an all-to-all of their own and,
     with TP, gathers the routed top-k copies over TP in place of the MLP's sequence-parallel
-    pair (Megatron-Core's all-to-all dispatcher; :mod:`clusterforge.perf.exposure`).
+    pair (Megatron-Core's all-to-all dispatcher; :mod:`clusterforge.perf.ep_exposure`).
     ``moe_expert_bias_eager``: the experts' second linear leaves its bias to the MoE layer,
     which adds it expert by expert in PyTorch eager (Megatron-Core's ``TEGroupedMLP``;
     :func:`~clusterforge.perf.moe.expert_output_bias_s`).
@@ -223,7 +159,7 @@ class Stack:
     ``moe_a2a_overlap``: Megatron-Core's ``overlap_moe_expert_parallel_comm``: the 1F1B
     steps run one micro-batch's forward together with another's backward, layer by layer,
     so each one's EP dispatch and combine hide behind the other's compute
-    (``combined_1f1b.py``; :func:`~clusterforge.perf.exposure.ep_overlapped_s`).
+    (``combined_1f1b.py``; :func:`~clusterforge.perf.ep_exposure.ep_overlapped_s`).
     ``recompute_modules``: further Megatron-Core recompute modules of the run's recipe,
     rerun in the backward (:func:`~clusterforge.perf.moe.recompute_modules_s`; none by
     default).
@@ -312,115 +248,9 @@ class Stack:
         return stack_named("megatron-2021")
 
 
-def _unfused_2021(name: str, **changes: object) -> Stack:
-    """Megatron-LM of 2021 and Megatron-DeepSpeed: explicit attention, dropout, no overlap."""
-    base = Stack(
-        name=name,
-        attention="unfused",
-        dropout=True,
-        tp_overlap=False,
-        dp_overlap=False,
-        pp_overlap=False,
-        fused_grad_accumulation=False,
-    )
-    return replace(base, **changes)  # type: ignore[arg-type]
-
-
-def _pytorch(name: str, **changes: object) -> Stack:
-    """PyTorch FSDP stacks: FP32 sharded parameters and moments, torchao float8 (dynamic
-    scaling, no persistent FP8 copy, no fused norm cast), no Megatron TP overlap, eager
-    mode (``torch.compile`` is off by default in torchtitan's ``[compile]`` config and in
-    fms-fsdp's ``use_torch_compile``; a run's configuration may turn it on); under pipeline
-    parallelism the gradients wait unsharded for the last micro-batch
-    (``pipelined_fsdp_no_sync``), and the pipeline sends are not overlapped: PyTorch's
-    ``Schedule1F1B`` and the multi-stage schedules wait on each batched send/receive before
-    the next forward or backward (``_wait_batch_p2p`` in
-    ``torch/distributed/pipelining/schedules.py``)."""
-    base = Stack(
-        name=name,
-        tp_overlap=False,
-        tp_overlap_kind="micro_pipeline",
-        fused_elementwise=False,
-        master_in_parameters=True,
-        weight_bytes=4.0,
-        fp8_weight_bytes=4.0,
-        fp8_copy_bytes=0.0,
-        optimizer_bytes=8.0,
-        fp8_scaling="dynamic",
-        fp8_fused_norm_cast=False,
-        fp8_torchao=True,
-        pp_overlap=False,
-        pipelined_fsdp_no_sync=True,
-        zero2_per_unit=True,
-        moe_dispatch_sync=False,
-        moe_dispatch_metadata=False,
-        moe_expert_bias_eager=False,
-        moe_glu_clamp_eager=False,
-        moe_fp8_padding=False,
-    )
-    return replace(base, **changes)  # type: ignore[arg-type]
-
-
 def stack_named(name: StackName) -> Stack:
-    """The documented mechanisms of stack ``name`` (see the module docstring for sources)."""
-    match name:
-        case "megatron-core":
-            return Stack()
-        case "megatron-2021":
-            return _unfused_2021(name, grad_reduce_bytes=2, grad_buffer_bytes=2.0, fsdp_prefetch=0)
-        case "nemo":
-            return Stack(
-                name=name,
-                grad_reduce_bytes=2,
-                grad_buffer_bytes=2.0,
-                fp8_weight_bytes=1.0,
-                fp8_copy_bytes=0.0,
-            )
-        case "megatron-bridge":
-            return replace(
-                stack_named("nemo"),
-                name=name,
-                attention="cudnn",
-                fp8_scaling="dynamic",
-                cross_entropy="te",
-            )
-        case "deepspeed":
-            return _unfused_2021(
-                name,
-                fsdp_unit_params=5e7,
-                zero3_gathers_per_layer=ZERO3_DEEPSPEED_GATHERS_PER_LAYER,
-                zero3_reduce_bucket_params=5e8,
-                fp8_fused_norm_cast=False,
-                moe_dispatch_sync=False,
-                moe_dispatch_metadata=False,
-                moe_expert_bias_eager=False,
-                moe_glu_clamp_eager=False,
-                moe_fp8_padding=False,
-            )
-        case "fsdp":
-            return _pytorch(name)
-        case "maxtext":
-            return replace(
-                _pytorch(name, attention="cudnn", fused_elementwise=True, fp8_all_gather=True),
-                grad_reduce_bytes=2,
-                fp8_scaling="delayed",
-                fp8_fused_norm_cast=True,
-                fp8_torchao=False,
-                selective_recompute="saved_names",
-            )
-        case "torchtitan":
-            return _pytorch(
-                name,
-                fp8_all_gather=True,
-                fsdp_copy_out=True,
-                attention="sdpa_flash",
-                cross_entropy="torch",
-                context_parallel="torch",
-                kv_heads_expanded=True,
-                selective_recompute="every_other_matmul",
-                tp_layout_copies=True,
-                tp_saves_gathered_input=True,
-                tp_fp8_all_gather=True,
-            )
-        case _:
-            assert_never(name)
+    """The documented mechanisms of stack ``name`` (sources in
+    :mod:`clusterforge.perf.stack_presets`)."""
+    from clusterforge.perf import stack_presets
+
+    return stack_presets.preset(name)

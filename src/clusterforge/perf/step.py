@@ -18,15 +18,14 @@ memory-bound) and "other" (gradient norm, clipping, zeroing), with the overlaps 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-from typing import Any, TypeVar
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from clusterforge.catalog import Gpu, ModelArch
-from clusterforge.perf.async_tp import FusedMatmuls
 from clusterforge.perf.attention import flash_unpad_idle_s
 from clusterforge.perf.calibration import Calibration, calibrated_perf
 from clusterforge.perf.comm import CommModel
-from clusterforge.perf.compute import LayerTimes, layer_times, logits_times
+from clusterforge.perf.compute import LayerTimes, layer_times
 from clusterforge.perf.exposure import (
     LayerComm,
     dp_exposed_s,
@@ -36,7 +35,8 @@ from clusterforge.perf.exposure import (
 )
 from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_step
 from clusterforge.perf.fp8 import fp8_weight_cast_s
-from clusterforge.perf.host import host_cpu, host_idle_s, moe_forward_host_s
+from clusterforge.perf.host import host_cpu, moe_forward_host_s
+from clusterforge.perf.logits import logits_times
 from clusterforge.perf.memory import (
     MemoryBreakdown,
     memory_per_gpu,
@@ -54,6 +54,7 @@ from clusterforge.perf.remat import named_recompute_flops
 from clusterforge.perf.roofline import GpuPerf, gpu_perf, load_constants
 from clusterforge.perf.sharded import zero3_copy_out_s, zero3_exposed_s
 from clusterforge.perf.stack import Stack
+from clusterforge.perf.stage import Stage, blend, embedding_s, stage_time
 from clusterforge.perf.uncertainty import Band, run_class, validation_band
 from clusterforge.perf.update import grad_accumulation_s, optimizer_step_s
 
@@ -154,91 +155,13 @@ class Prediction:
         }
 
 
-@dataclass(frozen=True)
-class _Stage:
-    compute_s: float
-    tp_s: float
-    cp_s: float
-    ep_s: float
-    forward_s: float
-    backward_s: float
-
-    @property
-    def total_s(self) -> float:
-        return self.compute_s + self.tp_s + self.cp_s + self.ep_s
-
-
-def _embedding_s(arch: ModelArch, plan: ParallelPlan, perf_hbm: float) -> float:
-    """Embedding lookup (write) and its gradient scatter (read + write), memory-bound."""
-    tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
-    return 3 * 2.0 * tokens * arch.hidden_size / perf_hbm
-
-
-def _stage(
-    index: int,
-    layers: int,
-    plan: ParallelPlan,
-    times: LayerTimes,
-    comm: LayerComm,
-    ends: tuple[float, float, float],
-    accumulate_s: float,
-    host_s: float = 0.0,
-    sync_idle_s: float = 0.0,
-) -> _Stage:
-    """Per-micro-batch seconds of pipeline stage ``index`` holding ``layers`` layers.
-
-    ``host_s``: host issue seconds of one layer's forward when the CPU cannot run ahead
-    (:mod:`clusterforge.perf.host`); the forward, and a full recomputation of it, take at
-    least that long. ``sync_idle_s``: GPU idle seconds of one layer's forward behind a
-    blocking host call inside it, paid again by a full recomputation.
-    """
-    embed_s, logits_f, logits_b = ends
-    idle = host_idle_s(host_s, times.forward_s, comm.tp_s + comm.cp_s + comm.ep_s) + sync_idle_s
-    forward = layers * (times.forward_s + idle)
-    recompute = times.recompute_s
-    if plan.recompute == "full":
-        recompute += host_idle_s(host_s, recompute, comm.tp_s + comm.cp_s + comm.ep_s) + sync_idle_s
-    backward = layers * (times.backward_s + recompute) + accumulate_s
-    if index == 0:
-        forward += embed_s / 3
-        backward += 2 * embed_s / 3
-    if index == plan.layout.pp - 1:
-        forward += logits_f
-        backward += logits_b
-    return _Stage(
-        compute_s=forward + backward,
-        tp_s=layers * comm.tp_s,
-        cp_s=layers * comm.cp_s,
-        ep_s=layers * comm.ep_s,
-        forward_s=forward,
-        backward_s=backward,
-    )
-
-
-_T = TypeVar("_T", LayerTimes, LayerComm, FusedMatmuls)
-
-
-def _blend(recomputed: _T, kept: _T, share: float) -> _T:
-    """Per-layer average when ``share`` of the layers is recomputed (every field linear,
-    nested records field by field)."""
-    values = {}
-    for f in fields(recomputed):
-        mine, other = getattr(recomputed, f.name), getattr(kept, f.name)
-        values[f.name] = (
-            _blend(mine, other, share)
-            if isinstance(mine, FusedMatmuls)
-            else share * mine + (1 - share) * other
-        )
-    return type(recomputed)(**values)
-
-
 def _dp_s(
     arch: ModelArch,
     plan: ParallelPlan,
     comm: CommModel,
     stack: Stack,
     times: LayerTimes,
-    first: _Stage,
+    first: Stage,
     layers: int,
     num_micro: int,
 ) -> float:
@@ -323,8 +246,8 @@ def _layer_costs(
         kept = plan.with_(recompute="none")
         kept_times = layer_times(arch, kept, perf, stack)
         kept_comm = layer_comm(arch, kept, kept_times, comm, stack, nvlink_domain_gpus, gpu)
-        times = _blend(times, kept_times, share)
-        per_layer_comm = _blend(per_layer_comm, kept_comm, share)
+        times = blend(times, kept_times, share)
+        per_layer_comm = blend(per_layer_comm, kept_comm, share)
     return times, per_layer_comm
 
 
@@ -337,18 +260,18 @@ def _stages(
     stages: tuple[int, ...],
     times: LayerTimes,
     per_layer_comm: LayerComm,
-) -> list[_Stage]:
+) -> list[Stage]:
     """Each pipeline stage's time per micro-batch: its layers, the embedding and logits at
     the ends, the per-stage extras (gradient accumulation, FP8 weight casts, offload,
     ZeRO-3 copies) and the MoE forward's host floor."""
     hbm = perf.hbm_gbyte_per_s * 1e9 * load_constants().hbm_efficiency
-    ends = (_embedding_s(arch, plan, hbm), *logits_times(arch, plan, perf, stack))
+    ends = (embedding_s(arch, plan, hbm), *logits_times(arch, plan, perf, stack))
     host_s = moe_forward_host_s(
         arch, stack, host_cpu(gpu), max(1, arch.num_experts // plan.layout.ep)
     )
     sync_idle_s = flash_unpad_idle_s(arch, plan, perf, stack, gpu)
     return [
-        _stage(
+        stage_time(
             i,
             n,
             plan,

@@ -1,0 +1,201 @@
+"""The named software stacks: each framework's documented defaults as a :class:`~clusterforge.
+perf.stack.Stack`, with their sources.
+
+``megatron-2021``
+    Megatron-LM as in Narayanan et al. 2021 (arXiv 2104.04473): explicit attention with a
+    fused softmax, dropout 0.1, no TP/DP/PP overlap, FP16 gradients all-reduced after the
+    backward and accumulated by a separate ``main_grad.add_(grad)`` per parameter.
+``megatron-core``
+    Megatron-Core with Transformer Engine (NVIDIA/Megatron-LM README, "Training Speed and
+    Scalability", r0.8): flash attention, no dropout, ``--tp-comm-overlap``,
+    ``--overlap-grad-reduce --overlap-param-gather``, overlapped pipeline sends, FP32
+    ``main_grad`` buffer reduced in FP32, gradient-accumulation fusion. FP8: Transformer Engine
+    delayed scaling; BF16 weights plus an FP8 weight copy cached across micro-batches
+    (Transformer Engine ``is_first_microbatch``).
+``nemo``
+    NeMo's published performance configurations on Megatron-Core
+    (NVIDIA/NeMo-Framework-Launcher ``launcher_scripts/conf/training/*/*.yaml``, e.g.
+    ``nemotron/nemotron_340b.yaml``: ``mcore_distributed_optim`` with
+    ``grad_sync_dtype: bf16``, ``overlap_grad_sync``/``overlap_param_sync``,
+    ``ub_tp_comm_overlap``, ``overlap_p2p_comm``, gradient-accumulation fusion): the
+    Megatron-Core mechanisms with a BF16 gradient buffer reduced in BF16. FP8: Transformer
+    Engine with FP8 parameters (``fp8_params: true``; NeMo's ``bf16_with_fp8_mixed`` recipe
+    in ``nemo/collections/llm/recipes/precision/mixed_precision.py``), so the weights are
+    stored in FP8 only.
+``megatron-bridge``
+    NeMo Framework 25.x on Megatron-Bridge (NVIDIA-NeMo/Megatron-Bridge
+    ``docs/performance-summary.md`` and ``scripts/performance``): the ``nemo`` mechanisms
+    with Transformer Engine 2.x, whose attention is cuDNN's fused flash attention on Hopper
+    and Blackwell (TE ``get_attention_backend`` prefers FusedAttention on sm90+ since
+    TE 1.8), FP8 with current (per-tensor, per-step) scaling, the "FP8-CS" recipe of the
+    published benchmarks, and Transformer Engine's fused cross-entropy
+    (``cross_entropy_loss_fusion = True`` in ``GPTModelProvider``,
+    ``cross_entropy_fusion_impl = "te"`` in the Llama providers and the performance scripts).
+``deepspeed``
+    Megatron-DeepSpeed with DeepSpeed ZeRO (Rajbhandari et al. 2020; BigScience
+    ``train/tr11-176B-ml``): unfused attention and dropout, no TP overlap, the pipeline
+    engine reduces gradients after the last micro-batch, BF16_Optimizer accumulating in an
+    FP32 buffer (a separate pass), no FP8 recipe of its own (Transformer Engine layers as in
+    Megatron-Core, without the fused norm cast). ZeRO-3 fetches parameters in buckets of
+    ``stage3_prefetch_bucket_size`` = 5e7 elements (DeepSpeed config docs) with
+    ``overlap_comm``, and keeps BF16 shards plus FP32 master weights.
+``fsdp``
+    PyTorch FSDP (Zhao et al. 2023, arXiv 2304.11277, §3-4): one FSDP unit per transformer
+    block, ``BACKWARD_PRE`` prefetch of one unit in the backward and, in the forward, the
+    next unit's all-gather issued by the CPU running ahead of the GPU (§3.3.2, with
+    ``limit_all_gathers`` bounding it), parameters resharded after the forward, no TP overlap, FP32 sharded parameters with BF16 compute
+    (``MixedPrecision(param_dtype=bf16, reduce_dtype=fp32)``), flash attention (PyTorch SDPA).
+``torchtitan``
+    torchtitan with FSDP2 (Liang et al. 2024, arXiv 2410.06511, §2-3): per-block
+    ``fully_shard`` with implicit forward and backward prefetch of one block, FP32 sharded
+    parameters and gradients, BF16 compute, SDPA flash attention, float8 with dynamic
+    tensor-wise scaling (torchao) and FP8 weight all-gather; no persistent FP8 weight copy.
+    Context parallelism is PyTorch's experimental ``context_parallel`` with the all-gather
+    rotation (torchtitan ``experimental.context_parallel_rotate_method = "allgather"``,
+    ``torchtitan/config_manager.py`` at 9dec370, Dec 2024), under
+    ``sdpa_kernel([FLASH_ATTENTION, EFFICIENT_ATTENTION])`` ("currently we only support these
+    two SDP backends", ``torchtitan/utils.py`` ``get_train_context``): SDPA's FlashAttention-2,
+    not cuDNN, which SDPA does not pick on its own either (cuDNN opt-in since PyTorch 2.5.1); K, V are repeated to all query heads before the attention (``repeat_kv`` in
+    ``torchtitan/models/llama/model.py``).
+``maxtext``
+    MaxText on JAX/XLA (AI-Hypercomputer/maxtext ``configs/base.yml``, 8e55ab1, 2024-12-09):
+    FP32 parameters and AdamW moments, XLA-fused element-wise ops, named-tensor
+    ``remat_policy`` (``saved_names``), cuDNN attention (``cudnn_flash_te``), BF16 gradient
+    reductions (the weight-gradient dot's BF16 output, reduced before its cast to FP32), FP8
+    as Flax's ``Fp8DotGeneralOp`` (delayed scaling, inputs quantized per call in XLA fusions)
+    with FP8 weight gathers (XLA's ``CollectiveQuantizer`` moves the quantization first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import assert_never
+
+from clusterforge.perf.stack import Stack, StackName
+from clusterforge.perf.stack_options import ZERO3_DEEPSPEED_GATHERS_PER_LAYER
+
+__all__ = ["preset"]
+
+
+def _unfused_2021(name: str, **changes: object) -> Stack:
+    """Megatron-LM of 2021 and Megatron-DeepSpeed: explicit attention, dropout, no overlap."""
+    base = Stack(
+        name=name,
+        attention="unfused",
+        dropout=True,
+        tp_overlap=False,
+        dp_overlap=False,
+        pp_overlap=False,
+        fused_grad_accumulation=False,
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def _pytorch(name: str, **changes: object) -> Stack:
+    """PyTorch FSDP stacks: FP32 sharded parameters and moments, torchao float8 (dynamic
+    scaling, no persistent FP8 copy, no fused norm cast), no Megatron TP overlap, eager
+    mode (``torch.compile`` is off by default in torchtitan's ``[compile]`` config and in
+    fms-fsdp's ``use_torch_compile``; a run's configuration may turn it on); under pipeline
+    parallelism the gradients wait unsharded for the last micro-batch
+    (``pipelined_fsdp_no_sync``), and the pipeline sends are not overlapped: PyTorch's
+    ``Schedule1F1B`` and the multi-stage schedules wait on each batched send/receive before
+    the next forward or backward (``_wait_batch_p2p`` in
+    ``torch/distributed/pipelining/schedules.py``)."""
+    base = Stack(
+        name=name,
+        tp_overlap=False,
+        tp_overlap_kind="micro_pipeline",
+        fused_elementwise=False,
+        master_in_parameters=True,
+        weight_bytes=4.0,
+        fp8_weight_bytes=4.0,
+        fp8_copy_bytes=0.0,
+        optimizer_bytes=8.0,
+        fp8_scaling="dynamic",
+        fp8_fused_norm_cast=False,
+        fp8_torchao=True,
+        pp_overlap=False,
+        pipelined_fsdp_no_sync=True,
+        zero2_per_unit=True,
+        moe_dispatch_sync=False,
+        moe_dispatch_metadata=False,
+        moe_expert_bias_eager=False,
+        moe_glu_clamp_eager=False,
+        moe_fp8_padding=False,
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def _maxtext() -> Stack:
+    """The ``maxtext`` stack (see the module docstring)."""
+    return replace(
+        _pytorch("maxtext", attention="cudnn", fused_elementwise=True, fp8_all_gather=True),
+        grad_reduce_bytes=2,
+        fp8_scaling="delayed",
+        fp8_fused_norm_cast=True,
+        fp8_torchao=False,
+        selective_recompute="saved_names",
+    )
+
+
+def _torchtitan() -> Stack:
+    """The ``torchtitan`` stack (see the module docstring)."""
+    return _pytorch(
+        "torchtitan",
+        fp8_all_gather=True,
+        fsdp_copy_out=True,
+        attention="sdpa_flash",
+        cross_entropy="torch",
+        context_parallel="torch",
+        kv_heads_expanded=True,
+        selective_recompute="every_other_matmul",
+        tp_layout_copies=True,
+        tp_saves_gathered_input=True,
+        tp_fp8_all_gather=True,
+    )
+
+
+def preset(name: StackName) -> Stack:
+    """The documented mechanisms of stack ``name`` (the module docstring gives the sources)."""
+    match name:
+        case "megatron-core":
+            return Stack()
+        case "megatron-2021":
+            return _unfused_2021(name, grad_reduce_bytes=2, grad_buffer_bytes=2.0, fsdp_prefetch=0)
+        case "nemo":
+            return Stack(
+                name=name,
+                grad_reduce_bytes=2,
+                grad_buffer_bytes=2.0,
+                fp8_weight_bytes=1.0,
+                fp8_copy_bytes=0.0,
+            )
+        case "megatron-bridge":
+            return replace(
+                preset("nemo"),
+                name=name,
+                attention="cudnn",
+                fp8_scaling="dynamic",
+                cross_entropy="te",
+            )
+        case "deepspeed":
+            return _unfused_2021(
+                name,
+                fsdp_unit_params=5e7,
+                zero3_gathers_per_layer=ZERO3_DEEPSPEED_GATHERS_PER_LAYER,
+                zero3_reduce_bucket_params=5e8,
+                fp8_fused_norm_cast=False,
+                moe_dispatch_sync=False,
+                moe_dispatch_metadata=False,
+                moe_expert_bias_eager=False,
+                moe_glu_clamp_eager=False,
+                moe_fp8_padding=False,
+            )
+        case "fsdp":
+            return _pytorch(name)
+        case "maxtext":
+            return _maxtext()
+        case "torchtitan":
+            return _torchtitan()
+        case _:
+            assert_never(name)
