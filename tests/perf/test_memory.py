@@ -8,11 +8,11 @@ from clusterforge.catalog import ModelArch
 from clusterforge.job import JobLayout
 from clusterforge.perf.memory import activation_bytes_per_layer, memory_per_gpu
 from clusterforge.perf.parallel import ParallelPlan
-from clusterforge.perf.stack import Stack
+from clusterforge.perf.stack import Stack, stack_named
 
 GPT = ModelArch(num_layers=96, hidden_size=12288, num_heads=96, vocab_size=51200)
 S, B, H, A = 2048, 1, 12288, 96
-UNFUSED = Stack.megatron_2021()  # explicit attention + dropout: Korthikanti's setting
+UNFUSED = stack_named("megatron-2021")  # explicit attention + dropout: Korthikanti's setting
 
 
 def plan(tp: int = 1, **kw) -> ParallelPlan:
