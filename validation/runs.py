@@ -34,8 +34,8 @@ from clusterforge.perf.comm import CommModel
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.predict import design_comm
 from clusterforge.perf.search import least_recompute
-from clusterforge.perf.stack import MoeDispatcher, Stack, stack_named
-from clusterforge.perf.stack_options import RematName
+from clusterforge.perf.stack import Stack, stack_named
+from clusterforge.perf.stack_options import MoeDispatcher, RematName
 from clusterforge.perf.step import Prediction, predict_step
 from clusterforge.perf.uncertainty import run_class
 from clusterforge.spec import parse_spec

@@ -75,34 +75,9 @@ from dataclasses import replace
 from typing import assert_never
 
 from clusterforge.perf.stack_base import STACK_NAMES, Stack, StackName
-from clusterforge.perf.stack_options import (
-    ZERO3_DEEPSPEED_GATHERS_PER_LAYER,
-    AttentionKernel,
-    ContextParallelKernel,
-    CrossEntropyKernel,
-    CudaGraphModule,
-    Fp8Scaling,
-    FsdpBackwardPrefetch,
-    MoeDispatcher,
-    SelectivePolicy,
-    TpOverlapKind,
-)
+from clusterforge.perf.stack_options import ZERO3_DEEPSPEED_GATHERS_PER_LAYER
 
-__all__ = [
-    "STACK_NAMES",
-    "AttentionKernel",
-    "ContextParallelKernel",
-    "CrossEntropyKernel",
-    "CudaGraphModule",
-    "Fp8Scaling",
-    "FsdpBackwardPrefetch",
-    "MoeDispatcher",
-    "SelectivePolicy",
-    "Stack",
-    "StackName",
-    "TpOverlapKind",
-    "stack_named",
-]
+__all__ = ["STACK_NAMES", "Stack", "StackName", "stack_named"]
 
 
 def _unfused_2021(name: str, **changes: object) -> Stack:

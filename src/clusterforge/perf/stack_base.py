@@ -30,20 +30,7 @@ from clusterforge.perf.stack_options import (
     TpOverlapKind,
 )
 
-__all__ = [
-    "STACK_NAMES",
-    "AttentionKernel",
-    "ContextParallelKernel",
-    "CrossEntropyKernel",
-    "CudaGraphModule",
-    "Fp8Scaling",
-    "FsdpBackwardPrefetch",
-    "MoeDispatcher",
-    "SelectivePolicy",
-    "Stack",
-    "StackName",
-    "TpOverlapKind",
-]
+__all__ = ["STACK_NAMES", "Stack", "StackName"]
 
 StackName = Literal[
     "megatron-2021",
