@@ -30,6 +30,7 @@ __all__ = [
     "BF16_BYTES",
     "GpuPerf",
     "PerfConstants",
+    "fp8_epilogue_s",
     "gemm_shape_efficiency",
     "gemm_time_s",
     "gpu_perf",
@@ -224,6 +225,34 @@ def gemm_shape_efficiency(m: float, n: float, k: float, perf: GpuPerf, batch: fl
     return _tiling(m, n, k, perf, batch)[0]
 
 
+def fp8_epilogue_s(
+    m: float, n: float, perf: GpuPerf, batch: float = 1.0, output_bytes: float = BF16_BYTES
+) -> float:
+    """Output-write time an FP8 GEMM keeps that its FP8 ceiling would have shrunk.
+
+    A GEMM kernel runs each output tile's main loop (operand loads, tensor-core MMAs) and
+    then its epilogue (scale, convert, store the tile); on Hopper a tile's epilogue overlaps
+    the next main loop only in the ping-pong kernel schedule, not in the cooperative one
+    (CUTLASS ``media/docs/cpp/efficient_gemm.md``, "Hopper Warp Specialization", commit 21779de), so the
+    store is taken as exposed. The large-shape share is calibrated on BF16 training runs, so
+    a BF16 GEMM's exposed store is inside it; an FP8 GEMM runs at that share of the FP8
+    ceiling, which divides the store's time by the FP8 over BF16 ceiling ratio ``r`` as
+    well, although its output is still written in BF16 (torchao ``_scaled_mm`` with
+    ``out_dtype=bfloat16``, Transformer Engine's FP8 GEMMs). What the ratio took away is added
+    back, with nothing fitted:
+
+        t = output bytes / (eta_hbm x HBM) x (1 - 1 / r),  r = MAMF_fp8 / MAMF_bf16
+
+    It is zero for BF16 GEMMs (``r = 1``) and grows as K shrinks relative to the output
+    (Llama 3 8B at TP 8: K = 512 for the row-parallel attention output).
+    """
+    if perf.bf16_matmul_tflops <= 0 or perf.matmul_tflops <= perf.bf16_matmul_tflops:
+        return 0.0
+    c = load_constants()
+    write_s = output_bytes * m * n * batch / (perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency)
+    return write_s * (1.0 - perf.bf16_matmul_tflops / perf.matmul_tflops)
+
+
 def gemm_time_s(
     m: float,
     n: float,
@@ -249,6 +278,6 @@ def gemm_time_s(
     # Split-K partial tiles are written and read back in FP32 before the final sum.
     num_bytes += 2 * 4 * m * n * batch * (split - 1)
     rate = perf.matmul_tflops * 1e12 * perf.gemm_efficiency
-    compute_s = flops / (rate * efficiency)
+    compute_s = flops / (rate * efficiency) + fp8_epilogue_s(m, n, perf, batch, output_bytes)
     memory_s = num_bytes / (perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency)
     return max(compute_s, memory_s) + c.kernel_overhead_s
