@@ -62,3 +62,10 @@ def test_short_k_loses_fp8_rate_in_the_direction_published(h100) -> None:
     measured = (2 * m * 8192 * 1024 / 0.257e-3) / (2 * m * 7168 * 8192 / 1.470e-3)
     assert measured == pytest.approx(0.82, abs=0.01)
     assert measured < rate(8192, 1024) / rate(7168, 8192) < 0.95
+
+
+def test_blackwell_drains_its_tensor_memory_accumulator_behind_the_next_tile() -> None:
+    """B200's FP8 GEMMs keep the same share of MAMF as its BF16 ones at K = 2,048-4,096 (the
+    XLA table rows of validation/gemm_microbench.toml): no exposed store on Blackwell."""
+    fp8 = gpu_perf(load_catalog().gpus["b200"], "fp8")
+    assert fp8_epilogue_s(98304, 4096, fp8) == 0.0
