@@ -10,8 +10,10 @@ FLOPS, measured with the best GEMM shape; Bekman, "Machine Learning Engineering"
 ``compute/accelerator/README.md``), not the datasheet peak. ``eta_gemm`` is the large-shape
 efficiency a training step sustains (per GPU where its calibration runs fit one, see
 ``[[sustained_gemm]]``); ``eta_shape`` (:func:`gemm_shape_efficiency`) is what a GEMM of a
-given shape keeps of it once its output is cut into tiles and the tiles run in waves over the SMs. All
-constants live in ``data/efficiency.toml`` with their sources.
+given shape keeps of it once its output is cut into tiles and the tiles run in waves over the SMs. An
+FP8 GEMM on Hopper adds the part of its BF16 output write that the FP8 ceiling would have
+shrunk (:func:`fp8_epilogue_s`). All constants live in ``data/efficiency.toml`` with their
+sources.
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from clusterforge.catalog import Gpu, load_catalog
+from clusterforge.catalog import Gpu, gpu_architecture, load_catalog
 from clusterforge.constants import read_constants
 
 __all__ = [
     "BF16_BYTES",
     "GpuPerf",
     "PerfConstants",
+    "fp8_epilogue_s",
     "gemm_shape_efficiency",
     "gemm_time_s",
     "gpu_perf",
@@ -224,6 +227,51 @@ def gemm_shape_efficiency(m: float, n: float, k: float, perf: GpuPerf, batch: fl
     return _tiling(m, n, k, perf, batch)[0]
 
 
+@cache
+def _register_accumulators(gpu_id: str) -> bool:
+    """True when ``gpu_id``'s tensor cores accumulate in the registers of the warps that also
+    run the epilogue (CUDA ISA below sm_100: Ada, Hopper). Blackwell (sm_100 on) accumulates
+    in Tensor Memory, and its GEMM kernels double-buffer that accumulator so that one tile's
+    epilogue drains while the next tile's MMAs run. Unknown GPUs: False (no term)."""
+    catalog = load_catalog()
+    if not any(gpu_id in a.gpus for a in catalog.architectures):
+        return False
+    isa = gpu_architecture(catalog, gpu_id).isa
+    return isa.startswith("sm_") and isa[3:].isdigit() and int(isa[3:]) < 100
+
+
+def fp8_epilogue_s(
+    m: float, n: float, perf: GpuPerf, batch: float = 1.0, output_bytes: float = BF16_BYTES
+) -> float:
+    """Output-write time an FP8 GEMM on Hopper keeps that its FP8 ceiling would have shrunk.
+
+    A GEMM kernel runs each output tile's main loop (operand loads, tensor-core MMAs) and
+    then its epilogue (scale, convert, store the tile). On Hopper a tile's epilogue overlaps
+    the math of another tile only in the ping-pong kernel schedule; in the cooperative one
+    both consumer warp groups work on the same tile (CUTLASS
+    ``media/docs/cpp/efficient_gemm.md``, "Hopper Warp Specialization", at 21779de), so the
+    store is taken as exposed. The large-shape share is calibrated on BF16 training runs, so
+    a BF16 GEMM's exposed store is inside it; an FP8 GEMM runs at that share of the FP8
+    ceiling, which divides the store's time by the FP8 over BF16 ceiling ratio ``r`` as
+    well, although its output is still written in BF16 (torchao ``_scaled_mm`` with
+    ``out_dtype=bfloat16``, Transformer Engine's FP8 GEMMs). What the ratio took away is added
+    back, with nothing fitted:
+
+        t = output bytes / (eta_hbm x HBM) x (1 - 1 / r),  r = MAMF_fp8 / MAMF_bf16
+
+    It is zero for BF16 GEMMs (``r = 1``) and on GPUs without register accumulators
+    (:func:`_register_accumulators`), and its share grows as K shrinks relative to the output
+    (Llama 3 8B at TP 8: K = 512 for the row-parallel attention output).
+    """
+    if perf.bf16_matmul_tflops <= 0 or perf.matmul_tflops <= perf.bf16_matmul_tflops:
+        return 0.0
+    if not _register_accumulators(perf.gpu_id):
+        return 0.0
+    c = load_constants()
+    write_s = output_bytes * m * n * batch / (perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency)
+    return write_s * (1.0 - perf.bf16_matmul_tflops / perf.matmul_tflops)
+
+
 def gemm_time_s(
     m: float,
     n: float,
@@ -249,6 +297,6 @@ def gemm_time_s(
     # Split-K partial tiles are written and read back in FP32 before the final sum.
     num_bytes += 2 * 4 * m * n * batch * (split - 1)
     rate = perf.matmul_tflops * 1e12 * perf.gemm_efficiency
-    compute_s = flops / (rate * efficiency)
+    compute_s = flops / (rate * efficiency) + fp8_epilogue_s(m, n, perf, batch, output_bytes)
     memory_s = num_bytes / (perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency)
     return max(compute_s, memory_s) + c.kernel_overhead_s
