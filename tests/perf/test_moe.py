@@ -645,3 +645,25 @@ def test_drop_and_pad_runs_skip_the_fp8_padding_when_the_capacity_is_aligned(mod
     assert fp8_padding_s(arch, plan, perf, dropped) == 0.0
     odd = plan.with_(seq_length=4100)
     assert fp8_padding_s(arch, odd, perf, dropped) == fp8_padding_s(arch, odd, perf, stack) > 0
+
+
+def test_drop_and_pad_skips_the_token_count_all_gather(models, h100, h100_comm) -> None:
+    # With moe_pad_expert_input_to_capacity, MoEAlltoAllTokenDispatcher.preprocess returns the
+    # fixed capacity counts before the TP x EP all-gather of the token counts (core_v0.15.0);
+    # the tokens' and probabilities' all-to-alls stay.
+    from clusterforge.perf.compute import layer_times
+    from clusterforge.perf.exposure import layer_comm
+    from clusterforge.perf.roofline import gpu_perf
+
+    arch = models["gpt-oss-120b"]
+    plan = _plan(dp=8, ep=8).with_(recompute="none")
+    stack = stack_named("megatron-bridge")
+    dropped = replace(stack, moe_drop_and_pad=True)
+    times = layer_times(arch, plan, gpu_perf(h100, "bf16"), stack)
+    counts = h100_comm.collective_time_s(
+        "all_gather", arch.num_experts * 8.0 * 8, rank_groups(plan, "ep")
+    )
+    dropless = layer_comm(arch, plan, times, h100_comm, stack, 8).ep_s
+    assert layer_comm(arch, plan, times, h100_comm, dropped, 8).ep_s == pytest.approx(
+        dropless - counts
+    )

@@ -131,7 +131,7 @@ def test_drop_and_pad_skips_the_sync_and_its_host_floor(models, h100, h100_comm)
     dropped = replace(BRIDGE, moe_drop_and_pad=True)
     assert moe_forward_host_s(arch, BRIDGE, "x86") > 0.0
     assert moe_forward_host_s(arch, dropped, "x86") == 0.0
-    no_sync = replace(BRIDGE, moe_dispatch_sync=False)
+    no_sync = replace(dropped, moe_dispatch_sync=False)
     dropped_step = predict_step(arch, plan, h100, h100_comm, 8, dropped).step_time_s
     assert dropped_step == predict_step(arch, plan, h100, h100_comm, 8, no_sync).step_time_s
     assert dropped_step < predict_step(arch, plan, h100, h100_comm, 8, BRIDGE).step_time_s
