@@ -139,8 +139,8 @@ class Stack:
     ``moe_drop_and_pad``: the run drops tokens past each expert's capacity and pads every
     expert's input to it (Megatron ``moe_expert_capacity_factor`` with
     ``moe_pad_expert_input_to_capacity``): the split sizes are known on the host without a
-    copy, so the dispatcher does not sync (:func:`~clusterforge.perf.host.moe_forward_host_s`),
-    and FP8 runs skip the experts' row padding when the capacity is 16-aligned
+    copy, so the dispatcher does not sync (:func:`~clusterforge.perf.host.moe_forward_host_s`)
+    nor all-gather the counts (:mod:`clusterforge.perf.ep_exposure`), and FP8 runs skip the experts' row padding when the capacity is 16-aligned
     (:func:`~clusterforge.perf.moe.fp8_padding_s`).
     ``moe_dispatch_metadata``: the dispatcher also all-gathers the per-expert token counts
     over the EP group, sends the routing probabilities in an all-to-all of their own and,
