@@ -123,6 +123,22 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, distribute_checkpoints=row["distribute_checkpoints"])
     if "cuda_graph_modules" in row:  # Megatron --cuda-graph-modules of the run's recipe
         stack = replace(stack, cuda_graph_modules=tuple(row["cuda_graph_modules"]))
+    stack = _moe_stack(row, stack)
+    if "recompute_modules" in row:  # Megatron --recompute-modules of the run's recipe
+        stack = replace(stack, recompute_modules=tuple(row["recompute_modules"]))
+    if "remat_saved" in row:  # the tensors a MaxText remat_policy keeps (JAX checkpoint names)
+        unknown = set(row["remat_saved"]) - set(get_args(RematName))
+        if unknown:
+            raise ValueError(
+                f"{row.get('name', '?')}: remat_saved names {sorted(unknown)} unknown; use "
+                f"MaxText's checkpoint names {list(get_args(RematName))}"
+            )
+        stack = replace(stack, remat_saved=tuple(row["remat_saved"]))
+    return stack
+
+
+def _moe_stack(row: dict[str, Any], stack: Stack) -> Stack:
+    """The row's MoE dispatcher settings (Megatron-Core's names) applied to ``stack``."""
     if "moe_dispatcher" in row:  # Megatron moe_token_dispatcher_type ("flex": DeepEP/HybridEP)
         if row["moe_dispatcher"] not in get_args(MoeDispatcher):
             raise PlanError(
@@ -134,16 +150,13 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, moe_flex_sms=row["moe_flex_sms"])
     if "moe_a2a_overlap" in row:  # Megatron overlap_moe_expert_parallel_comm
         stack = replace(stack, moe_a2a_overlap=row["moe_a2a_overlap"])
-    if "recompute_modules" in row:  # Megatron --recompute-modules of the run's recipe
-        stack = replace(stack, recompute_modules=tuple(row["recompute_modules"]))
-    if "remat_saved" in row:  # the tensors a MaxText remat_policy keeps (JAX checkpoint names)
-        unknown = set(row["remat_saved"]) - set(get_args(RematName))
-        if unknown:
-            raise ValueError(
-                f"{row.get('name', '?')}: remat_saved names {sorted(unknown)} unknown; use "
-                f"MaxText's checkpoint names {list(get_args(RematName))}"
+    if "moe_drop_and_pad" in row:  # Megatron moe_pad_expert_input_to_capacity (token drop)
+        if not isinstance(row["moe_drop_and_pad"], bool):
+            raise PlanError(
+                f"row {row.get('name', '?')}: moe_drop_and_pad = {row['moe_drop_and_pad']!r}: "
+                "use true (moe_pad_expert_input_to_capacity with a capacity factor) or false"
             )
-        stack = replace(stack, remat_saved=tuple(row["remat_saved"]))
+        stack = replace(stack, moe_drop_and_pad=row["moe_drop_and_pad"])
     return stack
 
 

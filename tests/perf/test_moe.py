@@ -626,3 +626,44 @@ def test_flex_overlap_slows_the_compute_beside_it_by_its_sm_share(models, h100, 
     assert got == pytest.approx(want)
     more_sms = layer_comm(arch, plan, times, h100_comm, replace(overlap, moe_flex_sms=64), 8, h100)
     assert more_sms.ep_s > got
+
+
+def test_drop_and_pad_runs_skip_the_fp8_padding_when_the_capacity_is_aligned(models, h100) -> None:
+    # With moe_pad_expert_input_to_capacity every local expert gets capacity x TP x EP rows
+    # (token_dispatcher.py preprocess, core_v0.15.0), capacity = ceil(tokens x top-k /
+    # experts x 1.0) (moe_utils.get_capacity); TE's Fp8Padding returns its input when every
+    # count is already a multiple of 16. Qwen3-30B-A3B, 4,096 tokens, top-8, 128 experts:
+    # capacity 256, 2,048 rows per expert at EP 8: aligned. 4,100 tokens: 257 x 8 = 2,056: not.
+    from clusterforge.perf.moe import fp8_padding_s
+    from clusterforge.perf.roofline import gpu_perf
+
+    arch, perf = models["qwen3-30b-a3b"], gpu_perf(h100, "fp8")
+    stack = stack_named("megatron-bridge")
+    dropped = replace(stack, moe_drop_and_pad=True)
+    plan = _plan(dp=8, ep=8).with_(precision="fp8", recompute="none")
+    assert fp8_padding_s(arch, plan, perf, stack) > 0.0
+    assert fp8_padding_s(arch, plan, perf, dropped) == 0.0
+    odd = plan.with_(seq_length=4100)
+    assert fp8_padding_s(arch, odd, perf, dropped) == fp8_padding_s(arch, odd, perf, stack) > 0
+
+
+def test_drop_and_pad_skips_the_token_count_all_gather(models, h100, h100_comm) -> None:
+    # With moe_pad_expert_input_to_capacity, MoEAlltoAllTokenDispatcher.preprocess returns the
+    # fixed capacity counts before the TP x EP all-gather of the token counts (core_v0.15.0);
+    # the tokens' and probabilities' all-to-alls stay.
+    from clusterforge.perf.compute import layer_times
+    from clusterforge.perf.exposure import layer_comm
+    from clusterforge.perf.roofline import gpu_perf
+
+    arch = models["gpt-oss-120b"]
+    plan = _plan(dp=8, ep=8).with_(recompute="none")
+    stack = stack_named("megatron-bridge")
+    dropped = replace(stack, moe_drop_and_pad=True)
+    times = layer_times(arch, plan, gpu_perf(h100, "bf16"), stack)
+    counts = h100_comm.collective_time_s(
+        "all_gather", arch.num_experts * 8.0 * 8, rank_groups(plan, "ep")
+    )
+    dropless = layer_comm(arch, plan, times, h100_comm, stack, 8).ep_s
+    assert layer_comm(arch, plan, times, h100_comm, dropped, 8).ep_s == pytest.approx(
+        dropless - counts
+    )

@@ -122,3 +122,16 @@ def test_the_eager_expert_bias_adds_two_calls_per_local_expert(models) -> None:
     assert moe_forward_host_s(arch, fused, "x86", local_experts=16) == pytest.approx(
         moe_forward_host_s(arch.model_copy(update={"linear_bias": False}), fused, "x86")
     )
+
+
+def test_drop_and_pad_skips_the_sync_and_its_host_floor(models, h100, h100_comm) -> None:
+    # Megatron-Core core_v0.15.0 ``_maybe_dtoh_and_synchronize`` copies and blocks only when
+    # not ``drop_and_pad``: with capacity padding the split sizes are host constants.
+    arch, plan = models["gpt-oss-120b"], _plan(seq=128)
+    dropped = replace(BRIDGE, moe_drop_and_pad=True)
+    assert moe_forward_host_s(arch, BRIDGE, "x86") > 0.0
+    assert moe_forward_host_s(arch, dropped, "x86") == 0.0
+    no_sync = replace(dropped, moe_dispatch_sync=False)
+    dropped_step = predict_step(arch, plan, h100, h100_comm, 8, dropped).step_time_s
+    assert dropped_step == predict_step(arch, plan, h100, h100_comm, 8, no_sync).step_time_s
+    assert dropped_step < predict_step(arch, plan, h100, h100_comm, 8, BRIDGE).step_time_s

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from clusterforge.errors import PlanError
-from validation.runs import _run
+from validation.runs import _run, load_runs
 
 MOE_ROW: dict[str, Any] = {
     "name": "moe-row",
@@ -122,3 +122,21 @@ def test_development_rows_that_ran_flex_or_a2a_overlap_say_so() -> None:
     assert (qwen_2602.moe_dispatcher, qwen_2602.moe_a2a_overlap) == ("flex", True)
     qwen_2511 = runs["bridge2511-h100-qwen3-30b-a3b"]
     assert (qwen_2511.moe_dispatcher, qwen_2511.moe_a2a_overlap) == ("alltoall", True)
+
+
+def test_drop_and_pad_field_reaches_the_stack() -> None:
+    """``moe_drop_and_pad`` (Megatron moe_pad_expert_input_to_capacity with a capacity
+    factor) sets the stack's; it defaults to dropless; a non-boolean is refused by name."""
+    assert _run("f.toml", {**MOE_ROW, "ep": 8, "moe_drop_and_pad": True}).stack.moe_drop_and_pad
+    assert not _run("f.toml", {**MOE_ROW, "ep": 8}).stack.moe_drop_and_pad
+    with pytest.raises(PlanError, match=r"moe_drop_and_pad = 'yes'.*true"):
+        _run("f.toml", {**MOE_ROW, "ep": 8, "moe_drop_and_pad": "yes"})
+
+
+def test_token_drop_development_rows_say_so() -> None:
+    """The 25.09 Megatron-Bridge rows ran apply_moe_token_drop (capacity factor 1.0, padded
+    to capacity); their development rows carry it."""
+    runs = {r.name: r for r in load_runs()}
+    for name in ("pub-bridge2509-h100-qwen3-30b-a3b", "pub-bridge2509-gb200-qwen3-30b-a3b"):
+        assert runs[name].stack.moe_drop_and_pad, name
+    assert not runs["bridge2511-h100-qwen3-30b-a3b"].stack.moe_drop_and_pad

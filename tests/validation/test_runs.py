@@ -154,7 +154,14 @@ KNOWN_GAPS = {
     # Development rows of validation/megatron_bridge_moe.toml.
     "bridge2511-h100-qwen3-30b-a3b": MOE_LAYER
     + ". Its release's config (v0.2.0) also set moe_a2a_overlap; modelled (row field), it "
-    "hides most of the EP all-to-all and the prediction grows faster, +112 % -> +152 %",
+    "hides most of the EP all-to-all and the prediction grows faster, +112 % -> +152 %. "
+    "The 25.09 run of the same layout (pub-bridge2509-h100-qwen3-30b-a3b, token-drop padded "
+    "to capacity, no moe_a2a_overlap) measured 2.0x its throughput and is predicted +12.5 %; "
+    "what drop-and-pad removes per core_v0.15.0 (the dispatcher's D2H sync with its host "
+    "floor, ~0.62 ms per layer forward here, the token-count all-gather and TE's "
+    "Fp8Padding copies) is modelled and "
+    "explains ~5 % of the step, not the 19.5 ms per layer and micro-batch (docs/validation.md, "
+    "'Dropless against drop-and-pad')",
     "bridge260401-b300-gpt-oss-120b": MOE_HYBRIDEP,
     "bridge260401-h100-gpt-oss-120b": MOE_LAYER,
     # validation/megatron_bridge_moe_releases.toml (development rows)

@@ -76,7 +76,8 @@ def _ep_raw_s(
     backward. With Megatron-Core's all-to-all dispatcher (``Stack.moe_dispatch_metadata``)
     the forward also all-gathers the token counts and sends the probabilities in a second
     all-to-all, whose reverse runs in the backward (the probabilities carry the router's
-    gradient; the counts carry none). The flex dispatcher moves tokens and probabilities
+    gradient; the counts carry none; drop-and-pad runs, ``Stack.moe_drop_and_pad``, know
+    them without it). The flex dispatcher moves tokens and probabilities
     in its fused kernels (:func:`_flex_raw_s`). A full recompute repeats the forward's."""
     groups = rank_groups(plan, "ep")
     copies = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.top_k
@@ -91,6 +92,8 @@ def _ep_raw_s(
             probs = comm.collective_time_s("all_to_all", probs_size, groups)
             counts_bytes = arch.num_experts * COUNT_BYTES * plan.layout.ep * plan.layout.tp
             counts = comm.collective_time_s("all_gather", counts_bytes, groups)
+            if stack.moe_drop_and_pad:  # the counts are the fixed capacity: not gathered
+                counts = 0.0
             forward, backward = forward + probs + counts, backward + probs
     return forward * (2 if plan.recompute == "full" else 1), backward
 

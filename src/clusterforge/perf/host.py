@@ -112,13 +112,16 @@ def moe_forward_host_s(
     arch: ModelArch, stack: Stack, cpu: HostCpu, local_experts: int = 1
 ) -> float:
     """Host seconds to issue one MoE layer's forward segment (sync to next sync); 0 for
-    dense models and stacks whose dispatcher does not sync (``Stack.moe_dispatch_sync``).
+    dense models, stacks whose dispatcher does not sync (``Stack.moe_dispatch_sync``) and
+    drop-and-pad runs (``Stack.moe_drop_and_pad``: every expert's input is its capacity, a
+    host constant, so ``_maybe_dtoh_and_synchronize`` neither copies nor blocks; Megatron-
+    Core core_v0.15.0 moe/token_dispatcher.py, ``if not self.drop_and_pad``).
 
     Each CUDA-graph scope of ``stack.cuda_graph_modules`` replaces its calls by one launch.
     A model with linear biases adds the eager expert-bias calls of its ``local_experts``
     experts on the GPU (:data:`EXPERT_BIAS_OPS_PER_EXPERT`).
     """
-    if arch.num_experts == 1 or not stack.moe_dispatch_sync:
+    if arch.num_experts == 1 or not stack.moe_dispatch_sync or stack.moe_drop_and_pad:
         return 0.0
     captured = set(stack.cuda_graph_modules)
     te_calls = sum(n for scope, n in MOE_FORWARD_TE_MODULES.items() if scope not in captured)

@@ -18,6 +18,7 @@ from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gemm_time_s, memory_
 from clusterforge.perf.stack import Stack
 
 __all__ = [
+    "capacity_rows",
     "expert_fp8_extra_kernels",
     "expert_gemms_s",
     "expert_output_bias_s",
@@ -299,6 +300,23 @@ FP8_PADDING_BYTES = 8.0
 FP8_PADDING_KERNELS = 3  # hidden states, probabilities, output (and their gradients)
 
 
+# Drop-and-pad (``Stack.moe_drop_and_pad``): each local expert computes exactly its capacity
+# from every TP x EP rank (``MoEAlltoAllTokenDispatcher.preprocess``, core_v0.15.0), the
+# capacity being ceil(tokens x top-k / experts x factor) (``moe_utils.get_capacity``); the
+# factor is taken as 1.0, the only one the runs here state. When that row count is a
+# multiple of 16 (per-tensor FP8's alignment), ``Fp8Padding`` returns its input untouched.
+MOE_CAPACITY_FACTOR = 1.0
+FP8_ALIGN_ROWS = 16
+
+
+def capacity_rows(arch: ModelArch, plan: ParallelPlan) -> int:
+    """Rows each local expert computes per micro-batch under drop-and-pad."""
+    tp = plan.layout.tp
+    local_tokens = tokens_per_gpu(plan) / tp  # the router's rows: sequence-parallel shard
+    capacity = math.ceil(local_tokens * arch.top_k / arch.num_experts * MOE_CAPACITY_FACTOR)
+    return capacity * tp * plan.layout.ep
+
+
 def fp8_padding_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> float:
     """Seconds of one MoE layer's FP8 row padding copies, per direction (forward = backward).
 
@@ -307,6 +325,8 @@ def fp8_padding_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Sta
     ``tokens x top_k`` routed copies of the hidden width.
     """
     if arch.num_experts == 1 or plan.precision != "fp8" or not stack.moe_fp8_padding:
+        return 0.0
+    if stack.moe_drop_and_pad and capacity_rows(arch, plan) % FP8_ALIGN_ROWS == 0:
         return 0.0
     elements = tokens_per_gpu(plan) * arch.top_k * arch.hidden_size
     return memory_time_s(FP8_PADDING_BYTES * elements, perf, num_kernels=FP8_PADDING_KERNELS)

@@ -123,6 +123,12 @@ class Stack:
     ``moe_dispatch_sync``: the MoE token dispatcher copies the token counts to the host and
     blocks on them once per layer forward (Megatron-Core's all-to-all dispatcher), so the
     CPU's issue time of that layer is exposed (:mod:`clusterforge.perf.host`).
+    ``moe_drop_and_pad``: the run drops tokens past each expert's capacity and pads every
+    expert's input to it (Megatron ``moe_expert_capacity_factor`` with
+    ``moe_pad_expert_input_to_capacity``): the split sizes are known on the host without a
+    copy, so the dispatcher does not sync (:func:`~clusterforge.perf.host.moe_forward_host_s`)
+    nor all-gather the counts (:mod:`clusterforge.perf.ep_exposure`), and FP8 runs skip the experts' row padding when the capacity is 16-aligned
+    (:func:`~clusterforge.perf.moe.fp8_padding_s`).
     ``moe_dispatch_metadata``: the dispatcher also all-gathers the per-expert token counts
     over the EP group, sends the routing probabilities in an all-to-all of their own and,
     with TP, gathers the routed top-k copies over TP in place of the MLP's sequence-parallel
@@ -198,6 +204,7 @@ class Stack:
     tp_saves_gathered_input: bool = False
     tp_fp8_all_gather: bool = False
     moe_dispatch_sync: bool = True
+    moe_drop_and_pad: bool = False
     moe_dispatch_metadata: bool = True
     moe_expert_bias_eager: bool = True
     moe_glu_clamp_eager: bool = True
