@@ -220,7 +220,7 @@ def stack_named(name: StackName) -> Stack:
                 moe_fp8_padding=False,
             )
         case "fsdp":
-            return _pytorch(name)
+            return _pytorch(name, checkpoint_early_stop=True)
         case "maxtext":
             return _maxtext()
         case "torchtitan":
