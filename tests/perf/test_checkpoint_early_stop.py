@@ -12,7 +12,7 @@ from clusterforge.catalog import load_catalog
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan
 from clusterforge.perf.compute import layer_times
-from clusterforge.perf.early_stop import early_stop_skipped_s
+from clusterforge.perf.early_stop import early_stop_skipped_s, recomputed_flops_per_token
 from clusterforge.perf.flops import ffn_size
 from clusterforge.perf.roofline import gemm_time_s, gpu_perf, memory_time_s
 from clusterforge.perf.stack import stack_named
@@ -68,3 +68,16 @@ def test_a_compiled_fsdp_block_reruns_whole(dense) -> None:
     compiled = replace(stack_named("fsdp"), fused_elementwise=True)
     times = layer_times(dense, _plan(), perf, compiled)
     assert times.recompute_s == times.forward_s
+
+
+def test_hfu_counts_the_rerun_without_the_skipped_projection(dense) -> None:
+    """The HFU numerator counts what the GPU re-executes: 2 h f FLOPs per token and layer
+    fewer than a whole forward when the rerun stops early."""
+    from clusterforge.perf.flops import recompute_flops_per_token
+
+    plan = _plan()
+    rerun = recomputed_flops_per_token(dense, plan, stack_named("fsdp"))
+    whole = recompute_flops_per_token(dense, 512, "full")
+    skipped = dense.num_layers * 2.0 * dense.hidden_size * ffn_size(dense)
+    assert rerun == pytest.approx(whole - skipped, rel=1e-12)
+    assert recomputed_flops_per_token(dense, plan, stack_named("megatron-core")) is None

@@ -23,12 +23,13 @@ its tensors after its GEMM has run), an MoE layer, a parallel block, and tensor 
 from __future__ import annotations
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.flops import ffn_size
+from clusterforge.perf.flops import ffn_size, recompute_flops_per_token
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
+from clusterforge.perf.remat import named_recompute_flops
 from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gemm_time_s, memory_time_s
 from clusterforge.perf.stack import Stack
 
-__all__ = ["early_stop_skipped_s", "stops_early"]
+__all__ = ["early_stop_skipped_s", "recomputed_flops_per_token", "stops_early"]
 
 RESIDUAL_ADD_TENSORS = 3  # the add reads two tensors and writes one
 
@@ -57,3 +58,17 @@ def early_stop_skipped_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
     projection = gemm_time_s(tokens, h, ffn_size(arch), perf)
     residual = memory_time_s(RESIDUAL_ADD_TENSORS * BF16_BYTES * h * tokens, perf)
     return projection + residual
+
+
+def recomputed_flops_per_token(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float | None:
+    """Forward FLOPs per trained token that the recomputation re-executes (all layers, HFU
+    numerator) where the stack states them: a named-tensor policy's
+    (:func:`~clusterforge.perf.remat.named_recompute_flops`), or a whole forward less the
+    MLP output projections (``2 h f`` per token and layer) when the rerun stops early; None
+    otherwise (the default count of
+    :func:`~clusterforge.perf.flops.hardware_flops_per_step`)."""
+    named = named_recompute_flops(arch, plan, stack)
+    if named is not None or not stops_early(arch, plan, stack):
+        return named
+    whole = recompute_flops_per_token(arch, plan.seq_length, "full")
+    return whole - arch.num_layers * 2.0 * arch.hidden_size * ffn_size(arch)
