@@ -26,6 +26,7 @@ from clusterforge.perf.attention import (
     context_parallel_passes,
     flash_unpad_passes,
 )
+from clusterforge.perf.early_stop import early_stop_skipped_s
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes, torchao_kernels
 from clusterforge.perf.fp8_tp import recomputed_cast_s
@@ -315,7 +316,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
         backward += memory_time_s(cast_bwd, perf, num_kernels=bwd_kernels)
     recompute = 0.0
     if plan.recompute == "full":
-        recompute = forward
+        recompute = forward - early_stop_skipped_s(arch, plan, perf, stack)
     elif plan.recompute == "selective" and stack.selective_recompute == "every_other_matmul":
         tokens = tokens_per_gpu(plan)
         shapes = layer_matmul_shapes(arch, plan)[1::2]  # the second, fourth, ... matmul

@@ -48,6 +48,9 @@ factor. Each named stack states the defaults of that framework with their source
     next unit's all-gather issued by the CPU running ahead of the GPU (§3.3.2, with
     ``limit_all_gathers`` bounding it), parameters resharded after the forward, no TP overlap, FP32 sharded parameters with BF16 compute
     (``MixedPrecision(param_dtype=bf16, reduce_dtype=fp32)``), flash attention (PyTorch SDPA).
+    Full recomputation is ``checkpoint_wrapper`` with ``CheckpointImpl.NO_REENTRANT``
+    (Composer with LLM Foundry's ``activation_checkpointing_reentrant: false``, fms-fsdp's
+    ``non_reentrant_wrapper``), whose rerun stops early (:mod:`~clusterforge.perf.early_stop`).
 ``torchtitan``
     torchtitan with FSDP2 (Liang et al. 2024, arXiv 2410.06511, §2-3): per-block
     ``fully_shard`` with implicit forward and backward prefetch of one block, FP32 sharded
@@ -195,7 +198,7 @@ def stack_named(name: StackName) -> Stack:
                 moe_fp8_padding=False,
             )
         case "fsdp":
-            return _pytorch(name)
+            return _pytorch(name, checkpoint_early_stop=True)
         case "maxtext":
             return _maxtext()
         case "torchtitan":

@@ -161,6 +161,9 @@ class Stack:
     TP rank keeps only its 1/t slice of the layer input it recomputes from, and gathers it
     back before the recomputation (Megatron-LM's ``--distribute-checkpointed-activations``,
     which metaseq's OPT launcher sets); off by default.
+    ``checkpoint_early_stop``: full recomputation runs PyTorch's non-reentrant checkpoint,
+    whose rerun stops before the MLP output projection
+    (:mod:`~clusterforge.perf.early_stop`); off by default.
     """
 
     name: str = "megatron-core"
@@ -216,6 +219,7 @@ class Stack:
     recompute_modules: tuple[RecomputeModule, ...] = ()
     distribute_checkpoints: bool = False
     remat_saved: tuple[RematName, ...] = ()
+    checkpoint_early_stop: bool = False
 
     def gathered_weight_bytes(self, precision: str) -> float:
         """Wire bytes per weight in parameter all-gathers (ZeRO/FSDP): FP8 in FP8 runs when

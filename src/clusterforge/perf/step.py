@@ -26,6 +26,7 @@ from clusterforge.perf.attention import flash_unpad_idle_s
 from clusterforge.perf.calibration import Calibration, calibrated_perf
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, layer_times
+from clusterforge.perf.early_stop import recomputed_flops_per_token
 from clusterforge.perf.exposure import (
     LayerComm,
     dp_exposed_s,
@@ -50,7 +51,6 @@ from clusterforge.perf.parallel import (
     recompute_fraction,
     validate_plan,
 )
-from clusterforge.perf.remat import named_recompute_flops
 from clusterforge.perf.roofline import GpuPerf, gpu_perf, load_constants
 from clusterforge.perf.sharded import zero3_copy_out_s, zero3_exposed_s
 from clusterforge.perf.stack import Stack
@@ -306,7 +306,7 @@ def _assemble(
         plan.seq_length,
         plan.recompute,
         recompute_fraction(plan, stages) if plan.recompute == "full" else 1.0,
-        recompute_per_token=named_recompute_flops(arch, plan, stack),
+        recompute_per_token=recomputed_flops_per_token(arch, plan, stack),
     )
     peak = gpu.bf16_dense_tflops * 1e12 * plan.layout.num_gpus
     memory = memory_per_gpu(arch, plan, stages, stack)
