@@ -102,3 +102,15 @@ def test_kernel_launches_follow_the_linears(llama8b) -> None:
     eager = torchao_kernels(llama8b, replace(TORCHTITAN, fused_elementwise=False))
     # 7 inputs x 6 ops; 7 gradients x (6 ops + transposed copy) + 7 input copies.
     assert eager == (7 * 6, 7 * 7 + 7)
+
+
+def test_pipelined_fsdp_casts_its_float8_shards_once_per_step() -> None:
+    """torchtitan turns FSDP's reshard_after_forward off under pipeline parallelism
+    (``apply_fsdp`` at 9dec370) and the pipelining schedule keeps the stage unsharded for
+    the backward, so the shard is cast and gathered once per step, not per micro-batch."""
+    params = 1e9
+    pipelined = replace(_plan(dp=8), layout=JobLayout(tp=1, dp=8, pp=4), global_batch=64)
+    got = fp8_weight_cast_bytes_per_micro(params, pipelined, TORCHTITAN, num_micro=4)
+    # column-major copy of the gathered weight each micro-batch (2 B); one cast of the FP32
+    # shard (5 B over 8 shards) and one amax read (4 B over 8) per step, over 4 micro-batches.
+    assert got == pytest.approx(params * (2.0 + 5.0 / 8 / 4 + 4.0 / 8 / 4))

@@ -49,7 +49,7 @@ from functools import cache
 from clusterforge.catalog import ModelArch, gpu_architecture, load_catalog
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8_tp import gathered_grad_copy_bytes
-from clusterforge.perf.memory import layer_params_per_gpu
+from clusterforge.perf.memory import deferred_fsdp_reduce, layer_params_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches
 from clusterforge.perf.roofline import GpuPerf, memory_time_s
 from clusterforge.perf.stack import Stack
@@ -326,10 +326,16 @@ def torchao_weight_bytes_per_micro(
     shard, as recommended in torchtitan ``docs/float8.md`` at 9dec370, Dec 2024);
     the gathered FP8 weight arrives as a ``Float8Tensor`` that the Linear uses as is, and the
     input-gradient GEMM copies it column-major (2 B per gathered element). FSDP gathers twice
-    per micro-batch when it reshards after the forward, else once.
+    per micro-batch when it reshards after the forward, else once. Under pipeline
+    parallelism it gathers once per step: torchtitan's ``apply_fsdp`` turns
+    ``reshard_after_forward`` off there ("to avoid per-microbatch all-gathers", 9dec370) and
+    the pipelining schedule keeps the stage unsharded through every micro-batch's backward
+    (:func:`~clusterforge.perf.memory.deferred_fsdp_reduce`).
     """
     shard = plan.shard_size or plan.layout.dp * plan.layout.cp
-    gathers = 2 if stack.fsdp_reshard_after_forward else 1
+    gathers = 2.0 if stack.fsdp_reshard_after_forward else 1.0
+    if deferred_fsdp_reduce(plan, stack):
+        gathers = 1.0 / max(1, num_micro)
     shard_params = params / max(1, shard)
     cast = gathers * shard_params * (stack.weight_bytes + 1.0)
     amax = shard_params * stack.weight_bytes / max(1, num_micro)
