@@ -104,6 +104,8 @@ def _stack(row: dict[str, Any]) -> Stack:
         stack = replace(stack, attention=row["attention"])
     if "flash_unpad" in row:  # the model unpads Q, K, V around FlashAttention-2 (LLM Foundry)
         stack = replace(stack, flash_unpad=row["flash_unpad"])
+    if "fsdp_reshard_after_forward" in row:  # FSDP2 fully_shard(reshard_after_forward=) of the run
+        stack = replace(stack, fsdp_reshard_after_forward=row["fsdp_reshard_after_forward"])
     if "fsdp_backward_prefetch" in row:  # FSDP1 BACKWARD_PRE / BACKWARD_POST of the run
         stack = replace(stack, fsdp_backward_prefetch=row["fsdp_backward_prefetch"])
     if "train_metric_passes" in row:  # cross-entropies over the logits for training metrics

@@ -172,17 +172,6 @@ KNOWN_GAPS = {
     "bridge260201-b300-gpt-oss-120b": MOE_HYBRIDEP,
     "bridge260201-h100-gpt-oss-120b": MOE_LAYER,
     "bridge2602-h100-gpt-oss-120b": MOE_LAYER,
-    # validation/pub_automodel_moe_h100.toml (development rows, added 2026-12-02)
-    "pub-automodel-h100-qwen3-30b-a3b": (
-        "NeMo AutoModel FSDP2 + EP 8, Qwen3-30B-A3B on 8 H100, full activation checkpointing, "
-        "DeepEP, fake balanced gate: 34 % pessimistic, the opposite sign of the Megatron-Bridge "
-        "MoE rows. The predicted GPU compute alone (24.9 s, with the full recomputation the "
-        "config sets) exceeds the measured 21.8 s step, and the EP all-to-all adds 7.4 s "
-        "exposed; cause not found (candidates: the expert GEMMs of a 768-wide expert at "
-        "BF16 priced too slow, DeepEP's dispatch overlapped or cheaper than the modelled "
-        "all-to-all, AutoModel's checkpointing of an MoE block recomputing less than a full "
-        "layer)"
-    ),
     "bridge2602-h100-qwen3-30b-a3b-pp2": (
         MOE_LAYER + ". This run (v0.3.0 config) also ran the DeepEP flex dispatcher and "
         "moe_a2a_overlap (EP all-to-all of one micro-batch hidden behind another's compute); "

@@ -122,7 +122,8 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     PyTorch eager (``Stack.fused_elementwise`` False) runs each op of a composite RMSNorm,
     SwiGLU and rotary embedding as its own kernel, with FP32 upcasts in between
     (``EAGER_*_BYTES``); LayerNorm stays one kernel (``F.layer_norm``) and a plain MLP
-    activation one kernel either way.
+    activation one kernel either way. A stack with ``eager_rotary`` fuses the norms and the
+    activation but rotates Q and K in eager BF16 ops (``EAGER_BF16_ROTARY_BYTES``).
     """
     h, f = arch.hidden_size, ffn_size(arch)
     eager = not stack.fused_elementwise
@@ -134,7 +135,7 @@ def _elementwise_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> flo
     gated = EAGER_SWIGLU_BYTES if eager else 6
     activation = (gated if arch.gated_mlp else 4) * f * experts
     permute = permutation_bytes_per_token(arch, plan, stack)
-    rope = EAGER_ROTARY_BYTES if eager else 4
+    rope = EAGER_ROTARY_BYTES if eager else (EAGER_BF16_ROTARY_BYTES if stack.eager_rotary else 4)
     rotary = rope * (q_dim(arch) + kv_dim(arch)) if arch.position_embedding == "rope" else 0
     split = activation + rotary
     per_token = (replicated + permute) / (
@@ -223,6 +224,13 @@ EAGER_SWIGLU_BYTES = 10
 # to FP32 (2 + 4), complex multiply (4 + 4), downcast (4 + 2) = 20 B per Q/K element
 # against 4 fused.
 EAGER_ROTARY_BYTES = 20
+# The same rotation in BF16 halves (NeMo AutoModel's ``_apply_rotary_emb``,
+# nemo_automodel/components/models/gpt_oss/layers.py at 8d9bfb90e, 2025-10-08, which its
+# Qwen3 MoE imports): ``x1 * cos``, ``x2 * sin``, ``x2 * cos``, ``x1 * sin`` (2 B per
+# element each: half the tensor read, half written), ``o1 = .. - ..``, ``o2 = .. + ..``
+# (3 B each) and ``torch.cat`` (2 + 2) = 18 B per Q/K element in 7 kernels against 1 fused.
+EAGER_BF16_ROTARY_BYTES = 18
+EAGER_BF16_ROTARY_EXTRA_KERNELS = 6 * 2  # per tensor, Q and K
 # Extra kernels in eager per op chain: 6 more per RMSNorm (7 ops for one), 1 more for
 # SwiGLU (2 for 1), 2 more per rotary tensor, Q and K (3 for 1).
 EAGER_EXTRA_KERNELS = {"rmsnorm": 6, "swiglu": 1, "rotary": 2 * 2}
@@ -231,7 +239,8 @@ EAGER_EXTRA_KERNELS = {"rmsnorm": 6, "swiglu": 1, "rotary": 2 * 2}
 def _elementwise_kernels(arch: ModelArch, stack: Stack) -> int:
     """Element-wise kernel launches of one layer's forward (fused, plus eager's extras)."""
     if stack.fused_elementwise:
-        return ELEMENTWISE_KERNELS_PER_LAYER
+        rotary = stack.eager_rotary and arch.position_embedding == "rope"
+        return ELEMENTWISE_KERNELS_PER_LAYER + (EAGER_BF16_ROTARY_EXTRA_KERNELS if rotary else 0)
     num_norms = 1 if arch.parallel_block else 2
     extra = EAGER_EXTRA_KERNELS["rmsnorm"] * num_norms if arch.normalization == "rmsnorm" else 0
     extra += EAGER_EXTRA_KERNELS["swiglu"] if arch.gated_mlp else 0

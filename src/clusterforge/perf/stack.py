@@ -70,6 +70,21 @@ factor. Each named stack states the defaults of that framework with their source
     reductions (the weight-gradient dot's BF16 output, reduced before its cast to FP32), FP8
     as Flax's ``Fp8DotGeneralOp`` (delayed scaling, inputs quantized per call in XLA fusions)
     with FP8 weight gathers (XLA's ``CollectiveQuantizer`` moves the quantization first).
+``automodel``
+    NVIDIA NeMo AutoModel's MoE recipes (NVIDIA-NeMo/Automodel at 8d9bfb90e, 2025-10-08:
+    ``nemo_automodel/components/moe/``): PyTorch FSDP2 (``fully_shard`` per block, FP32
+    sharded parameters, ``MixedPrecisionPolicy`` BF16 compute and FP32 reduction, per-parameter
+    copy-out), ``reshard_after_forward=False`` unless the run sets it
+    (``parallelize_model``'s default), Transformer Engine ``Linear``, ``RMSNorm`` and
+    ``DotProductAttention`` (cuDNN fused attention on Hopper), the experts' SwiGLU and
+    quick-GEGLU under ``torch.compile`` (``moe/megatron/moe_utils.py``, ``moe/layers.py``),
+    the rotary embedding in eager BF16 ops (``models/gpt_oss/layers.py``
+    ``_apply_rotary_emb``), DeepEP through Megatron's ``MoEFlexTokenDispatcher`` with fused
+    permutation (``GroupedExpertsDeepEP.init_token_dispatcher``), expert biases added
+    expert by expert in eager (``GroupedExpertsDeepEP._apply_bias``), a host
+    synchronisation per MoE layer forward (``if torch.count_nonzero(tokens_per_expert) >
+    0``), full recomputation as a non-reentrant ``checkpoint_wrapper`` per block
+    (``apply_ac``), no ``torch.compile`` of the model.
 """
 
 from __future__ import annotations
@@ -161,6 +176,22 @@ def _torchtitan() -> Stack:
     )
 
 
+def _automodel() -> Stack:
+    """The ``automodel`` stack (see the module docstring)."""
+    return _pytorch(
+        "automodel",
+        attention="cudnn",
+        fused_elementwise=True,
+        eager_rotary=True,
+        fsdp_copy_out=True,
+        fsdp_reshard_after_forward=False,
+        checkpoint_early_stop=True,
+        moe_dispatcher="flex",
+        moe_dispatch_sync=True,
+        moe_expert_bias_eager=True,
+    )
+
+
 def stack_named(name: StackName) -> Stack:
     """The documented mechanisms of stack ``name`` (the module docstring gives the sources)."""
     match name:
@@ -203,5 +234,7 @@ def stack_named(name: StackName) -> Stack:
             return _maxtext()
         case "torchtitan":
             return _torchtitan()
+        case "automodel":
+            return _automodel()
         case _:
             assert_never(name)

@@ -41,6 +41,7 @@ StackName = Literal[
     "fsdp",
     "torchtitan",
     "maxtext",
+    "automodel",
 ]
 STACK_NAMES: tuple[StackName, ...] = get_args(StackName)
 
@@ -161,6 +162,9 @@ class Stack:
     TP rank keeps only its 1/t slice of the layer input it recomputes from, and gathers it
     back before the recomputation (Megatron-LM's ``--distribute-checkpointed-activations``,
     which metaseq's OPT launcher sets); off by default.
+    ``eager_rotary``: the rotary embedding runs as separate PyTorch eager BF16 ops even where
+    norms and activations are fused (NeMo AutoModel's ``_apply_rotary_emb``; only with
+    ``fused_elementwise``, :mod:`clusterforge.perf.compute`).
     ``checkpoint_early_stop``: full recomputation runs PyTorch's non-reentrant checkpoint,
     whose rerun stops before the MLP output projection
     (:mod:`~clusterforge.perf.early_stop`); off by default.
@@ -220,6 +224,7 @@ class Stack:
     distribute_checkpoints: bool = False
     remat_saved: tuple[RematName, ...] = ()
     checkpoint_early_stop: bool = False
+    eager_rotary: bool = False
 
     def gathered_weight_bytes(self, precision: str) -> float:
         """Wire bytes per weight in parameter all-gathers (ZeRO/FSDP): FP8 in FP8 runs when

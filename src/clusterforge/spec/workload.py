@@ -68,6 +68,7 @@ class WorkloadSpec(Section):
         "fsdp",
         "torchtitan",
         "maxtext",
+        "automodel",
     ] = Field(
         "megatron-core",
         description="Training software stack: its documented kernels, overlaps, memory "
