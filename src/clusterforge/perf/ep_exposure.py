@@ -12,6 +12,9 @@ inside one NVLink domain.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes
@@ -20,7 +23,7 @@ from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, rank_gro
 from clusterforge.perf.roofline import load_constants
 from clusterforge.perf.stack import Stack
 
-__all__ = ["combined_step_share", "ep_exposed_s", "ep_overlapped_s"]
+__all__ = ["combined_step_share", "ep_exposed_s", "ep_overlapped_s", "flex_domains_per_token"]
 
 ACT_BYTES = 2  # BF16 activations on the wire
 
@@ -33,6 +36,20 @@ PROBS_BYTES = 4
 COUNT_BYTES = 8
 
 
+def flex_domains_per_token(arch: ModelArch, group: Sequence[int], domain_gpus: int) -> float:
+    """Expected NVLink domains a token goes to under balanced routing, when the EP ``group``
+    (global ranks) spans domains of ``domain_gpus`` GPUs: a domain holding ``E / d`` of the
+    ``E`` experts is missed by all ``top_k`` uniform choices with probability
+    ``C(E - E/d, k) / C(E, k)`` (as :func:`~clusterforge.perf.moe.flex_ranks_per_token` per
+    rank). Without a domain size (0) every routed copy counts (``top_k``)."""
+    if domain_gpus <= 0:
+        return float(arch.top_k)
+    domains = len({int(rank) // domain_gpus for rank in group})
+    experts, k = arch.num_experts, arch.top_k
+    missed = math.comb(experts - experts // domains, k) / math.comb(experts, k)
+    return domains * (1.0 - missed)
+
+
 def _flex_raw_s(
     plan: ParallelPlan,
     arch: ModelArch,
@@ -40,18 +57,24 @@ def _flex_raw_s(
     stack: Stack,
     gpu: Gpu | None,
     in_domain: bool,
+    domain_gpus: int,
 ) -> float:
     """One direction's (forward or backward) seconds of the flex dispatcher's dispatch and
     combine: inside an NVLink domain at DeepEP's rate (:func:`~clusterforge.perf.moe.
     flex_dispatch_s`) over the per-rank traffic (one row per token and destination rank,
     :func:`~clusterforge.perf.moe.flex_ranks_per_token`, the FP32 probabilities of its
-    ``top_k`` experts riding along in the dispatch); across domains (RDMA, not described
-    from DeepEP's figures here) as two all-to-alls of the routed copies."""
+    ``top_k`` experts riding along in the dispatch); across domains as two all-to-alls of
+    one row per token and destination domain (:func:`flex_domains_per_token`): DeepEP's
+    internode kernels send a token once over RDMA to each node that holds one or more of its
+    experts and forward it to those ranks over NVLink there (DeepEP V1, "forwarding data
+    from NVLink domain to RDMA domain", docs/legacy.md; ``tests/test_internode.py`` counts
+    the RDMA traffic as ``num_rdma_token_sent``, the (token, node) pairs)."""
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     row = arch.hidden_size * ACT_BYTES / plan.layout.tp
     if not in_domain:
         groups = rank_groups(plan, "ep")
-        return 2 * comm.collective_time_s("all_to_all", tokens * arch.top_k * row, groups)
+        rows = tokens * flex_domains_per_token(arch, groups[0], domain_gpus)
+        return 2 * comm.collective_time_s("all_to_all", rows * row, groups)
     if gpu is None:
         raise ValueError(
             "the flex MoE dispatcher needs the GPU (its NVLink bandwidth): pass gpu= to layer_comm"
@@ -70,6 +93,7 @@ def _ep_raw_s(
     stack: Stack,
     gpu: Gpu | None,
     in_domain: bool,
+    domain_gpus: int,
 ) -> tuple[float, float]:
     """(forward, backward) EP seconds per layer and micro-batch, none hidden: dispatch and
     combine of the ``top_k`` token copies in the forward, their reverse all-to-alls in the
@@ -82,7 +106,7 @@ def _ep_raw_s(
     groups = rank_groups(plan, "ep")
     copies = plan.micro_batch * plan.seq_length / plan.layout.cp * arch.top_k
     if stack.moe_dispatcher == "flex":
-        forward = backward = _flex_raw_s(plan, arch, comm, stack, gpu, in_domain)
+        forward = backward = _flex_raw_s(plan, arch, comm, stack, gpu, in_domain, domain_gpus)
     else:
         size = copies * arch.hidden_size * ACT_BYTES / plan.layout.tp
         one = comm.collective_time_s("all_to_all", size, groups)
@@ -142,6 +166,7 @@ def ep_exposed_s(
     times: LayerTimes,
     gpu: Gpu | None,
     in_domain: bool,
+    domain_gpus: int = 0,
 ) -> float:
     """Exposed EP seconds per layer and micro-batch (:func:`_ep_raw_s`): all of them, or,
     under Megatron-Core's EP all-to-all overlap (``Stack.moe_a2a_overlap``), what
@@ -150,7 +175,7 @@ def ep_exposed_s(
     ``overlap_interference`` (:func:`~clusterforge.perf.compute.overlapped_s`)."""
     if arch.num_experts == 1 or plan.layout.ep == 1:
         return 0.0
-    forward, backward = _ep_raw_s(plan, arch, comm, stack, gpu, in_domain)
+    forward, backward = _ep_raw_s(plan, arch, comm, stack, gpu, in_domain, domain_gpus)
     if not stack.moe_a2a_overlap:
         return forward + backward
     if stack.moe_dispatcher == "flex" and gpu is not None and gpu.num_sms > 0:

@@ -198,7 +198,7 @@ def _ep_s(
     if arch.num_experts == 1 or plan.layout.ep == 1:
         return 0.0
     in_domain = not _spans_domains(rank_groups(plan, "ep"), nvlink_domain_gpus)
-    return ep_exposed_s(plan, arch, comm, stack, times, gpu, in_domain)
+    return ep_exposed_s(plan, arch, comm, stack, times, gpu, in_domain, nvlink_domain_gpus)
 
 
 def layer_comm(
