@@ -13,7 +13,8 @@ non-GEMM kernels and their HBM bytes (every input read once, every output writte
 What runs as one fused kernel on the GPU is kept opaque: the Triton FlashAttention kernels
 (``flash_attn_triton.py`` ``_flash_attn_forward`` / ``_flash_attn_backward``) are replaced by an
 autograd function that issues only the ATen ops those host functions issue around the kernels
-(``dq_accum`` FP32 zeroed by the autotuner's ``init_to_zero('DQ')`` pre-hook, ``dq.copy_(dq_accum)``)
+(``dq_accum`` FP32 zeroed by the autotuner's ``init_to_zero('DQ')`` pre-hook,
+``dq.copy_(dq_accum)``)
 and allocates the outputs with ``torch.empty`` (no kernel); the Triton kernels themselves are
 timed by the model's attention. ``addmm`` with a 1-D bias is one cuBLASLt GEMM with a bias
 epilogue on CUDA as on CPU. CPU and CUDA differ in one op here: ``native_layer_norm_backward``
@@ -31,7 +32,7 @@ from collections import Counter
 from dataclasses import replace
 
 import torch
-import torch.nn.functional as F  # noqa: N812
+import torch.nn.functional as F
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -90,7 +91,7 @@ class Census(TorchDispatchMode):
             nbytes = sum(t.numel() * t.element_size() for t in tensors + written)
             self.ops.append((name, nbytes))
             if name == "native_layer_norm_backward":  # a second CUDA kernel: d(gamma), d(beta)
-                dy, x = args[0], args[1]
+                dy = args[0]
                 self.ops.append(
                     ("layer_norm_gamma_beta_backward", 2 * dy.numel() * dy.element_size())
                 )
@@ -196,9 +197,10 @@ def main() -> None:
 
 def print_census(attention: str, h: int, tokens: int) -> None:
     for pass_name, c in census(attention, h).items():
-        kernels, nbytes, by_op = per_token_h(c, tokens, h)
+        kernels, nbytes, _ = per_token_h(c, tokens, h)
         print(
-            f"MPT block, {attention} attention, {pass_name}: {kernels} non-GEMM kernels, {nbytes:.1f} B/token/h, "
+            f"MPT block, {attention} attention, {pass_name}: {kernels} non-GEMM kernels, "
+            f"{nbytes:.1f} B/token/h, "
             f"{len(c.gemms)} GEMMs"
         )
         for name, b in c.ops:
@@ -208,9 +210,9 @@ def print_census(attention: str, h: int, tokens: int) -> None:
 def model_charge(attention: str, h: int, tokens: int) -> list[str]:
     """What the model charges for the census's layer (forward, backward element-wise)."""
     from clusterforge.catalog import ModelArch
+    from clusterforge.job import JobLayout
     from clusterforge.perf import compute
     from clusterforge.perf.eager_backward import census_backward
-    from clusterforge.job import JobLayout
     from clusterforge.perf.parallel import ParallelPlan
     from clusterforge.perf.stack import stack_named
 
