@@ -48,7 +48,9 @@ def test_unpadding_moves_q_k_v_and_the_output_through_hbm_twice(mpt_3b) -> None:
     unpad = layer_times(mpt_3b, plan, perf, UNPADDED)
     h, tokens = mpt_3b.hidden_size, 8 * 2048
     fwd = memory_time_s(tokens * 18 * h, perf, num_kernels=24)
-    bwd = memory_time_s(tokens * 22 * h, perf, num_kernels=7)
+    # plus, in the backward, the cat of the Wqkv split's gradients that LLM Foundry's
+    # wrapper brings with it (4 B x 3 h, one kernel; clusterforge.perf.eager_backward)
+    bwd = memory_time_s(tokens * (22 + 12) * h, perf, num_kernels=7 + 1)
     assert unpad.forward_s - base.forward_s == pytest.approx(fwd, rel=0.05)
     assert unpad.backward_s - base.backward_s == pytest.approx(bwd, rel=0.05)
 

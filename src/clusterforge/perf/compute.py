@@ -26,6 +26,7 @@ from clusterforge.perf.attention import (
     context_parallel_passes,
     flash_unpad_passes,
 )
+from clusterforge.perf.eager_backward import census_backward
 from clusterforge.perf.early_stop import early_stop_skipped_s
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes, torchao_kernels
@@ -251,6 +252,20 @@ def _elementwise_kernels(arch: ModelArch, stack: Stack) -> int:
 ELEMENTWISE_BACKWARD_RATIO = 2.0  # read saved input + incoming grad, write grad
 
 
+def _elementwise_backward_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
+) -> float:
+    """Seconds of one layer's backward element-wise ops: as the eager op census counts them
+    (:func:`~clusterforge.perf.eager_backward.census_backward`) where it covers the layer,
+    else ``ELEMENTWISE_BACKWARD_RATIO`` times the forward's."""
+    counted = census_backward(arch, plan, stack)
+    if counted is not None:
+        return memory_time_s(counted[0], perf, num_kernels=counted[1])
+    forward = _elementwise_bytes(arch, plan, stack)
+    kernels = _elementwise_kernels(arch, stack)
+    return ELEMENTWISE_BACKWARD_RATIO * memory_time_s(forward, perf, num_kernels=kernels)
+
+
 def _expert_passes_s(
     arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
 ) -> tuple[float, float]:
@@ -296,7 +311,8 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack, perf.gpu_id)
     experts_fwd, experts_bwd = _expert_passes_s(arch, plan, perf, stack)
     forward = gemm + attention_fwd + elementwise + experts_fwd
-    backward = gemm_bwd + attention_bwd + ELEMENTWISE_BACKWARD_RATIO * elementwise + experts_bwd
+    backward = gemm_bwd + attention_bwd + _elementwise_backward_s(arch, plan, perf, stack)
+    backward += experts_bwd
     fused_tp = fused_matmuls(arch, plan, perf, stack)
     copy_fwd, copy_bwd = tp_layout_copy_bytes(arch, plan, stack)
     if is_micro_pipelined(plan, stack) and not arch.parallel_block:
