@@ -92,7 +92,8 @@ class Census(TorchDispatchMode):
             written = [o for o in outs if isinstance(o, torch.Tensor)]
             if name.endswith("_") or name == "copy":  # in-place: the output is the first input
                 written = []
-            nbytes = sum(t.numel() * t.element_size() for t in tensors + written)
+            nbytes = sum(_stored(t) * t.element_size() for t in tensors)
+            nbytes += sum(t.numel() * t.element_size() for t in written)
             self.ops.append((name, nbytes))
             if name == "native_layer_norm_backward":  # a second CUDA kernel: d(gamma), d(beta)
                 dy = args[0]
@@ -100,6 +101,16 @@ class Census(TorchDispatchMode):
                     ("layer_norm_gamma_beta_backward", 2 * dy.numel() * dy.element_size())
                 )
         return out
+
+
+def _stored(t: torch.Tensor) -> int:
+    """Elements a read of ``t`` fetches: an expanded (stride-0) dimension is read once
+    (``repeat_kv``'s ``expand``, a ``mean``'s broadcast gradient), as a GPU kernel's
+    repeated loads of one address hit the cache."""
+    n = 1
+    for size, stride in zip(t.shape, t.stride(), strict=True):
+        n *= size if stride != 0 else 1
+    return n
 
 
 class TritonFlashAttention(torch.autograd.Function):
@@ -281,7 +292,7 @@ def llama_block(
 
 
 def llama_census(
-    h: int = 256, heads: int = 4, kv_heads: int = 2, seq: int = 64
+    h: int = 256, heads: int = 4, kv_heads: int = 2, seq: int = 64, batch: int = 2
 ) -> dict[str, Census]:
     """Forward and backward census of one torchtitan Llama block (FFN 4h x 2/3, BF16)."""
     f, hd = 2 * 4 * h // 3, h // heads
@@ -299,7 +310,7 @@ def llama_census(
     p = {k: torch.randn(v, dtype=torch.bfloat16, requires_grad=True) for k, v in shapes.items()}
     angles = torch.outer(torch.arange(seq).float(), torch.rand(hd // 2))
     p["freqs"] = torch.polar(torch.ones_like(angles), angles).view(1, seq, 1, hd // 2)
-    x = torch.randn(2, seq, h, dtype=torch.bfloat16, requires_grad=True)
+    x = torch.randn(batch, seq, h, dtype=torch.bfloat16, requires_grad=True)
     with Census() as fwd:
         y = llama_block(x, p, heads, kv_heads)
     grad = torch.randn_like(y)
@@ -309,10 +320,12 @@ def llama_census(
 
 
 def print_llama(h: int = 256, tokens: int = 128) -> None:
-    """The Llama census against the model's torchtitan charge (forward; backward = 2x)."""
+    """The Llama census against the model's torchtitan charge, before (forward's element-wise
+    bytes, backward twice them) and now (:mod:`clusterforge.perf.eager_llama`)."""
     from clusterforge.catalog import ModelArch
     from clusterforge.job import JobLayout
     from clusterforge.perf import compute
+    from clusterforge.perf.eager_llama import llama_census_backward, llama_census_forward
     from clusterforge.perf.parallel import ParallelPlan
     from clusterforge.perf.stack import stack_named
 
@@ -331,6 +344,7 @@ def print_llama(h: int = 256, tokens: int = 128) -> None:
         num_heads=4,
         num_kv_heads=2,
         ffn_hidden_size=2 * 4 * h // 3,
+        gated_mlp=True,
         vocab_size=32000,
         seq_length=64,
     )
@@ -340,8 +354,17 @@ def print_llama(h: int = 256, tokens: int = 128) -> None:
     kernels = compute._elementwise_kernels(arch, stack)
     ratio = compute.ELEMENTWISE_BACKWARD_RATIO
     print(
-        f"model (clusterforge, torchtitan stack): forward {fwd:.1f} B/token/h ({kernels} "
+        f"model before the census (torchtitan stack): forward {fwd:.1f} B/token/h ({kernels} "
         f"kernels), backward {ratio * fwd:.1f} ({int(ratio * kernels)})"
+    )
+    counted = [f(arch, plan, stack) for f in (llama_census_forward, llama_census_backward)]
+    print(
+        "model now: "
+        + ", ".join(
+            f"{name} {c[0] / tokens / h:.1f} ({c[1]})"
+            for name, c in zip(("forward", "backward"), counted, strict=True)
+            if c is not None
+        )
     )
 
 

@@ -27,6 +27,7 @@ from clusterforge.perf.attention import (
     flash_unpad_passes,
 )
 from clusterforge.perf.eager_backward import census_backward
+from clusterforge.perf.eager_llama import llama_census_forward
 from clusterforge.perf.early_stop import early_stop_skipped_s
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes, torchao_kernels
@@ -252,6 +253,17 @@ def _elementwise_kernels(arch: ModelArch, stack: Stack) -> int:
 ELEMENTWISE_BACKWARD_RATIO = 2.0  # read saved input + incoming grad, write grad
 
 
+def _elementwise_forward_s(
+    arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
+) -> float:
+    """Seconds of one layer's forward element-wise ops: as the eager op census counts them
+    (:func:`~clusterforge.perf.eager_llama.llama_census_forward`) where it covers the layer."""
+    counted = llama_census_forward(arch, plan, stack)
+    if counted is None:
+        counted = _elementwise_bytes(arch, plan, stack), _elementwise_kernels(arch, stack)
+    return memory_time_s(counted[0], perf, num_kernels=counted[1])
+
+
 def _elementwise_backward_s(
     arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
 ) -> float:
@@ -306,8 +318,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     """
     gemm, gemm_bwd = _weight_gemms_s(arch, plan, perf, stack)
     attention_fwd, attention_bwd = _attention_s(arch, plan, perf, stack)
-    kernels = _elementwise_kernels(arch, stack)
-    elementwise = memory_time_s(_elementwise_bytes(arch, plan, stack), perf, num_kernels=kernels)
+    elementwise = _elementwise_forward_s(arch, plan, perf, stack)
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack, perf.gpu_id)
     experts_fwd, experts_bwd = _expert_passes_s(arch, plan, perf, stack)
     forward = gemm + attention_fwd + elementwise + experts_fwd

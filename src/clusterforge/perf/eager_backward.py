@@ -27,12 +27,14 @@ backward is charged as the census counts it instead, per token in BF16:
   ``torch.cat``: 2 + 2 B per Q, K and V element), one kernel (the unpadding's own scatters are
   :func:`~clusterforge.perf.attention.flash_unpad_passes`).
 
-Other blocks (RMSNorm, gated MLP, rotary, parallel blocks, MoE, dropout) keep the ratio.
+torchtitan's eager Llama block is counted by :func:`~clusterforge.perf.eager_llama.llama_census_backward`;
+other blocks (RMSNorm, gated MLP, rotary, parallel blocks, MoE, dropout) keep the ratio.
 """
 
 from __future__ import annotations
 
 from clusterforge.catalog import ModelArch
+from clusterforge.perf.eager_llama import llama_census_backward
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
 from clusterforge.perf.stack_base import Stack
@@ -65,7 +67,7 @@ def census_backward(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> tuple[
     """(HBM bytes, kernels) of the element-wise ops of one layer's backward on one GPU, as
     the op census counts them; ``None`` where the census does not cover the layer."""
     if not _census_covers(arch, stack):
-        return None
+        return llama_census_backward(arch, plan, stack)
     h, f, t = arch.hidden_size, ffn_size(arch), plan.layout.tp
     q, kv = q_dim(arch), kv_dim(arch)
     replicated = 2 * (LAYERNORM_BACKWARD_BYTES + RESIDUAL_GRAD_SUM_BYTES) * h
