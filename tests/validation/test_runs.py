@@ -50,24 +50,20 @@ SMALL_TP_GEMMS = (
 LONG_CONTEXT = (
     "torchtitan's context parallelism, Llama 3.1 8B at 128K tokens over CP 4 in one node "
     "(PyTorch's experimental context_parallel, full recomputation, H100 96GB at 500 W): 34 % "
-    "optimistic with its all-gather behind the first step, FP32 merges and dK/dV passes, "
+    "optimistic (+33.7 % at the fourth Dec 2026 stop) with its all-gather behind the first step, FP32 merges and dK/dV passes, "
     "repeated K/V heads, SDPA's FlashAttention-2 rate (its first, diagonal step at the "
     "causal share, the later steps unmasked), torch.compile, the eager FP32 loss and the "
-    "500 W part's peak modelled; the same run without CP at 32K is 5.5 % optimistic. The "
+    "500 W part's peak modelled; the same run without CP at 32K is 4.5 % optimistic. The "
     "source (torch/distributed/tensor/experimental/_attention.py of the Dec 2024 line) was "
     "checked step by step: load-balanced head-tail chunks (each step 1/cp of the causal "
     "pairs), one all-gather of K/V, per-step dK/dV sends, nothing else on the critical path. "
     "What is left is ~32 % of the run's predicted attention time (6.2 s of a 30.6 s step "
     "beyond the 32K run's error) against ~15 % for Llama 3.1 405B under the same CP 4 across "
-    "nodes (pub-tt-h100-405b-128k-fsdp2-cp4: +15.6 %, +5.6 % at 32K without CP): not one "
+    "nodes (pub-tt-h100-405b-128k-fsdp2-cp4: +14.8 %, +4.0 % at 32K without CP): not one "
     "cost per attention FLOP; larger with the ring inside one NVLink domain than across "
     "nodes, cause not found (candidate: caching-allocator retries near the memory limit: "
     "84.0 GiB reserved on a 96 GB part, with ~2 GiB of gathered K/V and ~1 GiB FP32 dK/dV "
     "buffers allocated and freed per layer, against 77.1 GiB reserved for the 405B run)"
-)
-SMALL_TP_FSDP = (
-    "Llama 3 8B split 8 ways by TP (vanilla, not overlapped) under FSDP 8: 37-38 % optimistic; "
-    "per-GPU GEMMs of a 4,096-wide model split 8 ways (shape-dependent GEMM efficiency)"
 )
 MOE_LAYER = (
     "Megatron-Bridge MoE (gpt-oss-120b, Qwen3-30B-A3B, force-balanced routing): 15-203 % "
