@@ -27,8 +27,10 @@ every gather waits in front of its unit, and so does every backward gather under
 
 FSDP2 (per-parameter sharding, torchtitan) also copies every gathered block out of the
 all-gather buffer into the parameters' own tensors on the compute stream
-(:func:`zero3_copy_out_s`); FSDP1's flat parameter and DeepSpeed's buffers are the
-parameters themselves.
+(:func:`zero3_copy_out_s`), and copies every unit's gradients into a reduce-scatter buffer of
+the reduce dtype that the compute stream waits for (:func:`zero3_copy_in_s`,
+:func:`deferred_copy_in_s`); FSDP1's flat parameter and DeepSpeed's buffers are the
+parameters and gradients themselves.
 
 Pipeline parallelism: the weights of a stage are gathered once per step and kept for all
 micro-batches, and the gradients reduce-scattered once after the last one (torchtitan's
@@ -52,17 +54,20 @@ import numpy as np
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, overlapped_s
-from clusterforge.perf.memory import layer_params_per_gpu
+from clusterforge.perf.memory import deferred_fsdp_reduce, layer_params_per_gpu
 from clusterforge.perf.parallel import ParallelPlan, shard_groups
 from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, memory_time_s
 from clusterforge.perf.stack import Stack
+from clusterforge.perf.update import stage_weights
 
 __all__ = [
+    "deferred_copy_in_s",
     "fsdp_unit_layers",
     "gather_calls_s",
     "gathers_per_unit",
     "hsdp_sync_s",
     "reduce_per_unit_s",
+    "zero3_copy_in_s",
     "zero3_copy_out_s",
     "zero3_exposed_s",
 ]
@@ -122,6 +127,61 @@ def zero3_copy_out_s(
     )
     passes = 2 if stack.fsdp_reshard_after_forward else 1
     return passes * memory_time_s(2 * gathered, perf, num_kernels=layers)
+
+
+def _copy_in_s(params: float, bytes_per_param: float, perf: GpuPerf, layers: int) -> float:
+    """One ``_chunk_cat`` per unit: the ``layers`` blocks and the root unit (embeddings, norm
+    and output layer), streaming ``bytes_per_param`` per gradient through HBM."""
+    return memory_time_s(params * bytes_per_param, perf, num_kernels=layers + 1)
+
+
+def zero3_copy_in_s(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack, perf: GpuPerf, index: int, layers: int
+) -> float:
+    """Seconds per micro-batch of FSDP2's reduce-scatter copy-in, on the critical path.
+
+    Before each unit's reduce-scatter, ``foreach_reduce`` (PyTorch
+    ``torch/distributed/_composable/fsdp/_fsdp_collectives.py``, Dec 2024) allocates the
+    reduce-scatter input in the reduce dtype and ``torch._chunk_cat``-s the unit's unsharded
+    gradients into it: read the BF16 gradient (2 B), write ``grad_reduce_bytes`` (FP32 in
+    torchtitan: 4 B). The copy runs on the reduce-scatter stream once the unit's backward is
+    done, and the compute stream then waits for it (``current_stream.wait_stream(
+    reduce_scatter_stream)``) before freeing the gradients, so the next unit's backward
+    starts only after it: memory-bound time added to every micro-batch that reduces (later
+    PyTorch runs the copy on the compute stream itself, the same cost). The reduced shard is
+    viewed out, not copied, when the reduce dtype is the sharded parameters' (FP32); adding it
+    into an earlier micro-batch's shard runs on the reduce-scatter stream behind the next
+    unit's backward, like the reduce-scatter, and is not charged here. Zero without FSDP2,
+    below ZeRO-2, without sharding, and for a pipelined stage that reduces once per step
+    (:func:`deferred_copy_in_s`).
+    """
+    if (
+        not stack.fsdp_copy_in
+        or plan.zero_stage < 2
+        or plan.layout.dp * plan.layout.cp < 2
+        or deferred_fsdp_reduce(plan, stack)
+    ):
+        return 0.0
+    params = stage_weights(arch, plan, index, layers)
+    return _copy_in_s(params, BF16_BYTES + stack.grad_reduce_bytes, perf, layers)
+
+
+def deferred_copy_in_s(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack, perf: GpuPerf, layers: int
+) -> float:
+    """Seconds per step of the copy-in of a pipelined FSDP2 stage (first stage's ``layers``).
+
+    Such a stage accumulates its gradients unsharded in the reduce dtype and reduce-scatters
+    them after the schedule (:func:`~clusterforge.perf.memory.deferred_fsdp_reduce`), so its
+    copy-in reads the accumulator and writes the reduce-scatter input, ``grad_reduce_bytes``
+    each, once per step, with no compute left to hide behind (exposed with the reduction).
+    """
+    if not stack.fsdp_copy_in or not deferred_fsdp_reduce(plan, stack):
+        return 0.0
+    if plan.layout.dp * plan.layout.cp < 2:
+        return 0.0
+    params = stage_weights(arch, plan, 0, layers)
+    return _copy_in_s(params, 2 * stack.grad_reduce_bytes, perf, layers)
 
 
 def zero3_exposed_s(

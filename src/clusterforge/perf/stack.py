@@ -54,7 +54,9 @@ factor. Each named stack states the defaults of that framework with their source
 ``torchtitan``
     torchtitan with FSDP2 (Liang et al. 2024, arXiv 2410.06511, §2-3): per-block
     ``fully_shard`` with implicit forward and backward prefetch of one block, FP32 sharded
-    parameters and gradients, BF16 compute, SDPA flash attention, float8 with dynamic
+    parameters and gradients, BF16 compute and FP32 gradient reduction
+    (``training.mixed_precision_reduce = "float32"``) with FSDP2's copy-out and reduce-scatter
+    copy-in, SDPA flash attention, float8 with dynamic
     tensor-wise scaling (torchao) and FP8 weight all-gather; no persistent FP8 weight copy.
     Context parallelism is PyTorch's experimental ``context_parallel`` with the all-gather
     rotation (torchtitan ``experimental.context_parallel_rotate_method = "allgather"``,
@@ -74,7 +76,7 @@ factor. Each named stack states the defaults of that framework with their source
     NVIDIA NeMo AutoModel's MoE recipes (NVIDIA-NeMo/Automodel at 8d9bfb90e, 2025-10-08:
     ``nemo_automodel/components/moe/``): PyTorch FSDP2 (``fully_shard`` per block, FP32
     sharded parameters, ``MixedPrecisionPolicy`` BF16 compute and FP32 reduction, per-parameter
-    copy-out), ``reshard_after_forward=False`` unless the run sets it
+    copy-out and reduce-scatter copy-in), ``reshard_after_forward=False`` unless the run sets it
     (``parallelize_model``'s default), Transformer Engine ``Linear``, ``RMSNorm`` and
     ``DotProductAttention`` (cuDNN fused attention on Hopper), the experts' SwiGLU and
     quick-GEGLU under ``torch.compile`` (``moe/megatron/moe_utils.py``, ``moe/layers.py``),
@@ -165,6 +167,7 @@ def _torchtitan() -> Stack:
         "torchtitan",
         fp8_all_gather=True,
         fsdp_copy_out=True,
+        fsdp_copy_in=True,
         attention="sdpa_flash",
         cross_entropy="torch",
         context_parallel="torch",
@@ -184,6 +187,7 @@ def _automodel() -> Stack:
         fused_elementwise=True,
         eager_rotary=True,
         fsdp_copy_out=True,
+        fsdp_copy_in=True,
         fsdp_reshard_after_forward=False,
         checkpoint_early_stop=True,
         moe_dispatcher="flex",

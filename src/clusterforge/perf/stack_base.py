@@ -74,6 +74,9 @@ class Stack:
     ``optimizer``: how the step updates the weights (:data:`OptimizerImpl`).
     ``fsdp_copy_out``: every all-gather's output is copied out into per-parameter tensors
     on the compute stream (FSDP2's per-parameter sharding; FSDP1's flat parameter is a view).
+    ``fsdp_copy_in``: before each reduce-scatter the unit's gradients are chunk-concatenated
+    into a buffer of the reduce dtype, and the compute stream waits for that copy (FSDP2's
+    ``foreach_reduce``; FSDP1 and DeepSpeed reduce their flat gradient buffers in place).
     ``zero2_per_unit``: ZeRO-2 is FSDP's ``SHARD_GRAD_OP``, sharded unit by unit like full
     sharding: each unit is all-gathered before its forward (one unit prefetched) and kept
     until its backward, whose gradient it reduce-scatters right away, in every micro-batch
@@ -198,6 +201,7 @@ class Stack:
     flash_unpad: bool = False
     zero3_gathers_per_layer: int = 1
     fsdp_copy_out: bool = False
+    fsdp_copy_in: bool = False
     pipelined_fsdp_no_sync: bool = False
     selective_recompute: SelectivePolicy = "attention"
     master_in_parameters: bool = False

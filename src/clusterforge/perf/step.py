@@ -52,7 +52,12 @@ from clusterforge.perf.parallel import (
     validate_plan,
 )
 from clusterforge.perf.roofline import GpuPerf, gpu_perf, load_constants
-from clusterforge.perf.sharded import zero3_copy_out_s, zero3_exposed_s
+from clusterforge.perf.sharded import (
+    deferred_copy_in_s,
+    zero3_copy_in_s,
+    zero3_copy_out_s,
+    zero3_exposed_s,
+)
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.stage import Stage, blend, embedding_s, stage_time
 from clusterforge.perf.uncertainty import Band, run_class, validation_band
@@ -217,7 +222,8 @@ def predict_step(
         tp_comm_s=m * slowest.tp_s,
         pp_comm_s=pp_exposed_s(plan, arch, comm, stack, m)
         + embedding_sync_s(plan, arch, comm, stack),
-        dp_comm_s=_dp_s(arch, plan, comm, stack, times, per_stage[0], stages[0], m),
+        dp_comm_s=_dp_s(arch, plan, comm, stack, times, per_stage[0], stages[0], m)
+        + deferred_copy_in_s(arch, plan, stack, perf, stages[0]),
         cp_comm_s=m * slowest.cp_s,
         ep_comm_s=m * slowest.ep_s,
         bubble_s=(plan.layout.pp - 1) / plan.layout.vpp * slowest.total_s,
@@ -263,7 +269,7 @@ def _stages(
 ) -> list[Stage]:
     """Each pipeline stage's time per micro-batch: its layers, the embedding and logits at
     the ends, the per-stage extras (gradient accumulation, FP8 weight casts, offload,
-    ZeRO-3 copies) and the MoE forward's host floor."""
+    ZeRO-3 copies out and in) and the MoE forward's host floor."""
     hbm = perf.hbm_gbyte_per_s * 1e9 * load_constants().hbm_efficiency
     ends = (embedding_s(arch, plan, hbm), *logits_times(arch, plan, perf, stack))
     host_s = moe_forward_host_s(
@@ -281,7 +287,8 @@ def _stages(
             grad_accumulation_s(arch, plan, stack, perf, i, n)
             + fp8_weight_cast_s(arch, plan, stack, perf, n)
             + offload_s(arch, plan, stack, gpu, times, n)
-            + zero3_copy_out_s(arch, plan, stack, perf, n),
+            + zero3_copy_out_s(arch, plan, stack, perf, n)
+            + zero3_copy_in_s(arch, plan, stack, perf, i, n),
             host_s,
             sync_idle_s,
         )
