@@ -23,7 +23,7 @@ reading the gradient and the input again; ``aten/src/ATen/native/cuda/layer_norm
 which the census adds.
 
 Run: ``PYTHONPATH=$PWD/src:$PWD python benchmarks/eager_op_census.py`` (prints the census and the
-model's charge for the same layer).
+model's charge for the same layer, then the Llama blocks' of :mod:`benchmarks.eager_llama_census`).
 """
 
 from __future__ import annotations
@@ -208,6 +208,8 @@ def main() -> None:
         print("model (clusterforge) for the same layer, B/token/h (kernels):")
         for line in model_charge(attention, h, tokens):
             print("    " + line)
+    from benchmarks.eager_llama_census import print_llama
+
     print_llama(h, tokens)
 
 
@@ -255,117 +257,6 @@ def model_charge(attention: str, h: int, tokens: int) -> list[str]:
         f"backward before the census: {ratio * fwd:.1f} ({int(ratio * fwd_k)})",
         f"backward now: {bwd}",
     ]
-
-
-def llama_block(
-    x: torch.Tensor, p: dict[str, torch.Tensor], heads: int, kv_heads: int
-) -> torch.Tensor:
-    """torchtitan's ``TransformerBlock.forward`` (``torchtitan/models/llama/model.py`` and
-    ``models/norms.py`` ``RMSNorm`` at 9dec370, Dec 2024; eager, no torch.compile): composite
-    RMSNorm, separate ``wq``/``wk``/``wv``, complex-form rotary, ``repeat_kv``, SDPA (opaque:
-    one FlashAttention-2 kernel on the GPU), the output's ``transpose(1, 2).contiguous()``,
-    SwiGLU."""
-    b, s, h = x.shape
-    hd = h // heads
-
-    def rmsnorm(t: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        f = t.float()
-        return (f * torch.rsqrt(f.pow(2).mean(-1, keepdim=True) + 1e-6)).type_as(t) * w
-
-    def rotary(t: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
-        c = torch.view_as_complex(t.float().reshape(*t.shape[:-1], -1, 2))
-        return torch.view_as_real(c * freqs).flatten(3).type_as(t)
-
-    a = rmsnorm(x, p["n1"])
-    xq = F.linear(a, p["wq"]).view(b, s, -1, hd)
-    xk = F.linear(a, p["wk"]).view(b, s, -1, hd)
-    xv = F.linear(a, p["wv"]).view(b, s, -1, hd)
-    xq, xk = rotary(xq, p["freqs"]), rotary(xk, p["freqs"])
-    rep = heads // kv_heads
-    keys = xk.unsqueeze(3).expand(b, s, kv_heads, rep, hd).reshape(b, s, heads, hd)
-    values = xv.unsqueeze(3).expand(b, s, kv_heads, rep, hd).reshape(b, s, heads, hd)
-    q, k, v = (t.transpose(1, 2) for t in (xq, keys, values))
-    o = OpaqueFlashAttention.apply(q, k, v).transpose(1, 2).contiguous().view(b, s, -1)
-    x = x + F.linear(o, p["wo"])
-    m = rmsnorm(x, p["n2"])
-    return x + F.linear(F.silu(F.linear(m, p["w1"])) * F.linear(m, p["w3"]), p["w2"])
-
-
-def llama_census(
-    h: int = 256, heads: int = 4, kv_heads: int = 2, seq: int = 64, batch: int = 2
-) -> dict[str, Census]:
-    """Forward and backward census of one torchtitan Llama block (FFN 4h x 2/3, BF16)."""
-    f, hd = 2 * 4 * h // 3, h // heads
-    shapes = {
-        "n1": (h,),
-        "n2": (h,),
-        "wq": (h, h),
-        "wk": (kv_heads * hd, h),
-        "wv": (kv_heads * hd, h),
-        "wo": (h, h),
-        "w1": (f, h),
-        "w3": (f, h),
-        "w2": (h, f),
-    }
-    p = {k: torch.randn(v, dtype=torch.bfloat16, requires_grad=True) for k, v in shapes.items()}
-    angles = torch.outer(torch.arange(seq).float(), torch.rand(hd // 2))
-    p["freqs"] = torch.polar(torch.ones_like(angles), angles).view(1, seq, 1, hd // 2)
-    x = torch.randn(batch, seq, h, dtype=torch.bfloat16, requires_grad=True)
-    with Census() as fwd:
-        y = llama_block(x, p, heads, kv_heads)
-    grad = torch.randn_like(y)
-    with Census() as bwd:
-        y.backward(grad)
-    return {"forward": fwd, "backward": bwd}
-
-
-def print_llama(h: int = 256, tokens: int = 128) -> None:
-    """The Llama census against the model's torchtitan charge, before (forward's element-wise
-    bytes, backward twice them) and now (:mod:`clusterforge.perf.eager_llama`)."""
-    from clusterforge.catalog import ModelArch
-    from clusterforge.job import JobLayout
-    from clusterforge.perf import compute
-    from clusterforge.perf.eager_llama import llama_census_backward, llama_census_forward
-    from clusterforge.perf.parallel import ParallelPlan
-    from clusterforge.perf.stack import stack_named
-
-    for pass_name, c in llama_census(h).items():
-        kernels, nbytes, _ = per_token_h(c, tokens, h)
-        print(
-            f"Llama block (torchtitan, eager), {pass_name}: {kernels} non-GEMM kernels, "
-            f"{nbytes:.1f} B/token/h, {len(c.gemms)} GEMMs"
-        )
-        for name, b in c.ops:
-            print(f"    {name:40s} {b / tokens / h:6.2f} B/token/h")
-    arch = ModelArch(
-        id="census-llama",
-        num_layers=1,
-        hidden_size=h,
-        num_heads=4,
-        num_kv_heads=2,
-        ffn_hidden_size=2 * 4 * h // 3,
-        gated_mlp=True,
-        vocab_size=32000,
-        seq_length=64,
-    )
-    plan = ParallelPlan(JobLayout(), micro_batch=2, seq_length=64, recompute="none")
-    stack = stack_named("torchtitan")
-    fwd = compute._elementwise_bytes(arch, plan, stack) / tokens / h
-    kernels = compute._elementwise_kernels(arch, stack)
-    ratio = compute.ELEMENTWISE_BACKWARD_RATIO
-    print(
-        f"model before the census (torchtitan stack): forward {fwd:.1f} B/token/h ({kernels} "
-        f"kernels), backward {ratio * fwd:.1f} ({int(ratio * kernels)})"
-    )
-    counted = [f(arch, plan, stack) for f in (llama_census_forward, llama_census_backward)]
-    print(
-        "model now: "
-        + ", ".join(
-            f"{name} {c[0] / tokens / h:.1f} ({c[1]})"
-            for name, c in zip(("forward", "backward"), counted, strict=True)
-            if c is not None
-        )
-    )
 
 
 if __name__ == "__main__":

@@ -96,7 +96,7 @@ def test_torchtitan_eager_block_is_charged_as_the_census_counts(pass_name: str) 
     """torchtitan's eager Llama block (9dec370): the layer's element-wise time is the
     census's bytes and kernels (RMSNorm's FP32 upcast, complex rotary, repeat_kv, SwiGLU)."""
     pytest.importorskip("torch")
-    from benchmarks.eager_op_census import llama_census
+    from benchmarks.eager_llama_census import llama_census
 
     batch, seq = 2, 256
     recorded = llama_census(h=256, heads=4, kv_heads=2, seq=seq, batch=batch)[pass_name]
@@ -124,7 +124,7 @@ def test_torchtitan_compiled_block_keeps_the_fused_charge() -> None:
 def test_census_reads_an_expanded_tensor_once() -> None:
     """repeat_kv's copy reads K (V) as stored, kv_dim wide, and writes all q_dim columns."""
     pytest.importorskip("torch")
-    from benchmarks.eager_op_census import llama_census
+    from benchmarks.eager_llama_census import llama_census
 
     h, tokens = 256, 2 * 64
     recorded = llama_census(h=h, heads=4, kv_heads=2)["forward"]

@@ -18,13 +18,6 @@ CLASS_TOLERANCE = 0.15
 FILES = ("fms_fsdp_a100.toml", "fms_fsdp_2024.toml", "llm_foundry_a100.toml")
 DEVELOPMENT = [r for r in load_runs() if r.file in FILES and r.subset == "development"]
 
-EAGER_GAP = (
-    "eager FSDP on H100, 7b HSDP without recomputation: measured 7,500 tokens/s/GPU, 22 % "
-    "below the same run with torch.compile (9,600); the model's eager element-wise op "
-    "chains make it only 13.5 % slower, so eager comes out 16 % optimistic where the "
-    "compiled run is within 5 % (compile removes more than the counted passes: candidates "
-    "are layout copies around attention and the autograd of composite ops)"
-)
 MPT_30B_8K = (
     "MPT-30B, one 8K-token sequence per A100 with full recomputation: measured 574 tokens/s/GPU, "
     "63 % of the 2K-token run (916) where the FLOPs per token rise only 13 %; the model, with "
@@ -33,7 +26,6 @@ MPT_30B_8K = (
     "the PyTorch caching allocator frees and retries cudaMalloc near the limit)"
 )
 KNOWN_GAPS = {
-    "fms-fsdp-h100-llama2-7b-eager": EAGER_GAP,
     "llmfoundry-a100-mpt-30b-s8192": MPT_30B_8K,
 }
 

@@ -27,7 +27,8 @@ backward is charged as the census counts it instead, per token in BF16:
   ``torch.cat``: 2 + 2 B per Q, K and V element), one kernel (the unpadding's own scatters are
   :func:`~clusterforge.perf.attention.flash_unpad_passes`).
 
-torchtitan's eager Llama block is counted by :func:`~clusterforge.perf.eager_llama.llama_census_backward`;
+The eager Llama blocks (torchtitan's, fms-fsdp's) are counted by
+:func:`~clusterforge.perf.eager_llama.llama_census_backward`;
 other blocks (RMSNorm, gated MLP, rotary, parallel blocks, MoE, dropout) keep the ratio.
 """
 
