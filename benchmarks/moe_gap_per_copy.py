@@ -23,15 +23,17 @@ Development rows only (never held-out).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from clusterforge.perf.parallel import num_micro_batches, tokens_per_gpu
-from validation.runs import load_runs, predict_run
+from clusterforge.perf.step import Prediction
+from validation.runs import Run, load_runs, predict_run
 
 
-def main() -> None:
-    print(
-        f"{'run':38s} {'gpu':10s} {'local':>5s} {'k':>2s} {'h':>5s} {'tokens':>6s} {'prec':4s}"
-        f" {'disp':8s} {'gap ms':>7s} {'us/token':>8s} {'us/copy':>8s} {'ps/copy/h':>9s}"
-    )
+def moe_development_gaps() -> Iterator[tuple[Run, Prediction, float]]:
+    """Every development run with experts that ``predict`` fits, its prediction, and the
+    seconds the published throughput leaves beyond the predicted step per layer and
+    micro-batch of the slowest stage."""
     for run in load_runs():
         if run.subset != "development" or run.arch.num_experts == 1:
             continue
@@ -39,10 +41,22 @@ def main() -> None:
         pred = outcome.prediction
         if pred is None:
             continue
-        plan = pred.plan
         published_step = pred.step_time_s * outcome.predicted / run.published
         layers = max(pred.stage_layers)
-        gap = (published_step - pred.step_time_s) / (num_micro_batches(plan) * layers)
+        yield (
+            run,
+            pred,
+            (published_step - pred.step_time_s) / (num_micro_batches(pred.plan) * layers),
+        )
+
+
+def main() -> None:
+    print(
+        f"{'run':38s} {'gpu':10s} {'local':>5s} {'k':>2s} {'h':>5s} {'tokens':>6s} {'prec':4s}"
+        f" {'disp':8s} {'gap ms':>7s} {'us/token':>8s} {'us/copy':>8s} {'ps/copy/h':>9s}"
+    )
+    for run, pred, gap in moe_development_gaps():
+        plan = pred.plan
         tokens = tokens_per_gpu(plan)
         copies = tokens * run.arch.top_k
         local = max(1, run.arch.num_experts // plan.layout.ep)

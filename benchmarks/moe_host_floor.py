@@ -26,12 +26,14 @@ Development rows only (never held-out).
 
 from __future__ import annotations
 
+from benchmarks.moe_gap_per_copy import moe_development_gaps
+
 from clusterforge.perf.compute import layer_times
 from clusterforge.perf.exposure import layer_comm
 from clusterforge.perf.host import host_cpu, moe_forward_host_s
-from clusterforge.perf.parallel import num_micro_batches, rank_groups
+from clusterforge.perf.parallel import rank_groups
 from clusterforge.perf.roofline import gpu_perf
-from validation.runs import load_runs, predict_run, run_comm, run_design
+from validation.runs import run_comm, run_design
 
 
 def main() -> None:
@@ -40,13 +42,7 @@ def main() -> None:
         f" {'gap us/token':>12s} {'gap/gpu':>7s} {'ep/step':>7s} {'a2a GB/s':>8s}"
         f" {'need GB/s':>9s}"
     )
-    for run in load_runs():
-        if run.subset != "development" or run.arch.num_experts == 1:
-            continue
-        outcome = predict_run(run)
-        pred = outcome.prediction
-        if pred is None:
-            continue
+    for run, pred, gap in moe_development_gaps():
         design = run_design(run)
         gpu = design.compute.gpu
         if run.gpu:
@@ -66,9 +62,6 @@ def main() -> None:
         cpu = host_cpu(gpu)
         local_experts = max(1, run.arch.num_experts // plan.layout.ep)
         host = moe_forward_host_s(run.arch, run.stack, cpu, local_experts)
-        published_step = pred.step_time_s * outcome.predicted / run.published
-        layers = max(pred.stage_layers)
-        gap = (published_step - pred.step_time_s) / (num_micro_batches(plan) * layers)
         tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
         gpu_layer = times.total_s + comm.tp_s + comm.cp_s + comm.ep_s
         ep = plan.layout.ep
