@@ -40,9 +40,10 @@ from validation.band import (
     Band,
     coverage,
     derive,
+    first_seen_residuals,
     leave_one_source_out,
-    residuals,
 )
+from validation.first_seen import check_names, first_seen, replay_coverage
 from validation.runs import Outcome, load_runs, predict_run
 from validation.sets import read_lock
 
@@ -140,10 +141,11 @@ def _print_classes(outcomes: list[Outcome], pooled: Band, classes: dict[str, Ban
 def write_uncertainty(pooled: Band, classes: dict[str, Band]) -> None:
     """Store the pooled range and the per-class ranges (:mod:`validation.band`)."""
     lines = [
-        "# Range of the real value around a prediction: split-conformal over the excess",
-        "# published / predicted - 1 of the calibration and development runs of validation/",
-        "# (never the held-out runs), each source weighted once, pooled over dense runs (top)",
-        "# and per class of run",
+        "# Range of the real value around a prediction: split-conformal over the first-seen",
+        "# excess published / predicted - 1 of the development runs of validation/ (each run",
+        "# predicted by the model as it stood before the run was added: validation/history/",
+        "# replay.json, benchmarks/first_seen.py; never the held-out runs), each source weighted",
+        "# once, pooled over dense runs (top) and per class of run",
         "# (clusterforge.perf.uncertainty explains the rule). Written by",
         "# benchmarks/validate_predict.py --write.",
         *_band_lines(pooled),
@@ -182,12 +184,43 @@ def _print_heldout_aggregate(pooled: Band, classes: dict[str, Band]) -> None:
     _print_classes(outcomes, pooled, classes)
 
 
+def _print_replay(outcomes: list[Outcome]) -> None:
+    """The rules replayed through the validation history (:mod:`validation.first_seen`)."""
+    classes = {o.run.name: o.run_class for o in outcomes}
+    files = {o.run.name: o.run.file for o in outcomes}
+    print(
+        "replayed history (benchmarks/first_seen.py): at each commit that added runs, the "
+        "range derived from what was known before it holds this share of the added runs:"
+    )
+    for basis, rule in (
+        ("first-seen", "centred"),
+        ("first-seen", "strict"),
+        ("in-sample", "centred"),
+    ):
+        steps = replay_coverage(classes, files, basis=basis, rule=rule)
+        added = sum(n for *_, n in steps)
+        per_step = statistics.fmean(i / n for _, i, n in steps)
+        cells = " ".join(f"{c[:7]} {i}/{n}" for c, i, n in steps)
+        print(
+            f"  {basis:<10} {rule:<7} {len(steps)} commits: mean over commits "
+            f"{per_step * 100:5.1f} %, over runs {sum(i for _, i, _ in steps) / added * 100:5.1f} %"
+            f"  ({cells})"
+        )
+
+
 def coverage_check(outcomes: list[Outcome]) -> None:
-    """Leave-one-source-out coverage of the range, per rule (:mod:`validation.band`)."""
-    chosen = residuals([o for o in outcomes if o.run.subset in BAND_SETS])
+    """The replayed history, then the leave-one-source-out coverage of the range over the
+    first-seen scores, per rule (:mod:`validation.band`)."""
+    scores = first_seen()
+    check_names(scores, {o.run.name: o.run.subset for o in outcomes})
+    _print_replay(outcomes)
+    chosen = first_seen_residuals([o for o in outcomes if o.run.subset in BAND_SETS], scores)
     runs_per_source = {s: sum(r.source == s for r in chosen) for s in {r.source for r in chosen}}
     by_rule = {rule: leave_one_source_out(chosen, rule) for rule in RULES}
-    print(f"leave-one-source-out coverage of the 80 % range ({len(runs_per_source)} sources):")
+    print(
+        f"leave-one-source-out coverage of the 80 % range over first-seen scores "
+        f"({len(runs_per_source)} sources):"
+    )
     for rule, held in by_rule.items():
         per_run = sum(held[s] * n for s, n in runs_per_source.items()) / len(chosen)
         print(
@@ -219,7 +252,9 @@ def main() -> None:
     if args.coverage_check:
         coverage_check(outcomes)
         return
-    pooled, classes = derive(outcomes)
+    scores = first_seen()
+    check_names(scores, {o.run.name: o.run.subset for o in outcomes})
+    pooled, classes = derive(outcomes, scores)
     print(f"  {'run':<34} {'set':<11} {'published':>9} {'predicted':>9}  error")
     for outcome in outcomes:
         if args.set is None or outcome.run.subset == args.set:

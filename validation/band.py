@@ -1,9 +1,10 @@
-"""The 80 % range ``predict`` prints, derived from calibration and development runs only.
+"""The 80 % range ``predict`` prints, derived from development runs' first-seen misses only.
 
 The rule is the one :mod:`clusterforge.perf.uncertainty` describes (and ``docs/validation.md``):
-split-conformal prediction (Vovk, Gammerman & Shafer 2005; Lei et al. 2018) on each run's
-*excess* ``published / predicted - 1``, with every source (one ``validation/*.toml`` file:
-one cluster, one software stack) weighted once whatever its number of runs (the CDF pooling
+split-conformal prediction (Vovk, Gammerman & Shafer 2005; Lei et al. 2018) on each
+development run's *first-seen excess* ``published / predicted - 1`` (the model as it stood
+before the run was added, :mod:`validation.first_seen`; :func:`first_seen_residuals`), with
+every source (one ``validation/*.toml`` file: one cluster, one software stack) weighted once whatever its number of runs (the CDF pooling
 of Dunn, Wasserman & Ramdas 2023; the hierarchical conformal weights of Lee, Barber & Willett
 2023), each end of the range at the finite-sample position ``(K + 1)(1 - t) - 1/2`` of the
 ``K`` sources (:func:`finite_sample_position`), per class of run when the class has
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, assert_never
 
@@ -39,6 +41,7 @@ __all__ = [
     "coverage",
     "derive",
     "finite_sample_position",
+    "first_seen_residuals",
     "leave_one_source_out",
     "pooled_range",
     "residuals",
@@ -166,32 +169,52 @@ def class_ranges(chosen: list[Residual], rule: Rule = "centred") -> dict[str, tu
     return ranges
 
 
-def _band(chosen: list[Outcome], low_high: tuple[float, float]) -> Band:
-    fitting = [o for o in chosen if o.prediction is not None]
+def first_seen_residuals(
+    outcomes: list[Outcome], scores: Mapping[str, float | None]
+) -> list[Residual]:
+    """The residuals the range is derived from: each calibration or development run's
+    *first-seen* excess (``scores``, :func:`validation.first_seen.first_seen`: the model as it
+    stood before the run was added), classed as today's prediction classes it. Runs without a
+    first-seen score (the baseline the model was built on) and runs first predicted not to fit
+    are left out; held-out runs are refused."""
+    chosen = {o.run.name: o for o in outcomes}
+    held = sorted(n for n, o in chosen.items() if o.run.subset not in BAND_SETS)
+    if held:
+        raise ValueError(f"the range is derived without held-out runs; got {held[:3]} ...")
+    return [
+        Residual(chosen[name].run.file, chosen[name].run_class, excess)
+        for name, excess in scores.items()
+        if excess is not None and name in chosen
+    ]
+
+
+def _band(chosen: list[Residual], low_high: tuple[float, float]) -> Band:
     return Band(
         low_fraction=round(low_high[0], 3),
         high_fraction=round(low_high[1], 3),
         num_runs=len(chosen),
-        num_sources=len({o.run.file for o in fitting}),
-        mape=round(statistics.fmean(abs(o.error) for o in fitting), 3),
+        num_sources=len({r.source for r in chosen}),
+        mape=round(statistics.fmean(abs(1.0 / (1.0 + r.excess) - 1.0) for r in chosen), 3),
     )
 
 
-def band_of(outcomes: list[Outcome], rule: Rule = "centred") -> Band:
-    """The pooled range of the dense runs among ``outcomes`` (:func:`pooled_range`;
-    calibration and development runs only; runs predicted not to fit count in ``num_runs``
-    only)."""
-    dense = [o for o in outcomes if run_family(o.run_class) == "dense"] or outcomes
-    return _band(dense, pooled_range(residuals(outcomes), rule))
+def band_of(chosen: list[Residual], rule: Rule = "centred") -> Band:
+    """The pooled range of the dense residuals among ``chosen`` (:func:`pooled_range`), with
+    the runs, sources and mean absolute error behind it."""
+    dense = _dense(chosen) or chosen
+    return _band(dense, pooled_range(chosen, rule))
 
 
-def derive(outcomes: list[Outcome], rule: Rule = "centred") -> tuple[Band, dict[str, Band]]:
-    """The pooled and per-class ranges from the calibration and development runs among
-    ``outcomes`` (held-out runs are left out whatever their errors)."""
-    chosen = [o for o in outcomes if o.run.subset in BAND_SETS]
-    ranges = class_ranges(residuals(chosen), rule)
+def derive(
+    outcomes: list[Outcome], scores: Mapping[str, float | None], rule: Rule = "centred"
+) -> tuple[Band, dict[str, Band]]:
+    """The pooled and per-class ranges from the first-seen scores of the calibration and
+    development runs among ``outcomes`` (:func:`first_seen_residuals`; held-out runs are left
+    out whatever their errors)."""
+    chosen = first_seen_residuals([o for o in outcomes if o.run.subset in BAND_SETS], scores)
+    ranges = class_ranges(chosen, rule)
     classes = {
-        name: _band([o for o in chosen if o.run_class == name], low_high)
+        name: _band([r for r in chosen if r.run_class == name], low_high)
         for name, low_high in ranges.items()
     }
     return band_of(chosen, rule), classes

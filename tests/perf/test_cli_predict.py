@@ -90,7 +90,8 @@ def test_every_prediction_states_its_range(capsys) -> None:
     assert main(["predict"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "tokens/s per GPU" in out
-    assert "split-conformal" in out and "sources, each source counted once" in out
+    assert "split-conformal" in out and "each as first predicted (before the run was added)" in out
+    assert "each source counted once" in out
 
 
 def test_search_over_gpu_counts_reports_plans_evaluated(capsys) -> None:

@@ -30,6 +30,7 @@ from validation.band import (
     coverage,
     derive,
     finite_sample_position,
+    first_seen_residuals,
     leave_one_source_out,
     pooled_range,
     residuals,
@@ -52,15 +53,42 @@ def _one_run_per_source(excesses: list[float], run_class: str = "megatron-3d") -
     return [Residual(f"s{i}", run_class, e) for i, e in enumerate(excesses)]
 
 
+def _scores(outcomes: list[Outcome]) -> dict[str, float | None]:
+    """Stand-in first-seen scores: each run's excess today, one in ten spread out."""
+    return {
+        o.run.name: o.run.published / o.predicted - 1.0 + (0.3 if i % 10 == 0 else 0.0)
+        for i, o in enumerate(outcomes)
+    }
+
+
 def test_held_out_runs_do_not_move_the_range() -> None:
     assert len(SAMPLE) >= 10
-    baseline = derive(SAMPLE)
+    scores = _scores(SAMPLE)
+    baseline = derive(SAMPLE, scores)
     wild = [_held(o, factor) for o in SAMPLE for factor in (0.2, 5.0)]
-    assert derive(SAMPLE + wild) == baseline
+    assert derive(SAMPLE + wild, scores) == baseline
+    assert derive(SAMPLE + wild, {**scores, **_scores(wild)}) == baseline
     with pytest.raises(ValueError, match="held-out"):
-        band_of(SAMPLE + wild)
+        first_seen_residuals(SAMPLE + wild, scores)
     with pytest.raises(ValueError, match="held-out"):
         residuals(SAMPLE + wild)
+
+
+def test_the_range_comes_from_first_seen_scores_not_todays_misses() -> None:
+    """Runs without a first-seen score (the baseline) and runs first predicted not to fit
+    (None) do not enter; the band's runs, sources and MAPE are the first-seen ones."""
+    scores = _scores(SAMPLE)
+    chosen = first_seen_residuals(SAMPLE, scores)
+    assert [r.excess for r in chosen] == list(scores.values())
+    first = SAMPLE[0].run.name
+    fewer = first_seen_residuals(SAMPLE, {**scores, first: None})
+    assert len(fewer) == len(chosen) - 1
+    assert first_seen_residuals(SAMPLE, {}) == []
+    pooled, _ = derive(SAMPLE, scores)
+    assert pooled["num_runs"] == len(SAMPLE)
+    errors = [abs(1.0 / (1.0 + x) - 1.0) for x in scores.values() if x is not None]
+    assert pooled["mape"] == pytest.approx(sum(errors) / len(errors), abs=5e-4)
+    assert derive(SAMPLE, scores) != derive(SAMPLE, {n: x / 2 for n, x in scores.items() if x})
 
 
 def test_the_finite_sample_position_is_the_conformal_rank() -> None:
@@ -144,7 +172,7 @@ def test_leave_one_source_out_coverage_is_the_rank_formula() -> None:
 
 
 def test_coverage_counts_runs_inside_the_printed_range() -> None:
-    band = band_of(SAMPLE)
+    band = band_of(residuals(SAMPLE))
     inside = coverage(SAMPLE, band, {})
     assert 0.0 < inside <= 1.0
     wider = {**band, "low_fraction": -0.9, "high_fraction": 9.0}

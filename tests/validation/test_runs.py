@@ -24,6 +24,7 @@ from clusterforge.constants import read_constants
 from clusterforge.perf.uncertainty import RUN_CLASSES, Band, validation_band
 from tests.validation.gaps import gap_cases
 from validation.band import derive
+from validation.first_seen import first_seen
 from validation.runs import Run, load_runs, predict_run, run_design
 from validation.sets import SETS
 
@@ -275,7 +276,7 @@ def test_the_shipped_error_band_is_the_validation_band():
     """``predict`` prints its range from ``perf/data/uncertainty.toml``: it must be the range
     of today's model on the calibration and development runs, pooled and per class
     (``benchmarks/validate_predict.py --write`` refreshes it)."""
-    pooled, classes = derive([predict_run(r) for r in RUNS])
+    pooled, classes = derive([predict_run(r) for r in RUNS], first_seen())
     shipped = validation_band()
     assert _shipped(shipped) == _as_tuple(pooled)
     for name, band in classes.items():

@@ -3,10 +3,17 @@
 How the printed range is derived (``benchmarks/validate_predict.py --write`` writes
 ``data/uncertainty.toml`` with ``validation/band.py``; ``docs/validation.md`` says the same):
 
-1. Every published run of ``validation/`` in the *calibration* and *development* sets is
-   predicted; the *held-out* set never enters (it is scored only as a whole, and a test fails
-   if held-out rows move the range).
-2. Each run's score is its excess ``x = published / predicted - 1``, so a range
+1. Every published run of ``validation/`` in the *development* set that was added after the
+   record starts is scored *as first seen*: predicted by the model as it stood before the run
+   was added (``validation/history/replay.json``, written by ``benchmarks/first_seen.py``,
+   which replays the commits that added runs with their parent's code). A model's misses on
+   the runs it was developed with shrink as mechanisms are added for them; its misses on runs
+   it had not yet seen are what a run of a new cluster meets (the prequential assessment of
+   A. P. Dawid, "Statistical theory: the prequential approach", J. R. Statist. Soc. A 147(2),
+   1984). The runs the model was built on (the record's baseline) and the *held-out* set
+   never enter (held-out runs are scored only as a whole, and a test fails if they move the
+   range).
+2. Each run's score is its first-seen excess ``x = published / predicted - 1``, so a range
    ``low .. high`` of ``x`` is the range ``predicted * (1 + low) .. predicted * (1 + high)``
    of the real value.
 3. Split-conformal prediction (Vovk, Gammerman & Shafer, *Algorithmic Learning in a Random
@@ -44,11 +51,12 @@ How the printed range is derived (``benchmarks/validate_predict.py --write`` wri
    dense runs; an MoE run has both kinds of layer and borrows the range over all runs. The
    pooled range written at the top of ``data/uncertainty.toml`` is the dense one.
 
-The guarantee is as good as its assumptions: the model is not fixed beforehand here (the
-calibration runs fitted its constants and the development runs chose its mechanisms), so a new
-source may be missed by more than these are. ``benchmarks/validate_predict.py
---coverage-check`` measures the range on sources it did not see (each source left out in
-turn).
+Each first-seen score comes from a model fixed before its run was seen, as split-conformal
+asks; the models differ from step to step (the model improves), so the guarantee holds for a
+model no better than the one that first saw each source. ``benchmarks/validate_predict.py
+--coverage-check`` replays the rule through the history (at each commit that added runs, the
+range from the scores known before it, and the share of the added runs inside) and leaves each
+source out in turn.
 
 A prediction's range is its class's (:func:`validation_band` with the class of the plan).
 """
@@ -160,7 +168,8 @@ class Band:
         its class had too few sources for a range of its own."""
         text = (
             f"split-conformal over the misses on {self.num_runs:,} published runs of "
-            f"{self.num_sources} sources, each source counted once"
+            f"{self.num_sources} sources, each as first predicted (before the run was added), "
+            "each source counted once"
         )
         if self.num_sources < OWN_RANGE_MIN_SOURCES:
             text += (
@@ -193,7 +202,7 @@ def _bands() -> tuple[Band, dict[str, Band]]:
 
 
 def validation_band(run_class: str | None = None) -> Band:
-    """The range derived from the calibration and development runs (``data/uncertainty.toml``):
+    """The range derived from the development runs' first-seen misses (``data/uncertainty.toml``):
     the range of ``run_class`` when given, else the pooled one."""
     pooled, classes = _bands()
     if run_class is None:
