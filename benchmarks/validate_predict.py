@@ -158,12 +158,15 @@ def write_uncertainty(pooled: Band, classes: dict[str, Band]) -> None:
 
 
 def _band_lines(band: Band) -> list[str]:
-    return [
+    lines = [
         f"low_fraction = {band['low_fraction']:.3f}",
         f"high_fraction = {band['high_fraction']:.3f}",
         f"num_runs = {band['num_runs']:.0f}",
         f"num_sources = {band['num_sources']:.0f}",
         f"mape = {band['mape']:.3f}",
+    ]
+    return lines + [
+        f"{key} = {band[key]:.0f}" for key in ("class_runs", "class_sources") if key in band
     ]
 
 

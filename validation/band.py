@@ -59,7 +59,9 @@ _IN_SAMPLE_MIN_RUNS = 10
 
 class Band(dict[str, float]):
     """``low_fraction``, ``high_fraction``, ``num_runs``, ``num_sources`` and ``mape``, as
-    stored in ``clusterforge/perf/data/uncertainty.toml`` (three decimals)."""
+    stored in ``clusterforge/perf/data/uncertainty.toml`` (three decimals); a class that
+    borrows its model family's range also states its own ``class_runs`` and
+    ``class_sources``."""
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,20 @@ def band_of(chosen: list[Residual], rule: Rule = "centred") -> Band:
     return _band(dense, pooled_range(chosen, rule))
 
 
+def _class_band(
+    chosen: list[Residual], name: str, low_high: tuple[float, float], rule: Rule
+) -> Band:
+    """A class's band: its own runs when it has a range of its own; else the runs of the
+    model family it borrows from (which hold its own), with its own counts beside them."""
+    members = [r for r in chosen if r.run_class == name]
+    if _has_own_range(members, rule):
+        return _band(members, low_high)
+    family = [r for r in chosen if run_family(name) == "moe" or run_family(r.run_class) == "dense"]
+    band = _band(family, low_high)
+    band.update(class_runs=len(members), class_sources=len({r.source for r in members}))
+    return band
+
+
 def derive(
     outcomes: list[Outcome], scores: Mapping[str, float | None], rule: Rule = "centred"
 ) -> tuple[Band, dict[str, Band]]:
@@ -213,10 +229,7 @@ def derive(
     out whatever their errors)."""
     chosen = first_seen_residuals([o for o in outcomes if o.run.subset in BAND_SETS], scores)
     ranges = class_ranges(chosen, rule)
-    classes = {
-        name: _band([r for r in chosen if r.run_class == name], low_high)
-        for name, low_high in ranges.items()
-    }
+    classes = {name: _class_band(chosen, name, lh, rule) for name, lh in ranges.items()}
     return band_of(chosen, rule), classes
 
 

@@ -25,6 +25,7 @@ from clusterforge.perf.uncertainty import (
 )
 from validation.band import (
     Residual,
+    _class_band,
     band_of,
     class_ranges,
     coverage,
@@ -241,3 +242,16 @@ def test_the_printed_basis_says_when_a_class_falls_back_to_the_pooled_range() ->
     assert "never narrower" not in own.basis()
     few = Band(low_fraction=-0.2, high_fraction=0.2, num_runs=7, num_sources=2, mape=0.2)
     assert "never narrower than the range pooled over its model family" in few.basis()
+
+
+def test_a_borrowing_class_states_its_own_runs_beside_its_familys() -> None:
+    """A class with too few first-seen sources prints the family pool it borrows from (which
+    holds its own runs) and its own counts."""
+    chosen = _one_run_per_source([(i - 10) / 100 for i in range(12)], "fsdp-small")
+    chosen += [Residual("h0", "hsdp", 0.05), Residual("h0", "hsdp", 0.06)]
+    band = _class_band(chosen, "hsdp", (-0.1, 0.1), "centred")
+    assert band["num_runs"] == 14 and band["num_sources"] == 13
+    assert band["class_runs"] == 2 and band["class_sources"] == 1
+    text = Band(-0.1, 0.1, 14, 13, 0.05, class_runs=2, class_sources=1).basis()
+    assert "its class has 2 such runs of 1 sources" in text
+    assert "class_runs" not in _class_band(chosen, "fsdp-small", (-0.1, 0.1), "centred")

@@ -262,14 +262,17 @@ def test_fitted_sustained_gemm_rows_name_calibration_runs_of_their_gpu():
             assert run_design(calibration[name]).compute.gpu.id == row["gpu"], name
 
 
-def _as_tuple(band: dict[str, float]) -> tuple[float, ...]:
-    return tuple(
-        band[k] for k in ("low_fraction", "high_fraction", "num_runs", "num_sources", "mape")
-    )
+_BAND_KEYS = ("low_fraction", "high_fraction", "num_runs", "num_sources", "mape")
 
 
-def _shipped(band: Band) -> tuple[float, ...]:
-    return (band.low_fraction, band.high_fraction, band.num_runs, band.num_sources, band.mape)
+def _as_tuple(band: dict[str, float]) -> tuple[float | None, ...]:
+    own = tuple(band.get(k) for k in ("class_runs", "class_sources"))
+    return tuple(band[k] for k in _BAND_KEYS) + own
+
+
+def _shipped(band: Band) -> tuple[float | None, ...]:
+    own = (band.class_runs, band.class_sources)
+    return (band.low_fraction, band.high_fraction, band.num_runs, band.num_sources, band.mape, *own)
 
 
 def test_the_shipped_error_band_is_the_validation_band():

@@ -158,6 +158,10 @@ class Band:
     num_runs: int
     num_sources: int
     mape: float
+    # A class with too few sources for a range of its own: its own runs and sources (the
+    # figures above are then those of the model family whose range it borrows).
+    class_runs: int | None = None
+    class_sources: int | None = None
 
     def range_of(self, value: float) -> tuple[float, float]:
         """(low, high) of the real value around a predicted ``value``."""
@@ -171,7 +175,13 @@ class Band:
             f"{self.num_sources} sources, each as first predicted (before the run was added), "
             "each source counted once"
         )
-        if self.num_sources < OWN_RANGE_MIN_SOURCES:
+        if self.class_sources is not None:
+            text += (
+                f"; its class has {self.class_runs} such runs of {self.class_sources} sources, "
+                f"fewer than {OWN_RANGE_MIN_SOURCES}: never narrower than the range pooled "
+                "over its model family's sources"
+            )
+        elif self.num_sources < OWN_RANGE_MIN_SOURCES:
             text += (
                 f" (fewer than {OWN_RANGE_MIN_SOURCES}: never narrower than the range pooled "
                 "over its model family's sources)"
@@ -190,6 +200,8 @@ def _band(raw: dict[str, object]) -> Band:
         num_runs=int(raw["num_runs"]),  # type: ignore[call-overload]
         num_sources=int(raw["num_sources"]),  # type: ignore[call-overload]
         mape=float(raw["mape"]),  # type: ignore[arg-type]
+        class_runs=int(raw["class_runs"]) if "class_runs" in raw else None,  # type: ignore[call-overload]
+        class_sources=int(raw["class_sources"]) if "class_sources" in raw else None,  # type: ignore[call-overload]
     )
 
 

@@ -164,7 +164,7 @@ def print_predict(assessment: PredictAssessment, console: Console) -> None:
     where = f" on {headline.plan.layout.num_gpus:,} GPUs" if len(gpus) > 1 else ""
     console.print(
         f"tokens/s per GPU{where} {band.describe(headline.tokens_per_s_per_gpu)}: 80 % range "
-        f"for a run on a new cluster, {band.basis()}; validation MAPE {band.mape:.1%} "
+        f"for a run on a new cluster, {band.basis()}; their MAPE as first predicted {band.mape:.1%} "
         "(docs/validation.md)"
     )
     if outcome.searched:
