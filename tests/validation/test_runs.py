@@ -60,7 +60,7 @@ LONG_CONTEXT = (
     "step by step: load-balanced head-tail chunks (each step 1/cp of the causal pairs), one "
     "all-gather of K/V, per-step dK/dV sends, nothing else on the critical path. The ring's "
     "transfers inside one NVLink domain are ~26 ms per layer, exposed whole; what is left is "
-    "~220 ms per layer, ~35 % of the layer's predicted attention time, a cost of the "
+    "~220 ms per layer, ~40 % of the layer's predicted attention time, a cost of the "
     "attention itself, not of its communication (Llama 3.1 405B under the same CP 4 across "
     "nodes, pub-tt-h100-405b-128k-fsdp2-cp4, is +1.6 % with the same waits priced). Cause "
     "not found (candidate: caching-allocator retries near the memory limit: 84.0 GiB "
