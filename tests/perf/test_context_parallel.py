@@ -246,3 +246,33 @@ def test_a_ring_across_nodes_takes_fewer_sms_from_the_attention_it_hides_behind(
     excess = 3 * (chunk_s - slow_times.attention_forward_s / 4)
     assert excess > 0.0
     assert slow_in_node > slow_across > excess
+
+
+def test_compiled_pytorch_context_parallelism_waits_for_every_transfer_where_it_is_issued() -> None:
+    """Under torch.compile (``fused_elementwise``) the traced ring waits for each functional
+    collective right behind it (``_maybe_wrap_tensor`` returns ``wait_tensor`` when tracing;
+    Inductor keeps the wait there without ``reorder_for_compute_comm_overlap``): the K, V
+    all-gather of the forward and of the backward and all cp FP32 dK, dV passes are exposed
+    whole, however long the attention they would have hidden behind."""
+    compiled = replace(TORCHTITAN, fused_elementwise=True)
+    assert not TORCHTITAN.fused_elementwise  # torchtitan's default: eager
+    arch, plan, times, fabric = _torch_setup(4, 0.001, compiled)
+    exposed = layer_comm(arch, plan, times, fabric, compiled, 8).cp_s
+    expanded = _kv_bytes(arch, plan) * arch.num_heads / arch.num_kv_heads
+    gather_s = 0.001 * expanded / 2**30
+    grads_s = 0.001 * (2 * expanded / 4) / 2**30
+    assert exposed == pytest.approx(2 * gather_s + 4 * grads_s)
+    _, _, eager_times, eager_fabric = _torch_setup(4, 0.001)
+    eager = layer_comm(arch, plan, eager_times, eager_fabric, TORCHTITAN, 8).cp_s
+    assert exposed > eager
+    # full recomputation reruns the forward's gather, exposed again
+    recomputed = plan.with_(recompute="full")
+    again = layer_comm(
+        arch,
+        recomputed,
+        layer_times(arch, recomputed, gpu_perf(load_catalog().gpus["h100-sxm"], "bf16"), compiled),
+        StepFabric(0.001, []),
+        compiled,
+        8,
+    ).cp_s
+    assert again == pytest.approx(3 * gather_s + 4 * grads_s)

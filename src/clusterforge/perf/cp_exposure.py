@@ -45,9 +45,21 @@ def _kv_bytes(plan: ParallelPlan, arch: ModelArch, stack: Stack) -> float:
 # and passes the FP32 sums between ranks: twice the bytes of the BF16 K, V.
 TORCH_CP_GRAD_BYTES_RATIO = 4 / ACT_BYTES
 
+# Under ``torch.compile`` a functional collective is traced with its wait right behind it:
+# ``_maybe_wrap_tensor`` in ``torch/distributed/_functional_collectives.py`` returns
+# ``wait_tensor(self)`` when ``_are_we_tracing()`` (the ``AsyncCollectiveTensor`` that defers
+# the wait to the first use exists only in eager), and Inductor moves a wait away from its
+# collective only under ``reorder_for_compute_comm_overlap``, False by default
+# (``torch/_inductor/config.py``; PyTorch 2.5-2.6, and still so in later releases). torchtitan
+# compiles each transformer block with ``fullgraph=True`` (``apply_compile``,
+# ``torchtitan/parallelisms/parallelize_llama.py`` at 9dec370), so the ring attention that
+# context parallelism dispatches inside the block is traced: its all-gather of K, V and its
+# dK, dV passes each block the compute stream until they land.
+COMPILED_WAITS_AT_ISSUE = True
+
 
 def _torch_cp_exposed_s(
-    plan: ParallelPlan, comm: CommModel, times: LayerTimes, kv_bytes: float
+    plan: ParallelPlan, comm: CommModel, times: LayerTimes, kv_bytes: float, compiled: bool
 ) -> tuple[float, float]:
     """(forward, backward) exposed seconds of PyTorch's experimental context parallelism.
 
@@ -58,11 +70,17 @@ def _torch_cp_exposed_s(
     ``ft_c.permute_tensor``), each hidden behind the next step's attention backward; the last
     one is waited for after the loop, exposed. (``torch/distributed/tensor/experimental/
     _attention.py``, PyTorch 2.6.)
+
+    ``compiled`` (the block under ``torch.compile``, ``Stack.fused_elementwise``): every
+    collective waits where it is issued (:data:`COMPILED_WAITS_AT_ISSUE`), so the gather
+    and each of the ``cp`` dK, dV passes are exposed whole.
     """
     cp = plan.layout.cp
     groups = rank_groups(plan, "cp")
     gather = comm.collective_time_s("all_gather", kv_bytes, groups)
     grads = comm.collective_time_s("sendrecv", TORCH_CP_GRAD_BYTES_RATIO * kv_bytes / cp, groups)
+    if compiled and COMPILED_WAITS_AT_ISSUE:
+        return gather, gather + cp * grads
     forward = overlapped_s(gather, times.attention_forward_s / cp)
     step_backward = times.attention_backward_s / cp
     backward = overlapped_s(gather, step_backward) + (cp - 1) * overlapped_s(grads, step_backward)
@@ -158,7 +176,9 @@ def cp_exposed_s(
     groups = rank_groups(plan, "cp")
     size = _kv_bytes(plan, arch, stack)
     if stack.context_parallel == "torch":
-        forward, backward = _torch_cp_exposed_s(plan, comm, times, size)
+        forward, backward = _torch_cp_exposed_s(
+            plan, comm, times, size, compiled=stack.fused_elementwise
+        )
     elif stack.cp_overlap:  # ring: one K, V chunk per rank and step, overlapped step by step
         forward, backward = _ring_exposed_s(plan, comm, times, size, nvlink_domain_gpus)
     else:  # gathered before the attention runs: on the critical path
