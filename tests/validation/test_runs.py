@@ -118,7 +118,12 @@ MOE_LAYER = (
     "inputs (each matches its published table, but the 25.11 B200 row's EP, taken from its "
     "release's config: see its note in validation/megatron_bridge_moe.toml; audited in Dec "
     "2026 against the Megatron-Bridge tag of each container, which added the GB300 and B300 "
-    "rows' CUDA-graph scopes, without a change in their prediction)"
+    "rows' CUDA-graph scopes, without a change in their prediction). On the two Qwen3 DGX H100 "
+    "rows the per-copy flatness rests on the 25.11 table's micro-batch 2: at its release's "
+    "micro-batch 1 and VP 12 the gap is 9.2 ms per layer and micro-batch against 11.1 ms for "
+    "the 26.02 row, as flat per micro-batch (host) as per copy; the same model on the same "
+    "GPUs ran at 9,058 tokens/s/GPU dropless without moe_a2a_overlap (26.02.01) against "
+    "5,113-5,275 with it (docs/validation.md, 'Dropless on DGX H100')"
 )
 MOE_HYBRIDEP = MOE_LAYER + (
     ". The DGX B300 EP 8 runs also used the HybridEP flex dispatcher with 32 SMs "
