@@ -8,7 +8,9 @@ For every (algorithm, protocol) pair NCCL would consider, the time at size S (nc
     steady(S) = Σ_phases unit_time · S / share(protocol) / channels(S)
                                         (flow model, max-min rates; NCCL's channels in use)
 
-and the fastest pair is reported, as NCCL's tuner picks it (``ncclTopoGetAlgoTime``).  Where
+and the fastest pair is reported, as NCCL's tuner picks it (``ncclTopoGetAlgoTime``), ranked
+with NCCL's own latency estimate where it differs from the call's (broadcast and reduce:
+:func:`~clusterforge.netsim.latency.tuner_latency_s`).  Where
 the hottest link is offered more than it carries, the bandwidth time is divided by the share of
 it that stays useful: rate control's saw-tooth, or go-back-N resends on a lossy fabric without
 it (:func:`~clusterforge.netsim.congestion.congested_link_share`).
