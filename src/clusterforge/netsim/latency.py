@@ -26,7 +26,14 @@ from clusterforge.netsim.tuner import (
 )
 from clusterforge.netsim.vocab import Algorithm, Protocol
 
-__all__ = ["chain_fill_s", "latency_s", "nccl_latency_s", "tree_fill_s"]
+__all__ = [
+    "chain_fill_s",
+    "latency_s",
+    "nccl_latency_s",
+    "tree_fill_s",
+    "tuner_latency_s",
+    "tuner_offset_s",
+]
 
 _BASE_US: dict[str, Triple] = nccl_triples(
     "base_latency_us", NCCL_CONSTANTS.rows("base_latency_us")
@@ -149,6 +156,31 @@ def latency_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> f
     on exceed NCCL's table by as much as its 2-node calls."""
     call_us = _CALL_ACROSS_NODES_US if ctx.num_nodes > 1 else 0.0
     return nccl_latency_s(algorithm, protocol, ctx) + call_us * 1e-6
+
+
+def tuner_latency_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
+    """The latency NCCL's tuner ranks ``algorithm`` and ``protocol`` by (seconds): its
+    ``comm->latencies``, which ``ncclTopoGetAlgoTime`` adds to ``size / bandwidth`` to pick
+    the fastest pair.  It is :func:`nccl_latency_s` except for broadcast and reduce (our
+    ``chain``): ``ncclTopoTuneModel`` (``src/graph/tuning.cc``, NVIDIA/nccl v2.24.3-1 to commit
+    5067397) charges a ring graph found with ``sameChannels`` (the search's first try,
+    ``ncclTopoCompute`` in ``src/graph/search.cc``, kept on symmetric nodes) its base latency
+    plus one hardware step, the network's across nodes (``hwLat[NET][RING]``: LL 2.7, LL128
+    4.0, Simple 14 us), since consecutive calls stream down the chain.  The call itself still
+    takes :func:`latency_s`: this only orders the candidates, so across nodes NCCL switches
+    a broadcast from LL128 to Simple as soon as Simple's bandwidth gain outweighs 4.4 us."""
+    if algorithm != "chain":
+        return nccl_latency_s(algorithm, protocol, ctx)
+    hw = "net" if ctx.num_nodes > 1 else ctx.intra
+    step_us = _HW_US[hw]["ring"][PROTOCOL_INDEX[protocol]]
+    return (_BASE_US["chain"][PROTOCOL_INDEX[protocol]] + step_us) * 1e-6
+
+
+def tuner_offset_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
+    """Seconds NCCL's ranking latency (:func:`tuner_latency_s`) exceeds the latency of NCCL's
+    model that the call's time contains (:func:`nccl_latency_s`): added to a candidate's time,
+    it orders the candidates as NCCL's tuner does (0 but for broadcast and reduce)."""
+    return tuner_latency_s(algorithm, protocol, ctx) - nccl_latency_s(algorithm, protocol, ctx)
 
 
 def nccl_latency_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:

@@ -8,7 +8,9 @@ For every (algorithm, protocol) pair NCCL would consider, the time at size S (nc
     steady(S) = Σ_phases unit_time · S / share(protocol) / channels(S)
                                         (flow model, max-min rates; NCCL's channels in use)
 
-and the fastest pair is reported, as NCCL's tuner picks it (``ncclTopoGetAlgoTime``).  Where
+and the fastest pair is reported, as NCCL's tuner picks it (``ncclTopoGetAlgoTime``), ranked
+with NCCL's own latency estimate where it differs from the call's (broadcast and reduce:
+:func:`~clusterforge.netsim.latency.tuner_latency_s`).  Where
 the hottest link is offered more than it carries, the bandwidth time is divided by the share of
 it that stays useful: rate control's saw-tooth, or go-back-N resends on a lossy fabric without
 it (:func:`~clusterforge.netsim.congestion.congested_link_share`).
@@ -26,7 +28,7 @@ from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError, did_you_mean
 from clusterforge.netsim.collectives import candidate_algorithms, ring_order
 from clusterforge.netsim.congestion import congested_link_share, window_packets
-from clusterforge.netsim.latency import chain_fill_s, latency_s, tree_fill_s
+from clusterforge.netsim.latency import chain_fill_s, latency_s, tree_fill_s, tuner_offset_s
 from clusterforge.netsim.model import (
     NETWORK_EFFICIENCY,
     nvls_pipeline_efficiency,
@@ -313,6 +315,7 @@ def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: floa
     else:
         names = [req.algorithm]
     best: Choice | None = None
+    best_rank = math.inf
     for name in names:
         phases = solve_phases(graph, req.collective, name, arr, req.routing, req.num_qps, req.pxn)
         path = max((p.net_path_latency_s for p in phases), default=0.0)
@@ -331,8 +334,10 @@ def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: floa
             t = _time(phases, name, proto, ctx, size_bytes * 1.0)
             lat = latency_s(name, proto, ctx)
             t = lat + (t - lat) / goodput
-            if best is None or t < best.time_s:
-                best = Choice(name, proto, t, lat, phases, goodput)
+            # NCCL ranks the pairs by its own latency estimate (latency.tuner_latency_s)
+            rank = t + tuner_offset_s(name, proto, ctx)
+            if rank < best_rank:
+                best, best_rank = Choice(name, proto, t, lat, phases, goodput), rank
     assert best is not None  # names and protocols are never empty
     return best
 
