@@ -48,6 +48,7 @@ unit, whose latency grows with the number of replicas.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -61,12 +62,14 @@ from clusterforge.perf.stack import Stack
 from clusterforge.perf.update import stage_weights
 
 __all__ = [
+    "UnitCollectives",
     "deferred_copy_in_s",
     "fsdp_unit_layers",
     "gather_calls_s",
     "gathers_per_unit",
     "hsdp_sync_s",
     "reduce_per_unit_s",
+    "unit_collectives",
     "zero3_copy_in_s",
     "zero3_copy_out_s",
     "zero3_exposed_s",
@@ -184,6 +187,56 @@ def deferred_copy_in_s(
     return _copy_in_s(params, 2 * stack.grad_reduce_bytes, perf, layers)
 
 
+@dataclass(frozen=True)
+class UnitCollectives:
+    """Seconds of one gathered unit's collectives in one micro-batch, and of the ends (the
+    root unit: embedding gather, reduce-scatter and HSDP sync), each on its own."""
+
+    units: int
+    gather_s: float
+    regather_s: float
+    reduce_s: float
+    sync_s: float
+    ends_s: float
+
+    @property
+    def per_micro_batch_s(self) -> float:
+        """All of them back to back: what one micro-batch would pay with no overlap."""
+        unit = self.gather_s + self.regather_s + self.reduce_s + self.sync_s
+        return self.units * unit + self.ends_s
+
+
+def unit_collectives(
+    arch: ModelArch, plan: ParallelPlan, comm: CommModel, stack: Stack, *, layers: int
+) -> UnitCollectives:
+    """Each collective of a stage with ``layers`` layers, per unit and micro-batch (PP = 1),
+    at the times ``comm`` gives for the shard and replica groups: every call pays the
+    group's latency (a ring's ``n - 1`` steps, NCCL's ``ncclTopoTuneModel``)."""
+    shard, replicas = shard_groups(plan)
+    per_unit = fsdp_unit_layers(arch, plan, stack)
+    unit_params = per_unit * layer_params_per_gpu(arch, plan)
+    calls = gathers_per_unit(arch, plan, stack)
+    gathered = unit_params * stack.gathered_weight_bytes(plan.precision)
+    gather = gather_calls_s(comm, gathered, calls, shard)
+    # ZeRO-2 (FSDP SHARD_GRAD_OP) keeps each unit gathered from its forward to its backward.
+    regather = gather if plan.zero_stage == 3 and stack.fsdp_reshard_after_forward else 0.0
+    embedding = arch.vocab_size * arch.hidden_size / plan.layout.tp
+    ends = comm.collective_time_s("all_gather", embedding * BF16_BYTES, shard)
+    ends += comm.collective_time_s("reduce_scatter", embedding * stack.grad_reduce_bytes, shard)
+    ends += hsdp_sync_s(comm, embedding, stack, shard, replicas)
+    return UnitCollectives(
+        units=math.ceil(layers / per_unit),
+        gather_s=gather,
+        regather_s=regather,
+        reduce_s=reduce_per_unit_s(comm, unit_params, stack.grad_reduce_bytes, stack, shard),
+        # HSDP: each unit's gradient shard is all-reduced across the replicas right after its
+        # reduce-scatter, in every backward (FSDP1 HYBRID_SHARD and FSDP2 on a 2-D mesh both
+        # synchronise every micro-batch unless gradient sync is turned off).
+        sync_s=hsdp_sync_s(comm, unit_params, stack, shard, replicas),
+        ends_s=ends,
+    )
+
+
 def zero3_exposed_s(
     arch: ModelArch,
     plan: ParallelPlan,
@@ -195,20 +248,10 @@ def zero3_exposed_s(
     num_micro: int,
 ) -> float:
     """Exposed ZeRO-3/FSDP seconds per step of a stage with ``layers`` layers (PP = 1)."""
-    shard, replicas = shard_groups(plan)
+    c = unit_collectives(arch, plan, comm, stack, layers=layers)
+    units, gather, regather = c.units, c.gather_s, c.regather_s
+    reduce, sync = c.reduce_s, c.sync_s
     per_unit = fsdp_unit_layers(arch, plan, stack)
-    units = math.ceil(layers / per_unit)
-    unit_params = per_unit * layer_params_per_gpu(arch, plan)
-    calls = gathers_per_unit(arch, plan, stack)
-    gathered = unit_params * stack.gathered_weight_bytes(plan.precision)
-    gather = gather_calls_s(comm, gathered, calls, shard)
-    reduce = reduce_per_unit_s(comm, unit_params, stack.grad_reduce_bytes, stack, shard)
-    # ZeRO-2 (FSDP SHARD_GRAD_OP) keeps each unit gathered from its forward to its backward.
-    regather = gather if plan.zero_stage == 3 and stack.fsdp_reshard_after_forward else 0.0
-    # HSDP: each unit's gradient shard is all-reduced across the replicas right after its
-    # reduce-scatter, in every backward (FSDP1 HYBRID_SHARD and FSDP2 on a 2-D mesh both
-    # synchronise every micro-batch unless gradient sync is turned off).
-    sync = hsdp_sync_s(comm, unit_params, stack, shard, replicas)
     fwd_unit = per_unit * times.forward_s
     bwd_unit = per_unit * (times.backward_s + times.recompute_s)
     if stack.fsdp_prefetch == 0:
@@ -225,11 +268,7 @@ def zero3_exposed_s(
             + reduce
             + sync
         )
-    embedding = arch.vocab_size * arch.hidden_size / plan.layout.tp
-    ends = comm.collective_time_s("all_gather", embedding * BF16_BYTES, shard)
-    ends += comm.collective_time_s("reduce_scatter", embedding * stack.grad_reduce_bytes, shard)
-    ends += hsdp_sync_s(comm, embedding, stack, shard, replicas)
-    return num_micro * (forward + backward + ends)
+    return num_micro * (forward + backward + c.ends_s)
 
 
 def hsdp_sync_s(
