@@ -1,6 +1,6 @@
 """The unit collectives of FSDP (``clusterforge.perf.sharded.unit_collectives``): what one
-unit's gather, re-gather, reduce-scatter and HSDP all-reduce cost per call, and how the
-exposure rules use them. On NCCL's ring latency model (:class:`fabric_double.NcclRingComm`),
+unit's gather, re-gather, reduce-scatter and HSDP all-reduce cost per call, FSDP1's gradient
+preparation in front of the reduce-scatter, and how the exposure rules use them. On NCCL's ring latency model (:class:`fabric_double.NcclRingComm`),
 so a call's latency grows with the shard group: ``n - 1`` ring steps, ``nodes - 1`` of them
 over the network (NVIDIA/nccl ``src/graph/tuning.cc``)."""
 
@@ -14,7 +14,8 @@ from fabric_double import NcclRingComm
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan
 from clusterforge.perf.compute import LayerTimes
-from clusterforge.perf.sharded import unit_collectives, zero3_exposed_s
+from clusterforge.perf.roofline import gpu_perf, memory_time_s
+from clusterforge.perf.sharded import fsdp1_grad_prep_s, unit_collectives, zero3_exposed_s
 from clusterforge.perf.stack import stack_named
 
 
@@ -65,3 +66,32 @@ def test_without_prefetch_every_unit_collective_is_exposed(models) -> None:
     exposed = zero3_exposed_s(arch, plan, comm, stack, times, layers=arch.num_layers, num_micro=2)
     assert exposed == pytest.approx(2 * c.per_micro_batch_s)
     assert c.units == arch.num_layers
+
+
+def test_fsdp1_casts_and_predivides_each_gradient_before_its_reduce_scatter(h100) -> None:
+    """FSDP1 with an FP32 reduce dtype: cast (read 2 B, write 4 B) and in-place pre-divide
+    (read and write 4 B), 14 B per parameter in two kernels; with a BF16 reduce dtype no
+    cast, the divide alone, 4 B. FSDP2 stacks (torchtitan) copy in instead."""
+    perf = gpu_perf(h100, "bf16")
+    fp32 = stack_named("fsdp")
+    bf16 = replace(fp32, grad_reduce_bytes=2)
+    params = 200e6
+    assert fsdp1_grad_prep_s(fp32, perf, params) == memory_time_s(params * 14, perf, num_kernels=2)
+    assert fsdp1_grad_prep_s(bf16, perf, params) == memory_time_s(params * 4, perf, num_kernels=2)
+    assert fsdp1_grad_prep_s(fp32, None, params) == 0.0
+    assert fsdp1_grad_prep_s(stack_named("torchtitan"), perf, params) == 0.0
+
+
+def test_the_gradient_preparation_rides_with_its_reduce_scatter(models, h100) -> None:
+    """On the reduce-scatter's stream and in front of it: gathered on demand, every unit's
+    preparation adds to the exposed time as its reduce-scatter does."""
+    comm, arch, perf = NcclRingComm(), models["llama2-7b"], gpu_perf(h100, "bf16")
+    stack = replace(stack_named("fsdp"), fsdp_prefetch=0)
+    plan = _plan(256, 3)
+    times = LayerTimes(0.01, 0.02, 0.0, 0.008, 0.001, 0.002)
+    c = unit_collectives(arch, plan, comm, stack, layers=arch.num_layers, perf=perf)
+    assert c.prep_s > 0.0
+    args = {"layers": arch.num_layers, "num_micro": 1}
+    with_prep = zero3_exposed_s(arch, plan, comm, stack, times, perf=perf, **args)
+    without = zero3_exposed_s(arch, plan, comm, stack, times, **args)
+    assert with_prep - without == pytest.approx(c.units * c.prep_s + c.ends_prep_s)

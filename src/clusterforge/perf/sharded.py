@@ -64,6 +64,7 @@ from clusterforge.perf.update import stage_weights
 __all__ = [
     "UnitCollectives",
     "deferred_copy_in_s",
+    "fsdp1_grad_prep_s",
     "fsdp_unit_layers",
     "gather_calls_s",
     "gathers_per_unit",
@@ -187,10 +188,36 @@ def deferred_copy_in_s(
     return _copy_in_s(params, 2 * stack.grad_reduce_bytes, perf, layers)
 
 
+# FSDP1's gradient preparation (PyTorch ``torch/distributed/fsdp/_runtime_utils.py``, 2.0-2.5):
+# on the post-backward stream ``_post_backward_hook`` casts the unit's unsharded flat gradient
+# to the reduce dtype when it differs from the parameter dtype
+# (``flat_param.grad.to(handle._reduce_dtype)``: read the BF16 gradient, write the reduce
+# dtype), then ``_reduce_grad`` divides it in place by ``_gradient_predivide_factor``
+# (``_div_if_needed``: read and write the reduce dtype) and only then calls
+# ``reduce_scatter_tensor``. The factor (``_get_gradient_predivide_factor`` in
+# ``_init_utils.py``: doubled while it divides the world size and stays below its quotient)
+# exceeds 1 on every group of two or more ranks. One kernel each; the post-divide touches
+# only the shard (1/n of it, left out).
+FSDP1_GRAD_PREP_KERNELS = 2
+
+
+def fsdp1_grad_prep_s(stack: Stack, perf: GpuPerf | None, params: float) -> float:
+    """Seconds of FSDP1's cast and pre-divide of the unsharded gradients of ``params``
+    parameters, in front of their reduce-scatter on the same stream (memory-bound); zero
+    without ``Stack.fsdp_grad_prep`` or without the GPU's rates."""
+    if not stack.fsdp_grad_prep or perf is None:
+        return 0.0
+    reduce = stack.grad_reduce_bytes
+    cast = BF16_BYTES + reduce if reduce != BF16_BYTES else 0.0
+    return memory_time_s(params * (cast + 2 * reduce), perf, num_kernels=FSDP1_GRAD_PREP_KERNELS)
+
+
 @dataclass(frozen=True)
 class UnitCollectives:
     """Seconds of one gathered unit's collectives in one micro-batch, and of the ends (the
-    root unit: embedding gather, reduce-scatter and HSDP sync), each on its own."""
+    root unit: embedding gather, reduce-scatter and HSDP sync), each on its own; with the
+    gradient preparation that runs in front of a unit's reduce-scatter on its stream
+    (``prep_s``, FSDP1) and the root unit's (``ends_prep_s``)."""
 
     units: int
     gather_s: float
@@ -198,6 +225,8 @@ class UnitCollectives:
     reduce_s: float
     sync_s: float
     ends_s: float
+    prep_s: float = 0.0
+    ends_prep_s: float = 0.0
 
     @property
     def per_micro_batch_s(self) -> float:
@@ -207,11 +236,18 @@ class UnitCollectives:
 
 
 def unit_collectives(
-    arch: ModelArch, plan: ParallelPlan, comm: CommModel, stack: Stack, *, layers: int
+    arch: ModelArch,
+    plan: ParallelPlan,
+    comm: CommModel,
+    stack: Stack,
+    *,
+    layers: int,
+    perf: GpuPerf | None = None,
 ) -> UnitCollectives:
     """Each collective of a stage with ``layers`` layers, per unit and micro-batch (PP = 1),
     at the times ``comm`` gives for the shard and replica groups: every call pays the
-    group's latency (a ring's ``n - 1`` steps, NCCL's ``ncclTopoTuneModel``)."""
+    group's latency (a ring's ``n - 1`` steps, NCCL's ``ncclTopoTuneModel``). ``perf``:
+    the GPU's rates, for FSDP1's gradient preparation (:func:`fsdp1_grad_prep_s`)."""
     shard, replicas = shard_groups(plan)
     per_unit = fsdp_unit_layers(arch, plan, stack)
     unit_params = per_unit * layer_params_per_gpu(arch, plan)
@@ -234,6 +270,8 @@ def unit_collectives(
         # synchronise every micro-batch unless gradient sync is turned off).
         sync_s=hsdp_sync_s(comm, unit_params, stack, shard, replicas),
         ends_s=ends,
+        prep_s=fsdp1_grad_prep_s(stack, perf, unit_params),
+        ends_prep_s=fsdp1_grad_prep_s(stack, perf, embedding),
     )
 
 
@@ -246,11 +284,16 @@ def zero3_exposed_s(
     *,
     layers: int,
     num_micro: int,
+    perf: GpuPerf | None = None,
 ) -> float:
-    """Exposed ZeRO-3/FSDP seconds per step of a stage with ``layers`` layers (PP = 1)."""
-    c = unit_collectives(arch, plan, comm, stack, layers=layers)
+    """Exposed ZeRO-3/FSDP seconds per step of a stage with ``layers`` layers (PP = 1).
+
+    A unit's gradient preparation (FSDP1, ``perf`` given) runs on the reduce-scatter's
+    stream in front of it, so it counts as part of that reduction: hidden behind the next
+    unit's backward with it, exposed with it after the last."""
+    c = unit_collectives(arch, plan, comm, stack, layers=layers, perf=perf)
     units, gather, regather = c.units, c.gather_s, c.regather_s
-    reduce, sync = c.reduce_s, c.sync_s
+    reduce, sync = c.prep_s + c.reduce_s, c.sync_s
     per_unit = fsdp_unit_layers(arch, plan, stack)
     fwd_unit = per_unit * times.forward_s
     bwd_unit = per_unit * (times.backward_s + times.recompute_s)
@@ -268,7 +311,7 @@ def zero3_exposed_s(
             + reduce
             + sync
         )
-    return num_micro * (forward + backward + c.ends_s)
+    return num_micro * (forward + backward + c.ends_s + c.ends_prep_s)
 
 
 def hsdp_sync_s(
