@@ -48,6 +48,7 @@ unit, whose latency grows with the number of replicas.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -61,12 +62,15 @@ from clusterforge.perf.stack import Stack
 from clusterforge.perf.update import stage_weights
 
 __all__ = [
+    "UnitCollectives",
     "deferred_copy_in_s",
+    "fsdp1_grad_prep_s",
     "fsdp_unit_layers",
     "gather_calls_s",
     "gathers_per_unit",
     "hsdp_sync_s",
     "reduce_per_unit_s",
+    "unit_collectives",
     "zero3_copy_in_s",
     "zero3_copy_out_s",
     "zero3_exposed_s",
@@ -184,6 +188,93 @@ def deferred_copy_in_s(
     return _copy_in_s(params, 2 * stack.grad_reduce_bytes, perf, layers)
 
 
+# FSDP1's gradient preparation (PyTorch ``torch/distributed/fsdp/_runtime_utils.py``, 2.0-2.5):
+# on the post-backward stream ``_post_backward_hook`` casts the unit's unsharded flat gradient
+# to the reduce dtype when it differs from the parameter dtype
+# (``flat_param.grad.to(handle._reduce_dtype)``: read the BF16 gradient, write the reduce
+# dtype), then ``_reduce_grad`` divides it in place by ``_gradient_predivide_factor``
+# (``_div_if_needed``: read and write the reduce dtype) and only then calls
+# ``reduce_scatter_tensor``. The factor (``_get_gradient_predivide_factor`` in
+# ``_init_utils.py``: doubled while it divides the world size and stays below its quotient)
+# exceeds 1 on every group of two or more ranks. One kernel each; the post-divide touches
+# only the shard (1/n of it, left out).
+FSDP1_GRAD_PREP_KERNELS = 2
+
+
+def fsdp1_grad_prep_s(stack: Stack, perf: GpuPerf | None, params: float) -> float:
+    """Seconds of FSDP1's cast and pre-divide of the unsharded gradients of ``params``
+    parameters, in front of their reduce-scatter on the same stream (memory-bound); zero
+    without ``Stack.fsdp_grad_prep`` or without the GPU's rates."""
+    if not stack.fsdp_grad_prep or perf is None:
+        return 0.0
+    reduce = stack.grad_reduce_bytes
+    cast = BF16_BYTES + reduce if reduce != BF16_BYTES else 0.0
+    return memory_time_s(params * (cast + 2 * reduce), perf, num_kernels=FSDP1_GRAD_PREP_KERNELS)
+
+
+@dataclass(frozen=True)
+class UnitCollectives:
+    """Seconds of one gathered unit's collectives in one micro-batch, and of the ends (the
+    root unit: embedding gather, reduce-scatter and HSDP sync), each on its own; with the
+    gradient preparation that runs in front of a unit's reduce-scatter on its stream
+    (``prep_s``, FSDP1) and the root unit's (``ends_prep_s``)."""
+
+    units: int
+    gather_s: float
+    regather_s: float
+    reduce_s: float
+    sync_s: float
+    ends_s: float
+    prep_s: float = 0.0
+    ends_prep_s: float = 0.0
+
+    @property
+    def per_micro_batch_s(self) -> float:
+        """All of them back to back: what one micro-batch would pay with no overlap."""
+        unit = self.gather_s + self.regather_s + self.reduce_s + self.sync_s
+        return self.units * unit + self.ends_s
+
+
+def unit_collectives(
+    arch: ModelArch,
+    plan: ParallelPlan,
+    comm: CommModel,
+    stack: Stack,
+    *,
+    layers: int,
+    perf: GpuPerf | None = None,
+) -> UnitCollectives:
+    """Each collective of a stage with ``layers`` layers, per unit and micro-batch (PP = 1),
+    at the times ``comm`` gives for the shard and replica groups: every call pays the
+    group's latency (a ring's ``n - 1`` steps, NCCL's ``ncclTopoTuneModel``). ``perf``:
+    the GPU's rates, for FSDP1's gradient preparation (:func:`fsdp1_grad_prep_s`)."""
+    shard, replicas = shard_groups(plan)
+    per_unit = fsdp_unit_layers(arch, plan, stack)
+    unit_params = per_unit * layer_params_per_gpu(arch, plan)
+    calls = gathers_per_unit(arch, plan, stack)
+    gathered = unit_params * stack.gathered_weight_bytes(plan.precision)
+    gather = gather_calls_s(comm, gathered, calls, shard)
+    # ZeRO-2 (FSDP SHARD_GRAD_OP) keeps each unit gathered from its forward to its backward.
+    regather = gather if plan.zero_stage == 3 and stack.fsdp_reshard_after_forward else 0.0
+    embedding = arch.vocab_size * arch.hidden_size / plan.layout.tp
+    ends = comm.collective_time_s("all_gather", embedding * BF16_BYTES, shard)
+    ends += comm.collective_time_s("reduce_scatter", embedding * stack.grad_reduce_bytes, shard)
+    ends += hsdp_sync_s(comm, embedding, stack, shard, replicas)
+    return UnitCollectives(
+        units=math.ceil(layers / per_unit),
+        gather_s=gather,
+        regather_s=regather,
+        reduce_s=reduce_per_unit_s(comm, unit_params, stack.grad_reduce_bytes, stack, shard),
+        # HSDP: each unit's gradient shard is all-reduced across the replicas right after its
+        # reduce-scatter, in every backward (FSDP1 HYBRID_SHARD and FSDP2 on a 2-D mesh both
+        # synchronise every micro-batch unless gradient sync is turned off).
+        sync_s=hsdp_sync_s(comm, unit_params, stack, shard, replicas),
+        ends_s=ends,
+        prep_s=fsdp1_grad_prep_s(stack, perf, unit_params),
+        ends_prep_s=fsdp1_grad_prep_s(stack, perf, embedding),
+    )
+
+
 def zero3_exposed_s(
     arch: ModelArch,
     plan: ParallelPlan,
@@ -193,22 +284,17 @@ def zero3_exposed_s(
     *,
     layers: int,
     num_micro: int,
+    perf: GpuPerf | None = None,
 ) -> float:
-    """Exposed ZeRO-3/FSDP seconds per step of a stage with ``layers`` layers (PP = 1)."""
-    shard, replicas = shard_groups(plan)
+    """Exposed ZeRO-3/FSDP seconds per step of a stage with ``layers`` layers (PP = 1).
+
+    A unit's gradient preparation (FSDP1, ``perf`` given) runs on the reduce-scatter's
+    stream in front of it, so it counts as part of that reduction: hidden behind the next
+    unit's backward with it, exposed with it after the last."""
+    c = unit_collectives(arch, plan, comm, stack, layers=layers, perf=perf)
+    units, gather, regather = c.units, c.gather_s, c.regather_s
+    reduce, sync = c.prep_s + c.reduce_s, c.sync_s
     per_unit = fsdp_unit_layers(arch, plan, stack)
-    units = math.ceil(layers / per_unit)
-    unit_params = per_unit * layer_params_per_gpu(arch, plan)
-    calls = gathers_per_unit(arch, plan, stack)
-    gathered = unit_params * stack.gathered_weight_bytes(plan.precision)
-    gather = gather_calls_s(comm, gathered, calls, shard)
-    reduce = reduce_per_unit_s(comm, unit_params, stack.grad_reduce_bytes, stack, shard)
-    # ZeRO-2 (FSDP SHARD_GRAD_OP) keeps each unit gathered from its forward to its backward.
-    regather = gather if plan.zero_stage == 3 and stack.fsdp_reshard_after_forward else 0.0
-    # HSDP: each unit's gradient shard is all-reduced across the replicas right after its
-    # reduce-scatter, in every backward (FSDP1 HYBRID_SHARD and FSDP2 on a 2-D mesh both
-    # synchronise every micro-batch unless gradient sync is turned off).
-    sync = hsdp_sync_s(comm, unit_params, stack, shard, replicas)
     fwd_unit = per_unit * times.forward_s
     bwd_unit = per_unit * (times.backward_s + times.recompute_s)
     if stack.fsdp_prefetch == 0:
@@ -225,11 +311,7 @@ def zero3_exposed_s(
             + reduce
             + sync
         )
-    embedding = arch.vocab_size * arch.hidden_size / plan.layout.tp
-    ends = comm.collective_time_s("all_gather", embedding * BF16_BYTES, shard)
-    ends += comm.collective_time_s("reduce_scatter", embedding * stack.grad_reduce_bytes, shard)
-    ends += hsdp_sync_s(comm, embedding, stack, shard, replicas)
-    return num_micro * (forward + backward + ends)
+    return num_micro * (forward + backward + c.ends_s + c.ends_prep_s)
 
 
 def hsdp_sync_s(

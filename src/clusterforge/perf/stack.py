@@ -51,6 +51,8 @@ factor. Each named stack states the defaults of that framework with their source
     Full recomputation is ``checkpoint_wrapper`` with ``CheckpointImpl.NO_REENTRANT``
     (Composer with LLM Foundry's ``activation_checkpointing_reentrant: false``, fms-fsdp's
     ``non_reentrant_wrapper``), whose rerun stops early (:mod:`~clusterforge.perf.early_stop`).
+    Each unit's gradient is cast to the reduce dtype and pre-divided before its
+    reduce-scatter (FSDP1's flat parameter, ``_post_backward_hook`` and ``_reduce_grad``).
 ``torchtitan``
     torchtitan with FSDP2 (Liang et al. 2024, arXiv 2410.06511, §2-3): per-block
     ``fully_shard`` with implicit forward and backward prefetch of one block, FP32 sharded
@@ -233,7 +235,7 @@ def stack_named(name: StackName) -> Stack:
                 moe_fp8_padding=False,
             )
         case "fsdp":
-            return _pytorch(name, checkpoint_early_stop=True)
+            return _pytorch(name, checkpoint_early_stop=True, fsdp_grad_prep=True)
         case "maxtext":
             return _maxtext()
         case "torchtitan":

@@ -77,6 +77,11 @@ class Stack:
     ``fsdp_copy_in``: before each reduce-scatter the unit's gradients are chunk-concatenated
     into a buffer of the reduce dtype, and the compute stream waits for that copy (FSDP2's
     ``foreach_reduce``; FSDP1 and DeepSpeed reduce their flat gradient buffers in place).
+    ``fsdp_grad_prep``: FSDP1's post-backward hook casts each unit's flat BF16 gradient to the
+    reduce dtype and divides it in place by the pre-divide factor before the reduce-scatter
+    (:func:`~clusterforge.perf.sharded.fsdp1_grad_prep_s`); FSDP2 divides inside NCCL
+    (``ReduceOp.AVG`` for FP32 and BF16, ``_get_gradient_divide_factors``) and casts in its
+    copy-in.
     ``zero2_per_unit``: ZeRO-2 is FSDP's ``SHARD_GRAD_OP``, sharded unit by unit like full
     sharding: each unit is all-gathered before its forward (one unit prefetched) and kept
     until its backward, whose gradient it reduce-scatters right away, in every micro-batch
@@ -202,6 +207,7 @@ class Stack:
     zero3_gathers_per_layer: int = 1
     fsdp_copy_out: bool = False
     fsdp_copy_in: bool = False
+    fsdp_grad_prep: bool = False
     pipelined_fsdp_no_sync: bool = False
     selective_recompute: SelectivePolicy = "attention"
     master_in_parameters: bool = False

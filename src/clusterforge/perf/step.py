@@ -169,6 +169,8 @@ def _dp_s(
     first: Stage,
     layers: int,
     num_micro: int,
+    *,
+    perf: GpuPerf,
 ) -> float:
     """Exposed data-parallel seconds per step: unit by unit for ZeRO-3 without pipelining
     (and for ZeRO-2 where the stack shards it per unit, FSDP's SHARD_GRAD_OP), else once per step (measured on the first stage, which also holds the embedding)."""
@@ -177,7 +179,9 @@ def _dp_s(
         and plan.layout.pp == 1
         and plan.layout.dp * plan.layout.cp > 1
     ):
-        return zero3_exposed_s(arch, plan, comm, stack, times, layers=layers, num_micro=num_micro)
+        return zero3_exposed_s(
+            arch, plan, comm, stack, times, layers=layers, num_micro=num_micro, perf=perf
+        )
     params = stage_params(arch, plan, layers, first=True)
     expert = stage_expert_params(arch, plan, layers)
     return dp_exposed_s(
@@ -222,7 +226,7 @@ def predict_step(
         tp_comm_s=m * slowest.tp_s,
         pp_comm_s=pp_exposed_s(plan, arch, comm, stack, m)
         + embedding_sync_s(plan, arch, comm, stack),
-        dp_comm_s=_dp_s(arch, plan, comm, stack, times, per_stage[0], stages[0], m)
+        dp_comm_s=_dp_s(arch, plan, comm, stack, times, per_stage[0], stages[0], m, perf=perf)
         + deferred_copy_in_s(arch, plan, stack, perf, stages[0]),
         cp_comm_s=m * slowest.cp_s,
         ep_comm_s=m * slowest.ep_s,

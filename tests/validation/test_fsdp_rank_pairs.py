@@ -1,0 +1,72 @@
+"""FSDP development rows that differ only in their GPU count (one source, model, micro-batch,
+samples per GPU, sharding, recomputation, stack; ``benchmarks/fsdp_rank_scaling.py``): the
+per-GPU throughput the larger run keeps, as a share of the smaller run's, is predicted
+within 2 points of the measured share. Rows of one source share their unknowns (the
+cluster, the software), so the pair isolates what changes with the GPU count. The 2-point
+tolerance was set with this test, after the pairs were first printed; pairs outside it are
+strict xfails with what the benchmark shows about them. Only development rows are read."""
+
+from __future__ import annotations
+
+import pytest
+from benchmarks.fsdp_rank_scaling import FsdpRow, fsdp_development_rows, rank_pairs
+
+TOLERANCE = 0.02
+
+_BEYOND_COLLECTIVES = (
+    "the measured step grows by {measured} ms, more than the unit collectives' own growth "
+    "at NCCL's latency model even with none of it overlapped ({raw} ms); the model adds "
+    "{predicted} ms. A cost that grows with the ranks outside those calls' NCCL-model time "
+    "(collectives slower at scale than NCCL's tuning model, stragglers at every "
+    "per-unit synchronisation) is not modelled"
+)
+KNOWN_GAPS = {
+    "llmfoundry-h100-large-mpt-70b-128gpu->512": _BEYOND_COLLECTIVES.format(
+        measured=784, raw=426, predicted=147
+    ),
+    "pub-maxtext-h100-llama2-70b-fp8-64gpu->256": _BEYOND_COLLECTIVES.format(
+        measured=635, raw=205, predicted=40
+    ),
+    "pub-maxtext-h100-llama3-70b-bf16-512gpu->2048": _BEYOND_COLLECTIVES.format(
+        measured=379, raw=23, predicted=6
+    ),
+    "pub-tt-h100-8b-8gpu-fsdp->128": _BEYOND_COLLECTIVES.format(measured=80, raw=71, predicted=3),
+    "pub-tt-h100-8b-8gpu-fsdp-compile-fp8->128": (
+        "the measured step grows by 35 ms from 8 to 128 GPUs, the model's by -5 ms: the "
+        "unit collectives' growth (60 ms back to back) is hidden behind compute but for "
+        "the overlap interference; measured, about half of it shows"
+    ),
+}
+
+PAIRS = list(rank_pairs(list(fsdp_development_rows())))
+
+
+def _pair_id(pair: tuple[FsdpRow, FsdpRow]) -> str:
+    small, large = pair
+    return f"{small.run.name}->{large.run.base.layout.num_gpus}"
+
+
+def _cases() -> list[object]:
+    return [
+        pytest.param(
+            pair,
+            id=_pair_id(pair),
+            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[_pair_id(pair)])]
+            if _pair_id(pair) in KNOWN_GAPS
+            else [],
+        )
+        for pair in PAIRS
+    ]
+
+
+def test_pairs_are_found_in_three_sources() -> None:
+    assert len({small.run.file for small, _ in PAIRS}) >= 3
+    assert set(KNOWN_GAPS) <= {_pair_id(p) for p in PAIRS}
+
+
+@pytest.mark.parametrize("pair", _cases())
+def test_throughput_kept_at_more_gpus_is_predicted(pair: tuple[FsdpRow, FsdpRow]) -> None:
+    small, large = pair
+    measured = small.measured_step_s / large.measured_step_s
+    predicted = small.predicted_step_s / large.predicted_step_s
+    assert abs(predicted - measured) <= TOLERANCE
