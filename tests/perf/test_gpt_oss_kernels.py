@@ -141,3 +141,38 @@ def test_other_stacks_do_not_run_megatrons_rotary(models, name) -> None:
 def test_plain_rope_models_keep_the_fused_rotary(models) -> None:
     perf, stack = _perf("h100-sxm"), stack_named("megatron-bridge")
     assert unfused_rotary_s(models["llama3-8b"], PLAN, perf, stack) == (0.0, 0.0)
+
+
+def test_the_flex_dispatchers_fp32_probabilities_widen_the_eager_expert_bias(models) -> None:
+    # DeepEP / HybridEP take FP32 probabilities (MoEFlexTokenDispatcher casts them), so the
+    # eager ``t + b * p`` of TEGroupedMLP._apply_bias runs in FP32 until its final cast.
+    from clusterforge.perf.moe import (
+        EXPERT_BIAS_BYTES,
+        EXPERT_BIAS_FP32_PROBS_BYTES,
+        expert_output_bias_s,
+    )
+
+    arch, perf = models["gpt-oss-120b"], _perf("b300")
+    plan = ParallelPlan(
+        JobLayout(tp=1, pp=1, dp=64, ep=8), micro_batch=4, seq_length=4096, recompute="none"
+    )
+    alltoall = stack_named("megatron-bridge")
+    flex = replace(alltoall, moe_dispatcher="flex", moe_flex_sms=32)
+    c = load_constants()
+    bandwidth = perf.hbm_gbyte_per_s * 1e9 * c.hbm_efficiency
+    elements = 4 * 4096 * 4 * 2880  # routed copies x hidden
+    local = 128 // 8
+    bf16 = expert_output_bias_s(arch, plan, perf, alltoall)
+    fp32 = expert_output_bias_s(arch, plan, perf, flex)
+    assert bf16[0] == pytest.approx(
+        EXPERT_BIAS_BYTES[0] * elements / bandwidth + (2 * local + 1) * c.kernel_overhead_s
+    )
+    assert fp32[0] == pytest.approx(
+        EXPERT_BIAS_FP32_PROBS_BYTES[0] * elements / bandwidth
+        + (2 * local + 2) * c.kernel_overhead_s
+    )
+    assert fp32[1] == pytest.approx(
+        EXPERT_BIAS_FP32_PROBS_BYTES[1] * elements / bandwidth
+        + (5 * local + 2) * c.kernel_overhead_s
+    )
+    assert EXPERT_BIAS_FP32_PROBS_BYTES == (28.0, 40.0)
