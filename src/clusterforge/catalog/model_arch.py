@@ -98,6 +98,11 @@ class ModelArch(BaseModel):
     rotary_base: int = Field(
         10_000, gt=0, description="RoPE base frequency theta (RoFormer's 10,000; Llama 3 500,000)"
     )
+    rotary_scaling: Literal["none", "yarn"] = Field(
+        "none",
+        description="Rotary frequency scaling: YaRN (Peng et al. 2023, arXiv 2309.00071) scales "
+        "the cosines and sines by its attention factor (gpt-oss: rope_scaling yarn, factor 32)",
+    )
     normalization: Literal["rmsnorm", "layernorm"] = Field(
         "rmsnorm", description="Norm before attention, before the MLP and after the last layer"
     )

@@ -23,6 +23,7 @@ from clusterforge.perf.host import flash_unpad_host_s, host_cpu
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
 from clusterforge.perf.roofline import GpuPerf, gemm_time_s, load_constants, memory_time_s
 from clusterforge.perf.stack import Stack
+from clusterforge.perf.window_attention import window_rate, windowed_times
 
 __all__ = [
     "attention_backward_s",
@@ -164,8 +165,9 @@ def _causal_slowdown(plan: ParallelPlan, stack: Stack, perf: GpuPerf) -> float:
     return causal / _causal_share_of_rate(plan.seq_length / cp) + (1.0 - causal)
 
 
-def _attended_pairs(arch: ModelArch, plan: ParallelPlan) -> float:
-    """Query-key pairs a causal flash kernel scores per sequence, averaged over the layers.
+def _attended_pairs(arch: ModelArch, plan: ParallelPlan, *, causal_only: bool = False) -> float:
+    """Query-key pairs a causal flash kernel scores per sequence, averaged over the layers
+    (over the full causal layers only with ``causal_only``).
 
     A full causal layer scores ``s^2 / 2`` pairs; a layer whose queries see only the last
     ``w`` keys (``ModelArch.sliding_window``; gpt-oss, every other layer) scores
@@ -175,7 +177,7 @@ def _attended_pairs(arch: ModelArch, plan: ParallelPlan) -> float:
     s = float(plan.seq_length)
     causal = s * s / 2.0
     w = arch.sliding_window
-    if w is None or w >= s or arch.sliding_window_layers == 0.0:
+    if causal_only or w is None or w >= s or arch.sliding_window_layers == 0.0:
         return causal
     windowed = s * w - w * w / 2.0
     share = arch.sliding_window_layers
@@ -196,11 +198,18 @@ def attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stac
     queries, keys = tokens_per_gpu(plan) / plan.micro_batch, plan.seq_length
     if stack.attention != "unfused":
         # Causal flash attention skips the masked half of the score blocks (and, in the
-        # sliding-window layers, the blocks outside the window).
-        pairs = _attended_pairs(arch, plan) / plan.layout.cp
+        # sliding-window layers, the blocks outside the window); windowed layers with a
+        # measured rate of their own run at it (perf/window_attention.py).
+        window = window_rate(arch, plan, perf, stack)
+        pairs = _attended_pairs(arch, plan, causal_only=window is not None) / plan.layout.cp
         flops = 4.0 * plan.micro_batch * heads * head_dim * pairs
         rate = _fused_attention_rates(stack, perf, arch)[0] * 1e12
-        return flops / rate * _causal_slowdown(plan, stack, perf) + c.kernel_overhead_s
+        causal = flops / rate * _causal_slowdown(plan, stack, perf) + c.kernel_overhead_s
+        if window is None:
+            return causal
+        share = arch.sliding_window_layers
+        windowed = windowed_times(arch, plan, perf, window)[0] + c.kernel_overhead_s
+        return (1.0 - share) * causal + share * windowed
     batch = plan.micro_batch * heads
     scores = gemm_time_s(queries, keys, head_dim, perf, batch=batch)
     context = gemm_time_s(queries, head_dim, keys, perf, batch=batch)
@@ -215,7 +224,14 @@ def attention_backward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
     a lower rate (``flash_attention_backward_ratio``); unfused: 2x the forward GEMMs."""
     forward = attention_forward_s(arch, plan, perf, stack)
     if stack.attention != "unfused":
-        return forward * _fused_attention_rates(stack, perf, arch)[1]
+        ratio = _fused_attention_rates(stack, perf, arch)[1]
+        window = window_rate(arch, plan, perf, stack)
+        if window is None:
+            return forward * ratio
+        windowed_fwd, windowed_bwd = windowed_times(arch, plan, perf, window)
+        # the causal layers' share of the forward (all of it but the windowed layers')
+        causal = forward - arch.sliding_window_layers * windowed_fwd
+        return causal * ratio + arch.sliding_window_layers * windowed_bwd
     # Two GEMMs per forward GEMM; softmax/dropout backward moves ~5 + 6 bytes per score vs 9.
     return 2.0 * forward
 

@@ -51,6 +51,7 @@ from clusterforge.perf.roofline import (
     load_constants,
     memory_time_s,
 )
+from clusterforge.perf.rotary import unfused_rotary_s
 from clusterforge.perf.stack import Stack
 
 __all__ = [
@@ -321,9 +322,10 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     elementwise = _elementwise_forward_s(arch, plan, perf, stack)
     cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack, perf.gpu_id)
     experts_fwd, experts_bwd = _expert_passes_s(arch, plan, perf, stack)
-    forward = gemm + attention_fwd + elementwise + experts_fwd
+    rotary_fwd, rotary_bwd = unfused_rotary_s(arch, plan, perf, stack)
+    forward = gemm + attention_fwd + elementwise + experts_fwd + rotary_fwd
     backward = gemm_bwd + attention_bwd + _elementwise_backward_s(arch, plan, perf, stack)
-    backward += experts_bwd
+    backward += experts_bwd + rotary_bwd
     fused_tp = fused_matmuls(arch, plan, perf, stack)
     copy_fwd, copy_bwd = tp_layout_copy_bytes(arch, plan, stack)
     if is_micro_pipelined(plan, stack) and not arch.parallel_block:

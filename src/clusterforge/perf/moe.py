@@ -198,6 +198,19 @@ EXPERT_BIAS_BYTES = (12.0, 16.0)
 # Kernels per local expert (forward: multiply, add; backward: two multiplies, two sums), plus
 # one concatenation each way.
 EXPERT_BIAS_KERNELS_PER_EXPERT = (2, 4)
+# Under the flex dispatcher the probabilities are FP32: DeepEP and HybridEP take FP32 only,
+# and Megatron-Core's ``MoEFlexTokenDispatcher`` casts them (``self.token_probs.float()``,
+# "HybridEP only supports float32 probs", token_dispatcher.py core_v0.16.0 to core_v0.18.0;
+# NeMo AutoModel's copy for DeepEP, moe/megatron/token_dispatcher.py at 8d9bfb90e). The same
+# ops then run in FP32 until the final cast, bytes per routed copy and hidden element [D]:
+# forward ``b * p`` writes FP32 (4), the add reads BF16 and FP32 and writes FP32 (10), the
+# cat moves FP32 (8), ``.to(bf16)`` reads 4 and writes 2 (6) = 28; backward the cast's
+# backward (2 + 4), the add's gradient cast back to ``t``'s BF16 (4 + 2), the bias and
+# probability gradients each a product and its sum over FP32 (4 + 4 + 4, twice), the split's
+# backward concatenating the BF16 pieces (4) = 40; one cast more each way, and per expert
+# the backward's cast of ``t``'s gradient.
+EXPERT_BIAS_FP32_PROBS_BYTES = (28.0, 40.0)
+EXPERT_BIAS_FP32_PROBS_KERNELS_PER_EXPERT = (2, 5)
 
 
 def expert_output_bias_s(
@@ -208,20 +221,24 @@ def expert_output_bias_s(
     Zero for dense models, models without linear biases and stacks that fuse the bias into
     the expert GEMM (``Stack.moe_expert_bias_eager`` off); otherwise the bytes and kernels of
     :data:`EXPERT_BIAS_BYTES` over the GPU's routed copies, with kernels that grow with the
-    local expert count (:data:`EXPERT_BIAS_KERNELS_PER_EXPERT`).
+    local expert count (:data:`EXPERT_BIAS_KERNELS_PER_EXPERT`); under the flex dispatcher,
+    whose probabilities are FP32, :data:`EXPERT_BIAS_FP32_PROBS_BYTES`.
     """
     if arch.num_experts == 1 or not arch.linear_bias or not stack.moe_expert_bias_eager:
         return 0.0, 0.0
     local_experts = max(1, arch.num_experts // plan.layout.ep)
     copies = tokens_per_gpu(plan) * arch.top_k / (plan.layout.tp if plan.sequence_parallel else 1)
     elements = copies * arch.hidden_size
+    fp32 = stack.moe_dispatcher == "flex"  # FP32 probabilities
     (fwd_bytes, bwd_bytes), (fwd_kernels, bwd_kernels) = (
-        EXPERT_BIAS_BYTES,
-        EXPERT_BIAS_KERNELS_PER_EXPERT,
+        (EXPERT_BIAS_FP32_PROBS_BYTES, EXPERT_BIAS_FP32_PROBS_KERNELS_PER_EXPERT)
+        if fp32
+        else (EXPERT_BIAS_BYTES, EXPERT_BIAS_KERNELS_PER_EXPERT)
     )
+    extra = 2 if fp32 else 1  # the concatenation (and the cast)
     return (
-        memory_time_s(fwd_bytes * elements, perf, num_kernels=fwd_kernels * local_experts + 1),
-        memory_time_s(bwd_bytes * elements, perf, num_kernels=bwd_kernels * local_experts + 1),
+        memory_time_s(fwd_bytes * elements, perf, num_kernels=fwd_kernels * local_experts + extra),
+        memory_time_s(bwd_bytes * elements, perf, num_kernels=bwd_kernels * local_experts + extra),
     )
 
 

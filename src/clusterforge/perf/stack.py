@@ -112,6 +112,7 @@ def _unfused_2021(name: str, **changes: object) -> Stack:
         dp_overlap=False,
         pp_overlap=False,
         fused_grad_accumulation=False,
+        yarn_rotary_unfused=False,
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -147,6 +148,7 @@ def _pytorch(name: str, **changes: object) -> Stack:
         moe_expert_bias_eager=False,
         moe_glu_clamp_eager=False,
         moe_fp8_padding=False,
+        yarn_rotary_unfused=False,
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 

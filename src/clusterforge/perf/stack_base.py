@@ -173,6 +173,9 @@ class Stack:
     ``eager_rotary``: the rotary embedding runs as separate PyTorch eager BF16 ops even where
     norms and activations are fused (NeMo AutoModel's ``_apply_rotary_emb``; only with
     ``fused_elementwise``, :mod:`clusterforge.perf.compute`).
+    ``yarn_rotary_unfused``: a YaRN-scaled rotary embedding (``ModelArch.rotary_scaling``)
+    runs Megatron-Core's unfused PyTorch rotary, whose attention factor TE's fused kernel
+    does not take (:mod:`clusterforge.perf.rotary`); Megatron-Core stacks only.
     ``checkpoint_early_stop``: full recomputation runs PyTorch's non-reentrant checkpoint,
     whose rerun stops before the MLP output projection
     (:mod:`~clusterforge.perf.early_stop`); off by default.
@@ -235,6 +238,7 @@ class Stack:
     remat_saved: tuple[RematName, ...] = ()
     checkpoint_early_stop: bool = False
     eager_rotary: bool = False
+    yarn_rotary_unfused: bool = True
 
     def gathered_weight_bytes(self, precision: str) -> float:
         """Wire bytes per weight in parameter all-gathers (ZeRO/FSDP): FP8 in FP8 runs when
