@@ -13,13 +13,17 @@ from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
 from clusterforge.perf.compute import layer_times
 from clusterforge.perf.host import HOST_OP_S
-from clusterforge.perf.logits import logits_times
+from clusterforge.perf.logits import (
+    TORCH_CROSS_ENTROPY_BYTES,
+    TORCH_CROSS_ENTROPY_KERNELS,
+    logits_times,
+)
 from clusterforge.perf.memory import layer_params_per_gpu, stage_params
 from clusterforge.perf.parallel import shard_groups
 from clusterforge.perf.roofline import gpu_perf, load_constants, memory_time_s
 from clusterforge.perf.sharded import zero3_exposed_s
 from clusterforge.perf.stack import stack_named
-from clusterforge.perf.train_metrics import TRAIN_METRIC_BYTES_PER_LOGIT
+from clusterforge.perf.train_metrics import TRAIN_METRIC_BYTES_PER_LOGIT, TRAIN_METRIC_KERNELS
 from clusterforge.perf.update import OPTIMIZER_HOST_CALLS_PER_TENSOR, optimizer_step_s
 
 FSDP = replace(stack_named("fsdp"), attention="triton", cross_entropy="xentropy")
@@ -46,17 +50,26 @@ def mpt_1b(models):
 
 def test_training_metrics_read_the_logits_in_two_more_unfused_cross_entropies(mpt_1b) -> None:
     """Composer's LanguageCrossEntropy and LanguagePerplexity each run PyTorch's
-    cross-entropy over the BF16 logits under autocast: log-softmax (three reads and a
-    write, 8 B per logit) and the FP32 cast before nll_loss (6 B), three kernels."""
+    cross-entropy over the BF16 logits under autocast, which runs log-softmax in FP32: the
+    cast (6 B per logit), then three reads of the FP32 row and a write (16 B), three
+    kernels with nll_loss."""
     perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
     plan = _plan(8, 14)
     base = sum(logits_times(mpt_1b, plan, perf, FSDP))
     metrics = sum(logits_times(mpt_1b, plan, perf, COMPOSER))
     logits = 14 * 2048 * mpt_1b.vocab_size
-    assert TRAIN_METRIC_BYTES_PER_LOGIT == 14.0
-    expected = memory_time_s(2 * 14.0 * logits, perf, num_kernels=6)
+    assert TRAIN_METRIC_BYTES_PER_LOGIT == 22.0
+    expected = memory_time_s(2 * 22.0 * logits, perf, num_kernels=6)
     assert metrics - base == pytest.approx(expected, rel=1e-6)
     assert layer_times(mpt_1b, plan, perf, COMPOSER) == layer_times(mpt_1b, plan, perf, FSDP)
+
+
+def test_a_training_metric_passes_over_the_logits_as_torch_cross_entropy_forward() -> None:
+    """Under autocast a metric's cross-entropy on BF16 logits is ATen's FP32 path: the same
+    cast and log-softmax passes as the forward of eager ``F.cross_entropy(logits.float())``,
+    not a log-softmax on the BF16 logits (ATen's half-to-float kernel is FP16-only)."""
+    assert TORCH_CROSS_ENTROPY_BYTES[0] == TRAIN_METRIC_BYTES_PER_LOGIT
+    assert TORCH_CROSS_ENTROPY_KERNELS[0] == TRAIN_METRIC_KERNELS
 
 
 def test_backward_post_prefetch_leaves_each_backward_gather_exposed(mpt_1b, h100_comm) -> None:

@@ -21,11 +21,19 @@ __all__ = [
 # registers as training metrics by default, ``use_train_metrics``): Composer's
 # ``_train_microbatch`` calls ``_eval_train_metrics`` after every micro-batch's backward,
 # under no_grad and the autocast context, and each metric runs
-# ``torch.nn.CrossEntropyLoss(reduction='sum')`` on the BF16 logits: ``log_softmax`` in
-# BF16 (PyTorch's ``cunn_SoftMaxForward`` for a 50,368-wide row reads it for the max, for the
-# sum of exponentials and for the output it writes: 3 x 2 + 2) and autocast's FP32 cast in
-# front of ``nll_loss`` (2 + 4) = 14 B per logit, three kernels. [D] by counting passes.
-TRAIN_METRIC_BYTES_PER_LOGIT = 14.0
+# ``torch.nn.CrossEntropyLoss(reduction='sum')`` on the BF16 logits. ``cross_entropy_loss``
+# has no autocast kernel and decomposes into ``log_softmax`` and ``nll_loss``; autocast
+# runs ``log_softmax`` with ``dtype=float32`` (``fp32_set_opt_dtype``,
+# ``aten/src/ATen/autocast_mode.cpp``) and ATen's ``log_softmax(input, dim, dtype)`` takes its fused half-to-float path only for
+# FP16 input: a BF16 input is first cast to FP32 (``input_.toType(dtype)``,
+# ``aten/src/ATen/native/SoftMax.cpp``, PyTorch 2.0-2.1), 2 + 4 B per logit. An FP32 row
+# of the vocabulary (50,368 here; any above ~12,000) does not fit the 48 KiB
+# ``sharedMemPerBlock`` that ``host_softmax`` checks for its shared-memory kernel (``aten/src/ATen/native/cuda/SoftMax.cu``), so ``cunn_SoftMaxForward``
+# reads it for the max, for the sum of exponentials and for the output it writes: 4 x 3 + 4.
+# 22 B per logit, three kernels with ``nll_loss`` (which reads one entry per row); the same
+# passes as the forward of PyTorch's eager cross-entropy on FP32 logits
+# (:data:`clusterforge.perf.logits.TORCH_CROSS_ENTROPY_BYTES`). [D] by counting passes.
+TRAIN_METRIC_BYTES_PER_LOGIT = 22.0
 TRAIN_METRIC_KERNELS = 3
 
 
