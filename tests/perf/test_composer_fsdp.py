@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from clusterforge.catalog import load_catalog
@@ -23,7 +24,13 @@ from clusterforge.perf.parallel import shard_groups
 from clusterforge.perf.roofline import gpu_perf, load_constants, memory_time_s
 from clusterforge.perf.sharded import zero3_exposed_s
 from clusterforge.perf.stack import stack_named
-from clusterforge.perf.train_metrics import TRAIN_METRIC_BYTES_PER_LOGIT, TRAIN_METRIC_KERNELS
+from clusterforge.perf.train_metrics import (
+    TRAIN_METRIC_BYTES_PER_LOGIT,
+    TRAIN_METRIC_KERNELS,
+    TRAIN_METRIC_STATES,
+    train_metrics_collectives_s,
+    train_metrics_sync_s,
+)
 from clusterforge.perf.update import OPTIMIZER_HOST_CALLS_PER_TENSOR, optimizer_step_s
 
 FSDP = replace(stack_named("fsdp"), attention="triton", cross_entropy="xentropy")
@@ -160,3 +167,30 @@ def test_training_metrics_sync_every_state_across_all_ranks_once_per_step(mpt_1b
     grown = other - plain
     base = optimizer_step_s(mpt_1b, small, perf, layers, stack=COMPOSER)[1]
     assert grown > 6 * (base - optimizer_step_s(mpt_1b, small, perf, layers, stack=FSDP)[1])
+
+
+def test_metric_sync_waits_on_a_barrier_and_an_all_gather_per_state(h100_comm) -> None:
+    """Each metric state's sync is a barrier (a one-element all-reduce) and an all-gather of
+    one scalar per rank over every rank, back to back with the host waiting: latency-bound
+    calls that grow with the rank count (the ring all-gather's ``n - 1`` steps)."""
+    states = COMPOSER.train_metric_passes * TRAIN_METRIC_STATES
+    at_64 = train_metrics_collectives_s(COMPOSER, h100_comm, 64)
+    world = np.arange(64).reshape(1, 64)
+    barrier = h100_comm.collective_time_s("all_reduce", 4.0, world)
+    gather = h100_comm.collective_time_s("all_gather", 4.0 * 64, world)
+    assert at_64 == pytest.approx(states * (barrier + gather), rel=1e-9)
+    assert train_metrics_collectives_s(COMPOSER, h100_comm, 8) < at_64
+    assert train_metrics_collectives_s(FSDP, h100_comm, 64) == 0.0
+    assert train_metrics_collectives_s(COMPOSER, h100_comm, 1) == 0.0
+
+
+def test_predicted_step_carries_the_metric_collectives(mpt_1b, h100_comm) -> None:
+    """The step's ``other`` line holds the metric collectives of a Composer run."""
+    gpu = load_catalog().gpus["h100-sxm"]
+    plan = _plan(64, 20)
+    with_sync = predict_step(mpt_1b, plan, gpu, h100_comm, 8, COMPOSER).breakdown.other_s
+    no_metrics = replace(COMPOSER, train_metric_passes=0)
+    without = predict_step(mpt_1b, plan, gpu, h100_comm, 8, no_metrics).breakdown.other_s
+    host = train_metrics_sync_s(COMPOSER, 64, "x86")
+    collectives = train_metrics_collectives_s(COMPOSER, h100_comm, 64)
+    assert with_sync - without == pytest.approx(host + collectives, rel=1e-6)

@@ -4,14 +4,22 @@ synchronisation across all ranks after every step (host time, the GPU drained)."
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import numpy as np
+
 from clusterforge.perf.host import HOST_OP_S, HostCpu
 from clusterforge.perf.roofline import GpuPerf, memory_time_s
 from clusterforge.perf.stack import Stack
+
+if TYPE_CHECKING:
+    from clusterforge.perf.comm import CommModel
 
 __all__ = [
     "TRAIN_METRIC_BYTES_PER_LOGIT",
     "TRAIN_METRIC_KERNELS",
     "TRAIN_METRIC_STATES",
+    "train_metrics_collectives_s",
     "train_metrics_s",
     "train_metrics_sync_s",
 ]
@@ -65,8 +73,29 @@ SYNC_CALLS_PER_STATE = 4  # barrier, all_gather, stack, sum
 
 def train_metrics_sync_s(stack: Stack, num_ranks: int, cpu: HostCpu) -> float:
     """Host seconds per step to synchronise the training metrics' states over ``num_ranks``
-    ranks, each call at :data:`~clusterforge.perf.host.HOST_OP_S` (the collectives'
-    own latency is not counted: a lower bound)."""
+    ranks, each call at :data:`~clusterforge.perf.host.HOST_OP_S` (the collectives' own
+    latency is :func:`train_metrics_collectives_s`)."""
     states = stack.train_metric_passes * TRAIN_METRIC_STATES
     calls = states * (SYNC_CALLS_PER_STATE + SYNC_CALLS_PER_RANK * num_ranks)
     return calls * HOST_OP_S[cpu]
+
+
+# The NCCL barrier is an all-reduce of a one-element tensor followed by a device synchronise
+# (``ProcessGroupNCCL::barrier`` and ``WorkNCCL::synchronizeInternal``, PyTorch 2.0-2.1); the
+# state's all-gather moves one FP32 scalar per rank. [D] from the calls above.
+BARRIER_BYTES = 4.0
+STATE_BYTES_PER_RANK = 4.0
+
+
+def train_metrics_collectives_s(stack: Stack, comm: CommModel, num_ranks: int) -> float:
+    """Seconds per step the host waits on the training metrics' collectives over all
+    ``num_ranks`` ranks: per state the barrier's all-reduce and the all-gather, each at the
+    communication model's time for its bytes (latency-bound). They run one after another
+    between the step's host synchronisations, with the GPU drained, so none overlaps."""
+    states = stack.train_metric_passes * TRAIN_METRIC_STATES
+    if states == 0 or num_ranks < 2:
+        return 0.0
+    world = np.arange(num_ranks).reshape(1, num_ranks)
+    barrier = comm.collective_time_s("all_reduce", BARRIER_BYTES, world)
+    gather = comm.collective_time_s("all_gather", STATE_BYTES_PER_RANK * num_ranks, world)
+    return states * (barrier + gather)
