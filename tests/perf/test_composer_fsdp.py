@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from clusterforge.catalog import load_catalog
@@ -13,13 +14,23 @@ from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
 from clusterforge.perf.compute import layer_times
 from clusterforge.perf.host import HOST_OP_S
-from clusterforge.perf.logits import logits_times
+from clusterforge.perf.logits import (
+    TORCH_CROSS_ENTROPY_BYTES,
+    TORCH_CROSS_ENTROPY_KERNELS,
+    logits_times,
+)
 from clusterforge.perf.memory import layer_params_per_gpu, stage_params
 from clusterforge.perf.parallel import shard_groups
 from clusterforge.perf.roofline import gpu_perf, load_constants, memory_time_s
 from clusterforge.perf.sharded import zero3_exposed_s
 from clusterforge.perf.stack import stack_named
-from clusterforge.perf.train_metrics import TRAIN_METRIC_BYTES_PER_LOGIT
+from clusterforge.perf.train_metrics import (
+    TRAIN_METRIC_BYTES_PER_LOGIT,
+    TRAIN_METRIC_KERNELS,
+    TRAIN_METRIC_STATES,
+    train_metrics_collectives_s,
+    train_metrics_sync_s,
+)
 from clusterforge.perf.update import OPTIMIZER_HOST_CALLS_PER_TENSOR, optimizer_step_s
 
 FSDP = replace(stack_named("fsdp"), attention="triton", cross_entropy="xentropy")
@@ -46,17 +57,26 @@ def mpt_1b(models):
 
 def test_training_metrics_read_the_logits_in_two_more_unfused_cross_entropies(mpt_1b) -> None:
     """Composer's LanguageCrossEntropy and LanguagePerplexity each run PyTorch's
-    cross-entropy over the BF16 logits under autocast: log-softmax (three reads and a
-    write, 8 B per logit) and the FP32 cast before nll_loss (6 B), three kernels."""
+    cross-entropy over the BF16 logits under autocast, which runs log-softmax in FP32: the
+    cast (6 B per logit), then three reads of the FP32 row and a write (16 B), three
+    kernels with nll_loss."""
     perf = gpu_perf(load_catalog().gpus["h100-sxm"], "bf16")
     plan = _plan(8, 14)
     base = sum(logits_times(mpt_1b, plan, perf, FSDP))
     metrics = sum(logits_times(mpt_1b, plan, perf, COMPOSER))
     logits = 14 * 2048 * mpt_1b.vocab_size
-    assert TRAIN_METRIC_BYTES_PER_LOGIT == 14.0
-    expected = memory_time_s(2 * 14.0 * logits, perf, num_kernels=6)
+    assert TRAIN_METRIC_BYTES_PER_LOGIT == 22.0
+    expected = memory_time_s(2 * 22.0 * logits, perf, num_kernels=6)
     assert metrics - base == pytest.approx(expected, rel=1e-6)
     assert layer_times(mpt_1b, plan, perf, COMPOSER) == layer_times(mpt_1b, plan, perf, FSDP)
+
+
+def test_a_training_metric_passes_over_the_logits_as_torch_cross_entropy_forward() -> None:
+    """Under autocast a metric's cross-entropy on BF16 logits is ATen's FP32 path: the same
+    cast and log-softmax passes as the forward of eager ``F.cross_entropy(logits.float())``,
+    not a log-softmax on the BF16 logits (ATen's half-to-float kernel is FP16-only)."""
+    assert TORCH_CROSS_ENTROPY_BYTES[0] == TRAIN_METRIC_BYTES_PER_LOGIT
+    assert TORCH_CROSS_ENTROPY_KERNELS[0] == TRAIN_METRIC_KERNELS
 
 
 def test_backward_post_prefetch_leaves_each_backward_gather_exposed(mpt_1b, h100_comm) -> None:
@@ -147,3 +167,30 @@ def test_training_metrics_sync_every_state_across_all_ranks_once_per_step(mpt_1b
     grown = other - plain
     base = optimizer_step_s(mpt_1b, small, perf, layers, stack=COMPOSER)[1]
     assert grown > 6 * (base - optimizer_step_s(mpt_1b, small, perf, layers, stack=FSDP)[1])
+
+
+def test_metric_sync_waits_on_a_barrier_and_an_all_gather_per_state(h100_comm) -> None:
+    """Each metric state's sync is a barrier (a one-element all-reduce) and an all-gather of
+    one scalar per rank over every rank, back to back with the host waiting: latency-bound
+    calls that grow with the rank count (the ring all-gather's ``n - 1`` steps)."""
+    states = COMPOSER.train_metric_passes * TRAIN_METRIC_STATES
+    at_64 = train_metrics_collectives_s(COMPOSER, h100_comm, 64)
+    world = np.arange(64).reshape(1, 64)
+    barrier = h100_comm.collective_time_s("all_reduce", 4.0, world)
+    gather = h100_comm.collective_time_s("all_gather", 4.0 * 64, world)
+    assert at_64 == pytest.approx(states * (barrier + gather), rel=1e-9)
+    assert train_metrics_collectives_s(COMPOSER, h100_comm, 8) < at_64
+    assert train_metrics_collectives_s(FSDP, h100_comm, 64) == 0.0
+    assert train_metrics_collectives_s(COMPOSER, h100_comm, 1) == 0.0
+
+
+def test_predicted_step_carries_the_metric_collectives(mpt_1b, h100_comm) -> None:
+    """The step's ``other`` line holds the metric collectives of a Composer run."""
+    gpu = load_catalog().gpus["h100-sxm"]
+    plan = _plan(64, 20)
+    with_sync = predict_step(mpt_1b, plan, gpu, h100_comm, 8, COMPOSER).breakdown.other_s
+    no_metrics = replace(COMPOSER, train_metric_passes=0)
+    without = predict_step(mpt_1b, plan, gpu, h100_comm, 8, no_metrics).breakdown.other_s
+    host = train_metrics_sync_s(COMPOSER, 64, "x86")
+    collectives = train_metrics_collectives_s(COMPOSER, h100_comm, 64)
+    assert with_sync - without == pytest.approx(host + collectives, rel=1e-6)

@@ -60,6 +60,7 @@ from clusterforge.perf.sharded import (
 )
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.stage import Stage, blend, embedding_s, stage_time
+from clusterforge.perf.train_metrics import train_metrics_collectives_s
 from clusterforge.perf.uncertainty import Band, run_class, validation_band
 from clusterforge.perf.update import grad_accumulation_s, optimizer_step_s
 
@@ -221,6 +222,7 @@ def predict_step(
     slowest = max(per_stage, key=lambda s: s.total_s)
     m = num_micro_batches(plan)
     opt_s, other_s = optimizer_step_s(arch, plan, perf, stages[0], stack=stack, cpu=host_cpu(gpu))
+    other_s += train_metrics_collectives_s(stack, comm, plan.layout.num_gpus)
     breakdown = Breakdown(
         compute_s=m * slowest.compute_s,
         tp_comm_s=m * slowest.tp_s,
