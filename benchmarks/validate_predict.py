@@ -38,12 +38,13 @@ from validation.band import (
     BAND_SETS,
     RULES,
     Band,
+    Rule,
     coverage,
     derive,
     first_seen_residuals,
     leave_one_source_out,
 )
-from validation.first_seen import check_names, first_seen, replay_coverage
+from validation.first_seen import Basis, check_names, first_seen, replay_coverage
 from validation.runs import Outcome, load_runs, predict_run
 from validation.sets import read_lock
 
@@ -195,11 +196,12 @@ def _print_replay(outcomes: list[Outcome]) -> None:
         "replayed history (benchmarks/first_seen.py): at each commit that added runs, the "
         "range derived from what was known before it holds this share of the added runs:"
     )
-    for basis, rule in (
+    replayed: tuple[tuple[Basis, Rule], ...] = (
         ("first-seen", "centred"),
         ("first-seen", "strict"),
         ("in-sample", "centred"),
-    ):
+    )
+    for basis, rule in replayed:
         steps = replay_coverage(classes, files, basis=basis, rule=rule)
         added = sum(n for *_, n in steps)
         per_step = statistics.fmean(i / n for _, i, n in steps)

@@ -22,15 +22,17 @@ first-seen scores inside it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Literal, assert_never
 
-from validation.band import Residual, class_ranges, pooled_range
+from validation.band import Residual, Rule, class_ranges, pooled_range
 
 __all__ = [
     "REPLAY",
+    "Basis",
     "Step",
     "check_names",
     "first_seen",
@@ -39,6 +41,10 @@ __all__ = [
 ]
 
 REPLAY = Path(__file__).parent / "history" / "replay.json"
+# What a replayed range is derived from: the first-seen scores of the runs added before
+# (the rule that ships) or the in-sample scores of every run present then (the rule used
+# until Dec 2026).
+Basis = Literal["first-seen", "in-sample"]
 _REFRESH = "run `python benchmarks/first_seen.py --write` after adding or renaming runs"
 
 
@@ -79,19 +85,12 @@ def check_names(recorded: Mapping[str, object], scored: Mapping[str, str]) -> No
         )
 
 
-Range = Callable[[list[Residual]], tuple[tuple[float, float], dict[str, tuple[float, float]]]]
-
-
-def _ranges(rule: str) -> Range:
-    return lambda chosen: (pooled_range(chosen, rule), class_ranges(chosen, rule))  # type: ignore[arg-type]
-
-
 def replay_coverage(
     classes: Mapping[str, str],
     files: Mapping[str, str],
     *,
-    basis: str,
-    rule: str = "centred",
+    basis: Basis,
+    rule: Rule = "centred",
     steps: tuple[Step, ...] | None = None,
     min_sources: int = 4,
 ) -> list[tuple[str, int, int]]:
@@ -102,21 +101,23 @@ def replay_coverage(
     grouped by their data file (``files``); steps with fewer than ``min_sources`` sources to
     derive from are skipped."""
     steps = load_replay() if steps is None else steps
-    ranges = _ranges(rule)
     known: list[Residual] = []
     out = []
     for step in steps[1:]:
         added = [(n, x) for n, x in step.new.items() if x is not None]
-        if basis == "first-seen":
-            pool = known
-        else:
-            pool = [
-                Residual(files[n], classes[n], x)
-                for n, x in step.in_sample.items()
-                if x is not None
-            ]
+        match basis:
+            case "first-seen":
+                pool = known
+            case "in-sample":
+                pool = [
+                    Residual(files[n], classes[n], x)
+                    for n, x in step.in_sample.items()
+                    if x is not None
+                ]
+            case _:
+                assert_never(basis)
         if added and len({r.source for r in pool}) >= min_sources:
-            pooled, by_class = ranges(pool)
+            pooled, by_class = pooled_range(pool, rule), class_ranges(pool, rule)
             inside = 0
             for name, x in added:
                 low, high = by_class.get(classes[name], pooled)
