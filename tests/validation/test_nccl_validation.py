@@ -174,7 +174,12 @@ N309_LL128_MID = (
     "to 3 peers (2 network children at an interior node).  Nor is it slot reuse alone (the "
     "9th step of a channel waiting for its first slot's round trip): on 4 Voltage Park "
     "nodes 2 MiB runs 7.3 steps of 18,000 B per channel and is already 51 us slow, 1 MiB "
-    "(3.6 steps) 4 us, 16 MiB (14.6 steps of 72,000 B) 16 us"
+    "(3.6 steps) 4 us, 16 MiB (14.6 steps of 72,000 B) 16 us.  Checked 2026-12-02 across NCCL "
+    "releases v2.19.3-1 to commit 5067397 (docs/validation.md, NCCL's algorithm at 1-32 MiB "
+    "across H100 nodes): tree and ring are priced alike in all; NVLS-Tree's network hop was 14 "
+    "us until v2.28.9-1 (then 20.9), so the releases these rows ran rank NVLS-Tree ahead of "
+    "tree/LL128 from 1-2 MiB, yet NCCL's own NVLS-Tree estimate is below the measured times too "
+    "and the model's NVLS-Tree there is 18-52 % too slow: following the ranking is not the fix"
 )
 N309_UNTUNED = (
     "all-reduce on the 4-node H100 cluster of nccl-tests #309 (gj-aion) at 256 MiB: the "
