@@ -148,7 +148,11 @@ def _peak_ratio(gpu: Gpu) -> float:
 
 def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -> GpuPerf:
     """MAMF ceiling for ``precision`` (fp16 = bf16; missing FP8 rows use the BF16 fraction),
-    scaled by :func:`_peak_ratio` when the GPU states another peak than its catalog part."""
+    scaled by :func:`_peak_ratio` when the GPU states another peak than its catalog part.
+
+    The FP8 ceiling was measured without fast accumulation (``torch._scaled_mm`` default), the
+    mode every FP8 recipe (Transformer Engine, torchao, XLA) uses for its two backward GEMMs;
+    one rate serves all three GEMMs, the forward's fast accumulation being left out."""
     c = constants or load_constants()
     ratio = _peak_ratio(gpu)
     default_bf16 = gpu.bf16_dense_tflops * c.default_mamf_fraction / ratio
