@@ -2,8 +2,9 @@
 the run was first added, before any mechanism was chosen with it in view.
 
 For every calibration and development run of today's ``validation/`` this walks the commits
-that changed ``validation/*.toml`` since the folder became a package (``538d91f``), finds the
-first commit ``C`` whose files hold the run, and predicts the runs new in ``C`` with the code of
+that changed the run files since one loader first read them (``4cecee2``: the files then lived
+in ``tests/validation/``; ``validation/`` became a package at ``538d91f``), finds the first
+commit ``C`` whose files hold the run, and predicts the runs new in ``C`` with the code of
 ``C``'s first parent and the data files of ``C`` (the code of ``C`` itself where the parent's
 code cannot load those files). At each such commit it also scores every calibration and
 development run that existed then, with the same code: the in-sample errors the range would
@@ -36,13 +37,20 @@ from validation.sets import LOCK
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "validation" / "history" / "replay.json"
-SINCE = "538d91f"  # validation/ became a top-level package here (first commit with its layout)
+SINCE = "4cecee2"  # the first commit whose one loader read every training-run file
+# Where the run files and their loader live: tests/validation until 538d91f, then validation.
+FOLDERS = ("validation", "tests/validation")
 
 # Run inside a worktree: print {name: excess} for the requested names (a run that fits no
-# plan prints None). Uses only what every commit since SINCE has: load_runs, predict_run.
+# plan prints None). Uses only what every commit since SINCE has: load_runs, predict_run, in
+# the folder named by the second argument.
 _SCORE = """
 import json, sys
-from validation.runs import load_runs, predict_run
+if sys.argv[2] == "validation":
+    from validation.runs import load_runs, predict_run
+else:
+    sys.path.insert(0, sys.argv[2])
+    from runs import load_runs, predict_run
 wanted = set(json.loads(sys.argv[1]))
 out = {}
 for run in load_runs():
@@ -59,40 +67,48 @@ def _git(*args: str) -> str:
     ).stdout
 
 
+def _folder(commit: str) -> str:
+    """The folder holding the run files and their loader at ``commit``."""
+    for folder in FOLDERS:
+        if _git("ls-tree", "--name-only", commit, f"{folder}/runs.py").strip():
+            return folder
+    raise RuntimeError(f"{commit[:12]} has no run loader in {FOLDERS}")
+
+
 def _names_at(commit: str) -> set[str]:
-    """The training-run names in ``validation/*.toml`` at ``commit``."""
+    """The training-run names in the run files at ``commit``."""
     names: set[str] = set()
-    listing = _git("ls-tree", "--name-only", f"{commit}:validation").split()
+    folder = _folder(commit)
+    listing = _git("ls-tree", "--name-only", f"{commit}:{folder}").split()
     for path in listing:
         if not path.endswith(".toml") or path == LOCK.name:
             continue
-        raw = tomllib.loads(_git("show", f"{commit}:validation/{path}"))
+        raw = tomllib.loads(_git("show", f"{commit}:{folder}/{path}"))
         names |= {str(row["name"]) for row in run_rows(raw) if "name" in row}
     return names
 
 
 def _commits() -> list[str]:
-    out = _git(
-        "log", "--reverse", "--topo-order", "--format=%H", f"{SINCE}^..HEAD", "--", "validation"
-    )
+    out = _git("log", "--reverse", "--topo-order", "--format=%H", f"{SINCE}^..HEAD", "--", *FOLDERS)
     return out.split()
 
 
 def _score(commit: str, code: str, names: set[str]) -> dict[str, float | None]:
-    """Excess of ``names`` predicted with the package code of ``code`` and the validation
-    folder of ``commit``."""
+    """Excess of ``names`` predicted with the package code of ``code`` and the run files of
+    ``commit``."""
+    folder = _folder(commit)
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "tree"
         _git("worktree", "add", "--detach", "-q", str(tree), code)
         try:
             if code != commit:
                 subprocess.run(
-                    ["git", "-C", str(tree), "checkout", "-q", commit, "--", "validation"],
+                    ["git", "-C", str(tree), "checkout", "-q", commit, "--", folder],
                     check=True,
                 )
             env = {**os.environ, "PYTHONPATH": f"{tree / 'src'}:{tree}"}
             done = subprocess.run(
-                [sys.executable, "-c", _SCORE, json.dumps(sorted(names))],
+                [sys.executable, "-c", _SCORE, json.dumps(sorted(names)), folder],
                 cwd=tree,
                 env=env,
                 capture_output=True,
