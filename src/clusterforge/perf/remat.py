@@ -12,7 +12,10 @@ in the backward, and what it does not need is dead code (XLA removes it):
 
 * a Q, K or V GEMM whose output is not saved (the attention backward reads Q, K, V);
 * the attention forward when ``context`` is not saved (its backward and the output
-  projection's weight gradient read the output and its log-sum-exp);
+  projection's weight gradient read the output and its log-sum-exp; with
+  ``attention=cudnn_flash_te`` Transformer Engine's JAX fused attention tags its output,
+  softmax statistics and RNG state ``context`` itself, ``_fused_attn_fwd_rule`` in
+  ``transformer_engine/jax/attention.py``, NVIDIA/TransformerEngine at 1975ace, 2024-12-14);
 * the output projection when ``out_proj`` is not saved (the residual sum it feeds is the
   second norm's input);
 * the MLP input GEMMs when ``mlpwi`` is not saved (the activation's backward reads them);
