@@ -44,3 +44,19 @@ def test_held_out_runs_are_listed_with_their_commit_never_scored_per_row(
             assert all("%" not in line for line in lines), name
         summaries = [line for line in out.splitlines() if line.startswith("heldout ")]
         assert bool(summaries) == bool(args), args
+
+
+@pytest.mark.skipif(not HELD, reason="no held-out run yet")
+def test_step_breakdown_refuses_held_out_runs() -> None:
+    breakdown = _module("step_breakdown")
+    with pytest.raises(SystemExit, match="held-out runs are not printed"):
+        breakdown.selected_runs([HELD[0]])
+
+
+def test_step_breakdown_defaults_to_development_torchtitan_nd_runs() -> None:
+    breakdown = _module("step_breakdown")
+    runs = breakdown.selected_runs([])
+    assert runs, "the torchtitan fsdp-nd development runs"
+    assert all(r.subset == "development" and r.stack.name == "torchtitan" for r in runs)
+    lines = breakdown.describe(runs[0])
+    assert any("per layer and micro-batch" in line for line in lines)
