@@ -92,9 +92,16 @@ def _has_history(commit: str) -> bool:
     return done.returncode == 0
 
 
-def test_a_recorded_first_seen_score_is_what_its_code_predicts(tmp_path: Path) -> None:
-    """The latest step, replayed: its recorded code, the data files of its commit."""
-    step = load_replay()[-1]
+@pytest.mark.parametrize(
+    ("index", "folder"), [(-1, "validation"), (1, "tests/validation")], ids=["latest", "oldest"]
+)
+def test_a_recorded_first_seen_score_is_what_its_code_predicts(
+    tmp_path: Path, index: int, folder: str
+) -> None:
+    """A step replayed: its recorded code, the run files of its commit; the latest step and the
+    oldest after the baseline (from before ``validation/`` became a package, when the files
+    and their loader lived in ``tests/validation/``)."""
+    step = load_replay()[index]
     if not (_has_history(step.code) and _has_history(step.commit)):
         pytest.skip("this checkout has no history of the replayed commits")
     tree = tmp_path / "tree"
@@ -102,13 +109,18 @@ def test_a_recorded_first_seen_score_is_what_its_code_predicts(tmp_path: Path) -
     subprocess.run([*git, "worktree", "add", "--detach", "-q", str(tree), step.code], check=True)
     try:
         subprocess.run(
-            ["git", "-C", str(tree), "checkout", "-q", step.commit, "--", "validation"], check=True
+            ["git", "-C", str(tree), "checkout", "-q", step.commit, "--", folder], check=True
         )
         name, recorded = next((n, x) for n, x in step.new.items() if x is not None)
+        loader = (
+            "from validation.runs import load_runs, predict_run\n"
+            if folder == "validation"
+            else f"sys.path.insert(0, {folder!r})\nfrom runs import load_runs, predict_run\n"
+        )
         script = (
             "import json, sys\n"
-            "from validation.runs import load_runs, predict_run\n"
-            "run = next(r for r in load_runs() if r.name == sys.argv[1])\n"
+            + loader
+            + "run = next(r for r in load_runs() if r.name == sys.argv[1])\n"
             "print(json.dumps(run.published / predict_run(run).predicted - 1.0))\n"
         )
         env = {**os.environ, "PYTHONPATH": f"{tree / 'src'}:{tree}"}
