@@ -57,3 +57,20 @@ def test_nvls_beats_ring_inside_the_domain(nvl72):
     ring = simulate_collective(nvl72, "all_reduce", LARGE, group, algorithm="ring")
     nvls = simulate_collective(nvl72, "all_reduce", LARGE, group, algorithm="nvls")
     assert nvls.busbw_gbyte_per_s > 1.15 * ring.busbw_gbyte_per_s
+
+
+@pytest.mark.parametrize("num_gpus", [8, 16, 32, 64, 72])
+def test_all_to_all_inside_the_domain_keeps_its_rate_at_any_rank_count(nvl72, num_gpus):
+    """A large all-to-all inside the rack runs at the per-GPU NVLink port's p2p share
+    whatever the rank count: NCCL gives each channel the same work at 8 and 64 ranks
+    (``scheduleP2pTasksToPlan`` / ``addP2pToPlan`` in NVIDIA/nccl ``src/enqueue.cc``: fewer
+    channels per peer as peers grow, the same p2p channels in all) and the NVSwitch trays
+    are non-blocking; docs/validation.md, "All-to-all inside an NVLink domain"."""
+    group = np.arange(num_gpus)[None, :]
+    res = simulate_collective(nvl72, "all_to_all", LARGE, group)
+    eight = simulate_collective(nvl72, "all_to_all", LARGE, np.arange(8)[None, :])
+    assert res.algorithm == "direct"
+    assert res.busbw_gbyte_per_s == pytest.approx(eight.busbw_gbyte_per_s, rel=0.01)
+    assert res.limiting_link is not None and res.limiting_link.link_class == "nvlink"
+    for cls in ("nic-leaf", "leaf-nic"):
+        assert res.link_class_utilization[cls].max_utilization == 0
