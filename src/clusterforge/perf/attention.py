@@ -12,12 +12,14 @@ times into a layer's.
 
 from __future__ import annotations
 
-import math
 from typing import assert_never
 
-import numpy as np
-
 from clusterforge.catalog import Gpu, ModelArch
+from clusterforge.perf.attention_length import (
+    causal_slowdown,
+    cudnn_call_length,
+    cudnn_length_shares,
+)
 from clusterforge.perf.flops import head_dim, kv_dim, q_dim
 from clusterforge.perf.host import flash_unpad_host_s, host_cpu
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
@@ -73,7 +75,7 @@ def _head_dim_ratios(arch: ModelArch | None) -> tuple[float, float]:
 
 
 def _fused_attention_rates(
-    stack: Stack, perf: GpuPerf, arch: ModelArch | None = None
+    stack: Stack, perf: GpuPerf, arch: ModelArch | None = None, length: float | None = None
 ) -> tuple[float, float]:
     """(forward TFLOP/s, backward/forward time ratio) of the stack's fused attention kernel.
 
@@ -87,7 +89,9 @@ def _fused_attention_rates(
     Hopper and later (``get_attention_backend``: "Disabling FlashAttention to give
     FusedAttention preference on Hopper+", TE >= 1.8), runs at its measured rate where
     ``data/efficiency.toml`` has one for the GPU, else at the FlashAttention-2 estimate, both
-    scaled for heads narrower than 128 (:data:`CUDNN_HEAD_DIM_64_RATIO`). PyTorch SDPA's
+    scaled for heads narrower than 128 (:data:`CUDNN_HEAD_DIM_64_RATIO`) and, given the call's
+    ``length``, by the share of the 8k rate a call that long keeps (:func:`cudnn_length_shares`,
+    measured GPUs only). PyTorch SDPA's
     in-tree FlashAttention-2 build runs its forward at its measured rate where the table has one (``[[sdpa_flash_attention]]``), with FlashAttention-2's backward ratio.
     """
     c = load_constants()
@@ -103,7 +107,9 @@ def _fused_attention_rates(
                 # the estimate stands for a head-dim-128 rate too: the cuDNN ratios apply
                 return flash[0] * forward_ratio, flash[1] * forward_ratio / backward_ratio
             forward, backward = c.cudnn_attention_tflops[perf.gpu_id]
-            forward, backward = forward * forward_ratio, backward * backward_ratio
+            forward_share, backward_share = cudnn_length_shares(perf.gpu_id, length or 8192.0)
+            forward *= forward_ratio * forward_share
+            backward *= backward_ratio * backward_share
             return forward * perf.attention_scale, FLASH_BACKWARD_WORK_RATIO * forward / backward
         case "sdpa_flash":
             if perf.gpu_id not in c.sdpa_flash_tflops:
@@ -119,50 +125,6 @@ def _fused_attention_rates(
             return flash
         case _:
             assert_never(stack.attention)
-
-
-# FlashAttention-2's causal forward against its non-causal forward on H100 (BF16, head dim
-# 128, 16 heads, batch x sequence = 16K tokens; causal FLOPs halved), by sequence length:
-# Shah et al. 2024, "FlashAttention-3", arXiv 2407.08608, Fig. 5 (c) and (d), "Attention
-# forward speed, head dim 128 (H100 80GB SXM5)", FlashAttention-2 bars, without / with causal
-# mask: 309/191, 350/260, 362/298, 368/319, 370/333, 370/335 TFLOP/s at 512 ... 16K [S: the
-# bar labels as transcribed from the figures]. The kernel skips the masked blocks, but its
-# row blocks carry unequal work (a likely cause, not measured). PyTorch SDPA's measured H100 rate (``[[sdpa_flash_attention]]``) is non-causal; a
-# causal call keeps this share of it (linear in log2 of the call's length between the
-# measured lengths, the 16K share beyond). Taken for the backward too (its time is a ratio
-# of the forward's): no causal backward measurement of FlashAttention-2 on H100 is published.
-FLASH2_CAUSAL_SHARE = (
-    (512, 191 / 309),
-    (1024, 260 / 350),
-    (2048, 298 / 362),
-    (4096, 319 / 368),
-    (8192, 333 / 370),
-    (16384, 335 / 370),
-)
-
-
-def _causal_share_of_rate(tokens: float) -> float:
-    """Share of FlashAttention-2's non-causal rate that a causal call over ``tokens`` keeps
-    (:data:`FLASH2_CAUSAL_SHARE`)."""
-    lengths = [math.log2(length) for length, _ in FLASH2_CAUSAL_SHARE]
-    shares = [share for _, share in FLASH2_CAUSAL_SHARE]
-    return float(np.interp(math.log2(max(tokens, 1.0)), lengths, shares))
-
-
-def _causal_slowdown(plan: ParallelPlan, stack: Stack, perf: GpuPerf) -> float:
-    """Time of the stack's fused attention over its time at a non-causal rate, where that
-    rate is a non-causal measurement (PyTorch SDPA's FlashAttention-2 with a measured row).
-
-    The causal calls: the whole attention without context parallelism; under a load-balanced
-    ring only the step against the rank's own K, V (``1 / cp`` of its pairs, over its
-    ``s / cp`` local tokens), the later steps running unmasked (PyTorch's
-    ``_is_causal_behavior``: ``NOT_IS_CAUSAL`` for every step after the first).
-    """
-    if stack.attention != "sdpa_flash" or perf.gpu_id not in load_constants().sdpa_flash_tflops:
-        return 1.0
-    cp = plan.layout.cp
-    causal = 1.0 / cp
-    return causal / _causal_share_of_rate(plan.seq_length / cp) + (1.0 - causal)
 
 
 def _attended_pairs(arch: ModelArch, plan: ParallelPlan, *, causal_only: bool = False) -> float:
@@ -203,8 +165,8 @@ def attention_forward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stac
         window = window_rate(arch, plan, perf, stack)
         pairs = _attended_pairs(arch, plan, causal_only=window is not None) / plan.layout.cp
         flops = 4.0 * plan.micro_batch * heads * head_dim * pairs
-        rate = _fused_attention_rates(stack, perf, arch)[0] * 1e12
-        causal = flops / rate * _causal_slowdown(plan, stack, perf) + c.kernel_overhead_s
+        rate = _fused_attention_rates(stack, perf, arch, cudnn_call_length(plan, stack))[0]
+        causal = flops / (rate * 1e12) * causal_slowdown(plan, stack, perf) + c.kernel_overhead_s
         if window is None:
             return causal
         share = arch.sliding_window_layers
@@ -224,7 +186,7 @@ def attention_backward_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, sta
     a lower rate (``flash_attention_backward_ratio``); unfused: 2x the forward GEMMs."""
     forward = attention_forward_s(arch, plan, perf, stack)
     if stack.attention != "unfused":
-        ratio = _fused_attention_rates(stack, perf, arch)[1]
+        ratio = _fused_attention_rates(stack, perf, arch, cudnn_call_length(plan, stack))[1]
         window = window_rate(arch, plan, perf, stack)
         if window is None:
             return forward * ratio
