@@ -39,10 +39,15 @@ def test_b200_sweep_at_4k_is_its_published_share_of_the_8k_rate() -> None:
     assert cudnn_length_shares("gb200", 4096) == (forward, backward)  # the same die
 
 
-def test_calls_of_8k_and_longer_keep_the_8k_rate() -> None:
+def test_longer_calls_read_the_sweep_too() -> None:
+    """The 8k rates are the sweep's own 8k points; a 32k call on B200 runs at the sweep's 32k
+    rate, and a call beyond the longest swept length keeps that length's share."""
     for gpu in ("b200", "gb300", "h100-sxm"):
         assert cudnn_length_shares(gpu, 8192) == pytest.approx((1.0, 1.0))
-        assert cudnn_length_shares(gpu, 65536) == pytest.approx((1.0, 1.0))
+    assert cudnn_length_shares("b200", 32768) == pytest.approx(
+        (1419.000 / 1171.278, 1108.688 / 942.509)
+    )
+    assert cudnn_length_shares("h100-sxm", 1 << 20) == pytest.approx((688.0 / 644.0, 581.0 / 541.0))
 
 
 def test_a_gpu_without_a_sweep_keeps_its_rate() -> None:

@@ -57,19 +57,18 @@ def _sweeps() -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
 def cudnn_length_shares(gpu_id: str, length: float) -> tuple[float, float]:
     """(forward, backward) share of the GPU's 8k cuDNN rates that a causal call over
     ``length`` tokens keeps: linear in log2 of the length between the swept lengths, the
-    shortest swept length's share below them; (1, 1) for a GPU without a sweep.
+    nearest end's share outside them; (1, 1) for a GPU without a sweep.
 
-    Calls of 8k tokens and longer keep the 8k rate, as the model did before it read the
-    sweep. This is a choice, not a measured figure. The B200 sweep rises to 114-121 % of the
-    8k rate at 16k-32k. Read that way, it would put NeMo 25.04's B200 long-context runs
-    7-15 points further on the optimistic side (docs/validation.md, "Context parallelism on
-    Blackwell and the cuDNN call length").
+    The sweep is read at every length, longer calls included (B200: 114-121 % of the 8k rate
+    at 16k-32k), as the source gives it; the 8k rates are its own 8k points. That puts NeMo
+    25.04's B200 long-context runs 7-15 points further on the optimistic side, a gap of their
+    own (docs/validation.md, "Context parallelism on Blackwell and the cuDNN call length").
     """
     sweep = _sweeps().get(gpu_id)
     if sweep is None:
         return 1.0, 1.0
     logs, fwd, bwd = sweep
-    x = math.log2(min(max(length, 1.0), CUDNN_RATE_LENGTH))
+    x = math.log2(max(length, 1.0))
     return float(np.interp(x, logs, fwd)), float(np.interp(x, logs, bwd))
 
 
