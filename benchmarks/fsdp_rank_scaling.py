@@ -15,6 +15,11 @@ the larger run: measured, predicted, and the growth of ``raw``, the most any rul
 overlapping the unit collectives could add. A measured growth above it is not the unit
 collectives' latency at NCCL's own model.
 
+A development run that ``predict`` fits with no allowed plan (the model's memory says it
+could not have run) is shown at its smallest allowed micro-batch and first recomputation
+mode with the memory check left out, marked ``*``: its timing still shows what grows with
+the ranks.
+
     PYTHONPATH=$PWD/src:$PWD python benchmarks/fsdp_rank_scaling.py
 
 Development rows only (never held-out).
@@ -28,6 +33,7 @@ from dataclasses import dataclass
 
 from clusterforge.perf.parallel import num_micro_batches
 from clusterforge.perf.sharded import unit_collectives
+from clusterforge.perf.step import Prediction, predict_step
 from validation.runs import Run, load_runs, predict_run, run_comm, run_design
 
 
@@ -42,6 +48,7 @@ class FsdpRow:
     raw_s: float
     exposed_s: float
     gather_s: float
+    fits: bool = True
 
     @property
     def measured_step_s(self) -> float:
@@ -53,15 +60,30 @@ class FsdpRow:
         return self.measured_step_s - self.predicted_step_s
 
 
+def unfitted_prediction(run: Run) -> Prediction:
+    """A development run's step at its smallest allowed micro-batch and first recomputation
+    mode, whether or not the model's memory says it fits (``predict_run`` keeps only plans
+    that fit)."""
+    assert run.subset == "development", "development rows only"
+    design = run_design(run)
+    gpu = design.compute.gpu
+    if run.gpu:
+        gpu = gpu.model_copy(update=dict(run.gpu))
+    plan = run.base.with_(micro_batch=min(run.micro_batches))
+    domain = design.compute.nvlink_domain_gpus
+    return predict_step(run.arch, plan, gpu, run_comm(design), domain, run.stack)
+
+
 def fsdp_development_rows() -> Iterator[FsdpRow]:
-    """Every development run that ``predict`` fits with a plan sharded unit by unit."""
+    """Every development run whose plan shards unit by unit (the fitting plan ``predict``
+    chooses, else :func:`unfitted_prediction`)."""
     for run in load_runs():
         if run.subset != "development":
             continue
-        outcome = predict_run(run)
-        pred = outcome.prediction
+        pred = predict_run(run).prediction
+        fits = pred is not None
         if pred is None:
-            continue
+            pred = unfitted_prediction(run)
         plan = pred.plan
         if not run.stack.gathers_per_unit(plan.zero_stage) or plan.layout.pp > 1:
             continue
@@ -71,11 +93,12 @@ def fsdp_development_rows() -> Iterator[FsdpRow]:
         c = unit_collectives(run.arch, plan, comm, run.stack, layers=run.arch.num_layers)
         yield FsdpRow(
             run=run,
-            error=outcome.error,
+            error=float(getattr(pred, run.metric)) / run.published - 1.0,
             predicted_step_s=pred.step_time_s,
             raw_s=num_micro_batches(plan) * c.per_micro_batch_s,
             exposed_s=pred.breakdown.dp_comm_s,
             gather_s=c.gather_s,
+            fits=fits,
         )
 
 
@@ -111,10 +134,12 @@ def main() -> None:
     )
     for r in rows:
         print(
-            f"{r.run.name:<40} {r.run.base.layout.num_gpus:>5} {r.error * 100:+6.1f}% "
+            f"{r.run.name + ('' if r.fits else ' *'):<40} {r.run.base.layout.num_gpus:>5} "
+            f"{r.error * 100:+6.1f}% "
             f"{r.miss_s * 1e3:9.1f} {r.raw_s * 1e3:9.1f} {r.exposed_s * 1e3:10.1f} "
             f"{r.gather_s * 1e3:9.2f} {r.miss_s / r.raw_s:8.2f}"
         )
+    print("* predicted not to fit: timed at its smallest micro-batch, memory check left out")
     print("\nstep growth with the GPU count (same source, model, micro-batch, sharding):")
     print(f"{'pair':<62} {'measured ms':>11} {'predicted ms':>12} {'raw growth ms':>13}")
     for small, large in rank_pairs(rows):
