@@ -101,9 +101,10 @@ def _fp8_s(run: Run, plan: ParallelPlan, perf: GpuPerf) -> float:
 
 
 def maxtext_parts() -> Iterator[StepParts]:
-    """Every development MaxText row that ``predict`` fits, split into its priced parts."""
+    """Every development MaxText row that ``predict`` fits, split into its priced parts (the
+    MaxText source only: Paxml's rows run on the same JAX stack but are not MaxText's)."""
     for run in load_runs():
-        if run.subset != "development" or run.stack.name != "maxtext":
+        if run.subset != "development" or run.file != "pub_maxtext_fsdp_h100.toml":
             continue
         outcome = predict_run(run)
         pred = outcome.prediction
