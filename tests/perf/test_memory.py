@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from clusterforge.catalog import ModelArch
@@ -102,3 +104,25 @@ def test_interleaving_raises_first_stage_activations(models) -> None:
         Stack(),
     )
     assert inter.activations_gib > plain
+
+
+def test_fsdp_units_gathered_in_fp8_hold_half_the_bf16_bytes() -> None:
+    """A stack that gathers FP8 weights (``fp8_all_gather``) holds its gathered units in FP8:
+    GPT-3 175B's 12 h^2 = 1.81e9 parameters per layer, the unit in use plus one prefetched,
+    1 byte each instead of 2, i.e. 3.62 GB less per GPU; a BF16 run is unchanged."""
+    stages = (GPT.num_layers,)
+    layout = {"seq_length": S, "global_batch": 128, "zero_stage": 3}
+    fp8 = ParallelPlan(JobLayout(dp=128), precision="fp8", **layout)
+    gathers_fp8 = stack_named("maxtext")
+    assert gathers_fp8.gathered_weight_bytes("fp8") == 1.0
+    gathers_bf16 = dataclasses.replace(gathers_fp8, fp8_all_gather=False)
+    saved = (
+        memory_per_gpu(GPT, fp8, stages, gathers_bf16).weights_gib
+        - memory_per_gpu(GPT, fp8, stages, gathers_fp8).weights_gib
+    )
+    layer = 12 * GPT.hidden_size**2 + 13 * GPT.hidden_size  # with biases and norms
+    assert saved * 2**30 == pytest.approx(layer * (1 + gathers_fp8.fsdp_prefetch), rel=0.01)
+    bf16 = ParallelPlan(JobLayout(dp=128), precision="bf16", **layout)
+    assert memory_per_gpu(GPT, bf16, stages, gathers_fp8) == memory_per_gpu(
+        GPT, bf16, stages, gathers_bf16
+    )
