@@ -9,6 +9,8 @@ throughput leaves per layer and micro-batch (bubble slots counted, as
 10^9 query-key pairs per head scored on the GPU (``s^2 / (2 cp)`` pairs per sequence times
 the query heads per GPU) and per thousand tokens on the GPU. A cost of the attention kernel
 keeps the first two columns flat over sequence lengths; a per-token cost keeps the last.
+``--without-cp`` adds the same NeMo source's published B200 8B points without context
+parallelism (8K, 16K), which no validation file holds, as probes.
 
     PYTHONPATH=$PWD/src:$PWD python benchmarks/longctx_attention_gap.py [RUN ...]
 """
@@ -16,10 +18,11 @@ keeps the first two columns flat over sequence lengths; a per-token cost keeps t
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from benchmarks.step_breakdown import selected_runs
 
+from clusterforge.job import JobLayout
 from clusterforge.perf.compute import LayerTimes, layer_times
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, tokens_per_gpu
 from clusterforge.perf.roofline import gpu_perf
@@ -105,12 +108,41 @@ def describe(run: Run) -> str:
     )
 
 
+# The same source's points without context parallelism, which no validation file holds (its
+# rows are the CP > 1 ones): NVIDIA/NeMo docs/source/performance/performance_long_sequence.md
+# at 14d427f575, "LLAMA3-8B (FP8) - B200" (NeMo 25.04.rc2): 8K on 2 GPUs, batch 512, and 16K
+# on 4 GPUs, batch 256, both TP 1, CP 1, DP = GPUs; 1,671 and 1,717 TFLOPS / GPU. Probed on
+# one 8-GPU node (the catalog's node), the batch scaled to keep each GPU's micro-batches.
+NEMO_2504_WITHOUT_CP = ((8192, 2, 512, 1671.0), (16384, 4, 256, 1717.0))
+NEMO_2504_CP_ROW = "nemo2504-longctx-llama3-8b-32k"
+
+
+def without_cp_probes() -> list[Run]:
+    """The published NeMo 25.04 B200 8B points without CP, as runs built from the 32K CP 2
+    development row's settings (:data:`NEMO_2504_WITHOUT_CP`)."""
+    (row,) = selected_runs([NEMO_2504_CP_ROW])
+    node_gpus = row.base.layout.num_gpus
+    probes = []
+    for seq, gpus, batch, published in NEMO_2504_WITHOUT_CP:
+        job = JobLayout.for_gpus(node_gpus, tp=1, pp=1, cp=1, ep=1)
+        plan = replace(row.base, layout=job, seq_length=seq, global_batch=batch * node_gpus // gpus)
+        name = f"nemo2504-8b-{seq // 1024}k-without-cp (probe)"
+        probes.append(replace(row, base=plan, published=published, name=name))
+    return probes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="*", help="run names (calibration or development)")
-    names = parser.parse_args().runs or DEFAULT_RUNS
+    parser.add_argument(
+        "--without-cp",
+        action="store_true",
+        help="also print NeMo 25.04's published B200 8B points without CP (8K, 16K)",
+    )
+    args = parser.parse_args()
     print(HEADER)
-    for run in selected_runs(names):
+    runs = selected_runs(args.runs or DEFAULT_RUNS)
+    for run in (without_cp_probes() if args.without_cp else []) + runs:
         print(describe(run))
 
 

@@ -5,7 +5,7 @@ and by the tokens on the GPU. Only development rows are read; held-out names are
 from __future__ import annotations
 
 import pytest
-from benchmarks.longctx_attention_gap import gap_split
+from benchmarks.longctx_attention_gap import gap_split, without_cp_probes
 from benchmarks.step_breakdown import selected_runs
 
 from clusterforge.perf.compute import layer_times
@@ -59,3 +59,15 @@ def test_heldout_names_are_refused() -> None:
     heldout = next(r.name for r in load_runs() if r.subset == "heldout")
     with pytest.raises(SystemExit):
         selected_runs([heldout])
+
+
+def test_without_cp_probes_keep_each_gpus_work() -> None:
+    """NeMo 25.04's 8K point ran 512 sequences on 2 GPUs and its 16K point 256 on 4: probed
+    on one 8-GPU node, each GPU still runs 256 and 64 sequences, at CP 1 and TP 1."""
+    probes = without_cp_probes()
+    assert [p.base.seq_length for p in probes] == [8192, 16384]
+    for probe, per_gpu in zip(probes, (256, 64), strict=True):
+        layout = probe.base.layout
+        assert (layout.tp, layout.cp, layout.pp) == (1, 1, 1)
+        assert probe.base.global_batch // layout.dp == per_gpu
+        assert probe.subset == "development"  # built from the development 32K row
