@@ -63,10 +63,14 @@ LONG_CONTEXT = (
     "transfers inside one NVLink domain are ~26 ms per layer, exposed whole; what is left is "
     "~220 ms per layer, ~40 % of the layer's predicted attention time, a cost of the "
     "attention itself, not of its communication (Llama 3.1 405B under the same CP 4 across "
-    "nodes, pub-tt-h100-405b-128k-fsdp2-cp4, is +1.6 % with the same waits priced). Cause "
-    "not found (candidate: caching-allocator retries near the memory limit: 84.0 GiB "
-    "reserved on a 96 GB part, with ~2 GiB of gathered K/V and ~1 GiB FP32 dK/dV buffers "
-    "allocated and freed per layer, against 77.1 GiB reserved for the 405B run)"
+    "nodes, pub-tt-h100-405b-128k-fsdp2-cp4, is +1.6 % with the same waits priced). Nor is "
+    "it the kernel's rate: the 405B runs the same call per query head (32,768 local tokens, "
+    "modelled attention per pair-head within 2 %) and leaves 3 % of its attention, the 8B "
+    "36 % (benchmarks/longctx_attention_gap.py). Cause not found (candidate: "
+    "caching-allocator retries near the memory limit: 84.0 GiB reserved on a 96 GB part, "
+    "with ~2 GiB of gathered K/V and ~1 GiB FP32 dK/dV buffers allocated and freed per "
+    "layer, against 77.1 GiB reserved for the 405B run; but the 32K CP1 row, +4.2 %, "
+    "published 83.9 GiB)"
 )
 MOE_LAYER = (
     "Megatron-Bridge MoE (gpt-oss-120b, Qwen3-30B-A3B, force-balanced routing): 15-203 % "
