@@ -5,7 +5,7 @@ GPU"). Each GEMM would take
 
     t = max(FLOPs / (share x MAMF x eta_shape) + waves x t_wave, bytes / HBM) + t_kernel
 
-with ``waves`` the waves of output tiles of ``roofline._tiling``'s orientation, ``t_kernel``
+with ``waves`` the waves of output tiles (``roofline.gemm_waves``), ``t_kernel``
 the per-kernel floor (``kernel_overhead_s``), and the Hopper FP8 epilogue term dropped (a
 fixed time per wave that FP8 does not shorten is that store). ``t_wave`` per GPU and precision
 is fitted on the calibration GEMM microbenchmarks (``validation/gemm_microbench.toml``):
@@ -25,7 +25,6 @@ least squares of the relative error of ``t_meas - floor = ideal / share + waves 
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 from dataclasses import replace
@@ -51,25 +50,12 @@ def row_terms(row: GemmRow) -> tuple[float, int, float]:
     """(time at a share of 1 without per-wave time, waves, measured time) of one row, s."""
     perf = roofline.gpu_perf(load_catalog().gpus[row.gpu], row.precision)
     flops = 2.0 * row.m * row.n * row.k * row.batch
-    efficiency, _ = roofline._tiling(row.m, row.n, row.k, perf, row.batch)
+    efficiency = roofline.gemm_shape_efficiency(row.m, row.n, row.k, perf, row.batch)
     return (
         flops / (perf.matmul_tflops * 1e12 * efficiency),
-        waves(row.m, row.n, row.k, perf, row.batch),
+        roofline.gemm_waves(row.m, row.n, row.k, perf, row.batch),
         flops / (row.gemm_tflops * 1e12),
     )
-
-
-def waves(m: float, n: float, k: float, perf: GpuPerf, batch: float) -> int:
-    """Waves of the orientation ``roofline._tiling`` takes (split-K slices counted)."""
-    c = roofline.load_constants()
-    best = (0.0, 1, 0)
-    for tile_m, tile_n in ((c.gemm_tile_m, c.gemm_tile_n), (c.gemm_tile_n, c.gemm_tile_m)):
-        tiles = math.ceil(m / tile_m) * math.ceil(n / tile_n) * math.ceil(batch)
-        split = roofline._split_k(tiles, k, perf)
-        count = math.ceil(tiles * split / perf.num_sms)
-        efficiency = m * n * batch * split / (count * perf.num_sms * tile_m * tile_n)
-        best = max(best, (efficiency, split, -count))
-    return -best[2]
 
 
 def fit(
@@ -163,8 +149,7 @@ def wave_gemm_time_s(
     num_bytes = (BF16_BYTES * (m * k + k * n) + output_bytes * m * n) * batch
     efficiency, split, count = 1.0, 1, 0
     if perf.num_sms > 0 and m > 0 and n > 0:
-        efficiency, split = roofline._tiling(m, n, k, perf, batch)
-        count = waves(m, n, k, perf, batch)
+        efficiency, split, count = roofline._tiling(m, n, k, perf, batch)
     num_bytes += 2 * 4 * m * n * batch * (split - 1)
     rate = perf.matmul_tflops * 1e12 * perf.gemm_efficiency
     compute_s = flops / (rate * efficiency) + count * wave_s

@@ -7,10 +7,10 @@ per-kernel floor). The model itself is unchanged: the what-if made development w
 from __future__ import annotations
 
 import pytest
-from benchmarks.gemm_wave_whatif import fit, row_terms, rows_of, wave_gemm_time_s, waves
+from benchmarks.gemm_wave_whatif import fit, row_terms, rows_of, wave_gemm_time_s
 
 from clusterforge.catalog import load_catalog
-from clusterforge.perf.roofline import gemm_time_s, gpu_perf, load_constants
+from clusterforge.perf.roofline import gemm_time_s, gemm_waves, gpu_perf, load_constants
 
 
 def _perf(gpu: str, precision: str = "bf16"):  # type: ignore[no-untyped-def]
@@ -20,12 +20,12 @@ def _perf(gpu: str, precision: str = "bf16"):  # type: ignore[no-untyped-def]
 def test_wave_counts_by_hand() -> None:
     h100, b200 = _perf("h100-sxm"), _perf("b200")
     # 8,192^2 output: 64 x 32 = 2,048 tiles of 128 x 256 over 132 SMs: 15.5 -> 16 waves
-    assert waves(8192, 8192, 8192, h100, 1) == 16
+    assert gemm_waves(8192, 8192, 8192, h100, 1) == 16
     # 2,048^2: 16 x 8 = 128 tiles < 132 SMs; split-K min(132 // 128, 2,048 // 256) = 1: 1 wave
-    assert waves(2048, 2048, 2048, h100, 1) == 1
+    assert gemm_waves(2048, 2048, 2048, h100, 1) == 1
     # B200, 148 SMs: 4,096^2 is 512 tiles, 3.5 -> 4 waves; 4 of them 2,048 tiles, 13.8 -> 14
-    assert waves(4096, 4096, 4096, b200, 1) == 4
-    assert waves(4096, 4096, 2048, b200, 4) == 14
+    assert gemm_waves(4096, 4096, 4096, b200, 1) == 4
+    assert gemm_waves(4096, 4096, 2048, b200, 4) == 14
 
 
 def test_the_fit_recovers_a_hand_made_share_wave_time_and_floor() -> None:
