@@ -35,6 +35,7 @@ __all__ = [
     "fp8_epilogue_s",
     "gemm_shape_efficiency",
     "gemm_time_s",
+    "gemm_waves",
     "gpu_perf",
     "load_constants",
     "memory_time_s",
@@ -196,17 +197,17 @@ def _split_k(tiles: int, k: float, perf: GpuPerf) -> int:
     return max(1, min(perf.num_sms // tiles, int(k // c.gemm_split_k_min)))
 
 
-def _tiling(m: float, n: float, k: float, perf: GpuPerf, batch: float) -> tuple[float, int]:
-    """(shape efficiency, split-K slices) of the better tile orientation."""
+def _tiling(m: float, n: float, k: float, perf: GpuPerf, batch: float) -> tuple[float, int, int]:
+    """(shape efficiency, split-K slices, waves) of the better tile orientation."""
     c = load_constants()
-    best = (0.0, 1)
+    best = (0.0, 1, 0)
     for tile_m, tile_n in ((c.gemm_tile_m, c.gemm_tile_n), (c.gemm_tile_n, c.gemm_tile_m)):
         tiles = math.ceil(m / tile_m) * math.ceil(n / tile_n) * math.ceil(batch)
         split = _split_k(tiles, k, perf)
         waves = math.ceil(tiles * split / perf.num_sms)
         efficiency = m * n * batch * split / (waves * perf.num_sms * tile_m * tile_n)
-        best = max(best, (efficiency, split))
-    return best
+        best = max(best, (efficiency, split, -waves))
+    return best[0], best[1], -best[2]
 
 
 def gemm_shape_efficiency(m: float, n: float, k: float, perf: GpuPerf, batch: float = 1.0) -> float:
@@ -229,6 +230,14 @@ def gemm_shape_efficiency(m: float, n: float, k: float, perf: GpuPerf, batch: fl
     if perf.num_sms == 0 or m <= 0 or n <= 0:
         return 1.0
     return _tiling(m, n, k, perf, batch)[0]
+
+
+def gemm_waves(m: float, n: float, k: float, perf: GpuPerf, batch: float = 1.0) -> int:
+    """Waves of output tiles, split-K slices counted, in the orientation
+    :func:`gemm_shape_efficiency` takes (0 on GPUs without an SM count)."""
+    if perf.num_sms == 0 or m <= 0 or n <= 0:
+        return 0
+    return _tiling(m, n, k, perf, batch)[2]
 
 
 @cache
@@ -297,7 +306,7 @@ def gemm_time_s(
     num_bytes = (BF16_BYTES * (m * k + k * n) + output_bytes * m * n) * batch
     efficiency, split = 1.0, 1
     if perf.num_sms > 0 and m > 0 and n > 0:
-        efficiency, split = _tiling(m, n, k, perf, batch)
+        efficiency, split, _ = _tiling(m, n, k, perf, batch)
     # Split-K partial tiles are written and read back in FP32 before the final sum.
     num_bytes += 2 * 4 * m * n * batch * (split - 1)
     rate = perf.matmul_tflops * 1e12 * perf.gemm_efficiency
