@@ -29,6 +29,28 @@ def test_every_datacenter_gpu_of_the_catalog_knows_its_sm_count() -> None:
     assert all(g.num_sms > 0 for g in gpus if g.datacenter)
 
 
+def test_blackwell_ultra_parts_enable_fewer_sms_than_the_full_die() -> None:
+    """NVIDIA's 160 SMs are the full Blackwell Ultra die; the products enable fewer, as CUDA
+    reports them: 148 on the HGX B300, 152 on the GB300 superchip (sources in gpus.toml)."""
+    gpus = load_catalog().gpus
+    assert gpus["b300"].num_sms == 148
+    assert gpus["gb300"].num_sms == 152
+
+
+def test_blackwell_ultra_dense_peaks_are_the_published_sparse_totals_halved() -> None:
+    """GB300 NVL72: 360 / 720 PFLOPS FP16-BF16 / FP8 with sparsity over 72 GPUs; HGX B300:
+    36 / 72 PFLOPS over 8 GPUs. Dense is half; neither part raises BF16 or FP8 over GB200 /
+    B200 (the Blackwell Ultra gain is FP4)."""
+    gpus = load_catalog().gpus
+    assert gpus["gb300"].bf16_dense_tflops == 360_000 / 72 / 2
+    assert gpus["gb300"].fp8_dense_tflops == 720_000 / 72 / 2
+    assert gpus["b300"].bf16_dense_tflops == 36_000 / 8 / 2
+    assert gpus["b300"].fp8_dense_tflops == 72_000 / 8 / 2
+    for ultra, blackwell in (("gb300", "gb200"), ("b300", "b200")):
+        assert gpus[ultra].bf16_dense_tflops == gpus[blackwell].bf16_dense_tflops
+        assert gpus[ultra].fp8_dense_tflops == gpus[blackwell].fp8_dense_tflops
+
+
 def test_large_shapes_keep_the_large_shape_rate(a100) -> None:
     # 108 x 128 x 256 tiles exactly fill one wave on every SM, many times over.
     assert gemm_shape_efficiency(108 * 128 * 8, 256 * 16, 8192, a100) == pytest.approx(1.0)
@@ -126,3 +148,13 @@ def test_a_cluster_whose_lone_gemm_runs_as_the_model_expects_keeps_its_predictio
         assert calibrated.matmul_tflops * calibrated.gemm_efficiency == pytest.approx(before)
         (change,) = perf_changes(perf, calibration)
         assert change.change == pytest.approx(0.0, abs=1e-9), gpu_id
+
+
+def test_gb300_without_a_published_mamf_takes_the_default_share_of_its_peak() -> None:
+    """No GB300 MAMF is published (docs/validation.md, "GB300 GEMM ceiling"): its ceilings are
+    default_mamf_fraction of the datasheet peaks, 1,950 / 3,900 TFLOP/s BF16 / FP8."""
+    gb300 = load_catalog().gpus["gb300"]
+    c = load_constants()
+    assert ("gb300", "bf16") not in c.mamf_tflops
+    assert gpu_perf(gb300, "bf16").matmul_tflops == pytest.approx(2500 * c.default_mamf_fraction)
+    assert gpu_perf(gb300, "fp8").matmul_tflops == pytest.approx(5000 * c.default_mamf_fraction)
