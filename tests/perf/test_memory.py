@@ -126,3 +126,28 @@ def test_fsdp_units_gathered_in_fp8_hold_half_the_bf16_bytes() -> None:
     assert memory_per_gpu(GPT, bf16, stages, gathers_fp8) == memory_per_gpu(
         GPT, bf16, stages, gathers_bf16
     )
+
+
+def test_jax_units_hold_their_unsharded_gradients_in_bf16() -> None:
+    """Under JAX/XLA (``maxtext``) a gathered layer's weight gradients are the BF16 output of
+    the weight-gradient dot until their reduce-scatter: 2 bytes per weight of the unit, not
+    the 4 of an FP32 buffer (``unit_grad_bytes``); the sharded states are unchanged."""
+    stages = (GPT.num_layers,)
+    layout = {"seq_length": S, "global_batch": 128, "zero_stage": 3}
+    jax = stack_named("maxtext")
+    assert jax.unit_grad_bytes == 2.0
+    fp32_units = dataclasses.replace(jax, unit_grad_bytes=0.0)  # falls back to the buffer's 4 B
+    for precision in ("bf16", "fp8"):
+        fsdp = ParallelPlan(JobLayout(dp=128), precision=precision, **layout)
+        bf16_mem = memory_per_gpu(GPT, fsdp, stages, jax)
+        fp32_mem = memory_per_gpu(GPT, fsdp, stages, fp32_units)
+        layer = 12 * GPT.hidden_size**2 + 13 * GPT.hidden_size
+        saved = (fp32_mem.weights_gib - bf16_mem.weights_gib) * 2**30
+        assert saved == pytest.approx(2.0 * layer, rel=0.01)
+        assert bf16_mem.gradients_gib == fp32_mem.gradients_gib
+        assert bf16_mem.optimizer_gib == fp32_mem.optimizer_gib
+
+
+def test_other_stacks_keep_the_gradient_buffer_bytes_for_a_unit() -> None:
+    for name in ("fsdp", "torchtitan", "deepspeed", "automodel"):
+        assert stack_named(name).unit_grad_bytes == 0.0, name

@@ -269,14 +269,16 @@ def _gathered_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
     """ZeRO-3/FSDP working set: the weights of the units gathered at once (the one in use
     plus ``fsdp_prefetch`` ahead), in the dtype they are gathered in (BF16, or FP8 where the
     stack gathers FP8: :meth:`~clusterforge.perf.stack.Stack.gathered_weight_bytes`, the same
-    bytes the all-gather moves), and one unit's unsharded gradients (Zhao et al. 2023 §3.2: a
-    unit is freed after use; ``limit_all_gathers`` bounds the units in flight)."""
+    bytes the all-gather moves), and one unit's unsharded gradients in the dtype the backward
+    produces them (``Stack.unit_grad_bytes``; Zhao et al. 2023 §3.2: a unit is freed after
+    use; ``limit_all_gathers`` bounds the units in flight)."""
     if plan.zero_stage < 3:
         return 0.0
     layer = layer_params_per_gpu(arch, plan)
     unit = max(layer, stack.fsdp_unit_params)
     gathered = stack.gathered_weight_bytes(plan.precision)
-    return unit * (gathered * (1 + stack.fsdp_prefetch) + stack.grad_buffer_bytes)
+    grad = stack.unit_grad_bytes or stack.grad_buffer_bytes
+    return unit * (gathered * (1 + stack.fsdp_prefetch) + grad)
 
 
 # Peak bytes per logit of the loss: Megatron's FP32 copy, computed on in place; the BF16

@@ -74,6 +74,12 @@ factor. Each named stack states the defaults of that framework with their source
     reductions (the weight-gradient dot's BF16 output, reduced before its cast to FP32), FP8
     as Flax's ``Fp8DotGeneralOp`` (delayed scaling, inputs quantized per call in XLA fusions)
     with FP8 weight gathers (XLA's ``CollectiveQuantizer`` moves the quantization first).
+    A gathered layer's unsharded weight gradients are that BF16 dot output, 2 bytes per
+    weight until their reduce-scatter (``unit_grad_bytes``); the FP32 gradient exists only
+    sharded. The same in Paxml with Transformer Engine's JAX layers: FP32 kernels
+    (``param_with_axes(..., jnp.float32)``), cast to the input's BF16 for a BF16 dot, and in
+    FP8 the weight gradient written in ``grad.dtype`` (``_fp8_dot_bwd_rule``,
+    ``transformer_engine/jax/dot.py``, NVIDIA/TransformerEngine at 4e2ce51, 2024-03-04).
 ``automodel``
     NVIDIA NeMo AutoModel's MoE recipes (NVIDIA-NeMo/Automodel at 8d9bfb90e, 2025-10-08:
     ``nemo_automodel/components/moe/``): PyTorch FSDP2 (``fully_shard`` per block, FP32
@@ -158,6 +164,7 @@ def _maxtext() -> Stack:
     return replace(
         _pytorch("maxtext", attention="cudnn", fused_elementwise=True, fp8_all_gather=True),
         grad_reduce_bytes=2,
+        unit_grad_bytes=2.0,
         fp8_scaling="delayed",
         fp8_fused_norm_cast=True,
         fp8_torchao=False,

@@ -68,6 +68,8 @@ class Stack:
     prefetch bucket), ``zero3_gathers_per_layer`` all-gather calls per layer when a layer
     holds more than a bucket (FSDP: one per block; DeepSpeed: one per weight matrix),
     ``zero3_reduce_bucket_params`` gradients per reduce-scatter (0 = one per unit).
+    ``unit_grad_bytes``: bytes per weight of a gathered unit's unsharded gradient before its
+    reduce-scatter (0 = ``grad_buffer_bytes``; JAX/XLA: the weight-gradient dot's BF16 output).
     ``fsdp_backward_prefetch``: when FSDP1 issues the backward's next all-gather
     (:data:`FsdpBackwardPrefetch`). ``train_metric_passes``: PyTorch cross-entropies run on
     every micro-batch's logits for training metrics (:func:`~clusterforge.perf.logits.logits_times`).
@@ -201,6 +203,7 @@ class Stack:
     optimizer_bytes: float = 12.0
     fsdp_prefetch: int = 1
     fsdp_unit_params: float = 0.0
+    unit_grad_bytes: float = 0.0
     fsdp_reshard_after_forward: bool = True
     fsdp_backward_prefetch: FsdpBackwardPrefetch = "pre"
     train_metric_passes: int = 0
