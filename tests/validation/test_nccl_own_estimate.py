@@ -59,7 +59,22 @@ def test_the_simpler_tree_pattern_takes_0_85_of_the_tree_bandwidth():
         assert simple == pytest.approx(factor * balanced)
 
 
-@pytest.mark.parametrize("simple_tree", [False, True], ids=["balanced-tree", "simple-tree"])
+_SIMPLE_TREE_CLOSER = (
+    "with the dstack B200 rows (pub_dstack_b200_nccl.toml, 6 more rows below 16 MiB across "
+    "2 nodes, the simulator 34.2 % off on them, NCCL's simpler-tree estimate 26.5 %) the 40 "
+    "rows give the simulator 24.1 % against 23.9 % for NCCL's simpler-tree estimate (22.3 % "
+    "against 23.5 % on the 34 rows before); the balanced tree stays behind (26.8 %)"
+)
+
+
+@pytest.mark.parametrize(
+    "simple_tree",
+    [
+        False,
+        pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=_SIMPLE_TREE_CLOSER)),
+    ],
+    ids=["balanced-tree", "simple-tree"],
+)
 def test_measured_all_reduce_times_follow_the_simulator_better_than_nccl_own_estimate(
     simple_tree,
 ):
@@ -67,7 +82,8 @@ def test_measured_all_reduce_times_follow_the_simulator_better_than_nccl_own_est
     estimate, even with the model's fixed cost of a call across nodes added, misses by more
     than the simulator (2026-12-02, 34 rows: 26.2 % with the balanced tree, 23.5 % with the
     simpler tree pattern, against 22.3 %), so following NCCL's latency + size / bandwidth
-    is not the fix for the optimistic misses there."""
+    is not the fix for the optimistic misses there.  With the dstack B200 rows (40 rows) the
+    simpler-tree estimate edges ahead (23.9 % against 24.1 %; _SIMPLE_TREE_CLOSER)."""
     rows = [
         e
         for e in small_cross_node_estimates(simple_tree=simple_tree)

@@ -258,6 +258,23 @@ KNOWN_GAPS |= {
     ),
     **dict.fromkeys(["pub-oci-a100-2n-ar-2g", "pub-oci-a100-2n-ar-8g"], OCI_TWO_NODE_TREE_CHANNELS),
 }
+# Development rows of the dstack B200 source (pub_dstack_b200_nccl.toml, added 2026-12-02)
+# that the model misses by more than 15 %.
+B200_TWO_NODE_SMALL = (
+    "all-reduce of 8 KiB-8 MiB across 2 nodes x 8 B200 (dstack's Lambda 1CC log, InfiniBand, "
+    "NCCL 2.26.2, and its GCP A4 log, ConnectX-7 RoCE): simulated 21-70 % too fast on the "
+    "tree (Lambda 8 KiB +27.8 %, 32 KiB +36.4 %, 128 KiB +24.5 % on LL; 1 MiB +69.9 %, 4 MiB "
+    "+25.9 % on LL128; A4 8 MiB +20.7 % on LL128).  The measured call pays 9-12 us more than "
+    "the model at 8-128 KiB (42.7 us against 33.4 at 8 KiB), 48 us more at 1 MiB, 24 us at "
+    "4 MiB and 27 us at A4's 8 MiB, the TWO_NODE_TREE_LATENCY pattern; the Lambda nodes are "
+    "bare metal, so a virtualised RDMA path does not explain it there.  From 16 MiB the rows "
+    "are within 14 % (-13.3 % to +4.8 %)"
+)
+KNOWN_GAPS |= dict.fromkeys(
+    [f"pub-dstack-lambda-b200-2n-ar-{s}" for s in ("8k", "32k", "128k", "1m", "4m")]
+    + ["pub-dstack-gcp-a4-b200-2n-ar-8m"],
+    B200_TWO_NODE_SMALL,
+)
 
 
 def _cases() -> list[object]:
@@ -292,8 +309,8 @@ def test_development_mean_absolute_error_within_5_percent():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="over all 199 development rows the mean error is 14.1 % (10.9 % at >= 16 MiB, "
-    "25.7 % below): the small-size gaps of the next test, the GB200 1- and 2-rack all-reduce "
+    reason="over all 214 development rows the mean error is 14.3 % (10.6 % at >= 16 MiB, "
+    "26.7 % below): the small-size gaps of the next test, the GB200 1- and 2-rack all-reduce "
     "and the other rows listed in KNOWN_GAPS, and rows within 15 % but not 5 %",
 )
 def test_every_development_row_mean_absolute_error_within_5_percent():
@@ -333,8 +350,9 @@ def test_development_mean_error_within_5_percent_from_16_mib():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="with the Voltage Park, nccl-tests #309, OCI and Nebius rows the mean error below "
-    "16 MiB is 25.7 % (43 rows; 26.5 % before broadcast and reduce were ranked with NCCL's "
+    reason="with the Voltage Park, nccl-tests #309, OCI, Nebius and dstack B200 rows the mean "
+    "error below 16 MiB is 26.7 % (49 rows; 25.7 % on 43 before the dstack B200 rows, "
+    "B200_TWO_NODE_SMALL; 26.5 % before broadcast and reduce were ranked with NCCL's "
     "own latency, 33.9 % before the fixed cost of a call across "
     "nodes, call_across_nodes_us): 2-8 nodes x 8 H100 at 0.5-8 MiB are simulated 12-96 % too "
     "fast (VP_RAMP and N309_LL128_MID in KNOWN_GAPS) and 2-node tree calls of 8 KiB-2 MiB on "
