@@ -195,3 +195,22 @@ def test_fsdp_shard_grad_op_gathers_and_reduces_unit_by_unit_every_micro_batch(
     m_one = predict_step(arch, zero2, h100, h100_comm, 8, megatron)
     m_four = predict_step(arch, zero2.with_(global_batch=1024), h100, h100_comm, 8, megatron)
     assert m_four.breakdown.dp_comm_s == pytest.approx(m_one.breakdown.dp_comm_s, rel=1e-9)
+
+
+def test_xla_scan_without_double_buffering_copies_each_carried_gather(
+    models, h100, h100_comm
+) -> None:
+    """XLA without while-loop double buffering copies each layer's pipelined all-gather
+    result into the loop-carried buffer: a read and a write of every gathered byte, in the
+    forward and the backward loop (4 B x 2 per parameter in BF16); double-buffered (every
+    named stack, MaxText's recipes) it costs nothing."""
+    maxtext = stack_named("maxtext")
+    assert not maxtext.scan_carry_copies
+    arch = models["llama3.1-8b"]
+    plan = _zero3(8, global_batch=16, micro_batch=2, seq_length=8192, recompute="none")
+    copied = predict_step(arch, plan, h100, h100_comm, 8, replace(maxtext, scan_carry_copies=True))
+    buffered = predict_step(arch, plan, h100, h100_comm, 8, maxtext)
+    extra_s = copied.breakdown.compute_s - buffered.breakdown.compute_s
+    layer_bytes = 2 * 2 * 2 * 218e6  # read + write, BF16, two loops; 218 M parameters a layer
+    hbm_s = arch.num_layers * layer_bytes / (gpu_perf(h100, "bf16").hbm_gbyte_per_s * 1e9)
+    assert hbm_s < extra_s < 2 * hbm_s

@@ -111,26 +111,50 @@ def reduce_per_unit_s(
     return one * unit_params / bucket
 
 
-def zero3_copy_out_s(
+def _gathered_copy_s(
     arch: ModelArch, plan: ParallelPlan, stack: Stack, perf: GpuPerf, layers: int
 ) -> float:
-    """Seconds per micro-batch of FSDP2's all-gather copy-out on the compute stream.
-
-    FSDP2 gathers a block's shards into one flat buffer and then copies it into the
-    per-parameter unsharded tensors (``foreach_all_gather_copy_out`` in
-    ``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py``), a read and a write of
-    every gathered byte, once per gather: in the forward, and again in the backward when
-    the block was resharded after the forward. Memory-bound, one kernel per block. Zero
-    for stacks whose gathered buffer is the parameters (FSDP1's flat parameter, DeepSpeed)
-    and under pipeline parallelism (gathered once per step).
-    """
-    if not stack.fsdp_copy_out or plan.zero_stage < 3 or plan.layout.pp > 1:
+    """Seconds per micro-batch to read and write every gathered weight byte of ``layers``
+    ZeRO-3 layers once per gather (forward, and backward when resharded after the
+    forward); memory-bound, one kernel per layer and gather. Zero below ZeRO-3 and under
+    pipeline parallelism (gathered once per step)."""
+    if plan.zero_stage < 3 or plan.layout.pp > 1:
         return 0.0
     gathered = (
         layers * layer_params_per_gpu(arch, plan) * stack.gathered_weight_bytes(plan.precision)
     )
     passes = 2 if stack.fsdp_reshard_after_forward else 1
     return passes * memory_time_s(2 * gathered, perf, num_kernels=layers)
+
+
+def zero3_copy_out_s(
+    arch: ModelArch, plan: ParallelPlan, stack: Stack, perf: GpuPerf, layers: int
+) -> float:
+    """Seconds per micro-batch of the gathered weights' copies on the compute stream.
+
+    FSDP2 gathers a block's shards into one flat buffer and then copies it into the
+    per-parameter unsharded tensors (``foreach_all_gather_copy_out`` in
+    ``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py``), a read and a write of
+    every gathered byte, once per gather: in the forward, and again in the backward when
+    the block was resharded after the forward. Zero for stacks whose gathered buffer is
+    the parameters (FSDP1's flat parameter, DeepSpeed).
+
+    XLA without while-loop double buffering (``Stack.scan_carry_copies``) copies the same
+    bytes once per gather for another reason: the collective pipeliner moves each scanned
+    layer's all-gather into the iteration before, whose result the loop carries to the
+    next iteration, and the carried buffer is the one the current iteration still reads,
+    so copy insertion adds a device-to-device copy of the gathered weights at the end of
+    every iteration (the double-buffering pass, ``loop_double_buffer_transformer.cc``,
+    openxla/xla pull request 5473, 2023-09: with the loop unrolled by two "some of the
+    additional copies that result from potential read-after-write hazards will be
+    removed", the savings "proportional to sizes of weights and number of layers";
+    ``gpu_compiler.cc`` ``AddDoubleBufferingPasses``: "Mostly to get rid of extra D2D
+    copies"). The same kernel count and bytes as FSDP2's copy-out; a stack has one or
+    the other.
+    """
+    if not (stack.fsdp_copy_out or stack.scan_carry_copies):
+        return 0.0
+    return _gathered_copy_s(arch, plan, stack, perf, layers)
 
 
 def _copy_in_s(params: float, bytes_per_param: float, perf: GpuPerf, layers: int) -> float:

@@ -74,6 +74,9 @@ factor. Each named stack states the defaults of that framework with their source
     reductions (the weight-gradient dot's BF16 output, reduced before its cast to FP32), FP8
     as Flax's ``Fp8DotGeneralOp`` (delayed scaling, inputs quantized per call in XLA fusions)
     with FP8 weight gathers (XLA's ``CollectiveQuantizer`` moves the quantization first).
+    The scanned layer loop is double-buffered (``--xla_gpu_enable_while_loop_double_buffering
+    =true`` in NVIDIA's dgxc-benchmarking MaxText recipes), so XLA does not copy the
+    pipelined gathers' carried weights (``scan_carry_copies`` off).
     A gathered layer's unsharded weight gradients are that BF16 dot output, 2 bytes per
     weight until their reduce-scatter (``unit_grad_bytes``); the FP32 gradient exists only
     sharded. The same in Paxml with Transformer Engine's JAX layers: FP32 kernels

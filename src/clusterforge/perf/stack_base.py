@@ -76,6 +76,14 @@ class Stack:
     ``optimizer``: how the step updates the weights (:data:`OptimizerImpl`).
     ``fsdp_copy_out``: every all-gather's output is copied out into per-parameter tensors
     on the compute stream (FSDP2's per-parameter sharding; FSDP1's flat parameter is a view).
+    ``scan_carry_copies``: the layers run as an XLA while loop (a scan) whose pipelined
+    all-gathers (``--xla_gpu_enable_pipelined_all_gather``) carry the next layer's
+    gathered weights across iterations, without XLA's while-loop double buffering
+    (``--xla_gpu_enable_while_loop_double_buffering=false``): every iteration copies them
+    into the loop-carried buffer on the compute stream
+    (:func:`~clusterforge.perf.sharded.zero3_copy_out_s`). Off in every named stack:
+    MaxText's published recipes turn double buffering on; NVIDIA's Paxml benchmark recipe
+    (dgxc-benchmarking ``paxml/configure.sh``, v24.11-v25.01) turns it off.
     ``fsdp_copy_in``: before each reduce-scatter the unit's gradients are chunk-concatenated
     into a buffer of the reduce dtype, and the compute stream waits for that copy (FSDP2's
     ``foreach_reduce``; FSDP1 and DeepSpeed reduce their flat gradient buffers in place).
@@ -213,6 +221,7 @@ class Stack:
     zero3_gathers_per_layer: int = 1
     fsdp_copy_out: bool = False
     fsdp_copy_in: bool = False
+    scan_carry_copies: bool = False
     fsdp_grad_prep: bool = False
     pipelined_fsdp_no_sync: bool = False
     selective_recompute: SelectivePolicy = "attention"
