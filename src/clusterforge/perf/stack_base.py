@@ -154,8 +154,10 @@ class Stack:
     16-aligned buffer and back (Megatron-Core's ``TEGroupedMLP`` with Transformer Engine's
     ``Fp8Padding``; :func:`~clusterforge.perf.moe.fp8_padding_s`).
     ``moe_dispatcher``: Megatron-Core's token dispatcher (:data:`MoeDispatcher`); under
-    ``"flex"`` (DeepEP / HybridEP) one fused kernel per direction replaces the permutation
-    passes, the counts all-gather and the probabilities all-to-all, moving the tokens at the
+    ``"flex"`` (DeepEP / HybridEP) one fused kernel per direction replaces the all-to-all
+    dispatcher's permute-before-send passes, the counts all-gather and the probabilities
+    all-to-all (the received rows are still permuted into expert order and back,
+    :func:`~clusterforge.perf.flex_permute.flex_permute_s`), moving the tokens at the
     rate DeepEP publishes (:func:`~clusterforge.perf.moe.flex_dispatch_s`) on
     ``moe_flex_sms`` SMs of its own (Megatron-Core's ``moe_flex_dispatcher_num_sms``, 20
     when unset for DeepEP, ``_DeepepManager``).
