@@ -16,6 +16,6 @@ def test_published_ratio_exceeds_the_predicted_one_and_edp_alone_does_not_close_
         predicted = gb300.predicted / b300.predicted
         edp_unhidden = gb300.predicted / b300.edp_exposed
         assert 1.25 < published < 1.30
-        assert 1.0 < predicted < 1.10
+        assert 1.0 < predicted < 1.15
         assert predicted < edp_unhidden < published
         assert b300.gap_ms > 2 * gb300.gap_ms

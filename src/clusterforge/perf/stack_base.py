@@ -165,6 +165,11 @@ class Stack:
     steps run one micro-batch's forward together with another's backward, layer by layer,
     so each one's EP dispatch and combine hide behind the other's compute
     (``combined_1f1b.py``; :func:`~clusterforge.perf.ep_exposure.ep_overlapped_s`).
+    ``param_gather_one_ahead``: Megatron-Core's overlapped parameter all-gather dispatches
+    each bucket only when the one before it is waited on, so a module whose weights span
+    several buckets (the grouped expert linears) waits on them in series
+    (:func:`~clusterforge.perf.param_gather.expert_gather_chain_s`); off for the PyTorch,
+    JAX and DeepSpeed stacks.
     ``recompute_modules``: further Megatron-Core recompute modules of the run's recipe,
     rerun in the backward (:func:`~clusterforge.perf.moe.recompute_modules_s`; none by
     default).
@@ -237,6 +242,7 @@ class Stack:
     moe_dispatcher: MoeDispatcher = "alltoall"
     moe_flex_sms: int = 20
     moe_a2a_overlap: bool = False
+    param_gather_one_ahead: bool = True
     cuda_graph_modules: tuple[CudaGraphModule, ...] = ()
     recompute_modules: tuple[RecomputeModule, ...] = ()
     distribute_checkpoints: bool = False
