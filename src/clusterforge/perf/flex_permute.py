@@ -32,7 +32,9 @@ and writes ``R`` rows, ``R = tokens x ranks per token`` (by symmetry each rank r
 many (token, rank) pairs as it sends), ``C = tokens x top_k``. The backward runs the same two
 passes on the gradients (the combine's backward is a dispatch with its permutation, the
 dispatch's backward a combine with its unpermutation). The FP32 probabilities that ride
-along (one per copy, against ``h`` BF16 elements per row) are left out.
+along (one per copy, against ``h`` BF16 elements per row) are left out, and so is the
+re-reading of a received row for each of its local copies (up to ``C - R`` more rows read,
+counted once: a lower bound).
 """
 
 from __future__ import annotations
