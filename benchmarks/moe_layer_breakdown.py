@@ -9,7 +9,8 @@ stage, split into the parts the model prices:
   (:func:`clusterforge.perf.moe.expert_gemms_s`);
 - ``attn``: the attention kernel with its context-parallel and unpadding passes;
 - ``eager``: the memory-bound passes over the routed copies outside the GEMMs (the eager
-  expert bias, the GLU clamp, FP8 row padding: :mod:`clusterforge.perf.moe`);
+  expert bias, the GLU clamp, FP8 row padding: :mod:`clusterforge.perf.moe`; the flex
+  dispatcher's permutations: :mod:`clusterforge.perf.flex_permute`);
 - ``other``: the rest of the layer's compute (norms, residuals, activation, permutations,
   rotary, FP8 casts, recomputation);
 - ``ep``: the exposed expert-parallel communication of the layer.
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 
 from clusterforge.perf.compute import layer_times
 from clusterforge.perf.exposure import _dp_traffic_s, layer_comm
+from clusterforge.perf.flex_permute import flex_permute_s
 from clusterforge.perf.memory import stage_expert_params
 from clusterforge.perf.moe import expert_gemms_s, expert_output_bias_s, fp8_padding_s, glu_clamp_s
 from clusterforge.perf.parallel import num_micro_batches
@@ -75,7 +77,11 @@ def layer_split(run: Run, pred: Prediction) -> LayerSplit:
         glu_clamp_s(arch, plan, perf, stack),
     )
     padding = fp8_padding_s(arch, plan, perf, stack)
-    eager = (bias[0] + clamp[0] + padding, bias[1] + clamp[1] + padding)
+    permute = flex_permute_s(arch, plan, perf, stack)
+    eager = (
+        bias[0] + clamp[0] + padding + permute[0],
+        bias[1] + clamp[1] + padding + permute[1],
+    )
     attention = (times.attention_forward_s, times.attention_backward_s)
     # The forward's GEMMs are on the record; the backward's dense GEMMs are twice the forward's.
     dense_fwd = times.gemm_forward_s - experts[0]

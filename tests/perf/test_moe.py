@@ -511,13 +511,16 @@ def _ep8_plan(dp: int = 8, global_batch: int = 8) -> ParallelPlan:
     )
 
 
-def test_flex_dispatcher_fuses_the_permutations_into_its_kernels(models) -> None:
+def test_flex_dispatcher_permutes_outside_the_elementwise_work(models) -> None:
+    from clusterforge.perf.flex_permute import flex_permute_bytes
     from clusterforge.perf.moe import permutation_bytes_per_token
 
     arch, plan = models["gpt-oss-120b"], _ep8_plan()
     alltoall = permutation_bytes_per_token(arch, plan, stack_named("megatron-bridge"))
     assert alltoall > 0
+    # the flex dispatcher's permutations are priced on their own (perf/flex_permute.py)
     assert permutation_bytes_per_token(arch, plan, FLEX) == 0.0
+    assert flex_permute_bytes(arch, plan) > 0
 
 
 def test_flex_sends_a_token_once_per_destination_rank(models) -> None:

@@ -29,6 +29,7 @@ from clusterforge.perf.attention import (
 from clusterforge.perf.eager_backward import census_backward
 from clusterforge.perf.eager_llama import llama_census_forward
 from clusterforge.perf.early_stop import early_stop_skipped_s
+from clusterforge.perf.flex_permute import flex_permute_s
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes, torchao_kernels
 from clusterforge.perf.fp8_tp import recomputed_cast_s
@@ -284,11 +285,14 @@ def _expert_passes_s(
 ) -> tuple[float, float]:
     """(forward, backward) seconds of the memory-bound passes over an MoE layer's routed
     copies outside its GEMMs: the per-expert output bias, gpt-oss's eager activation clamp,
-    Transformer Engine's FP8 row padding (0 for a dense layer)."""
+    Transformer Engine's FP8 row padding, the flex dispatcher's permutations (0 for a dense
+    layer)."""
     bias_fwd, bias_bwd = expert_output_bias_s(arch, plan, perf, stack)
     clamp_fwd, clamp_bwd = glu_clamp_s(arch, plan, perf, stack)
     padding = fp8_padding_s(arch, plan, perf, stack)
-    return bias_fwd + clamp_fwd + padding, bias_bwd + clamp_bwd + padding
+    permute_fwd, permute_bwd = flex_permute_s(arch, plan, perf, stack)
+    forward = bias_fwd + clamp_fwd + padding + permute_fwd
+    return forward, bias_bwd + clamp_bwd + padding + permute_bwd
 
 
 def _attention_s(

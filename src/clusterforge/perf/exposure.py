@@ -280,6 +280,7 @@ def dp_exposed_s(
     num_micro: int,
     *,
     expert_params: float = 0.0,
+    serial_gather_s: float = 0.0,
 ) -> float:
     """Exposed data-parallel seconds per step for a stage holding ``params`` per GPU.
 
@@ -287,7 +288,10 @@ def dp_exposed_s(
     them over the expert-data-parallel group, the ``DP x CP / EP`` ranks that hold the same
     experts (Megatron-Core keeps expert parameters in their own buffers and reduces them
     over ``get_expert_data_parallel_group``; with EP inside a node that group has one GPU
-    per node). Both reductions share the backward window, both gathers the forward's.
+    per node). Both reductions share the backward window, both gathers the forward's, less
+    ``serial_gather_s``: gathers the GPU waits on in series (Megatron-Core's one-ahead
+    bucket dispatch, :func:`~clusterforge.perf.param_gather.expert_gather_chain_s`), exposed
+    whole.
     """
     if plan.layout.dp * plan.layout.cp == 1:
         return 0.0
@@ -300,4 +304,7 @@ def dp_exposed_s(
     if deferred_fsdp_reduce(plan, stack):
         # Reduce-scattered after the schedule's last backward: nothing left to hide behind.
         return reduce + overlapped_s(gather, forward_mb_s)
-    return overlapped_s(reduce, backward_mb_s) + overlapped_s(gather, forward_mb_s)
+    serial = min(serial_gather_s, gather)
+    return (
+        overlapped_s(reduce, backward_mb_s) + overlapped_s(gather - serial, forward_mb_s) + serial
+    )

@@ -123,10 +123,9 @@ def permutation_bytes_per_token(arch: ModelArch, plan: ParallelPlan, stack: Stac
 
     ``top_k`` copies are permuted, (when the GPU holds several experts) sorted into expert
     order and back, and unpermuted into one token (:data:`PERMUTE_BYTES` and the constants
-    after it). The flex dispatcher (``Stack.moe_dispatcher``) does all of this inside its
-    dispatch and combine kernels (HybridEP: "permute tokens for communication, perform
-    all-to-all communication, and permute tokens for experts in single step",
-    ``_HybridEPManager``), so no separate pass is left.
+    after it). The flex dispatcher (``Stack.moe_dispatcher``) packs the rows for the wire
+    inside its dispatch and combine kernels and permutes the received rows in passes of its
+    own, priced by :func:`~clusterforge.perf.flex_permute.flex_permute_s`.
     """
     if arch.num_experts == 1 or stack.moe_dispatcher == "flex":
         return 0.0
@@ -145,8 +144,9 @@ def permutation_bytes_per_token(arch: ModelArch, plan: ParallelPlan, stack: Stac
 # share (726 / 900 and 740 / 900); the 24-SM rates, below it, are what each SM moves
 # (643 / 24 and 675 / 24 GB/s). The V1 table (docs/legacy.md: H800, 153 / 158 GB/s on
 # NVLink of 200 GB/s each way, 20 SMs) is link-bound at a like share (0.77 / 0.79).
-# HybridEP (DeepEP's hybrid-ep branch, the backend of Megatron's ``"hybridep"``) publishes no
-# table of its own; DeepEP's rates stand in for it.
+# HybridEP (DeepEP's hybrid-ep branch, the backend of Megatron's ``"hybridep"``) keeps them:
+# its own table (docs/README_Hybrid-EP.md at 94a9f8f, 4,096 tokens, hidden 7,168, top 8, EP 8,
+# BF16, kernel time only) gives B200 735 / 674 GB/s with 16 SMs, GB200 764 / 737 with 32.
 FLEX_NVLINK_SHARE = (726.0 / 900.0, 740.0 / 900.0)  # (dispatch, combine) of one-way NVLink
 FLEX_GBYTE_PER_S_PER_SM = (643.0 / 24.0, 675.0 / 24.0)  # (dispatch, combine)
 

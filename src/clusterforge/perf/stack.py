@@ -122,6 +122,7 @@ def _unfused_2021(name: str, **changes: object) -> Stack:
         pp_overlap=False,
         fused_grad_accumulation=False,
         yarn_rotary_unfused=False,
+        param_gather_one_ahead=False,
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -158,6 +159,7 @@ def _pytorch(name: str, **changes: object) -> Stack:
         moe_glu_clamp_eager=False,
         moe_fp8_padding=False,
         yarn_rotary_unfused=False,
+        param_gather_one_ahead=False,
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 

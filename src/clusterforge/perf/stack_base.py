@@ -162,8 +162,10 @@ class Stack:
     16-aligned buffer and back (Megatron-Core's ``TEGroupedMLP`` with Transformer Engine's
     ``Fp8Padding``; :func:`~clusterforge.perf.moe.fp8_padding_s`).
     ``moe_dispatcher``: Megatron-Core's token dispatcher (:data:`MoeDispatcher`); under
-    ``"flex"`` (DeepEP / HybridEP) one fused kernel per direction replaces the permutation
-    passes, the counts all-gather and the probabilities all-to-all, moving the tokens at the
+    ``"flex"`` (DeepEP / HybridEP) one fused kernel per direction replaces the all-to-all
+    dispatcher's permute-before-send passes, the counts all-gather and the probabilities
+    all-to-all (the received rows are still permuted into expert order and back,
+    :func:`~clusterforge.perf.flex_permute.flex_permute_s`), moving the tokens at the
     rate DeepEP publishes (:func:`~clusterforge.perf.moe.flex_dispatch_s`) on
     ``moe_flex_sms`` SMs of its own (Megatron-Core's ``moe_flex_dispatcher_num_sms``, 20
     when unset for DeepEP, ``_DeepepManager``).
@@ -171,6 +173,11 @@ class Stack:
     steps run one micro-batch's forward together with another's backward, layer by layer,
     so each one's EP dispatch and combine hide behind the other's compute
     (``combined_1f1b.py``; :func:`~clusterforge.perf.ep_exposure.ep_overlapped_s`).
+    ``param_gather_one_ahead``: Megatron-Core's overlapped parameter all-gather dispatches
+    each bucket only when the one before it is waited on, so a module whose weights span
+    several buckets (the grouped expert linears) waits on them in series
+    (:func:`~clusterforge.perf.param_gather.expert_gather_chain_s`); off for the PyTorch,
+    JAX and DeepSpeed stacks.
     ``recompute_modules``: further Megatron-Core recompute modules of the run's recipe,
     rerun in the backward (:func:`~clusterforge.perf.moe.recompute_modules_s`; none by
     default).
@@ -244,6 +251,7 @@ class Stack:
     moe_dispatcher: MoeDispatcher = "alltoall"
     moe_flex_sms: int = 20
     moe_a2a_overlap: bool = False
+    param_gather_one_ahead: bool = True
     cuda_graph_modules: tuple[CudaGraphModule, ...] = ()
     recompute_modules: tuple[RecomputeModule, ...] = ()
     distribute_checkpoints: bool = False

@@ -51,6 +51,7 @@ from clusterforge.perf.parallel import (
     recompute_fraction,
     validate_plan,
 )
+from clusterforge.perf.param_gather import expert_gather_chain_s
 from clusterforge.perf.roofline import GpuPerf, gpu_perf, load_constants
 from clusterforge.perf.sharded import (
     deferred_copy_in_s,
@@ -194,6 +195,7 @@ def _dp_s(
         first.backward_s,
         num_micro,
         expert_params=expert,
+        serial_gather_s=expert_gather_chain_s(arch, plan, comm, stack, layers),
     )
 
 
