@@ -454,6 +454,40 @@ def test_fp8_moe_layers_cast_every_routed_copy_not_the_norm_output(models, gpu) 
     assert moe[0] - dense[0] == pytest.approx(want * tokens)
 
 
+def test_fp8_expert_output_gradient_is_cast_on_the_tp_gathered_copies(models) -> None:
+    # Megatron-Core's all-to-all dispatcher all-gathers the routed copies over the expert TP
+    # group before the experts and reduce-scatters their output after them; the
+    # reduce-scatter's backward is an all-gather (core_v0.10.0 token_dispatcher.py and
+    # tensor_parallel/mappings.py). The gradient that Transformer Engine casts and transposes
+    # for the expert FC2 thus holds top_k x h elements per token on every TP rank, where a
+    # dense row-parallel FC2's gradient is the sequence-parallel shard h / TP.
+    from clusterforge.perf.fp8 import CAST_TRANSPOSE_BYTES, fp8_layer_bytes
+
+    arch = models["qwen3-30b-a3b"]
+    dense_like = arch.model_copy(update={"num_experts": 1, "top_k": 1})
+    stack = stack_named("nemo")
+    assert stack.fp8_scaling == "delayed"
+    t = 4
+    plan = ParallelPlan(
+        JobLayout(tp=t, pp=1, dp=8, ep=8),
+        global_batch=8,
+        micro_batch=1,
+        seq_length=4096,
+        sequence_parallel=True,
+        recompute="none",
+        zero_stage=1,
+        precision="fp8",
+    )
+    tokens = plan.micro_batch * plan.seq_length
+    h, k, f = arch.hidden_size, arch.top_k, ffn_size(arch)
+    assert ffn_size(dense_like) == f
+    up = 2 * f if arch.gated_mlp else f
+    moe, dense = fp8_layer_bytes(arch, plan, stack), fp8_layer_bytes(dense_like, plan, stack)
+    # FC1's output gradient: k copies of the TP-split width; FC2's: k whole copies of h.
+    want = (up / t * (k - 1) + h * k - h / t) * CAST_TRANSPOSE_BYTES
+    assert moe[1] - dense[1] == pytest.approx(want * tokens)
+
+
 def test_megatron_recompute_modules_rerun_the_pre_mlp_norm_and_the_expert_activation(
     models, h100
 ) -> None:

@@ -95,6 +95,21 @@ def _moe_expert_input(
     return norm_fed - fc1_input, others + arch.hidden_size * arch.top_k
 
 
+def _moe_expert_grads(arch: ModelArch, plan: ParallelPlan, grads: float) -> float:
+    """Gradient width per token of an MoE layer's FP8 casts, the expert FC2's whole copies.
+
+    The all-to-all dispatcher gathers the routed copies over the (expert) TP group after the
+    dispatch and reduce-scatters them after the experts (``token_permutation`` /
+    ``token_unpermutation`` of ``MoEAlltoAllTokenDispatcher``, megatron/core/transformer/moe/
+    token_dispatcher.py, NVIDIA/Megatron-LM core_v0.10.0); the reduce-scatter's backward is an
+    all-gather (``_ReduceScatterToSequenceParallelRegion``, megatron/core/tensor_parallel/
+    mappings.py), so the gradient entering the expert FC2 holds ``top_k x h`` per token, not
+    the sequence-parallel shard, and Transformer Engine casts (and transposes) it whole.
+    """
+    shard = plan.layout.tp if plan.sequence_parallel else 1
+    return grads + arch.hidden_size * arch.top_k * (1.0 - 1.0 / shard)
+
+
 def _widths(arch: ModelArch, plan: ParallelPlan) -> tuple[float, float, float, float]:
     """Per-token elements on one GPU: (norm-fed inputs, other inputs, gradients, fused share).
 
@@ -156,6 +171,7 @@ def fp8_layer_bytes(
     norm_fed, others, grads, activation_out = _widths(arch, plan)
     if arch.num_experts > 1:
         norm_fed, others = _moe_expert_input(arch, plan, norm_fed, others)
+        grads = _moe_expert_grads(arch, plan, grads)
     transposes = te_writes_fp8_transposes(stack, gpu_id)
     cast = CAST_TRANSPOSE_BYTES if transposes else CAST_BYTES
     if stack.fp8_fused_norm_cast:
