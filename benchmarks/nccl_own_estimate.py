@@ -147,7 +147,10 @@ def small_cross_node_estimates(*, simple_tree: bool = False) -> list[Estimate]:
             continue
         if row["size_bytes"] >= LARGE_BYTES:
             continue
-        graph = _graph(row["node"], row["num_nodes"], row.get("nics_per_node"))
+        facility = tuple(sorted(row.get("facility", {}).items()))
+        graph = _graph(
+            row["node"], row["num_nodes"], row.get("nics_per_node"), facility, row.get("fabric")
+        )
         n = int(ranks(row, graph.gpus_per_node).size)
         bus_bytes = row["size_bytes"] * bus_factor(row["collective"], n)
         scored = score(row)

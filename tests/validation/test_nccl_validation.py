@@ -275,6 +275,23 @@ KNOWN_GAPS |= dict.fromkeys(
     + ["pub-dstack-gcp-a4-b200-2n-ar-8m"],
     B200_TWO_NODE_SMALL,
 )
+# Development rows of the OCI GB200 RoCE source (pub_oke_gb200_roce_nccl.toml, added
+# 2026-12-02) that the model misses by more than 15 %.
+GB200_ROCE_TWO_RACK_SMALL = (
+    "all-reduce of 8 KiB-8 MiB across 32 GB200 trays in two NVL72 racks joined by RoCE "
+    "(oci-hpc-oke's log, NCCL 2.29.2, NVLS off): simulated 44-161 % too fast on the tree "
+    "(8 KiB +160.9 %, 32 KiB +161.4 %, 128 KiB +139.0 % on LL; 512 KiB +78.3 % on LL; 2 MiB "
+    "+88.4 %, 8 MiB +44.1 % on LL128).  The measured call takes 204 us at 8 KiB (183 us at "
+    "8 B) where the model's 128-rank tree takes 78 us: about 125 us more at 8-128 KiB, 100 us "
+    "at 512 KiB, 145 us at 2 MiB, 104 us at 8 MiB.  Cause not established (the source does not "
+    "give NCCL's chosen algorithm; the RoCE path between the racks, 4 QPs per connection and "
+    "the eight-HCA list are not modelled).  From 32 MiB the rows are within 14 % (-14.0 % to "
+    "+13.5 %)"
+)
+KNOWN_GAPS |= dict.fromkeys(
+    [f"pub-oke-gb200-32n-ar-{s}" for s in ("8k", "32k", "128k", "512k", "2m", "8m")],
+    GB200_ROCE_TWO_RACK_SMALL,
+)
 
 
 def _cases() -> list[object]:
@@ -309,8 +326,8 @@ def test_development_mean_absolute_error_within_5_percent():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="over all 214 development rows the mean error is 14.3 % (10.6 % at >= 16 MiB, "
-    "26.7 % below): the small-size gaps of the next test, the GB200 1- and 2-rack all-reduce "
+    reason="over all 225 development rows the mean error is 16.7 % (10.5 % at >= 16 MiB, "
+    "36.0 % below): the small-size gaps of the next test, the GB200 1- and 2-rack all-reduce "
     "and the other rows listed in KNOWN_GAPS, and rows within 15 % but not 5 %",
 )
 def test_every_development_row_mean_absolute_error_within_5_percent():
@@ -350,8 +367,9 @@ def test_development_mean_error_within_5_percent_from_16_mib():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="with the Voltage Park, nccl-tests #309, OCI, Nebius and dstack B200 rows the mean "
-    "error below 16 MiB is 26.7 % (49 rows; 25.7 % on 43 before the dstack B200 rows, "
+    reason="with the Voltage Park, nccl-tests #309, OCI, Nebius, dstack B200 and OCI GB200 "
+    "RoCE rows the mean error below 16 MiB is 36.0 % (55 rows; 26.7 % on 49 before the OCI "
+    "GB200 RoCE rows, GB200_ROCE_TWO_RACK_SMALL; 25.7 % on 43 before the dstack B200 rows, "
     "B200_TWO_NODE_SMALL; 26.5 % before broadcast and reduce were ranked with NCCL's "
     "own latency, 33.9 % before the fixed cost of a call across "
     "nodes, call_across_nodes_us): 2-8 nodes x 8 H100 at 0.5-8 MiB are simulated 12-96 % too "
