@@ -292,6 +292,20 @@ KNOWN_GAPS |= dict.fromkeys(
     [f"pub-oke-gb200-32n-ar-{s}" for s in ("8k", "32k", "128k", "512k", "2m", "8m")],
     GB200_ROCE_TWO_RACK_SMALL,
 )
+# Development row of the OCI GB300 source (pub_ocigpu_gb300_roce_nccl.toml, added 2026-12-02)
+# that the model misses by more than 15 %.
+GB300_ALLTOALL_TWO_RACKS = (
+    "all-to-all of 16 GiB over 32 GB300 trays in two NVL72 racks joined by RoCE (OCI's "
+    "oci-gpu-quickstarts page, NCCL 2.28.7): 47.7 GB/s busbw measured, 161.6 simulated "
+    "(+239.0 %).  The same page's 2- and 16-tray runs inside one rack are within 8 % "
+    "(-7.8 %, -5.4 %), as is the 32-tray all-reduce (-8.4 %).  Measured, each GPU moves its "
+    "cross-rack half (~8.6 GB with 16 trays a rack) in 358 ms, ~24 GB/s a GPU against the "
+    "tray's 8 x 400 Gb/s = 100 GB/s a GPU; the model runs the cross-rack flows near line rate.  "
+    "Cause not established (candidates: congestion of many-to-many RoCE flows between two "
+    "racks, the uplinks of Oracle's network; the model puts 18 + 14 trays in the racks where "
+    "the source's titles suggest 16 + 16)"
+)
+KNOWN_GAPS["pub-ocigpu-gb300-32n-a2a-16g"] = GB300_ALLTOALL_TWO_RACKS
 
 
 def _cases() -> list[object]:
@@ -326,7 +340,7 @@ def test_development_mean_absolute_error_within_5_percent():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="over all 225 development rows the mean error is 16.7 % (10.5 % at >= 16 MiB, "
+    reason="over all 233 development rows the mean error is 17.3 % (11.5 % at >= 16 MiB, "
     "36.0 % below): the small-size gaps of the next test, the GB200 1- and 2-rack all-reduce "
     "and the other rows listed in KNOWN_GAPS, and rows within 15 % but not 5 %",
 )
@@ -357,7 +371,7 @@ def test_a_row_counts_its_nodes_with_the_catalog_node_s_gpus():
     "measured; the one-GPU-per-node RoCE tree (nccl-tests #232) runs LL128 under NCCL's "
     "medium-size tree correction (0.9) at 36 GB/s where 41 was measured; and, since the 2026-12-01 "
     "sources, the SHARP, use3a-ss, Voltage Park and nccl-tests #309 gaps listed in KNOWN_GAPS; "
-    "since the 2026-12-02 sources, OCI_TWO_NODE_TREE_CHANNELS",
+    "since the 2026-12-02 sources, OCI_TWO_NODE_TREE_CHANNELS and GB300_ALLTOALL_TWO_RACKS",
 )
 def test_development_mean_error_within_5_percent_from_16_mib():
     large = [score(r) for r in DEVELOPMENT if r["size_bytes"] >= LARGE_BYTES]
