@@ -23,14 +23,13 @@ Calibration and development rows only; a held-out row is refused, never simulate
 
 from __future__ import annotations
 
-import argparse
 from collections import defaultdict
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from benchmarks.nccl_own_estimate import nccl_algbw_gbyte_per_s
-from benchmarks.simulate_candidates import STUDIED, candidates
+from benchmarks.simulate_candidates import STUDIED, candidates, cluster_rows_from_args
 
 from clusterforge.busbw import bus_factor
 from clusterforge.netsim.collectives import ring_order
@@ -139,14 +138,9 @@ def _print_crossovers(rows: list[dict[str, Any]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cluster", help="a rows' `cluster` name, e.g. voltagepark-h100-ib")
-    args = parser.parse_args()
-    rows = [r for r in ROWS if r.get("cluster") == args.cluster and r["set"] in STUDIED]
-    if not rows:
-        raise SystemExit(f"no calibration or development rows name cluster {args.cluster!r}")
+    cluster, rows = cluster_rows_from_args(__doc__.splitlines()[0])
     print("measured time of each collective at the same size (NCCL's own choice):")
-    _print_same_size(args.cluster)
+    _print_same_size(cluster)
     print("\nNCCL's own ring (chain) terms and crossovers:")
     _print_crossovers(rows)
     print("\nthe model without ring and chain LL128 (trees keep it):")

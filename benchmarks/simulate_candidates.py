@@ -98,13 +98,19 @@ def breakdown(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str, str], lis
     return dict(groups)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cluster_rows_from_args(description: str) -> tuple[str, list[dict[str, Any]]]:
+    """The cluster named on the command line and its calibration and development rows."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("cluster", help="a rows' `cluster` name, e.g. voltagepark-h100-ib")
-    args = parser.parse_args()
-    rows = [r for r in ROWS if r.get("cluster") == args.cluster and r["set"] in STUDIED]
+    cluster = parser.parse_args().cluster
+    rows = [r for r in ROWS if r.get("cluster") == cluster and r["set"] in STUDIED]
     if not rows:
-        raise SystemExit(f"no calibration or development rows name cluster {args.cluster!r}")
+        raise SystemExit(f"no calibration or development rows name cluster {cluster!r}")
+    return cluster, rows
+
+
+def main() -> None:
+    _, rows = cluster_rows_from_args(__doc__.splitlines()[0])
     print(f"{'collective':14} {'nodes':>5} {'algorithm':10} {'band':11} {'n':>3} mean |err| signed")
     for (coll, nodes, algo, size_band), errors in sorted(breakdown(rows).items()):
         print(

@@ -84,30 +84,23 @@ def test_serial_gathers_are_exposed_whole_and_leave_the_forward_window(h100_comm
     reduce, gather = _dp_traffic_s(plan, params - experts, h100_comm, BRIDGE, "dpcp")
     expert_reduce, expert_gather = _dp_traffic_s(plan, experts, h100_comm, BRIDGE, "edp")
     reduce, gather = reduce + expert_reduce, gather + expert_gather
+
+    def exposed(serial_s: float) -> float:
+        return dp_exposed_s(
+            plan,
+            params,
+            h100_comm,
+            BRIDGE,
+            forward,
+            backward,
+            5,
+            expert_params=experts,
+            serial_gather_s=serial_s,
+        )
+
     serial = 0.5 * gather
-    got = dp_exposed_s(
-        plan,
-        params,
-        h100_comm,
-        BRIDGE,
-        forward,
-        backward,
-        5,
-        expert_params=experts,
-        serial_gather_s=serial,
-    )
     want = overlapped_s(reduce, backward) + overlapped_s(gather - serial, forward) + serial
-    assert got == pytest.approx(want)
+    assert exposed(serial) == pytest.approx(want)
     # never more serial time than there is gather
-    capped = dp_exposed_s(
-        plan,
-        params,
-        h100_comm,
-        BRIDGE,
-        forward,
-        backward,
-        5,
-        expert_params=experts,
-        serial_gather_s=10 * gather,
-    )
+    capped = exposed(10 * gather)
     assert capped == pytest.approx(overlapped_s(reduce, backward) + gather)
