@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from benchmarks.validate_simulate import spans_nvlink_domains
 
 from clusterforge.busbw import bus_factor
 from clusterforge.constants import read_constants
@@ -140,10 +141,12 @@ def nccl_estimate(row: dict[str, Any], *, simple_tree: bool = False) -> tuple[fl
 
 
 def small_cross_node_estimates(*, simple_tree: bool = False) -> list[Estimate]:
-    """Every development and calibration row below 16 MiB across nodes."""
+    """Every development and calibration row below 16 MiB whose communicator crosses the
+    scale-out network (trays of one NVL72 rack share an NVLink domain: NCCL's graph there
+    has no network hop, so its across-nodes tuner rows do not apply)."""
     out = []
     for row in ROWS:
-        if row["set"] not in ("development", "calibration") or row["num_nodes"] < 2:
+        if row["set"] not in ("development", "calibration") or not spans_nvlink_domains(row):
             continue
         if row["size_bytes"] >= LARGE_BYTES:
             continue

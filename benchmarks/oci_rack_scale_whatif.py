@@ -61,7 +61,9 @@ P2P_NET_CHANNELS_START = 2
 P2P_NET_CHUNK_RATIO_GB = 2
 # (size, out-of-place us) of the 32-tray, two-rack GB300 all-reduce (NVLS on, NCCL 2.28.7) in
 # the first version of oracle-quickstart/oci-gpu-quickstarts nvidia/GB300/README-GB300.md
-# (commit 96ac1ec, 2026-02-24), whose logs print every size; not validation rows
+# (commit 96ac1ec, 2026-02-24), whose logs print every size; now development rows of
+# validation/pub_ocigpu_gb300_roce_sweeps.toml (1 MiB moved there from its split because
+# this script printed its figure first)
 GB300_TWO_RACK_AR_US = ((1 << 20, 488.1), (1 << 23, 494.5))
 
 

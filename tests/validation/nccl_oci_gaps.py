@@ -1,5 +1,5 @@
-"""Known gaps of the OCI rack-scale nccl-tests rows (pub_oke_gb200_roce_nccl.toml and
-pub_ocigpu_gb300_roce_nccl.toml): development rows the simulator misses by more than 15 %,
+"""Known gaps of the OCI rack-scale nccl-tests rows (pub_oke_gb200_roce_nccl.toml,
+pub_ocigpu_gb300_roce_nccl.toml and pub_ocigpu_gb300_roce_sweeps.toml): development rows the simulator misses by more than 15 %,
 each with its measured and simulated figures (strict xfails in test_nccl_validation.py)."""
 
 from __future__ import annotations
@@ -35,3 +35,72 @@ GB300_ALLTOALL_TWO_RACKS = (
     "the source's titles suggest 16 + 16)"
 )
 OCI_RACK_SCALE_GAPS["pub-ocigpu-gb300-32n-a2a-16g"] = GB300_ALLTOALL_TWO_RACKS
+# Development rows of the OCI GB300 full sweeps (pub_ocigpu_gb300_roce_sweeps.toml, the same
+# runs' 512 KiB-4 GiB lines, added 2026-12-02) that the model misses by more than 15 %.
+GB300_NVLINK_ALL_REDUCE_SMALL = (
+    "all-reduce of 512 KiB-32 MiB on 1 and 2 GB300 trays (one NVLink domain; OCI's full "
+    "sweeps, NCCL 2.28.7): simulated 16-66 % too fast on the ring (1 tray: 512 KiB +38.0 %, "
+    "2 MiB +25.1 % on LL, 32 MiB +16.3 % on LL128; 2 trays: 512 KiB +66.1 %, 2 MiB +24.2 % on "
+    "LL, 8 MiB +19.2 %, 32 MiB +27.2 % on LL128).  The measured call takes 17.9 us at 512 KiB "
+    "on one tray (model 13.0) and 30.3 us on two (model 18.3), and the two-tray call stays at "
+    "30 us up to 1 MiB: a fixed cost of the call across two trays' multi-node NVLink the "
+    "model's ring does not carry.  Cause not established (the source does not give NCCL's "
+    "choice; NVLS, MNNVL and NCCL_MNNVLS_ENABLE are set).  From 128 MiB the rows are within "
+    "7 % (-7.0 % to +0.6 %)"
+)
+GB300_RACK_ALL_REDUCE_SMALL = (
+    "all-reduce of 512 KiB-32 MiB on 16 GB300 trays in one NVL72 rack (64 ranks, one NVLink "
+    "domain): simulated 19-33 % too slow (512 KiB -22.8 %, 2 MiB -27.8 %, 8 MiB -32.5 % on "
+    "the ring with LL; 32 MiB -18.5 % on NVLS Simple).  Measured 66.3 us at 512 KiB and "
+    "75.0 us at 4 MiB, nearly flat, then 95.0 us at 8 MiB and 218.8 us at 32 MiB; the model's "
+    "64-rank ring takes 85.9, 96.8 and 140.8 us at 512 KiB, 2 and 8 MiB, and its NVLS 268.4 "
+    "us at 32 MiB.  Cause not established (candidates: NCCL picking NVLS or its NVLS tree "
+    "below 32 MiB, where the model picks the ring; the NVLS latency of a 64-rank NVLink "
+    "domain).  From 128 MiB the rows are within 6 % (-3.3 % to +5.4 %)"
+)
+GB300_TWO_RACK_ALL_REDUCE_SMALL = (
+    "all-reduce of 512 KiB-8 MiB over 32 GB300 trays in two NVL72 racks joined by RoCE "
+    "(NCCL 2.28.7): simulated 109-380 % too fast on the tree (512 KiB +380.2 % on LL, 1 MiB "
+    "+242.1 %, 2 MiB +198.4 %, 8 MiB +108.9 % on LL128).  The measured call takes 484-495 us at every size "
+    "from 1 MiB to 8 MiB (611 us at 512 KiB) where the model's 128-rank tree takes 127-237 "
+    "us: the pattern of GB200_ROCE_TWO_RACK_SMALL (204 us at 8 KiB over two GB200 racks, "
+    "NCCL 2.29.2) with a floor 2.4 times higher.  Cause not established (the source does not "
+    "give NCCL's choice; the RoCE path between the racks, 4 QPs per connection and the SHARP "
+    "plugin are not modelled).  From 32 MiB the rows are within 10 % (-10.0 % to +3.6 %)"
+)
+GB300_NVLINK_ALL_TO_ALL_SMALL = (
+    "all-to-all of 1-256 MiB on 1, 2 and 16 GB300 trays (one NVLink domain; 4, 8 and 64 "
+    "ranks): simulated 14-72 % too slow (1 tray: 1 MiB -39.2 %, 4 MiB -40.6 %, 16 MiB "
+    "-27.8 %; 2 trays: 1 MiB -67.8 %, 4 MiB -42.6 %, 16 MiB -47.1 %, 64 MiB -28.6 %; 16 trays: "
+    "1 MiB -72.0 %, 4 MiB -62.3 %, 16 MiB -18.5 %, 64 MiB -35.7 %, 256 MiB -21.4 %).  "
+    "Measured at 1 MiB 16.8, 17.4 and 31.0 us on 4, 8 and 64 ranks, the model's direct "
+    "exchange 27.6, 54.1 and 110.8 us: its cost per call grows with the peers much faster "
+    "than measured.  The 16-tray log is itself uneven (16 and 32 MiB at 130 and 140 GB/s, "
+    "64 MiB at 409).  Cause not established (how NCCL 2.28.7 schedules the grouped sends "
+    "over NVLink is not modelled beyond the peers' count).  From 1 GiB the rows are within "
+    "14 % (-13.3 % to +4.9 %)"
+)
+GB300_ALL_TO_ALL_TWO_RACKS_SWEEP = (
+    "all-to-all of 32 MiB-2 GiB over 32 GB300 trays in two NVL72 racks joined by RoCE: "
+    "simulated 175-288 % too fast (32 MiB +288.0 %, 128 MiB +174.6 %, 512 MiB +228.5 %, "
+    "2 GiB +234.5 %).  Measured busbw stays at 45-48 GB/s from 128 MiB to 16 GiB (19.8 at "
+    "32 MiB), the plateau of GB300_ALLTOALL_TWO_RACKS's 16 GiB row; the model runs the "
+    "cross-rack flows near the tray's 8 x 400 Gb/s.  Cause not established (as "
+    "GB300_ALLTOALL_TWO_RACKS)"
+)
+for _ids, _gap in (
+    (
+        ["1n-ar-512k", "1n-ar-2m", "1n-ar-32m", "2n-ar-512k", "2n-ar-2m", "2n-ar-8m", "2n-ar-32m"],
+        GB300_NVLINK_ALL_REDUCE_SMALL,
+    ),
+    (["16n-ar-512k", "16n-ar-2m", "16n-ar-8m", "16n-ar-32m"], GB300_RACK_ALL_REDUCE_SMALL),
+    (["32n-ar-512k", "32n-ar-1m", "32n-ar-2m", "32n-ar-8m"], GB300_TWO_RACK_ALL_REDUCE_SMALL),
+    (
+        [f"1n-a2a-{s}" for s in ("1m", "4m", "16m")]
+        + [f"2n-a2a-{s}" for s in ("1m", "4m", "16m", "64m")]
+        + [f"16n-a2a-{s}" for s in ("1m", "4m", "16m", "64m", "256m")],
+        GB300_NVLINK_ALL_TO_ALL_SMALL,
+    ),
+    ([f"32n-a2a-{s}" for s in ("32m", "128m", "512m", "2g")], GB300_ALL_TO_ALL_TWO_RACKS_SWEEP),
+):
+    OCI_RACK_SCALE_GAPS |= {f"pub-ocigpu-gb300-{i}": _gap for i in _ids}

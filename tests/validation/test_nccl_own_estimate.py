@@ -66,7 +66,11 @@ _SIMPLE_TREE_CLOSER = (
     "against 23.5 % on the 34 rows before); the balanced tree stays behind (26.8 %).  With the "
     "OCI GB200 RoCE rows (pub_oke_gb200_roce_nccl.toml, 6 rows of 8 KiB-8 MiB over 32 trays, "
     "which both miss: simulator +112.0 %, NCCL's simpler-tree estimate with the call cost "
-    "+100.3 %) the 46 rows give 35.5 % against 33.9 % (balanced tree 37.2 %)"
+    "+100.3 %) the 46 rows give 35.5 % against 33.9 % (balanced tree 37.2 %).  With the OCI "
+    "GB300 sweeps (pub_ocigpu_gb300_roce_sweeps.toml, 4 rows of 512 KiB-8 MiB over 32 trays "
+    "in two racks, simulator +232.4 %, simpler-tree estimate with the call cost +216.4 %; "
+    "their 1- to 16-tray rows stay in one NVLink domain and are not compared) the 50 rows "
+    "give 51.3 % against 48.5 % (balanced tree 52.4 %)"
 )
 
 

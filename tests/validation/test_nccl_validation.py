@@ -311,9 +311,10 @@ def test_development_mean_absolute_error_within_5_percent():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="over all 233 development rows the mean error is 17.3 % (11.5 % at >= 16 MiB, "
-    "36.0 % below): the small-size gaps of the next test, the GB200 1- and 2-rack all-reduce "
-    "and the other rows listed in KNOWN_GAPS, and rows within 15 % but not 5 %",
+    reason="over all 287 development rows the mean error is 23.8 % (15.7 % at >= 16 MiB, "
+    "47.3 % below; 17.3 % on the 233 rows before the OCI GB300 sweeps): the small-size gaps "
+    "of the next test, the GB200 1- and 2-rack all-reduce and the other rows listed in "
+    "KNOWN_GAPS, and rows within 15 % but not 5 %",
 )
 def test_every_development_row_mean_absolute_error_within_5_percent():
     assert mean_abs_error([score(r) for r in DEVELOPMENT]) <= 0.05
@@ -342,7 +343,8 @@ def test_a_row_counts_its_nodes_with_the_catalog_node_s_gpus():
     "measured; the one-GPU-per-node RoCE tree (nccl-tests #232) runs LL128 under NCCL's "
     "medium-size tree correction (0.9) at 36 GB/s where 41 was measured; and, since the 2026-12-01 "
     "sources, the SHARP, use3a-ss, Voltage Park and nccl-tests #309 gaps listed in KNOWN_GAPS; "
-    "since the 2026-12-02 sources, OCI_TWO_NODE_TREE_CHANNELS and GB300_ALLTOALL_TWO_RACKS",
+    "since the 2026-12-02 sources, OCI_TWO_NODE_TREE_CHANNELS and GB300_ALLTOALL_TWO_RACKS; "
+    "since the OCI GB300 sweeps, the GB300_* gaps of nccl_oci_gaps.py",
 )
 def test_development_mean_error_within_5_percent_from_16_mib():
     large = [score(r) for r in DEVELOPMENT if r["size_bytes"] >= LARGE_BYTES]
@@ -352,8 +354,9 @@ def test_development_mean_error_within_5_percent_from_16_mib():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="with the Voltage Park, nccl-tests #309, OCI, Nebius, dstack B200 and OCI GB200 "
-    "RoCE rows the mean error below 16 MiB is 36.0 % (55 rows; 26.7 % on 49 before the OCI "
+    reason="with the Voltage Park, nccl-tests #309, OCI, Nebius, dstack B200, OCI GB200 "
+    "RoCE and OCI GB300 sweep rows the mean error below 16 MiB is 47.3 % (74 rows; 36.0 % on "
+    "55 before the GB300 sweeps, GB300_* in nccl_oci_gaps.py; 26.7 % on 49 before the OCI "
     "GB200 RoCE rows, GB200_ROCE_TWO_RACK_SMALL; 25.7 % on 43 before the dstack B200 rows, "
     "B200_TWO_NODE_SMALL; 26.5 % before broadcast and reduce were ranked with NCCL's "
     "own latency, 33.9 % before the fixed cost of a call across "

@@ -85,14 +85,16 @@ def test_cross_rack_share_of_an_all_to_all_rank():
     assert cross_rack_gbyte(16 * 2**30, 64, 64) == pytest.approx(8 * 2**30 / 1e9)
 
 
-def test_the_clique_tree_for_uneven_splits_moves_only_the_two_rack_gb200_rows():
+def test_the_clique_tree_for_uneven_splits_moves_only_the_two_rack_rows():
     """The patched tree (benchmarks/uneven_rack_tree.py) changes only groups over NVLink
-    domains holding different GPU counts: the OCI GB200 32-tray rows; the 8 KiB row stays
+    domains holding different GPU counts: the 32-tray all-reduce rows on the tree of the OCI
+    GB200 source and of the OCI GB300 sweeps (18 + 14 trays); the GB200 8 KiB row stays
     about twice too fast, and the patch is undone on leaving."""
     tree_phases = collectives_mod.tree_phases
     moved = {r["id"]: (e0, e1) for r, e0, _, e1, _ in errors_before_after() if e0 != e1}
     assert collectives_mod.tree_phases is tree_phases
-    assert moved and all(row_id.startswith("pub-oke-gb200-32n-") for row_id in moved)
+    two_racks = ("pub-oke-gb200-32n-ar-", "pub-ocigpu-gb300-32n-ar-")
+    assert moved and all(row_id.startswith(two_racks) for row_id in moved)
     before, after = moved["pub-oke-gb200-32n-ar-8k"]
     assert before > 1.5 and 0.8 < after < 1.2
     with clique_tree_for_uneven_splits():
