@@ -31,11 +31,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from clusterforge.errors import PlanError
 from clusterforge.perf.comm import Collective, CommModel
-from clusterforge.perf.search import least_recompute
-from clusterforge.perf.step import Prediction, predict_step
-from validation.runs import Run, candidates, load_runs, predict_run, run_comm, run_design
+from validation.runs import Run, best_prediction, load_runs, predict_run, run_comm, run_design
 
 A3_FILE = "pub_maxtext_a3_hsdp.toml"
 # dstackai/dstack examples/clusters/a3high/README.md: all_gather_perf on two a3-highgpu-8g
@@ -71,27 +68,10 @@ class SlowerAcrossVms:
 def signed_error(run: Run, comm: CommModel | None = None) -> float:
     """Predicted over published, minus one (``nan`` when nothing fits); with ``comm``, the
     fastest fitting candidate plan timed on it (as ``predict_run`` does on the run's own)."""
-    pred = predict_run(run).prediction if comm is None else _predict(run, comm)
+    pred = predict_run(run).prediction if comm is None else best_prediction(run, comm)
     if pred is None:
         return float("nan")
     return float(getattr(pred, run.metric)) / run.published - 1.0
-
-
-def _predict(run: Run, comm: CommModel) -> Prediction | None:
-    design = run_design(run)
-    gpu, domain = design.compute.gpu, design.compute.nvlink_domain_gpus
-    if run.gpu:
-        gpu = gpu.model_copy(update=dict(run.gpu))
-    best: Prediction | None = None
-    for plan in candidates(run):
-        try:
-            fitting = least_recompute(run.arch, plan, gpu, run.stack, run.recompute)
-        except PlanError:
-            continue
-        if fitting is not None:
-            pred = predict_step(run.arch, fitting, gpu, comm, domain, run.stack)
-            best = pred if best is None or pred.step_time_s < best.step_time_s else best
-    return best
 
 
 def a3_allgather_ratio(runs: list[Run]) -> float:

@@ -379,22 +379,22 @@ def run_comm(design: Design) -> CommModel:
 
 @cache
 def predict_run(run: Run) -> Outcome:
-    """The fastest predicted plan that fits, among the run's candidates (each with the least
-    recomputation the run allows that fits in memory)."""
+    """The fastest fitting plan among the run's candidates, each with its least recompute."""
+    return Outcome(run, best_prediction(run, run_comm(run_design(run))))
+
+
+def best_prediction(run: Run, comm: CommModel) -> Prediction | None:
+    """:func:`predict_run`'s search, the collectives timed by ``comm``."""
     design = run_design(run)
-    comm = run_comm(design)
     gpu, domain = design.compute.gpu, design.compute.nvlink_domain_gpus
-    if run.gpu:
-        gpu = gpu.model_copy(update=dict(run.gpu))
+    gpu = gpu.model_copy(update=dict(run.gpu)) if run.gpu else gpu
     best: Prediction | None = None
     for plan in candidates(run):
         try:
             fitting = least_recompute(run.arch, plan, gpu, run.stack, run.recompute)
         except PlanError:
             continue
-        if fitting is None:
-            continue
-        pred = predict_step(run.arch, fitting, gpu, comm, domain, run.stack)
-        if best is None or pred.step_time_s < best.step_time_s:
-            best = pred
-    return Outcome(run, best)
+        if fitting is not None:
+            pred = predict_step(run.arch, fitting, gpu, comm, domain, run.stack)
+            best = pred if best is None or pred.step_time_s < best.step_time_s else best
+    return best
