@@ -34,8 +34,8 @@ from benchmarks.validate_simulate import spans_nvlink_domains
 from clusterforge.busbw import bus_factor
 from clusterforge.constants import read_constants
 from clusterforge.netsim.collectives import ring_order
+from clusterforge.netsim.context import tuning_context
 from clusterforge.netsim.latency import tuner_latency_s
-from clusterforge.netsim.simulate import _context
 from clusterforge.netsim.solve import solve_phases
 from clusterforge.netsim.tuner import NCCL_CONSTANTS, TuningContext, protocols_for
 from clusterforge.netsim.vocab import Algorithm, Protocol
@@ -126,7 +126,7 @@ def nccl_estimate(row: dict[str, Any], *, simple_tree: bool = False) -> tuple[fl
             graph, row["collective"], name, arr, "adaptive", 1, graph.rail_optimized
         )
         path = max((p.net_path_latency_s for p in phases), default=0.0)
-        ctx = replace(_context(graph, row["collective"], seq, name), net_path_latency_s=path)
+        ctx = replace(tuning_context(graph, row["collective"], seq, name), net_path_latency_s=path)
         for proto in protocols_for(name, ctx):
             bw = nccl_algbw_gbyte_per_s(
                 name, proto, ctx, graph.nic_gbyte_per_s, simple_tree=simple_tree

@@ -112,7 +112,7 @@ _CLIQUE_ALGORITHMS: tuple[str, ...] = ("nvls", "direct")
 def clique() -> Iterator[None]:
     """NVLS and all-to-all inside one multi-node NVLink rack with NCCL's node count there:
     one (all ranks in one NVLink domain; racks joined by the network keep theirs)."""
-    original = sim._context
+    original = sim.tuning_context
 
     def patched(graph: Any, collective: Any, seq: Any, algorithm: Any) -> Any:
         ctx = original(graph, collective, seq, algorithm)
@@ -121,7 +121,7 @@ def clique() -> Iterator[None]:
             return replace(ctx, num_nodes=1, num_channels=0)
         return ctx
 
-    with mock.patch.object(sim, "_context", patched):
+    with mock.patch.object(sim, "tuning_context", patched):
         yield
 
 

@@ -33,8 +33,8 @@ from benchmarks.simulate_candidates import STUDIED, candidates, cluster_rows_fro
 
 from clusterforge.busbw import bus_factor
 from clusterforge.netsim.collectives import ring_order
+from clusterforge.netsim.context import tuning_context
 from clusterforge.netsim.latency import tuner_latency_s
-from clusterforge.netsim.simulate import _context
 from clusterforge.netsim.solve import solve_phases
 from clusterforge.netsim.tuner import protocols_for
 from clusterforge.netsim.vocab import Algorithm, Protocol
@@ -77,7 +77,7 @@ def ring_terms(row: dict[str, Any]) -> dict[Protocol, tuple[float, float]]:
     phases = solve_phases(graph, row["collective"], name, arr, "adaptive", 1, graph.rail_optimized)
     path = max((p.net_path_latency_s for p in phases), default=0.0)
     seq = ring_order(graph, arr)
-    ctx = replace(_context(graph, row["collective"], seq, name), net_path_latency_s=path)
+    ctx = replace(tuning_context(graph, row["collective"], seq, name), net_path_latency_s=path)
     return {
         proto: (
             tuner_latency_s(name, proto, ctx) * 1e6,

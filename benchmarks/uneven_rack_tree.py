@@ -8,7 +8,7 @@ chain through each clique's GPUs with a double binary tree between the cliques; 
 takes ppn = nRanks / nNodes (``ncclTopoTuneModel``, ``src/graph/tuning.cc``).  The model
 builds that tree (``trees.rack_tree``) only when every domain holds the same number of the
 group's GPUs; otherwise it falls back to a tree of trays.  This script patches, for its own
-run only, ``collectives.tree_phases`` and ``simulate._context`` so that an uneven split gets
+run only, ``collectives.tree_phases`` and ``simulate.tuning_context`` so that an uneven split gets
 the clique tree too: a chain of each domain's own length, one tree between the domains per
 channel (NCCL's channels on a domain, no more than the fewest NICs of a domain) and the
 latency of nNodes = the domains, then prints every row it moves and the mean absolute error
@@ -30,6 +30,7 @@ import numpy as np
 import clusterforge.netsim.collectives as collectives_mod
 import clusterforge.netsim.simulate as simulate_mod
 from clusterforge.netsim.edges import edge_traffic, merge
+from clusterforge.netsim.model import NETWORK_EFFICIENCY
 from clusterforge.netsim.traffic import Traffic
 from clusterforge.netsim.trees import (
     _dtree,
@@ -92,7 +93,7 @@ def uneven_rack_tree(graph: FabricGraph, ordered: np.ndarray, counts: np.ndarray
 @contextlib.contextmanager
 def clique_tree_for_uneven_splits() -> Iterator[None]:
     """Patch the model's tree and NCCL's tuning context for uneven splits, then restore."""
-    tree_phases, context = collectives_mod.tree_phases, simulate_mod._context
+    tree_phases, context = collectives_mod.tree_phases, simulate_mod.tuning_context
 
     def patched_tree(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
         split = _uneven(graph, seq)
@@ -106,7 +107,7 @@ def clique_tree_for_uneven_splits() -> Iterator[None]:
         if split is None:
             return ctx
         channels = _tree_channels(graph, *split)
-        node_net = channels * graph.nic_gbyte_per_s * simulate_mod.NETWORK_EFFICIENCY
+        node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
         return replace(
             ctx,
             num_nodes=int(split[1].size),
@@ -115,11 +116,11 @@ def clique_tree_for_uneven_splits() -> Iterator[None]:
         )
 
     collectives_mod.tree_phases = patched_tree
-    simulate_mod._context = patched_context
+    simulate_mod.tuning_context = patched_context
     try:
         yield
     finally:
-        collectives_mod.tree_phases, simulate_mod._context = tree_phases, context
+        collectives_mod.tree_phases, simulate_mod.tuning_context = tree_phases, context
 
 
 def errors_before_after() -> list[tuple[dict, float, str, float, str]]:

@@ -28,13 +28,12 @@ from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError, did_you_mean
 from clusterforge.netsim.collectives import candidate_algorithms, ring_order
 from clusterforge.netsim.congestion import congested_link_share, window_packets
+from clusterforge.netsim.context import tuning_context
 from clusterforge.netsim.latency import chain_fill_s, latency_s, tree_fill_s, tuner_offset_s
 from clusterforge.netsim.model import (
-    NETWORK_EFFICIENCY,
     nvls_pipeline_efficiency,
     pipeline_efficiency,
     pipelined_time_s,
-    scaleup_efficiency,
 )
 from clusterforge.netsim.result import (
     OVERLOAD,
@@ -45,22 +44,11 @@ from clusterforge.netsim.result import (
 )
 from clusterforge.netsim.routing import check_routing
 from clusterforge.netsim.solve import solve_phases
-from clusterforge.netsim.trees import (
-    NVLS_MAX_HEADS,
-    domain_blocks,
-    domain_split,
-    mnnvl,
-    nvls_heads,
-    rack_channels,
-    ring_channels,
-)
 from clusterforge.netsim.tuner import (
     TuningContext,
     active_channels,
     busbw_cap_gbyte_per_s,
     channel_cap_gbyte_per_s,
-    generation_of,
-    network_channels,
     nvls_channels,
     nvls_chunk_bytes,
     payload_share,
@@ -164,70 +152,6 @@ def _check_cabled(graph: FabricGraph, arr: np.ndarray) -> None:
         )
 
 
-def _context(
-    graph: FabricGraph, collective: Collective, seq: np.ndarray, algorithm: Algorithm
-) -> TuningContext:
-    """What NCCL's tuner sees.  Its node is the machine, except NVLS-Tree and the tree
-    across the domains of a multi-node NVLink fabric (MNNVL), where NCCL's node is the
-    NVLink domain (:mod:`clusterforge.netsim.trees`): nodes count domains, and the NICs a
-    node uses are its NVLS heads' or its tree channels'."""
-    gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
-    generation = generation_of(graph.scaleup)
-    n = int(seq.shape[1])
-    heads = min(NVLS_MAX_HEADS, n) if algorithm == "nvls" else 0
-    kd = domain_blocks(graph, seq)[1] if mnnvl(graph) else 0
-    split = domain_split(graph, seq) if mnnvl(graph) else None
-    if algorithm == "nvls_tree" and mnnvl(graph):
-        ordered, k = domain_blocks(graph, seq)
-        nodes = n // k
-        heads = int(nvls_heads(graph, ordered[0, :k]).size)
-        node_net = heads * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
-        channels = heads
-    elif algorithm == "tree" and kd and n // kd >= 2:
-        # the tree of NVLink domains (trees.rack_tree): NCCL's channels on a domain
-        nodes = n // kd
-        channels = rack_channels(graph)
-        node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
-    elif split is not None and _rack_ring(collective, algorithm):
-        # the ring of NVLink domains (trees.rack_ring), even or uneven over them: the
-        # channels of the group's GPUs in its domains; inside one domain, one NCCL node
-        nodes = split[1].size
-        channels = ring_channels(graph, split[0][0], split[1])
-        node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
-    else:
-        nodes = np.unique(seq[0] // graph.gpus_per_node).size
-        per_node = max(1, n // nodes)
-        if algorithm == "nvls_tree":
-            heads = int(nvls_heads(graph, seq[0, :per_node]).size)
-        channels = network_channels(
-            nics=min(per_node, graph.nics_per_node),
-            nic_payload_gbyte_per_s=graph.nic_gbyte_per_s * NETWORK_EFFICIENCY,
-            generation=generation,
-        )
-        node_net = gpu_nic * (n / nodes) * NETWORK_EFFICIENCY
-    return TuningContext(
-        collective=collective,
-        num_ranks=n,
-        num_nodes=int(nodes),
-        generation=generation,
-        intra="nvlink" if graph.scaleup_class in ("nvlink", "xgmi") else "pci",
-        net_path_latency_s=0.0,
-        node_net_gbyte_per_s=node_net,
-        num_channels=channels if nodes > 1 else 0,
-        nvls_heads=heads,
-        intra_gbyte_per_s=float(graph.capacity_gbyte_per_s[graph.scaleup_up(seq[0, :1])][0])
-        * scaleup_efficiency("tree", graph.scaleup),
-        nic_path="p2c" if graph.nic_behind_c2c else "pxb",
-    )
-
-
-def _rack_ring(collective: Collective, algorithm: Algorithm) -> bool:
-    """The ring of a collective over the NVLink domains of a multi-node NVLink fabric:
-    NCCL's node is then the domain (:func:`~clusterforge.netsim.trees.rack_ring`)."""
-    rings = ("all_reduce", "all_gather", "reduce_scatter")
-    return algorithm == "ring" and collective in rings
-
-
 def _bandwidth_s(phases: list[PhaseSolution], size_bytes: float, share: float) -> float:
     """Bandwidth time: serial phases add, pipelined phases overlap (never faster than the
     busiest link needs for all of them together)."""
@@ -319,7 +243,7 @@ def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: floa
     for name in names:
         phases = solve_phases(graph, req.collective, name, arr, req.routing, req.num_qps, req.pxn)
         path = max((p.net_path_latency_s for p in phases), default=0.0)
-        base = _context(graph, req.collective, seq, name)
+        base = tuning_context(graph, req.collective, seq, name)
         ctx = replace(base, net_path_latency_s=path, ll128_c2c=req.ll128_c2c)
         goodput = _goodput_share(graph, phases)
         protocols = protocols_for(name, ctx)

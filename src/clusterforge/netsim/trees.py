@@ -44,9 +44,17 @@ import numpy as np
 
 from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError
+from clusterforge.netsim.domains import (
+    domain_blocks,
+    domain_split,
+    mnnvl,
+    nic_count,
+    nic_positions,
+    rack_channels,
+    ring_channels,
+)
 from clusterforge.netsim.edges import edge_traffic, merge, uniform_blocks
 from clusterforge.netsim.traffic import Traffic, empty_ids, empty_segments
-from clusterforge.netsim.tuner import generation_of, mnnvl_channels
 from clusterforge.netsim.vocab import Algorithm
 from clusterforge.topology import FabricGraph
 
@@ -136,22 +144,6 @@ def tree_phases(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
     return [_dtree(graph, seq, m, k, 1.0)]
 
 
-def rack_channels(graph: FabricGraph, block: np.ndarray | None = None) -> int:
-    """Channels of NCCL's ring and tree graphs on one NVLink domain under MNNVL, each
-    through its own NIC (:func:`~clusterforge.netsim.tuner.mnnvl_channels`): the NICs of
-    the whole domain, or of the GPUs ``block`` a communicator has in it (NCCL searches its
-    graphs on the communicator's GPUs)."""
-    if block is None:
-        nics = graph.nics_per_node * (graph.domain_gpus // graph.gpus_per_node)
-    else:
-        node = block // graph.gpus_per_node
-        nic = graph.nic_of_local(block % graph.gpus_per_node)
-        nics = int(np.unique(node * graph.nics_per_node + nic).size)
-    return mnnvl_channels(
-        generation_of(graph.scaleup), nic_gbyte_per_s=graph.nic_gbyte_per_s, nics=nics
-    )
-
-
 def rack_tree(graph: FabricGraph, seq: np.ndarray, m: int, k: int) -> Traffic:
     """NCCL's tree with the NVLink domain as its node (MNNVL): inside each of the m
     domains the k GPUs form a chain over NVLink (``ncclTopoPreset``, ``src/graph/connect.cc``:
@@ -233,37 +225,6 @@ def rack_ring(
     return replace(merge(parts), steps=steps)
 
 
-def _by_domain(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``seq`` reordered NVLink domain by domain (stable, row by row), and True where a row's
-    next domain starts."""
-    dom = graph.domain_of(seq)
-    order = np.argsort(dom, axis=1, kind="stable")
-    srt = np.take_along_axis(dom, order, axis=1)
-    new = np.ones(srt.shape, bool)
-    new[:, 1:] = srt[:, 1:] != srt[:, :-1]
-    return np.take_along_axis(seq, order, axis=1), new
-
-
-def domain_split(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """``seq`` reordered NVLink domain by domain (stable) and the number of each row's GPUs
-    in each of its domains, in order; None when the rows split differently."""
-    out, new = _by_domain(graph, seq)
-    if not bool(np.all(new == new[:1])):
-        return None
-    counts = np.diff(np.append(np.flatnonzero(new[0]), seq.shape[1]))
-    return out, counts
-
-
-def ring_channels(graph: FabricGraph, row: np.ndarray, counts: np.ndarray) -> int:
-    """Channels of NCCL's ring over the domains of one group (``row`` ordered domain by
-    domain, ``counts`` GPUs in each): every rank searches its own node's graph and the
-    communicator keeps the fewest channels any rank found (``initTransportsRank``,
-    ``src/init.cc``: the minimum over the ranks' ``graphInfo``), so the domain with the
-    fewest NICs of the group sets them."""
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    return min(rack_channels(graph, row[s : s + k]) for s, k in zip(starts, counts, strict=True))
-
-
 def nvls_possible(graph: FabricGraph, seq: np.ndarray) -> bool:
     """NVLS needs NVLink SHARP hardware and each group inside one scale-up domain."""
     dom = graph.domain_of(seq)
@@ -287,45 +248,10 @@ def nvls_phases(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
     return [_nvls_traffic(seq)]
 
 
-def mnnvl(graph: FabricGraph) -> bool:
-    """The NVLink domain spans several nodes (GB200 NVL72: 18 trays), so NCCL's node is the
-    domain (multi-node NVLink)."""
-    return graph.domain_gpus > graph.gpus_per_node
-
-
-def domain_blocks(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, int]:
-    """``seq`` reordered NVLink domain by domain (stable) and the GPUs each row has in each
-    domain, 0 when rows hold different counts in different domains."""
-    out, new = _by_domain(graph, seq)
-    counts = np.diff(np.append(np.flatnonzero(new.ravel()), new.size))
-    k = int(counts[0])
-    ok = bool(np.all(counts == k)) and seq.shape[1] % k == 0
-    return out, (k if ok else 0)
-
-
 def nvls_heads(graph: FabricGraph, block: np.ndarray) -> np.ndarray:
     """Positions in a node block (one NCCL node's GPUs, in order) of its NVLS heads: one GPU
     per distinct NIC, at most ``NVLS_MAX_HEADS``, spread evenly over the block."""
     return nic_positions(graph, block, NVLS_MAX_HEADS)
-
-
-def nic_count(graph: FabricGraph, block: np.ndarray) -> int:
-    """Distinct NICs of the GPUs ``block``."""
-    node = block // graph.gpus_per_node
-    return int(
-        np.unique(node * graph.nics_per_node + graph.nic_of_local(block % graph.gpus_per_node)).size
-    )
-
-
-def nic_positions(graph: FabricGraph, block: np.ndarray, count: int) -> np.ndarray:
-    """Positions in a node block of ``count`` GPUs (at most one per distinct NIC, so fewer
-    where the block has fewer NICs), spread evenly over the block."""
-    node = block // graph.gpus_per_node
-    nic = graph.nic_of_local(block % graph.gpus_per_node)
-    _, first = np.unique(node * graph.nics_per_node + nic, return_index=True)
-    with_nic = np.sort(first)
-    h = min(count, with_nic.size)
-    return with_nic[(np.arange(h) * with_nic.size) // h]
 
 
 def _nccl_nodes(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, int, int]:

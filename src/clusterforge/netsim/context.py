@@ -1,0 +1,90 @@
+"""What NCCL's tuner sees of one communicator: :class:`~clusterforge.netsim.tuner.TuningContext`.
+
+NCCL prices every (algorithm, protocol) pair with the communicator's rank and node counts,
+the GPU generation, the links inside and between nodes and the channels it built
+(``ncclTopoTuneModel``, ``src/graph/tuning.cc``).  Its node is the machine, except under
+multi-node NVLink (MNNVL), where it is the NVLink domain (:mod:`clusterforge.netsim.domains`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clusterforge.netsim.domains import (
+    domain_blocks,
+    domain_split,
+    mnnvl,
+    rack_channels,
+    ring_channels,
+)
+from clusterforge.netsim.model import NETWORK_EFFICIENCY, scaleup_efficiency
+from clusterforge.netsim.trees import NVLS_MAX_HEADS, nvls_heads
+from clusterforge.netsim.tuner import TuningContext, generation_of, network_channels
+from clusterforge.netsim.vocab import Algorithm, Collective
+from clusterforge.topology import FabricGraph
+
+__all__ = ["tuning_context"]
+
+
+def tuning_context(
+    graph: FabricGraph, collective: Collective, seq: np.ndarray, algorithm: Algorithm
+) -> TuningContext:
+    """What NCCL's tuner sees.  Its node is the machine, except NVLS-Tree and the tree
+    across the domains of a multi-node NVLink fabric (MNNVL), where NCCL's node is the
+    NVLink domain (:mod:`clusterforge.netsim.trees`): nodes count domains, and the NICs a
+    node uses are its NVLS heads' or its tree channels'."""
+    gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
+    generation = generation_of(graph.scaleup)
+    n = int(seq.shape[1])
+    heads = min(NVLS_MAX_HEADS, n) if algorithm == "nvls" else 0
+    kd = domain_blocks(graph, seq)[1] if mnnvl(graph) else 0
+    split = domain_split(graph, seq) if mnnvl(graph) else None
+    if algorithm == "nvls_tree" and mnnvl(graph):
+        ordered, k = domain_blocks(graph, seq)
+        nodes = n // k
+        heads = int(nvls_heads(graph, ordered[0, :k]).size)
+        node_net = heads * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
+        channels = heads
+    elif algorithm == "tree" and kd and n // kd >= 2:
+        # the tree of NVLink domains (trees.rack_tree): NCCL's channels on a domain
+        nodes = n // kd
+        channels = rack_channels(graph)
+        node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
+    elif split is not None and _rack_ring(collective, algorithm):
+        # the ring of NVLink domains (trees.rack_ring), even or uneven over them: the
+        # channels of the group's GPUs in its domains; inside one domain, one NCCL node
+        nodes = split[1].size
+        channels = ring_channels(graph, split[0][0], split[1])
+        node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
+    else:
+        nodes = np.unique(seq[0] // graph.gpus_per_node).size
+        per_node = max(1, n // nodes)
+        if algorithm == "nvls_tree":
+            heads = int(nvls_heads(graph, seq[0, :per_node]).size)
+        channels = network_channels(
+            nics=min(per_node, graph.nics_per_node),
+            nic_payload_gbyte_per_s=graph.nic_gbyte_per_s * NETWORK_EFFICIENCY,
+            generation=generation,
+        )
+        node_net = gpu_nic * (n / nodes) * NETWORK_EFFICIENCY
+    return TuningContext(
+        collective=collective,
+        num_ranks=n,
+        num_nodes=int(nodes),
+        generation=generation,
+        intra="nvlink" if graph.scaleup_class in ("nvlink", "xgmi") else "pci",
+        net_path_latency_s=0.0,
+        node_net_gbyte_per_s=node_net,
+        num_channels=channels if nodes > 1 else 0,
+        nvls_heads=heads,
+        intra_gbyte_per_s=float(graph.capacity_gbyte_per_s[graph.scaleup_up(seq[0, :1])][0])
+        * scaleup_efficiency("tree", graph.scaleup),
+        nic_path="p2c" if graph.nic_behind_c2c else "pxb",
+    )
+
+
+def _rack_ring(collective: Collective, algorithm: Algorithm) -> bool:
+    """The ring of a collective over the NVLink domains of a multi-node NVLink fabric:
+    NCCL's node is then the domain (:func:`~clusterforge.netsim.trees.rack_ring`)."""
+    rings = ("all_reduce", "all_gather", "reduce_scatter")
+    return algorithm == "ring" and collective in rings
