@@ -1,4 +1,4 @@
-"""Inside one NVLink domain: NCCL 2.28.7's own choice and two what-ifs, nccl-tests rows.
+"""Inside one NVLink domain: NCCL 2.28.7's own choice, the one-node clique and a what-if.
 
 Prints, for every development and calibration row whose communicator stays inside one
 NVLink domain on Blackwell (OCI GB300 1, 2 and 16 trays, the B200 8-GPU calibration rows,
@@ -6,30 +6,30 @@ CoreWeave's GB200 single-rack rows), the measured call time, the simulator's tim
 pick, the simulator's time forced to NVLS, and NCCL's own latency for ring LL and NVLS
 (``ncclTopoTuneModel``, ``src/graph/tuning.cc``, NVIDIA/nccl v2.28.7-1: one node under
 MNNVL, so ring LL costs ``6.6 + 2 (n - 1) x 0.6`` us and NVLS its 25 us hardware latency).
-Then the mean absolute busbw error of what-ifs on ALL development rows (from 16 MiB and
-below) and on calibration, against the model as it is:
+Then the mean absolute busbw error on ALL development rows (from 16 MiB and below) and on
+calibration of the model and of two variants:
 
-- ``clique``: NVLS inside a multi-node NVLink rack prices the rack as ONE node, as NCCL
-  does (the MNNVL clique is the node: ``ncclTopoGetSystem``, ``src/graph/topo.cc``; then
-  ``nNodes`` is 1 and ``ncclTopoTuneModel`` charges NVLS only ``hwLat[NVLINK][NVLS]`` =
-  25 us).  The simulator's NVLS context counts the trays as nodes, so it adds the
-  network's NVLS latency (18 us) and the fitted cost of a call across nodes (4.6 us).
-- ``nvls24``: NVLS runs 24 channels, not 32, when the communicator is one node or one
-  MNNVL clique (``NVLS_NCHANNELS_SM100_NVL``, ``ncclNvlsInit`` in
-  ``src/transport/nvls.cc``, v2.28.7-1); the channels only enter the simulator through the
-  NVLS chunk size (``simulate._time``).
+- ``trays``: the model before it took NCCL's one-node clique (``context.one_clique``):
+  NVLS and all-to-all inside one multi-node NVLink rack with its trays counted as nodes,
+  so NVLS pays the network's NVLS latency (18 us) and the fitted cost of a call across
+  nodes (4.6 us), and the all-to-all a network overhead per peer.  The model now follows
+  NCCL: the MNNVL clique is the node (``ncclTopoGetSystem``, ``src/graph/topo.cc``) and
+  ``initTransportsRank`` (``src/init.cc``) counts one node.
+- ``nvls24`` (a what-if on the model, not adopted): NVLS runs 24 channels, not 32, when the
+  communicator is one node or one MNNVL clique (``NVLS_NCHANNELS_SM100_NVL``,
+  ``ncclNvlsInit`` in ``src/transport/nvls.cc``, v2.28.7-1); the channels only enter the
+  simulator through the NVLS chunk size (``simulate._time``).
 
     PYTHONPATH=$PWD/src:$PWD python benchmarks/nvl72_small_whatif.py
 
 Development and calibration rows only (never held-out).  Nothing under ``src/`` changes:
-the what-ifs monkeypatch inside this script.
+the variants monkeypatch inside this script.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 from unittest import mock
 
@@ -37,8 +37,8 @@ import numpy as np
 from benchmarks.validate_simulate import spans_nvlink_domains
 
 from clusterforge.busbw import bus_factor
+from clusterforge.netsim import context
 from clusterforge.netsim import simulate as sim
-from clusterforge.netsim.trees import domain_blocks, mnnvl
 from validation.nccl_rows import CLUSTERS, LARGE_BYTES, ROWS, _graph, _ll128_c2c, ranks, score
 
 NVLS_CHANNELS_ONE_DOMAIN = 24  # NVLS_NCHANNELS_SM100_NVL, src/transport/nvls.cc, v2.28.7-1
@@ -104,28 +104,15 @@ def nvls24() -> Iterator[None]:
         yield
 
 
-# the algorithms whose context the clique what-if corrects (``all`` or ``nvls`` only)
-_CLIQUE_ALGORITHMS: tuple[str, ...] = ("nvls", "direct")
-
-
 @contextmanager
-def clique() -> Iterator[None]:
-    """NVLS and all-to-all inside one multi-node NVLink rack with NCCL's node count there:
-    one (all ranks in one NVLink domain; racks joined by the network keep theirs)."""
-    original = sim.tuning_context
-
-    def patched(graph: Any, collective: Any, seq: Any, algorithm: Any) -> Any:
-        ctx = original(graph, collective, seq, algorithm)
-        one_domain = mnnvl(graph) and domain_blocks(graph, seq)[1] == seq.shape[1]
-        if algorithm in _CLIQUE_ALGORITHMS and one_domain:
-            return replace(ctx, num_nodes=1, num_channels=0)
-        return ctx
-
-    with mock.patch.object(sim, "tuning_context", patched):
+def trays() -> Iterator[None]:
+    """The model before NCCL's one-node clique: NVLS and all-to-all inside one multi-node
+    NVLink rack count its trays as nodes."""
+    with mock.patch.object(context, "CLIQUE_NODE_ALGORITHMS", ()):
         yield
 
 
-VARIANTS: dict[str, Callable[[], Any]] = {"clique": clique, "nvls24": nvls24}
+VARIANTS: dict[str, Callable[[], Any]] = {"trays": trays, "nvls24": nvls24}
 
 
 def _errors(select: Callable[[dict[str, Any]], bool]) -> list[float]:
@@ -133,7 +120,8 @@ def _errors(select: Callable[[dict[str, Any]], bool]) -> list[float]:
 
 
 def summary() -> dict[str, tuple[float, float, float]]:
-    """Mean absolute error (dev >= 16 MiB, dev below, calibration) per variant."""
+    """Mean absolute error (dev >= 16 MiB, dev below, calibration): the model and each
+    variant."""
     sets = (
         lambda r: r["set"] == "development" and r["size_bytes"] >= LARGE_BYTES,
         lambda r: r["set"] == "development" and r["size_bytes"] < LARGE_BYTES,
@@ -144,14 +132,12 @@ def summary() -> dict[str, tuple[float, float, float]]:
     for name, variant in VARIANTS.items():
         with variant():
             out[name] = tuple(float(np.mean(np.abs(_errors(s)))) for s in sets)  # type: ignore[assignment]
-    with clique(), nvls24():
-        out["both"] = tuple(float(np.mean(np.abs(_errors(s)))) for s in sets)  # type: ignore[assignment]
     return out
 
 
 def main() -> None:
     print(
-        f"{'row':32} {'set':5} {'meas':>7} {'sim':>7} {'pick':>12} {'nvls':>7} {'nvls1n':>7} "
+        f"{'row':32} {'set':5} {'meas':>7} {'sim':>7} {'pick':>12} {'nvls':>7} {'nvlsTr':>7} "
         f"{'ringLL':>7} {'NCCL ringLL lat':>15}  (us)"
     )
     for row in ROWS:
@@ -161,8 +147,8 @@ def main() -> None:
         meas = time_us(row, row["busbw"])
         sim_us = time_us(row, s.simulated_gbyte_per_s)
         nv = time_us(row, forced(row, "nvls"))
-        with clique():
-            nv24 = time_us(row, forced(row, "nvls"))
+        with trays():
+            nv_trays = time_us(row, forced(row, "nvls"))
         ring_ll = time_us(row, forced(row, "ring", "ll"))
         facility = tuple(sorted(row.get("facility", {}).items()))
         graph = _graph(
@@ -171,7 +157,7 @@ def main() -> None:
         n = int(ranks(row, graph.gpus_per_node).size)
         print(
             f"{row['id'][:32]:32} {row['set'][:5]:5} {meas:7.1f} {sim_us:7.1f} "
-            f"{s.algorithm + '/' + s.protocol:>12} {nv:7.1f} {nv24:7.1f} {ring_ll:7.1f} "
+            f"{s.algorithm + '/' + s.protocol:>12} {nv:7.1f} {nv_trays:7.1f} {ring_ll:7.1f} "
             f"{nccl_ring_ll_latency_us(n):8.1f} vs {NVLS_NVLINK_LATENCY_US:.0f}"
         )
     print(f"\n{'variant':10} {'dev >=16MiB':>12} {'dev <16MiB':>12} {'calibration':>12}")

@@ -23,16 +23,35 @@ from clusterforge.netsim.tuner import TuningContext, generation_of, network_chan
 from clusterforge.netsim.vocab import Algorithm, Collective
 from clusterforge.topology import FabricGraph
 
-__all__ = ["tuning_context"]
+__all__ = ["CLIQUE_NODE_ALGORITHMS", "one_clique", "tuning_context"]
+
+# Algorithms whose context counts trays as nodes unless :func:`one_clique` says otherwise
+# (rings inside one domain already see one node: the ring of NVLink domains below).
+CLIQUE_NODE_ALGORITHMS: tuple[Algorithm, ...] = ("nvls", "direct")
+
+
+def one_clique(graph: FabricGraph, seq: np.ndarray) -> bool:
+    """Every rank of the groups ``seq`` lies in one NVLink domain that spans several nodes
+    (an MNNVL clique, such as the trays of one NVL72 rack).  NCCL then has ONE node: it
+    fuses the clique's topologies (``ncclTopoGetSystem``, ``src/graph/topo.cc``), all its
+    ranks are in one ring, and ``initTransportsRank`` (``src/init.cc``) counts nodes by the
+    first rank of each ring, so ``nNodes`` is 1.  ``ncclTopoTuneModel``
+    (``src/graph/tuning.cc``) then takes the NVLink hardware latencies and adds no network
+    latency to NVLS; nothing crosses the network, so no network channel count or call cost
+    across nodes applies either (NVIDIA/nccl v2.28.7-1).  The tray count would charge NVLS
+    the network's NVLS latency (18 us) and the call across nodes, and an all-to-all a
+    network overhead per peer."""
+    return mnnvl(graph) and domain_blocks(graph, seq)[1] == seq.shape[1]
 
 
 def tuning_context(
     graph: FabricGraph, collective: Collective, seq: np.ndarray, algorithm: Algorithm
 ) -> TuningContext:
-    """What NCCL's tuner sees.  Its node is the machine, except NVLS-Tree and the tree
-    across the domains of a multi-node NVLink fabric (MNNVL), where NCCL's node is the
-    NVLink domain (:mod:`clusterforge.netsim.trees`): nodes count domains, and the NICs a
-    node uses are its NVLS heads' or its tree channels'."""
+    """What NCCL's tuner sees.  Its node is the machine, except on a multi-node NVLink
+    fabric (MNNVL), where NCCL's node is the NVLink domain (:mod:`clusterforge.netsim.trees`):
+    for NVLS-Tree, trees and rings across domains nodes count domains, and the NICs a node
+    uses are its NVLS heads' or its channels'; NVLS and all-to-all inside one domain see one
+    node (:func:`one_clique`)."""
     gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
     generation = generation_of(graph.scaleup)
     n = int(seq.shape[1])
@@ -58,6 +77,8 @@ def tuning_context(
         node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
     else:
         nodes = np.unique(seq[0] // graph.gpus_per_node).size
+        if algorithm in CLIQUE_NODE_ALGORITHMS and one_clique(graph, seq):
+            nodes = 1
         per_node = max(1, n // nodes)
         if algorithm == "nvls_tree":
             heads = int(nvls_heads(graph, seq[0, :per_node]).size)
