@@ -6,15 +6,16 @@ Prints four tables:
 
 1. **Rack split.**  Every development row of the two OCI files simulated as mapped (the model
    fills one rack with 18 trays and puts 14 in the second) and with the 32 trays split 16 +
-   16 (trays 0-15 and 18-33 of a 36-tray graph).  With an even split the model's tree across
-   the racks is NCCL's tree with the NVLink domain as its node (a chain through each rack's
-   64 GPUs, ``trees.rack_tree``); with 72 + 56 GPUs it falls back to a tree of 32 trays.
+   16 (trays 0-15 and 18-33 of a 36-tray graph).  Either way the model's tree across the
+   racks is NCCL's tree with the NVLink domain as its node: a chain through each rack's 64
+   GPUs (``trees.rack_tree``), or through its 72 and 56 GPUs (``trees.uneven_rack_tree``;
+   a tree of 32 trays before the model took it, ``benchmarks/uneven_rack_tree.py``).
 2. **All development and calibration rows**, mean absolute error by size band, as mapped and
    with the 16 + 16 split on every row it touches (NVL72 trays, more than one rack, a tray
    count that leaves a rack partly filled); every other row is unchanged.
 3. **NCCL's tree latency** (``ncclTopoTuneModel``, ``src/graph/tuning.cc``, NVIDIA/nccl
    v2.29.2-1) with the clique as its node (``nNodes`` = 2, ``ppn`` = nRanks / nNodes = 64),
-   against the model's 32-tray tree, and the NVLink hop latency that would give the measured
+   against a tree of 32 trays (the model's before the clique tree for uneven splits), and the NVLink hop latency that would give the measured
    8 KiB time: inferred from the row, so a reading, not a constant.
 4. **All-to-all across two cliques.**  The cross-rack bytes and rate per GPU the 32-tray row
    implies, and NCCL 2.28.7's point-to-point settings on two cliques: the chunk

@@ -11,11 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from clusterforge.netsim.domains import (
+    clique_tree_channels,
     domain_blocks,
     domain_split,
     mnnvl,
     rack_channels,
     ring_channels,
+    uneven_split,
 )
 from clusterforge.netsim.model import NETWORK_EFFICIENCY, scaleup_efficiency
 from clusterforge.netsim.trees import NVLS_MAX_HEADS, nvls_heads
@@ -52,56 +54,79 @@ def tuning_context(
     for NVLS-Tree, trees and rings across domains nodes count domains, and the NICs a node
     uses are its NVLS heads' or its channels'; NVLS and all-to-all inside one domain see one
     node (:func:`one_clique`)."""
-    gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
-    generation = generation_of(graph.scaleup)
     n = int(seq.shape[1])
     heads = min(NVLS_MAX_HEADS, n) if algorithm == "nvls" else 0
-    kd = domain_blocks(graph, seq)[1] if mnnvl(graph) else 0
-    split = domain_split(graph, seq) if mnnvl(graph) else None
-    if algorithm == "nvls_tree" and mnnvl(graph):
-        ordered, k = domain_blocks(graph, seq)
-        nodes = n // k
-        heads = int(nvls_heads(graph, ordered[0, :k]).size)
-        node_net = heads * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
-        channels = heads
-    elif algorithm == "tree" and kd and n // kd >= 2:
-        # the tree of NVLink domains (trees.rack_tree): NCCL's channels on a domain
-        nodes = n // kd
-        channels = rack_channels(graph)
-        node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
-    elif split is not None and _rack_ring(collective, algorithm):
-        # the ring of NVLink domains (trees.rack_ring), even or uneven over them: the
-        # channels of the group's GPUs in its domains; inside one domain, one NCCL node
-        nodes = split[1].size
-        channels = ring_channels(graph, split[0][0], split[1])
-        node_net = channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY
-    else:
-        nodes = np.unique(seq[0] // graph.gpus_per_node).size
-        if algorithm in CLIQUE_NODE_ALGORITHMS and one_clique(graph, seq):
-            nodes = 1
-        per_node = max(1, n // nodes)
-        if algorithm == "nvls_tree":
-            heads = int(nvls_heads(graph, seq[0, :per_node]).size)
-        channels = network_channels(
-            nics=min(per_node, graph.nics_per_node),
-            nic_payload_gbyte_per_s=graph.nic_gbyte_per_s * NETWORK_EFFICIENCY,
-            generation=generation,
-        )
-        node_net = gpu_nic * (n / nodes) * NETWORK_EFFICIENCY
+    shape = _clique_shape(graph, collective, seq, algorithm) if mnnvl(graph) else None
+    if shape is None:
+        shape = _machine_shape(graph, seq, algorithm)
+    nodes, channels, node_net, shape_heads = shape
     return TuningContext(
         collective=collective,
         num_ranks=n,
-        num_nodes=int(nodes),
-        generation=generation,
+        num_nodes=nodes,
+        generation=generation_of(graph.scaleup),
         intra="nvlink" if graph.scaleup_class in ("nvlink", "xgmi") else "pci",
         net_path_latency_s=0.0,
         node_net_gbyte_per_s=node_net,
         num_channels=channels if nodes > 1 else 0,
-        nvls_heads=heads,
+        nvls_heads=shape_heads if algorithm == "nvls_tree" else heads,
         intra_gbyte_per_s=float(graph.capacity_gbyte_per_s[graph.scaleup_up(seq[0, :1])][0])
         * scaleup_efficiency("tree", graph.scaleup),
         nic_path="p2c" if graph.nic_behind_c2c else "pxb",
     )
+
+
+# (nodes, channels across nodes, NIC payload rate of a node's channels, NVLS-Tree heads)
+_Shape = tuple[int, int, float, int]
+
+
+def _clique_shape(
+    graph: FabricGraph, collective: Collective, seq: np.ndarray, algorithm: Algorithm
+) -> _Shape | None:
+    """NCCL's nodes and channels where its node is the NVLink domain (MNNVL), or None where
+    the model counts machines."""
+    n = int(seq.shape[1])
+    kd = domain_blocks(graph, seq)[1]
+    if algorithm == "nvls_tree":
+        ordered, k = domain_blocks(graph, seq)
+        heads = int(nvls_heads(graph, ordered[0, :k]).size)
+        return n // k, heads, heads * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY, heads
+    if algorithm == "tree" and kd and n // kd >= 2:
+        # the tree of NVLink domains (trees.rack_tree): NCCL's channels on a domain
+        channels = rack_channels(graph)
+        return n // kd, channels, channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY, 0
+    if algorithm == "tree" and (uneven := uneven_split(graph, seq)) is not None:
+        # the tree of cliques of different sizes (trees.uneven_rack_tree): NCCL's nNodes
+        # counts the cliques and its tuner takes ppn = nRanks / nNodes (ncclTopoTuneModel)
+        channels = clique_tree_channels(graph, uneven[0][0], uneven[1])
+        nodes = int(uneven[1].size)
+        return nodes, channels, channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY, 0
+    split = domain_split(graph, seq)
+    if split is not None and _rack_ring(collective, algorithm):
+        # the ring of NVLink domains (trees.rack_ring), even or uneven over them: the
+        # channels of the group's GPUs in its domains; inside one domain, one NCCL node
+        channels = ring_channels(graph, split[0][0], split[1])
+        nodes = int(split[1].size)
+        return nodes, channels, channels * graph.nic_gbyte_per_s * NETWORK_EFFICIENCY, 0
+    return None
+
+
+def _machine_shape(graph: FabricGraph, seq: np.ndarray, algorithm: Algorithm) -> _Shape:
+    """NCCL's nodes and channels counting machines (one node for NVLS and all-to-all inside
+    one MNNVL clique: :func:`one_clique`)."""
+    n = int(seq.shape[1])
+    nodes = int(np.unique(seq[0] // graph.gpus_per_node).size)
+    if algorithm in CLIQUE_NODE_ALGORITHMS and one_clique(graph, seq):
+        nodes = 1
+    per_node = max(1, n // nodes)
+    heads = int(nvls_heads(graph, seq[0, :per_node]).size) if algorithm == "nvls_tree" else 0
+    channels = network_channels(
+        nics=min(per_node, graph.nics_per_node),
+        nic_payload_gbyte_per_s=graph.nic_gbyte_per_s * NETWORK_EFFICIENCY,
+        generation=generation_of(graph.scaleup),
+    )
+    gpu_nic = graph.nics_per_node * graph.nic_gbyte_per_s / graph.gpus_per_node
+    return nodes, channels, gpu_nic * (n / nodes) * NETWORK_EFFICIENCY, heads
 
 
 def _rack_ring(collective: Collective, algorithm: Algorithm) -> bool:

@@ -16,6 +16,7 @@ from clusterforge.netsim.tuner import generation_of, mnnvl_channels
 from clusterforge.topology import FabricGraph
 
 __all__ = [
+    "clique_tree_channels",
     "domain_blocks",
     "domain_split",
     "mnnvl",
@@ -23,6 +24,7 @@ __all__ = [
     "nic_positions",
     "rack_channels",
     "ring_channels",
+    "uneven_split",
 ]
 
 
@@ -106,3 +108,29 @@ def ring_channels(graph: FabricGraph, row: np.ndarray, counts: np.ndarray) -> in
     fewest NICs of the group sets them."""
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     return min(rack_channels(graph, row[s : s + k]) for s, k in zip(starts, counts, strict=True))
+
+
+def uneven_split(graph: FabricGraph, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(``seq`` ordered domain by domain, the GPUs of each row in each domain) when the
+    groups span 2+ domains of a multi-node NVLink fabric holding different numbers of their
+    GPUs (72 + 56 GPUs of two NVL72 racks), at least 2 in each; else None.  NCCL's node is
+    then still the clique, whatever the number of GPUs in it: nodes are counted by the
+    first rank of each ring (``initTransportsRank``, ``src/init.cc``, NVIDIA/nccl
+    v2.29.2-1), and every rank joins the ring of its clique's fused topology."""
+    if not mnnvl(graph) or domain_blocks(graph, seq)[1]:
+        return None
+    split = domain_split(graph, seq)
+    if split is None or split[1].size < 2 or int(split[1].min()) < 2:
+        return None
+    return split
+
+
+def clique_tree_channels(graph: FabricGraph, row: np.ndarray, counts: np.ndarray) -> int:
+    """Channels of NCCL's tree across the cliques of one group (``row`` ordered domain by
+    domain, ``counts`` GPUs in each): the domain's tree channels (:func:`rack_channels`),
+    no more than the fewest NICs of the group in any domain, since each channel leaves its
+    clique through its own NIC (the channel's ``inter`` NIC, ``ncclTopoCompute``,
+    ``src/graph/search.cc``)."""
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    fewest = min(nic_count(graph, row[s : s + k]) for s, k in zip(starts, counts, strict=True))
+    return min(rack_channels(graph), fewest)

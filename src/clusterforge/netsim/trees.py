@@ -29,8 +29,10 @@
   NICs) of them, so 2 racks run close to 1 rack instead of funnelling through one tray's
   NICs.  The plain tree (NVLS off, ``NCCL_NVLS_ENABLE=0``) has the rack as its node too
   (:func:`rack_tree`): a chain through the rack's 72 GPUs over NVLink and one double binary
-  tree between racks per channel of NCCL's graph (:func:`rack_channels`, 15 on an NVL72
-  rack), each from its own GPU and NIC.  So has the ring (:func:`rack_ring`): each channel
+  tree between racks per channel of NCCL's graph (``domains.rack_channels``, 15 on an NVL72
+  rack), each from its own GPU and NIC; where the racks hold different numbers of the
+  group's GPUs (72 + 56), a chain of each rack's own length (:func:`uneven_rack_tree`).
+  So has the ring (:func:`rack_ring`): each channel
   runs through the rack's GPUs over NVLink and on to the next rack through its own NIC, also
   where the group holds different numbers of GPUs in its racks (the channels are then those
   of the rack with the fewest of the group's NICs: NCCL keeps the minimum over its ranks).
@@ -45,6 +47,7 @@ import numpy as np
 from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError
 from clusterforge.netsim.domains import (
+    clique_tree_channels,
     domain_blocks,
     domain_split,
     mnnvl,
@@ -52,6 +55,7 @@ from clusterforge.netsim.domains import (
     nic_positions,
     rack_channels,
     ring_channels,
+    uneven_split,
 )
 from clusterforge.netsim.edges import edge_traffic, merge, uniform_blocks
 from clusterforge.netsim.traffic import Traffic, empty_ids, empty_segments
@@ -72,6 +76,7 @@ __all__ = [
     "rack_ring",
     "ring_channels",
     "tree_phases",
+    "uneven_rack_tree",
 ]
 
 # NCCL's NVLS graph keeps at most this many heads per node (data/nccl.toml).
@@ -135,11 +140,15 @@ def _node_shape(graph: FabricGraph, seq: np.ndarray, name: str, min_k: int) -> t
 
 def tree_phases(graph: FabricGraph, seq: np.ndarray) -> list[Traffic]:
     """Double binary tree between nodes, chain inside each node; all_reduce only.  Under
-    MNNVL the node is the NVLink domain (:func:`rack_tree`)."""
+    MNNVL the node is the NVLink domain (:func:`rack_tree`), also where the group holds
+    different numbers of GPUs in its domains (:func:`uneven_rack_tree`)."""
     if mnnvl(graph):
         ordered, k = domain_blocks(graph, seq)
         if k and seq.shape[1] // k >= 2:
             return [rack_tree(graph, ordered, seq.shape[1] // k, k)]
+        split = uneven_split(graph, seq)
+        if split is not None:
+            return [uneven_rack_tree(graph, *split)]
     m, k = _node_shape(graph, seq, "tree", 1)
     return [_dtree(graph, seq, m, k, 1.0)]
 
@@ -162,6 +171,35 @@ def rack_tree(graph: FabricGraph, seq: np.ndarray, m: int, k: int) -> Traffic:
     rails = seq.reshape(ng, m, k)[:, :, heads].transpose(0, 2, 1).reshape(ng * heads.size, m)
     inter = _dtree(graph, rails, m, 1, 1.0 / heads.size)
     return replace(merge([intra, inter]), steps=2 * (int(np.ceil(np.log2(m))) + k - 1))
+
+
+def uneven_rack_tree(graph: FabricGraph, ordered: np.ndarray, counts: np.ndarray) -> Traffic:
+    """NCCL's tree of cliques (:func:`rack_tree`) over domains holding different numbers
+    ``counts`` of the group's GPUs (``ordered`` domain by domain): a chain through each
+    domain's own GPUs, and between the domains one double binary tree per channel
+    (:func:`~clusterforge.netsim.domains.clique_tree_channels`), each from its own GPU and
+    NIC in every domain with 1/C of the data.  NCCL's node is the clique whatever its size
+    (:func:`~clusterforge.netsim.domains.uneven_split`); the first chunk climbs the longest
+    chain."""
+    ng = ordered.shape[0]
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    parts = []
+    for s, k in zip(starts, counts, strict=True):
+        local = ordered[:, s : s + k]
+        chain = np.arange(int(k) - 1)
+        src, dst = np.concatenate([chain, chain + 1]), np.concatenate([chain + 1, chain])
+        e = edge_traffic(graph, local, src, dst, per_edge=False)
+        volume = np.full(ng * e.num_channels, 1.0 / e.num_channels)
+        parts.append(
+            Traffic("tree", e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, 0)
+        )
+    h = clique_tree_channels(graph, ordered[0], counts)
+    blocks = [ordered[0, s : s + k] for s, k in zip(starts, counts, strict=True)]
+    heads = np.stack([s + nic_positions(graph, b, h) for s, b in zip(starts, blocks, strict=True)])
+    rails = ordered[:, heads.T].reshape(ng * heads.shape[1], counts.size)
+    inter = _dtree(graph, rails, counts.size, 1, 1.0 / heads.shape[1])
+    steps = 2 * (int(np.ceil(np.log2(counts.size))) + int(counts.max()) - 1)
+    return replace(merge([*parts, inter]), steps=steps)
 
 
 def rack_ring(
