@@ -10,7 +10,9 @@ throughput leaves per layer and micro-batch (bubble slots counted, as
 the query heads per GPU) and per thousand tokens on the GPU. A cost of the attention kernel
 keeps the first two columns flat over sequence lengths; a per-token cost keeps the last.
 ``--without-cp`` adds the same NeMo source's published B200 8B points without context
-parallelism (8K, 16K), which no validation file holds, as probes.
+parallelism (8K, 16K), which no validation file holds, as probes. ``--recompute`` prints, per
+run, the signed error of its chosen plan under each activation recomputation the row allows
+(forced, whether or not a lesser one fits) and the activation memory each leaves.
 
     PYTHONPATH=$PWD/src:$PWD python benchmarks/longctx_attention_gap.py [RUN ...]
 """
@@ -25,8 +27,9 @@ from benchmarks.step_breakdown import selected_runs
 from clusterforge.job import JobLayout
 from clusterforge.perf.compute import LayerTimes, layer_times
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, tokens_per_gpu
+from clusterforge.perf.predict import predict_step
 from clusterforge.perf.roofline import gpu_perf
-from validation.runs import Run, predict_run, run_design
+from validation.runs import Run, predict_run, run_comm, run_design
 
 DEFAULT_RUNS = [
     "nemo2504-longctx-llama3-8b-32k",
@@ -131,6 +134,40 @@ def without_cp_probes() -> list[Run]:
     return probes
 
 
+def recompute_errors(run: Run) -> dict[str, tuple[float, float]]:
+    """Per recomputation the row allows: (signed error, activation GiB) of the chosen plan
+    with that recomputation forced; empty when no plan fits."""
+    pred = predict_run(run).prediction
+    if pred is None:
+        return {}
+    design = run_design(run)
+    gpu = design.compute.gpu
+    if run.gpu:
+        gpu = gpu.model_copy(update=dict(run.gpu))
+    out = {}
+    for recompute in run.recompute:
+        forced = predict_step(
+            run.arch,
+            pred.plan.with_(recompute=recompute),
+            gpu,
+            run_comm(design),
+            design.compute.nvlink_domain_gpus,
+            run.stack,
+        )
+        error = float(getattr(forced, run.metric)) / run.published - 1.0
+        out[recompute] = (error, forced.memory.activations_gib)
+    return out
+
+
+def describe_recompute(run: Run) -> str:
+    """One line: the error and activation memory under each allowed recomputation."""
+    parts = [
+        f"{rc} {err * 100:+5.1f}% ({act:.0f} GiB)"
+        for rc, (err, act) in recompute_errors(run).items()
+    ]
+    return f"{run.name:36s} " + "; ".join(parts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="*", help="run names (calibration or development)")
@@ -139,7 +176,16 @@ def main() -> None:
         action="store_true",
         help="also print NeMo 25.04's published B200 8B points without CP (8K, 16K)",
     )
+    parser.add_argument(
+        "--recompute",
+        action="store_true",
+        help="print each run's error under every recomputation it allows instead",
+    )
     args = parser.parse_args()
+    if args.recompute:
+        for run in selected_runs(args.runs or DEFAULT_RUNS):
+            print(describe_recompute(run))
+        return
     print(HEADER)
     runs = selected_runs(args.runs or DEFAULT_RUNS)
     for run in (without_cp_probes() if args.without_cp else []) + runs:

@@ -5,7 +5,7 @@ and by the tokens on the GPU. Only development rows are read; held-out names are
 from __future__ import annotations
 
 import pytest
-from benchmarks.longctx_attention_gap import gap_split, without_cp_probes
+from benchmarks.longctx_attention_gap import gap_split, recompute_errors, without_cp_probes
 from benchmarks.step_breakdown import selected_runs
 
 from clusterforge.perf.compute import layer_times
@@ -71,3 +71,15 @@ def test_without_cp_probes_keep_each_gpus_work() -> None:
         assert (layout.tp, layout.cp, layout.pp) == (1, 1, 1)
         assert probe.base.global_batch // layout.dp == per_gpu
         assert probe.subset == "development"  # built from the development 32K row
+
+
+def test_forced_recomputation_matches_the_chosen_plan_and_slows_the_step() -> None:
+    """The least recomputation that fits is the chosen plan's own error; forcing full
+    recomputation reruns each layer's forward, so it predicts less and keeps fewer
+    activations (the NeMo 25.04 B200 gap is about that size: docs/validation.md)."""
+    run = _row(NEMO_8B_128K)
+    errors = recompute_errors(run)
+    assert set(errors) == set(run.recompute)
+    assert errors["none"][0] == pytest.approx(predict_run(run).error, rel=1e-12)
+    assert errors["full"][0] < errors["none"][0]
+    assert errors["full"][1] < errors["none"][1]
