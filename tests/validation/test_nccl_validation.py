@@ -312,8 +312,9 @@ def test_development_mean_absolute_error_within_5_percent():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="over all 287 development rows the mean error is 21.0 % (15.5 % at >= 16 MiB, "
-    "36.6 % below; 23.8 % before NCCL's one-node clique inside a rack and its clique tree "
+    reason="over all 305 development rows the mean error is 21.6 % (15.2 % at >= 16 MiB, "
+    "39.5 % below; 18 OCI 32-tray all-reduce rows moved from held-out; on the 287 rows "
+    "before them 21.0 %; 23.8 % before NCCL's one-node clique inside a rack and its clique tree "
     "for uneven racks; 17.3 % on the 233 rows before the OCI GB300 sweeps): the small-size gaps "
     "of the next test, the GB200 1- and 2-rack all-reduce and the other rows listed in "
     "KNOWN_GAPS, and rows within 15 % but not 5 %",
@@ -357,7 +358,8 @@ def test_development_mean_error_within_5_percent_from_16_mib():
 @pytest.mark.xfail(
     strict=True,
     reason="with the Voltage Park, nccl-tests #309, OCI, Nebius, dstack B200, OCI GB200 "
-    "RoCE and OCI GB300 sweep rows the mean error below 16 MiB is 36.6 % (74 rows; 47.3 % "
+    "RoCE and OCI GB300 sweep rows the mean error below 16 MiB is 39.5 % (80 rows with six "
+    "OCI 32-tray all-reduce rows moved from held-out; 36.6 % on 74 before them; 47.3 % "
     "before NCCL's one-node clique inside a rack and its clique tree for uneven racks; 36.0 % "
     "on 55 before the GB300 sweeps, GB300_* in nccl_oci_gaps.py; 26.7 % on 49 before the OCI "
     "GB200 RoCE rows, GB200_ROCE_TWO_RACK_SMALL; 25.7 % on 43 before the dstack B200 rows, "
