@@ -1,26 +1,15 @@
 """What Paxml/Praxis runs that the ``maxtext`` stack of the Paxml rows does not, priced as a
-what-if on the development and calibration rows (the model is not changed).
+what-if on the development and calibration rows (the model is not changed by it).
 
 The Paxml rows (``validation/pub_paxml_fsdp_h100.toml``, ``validation/pub_jaxtoolbox_pax_fsdp.toml``)
 map to the ``maxtext`` stack, frozen with their held-out twins. Read in the sources those
 rows ran (NVIDIA's Paxml fork nvjax-svc-0/paxml, branch ``patch/te_support-2024-03-08``;
 nvjax-svc-0/praxis at 5c5d5d3, 2024-03-03; NVIDIA/dgxc-benchmarking ``paxml/configure.sh``
-at 143b90d), three costs the ``maxtext`` stack leaves out:
+at 143b90d), two costs true of Paxml and not of MaxText, so not part of that stack:
 
 - ``copies``: the layer loop without XLA's while-loop double buffering
   (``--xla_gpu_enable_while_loop_double_buffering=false`` in the recipe): every iteration
   copies the pipelined all-gather's carried weights (``Stack.scan_carry_copies``).
-- ``onehot``: the token and position embeddings looked up as one-hot matmuls. The GPT
-  configs derive from ``TransformerLmSpmdAdam`` (``paxml/tasks/lm/params/c4.py``:
-  ``EMBEDDING_LOOKUP_STYLE = 'matmul'``), which ``configure_gpt3_task``
-  (``paxml/contrib/gpu/scripts_gpu/configs.py``) sets on the tied softmax
-  (``SharedEmbeddingSoftmax.emb_lookup``: ``jax.nn.one_hot(ids, num_classes)`` then
-  ``einsum('...y,yz->...z')``) and on the learned positions
-  (``TrainablePositionalEmbedding``, ``lookup_style = 'matmul'`` by default), praxis
-  ``layers/embedding_softmax.py``. Priced: a BF16 GEMM ``tokens x hidden x V`` forward and
-  its weight gradient ``V x hidden x tokens`` backward, for V = vocabulary and V = sequence
-  length, plus the one-hot written, read by the GEMM and read again by the weight gradient
-  (2 bytes per element each). The one-hot has no gradient (integer ids).
 - ``dropout``: ``GPT5BBase`` sets ``input_dropout_prob = 0.1`` on the repeated block; praxis
   ``StackedTransformer.__call__`` applies it to its input, and the block is one layer
   repeated ``x_times`` times (``model_params.py``: ``stacked_transformer_tpl.num_layers = 1``),
@@ -28,9 +17,12 @@ at 143b90d), three costs the ``maxtext`` stack leaves out:
   BF16 activation in the forward, the rematerialised forward and the backward, 12 bytes per
   element); the threefry bits are not priced (a lower bound).
 
+The one-hot embedding matmuls, which Paxml and every MaxText recipe of the stack's rows run,
+are in the model (``Stack.embedding_onehot``, :mod:`clusterforge.perf.embedding`).
+
 For every Paxml development row, prints the signed error as predicted, with each cost alone
-and with all three; then the per-class MAPE of development and calibration with all three
-applied to the Paxml rows (every other row unchanged).
+and with both, and the ms each adds per step; then the per-class MAPE of development and
+calibration with both applied to the Paxml rows (every other row unchanged).
 
     PYTHONPATH=$PWD/src:$PWD python benchmarks/paxml_fsdp_whatif.py
 
@@ -48,7 +40,7 @@ from typing import Any
 import clusterforge.perf.step as step_module
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
-from clusterforge.perf.roofline import GpuPerf, gemm_time_s, memory_time_s
+from clusterforge.perf.roofline import GpuPerf, memory_time_s
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.step import Prediction, predict_step
 from validation.runs import Run, load_runs, predict_run, run_comm, run_design
@@ -58,21 +50,7 @@ PAXML_FILES = ("pub_paxml_fsdp_h100.toml", "pub_jaxtoolbox_pax_fsdp.toml")
 DROPOUT_LAYERS = 24
 # Bytes per element of one input dropout over forward, rematerialised forward and backward.
 DROPOUT_BYTES = 12.0
-CANDIDATES = ("copies", "onehot", "dropout")
-
-
-def onehot_lookup_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> tuple[float, float]:
-    """Forward and backward seconds per micro-batch of the one-hot token and position lookups."""
-    bf16 = perf.at_bf16()
-    tokens = tokens_per_gpu(plan)
-    forward = backward = 0.0
-    for classes in (arch.vocab_size, plan.seq_length):
-        onehot_bytes = 2.0 * tokens * classes
-        forward += gemm_time_s(tokens, arch.hidden_size, classes, bf16)
-        forward += memory_time_s(2 * onehot_bytes, bf16)
-        backward += gemm_time_s(classes, arch.hidden_size, tokens, bf16)
-        backward += memory_time_s(onehot_bytes, bf16)
-    return forward, backward
+CANDIDATES = ("copies", "dropout")
 
 
 def dropout_layer_s(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf) -> float:
@@ -89,15 +67,6 @@ def patched(name: str, wrap: Callable[[Callable[..., Any]], Callable[..., Any]])
         yield
     finally:
         setattr(step_module, name, original)
-
-
-def _with_onehot(original: Callable[..., tuple[float, float]]) -> Callable[..., Any]:
-    def logits(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack | None = None):
-        forward, backward = original(arch, plan, perf, stack)
-        extra_f, extra_b = onehot_lookup_s(arch, plan, perf)
-        return forward + extra_f, backward + extra_b
-
-    return logits
 
 
 def _with_dropout(original: Callable[..., float]) -> Callable[..., Any]:
@@ -118,10 +87,7 @@ def varied_prediction(run: Run, candidates: tuple[str, ...]) -> Prediction:
     design = run_design(run)
     stack = replace(run.stack, scan_carry_copies="copies" in candidates)
     dropout = "dropout" in candidates and run.arch.num_layers == DROPOUT_LAYERS
-    with (
-        patched("logits_times", _with_onehot if "onehot" in candidates else lambda f: f),
-        patched("fp8_weight_cast_s", _with_dropout if dropout else lambda f: f),
-    ):
+    with patched("fp8_weight_cast_s", _with_dropout if dropout else lambda f: f):
         return predict_step(
             run.arch,
             pred.plan,
