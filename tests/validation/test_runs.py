@@ -149,15 +149,17 @@ MOE_HYBRIDEP = MOE_LAYER + (
 )
 PAXML_175B_LEVEL = (
     "Paxml GPT-3 175B FP8, FSDP over 128 H100 with SAVE_QKV_OUT_PROJ: 30-39 % optimistic "
-    "(+29.9 / +31.5 / +38.5 % at 128 / 512 / 2,048 GPUs; published step time +7.4 % from "
+    "(+29.5 / +31.1 / +38.1 % at 128 / 512 / 2,048 GPUs; published step time +7.4 % from "
     "128 to 2,048 GPUs, predicted +0.7 %). Predicted to fit since Dec 2026 (77.4 GiB of "
     "79.6: a gathered unit's unsharded gradients are the BF16 weight-gradient dot output, "
     "Stack.unit_grad_bytes; 80.8 GiB with FP32 unit gradients), though the run's XLA pool "
     "was XLA_PYTHON_CLIENT_MEM_FRACTION=0.9 (paxml/configure.sh) and the model's tensors "
     "without its 4 GiB reserve are 73.4 GiB. The level gap is shared with the 5B rows of the "
-    "same container (+17-20 %, where NeMo 24.07's GPT-3 5B is +3.8 %): Paxml/XLA runs "
-    "slower than the model's maxtext stack prices; cause not found (docs/validation.md, "
-    "'Paxml on DGX H100')"
+    "same container (+14-17 %, where NeMo 24.07's GPT-3 5B is +3.8 %): Paxml/XLA runs "
+    "slower than the model's maxtext stack prices, one-hot embedding matmuls included "
+    "(Stack.embedding_onehot, Dec 2026); Paxml's undouble-buffered layer loop would explain "
+    "5 points of it (benchmarks/paxml_fsdp_whatif.py); the rest not found (docs/validation.md, "
+    "'Paxml on DGX H100', 'Paxml and Praxis against the maxtext stack')"
 )
 KNOWN_GAPS = {
     "vtrain-3.6b-tp4-pp1-mb2": SMALL_TP_GEMMS,
@@ -224,7 +226,7 @@ KNOWN_GAPS = {
     # validation/pub_maxtext_a3_hsdp.toml (development rows)
     "pub-maxtext-a3-llama2-7b-128gpu": (
         "MaxText HSDP (FSDP over a VM's 8 H100, data parallel over 16 A3 VMs; GPUDirect-TCPX "
-        "taken as 4 x 200 Gb/s RoCE): +30.7 %. The measured step grows 0.30 s from 8 to 32 "
+        "taken as 4 x 200 Gb/s RoCE): +29.3 %. The measured step grows 0.30 s from 8 to 32 "
         "GPUs and 0.45 s to 128, the model's 0.06 and 0.08 s. The cross-VM all-reduce of each "
         "GPU's 1/8 gradient shard (842 M values) at 100 Gb/s per GPU takes 0.25 s in BF16 and "
         "0.51 s in FP32 (ring over 16 VMs) with none of it hidden. Candidates, not checked: "

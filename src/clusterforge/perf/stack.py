@@ -83,6 +83,10 @@ factor. Each named stack states the defaults of that framework with their source
     (``param_with_axes(..., jnp.float32)``), cast to the input's BF16 for a BF16 dot, and in
     FP8 the weight gradient written in ``grad.dtype`` (``_fp8_dot_bwd_rule``,
     ``transformer_engine/jax/dot.py``, NVIDIA/TransformerEngine at 4e2ce51, 2024-03-04).
+    Embedding tables are looked up as one-hot matmuls (``embedding_onehot``): every MaxText
+    GPU recipe of these runs sets ``use_iota_embed=true`` (NVIDIA/dgxc-benchmarking
+    ``maxtext/configure.sh``; MaxText's A3 scripts), and Paxml's GPT configurations use
+    ``lookup_style = 'matmul'`` (:mod:`clusterforge.perf.embedding`).
 ``automodel``
     NVIDIA NeMo AutoModel's MoE recipes (NVIDIA-NeMo/Automodel at 8d9bfb90e, 2025-10-08:
     ``nemo_automodel/components/moe/``): PyTorch FSDP2 (``fully_shard`` per block, FP32
@@ -174,6 +178,7 @@ def _maxtext() -> Stack:
         fp8_fused_norm_cast=True,
         fp8_torchao=False,
         selective_recompute="saved_names",
+        embedding_onehot=True,
     )
 
 

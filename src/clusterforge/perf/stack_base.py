@@ -193,6 +193,10 @@ class Stack:
     ``yarn_rotary_unfused``: a YaRN-scaled rotary embedding (``ModelArch.rotary_scaling``)
     runs Megatron-Core's unfused PyTorch rotary, whose attention factor TE's fused kernel
     does not take (:mod:`clusterforge.perf.rotary`); Megatron-Core stacks only.
+    ``embedding_onehot``: every embedding table (the vocabulary, learned positions) is looked
+    up as a matmul of a one-hot encoding with the table, not by index (MaxText's
+    ``use_iota_embed``, Paxml's ``lookup_style = 'matmul'``;
+    :func:`~clusterforge.perf.embedding.embedding_times`).
     ``checkpoint_early_stop``: full recomputation runs PyTorch's non-reentrant checkpoint,
     whose rerun stops before the MLP output projection
     (:mod:`~clusterforge.perf.early_stop`); off by default.
@@ -257,6 +261,7 @@ class Stack:
     distribute_checkpoints: bool = False
     remat_saved: tuple[RematName, ...] = ()
     checkpoint_early_stop: bool = False
+    embedding_onehot: bool = False
     eager_rotary: bool = False
     yarn_rotary_unfused: bool = True
 

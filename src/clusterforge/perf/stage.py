@@ -46,7 +46,7 @@ def stage_time(
     plan: ParallelPlan,
     times: LayerTimes,
     comm: LayerComm,
-    ends: tuple[float, float, float],
+    ends: tuple[float, float, float, float],
     accumulate_s: float,
     host_s: float = 0.0,
     sync_idle_s: float = 0.0,
@@ -58,7 +58,7 @@ def stage_time(
     least that long. ``sync_idle_s``: GPU idle seconds of one layer's forward behind a
     blocking host call inside it, paid again by a full recomputation.
     """
-    embed_s, logits_f, logits_b = ends
+    embed_f, embed_b, logits_f, logits_b = ends
     idle = host_idle_s(host_s, times.forward_s, comm.tp_s + comm.cp_s + comm.ep_s) + sync_idle_s
     forward = layers * (times.forward_s + idle)
     recompute = times.recompute_s
@@ -66,8 +66,8 @@ def stage_time(
         recompute += host_idle_s(host_s, recompute, comm.tp_s + comm.cp_s + comm.ep_s) + sync_idle_s
     backward = layers * (times.backward_s + recompute) + accumulate_s
     if index == 0:
-        forward += embed_s / 3
-        backward += 2 * embed_s / 3
+        forward += embed_f
+        backward += embed_b
     if index == plan.layout.pp - 1:
         forward += logits_f
         backward += logits_b

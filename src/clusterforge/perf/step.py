@@ -27,6 +27,7 @@ from clusterforge.perf.calibration import Calibration, calibrated_perf
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, layer_times
 from clusterforge.perf.early_stop import recomputed_flops_per_token
+from clusterforge.perf.embedding import embedding_times
 from clusterforge.perf.exposure import (
     LayerComm,
     dp_exposed_s,
@@ -52,7 +53,7 @@ from clusterforge.perf.parallel import (
     validate_plan,
 )
 from clusterforge.perf.param_gather import expert_gather_chain_s
-from clusterforge.perf.roofline import GpuPerf, gpu_perf, load_constants
+from clusterforge.perf.roofline import GpuPerf, gpu_perf
 from clusterforge.perf.sharded import (
     deferred_copy_in_s,
     zero3_copy_in_s,
@@ -60,7 +61,7 @@ from clusterforge.perf.sharded import (
     zero3_exposed_s,
 )
 from clusterforge.perf.stack import Stack
-from clusterforge.perf.stage import Stage, blend, embedding_s, stage_time
+from clusterforge.perf.stage import Stage, blend, stage_time
 from clusterforge.perf.train_metrics import train_metrics_collectives_s
 from clusterforge.perf.uncertainty import Band, run_class, validation_band
 from clusterforge.perf.update import grad_accumulation_s, optimizer_step_s
@@ -278,8 +279,7 @@ def _stages(
     """Each pipeline stage's time per micro-batch: its layers, the embedding and logits at
     the ends, the per-stage extras (gradient accumulation, FP8 weight casts, offload,
     ZeRO-3 copies out and in) and the MoE forward's host floor."""
-    hbm = perf.hbm_gbyte_per_s * 1e9 * load_constants().hbm_efficiency
-    ends = (embedding_s(arch, plan, hbm), *logits_times(arch, plan, perf, stack))
+    ends = (*embedding_times(arch, plan, perf, stack), *logits_times(arch, plan, perf, stack))
     host_s = moe_forward_host_s(
         arch, stack, host_cpu(gpu), max(1, arch.num_experts // plan.layout.ep)
     )
