@@ -2,8 +2,8 @@
 
 The model times the expert GEMMs of a dropless run whose stack routes at random
 (``Stack.moe_random_routing``: Megatron-Core's forced load balancing, the Megatron-Bridge MoE
-benchmarks) at the busiest EP rank's rows, each expert's forward and data-gradient GEMMs over
-the expected mixture of its ragged row tiles (:mod:`clusterforge.perf.expert_rows`,
+benchmarks) at the busiest EP rank's rows, each round of concurrent forward and data-gradient
+GEMMs over the sum of its experts' ragged row tiles (:mod:`clusterforge.perf.expert_rows`,
 :func:`clusterforge.perf.moe.expert_gemms_s`). This prints, for every calibration and
 development run it touches (never held-out), the signed error without that (the mean rows
 per expert, as before) and with it, the rows per expert (mean, busiest rank) and one

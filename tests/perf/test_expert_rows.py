@@ -9,8 +9,14 @@ import pytest
 
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan
-from clusterforge.perf.expert_rows import busiest_rank_rows, expected_max_normal, row_tile_mixture
-from clusterforge.perf.moe import expert_gemms_s
+from clusterforge.perf.expert_rows import (
+    busiest_rank_rows,
+    expected_max_normal,
+    ragged_grouped_gemm_time_s,
+    round_tile_mixture,
+    row_tile_mixture,
+)
+from clusterforge.perf.moe import expert_gemms_s, grouped_gemm_time_s
 from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.stack import stack_named
 
@@ -76,3 +82,21 @@ def test_random_routing_slows_dropless_expert_gemms_but_not_drop_and_pad(models,
     assert 1.0 + 1.0 / 16.0 < ragged[0] / mean[0] < 1.25
     padded = replace(RANDOM, moe_drop_and_pad=True)
     assert expert_gemms_s(arch, plan, perf, padded) == mean
+
+
+def test_a_round_of_concurrent_experts_sums_independent_tile_counts() -> None:
+    # Two experts, each 8 or 9 row tiles with even odds: 16, 17, 18 tiles at 1/4, 1/2, 1/4.
+    mixture = dict(round_tile_mixture(1024.0, 32.0, 128.0, 2))
+    assert set(mixture) >= {16, 17, 18}
+    assert mixture[17] == pytest.approx(0.5, abs=0.02)
+    assert mixture[16] == pytest.approx(mixture[18], abs=0.02)
+
+
+def test_ragged_rounds_without_spread_match_equal_expert_gemms(h100) -> None:
+    # With no spread and rows on a tile edge every round holds the same tiles as four equal
+    # GEMMs: the two ways of timing a round agree (the weight reads aside).
+    perf = gpu_perf(h100, "bf16")
+    equal = grouped_gemm_time_s(4096, 5760, 2880, perf, 16)
+    ragged = ragged_grouped_gemm_time_s(4096, 0.0, 5760, 2880, perf, 16, 4)
+    assert ragged == pytest.approx(equal, rel=0.02)
+    assert ragged_grouped_gemm_time_s(4096, 63.0, 5760, 2880, perf, 16, 4) > ragged

@@ -126,8 +126,9 @@ MOE_LAYER = (
     "fused top-k and the force-balancing random logits, RandomSTE: tokens x 128 experts, a "
     "few kB per token against the gap's ~3 MB of HBM-time per token and layer), the "
     "imbalance of random routing (the busiest EP rank's rows and each expert's ragged row "
-    "tiles are modelled since Dec 2026, perf/expert_rows.py: 0.4-4.4 points, which brought "
-    "the four DGX H100 gpt-oss rows within tolerance), and the row "
+    "tiles are modelled since Dec 2026, perf/expert_rows.py: 0.2-3.8 points, which brought "
+    "the 26.02 and 26.02.01 DGX H100 gpt-oss rows within tolerance, the 26.04 / 26.04.01 "
+    "ones to +25.6 / +25.3 %), and the row "
     "inputs (each matches its published table, but the 25.11 B200 row's EP, taken from its "
     "release's config: see its note in validation/megatron_bridge_moe.toml; audited in Dec "
     "2026 against the Megatron-Bridge tag of each container, which added the GB300 and B300 "
@@ -201,8 +202,10 @@ KNOWN_GAPS = {
     "explains ~5 % of the step, not the 19.5 ms per layer and micro-batch (docs/validation.md, "
     "'Dropless against drop-and-pad')",
     "bridge260401-b300-gpt-oss-120b": MOE_HYBRIDEP,
+    "bridge260401-h100-gpt-oss-120b": MOE_LAYER,
     # validation/megatron_bridge_moe_releases.toml (development rows)
     "bridge2604-b300-gpt-oss-120b": MOE_HYBRIDEP,
+    "bridge2604-h100-gpt-oss-120b": MOE_LAYER,
     "bridge260201-b300-gpt-oss-120b": MOE_HYBRIDEP,
     "bridge2602-h100-qwen3-30b-a3b-pp2": (
         MOE_LAYER + ". This run (v0.3.0 config) also ran the DeepEP flex dispatcher and "

@@ -35,8 +35,15 @@ from functools import cache
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
+from clusterforge.perf.roofline import GpuPerf, gemm_time_s, load_constants
 
-__all__ = ["busiest_rank_rows", "expected_max_normal", "row_tile_mixture"]
+__all__ = [
+    "busiest_rank_rows",
+    "expected_max_normal",
+    "ragged_grouped_gemm_time_s",
+    "round_tile_mixture",
+    "row_tile_mixture",
+]
 
 _GRID_STEP = 1e-3
 _GRID_HALF_WIDTH = 9.0
@@ -91,3 +98,47 @@ def row_tile_mixture(mean: float, sd: float, tile: float) -> list[tuple[int, flo
             mixture.append((tiles, p))
     total = sum(p for _, p in mixture)
     return [(tiles, p / total) for tiles, p in mixture]
+
+
+def round_tile_mixture(mean: float, sd: float, tile: float, gemms: int) -> list[tuple[int, float]]:
+    """(row tiles of ``gemms`` concurrent expert GEMMs together, probability): the sum of
+    ``gemms`` independent draws of :func:`row_tile_mixture`."""
+    one = row_tile_mixture(mean, sd, tile)
+    total: dict[int, float] = {0: 1.0}
+    for _ in range(gemms):
+        step: dict[int, float] = {}
+        for tiles, p in total.items():
+            for more, q in one:
+                step[tiles + more] = step.get(tiles + more, 0.0) + p * q
+        total = {t: p for t, p in step.items() if p > 1e-9}
+    norm = sum(total.values())
+    return sorted((t, p / norm) for t, p in total.items())
+
+
+def ragged_grouped_gemm_time_s(
+    rows: float,
+    sd: float,
+    n: float,
+    k: float,
+    perf: GpuPerf,
+    num_gemms: float,
+    concurrent: int,
+) -> float:
+    """Expected time of ``num_gemms`` expert GEMMs ``(rows_i x k) @ (k x n)`` run
+    ``concurrent`` at a time (Transformer Engine's grouped linear, as
+    :func:`~clusterforge.perf.moe.grouped_gemm_time_s` prices equal ones), each expert's rows
+    a normal count of mean ``rows`` and deviation ``sd`` cut into row tiles of the model's
+    ``gemm_tile_m``: a round's GEMMs share the SMs' waves, so each round is timed as one GEMM
+    over the sum of its experts' row tiles (the weights' reads, a small term at these shapes,
+    counted once)."""
+    tile = load_constants().gemm_tile_m
+    count = max(1, round(num_gemms))
+    gemms = max(1, min(concurrent, count))
+    full_rounds, rest = divmod(count, gemms)
+
+    def round_s(count: int) -> float:
+        mixture = round_tile_mixture(rows, sd, tile, count)
+        return sum(p * gemm_time_s(tiles * tile, n, k, perf) for tiles, p in mixture)
+
+    time = full_rounds * round_s(gemms)
+    return time + (round_s(rest) if rest else 0.0)

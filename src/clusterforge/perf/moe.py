@@ -12,16 +12,10 @@ from __future__ import annotations
 import math
 
 from clusterforge.catalog import Gpu, ModelArch
-from clusterforge.perf.expert_rows import busiest_rank_rows, row_tile_mixture
+from clusterforge.perf.expert_rows import busiest_rank_rows, ragged_grouped_gemm_time_s
 from clusterforge.perf.flops import ffn_size
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
-from clusterforge.perf.roofline import (
-    BF16_BYTES,
-    GpuPerf,
-    gemm_time_s,
-    load_constants,
-    memory_time_s,
-)
+from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gemm_time_s, memory_time_s
 from clusterforge.perf.stack import Stack
 
 __all__ = [
@@ -92,8 +86,8 @@ def expert_gemms_s(
     read and write per weight), which bounds it by HBM when ``m`` is small.
 
     Dropless runs with random balanced routing (``Stack.moe_random_routing``, not
-    drop-and-pad) take the busiest EP rank's rows, each expert's forward and data-gradient
-    GEMMs over the expected mixture of its ragged row tiles
+    drop-and-pad) take the busiest EP rank's rows, each round of concurrent forward and
+    data-gradient GEMMs over the sum of its experts' ragged row tiles
     (:mod:`clusterforge.perf.expert_rows`).
     """
     h, t = arch.hidden_size, plan.layout.tp
@@ -101,20 +95,24 @@ def expert_gemms_s(
     up = (2 if arch.gated_mlp else 1) * f
     local_experts = arch.num_experts / plan.layout.ep
     m = tokens_per_gpu(plan) * arch.top_k * plan.layout.ep / arch.num_experts
-    rows: list[tuple[float, float]] = [(m, 1.0)]  # (rows of every expert's GEMM, probability)
+    spread = 0.0  # one expert's row deviation: 0 when every expert gets the mean
     if stack.moe_random_routing and not stack.moe_drop_and_pad:
         m, spread = busiest_rank_rows(arch, plan)
-        tile = load_constants().gemm_tile_m
-        rows = [(n * tile, p) for n, p in row_tile_mixture(m, spread, tile)]
+
+    def rows_by(n: float, k: float) -> float:  # an expert's rows times k, to n columns
+        if spread == 0.0:
+            return grouped_gemm_time_s(m, n, k, perf, local_experts)
+        streams = TE_GROUPED_GEMM_STREAMS
+        return ragged_grouped_gemm_time_s(m, spread, n, k, perf, local_experts, streams)
+
     accumulated = (
         2.0 * stack.grad_buffer_bytes if stack.fused_grad_accumulation else float(BF16_BYTES)
     )
     forward = 0.0
     backward = 0.0
     for n, k in ((up, h), (h, f)):  # fc1, fc2: (output width, input width)
-        for r, p in rows:
-            forward += p * grouped_gemm_time_s(r, n, k, perf, local_experts)
-            backward += p * grouped_gemm_time_s(r, k, n, perf, local_experts)  # data gradient
+        forward += rows_by(n, k)
+        backward += rows_by(k, n)  # data gradient
         backward += grouped_gemm_time_s(n, k, m, perf, local_experts, output_bytes=accumulated)
     return forward, backward
 
