@@ -14,7 +14,8 @@ random: balanced on average, but each expert's row count is random around the me
   pytorch/module/grouped_linear.py, v2.9 to v2.12), so each expert's last row tile is partly
   empty; with the counts spread around the mean, the tile count is that of
   ``ceil(X / tile)`` over the count ``X`` (:func:`row_tile_mixture`), half a tile above
-  ``m / tile`` when the mean sits on a tile edge.
+  ``m / tile`` when the mean sits on a tile edge; the experts of a round of concurrent GEMMs
+  draw theirs independently (:func:`round_tile_mixture`, :func:`ragged_grouped_gemm_time_s`).
 - The busiest rank. The EP all-to-all after the experts waits for every rank of the group,
   so each layer moves at the pace of the rank with the most rows. A rank holding ``L`` of the
   ``E`` experts receives, per token, a hypergeometric number of the token's ``k`` copies
@@ -136,8 +137,8 @@ def ragged_grouped_gemm_time_s(
     gemms = max(1, min(concurrent, count))
     full_rounds, rest = divmod(count, gemms)
 
-    def round_s(count: int) -> float:
-        mixture = round_tile_mixture(rows, sd, tile, count)
+    def round_s(experts: int) -> float:
+        mixture = round_tile_mixture(rows, sd, tile, experts)
         return sum(p * gemm_time_s(tiles * tile, n, k, perf) for tiles, p in mixture)
 
     time = full_rounds * round_s(gemms)
