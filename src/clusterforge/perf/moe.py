@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from clusterforge.catalog import Gpu, ModelArch
+from clusterforge.perf.expert_rows import busiest_rank_rows, ragged_grouped_gemm_time_s
 from clusterforge.perf.flops import ffn_size
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
 from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, gemm_time_s, memory_time_s
@@ -83,20 +84,35 @@ def expert_gemms_s(
     (``Stack.fused_grad_accumulation``; TE's ``fuse_wgrad_accumulation``) the weight
     gradient is accumulated into the ``main_grad`` buffer (``Stack.grad_buffer_bytes``,
     read and write per weight), which bounds it by HBM when ``m`` is small.
+
+    Dropless runs with random balanced routing (``Stack.moe_random_routing``, not
+    drop-and-pad) take the busiest EP rank's rows, each round of concurrent forward and
+    data-gradient GEMMs over the sum of its experts' ragged row tiles
+    (:mod:`clusterforge.perf.expert_rows`).
     """
     h, t = arch.hidden_size, plan.layout.tp
     f = ffn_size(arch) / t
     up = (2 if arch.gated_mlp else 1) * f
     local_experts = arch.num_experts / plan.layout.ep
     m = tokens_per_gpu(plan) * arch.top_k * plan.layout.ep / arch.num_experts
+    spread = 0.0  # one expert's row deviation: 0 when every expert gets the mean
+    if stack.moe_random_routing and not stack.moe_drop_and_pad:
+        m, spread = busiest_rank_rows(arch, plan)
+
+    def rows_by(n: float, k: float) -> float:  # an expert's rows times k, to n columns
+        if spread == 0.0:
+            return grouped_gemm_time_s(m, n, k, perf, local_experts)
+        streams = TE_GROUPED_GEMM_STREAMS
+        return ragged_grouped_gemm_time_s(m, spread, n, k, perf, local_experts, streams)
+
     accumulated = (
         2.0 * stack.grad_buffer_bytes if stack.fused_grad_accumulation else float(BF16_BYTES)
     )
     forward = 0.0
     backward = 0.0
     for n, k in ((up, h), (h, f)):  # fc1, fc2: (output width, input width)
-        forward += grouped_gemm_time_s(m, n, k, perf, local_experts)
-        backward += grouped_gemm_time_s(m, k, n, perf, local_experts)  # data gradient
+        forward += rows_by(n, k)
+        backward += rows_by(k, n)  # data gradient
         backward += grouped_gemm_time_s(n, k, m, perf, local_experts, output_bytes=accumulated)
     return forward, backward
 

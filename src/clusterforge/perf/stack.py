@@ -34,6 +34,9 @@ factor. Each named stack states the defaults of that framework with their source
     published benchmarks, and Transformer Engine's fused cross-entropy
     (``cross_entropy_loss_fusion = True`` in ``GPTModelProvider``,
     ``cross_entropy_fusion_impl = "te"`` in the Llama providers and the performance scripts).
+    Its MoE benchmarks force-balance the routing with random router logits and drop no
+    token ("In MoE training benchmarks, we force-balance the token distribution among
+    experts and all benchmarks are token-dropless", docs/performance-summary.md).
 ``deepspeed``
     Megatron-DeepSpeed with DeepSpeed ZeRO (Rajbhandari et al. 2020; BigScience
     ``train/tr11-176B-ml``): unfused attention and dropout, no TP overlap, the pipeline
@@ -239,6 +242,7 @@ def stack_named(name: StackName) -> Stack:
                 attention="cudnn",
                 fp8_scaling="dynamic",
                 cross_entropy="te",
+                moe_random_routing=True,
             )
         case "deepspeed":
             return _unfused_2021(

@@ -148,6 +148,11 @@ class Stack:
     copy, so the dispatcher does not sync (:func:`~clusterforge.perf.host.moe_forward_host_s`)
     nor all-gather the counts (:mod:`clusterforge.perf.ep_exposure`), and FP8 runs skip the experts' row padding when the capacity is 16-aligned
     (:func:`~clusterforge.perf.moe.fp8_padding_s`).
+    ``moe_random_routing``: the router's logits are replaced by random ones so that the
+    routing is balanced on average (Megatron-Core's ``moe_router_force_load_balancing``, as
+    the Megatron-Bridge MoE benchmarks run): in a dropless run the expert GEMMs then take
+    the busiest EP rank's rows and their ragged row tiles
+    (:mod:`clusterforge.perf.expert_rows`).
     ``moe_dispatch_metadata``: the dispatcher also all-gathers the per-expert token counts
     over the EP group, sends the routing probabilities in an all-to-all of their own and,
     with TP, gathers the routed top-k copies over TP in place of the MLP's sequence-parallel
@@ -248,6 +253,7 @@ class Stack:
     tp_fp8_all_gather: bool = False
     moe_dispatch_sync: bool = True
     moe_drop_and_pad: bool = False
+    moe_random_routing: bool = False
     moe_dispatch_metadata: bool = True
     moe_expert_bias_eager: bool = True
     moe_glu_clamp_eager: bool = True
