@@ -39,7 +39,7 @@ from benchmarks.validate_simulate import spans_nvlink_domains
 from clusterforge.busbw import bus_factor
 from clusterforge.netsim import context
 from clusterforge.netsim import simulate as sim
-from validation.nccl_rows import CLUSTERS, LARGE_BYTES, ROWS, _graph, _ll128_c2c, ranks, score
+from validation.nccl_rows import LARGE_BYTES, ROWS, _graph, ranks, score
 
 NVLS_CHANNELS_ONE_DOMAIN = 24  # NVLS_NCHANNELS_SM100_NVL, src/transport/nvls.cc, v2.28.7-1
 NVLS_CHANNELS_MULTI_NODE = 32  # NVLS_NCHANNELS_SM100
@@ -54,22 +54,7 @@ def _blackwell_one_domain(row: dict[str, Any]) -> bool:
 
 def forced(row: dict[str, Any], algorithm: str, protocol: str = "auto") -> float:
     """Simulated busbw (GB/s) of ``row`` with the algorithm forced."""
-    facility = tuple(sorted(row.get("facility", {}).items()))
-    graph = _graph(
-        row["node"], row["num_nodes"], row.get("nics_per_node"), facility, row.get("fabric")
-    )
-    cluster = CLUSTERS.get(row.get("cluster", ""), {})
-    res = sim.simulate_collective(
-        graph,
-        row["collective"],
-        row["size_bytes"],
-        ranks(row, graph.gpus_per_node)[None, :],
-        algorithm=algorithm,  # type: ignore[arg-type]
-        protocol=protocol,  # type: ignore[arg-type]
-        nvls=bool(cluster.get("nvls", True)),
-        ll128_c2c=_ll128_c2c(cluster),
-    )
-    return float(res.busbw_gbyte_per_s)
+    return score(row, algorithm=algorithm, protocol=protocol).simulated_gbyte_per_s
 
 
 def time_us(row: dict[str, Any], busbw: float) -> float:

@@ -41,9 +41,8 @@ import numpy as np
 
 import clusterforge.netsim.simulate as simulate_module
 from clusterforge.netsim import latency as latency_module
-from clusterforge.netsim import simulate_collective
 from clusterforge.netsim.tuner import TuningContext
-from validation.nccl_rows import CLUSTERS, LARGE_BYTES, ROWS, Scored, _graph, ranks, score
+from validation.nccl_rows import LARGE_BYTES, ROWS, Scored, score
 
 STUDIED = ("calibration", "development")
 _OVERHEAD_S = latency_module._NET_OVERHEAD_US * 1e-6  # NCCL getNetOverhead, x86 Intel host
@@ -101,21 +100,7 @@ def proxy_serial() -> Iterator[None]:
 def score_as_chosen(before: Scored) -> Scored:
     """The row simulated with the pair the unpatched model chose (the what-if charges trees
     only, so it must not move a row to a ring, whose proxy operations it leaves out)."""
-    row = before.row
-    facility = tuple(sorted(row.get("facility", {}).items()))
-    graph = _graph(
-        row["node"], row["num_nodes"], row.get("nics_per_node"), facility, row.get("fabric")
-    )
-    res = simulate_collective(
-        graph,
-        row["collective"],
-        row["size_bytes"],
-        ranks(row, graph.gpus_per_node)[None, :],
-        algorithm=before.algorithm,  # type: ignore[arg-type]
-        protocol=before.protocol,  # type: ignore[arg-type]
-        nvls=bool(CLUSTERS.get(row.get("cluster", ""), {}).get("nvls", True)),
-    )
-    return Scored(row, res.busbw_gbyte_per_s, res.algorithm, res.protocol)
+    return score(before.row, algorithm=before.algorithm, protocol=before.protocol)
 
 
 def _mean(values: list[float]) -> float:

@@ -131,7 +131,9 @@ def _ll128_c2c(settings: dict[str, Any]) -> bool:
     return tuple(int(part) for part in str(version).split(".")) >= (2, 27, 3)
 
 
-def score(row: dict[str, Any]) -> Scored:
+def score(row: dict[str, Any], *, algorithm: str | None = None, protocol: str = "auto") -> Scored:
+    """``row`` simulated as its nccl-tests call (the row's algorithm, NCCL's choice when it
+    names none), or with ``algorithm`` and ``protocol`` forced."""
     facility = tuple(sorted(row.get("facility", {}).items()))
     graph = _graph(
         row["node"], row["num_nodes"], row.get("nics_per_node"), facility, row.get("fabric")
@@ -141,7 +143,8 @@ def score(row: dict[str, Any]) -> Scored:
         row["collective"],
         row["size_bytes"],
         ranks(row, graph.gpus_per_node)[None, :],
-        algorithm=row["algorithm"],
+        algorithm=algorithm or row["algorithm"],  # type: ignore[arg-type]
+        protocol=protocol,  # type: ignore[arg-type]
         nvls=bool(CLUSTERS.get(row.get("cluster", ""), {}).get("nvls", True)),
         ll128_c2c=_ll128_c2c(CLUSTERS.get(row.get("cluster", ""), {})),
     )
