@@ -33,6 +33,15 @@ def test_te_writes_no_fp8_transposes_on_blackwell(gpu) -> None:
     assert te_writes_fp8_transposes(stack_named("torchtitan"), gpu)  # not TE's rule
 
 
+@pytest.mark.parametrize("gpu", ["b200", "gb200"])
+def test_nemo_25x_stack_writes_no_fp8_transposes_on_blackwell(gpu) -> None:
+    # Transformer Engine v2.1-v2.3 (the NeMo 25.x releases) already skip the transposed copy
+    # for compute capability >= 10, as v2.9 does.
+    nemo = stack_named("nemo")
+    assert te_writes_fp8_transposes(nemo, "h100-sxm")
+    assert not te_writes_fp8_transposes(nemo, gpu)
+
+
 @pytest.mark.parametrize("scaling", ["delayed", "dynamic"])
 def test_blackwell_te_cast_bytes_drop_exactly_the_transposed_writes(models, scaling) -> None:
     arch = models["llama3-8b"]

@@ -36,10 +36,13 @@ current) scaling writes no transposed copy there. NVIDIA/TransformerEngine v2.9 
 ``Float8Quantizer`` / ``Float8CurrentScalingQuantizer::create_tensor`` allocate the
 transpose only when ``columnwise_usage && !nvte_is_non_tn_fp8_gemm_supported()``, reusing
 the row-wise data otherwise (``transformer_engine/pytorch/csrc/quantizer.cpp``), read
-2026-12-02. There a Transformer Engine stack's cast is read 2 B + write 1 B, and the norm
-and activation outputs it emits in FP8 need no second pass. The rule is Transformer
-Engine's (the stacks with ``fp8_fused_norm_cast``, i.e. TE's ``LayerNormLinear`` /
-``LayerNormMLP``); other stacks keep their own casts.
+2026-12-02. Earlier tags have the same rule: v2.1 and v2.2 test compute capability
+major >= 10 (``non_tn_fp8_gemm_supported``, ``transformer_engine/pytorch/csrc/extensions/
+util.cpp``) before ``quantizer.cpp`` writes a transpose, v2.3 onwards call
+``nvte_is_non_tn_fp8_gemm_supported``. There a Transformer Engine stack's cast is read 2 B +
+write 1 B, and the norm and activation outputs it emits in FP8 need no second pass. The rule
+is Transformer Engine's (the stacks with ``fp8_fused_norm_cast``, i.e. TE's
+``LayerNormLinear`` / ``LayerNormMLP``); other stacks keep their own casts.
 """
 
 from __future__ import annotations
