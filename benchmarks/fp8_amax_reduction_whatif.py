@@ -1,27 +1,20 @@
-"""What-if: price delayed scaling's amax all-reduce per model chunk in Megatron-Core runs.
+"""Delayed scaling's amax all-reduces (adopted) against the model without them, and a what-if
+on the FP8 GEMM ceiling.
 
-A sensitivity probe, not a model change. Megatron-Core (NVIDIA/Megatron-LM 7094270, the NeMo
-25.04 recipes' commit) wraps each ``TransformerBlock.forward`` -- one model chunk of one
-micro-batch -- in a single ``fp8_autocast`` when the recipe is delayed scaling
-(``use_outer_fp8_context``, megatron/core/transformer/transformer_block.py), with
-``fp8_group = get_amax_reduction_group(with_context_parallel=True)``: the tensor x data x
-context parallel group, every GPU of the pipeline stage (megatron/core/fp8_utils.py,
-megatron/core/parallel_state.py). Transformer Engine v2.2 reduces the amaxes of every
-delayed-scaling tensor registered under that (recipe, group) key when the outermost autocast
-exits (``fp8_autocast_exit`` -> ``reduce_and_update_fp8_tensors(forward=True)``) and again
-at the end of the first module's backward (``reduce_and_update_bwd_fp8_tensors``), each time
-one ``torch.distributed.all_reduce(MAX)`` of the concatenated amaxes on the stream, then one
-fused ``fused_amax_and_scale_update_after_reduction`` kernel
-(transformer_engine/pytorch/fp8.py, layernorm_linear.py at tag v2.2).
+``amax``: the model prices, per micro-batch and model chunk, Transformer Engine's blocking
+amax all-reduce over the stage's TP x DP x CP GPUs after the chunk's forward and after its
+backward, with the fused scale update (:mod:`clusterforge.perf.fp8_amax`, read at
+NVIDIA/TransformerEngine v2.2 and NVIDIA/Megatron-LM 7094270). This mode prints the
+per-set and per-class MAPE and median signed error without the mechanism (it monkeypatched
+to zero here) and with it (the model as it stands), then the rows it moves.
 
-Priced here: per step, 2 x micro-batches x virtual chunks such all-reduces (the slowest
-stage's group, timed by the run's own collective model at the buffer's size, 4 B per amax
-of each FP8 tensor of the stage) plus one kernel each, added to the step. Applies to runs
-with FP8, delayed scaling and a Megatron-Core stack. Prints per-set and per-class MAPE and
-median signed error before and after, and the affected rows (calibration and development
-rows only; held-out rows are skipped).
+``ceiling``: a sensitivity probe, not a model change: each listed GPU's FP8 GEMM ceiling
+(``gpu:tflops,...``) replaced.
 
-    PYTHONPATH=$PWD/src:$PWD python benchmarks/fp8_amax_reduction_whatif.py
+Calibration and development rows only; held-out rows are skipped.
+
+    PYTHONPATH=$PWD/src:$PWD python benchmarks/fp8_amax_reduction_whatif.py amax
+    PYTHONPATH=$PWD/src:$PWD python benchmarks/fp8_amax_reduction_whatif.py ceiling gb200:2906.9
 """
 
 from __future__ import annotations
@@ -30,42 +23,9 @@ import argparse
 import statistics
 from collections import defaultdict
 
-from clusterforge.perf.parallel import num_micro_batches
+from clusterforge.perf import step
 from clusterforge.perf.roofline import load_constants
-from validation.runs import Outcome, load_runs, predict_run, run_comm, run_design
-
-MEGATRON_STACKS = ("nemo", "megatron-core", "megatron-bridge")
-# FP8 tensors with an amax per layer in TE's delayed-scaling meta: forward input, weight and
-# output of each of the four GEMMs (12), backward grad-output and grad-input (8).
-AMAX_TENSORS_PER_LAYER = 20
-AMAX_BYTES = 4.0
-
-
-def amax_reduction_s(o: Outcome) -> float:
-    """Seconds per step the delayed-scaling amax reductions add to ``o``'s prediction."""
-    p, stack = o.prediction, o.run.stack
-    if p is None or p.plan.precision != "fp8" or stack.fp8_scaling != "delayed":
-        return 0.0
-    if stack.name not in MEGATRON_STACKS:
-        return 0.0
-    plan = p.plan
-    group = plan.layout.groups("tp", stage=0).reshape(1, -1)  # TP x CP x DP of one stage
-    if group.shape[1] <= 1:
-        return 0.0
-    layers = max(p.stage_layers)
-    size_bytes = layers * AMAX_TENSORS_PER_LAYER * AMAX_BYTES
-    comm = run_comm(run_design(o.run))
-    reduce_s = comm.collective_time_s("all_reduce", size_bytes, group)
-    kernel_s = load_constants().kernel_overhead_s
-    chunks = num_micro_batches(plan) * max(1, plan.layout.vpp)
-    return 2 * chunks * (reduce_s + kernel_s)
-
-
-def _error(o: Outcome, extra_s: float) -> float:
-    p = o.prediction
-    assert p is not None
-    scaled = o.predicted * p.step_time_s / (p.step_time_s + extra_s)
-    return (scaled - o.run.published) / o.run.published
+from validation.runs import Outcome, load_runs, predict_run
 
 
 def _cell(errors: list[float]) -> str:
@@ -119,16 +79,25 @@ def _ceiling_pairs(spec: str) -> list[tuple[Outcome, float, float]]:
     return [(o, o.error, moved[name].error) for name, o in base.items() if name in moved]
 
 
+def _without_amax_pairs() -> list[tuple[Outcome, float, float]]:
+    """(outcome, error without the amax reductions, error with them) per row."""
+    adopted = _outcomes()
+    saved = step.amax_reduction_s
+    step.amax_reduction_s = lambda *args, **kwargs: 0.0  # type: ignore[assignment]
+    try:
+        without = _outcomes()
+    finally:
+        step.amax_reduction_s = saved
+        predict_run.cache_clear()
+    return [(o, without[name].error, o.error) for name, o in adopted.items() if name in without]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=("amax", "ceiling"))
     parser.add_argument("value", nargs="?", default="gb200:2906.9")
     args = parser.parse_args()
-    if args.mode == "amax":
-        outcomes = _outcomes().values()
-        pairs = [(o, o.error, _error(o, amax_reduction_s(o))) for o in outcomes]
-    else:
-        pairs = _ceiling_pairs(args.value)
+    pairs = _without_amax_pairs() if args.mode == "amax" else _ceiling_pairs(args.value)
     _report(pairs)
 
 

@@ -14,7 +14,9 @@ memory-bound passes over the GEMM operands:
 * backward, each GEMM output gradient: cast and transpose, 4 B per element;
 * dynamic (current) scaling first reads each tensor once more to find its amax (2 B per
   element; torchao ``Float8Linear`` tensor-wise recipe), delayed scaling takes the scale
-  from the amax history of earlier steps and pays only a fused update per step;
+  from the amax history of earlier steps; Transformer Engine then all-reduces the amaxes
+  and updates the scales after every model chunk's forward and backward
+  (:mod:`clusterforge.perf.fp8_amax`);
 * weights: cast (and transpose) to FP8: once per step when the stack caches the FP8 copy
   across micro-batches (Transformer Engine ``is_first_microbatch``) or stores FP8
   parameters (NeMo ``fp8_params``: nothing left), else in every micro-batch's forward and

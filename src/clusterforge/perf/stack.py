@@ -24,7 +24,8 @@ factor. Each named stack states the defaults of that framework with their source
     Megatron-Core mechanisms with a BF16 gradient buffer reduced in BF16. FP8: Transformer
     Engine with FP8 parameters (``fp8_params: true``; NeMo's ``bf16_with_fp8_mixed`` recipe
     in ``nemo/collections/llm/recipes/precision/mixed_precision.py``), so the weights are
-    stored in FP8 only.
+    stored in FP8 only, and delayed scaling with an amax history of 1,024
+    (``fp8_amax_history_len``, ``fp8_amax_compute_algo = "max"``).
 ``megatron-bridge``
     NeMo Framework 25.x on Megatron-Bridge (NVIDIA-NeMo/Megatron-Bridge
     ``docs/performance-summary.md`` and ``scripts/performance``): the ``nemo`` mechanisms
@@ -136,7 +137,8 @@ def _unfused_2021(name: str, **changes: object) -> Stack:
 
 def _pytorch(name: str, **changes: object) -> Stack:
     """PyTorch FSDP stacks: FP32 sharded parameters and moments, torchao float8 (dynamic
-    scaling, no persistent FP8 copy, no fused norm cast), no Megatron TP overlap, eager
+    scaling, no persistent FP8 copy, no fused norm cast, none of Megatron-Core's per-chunk
+    Transformer Engine amax all-reduces), no Megatron TP overlap, eager
     mode (``torch.compile`` is off by default in torchtitan's ``[compile]`` config and in
     fms-fsdp's ``use_torch_compile``; a run's configuration may turn it on); under pipeline
     parallelism the gradients wait unsharded for the last micro-batch
@@ -157,6 +159,7 @@ def _pytorch(name: str, **changes: object) -> Stack:
         fp8_scaling="dynamic",
         fp8_fused_norm_cast=False,
         fp8_torchao=True,
+        fp8_amax_all_reduce=False,
         pp_overlap=False,
         pipelined_fsdp_no_sync=True,
         zero2_per_unit=True,
@@ -234,6 +237,7 @@ def stack_named(name: StackName) -> Stack:
                 grad_buffer_bytes=2.0,
                 fp8_weight_bytes=1.0,
                 fp8_copy_bytes=0.0,
+                fp8_amax_history=1024,
             )
         case "megatron-bridge":
             return replace(

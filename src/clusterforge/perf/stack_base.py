@@ -202,6 +202,12 @@ class Stack:
     up as a matmul of a one-hot encoding with the table, not by index (MaxText's
     ``use_iota_embed``, Paxml's ``lookup_style = 'matmul'``;
     :func:`~clusterforge.perf.embedding.embedding_times`).
+    ``fp8_amax_all_reduce``: with delayed scaling, Transformer Engine all-reduces the amaxes
+    of the stage's FP8 tensors over its TP x DP x CP GPUs, blocking, after every model
+    chunk's forward and backward of a micro-batch (Megatron-Core's one ``fp8_autocast`` per
+    ``TransformerBlock``; :mod:`~clusterforge.perf.fp8_amax`); ``fp8_amax_history`` is the
+    amax history length its fused update rolls (Megatron-Core's ``fp8_amax_history_len``,
+    1 by default; NeMo's FP8 recipes 1,024).
     ``checkpoint_early_stop``: full recomputation runs PyTorch's non-reentrant checkpoint,
     whose rerun stops before the MLP output projection
     (:mod:`~clusterforge.perf.early_stop`); off by default.
@@ -248,6 +254,8 @@ class Stack:
     fp8_fused_norm_cast: bool = True
     fp8_all_gather: bool = False
     fp8_torchao: bool = False
+    fp8_amax_all_reduce: bool = True
+    fp8_amax_history: int = 1
     tp_layout_copies: bool = False
     tp_saves_gathered_input: bool = False
     tp_fp8_all_gather: bool = False

@@ -37,6 +37,7 @@ from clusterforge.perf.exposure import (
 )
 from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_step
 from clusterforge.perf.fp8 import fp8_weight_cast_s
+from clusterforge.perf.fp8_amax import amax_reduction_s
 from clusterforge.perf.host import host_cpu, moe_forward_host_s
 from clusterforge.perf.logits import logits_times
 from clusterforge.perf.memory import (
@@ -221,7 +222,7 @@ def predict_step(
     times, per_layer_comm = _layer_costs(
         arch, plan, perf, comm, stack, nvlink_domain_gpus, stages, gpu
     )
-    per_stage = _stages(arch, plan, gpu, perf, stack, stages, times, per_layer_comm)
+    per_stage = _stages(arch, plan, gpu, perf, comm, stack, stages, times, per_layer_comm)
     slowest = max(per_stage, key=lambda s: s.total_s)
     m = num_micro_batches(plan)
     opt_s, other_s = optimizer_step_s(arch, plan, perf, stages[0], stack=stack, cpu=host_cpu(gpu))
@@ -271,14 +272,16 @@ def _stages(
     plan: ParallelPlan,
     gpu: Gpu,
     perf: GpuPerf,
+    comm: CommModel,
     stack: Stack,
     stages: tuple[int, ...],
     times: LayerTimes,
     per_layer_comm: LayerComm,
 ) -> list[Stage]:
     """Each pipeline stage's time per micro-batch: its layers, the embedding and logits at
-    the ends, the per-stage extras (gradient accumulation, FP8 weight casts, offload,
-    ZeRO-3 copies out and in) and the MoE forward's host floor."""
+    the ends, the per-stage extras (gradient accumulation, FP8 weight casts and delayed
+    scaling's amax reductions, offload, ZeRO-3 copies out and in) and the MoE forward's
+    host floor."""
     ends = (*embedding_times(arch, plan, perf, stack), *logits_times(arch, plan, perf, stack))
     host_s = moe_forward_host_s(
         arch, stack, host_cpu(gpu), max(1, arch.num_experts // plan.layout.ep)
@@ -294,6 +297,7 @@ def _stages(
             ends,
             grad_accumulation_s(arch, plan, stack, perf, i, n)
             + fp8_weight_cast_s(arch, plan, stack, perf, n)
+            + amax_reduction_s(arch, plan, comm, stack, perf, stages, n)
             + offload_s(arch, plan, stack, gpu, times, n)
             + zero3_copy_out_s(arch, plan, stack, perf, n)
             + zero3_copy_in_s(arch, plan, stack, perf, i, n),
