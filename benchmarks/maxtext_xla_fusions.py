@@ -36,7 +36,6 @@ Development and calibration rows only (never held-out).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -47,6 +46,7 @@ from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
 from clusterforge.perf.roofline import GpuPerf, memory_time_s
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.step import predict_step
+from validation.class_errors import class_summary
 from validation.runs import Run, load_runs, predict_run, run_comm, run_design
 
 MAXTEXT_FILES = ("pub_maxtext_fsdp_h100.toml", "pub_maxtext_a3_hsdp.toml")
@@ -141,18 +141,7 @@ def signed_error(run: Run, candidates: tuple[str, ...]) -> float:
 
 
 def _per_class(runs: list[Run], candidates: tuple[str, ...]) -> str:
-    errors: dict[str, list[float]] = defaultdict(list)
-    for run in runs:
-        outcome = predict_run(run)
-        assert outcome.prediction is not None, run.name
-        errors[outcome.prediction.run_class].append(signed_error(run, candidates))
-    everything = [e for v in errors.values() for e in v]
-    median = sorted(everything)[len(everything) // 2]
-    classes = "; ".join(
-        f"{c} {len(v)} {100 * sum(map(abs, v)) / len(v):.2f} %" for c, v in sorted(errors.items())
-    )
-    mape = 100 * sum(map(abs, everything)) / len(everything)
-    return f"MAPE {mape:.2f} % median {100 * median:+.1f} % ({classes})"
+    return class_summary(runs, lambda run: signed_error(run, candidates))
 
 
 def main() -> None:

@@ -31,7 +31,6 @@ Development and calibration rows only (never held-out).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import replace
@@ -43,6 +42,7 @@ from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
 from clusterforge.perf.roofline import GpuPerf, memory_time_s
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.step import Prediction, predict_step
+from validation.class_errors import class_summary
 from validation.runs import Run, load_runs, predict_run, run_comm, run_design
 
 PAXML_FILES = ("pub_paxml_fsdp_h100.toml", "pub_jaxtoolbox_pax_fsdp.toml")
@@ -110,17 +110,7 @@ def added_ms(run: Run, candidates: tuple[str, ...]) -> float:
 
 
 def _per_class(runs: list[Run], candidates: tuple[str, ...]) -> str:
-    errors: dict[str, list[float]] = defaultdict(list)
-    for run in runs:
-        outcome = predict_run(run)
-        assert outcome.prediction is not None, run.name
-        errors[outcome.prediction.run_class].append(signed_error(run, candidates))
-    everything = [e for v in errors.values() for e in v]
-    classes = "; ".join(
-        f"{c} {len(v)} runs {100 * sum(map(abs, v)) / len(v):.2f} %"
-        for c, v in sorted(errors.items())
-    )
-    return f"MAPE {100 * sum(map(abs, everything)) / len(everything):.2f} % ({classes})"
+    return class_summary(runs, lambda run: signed_error(run, candidates))
 
 
 def main() -> None:

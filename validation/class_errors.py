@@ -1,0 +1,27 @@
+"""One line of per-class figures for a what-if: MAPE, median signed error and each class's
+MAPE over a set of runs, with the signed error a what-if gives each run."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+from validation.runs import Run, predict_run
+
+
+def class_summary(runs: Iterable[Run], signed_error: Callable[[Run], float]) -> str:
+    """``MAPE x % median y % (class n runs z %; ...)`` of ``signed_error`` over ``runs``,
+    each run in the class of its predicted plan (every run must be predicted to fit)."""
+    errors: dict[str, list[float]] = defaultdict(list)
+    for run in runs:
+        outcome = predict_run(run)
+        assert outcome.prediction is not None, run.name
+        errors[outcome.prediction.run_class].append(signed_error(run))
+    everything = [e for v in errors.values() for e in v]
+    classes = "; ".join(
+        f"{c} {len(v)} runs {100 * statistics.fmean(map(abs, v)):.2f} %"
+        for c, v in sorted(errors.items())
+    )
+    mape = 100 * statistics.fmean(map(abs, everything))
+    return f"MAPE {mape:.2f} % median {100 * statistics.median(everything):+.1f} % ({classes})"
