@@ -25,14 +25,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
+
+from benchmarks.hbm_kernel_whatif import error_groups
 
 import clusterforge.perf.roofline as roofline
 from clusterforge.catalog import load_catalog
 from clusterforge.perf.roofline import PerfConstants
-from validation.runs import Outcome, load_runs, predict_run, run_design
+from validation.runs import Outcome, load_runs, predict_run
 
 READINGS: dict[str, tuple[float, float]] = {
     "cfregly": (1818.7, 3807.0),
@@ -76,18 +77,6 @@ def outcomes_with_gb300_mamf(bf16_tflops: float, fp8_tflops: float) -> list[Outc
         predict_run.cache_clear()
 
 
-def _groups(outcomes: list[Outcome]) -> dict[str, list[float]]:
-    groups: dict[str, list[float]] = defaultdict(list)
-    for o in outcomes:
-        if o.run.subset == "calibration":
-            groups["set calibration"].append(o.error)
-            continue
-        groups["set development"].append(o.error)
-        groups[f"class {o.run_class}"].append(o.error)
-        groups[f"gpu {run_design(o.run).compute.gpu.id}"].append(o.error)
-    return groups
-
-
 def _cell(errors: list[float]) -> str:
     mape = statistics.fmean(abs(e) for e in errors) * 100
     return f"{mape:5.2f} / {statistics.median(errors) * 100:+6.2f}"
@@ -95,7 +84,7 @@ def _cell(errors: list[float]) -> str:
 
 def _compare(label: str, before: list[Outcome], after: list[Outcome]) -> None:
     print(f"== {label}: MAPE / median signed %, before -> after")
-    old, new = _groups(before), _groups(after)
+    old, new = error_groups(before), error_groups(after)
     for name in sorted(old):
         print(f"  {name:28} n={len(old[name]):3}  {_cell(old[name])} -> {_cell(new[name])}")
     after_by_name = {o.run.name: o for o in after}

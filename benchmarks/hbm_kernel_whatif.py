@@ -59,7 +59,8 @@ def _cell(errors: list[float]) -> str:
     )
 
 
-def _report(outcomes: list[Outcome], rows: list[str]) -> None:
+def error_groups(outcomes: list[Outcome]) -> dict[str, list[float]]:
+    """Signed errors by set, and the development runs' by class and by GPU."""
     groups: dict[str, list[float]] = defaultdict(list)
     for o in outcomes:
         if o.run.subset == "calibration":
@@ -68,6 +69,11 @@ def _report(outcomes: list[Outcome], rows: list[str]) -> None:
         groups["set development"].append(o.error)
         groups[f"class {o.run_class}"].append(o.error)
         groups[f"gpu {run_design(o.run).compute.gpu.id}"].append(o.error)
+    return groups
+
+
+def _report(outcomes: list[Outcome], rows: list[str]) -> None:
+    groups = error_groups(outcomes)
     for name, errors in sorted(groups.items()):
         print(f"  {name:30} {_cell(errors)}")
     for o in outcomes:
