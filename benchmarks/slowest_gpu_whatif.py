@@ -15,7 +15,7 @@ e_128 = 2.595, e_1024 = 3.248, e_8192 = 3.802). The sync domain is the whole job
 its GPU count). The model's compute and pipeline-bubble time (both GPU pace) are multiplied
 by ``1 + sigma e_N`` on the plan the model chose; collectives, optimizer and host time are
 not. Figures are printed for several ``sigma``: the only primary per-GPU figure found is
-for V100 and MI60 clusters (Sinha et al., SC22, arXiv 2208.11035: 8 % average, 22 % at
+for V100 and MI60 clusters (Sinha et al., SC22, arXiv 2208.11035 v3: 8 % average, 22 % at
 most, performance variation over the GPUs of a cluster, outliers 1.5x slower than the
 median), none for A100 or H100 (docs/validation.md, "The slowest GPU's pace").
 
