@@ -1,21 +1,19 @@
-"""MaxText HSDP on Google A3 (Llama 2 7B, 8-128 H100): the two named causes of the scaling
-gap, each as a what-if on every development run it would touch.
+"""MaxText HSDP on Google A3 (Llama 2 7B, 8-128 H100): GPUDirect-TCPX, now in the model,
+and the FP32-reduction what-if on every development run it would touch.
 
-Prints, first, the netsim model's bus bandwidth for the all-gather of dstack's published
-two-VM A3 High nccl-tests log (16 ranks, 8 GiB, ``examples/clusters/a3high/README.md`` in
-dstackai/dstack: 50.17 GB/s out of place) on the file's mapped network (four 200 Gb/s
-ports per node), and the ratio of the published figure to it.
+Prints, first, dstack's published two-VM A3 High all-gather (16 ranks, 8 GiB,
+``examples/misc/a3high-clusters/README.md`` in dstackai/dstack: 50.17 GB/s busbw; the
+calibration row of ``validation/pub_dstack_a3high_tcpx_nccl.toml``) against the model's
+busbw for it over RDMA and over GPUDirect-TCPX (``network.transport``: the cross-node
+collectives at ``transport_payload_share.gpudirect-tcpx`` of the RDMA rate, that ratio).
+The development rows of ``pub_maxtext_a3_hsdp.toml`` name that transport, so TCPX is no
+longer a what-if here.
 
-Then, per what-if, the signed error of every development run it touches, as predicted and
-under the what-if, and the per-class MAPE and median signed error of all development runs
-before and after:
-
-* ``fp32-reduce``: every run on the ``maxtext`` stack reduces its gradients in FP32
-  (``Stack.grad_reduce_bytes`` 4 instead of 2: the reduce-scatter inside the shard group
-  and the HSDP all-reduce across the replicas).
-* ``tcpx-rate``: every run on the A3 network (the rows of ``pub_maxtext_a3_hsdp.toml``)
-  has every collective whose groups span more than one VM take its modelled time divided by
-  the ratio printed first (TCPX at that fraction of the modelled rate, latency included).
+Then the what-if ``fp32-reduce``: every run on the ``maxtext`` stack reduces its gradients
+in FP32 (``Stack.grad_reduce_bytes`` 4 instead of 2: the reduce-scatter inside the shard
+group and the HSDP all-reduce across the replicas). It prints the signed error of every
+development run it touches, as predicted and under the what-if, and the per-class MAPE and
+median signed error of all development runs before and after.
 
     PYTHONPATH=$PWD/src:$PWD python benchmarks/a3_hsdp_whatif.py
 
@@ -29,40 +27,20 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 
-import numpy as np
-
-from clusterforge.perf.comm import Collective, CommModel
-from validation.runs import Run, best_prediction, load_runs, predict_run, run_comm, run_design
+from clusterforge.netsim.model import transport_payload_share
+from clusterforge.perf.comm import CommModel
+from validation.nccl_rows import ROWS, score
+from validation.runs import Run, best_prediction, load_runs, predict_run
 
 A3_FILE = "pub_maxtext_a3_hsdp.toml"
-# dstackai/dstack examples/clusters/a3high/README.md: all_gather_perf on two a3-highgpu-8g
-# VMs (16 ranks) with GPUDirect-TCPX, 8 GiB out of place: algbw 53.52, busbw 50.17 GB/s.
-DSTACK_A3HIGH_ALLGATHER_BYTES = 8_589_934_592
-DSTACK_A3HIGH_ALLGATHER_BUSBW = 50.17e9
+# validation/pub_dstack_a3high_tcpx_nccl.toml: dstack's two-VM A3 High all-gather, 8 GiB
+DSTACK_A3HIGH_ROW = "pub-dstack-a3high-tcpx-ag-8g"
 
 
 def development_runs() -> list[Run]:
     """Every development run, by file and name."""
     runs = [r for r in load_runs() if r.subset == "development"]
     return sorted(runs, key=lambda r: (r.file, r.name))
-
-
-A3_GPUS_PER_VM = 8
-
-
-class SlowerAcrossVms:
-    """``base``'s times, divided by ``ratio`` for collectives whose groups span VMs."""
-
-    def __init__(self, base: CommModel, ratio: float) -> None:
-        self.base, self.ratio = base, ratio
-
-    def collective_time_s(
-        self, collective: Collective, size_bytes: float, groups: np.ndarray
-    ) -> float:
-        t = self.base.collective_time_s(collective, size_bytes, groups)
-        vms = np.asarray(groups) // A3_GPUS_PER_VM
-        spans = groups.size > 0 and bool((vms != vms[..., :1]).any())
-        return t / self.ratio if spans else t
 
 
 def signed_error(run: Run, comm: CommModel | None = None) -> float:
@@ -74,19 +52,18 @@ def signed_error(run: Run, comm: CommModel | None = None) -> float:
     return float(getattr(pred, run.metric)) / run.published - 1.0
 
 
-def a3_allgather_ratio(runs: list[Run]) -> float:
-    """Published busbw of dstack's 16-rank A3 High all-gather over the model's."""
-    a3 = next(r for r in runs if r.file.endswith(A3_FILE) and r.base.layout.num_gpus >= 16)
-    comm = run_comm(run_design(a3))
-    groups = np.arange(16, dtype=np.int64).reshape(1, 16)
-    t = comm.collective_time_s("all_gather", DSTACK_A3HIGH_ALLGATHER_BYTES, groups)
-    model_busbw = DSTACK_A3HIGH_ALLGATHER_BYTES / t * 15 / 16
+def a3_allgather_busbw() -> tuple[float, float, float]:
+    """dstack's A3 High all-gather: published busbw, the model's over RDMA and over
+    GPUDirect-TCPX (GB/s), printed with the transport's payload share."""
+    row = next(r for r in ROWS if r["id"] == DSTACK_A3HIGH_ROW)
+    rdma = score({**row, "transport": "rdma"}).simulated_gbyte_per_s
+    tcpx = score(row).simulated_gbyte_per_s
     print(
-        f"A3 High all-gather, 16 ranks, 8 GiB: published {DSTACK_A3HIGH_ALLGATHER_BUSBW / 1e9:.2f}"
-        f" GB/s, model {model_busbw / 1e9:.2f} GB/s, ratio "
-        f"{DSTACK_A3HIGH_ALLGATHER_BUSBW / model_busbw:.3f}"
+        f"A3 High all-gather, 16 ranks, 8 GiB: published {row['busbw']:.2f} GB/s, model over "
+        f"RDMA {rdma:.2f} GB/s, over GPUDirect-TCPX {tcpx:.2f} GB/s (share "
+        f"{transport_payload_share('gpudirect-tcpx'):.3f} = {row['busbw']:.2f} / {rdma:.2f})"
     )
-    return DSTACK_A3HIGH_ALLGATHER_BUSBW / model_busbw
+    return float(row["busbw"]), rdma, tcpx
 
 
 def fp32_reduce(run: Run) -> tuple[Run, CommModel | None] | None:
@@ -94,17 +71,6 @@ def fp32_reduce(run: Run) -> tuple[Run, CommModel | None] | None:
     if run.stack.name != "maxtext":
         return None
     return replace(run, stack=replace(run.stack, grad_reduce_bytes=4)), None
-
-
-def tcpx_rate(ratio: float) -> Callable[[Run], tuple[Run, CommModel] | None]:
-    """The A3 runs, timed with their cross-VM collectives at ``ratio`` of the model's rate."""
-
-    def change(run: Run) -> tuple[Run, CommModel] | None:
-        if not run.file.endswith(A3_FILE):
-            return None
-        return run, SlowerAcrossVms(run_comm(run_design(run)), ratio)
-
-    return change
 
 
 def summary(errors: dict[str, list[float]]) -> dict[str, tuple[int, float, float]]:
@@ -120,20 +86,6 @@ def summary(errors: dict[str, list[float]]) -> dict[str, tuple[int, float, float
             100 * statistics.median(ok),
         )
     return out
-
-
-def both(ratio: float) -> Callable[[Run], tuple[Run, CommModel | None] | None]:
-    """FP32 reductions on the ``maxtext`` stack, and the A3 runs' cross-VM rate too."""
-    slow = tcpx_rate(ratio)
-
-    def change(run: Run) -> tuple[Run, CommModel | None] | None:
-        fp32 = fp32_reduce(run)
-        if fp32 is None:
-            return None
-        tcpx = slow(run)
-        return fp32 if tcpx is None else (fp32[0], tcpx[1])
-
-    return change
 
 
 Change = Callable[[Run], "tuple[Run, CommModel | None] | None"]
@@ -165,11 +117,8 @@ def whatif(name: str, runs: list[Run], change: Change) -> None:
 
 
 def main() -> None:
-    runs = development_runs()
-    ratio = a3_allgather_ratio(runs)
-    whatif("fp32-reduce", runs, fp32_reduce)
-    whatif(f"tcpx-rate (x{ratio:.3f})", runs, tcpx_rate(ratio))
-    whatif("both", runs, both(ratio))
+    a3_allgather_busbw()
+    whatif("fp32-reduce", development_runs(), fp32_reduce)
 
 
 if __name__ == "__main__":

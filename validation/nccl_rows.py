@@ -4,8 +4,8 @@ Rows come from every ``*.toml`` of this folder whose rows name a ``collective`` 
 ``busbw`` (``nccl_tests_published.toml``, ``nccl_tests_more.toml`` and the ``pub_*``
 sources), each in its set (:mod:`validation.sets`). A row places its communicator on
 ``num_nodes`` nodes, ``ranks_per_node`` GPUs on each (default all), with optional network
-overrides (``nics_per_node``, ``fabric``). A file's ``[cluster.<name>]`` tables give the NCCL
-settings the runs of the rows naming that ``cluster`` were made with (``nvls = false``:
+overrides (``nics_per_node``, ``nic_gbit_per_s``, ``fabric``, ``transport``). A file's
+``[cluster.<name>]`` tables give the NCCL settings the runs of the rows naming that ``cluster`` were made with (``nvls = false``:
 ``NCCL_NVLS_ENABLE=0``; ``nccl_version``: the NCCL release), kept out of the rows so that held-out rows stay as frozen.
 """
 
@@ -91,6 +91,8 @@ def _graph(
     nics_per_node: int | None,
     facility: tuple[tuple[str, Any], ...] = (),
     fabric: str | None = None,
+    nic_gbit_per_s: float | None = None,
+    transport: str | None = None,
 ) -> FabricGraph:
     """The fabric of ``num_nodes`` machines of catalog ``node`` (their own GPU count)."""
     gpus = load_catalog().nodes[node].num_gpus * num_nodes
@@ -107,6 +109,10 @@ def _graph(
         network["nics_per_node"] = nics_per_node
     if fabric is not None:
         network.update({"fabric": fabric, "switch": "sn5600"} if fabric == "roce" else {})
+    if nic_gbit_per_s is not None:
+        network["nic_gbit_per_s"] = nic_gbit_per_s
+    if transport is not None:
+        network["transport"] = transport
     if network:
         spec["network"] = network
     return build_fabric_graph(plan(parse_spec(spec)))
@@ -136,7 +142,13 @@ def score(row: dict[str, Any], *, algorithm: str | None = None, protocol: str = 
     names none), or with ``algorithm`` and ``protocol`` forced."""
     facility = tuple(sorted(row.get("facility", {}).items()))
     graph = _graph(
-        row["node"], row["num_nodes"], row.get("nics_per_node"), facility, row.get("fabric")
+        row["node"],
+        row["num_nodes"],
+        row.get("nics_per_node"),
+        facility,
+        row.get("fabric"),
+        row.get("nic_gbit_per_s"),
+        row.get("transport"),
     )
     res = simulate_collective(
         graph,

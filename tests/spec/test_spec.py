@@ -46,6 +46,14 @@ from tests.conftest import EXAMPLES
             {"num_gpus": 512, "gpu": "h100-sxm", "network": {"switch": "qm970"}},
             ["network.switch", "did you mean 'qm9700'"],
         ),
+        (
+            {"num_gpus": 512, "gpu": "h100-sxm", "network": {"transport": "tcp"}},
+            ["network.transport", "'tcp'", "'rdma' or 'gpudirect-tcpx'"],
+        ),
+        (
+            {"num_gpus": 512, "gpu": "h100-sxm", "network": {"transport": "gpudirect-tcpx"}},
+            ["network", "Ethernet fabric", "'infiniband'", "set fabric: roce"],
+        ),
         ({"num_gpus": 512}, ["give 'gpu'"]),
         ({"num_gpus": 512, "gpu": "b200", "node": "dgx-h100"}, ["dgx-h100", "b200"]),
         (

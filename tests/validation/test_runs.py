@@ -234,16 +234,6 @@ KNOWN_GAPS = {
     "pub-paxml-h100-gpt3-175b-fp8-128gpu": PAXML_175B_LEVEL,
     "pub-paxml-h100-gpt3-175b-fp8-512gpu": PAXML_175B_LEVEL,
     "pub-paxml-h100-gpt3-175b-fp8-2048gpu": PAXML_175B_LEVEL,
-    # validation/pub_maxtext_a3_hsdp.toml (development rows)
-    "pub-maxtext-a3-llama2-7b-128gpu": (
-        "MaxText HSDP (FSDP over a VM's 8 H100, data parallel over 16 A3 VMs; GPUDirect-TCPX "
-        "taken as 4 x 200 Gb/s RoCE): +29.3 %. The measured step grows 0.30 s from 8 to 32 "
-        "GPUs and 0.45 s to 128, the model's 0.06 and 0.08 s. The cross-VM all-reduce of each "
-        "GPU's 1/8 gradient shard (842 M values) at 100 Gb/s per GPU takes 0.25 s in BF16 and "
-        "0.51 s in FP32 (ring over 16 VMs) with none of it hidden. Candidates, not checked: "
-        "the gradient reduction in FP32 (weight_dtype float32), TCPX below line rate, less "
-        "overlap with the unrolled backward (scan_layers = false)"
-    ),
 }
 
 

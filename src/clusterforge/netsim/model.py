@@ -7,7 +7,8 @@ corrections turn it into what nccl-tests measures:
 1. **Payload share** per algorithm and link kind: the share of a link's rate that carries
    payload with NCCL's Simple protocol.  Folded into the flow model as extra wire bytes (so
    link utilization is wire occupancy and a saturated link reads 1.0).  LL and LL128 scale
-   it further (:mod:`clusterforge.netsim.tuner`).
+   it further (:mod:`clusterforge.netsim.tuner`), and so does a transport other than RDMA
+   on a NIC link (:func:`transport_payload_share`: GPUDirect-TCPX).
 2. **Latency**: NCCL's own latency model per algorithm, protocol and link kind
    (:mod:`clusterforge.netsim.tuner`).
 3. **Pipeline ramp** of the Simple protocol: mid-size messages do not fill NCCL's pipeline
@@ -49,11 +50,13 @@ __all__ = [
     "RAMP_SECONDS",
     "SCALEUP_EFFICIENCY",
     "SCALEUP_EFFICIENCY_BY_GENERATION",
+    "TRANSPORT_PAYLOAD_SHARE",
     "network_efficiency",
     "nvls_pipeline_efficiency",
     "pipeline_efficiency",
     "pipelined_time_s",
     "scaleup_efficiency",
+    "transport_payload_share",
 ]
 
 COLLECTIVES = _COLLECTIVES
@@ -85,6 +88,21 @@ P2P_NETWORK_EFFICIENCY = _DATA.number("network_payload_share.p2p")
 def network_efficiency(algorithm: str) -> float:
     """Payload share of a network link for traffic of ``algorithm``."""
     return P2P_NETWORK_EFFICIENCY if algorithm == "direct" else NETWORK_EFFICIENCY
+
+
+# Share of a NIC's payload rate that a transport other than RDMA reaches across nodes
+# (GPUDirect-TCPX on Google A3 High); source in data/efficiency.toml.
+TRANSPORT_PAYLOAD_SHARE: dict[str, float] = _DATA.group("transport_payload_share")
+
+
+def transport_payload_share(transport: str) -> float:
+    """Share of the RDMA payload rate of a NIC that ``transport`` reaches: 1 for RDMA
+    (InfiniBand, RoCE), the measured share for GPUDirect-TCPX.  It scales every flow that
+    crosses a NIC; traffic inside a node does not cross one.  Latency is RDMA's: no
+    published per-message cost of TCPX is modelled."""
+    if transport == "rdma":
+        return 1.0
+    return TRANSPORT_PAYLOAD_SHARE[transport]
 
 
 # Pipeline ramp of the Simple protocol, fitted as described in the module docstring.

@@ -19,7 +19,11 @@ from clusterforge.netsim.congestion import backpressure
 from clusterforge.netsim.dragonfly import SharedRoutes
 from clusterforge.netsim.incidence import Incidence, SharedPaths
 from clusterforge.netsim.maxmin import completion_time
-from clusterforge.netsim.model import network_efficiency, scaleup_efficiency
+from clusterforge.netsim.model import (
+    network_efficiency,
+    scaleup_efficiency,
+    transport_payload_share,
+)
 from clusterforge.netsim.result import PhaseSolution
 from clusterforge.netsim.routing import Routes, route_intra, route_net
 from clusterforge.netsim.traffic import Traffic
@@ -53,7 +57,7 @@ def solve_phase(
     routes = route_net(graph, traffic.net, routing, num_qps)
     seg_n, link_n, frac_n = routes.seg, routes.link, routes.frac
     eff = scaleup_efficiency(traffic.algorithm, graph.scaleup)
-    eff_net = network_efficiency(traffic.algorithm)
+    eff_net = network_efficiency(traffic.algorithm) * transport_payload_share(graph.transport)
     link = np.concatenate([link_i, link_n])
     demand = np.concatenate([traffic.intra_demand[seg_i], traffic.net_demand[seg_n]])
     weight_i = traffic.weights()[seg_i]

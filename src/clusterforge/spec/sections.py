@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import (
     Field,
+    model_validator,
 )
 
 from clusterforge.spec.base import (
@@ -15,7 +16,12 @@ from clusterforge.spec.base import (
     Topology,
 )
 
-__all__ = ["FacilitySpec", "NetworkSpec", "StorageSpec"]
+__all__ = ["FacilitySpec", "NetworkSpec", "StorageSpec", "Transport"]
+
+# How NCCL moves data between nodes: RDMA verbs (InfiniBand, RoCE), or Google's
+# GPUDirect-TCPX NCCL net plugin over TCP on A3 High VMs (four 200 Gb/s data NICs per VM;
+# cloud.google.com/compute/docs/gpus/gpu-network-bandwidth).
+Transport = Literal["rdma", "gpudirect-tcpx"]
 
 
 class NetworkSpec(Section):
@@ -83,6 +89,13 @@ class NetworkSpec(Section):
         "control acts alike) or 'none'. None = dcqcn for RoCE, none for InfiniBand (credit "
         "flow control already keeps it lossless)",
     )
+    transport: Transport = Field(
+        "rdma",
+        description="How NCCL crosses nodes: 'rdma' (InfiniBand or RoCE verbs) or "
+        "'gpudirect-tcpx' (Google A3 High: NCCL's GPUDirect-TCPX plugin over TCP on an "
+        "Ethernet fabric, fabric: roce; collectives across nodes run at its measured share "
+        "of the NIC line rate)",
+    )
     storage_fabric: bool = Field(True, description="Separate storage fabric (SuperPOD style)")
     spares: SpareAttach = Field(
         "spare-ports",
@@ -97,6 +110,15 @@ class NetworkSpec(Section):
         description="Reserve one leaf port per rail for the UFM appliance (NVIDIA SuperPOD: 31 "
         "nodes per SU instead of 32)",
     )
+
+    @model_validator(mode="after")
+    def _transport_on_ethernet(self) -> NetworkSpec:
+        if self.transport == "gpudirect-tcpx" and self.fabric != "roce":
+            raise ValueError(
+                f"transport 'gpudirect-tcpx' runs TCP over an Ethernet fabric, but fabric is "
+                f"{self.fabric!r}; set fabric: roce (the Ethernet fabric) or transport: rdma"
+            )
+        return self
 
 
 class FacilitySpec(Section):

@@ -226,6 +226,7 @@ def _assemble(
         cores_per_group=cpg,
         mesh_base=mesh_base,
         nic_behind_c2c=compute.gpu.host_link == "nvlink-c2c",
+        transport=design.spec.network.transport,
         num_planes=conn.num_planes,
         leaves_per_plane=leaves_per_plane,
         pods_per_plane=pods_per_plane,

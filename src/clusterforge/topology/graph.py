@@ -145,6 +145,9 @@ class FabricGraph:
     # the GPUs reach their host CPU over NVLink-C2C and their NICs through it (Grace
     # superchips: the NICs sit on the CPU's PCIe)
     nic_behind_c2c: bool = False
+    # how NCCL crosses nodes (spec ``network.transport``): "rdma", or "gpudirect-tcpx", whose
+    # payload share of a NIC's line rate is ``clusterforge.netsim.model.transport_payload_share``
+    transport: str = "rdma"
 
     @property
     def mesh(self) -> bool:
