@@ -181,8 +181,7 @@ def _assemble(
     aggregates: dict[str, np.ndarray],
     mesh_base: int,
 ) -> FabricGraph:
-    compute, fab = design.compute, design.fabric
-    conn = fab.connectivity
+    compute, fab, conn = design.compute, design.fabric, design.fabric.connectivity
     a, b, n, _ = bundles
     cls_arr, cap, lat, src_v, dst_v, ecmp, adaptive = t.arrays()
     keys = np.minimum(a, b) * conn.num_switches + np.maximum(a, b)
