@@ -30,13 +30,13 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
 from functools import cache
 
 import numpy as np
 from benchmarks.scale_trend import print_trend, twin_groups
 from scipy.stats import norm
 
+from validation.class_errors import class_summary
 from validation.runs import Outcome, Run, load_runs, predict_run
 
 __all__ = ["expected_max_normal", "main", "slowest_gpu_error"]
@@ -73,19 +73,6 @@ def slowest_gpu_error(run: Run, sigma: float, base_gpus: int = 1) -> float:
 def _fitted(subset: str) -> list[Outcome]:
     outcomes = (predict_run(r) for r in load_runs() if r.subset == subset)
     return [o for o in outcomes if o.prediction is not None]
-
-
-def _summary(outcomes: list[Outcome], error: Callable[[Run], float]) -> str:
-    errors: dict[str, list[float]] = defaultdict(list)
-    for o in outcomes:
-        errors[o.run_class].append(error(o.run))
-    every = [e for v in errors.values() for e in v]
-    classes = "; ".join(
-        f"{c} {100 * statistics.fmean(map(abs, v)):.1f} ({100 * statistics.median(v):+.1f})"
-        for c, v in sorted(errors.items())
-    )
-    mape = 100 * statistics.fmean(map(abs, every))
-    return f"MAPE {mape:.2f} % median {100 * statistics.median(every):+.1f} % | {classes}"
 
 
 def _per_source(outcomes: list[Outcome], sigmas: tuple[float, ...]) -> None:
@@ -132,9 +119,12 @@ def main() -> None:
         print(f"\n{subset} ({len(outcomes)} runs): MAPE, median signed error | class MAPE (median)")
         for sigma in (0.0, *sigmas):
             label = "as modelled" if sigma == 0.0 else f"sigma {sigma:.0%}"
-            print(
-                f"  {label:<12} {_summary(outcomes, lambda r, s=sigma: slowest_gpu_error(r, s, BASE_GPUS))}"
+            line = class_summary(
+                (o.run for o in outcomes),
+                lambda r, s=sigma: slowest_gpu_error(r, s, BASE_GPUS),
+                medians=True,
             )
+            print(f"  {label:<12} {line}")
     _calibration_rows(_fitted("calibration"), sigmas)
     _per_source(_fitted("development"), sigmas)
     groups = twin_groups()

@@ -10,9 +10,12 @@ from collections.abc import Callable, Iterable
 from validation.runs import Run, predict_run
 
 
-def class_summary(runs: Iterable[Run], signed_error: Callable[[Run], float]) -> str:
+def class_summary(
+    runs: Iterable[Run], signed_error: Callable[[Run], float], *, medians: bool = False
+) -> str:
     """``MAPE x % median y % (class n runs z %; ...)`` of ``signed_error`` over ``runs``,
-    each run in the class of its predicted plan (every run must be predicted to fit)."""
+    each run in the class of its predicted plan (every run must be predicted to fit); with
+    ``medians``, each class's median signed error after its MAPE."""
     errors: dict[str, list[float]] = defaultdict(list)
     for run in runs:
         outcome = predict_run(run)
@@ -21,6 +24,7 @@ def class_summary(runs: Iterable[Run], signed_error: Callable[[Run], float]) -> 
     everything = [e for v in errors.values() for e in v]
     classes = "; ".join(
         f"{c} {len(v)} runs {100 * statistics.fmean(map(abs, v)):.2f} %"
+        + (f" ({100 * statistics.median(v):+.1f})" if medians else "")
         for c, v in sorted(errors.items())
     )
     mape = 100 * statistics.fmean(map(abs, everything))
