@@ -138,6 +138,7 @@ def test_report_pdf_command_writes_both_files_readable_by_all(tmp_path, capsys):
 @pytest.mark.slow
 def test_the_100k_gpu_report_opens_whole_without_errors(tmp_path, browser):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     design = plan(load_spec(EXAMPLES / "colossus-100k-h100.yaml"))
     page = tmp_path / "colossus.html"
@@ -157,6 +158,11 @@ def test_the_100k_gpu_report_opens_whole_without_errors(tmp_path, browser):
     details = browser.find_element(By.CSS_SELECTOR, "section#racks details")
     assert details.find_elements(By.CSS_SELECTOR, "tbody tr") == []
     details.find_element(By.TAG_NAME, "summary").click()
+    # the browser fires "toggle" as a queued task after the click returns (HTML Living
+    # Standard, "details notification task steps"): wait for the handler to fill the table
+    WebDriverWait(browser, 60).until(
+        lambda b: details.find_elements(By.CSS_SELECTOR, "tbody tr"), "rack table never built"
+    )
     rows = details.find_elements(By.CSS_SELECTOR, "tbody tr")
     assert len(rows) == len(design.racks)
     assert rows[0].find_elements(By.TAG_NAME, "td")[0].text == design.racks[0].name
