@@ -91,6 +91,7 @@ def _graph(
     nics_per_node: int | None,
     facility: tuple[tuple[str, Any], ...] = (),
     fabric: str | None = None,
+    *,
     nic_gbit_per_s: float | None = None,
     transport: str | None = None,
 ) -> FabricGraph:
@@ -147,8 +148,8 @@ def score(row: dict[str, Any], *, algorithm: str | None = None, protocol: str = 
         row.get("nics_per_node"),
         facility,
         row.get("fabric"),
-        row.get("nic_gbit_per_s"),
-        row.get("transport"),
+        nic_gbit_per_s=row.get("nic_gbit_per_s"),
+        transport=row.get("transport"),
     )
     res = simulate_collective(
         graph,
