@@ -8,6 +8,8 @@ all-reduce of a step at the netsim model's times) and as the model exposes them,
 signed error if the run's layer loop copied its carried gathered weights every iteration,
 as XLA does without while-loop double buffering (``Stack.scan_carry_copies``, the setting
 of NVIDIA's Paxml recipe; MaxText's recipes double-buffer), with those copies' ms per step.
+The dgxc Paxml development rows state the copies (since Dec 2026), so theirs add 0 here;
+``benchmarks/paxml_recipe_costs.py`` prints them off and on.
 
     PYTHONPATH=$PWD/src:$PWD python benchmarks/xla_fsdp_schedule.py
 

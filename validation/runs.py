@@ -91,38 +91,33 @@ class Run:
         )
 
 
+# Row keys that set the Stack field of the same name: the run's own configuration.
+STACK_KEYS = (
+    "fp8_scaling",
+    "dropout",
+    "cp_overlap",
+    "attention",
+    "flash_unpad",  # the model unpads Q, K, V around FlashAttention-2 (LLM Foundry)
+    "fsdp_reshard_after_forward",  # FSDP2 fully_shard(reshard_after_forward=) of the run
+    "fsdp_backward_prefetch",  # FSDP1 BACKWARD_PRE / BACKWARD_POST of the run
+    "train_metric_passes",  # cross-entropies over the logits for training metrics
+    "optimizer",  # Composer's DecoupledAdamW: per tensor, behind a blocking .item()
+    "cross_entropy",
+    "tp_overlap",
+    "grad_reduce_bytes",  # the run's gradient reduction dtype (2 = BF16)
+    "distribute_checkpoints",  # Megatron --distribute-checkpointed-activations
+    "scan_carry_copies",  # XLA's pipelined all-gather without loop double buffering
+    "layer_input_dropout",  # praxis' input dropout on every repeated layer
+)
+
+
 def _stack(row: dict[str, Any]) -> Stack:
     """The row's stack, with the run's own settings where its configuration states them."""
     stack = stack_named(row["stack"])
-    if "fp8_scaling" in row:
-        stack = replace(stack, fp8_scaling=row["fp8_scaling"])
-    if "dropout" in row:
-        stack = replace(stack, dropout=row["dropout"])
-    if "cp_overlap" in row:
-        stack = replace(stack, cp_overlap=row["cp_overlap"])
-    if "attention" in row:
-        stack = replace(stack, attention=row["attention"])
-    if "flash_unpad" in row:  # the model unpads Q, K, V around FlashAttention-2 (LLM Foundry)
-        stack = replace(stack, flash_unpad=row["flash_unpad"])
-    if "fsdp_reshard_after_forward" in row:  # FSDP2 fully_shard(reshard_after_forward=) of the run
-        stack = replace(stack, fsdp_reshard_after_forward=row["fsdp_reshard_after_forward"])
-    if "fsdp_backward_prefetch" in row:  # FSDP1 BACKWARD_PRE / BACKWARD_POST of the run
-        stack = replace(stack, fsdp_backward_prefetch=row["fsdp_backward_prefetch"])
-    if "train_metric_passes" in row:  # cross-entropies over the logits for training metrics
-        stack = replace(stack, train_metric_passes=row["train_metric_passes"])
-    if "optimizer" in row:  # Composer's DecoupledAdamW: per tensor, behind a blocking .item()
-        stack = replace(stack, optimizer=row["optimizer"])
-    if "cross_entropy" in row:
-        stack = replace(stack, cross_entropy=row["cross_entropy"])
-    if "tp_overlap" in row:
-        stack = replace(stack, tp_overlap=row["tp_overlap"])
-    if "grad_reduce_bytes" in row:  # the run's gradient reduction dtype (2 = BF16)
-        stack = replace(stack, grad_reduce_bytes=row["grad_reduce_bytes"])
+    stack = replace(stack, **{key: row[key] for key in STACK_KEYS if key in row})
     for key in ("compile", "torch_compile"):
         if key in row:
             stack = replace(stack, fused_elementwise=row[key])
-    if "distribute_checkpoints" in row:  # Megatron --distribute-checkpointed-activations
-        stack = replace(stack, distribute_checkpoints=row["distribute_checkpoints"])
     if "cuda_graph_modules" in row:  # Megatron --cuda-graph-modules of the run's recipe
         stack = replace(stack, cuda_graph_modules=tuple(row["cuda_graph_modules"]))
     stack = _moe_stack(row, stack)

@@ -82,8 +82,14 @@ class Stack:
     (``--xla_gpu_enable_while_loop_double_buffering=false``): every iteration copies them
     into the loop-carried buffer on the compute stream
     (:func:`~clusterforge.perf.sharded.zero3_copy_out_s`). Off in every named stack:
-    MaxText's published recipes turn double buffering on; NVIDIA's Paxml benchmark recipe
-    (dgxc-benchmarking ``paxml/configure.sh``, v24.11-v25.01) turns it off.
+    MaxText's published recipes turn double buffering on; a run whose recipe turns it off
+    with the pipelined all-gather on states it (NVIDIA's Paxml benchmark recipe,
+    dgxc-benchmarking ``paxml/configure.sh`` at 35a9aec and 143b90d).
+    ``layer_input_dropout``: every transformer layer drops out its input, a read and a write
+    of the BF16 activation in the forward, again in a recomputed forward, and of its gradient
+    in the backward (:mod:`clusterforge.perf.input_dropout`); praxis' ``StackedTransformer``
+    with ``input_dropout_prob > 0`` as the block of a ``StackedTransformerRepeated`` (Paxml's
+    ``GPT5BBase``). Off in every named stack; a run whose model sets it states it.
     ``fsdp_copy_in``: before each reduce-scatter the unit's gradients are chunk-concatenated
     into a buffer of the reduce dtype, and the compute stream waits for that copy (FSDP2's
     ``foreach_reduce``; FSDP1 and DeepSpeed reduce their flat gradient buffers in place).
@@ -276,6 +282,7 @@ class Stack:
     remat_saved: tuple[RematName, ...] = ()
     checkpoint_early_stop: bool = False
     embedding_onehot: bool = False
+    layer_input_dropout: bool = False
     eager_rotary: bool = False
     yarn_rotary_unfused: bool = True
 

@@ -39,6 +39,7 @@ from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_ste
 from clusterforge.perf.fp8 import fp8_weight_cast_s
 from clusterforge.perf.fp8_amax import amax_reduction_s
 from clusterforge.perf.host import host_cpu, moe_forward_host_s
+from clusterforge.perf.input_dropout import input_dropout_s
 from clusterforge.perf.logits import logits_times
 from clusterforge.perf.memory import (
     MemoryBreakdown,
@@ -280,8 +281,8 @@ def _stages(
 ) -> list[Stage]:
     """Each pipeline stage's time per micro-batch: its layers, the embedding and logits at
     the ends, the per-stage extras (gradient accumulation, FP8 weight casts and delayed
-    scaling's amax reductions, offload, ZeRO-3 copies out and in) and the MoE forward's
-    host floor."""
+    scaling's amax reductions, layer-input dropouts, offload, ZeRO-3 copies out and in) and
+    the MoE forward's host floor."""
     ends = (*embedding_times(arch, plan, perf, stack), *logits_times(arch, plan, perf, stack))
     host_s = moe_forward_host_s(
         arch, stack, host_cpu(gpu), max(1, arch.num_experts // plan.layout.ep)
@@ -297,6 +298,7 @@ def _stages(
             ends,
             grad_accumulation_s(arch, plan, stack, perf, i, n)
             + fp8_weight_cast_s(arch, plan, stack, perf, n)
+            + input_dropout_s(arch, plan, stack, perf, n)
             + amax_reduction_s(arch, plan, comm, stack, perf, stages, n)
             + offload_s(arch, plan, stack, gpu, times, n)
             + zero3_copy_out_s(arch, plan, stack, perf, n)
