@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.constants import read_constants
+from tests.validation.nccl_efa_gaps import EFA_GAPS
 from tests.validation.nccl_oci_gaps import OCI_RACK_SCALE_GAPS
 from validation.nccl_rows import LARGE_BYTES, ROWS, mean_abs_error, score
 from validation.sets import SETS
@@ -283,6 +284,7 @@ KNOWN_GAPS |= dict.fromkeys(
     B200_TWO_NODE_SMALL,
 )
 KNOWN_GAPS |= OCI_RACK_SCALE_GAPS
+KNOWN_GAPS |= EFA_GAPS
 
 
 def _cases() -> list[object]:
@@ -317,8 +319,9 @@ def test_development_mean_absolute_error_within_5_percent():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="over all 305 development rows the mean error is 21.6 % (15.2 % at >= 16 MiB, "
-    "39.5 % below; 18 OCI 32-tray all-reduce rows moved from held-out; on the 287 rows "
+    reason="over all 317 development rows the mean error is 21.5 % (15.5 % at >= 16 MiB, "
+    "39.5 % below; 21.6 % on the 305 rows before the AWS EFA rows of "
+    "pub_mleng_efa_nccl.toml; 18 OCI 32-tray all-reduce rows moved from held-out; on the 287 rows "
     "before them 21.0 %; 23.8 % before NCCL's one-node clique inside a rack and its clique tree "
     "for uneven racks; 17.3 % on the 233 rows before the OCI GB300 sweeps): the small-size gaps "
     "of the next test, the GB200 1- and 2-rack all-reduce and the other rows listed in "
@@ -352,7 +355,9 @@ def test_a_row_counts_its_nodes_with_the_catalog_node_s_gpus():
     "medium-size tree correction (0.9) at 36 GB/s where 41 was measured; and, since the 2026-12-01 "
     "sources, the SHARP, use3a-ss, Voltage Park and nccl-tests #309 gaps listed in KNOWN_GAPS; "
     "since the 2026-12-02 sources, OCI_TWO_NODE_TREE_CHANNELS and GB300_ALLTOALL_TWO_RACKS; "
-    "since the OCI GB300 sweeps, the GB300_* gaps of nccl_oci_gaps.py",
+    "since the OCI GB300 sweeps, the GB300_* gaps of nccl_oci_gaps.py; since the AWS EFA rows "
+    "(2026-12-03), P6_B200_MID_SIZE_LL128 of nccl_efa_gaps.py (15.2 % on 225 rows before them, "
+    "15.5 % on 237 after)",
 )
 def test_development_mean_error_within_5_percent_from_16_mib():
     large = [score(r) for r in DEVELOPMENT if r["size_bytes"] >= LARGE_BYTES]
