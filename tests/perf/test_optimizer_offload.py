@@ -245,3 +245,13 @@ def test_the_cli_flag_turns_the_offload_on_and_off(tmp_path, capsys) -> None:
     assert flagged["optimizer_offload"] is not None
     cleared = _predict_json(tmp_path, capsys, "true", "--no-optimizer-offload")
     assert cleared["optimizer_offload"] is None
+
+
+def test_the_plan_search_bound_prices_the_offload() -> None:
+    from clusterforge.assess.optimize.bounds import compute_bound_s
+
+    fields = dict(model="llama3.1-8b", tensor_parallel=1, global_batch=8, seq_length=8192,
+                  zero_stage=3, stack="deepspeed")  # fmt: skip
+    on = compute_bound_s(WorkloadSpec(**fields, optimizer_offload=True), "dgx-h200", 8, CATALOG)
+    off = compute_bound_s(WorkloadSpec(**fields), "dgx-h200", 8, CATALOG)
+    assert on is not None and off is not None and on > off + 0.4  # >= 549 ms of host passes
