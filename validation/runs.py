@@ -32,7 +32,7 @@ from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.parallel import ParallelPlan
-from clusterforge.perf.predict import design_comm
+from clusterforge.perf.predict import design_comm, design_host
 from clusterforge.perf.search import least_recompute
 from clusterforge.perf.stack import Stack, stack_named
 from clusterforge.perf.stack_options import MoeDispatcher, RematName
@@ -45,16 +45,7 @@ HERE = Path(__file__).parent
 MICRO_BATCHES = (1, 2, 4, 8)
 VIRTUAL_STAGES = (1, 2, 3, 4, 6, 8)
 RAIL_IB = {"fabric": "infiniband", "topology": "rail-optimized"}
-TABLE_KEYS = (
-    "set",
-    "source",
-    "stack",
-    "node",
-    "metric",
-    "precision",
-    "sequence_parallel",
-    "class",
-)
+TABLE_KEYS = ("set", "source", "stack", "node", "metric", "precision", "sequence_parallel", "class")
 
 Metric = Literal["tokens_per_s_per_gpu", "model_tflops_per_gpu", "hardware_tflops_per_gpu"]
 
@@ -208,6 +199,7 @@ def _run(file: str, row: dict[str, Any]) -> Run:
         precision=row.get("precision", "bf16"),
         shard_size=row.get("shard_size"),
         offload_layers=row.get("offload_layers", 0),
+        optimizer_offload=row.get("optimizer_offload", False),  # DeepSpeed offload_optimizer cpu
     )
     return Run(
         file=file,
@@ -383,13 +375,13 @@ def best_prediction(run: Run, comm: CommModel) -> Prediction | None:
     design = run_design(run)
     gpu, domain = design.compute.gpu, design.compute.nvlink_domain_gpus
     gpu = gpu.model_copy(update=dict(run.gpu)) if run.gpu else gpu
-    best: Prediction | None = None
+    host, best = design_host(design), None
     for plan in candidates(run):
         try:
             fitting = least_recompute(run.arch, plan, gpu, run.stack, run.recompute)
         except PlanError:
             continue
         if fitting is not None:
-            pred = predict_step(run.arch, fitting, gpu, comm, domain, run.stack)
+            pred = predict_step(run.arch, fitting, gpu, comm, domain, run.stack, host=host)
             best = pred if best is None or pred.step_time_s < best.step_time_s else best
     return best

@@ -53,11 +53,15 @@ SMALL_TP_GEMMS = (
     "time of that size: cause not found (benchmarks/vtrain_small_twins.py)"
 )
 ZERO3_CPU_ADAM = (
-    "DeepSpeed ZeRO-3 with offload_optimizer to the host (AdamW state, FP32 master weights "
-    "and the optimizer step on the CPU; not modelled: the model keeps them in HBM), Llama "
-    "3.1 8B, one 8k sequence per GPU on 8 H200 or 8 B200: the measured step is 1.93 s "
-    "(H200) and 1.95 s (B200) longer than predicted, the same on both GPUs, as a host-side "
-    "cost would be; at 64k the excess is 1.3 and 0.9 s, at 192k none (-0.1 and -3.8 s)"
+    "DeepSpeed ZeRO-3 with offload_optimizer to the host, Llama 3.1 8B, one 8k sequence per "
+    "GPU on 8 H200 or 8 B200, the offload modelled (perf.optimizer_offload: CPU Adam, unscale "
+    "and cast at the host's peak DRAM bandwidth shared by 8 ranks, 549 ms on dgx-h200 and "
+    "470 ms on dgx-b200, plus 31 ms of BF16 parameters up PCIe; 580 and 502 ms exposed): "
+    "+83.6 % (H200) and +135.6 % (B200), the measured step still 1.36 s (2.99 against 1.63 s) "
+    "and 1.45 s (2.52 against 1.07 s) longer than predicted, about the same on both GPUs as a "
+    "host-side cost would be. The peak-bandwidth host step is a lower bound (write-allocate "
+    "reads, eight ranks' unbound OpenMP threads, pageable copies not priced); no measured "
+    "CPU-Adam rate on these hosts was found. At 64k +4.7 and +5.2 %, at 192k -0.7 and -8.5 %"
 )
 LONG_CONTEXT = (
     "torchtitan's context parallelism, Llama 3.1 8B at 128K tokens over CP 4 in one node "

@@ -58,6 +58,7 @@ __all__ = [
     "Switch",
     "Table",
     "gpu_architecture",
+    "host_dram_gbyte_per_s",
     "load_catalog",
     "training_container",
 ]
@@ -201,3 +202,12 @@ def training_container(catalog: Catalog, gpu_id: str, framework: str = "megatron
             f"({arch.name}, {arch.toolkit} {arch.isa}); add a [[container]] row for it"
         )
     return max(fitting, key=lambda c: c.release_date)
+
+
+def host_dram_gbyte_per_s(catalog: Catalog, node: Node) -> float | None:
+    """Peak host DRAM bandwidth of a node, GB/s: its sockets x one CPU's
+    (``Cpu.memory_gbyte_per_s``); None when the catalog has no figure for its CPU."""
+    cpu = catalog.cpus.rows.get(node.cpu)
+    if cpu is None or cpu.memory_gbyte_per_s is None:
+        return None
+    return node.num_cpus * cpu.memory_gbyte_per_s

@@ -13,6 +13,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "DDR_CHANNEL_BYTES",
     "FORM_FACTORS",
     "HOST_LINKS",
     "SCALEUPS",
@@ -105,9 +106,41 @@ class Gpu(CatalogRow):
     rent_price_date: str = Field(description="Month of the rent anchors, YYYY-MM")
 
 
+# Bytes per transfer of one DDR channel (64 data bits; JEDEC DDR4 and DDR5 DIMMs, the two
+# 32-bit subchannels of a DDR5 DIMM together).
+DDR_CHANNEL_BYTES = 8
+
+
 class Cpu(CatalogRow):
+    """A host CPU. Memory: peak DRAM bandwidth of one socket, GB/s, with the channels and
+    their transfer rate where the vendor publishes them (then ``memory_gbyte_per_s`` =
+    channels x MT/s x 8 B); None where the catalog has no figure."""
+
     num_cores: int
     tdp_w: float
+    memory_channels: int | None = Field(None, ge=1, description="DRAM channels per socket")
+    memory_mt_per_s: float | None = Field(
+        None, gt=0, description="DRAM transfer rate, MT/s (one DIMM per channel)"
+    )
+    memory_gbyte_per_s: float | None = Field(
+        None, gt=0, description="Peak DRAM bandwidth per socket, GB/s (None = no figure)"
+    )
+    memory_source: str = Field("", description="Where the memory figures come from")
+
+    @model_validator(mode="after")
+    def _memory_consistent(self) -> Cpu:
+        """Channels and rate, when given, make the bandwidth; a bandwidth has a source."""
+        bandwidth = self.memory_gbyte_per_s
+        if bandwidth is not None and not self.memory_source:
+            raise ValueError(f"{self.id}: memory_gbyte_per_s needs a memory_source")
+        if self.memory_channels is not None and self.memory_mt_per_s is not None:
+            derived = self.memory_channels * self.memory_mt_per_s * DDR_CHANNEL_BYTES / 1e3
+            if bandwidth is None or abs(bandwidth - derived) > 1e-6 * derived:
+                raise ValueError(
+                    f"{self.id}: memory_gbyte_per_s = {bandwidth} is not memory_channels x "
+                    f"memory_mt_per_s x {DDR_CHANNEL_BYTES} B = {derived:g} GB/s"
+                )
+        return self
 
 
 class Node(CatalogRow):

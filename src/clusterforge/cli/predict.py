@@ -25,6 +25,7 @@ _PLAN_OPTIONS = {
     "zero": "zero_stage",
     "recompute": "recompute",
     "precision": "precision",
+    "optimizer_offload": "optimizer_offload",
 }
 _DEGREES = tuple(f.name for f in fields(JobLayout))
 
@@ -95,6 +96,11 @@ def _run(options: PredictOptions) -> None:
 @click.option("--zero", type=click.IntRange(0, 3), help="ZeRO stage (3 = FSDP full shard).")
 @click.option("--recompute", type=click.Choice(get_args(Recompute)))
 @click.option("--precision", type=click.Choice(get_args(Precision)))
+@click.option(
+    "--optimizer-offload/--no-optimizer-offload",
+    default=None,
+    help="DeepSpeed ZeRO-Offload: optimizer states and step on the host CPU (ZeRO 1-3).",
+)
 @click.option("--stack", type=click.Choice(STACK_NAMES), help="Software stack (default: spec's).")
 @click.option("--search", is_flag=True, help="Rank valid plans that fit in memory.")
 @click.option("--gpus", help="GPU counts to predict or search, e.g. 512,1024.")

@@ -242,7 +242,8 @@ def _model_state_bytes(
     moments for FSDP/torchtitan (4 + 4 + 8). FP8 runs store the weights as the stack does
     (BF16 plus a cached FP8 copy for Transformer Engine, FP8 only with NeMo's ``fp8_params``,
     unchanged for torchao, which casts on the fly). ``shard``: the ranks the states are
-    sharded over (default the plan's DP x CP shard group).
+    sharded over (default the plan's DP x CP shard group). With ``optimizer_offload`` the
+    optimizer states and the FP32 gradients are in host memory.
     """
     shard = shard or _shard(plan)
     fp8 = plan.precision == "fp8"
@@ -255,6 +256,13 @@ def _model_state_bytes(
         weights = weight_bytes * params / shard + BF16_BYTES * params
     grads = stack.grad_buffer_bytes * params / (shard if plan.zero_stage >= 2 else 1)
     optimizer = stack.optimizer_bytes * params / (shard if plan.zero_stage >= 1 else 1)
+    if plan.optimizer_offload:
+        # ZeRO-Offload (:mod:`.optimizer_offload`): master weights, moments and the FP32
+        # gradient partition live on the host; ZeRO-3's gradient-partition buffer too
+        # (stage3.py allocates it on ``self.device``, the CPU). Under ZeRO-1/2 the BF16
+        # gradients the backward writes stay on the GPU until copied (stage_1_and_2.py).
+        grads = 0.0 if plan.zero_stage >= 3 else BF16_BYTES * grads / stack.grad_buffer_bytes
+        optimizer = 0.0
     return weights, grads, optimizer
 
 

@@ -39,6 +39,9 @@ class ParallelPlan:
 
     ``offload_layers``: layers per stage whose saved activations wait in host memory between
     their forward and backward (Megatron-Core activation offloading; :mod:`.offload`).
+    ``optimizer_offload``: the FP32 master weights, Adam moments and the optimizer step live
+    on the host CPU (DeepSpeed ZeRO-Offload, ``offload_optimizer {device: cpu}``;
+    :mod:`.optimizer_offload`).
     """
 
     layout: JobLayout
@@ -53,6 +56,7 @@ class ParallelPlan:
     shard_size: int | None = None
     recompute_layers: int | None = None
     offload_layers: int = 0
+    optimizer_offload: bool = False
 
     def with_(self, **changes: object) -> ParallelPlan:
         """A copy with some fields changed (plans are frozen)."""
@@ -104,6 +108,15 @@ def validate_plan(arch: ModelArch, plan: ParallelPlan, num_gpus: int) -> tuple[i
         0 <= plan.offload_layers < arch.num_layers,
         f"offload_layers = {plan.offload_layers}: use 0 to {arch.num_layers - 1} layers "
         "whose activations go to host memory (Megatron-Core cpu_offloading_num_layers)",
+    )
+    # DeepSpeed builds its offloading optimizer only with ZeRO on: ``zero_enabled`` is
+    # ``stage > 0`` (deepspeed/runtime/config.py) and ``_do_optimizer_sanity_check`` returns
+    # the ZeRO wrapper, the one consumer of ``offload_optimizer``, only then (engine.py,
+    # deepspeedai/DeepSpeed at edaa7221).
+    require(
+        not plan.optimizer_offload or plan.zero_stage >= 1,
+        f"optimizer_offload with zero_stage = {plan.zero_stage}: DeepSpeed offloads the "
+        "optimizer only under ZeRO stage 1, 2 or 3; use zero_stage 1-3 or no offload",
     )
     replicas = layout.dp * layout.cp
     require(

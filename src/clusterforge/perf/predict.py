@@ -27,6 +27,7 @@ from clusterforge.perf.calibration import (
 )
 from clusterforge.perf.comm import CommModel, NetsimComm, netsim_available
 from clusterforge.perf.flops import Recompute
+from clusterforge.perf.optimizer_offload import HostMemory, host_memory
 from clusterforge.perf.parallel import ParallelPlan, Precision
 from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.search import search
@@ -44,6 +45,7 @@ __all__ = [
     "apply_overrides",
     "calibrated_comm",
     "design_comm",
+    "design_host",
     "plan_from_workload",
     "predict_plan",
     "predict_workload",
@@ -73,6 +75,7 @@ def plan_from_workload(workload: WorkloadSpec, job: JobLayout, arch: ModelArch) 
         precision=workload.precision,
         pipeline_layers=layers,
         shard_size=workload.fsdp_shard_size,
+        optimizer_offload=workload.optimizer_offload,
     )
 
 
@@ -89,6 +92,7 @@ class PlanOverrides:
     zero_stage: int | None = None
     recompute: Recompute | None = None
     precision: Precision | None = None
+    optimizer_offload: bool | None = None
 
 
 def apply_overrides(plan: ParallelPlan, changes: PlanOverrides, num_gpus: int) -> ParallelPlan:
@@ -139,6 +143,11 @@ def _workload(design: Design) -> tuple[WorkloadSpec, JobLayout, ModelArch]:
     return workload, job, resolve_model(workload, design.catalog)
 
 
+def design_host(design: Design) -> HostMemory:
+    """The host memory of the design's nodes (the optimizer offload's DRAM bandwidth)."""
+    return host_memory(design.catalog, design.compute.node)
+
+
 def predict_plan(
     design: Design,
     plan: ParallelPlan,
@@ -160,6 +169,7 @@ def predict_plan(
         design.compute.job_nvlink_domain_gpus,
         stack or stack_named(workload.stack),
         calibration=calibration,
+        host=design_host(design),
     )
 
 
@@ -215,6 +225,7 @@ def _searched(
         stack=stack,
         progress=progress,
         calibration=request.calibration,
+        host=design_host(design),
     )
     return result.predictions, (result.num_candidates, result.num_fitting, result.num_timed)
 

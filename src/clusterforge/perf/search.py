@@ -28,6 +28,7 @@ from clusterforge.job import JobLayout
 from clusterforge.perf.calibration import Calibration
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.memory import memory_per_gpu
+from clusterforge.perf.optimizer_offload import HostMemory
 from clusterforge.perf.parallel import ParallelPlan, validate_plan
 from clusterforge.perf.search_cache import FreeComm, RecordingComm
 from clusterforge.perf.stack import Stack
@@ -199,12 +200,14 @@ def search(
     stack: Stack | None = None,
     progress: Callable[[int, int], None] | None = None,
     calibration: Calibration | None = None,
+    host: HostMemory | None = None,
 ) -> SearchResult:
     """The ``top`` fitting plans by tokens/s (ties: less memory first), branch and bound.
 
     Candidates are pruned by memory first (no timing); the survivors are ranked by
     :func:`_branch_and_bound`, which returns what timing every survivor on the fabric would
     and says how many it timed. ``progress(timed, fitting)`` is called after each timed plan.
+    ``host``: the node's host memory (plans that offload the optimizer need it).
     """
     chosen = stack or Stack.megatron_core()
     candidates = list(candidate_plans(arch, base, base.layout.num_gpus, nvlink_domain_gpus))
@@ -212,7 +215,7 @@ def search(
 
     def time_plan(plan: ParallelPlan, fabric: CommModel) -> Prediction:
         return predict_step(
-            arch, plan, gpu, fabric, nvlink_domain_gpus, chosen, calibration=calibration
+            arch, plan, gpu, fabric, nvlink_domain_gpus, chosen, calibration=calibration, host=host
         )
 
     recording = RecordingComm(comm, domain_gpus=nvlink_domain_gpus)

@@ -18,7 +18,7 @@ memory-bound) and "other" (gradient norm, clipping, zeroing), with the overlaps 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from clusterforge.catalog import Gpu, ModelArch
@@ -48,6 +48,7 @@ from clusterforge.perf.memory import (
     stage_params,
 )
 from clusterforge.perf.offload import offload_s
+from clusterforge.perf.optimizer_offload import HostMemory, OptimizerOffload, optimizer_offload
 from clusterforge.perf.parallel import (
     ParallelPlan,
     num_micro_batches,
@@ -66,7 +67,7 @@ from clusterforge.perf.stack import Stack
 from clusterforge.perf.stage import Stage, blend, stage_time
 from clusterforge.perf.train_metrics import train_metrics_collectives_s
 from clusterforge.perf.uncertainty import Band, run_class, validation_band
-from clusterforge.perf.update import grad_accumulation_s, optimizer_step_s
+from clusterforge.perf.update import grad_accumulation_s, optimizer_step_s, owned_params
 
 __all__ = ["FLOP_CONVENTION", "Breakdown", "Prediction", "predict_step"]
 
@@ -121,6 +122,7 @@ class Prediction:
     breakdown: Breakdown
     stage_layers: tuple[int, ...]
     run_class: str = "megatron-3d"  # what the run exercises (uncertainty.run_class)
+    optimizer_offload: OptimizerOffload | None = None  # its parts when the plan offloads
 
     @property
     def memory_per_gpu_gib(self) -> float:
@@ -161,6 +163,7 @@ class Prediction:
             "tokens_per_s_per_gpu_range": list(self.band.range_of(self.tokens_per_s_per_gpu)),
             "range_fraction": [self.band.low_fraction, self.band.high_fraction],
             "run_class": self.run_class,
+            "optimizer_offload": asdict(self.optimizer_offload) if self.optimizer_offload else None,
             "flop_convention": FLOP_CONVENTION,
         }
 
@@ -211,11 +214,14 @@ def predict_step(
     stack: Stack | None = None,
     *,
     calibration: Calibration | None = None,
+    host: HostMemory | None = None,
 ) -> Prediction:
     """Predict the step time, MFU/HFU and memory of ``plan`` (raises PlanError if invalid).
 
     ``calibration``: the cluster's measured GEMM rate and HBM bandwidth replace the model's
-    (:func:`~clusterforge.perf.calibration.calibrated_perf`).
+    (:func:`~clusterforge.perf.calibration.calibrated_perf`). ``host``: the node's host
+    memory, needed by a plan with ``optimizer_offload``, whose host step and copies
+    (:mod:`~clusterforge.perf.optimizer_offload`) replace the GPU's optimizer step.
     """
     stack = stack or Stack.megatron_core()
     stages = validate_plan(arch, plan, plan.layout.num_gpus)
@@ -227,6 +233,14 @@ def predict_step(
     slowest = max(per_stage, key=lambda s: s.total_s)
     m = num_micro_batches(plan)
     opt_s, other_s = optimizer_step_s(arch, plan, perf, stages[0], stack=stack, cpu=host_cpu(gpu))
+    offloaded = None
+    if plan.optimizer_offload:
+        owned = owned_params(arch, plan, stages[0])
+        backward_s = m * per_stage[0].backward_s
+        offloaded = optimizer_offload(
+            plan, gpu, host, stack_name=stack.name, owned_params=owned, backward_s=backward_s
+        )
+        opt_s = offloaded.exposed_s
     other_s += train_metrics_collectives_s(stack, comm, plan.layout.num_gpus)
     breakdown = Breakdown(
         compute_s=m * slowest.compute_s,
@@ -241,7 +255,9 @@ def predict_step(
         optimizer_s=opt_s,
         other_s=other_s,
     )
-    return _assemble(arch, plan, gpu, stack, stages, breakdown)
+    return replace(
+        _assemble(arch, plan, gpu, stack, stages, breakdown), optimizer_offload=offloaded
+    )
 
 
 def _layer_costs(

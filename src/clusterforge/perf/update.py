@@ -22,6 +22,7 @@ __all__ = [
     "PARAM_TENSORS_PER_LAYER",
     "grad_accumulation_s",
     "optimizer_step_s",
+    "owned_params",
     "stage_weights",
 ]
 
@@ -105,6 +106,19 @@ def _per_tensor_sync_s(owned: float, layers: int, shard: int, perf: GpuPerf, cpu
     return max(host, gpu)
 
 
+def owned_params(arch: ModelArch, plan: ParallelPlan, first_stage: int) -> float:
+    """Parameters whose optimizer state one rank of the first stage owns: the stage's, or
+    under ZeRO 1-3 its ``1 / shard`` of the dense ones and ``EP / shard`` of the experts'
+    (expert states are sharded over the expert-data-parallel group, DP x CP / EP ranks, as
+    in :func:`~clusterforge.perf.memory.memory_per_gpu`)."""
+    params = stage_params(arch, plan, first_stage, first=True)
+    if plan.zero_stage < 1:
+        return params
+    shard = plan.shard_size or plan.layout.dp * plan.layout.cp
+    expert = stage_expert_params(arch, plan, first_stage)
+    return params / shard + expert / max(1, shard // plan.layout.ep) - expert / shard
+
+
 def optimizer_step_s(
     arch: ModelArch,
     plan: ParallelPlan,
@@ -122,12 +136,7 @@ def optimizer_step_s(
     second figure includes the host time of the training metrics' synchronisation."""
     params = stage_params(arch, plan, first_stage, first=True)
     shard = plan.shard_size or plan.layout.dp * plan.layout.cp
-    owned = params / shard if plan.zero_stage >= 1 else params
-    if plan.zero_stage >= 1:
-        # Expert states are sharded over the expert-data-parallel group (DP x CP / EP ranks),
-        # as in memory_per_gpu: a rank owns EP times more of them than of the dense ones.
-        expert = stage_expert_params(arch, plan, first_stage)
-        owned += expert / max(1, shard // plan.layout.ep) - expert / shard
+    owned = owned_params(arch, plan, first_stage)
     held = owned if plan.zero_stage >= 2 else params
     norm_and_zero = memory_time_s(held * 4 * 2, perf, num_kernels=4)
     if stack is not None:

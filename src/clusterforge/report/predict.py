@@ -31,6 +31,7 @@ def plan_label(plan: ParallelPlan) -> str:
     parts += [f"DP{job.dp}", f"mb{plan.micro_batch}"]
     parts += [f"v{job.vpp}"] if job.vpp > 1 else []
     parts += [f"Z{plan.zero_stage}"]
+    parts += ["opt-offload"] if plan.optimizer_offload else []
     if plan.shard_size:
         parts += [f"shard{plan.shard_size}"]
     match plan.recompute:
@@ -92,6 +93,15 @@ def _breakdown_table(p: Prediction) -> Table:
         f"{mem.activations_gib:.1f} + reserve {mem.reserve_gib:.1f}; layers per stage "
         f"{list(p.stage_layers)}"
     )
+    off = p.optimizer_offload
+    if off is not None:
+        table.caption += (
+            f"; optimizer on the host: {off.host_s:.3f} s host passes ({off.ranks_per_host} "
+            f"ranks x {off.owned_params / 1e9:.3f} B params x {off.host_bytes_per_param:.0f} B "
+            f"/ {off.host_dram_gbyte_per_s:.1f} GB/s) + {off.param_up_s:.3f} s parameters up + "
+            f"{max(0.0, off.grad_link_s - off.backward_s):.3f} s gradient copies beyond the "
+            "backward"
+        )
     return table
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import (
     Field,
     field_validator,
+    model_validator,
 )
 
 from clusterforge.catalog import ModelArch
@@ -54,6 +55,12 @@ class WorkloadSpec(Section):
         "selective", description="Activation recomputation"
     )
     zero_stage: Literal[0, 1, 2, 3] = Field(1, description="ZeRO stage / FSDP (3 = full shard)")
+    optimizer_offload: bool = Field(
+        False,
+        description="DeepSpeed ZeRO-Offload: FP32 master weights, Adam moments and the "
+        "optimizer step on the host CPU (offload_optimizer device cpu; ZeRO stage 1-3, "
+        "stack deepspeed)",
+    )
     pipeline_layers: list[Annotated[int, Field(ge=1, le=MAX_LAYERS)]] | None = Field(
         None,
         max_length=1024,
@@ -93,6 +100,28 @@ class WorkloadSpec(Section):
             if value is not None and value > limit:
                 raise ValueError(f"{name} = {value} is more than {limit:,}; use 1 to {limit:,}")
         return model
+
+    @model_validator(mode="after")
+    def _offload_needs_deepspeed_zero(self) -> WorkloadSpec:
+        """ZeRO-Offload is DeepSpeed's and exists only under ZeRO 1-3: DeepSpeed builds the
+        offloading optimizer only when ``zero_enabled`` (``stage > 0``,
+        deepspeed/runtime/config.py; ``_do_optimizer_sanity_check`` in engine.py,
+        deepspeedai/DeepSpeed at edaa7221)."""
+        if not self.optimizer_offload:
+            return self
+        if self.zero_stage == 0:
+            raise ValueError(
+                "optimizer_offload = true with zero_stage = 0: DeepSpeed offloads the optimizer "
+                "only under ZeRO stage 1, 2 or 3; set zero_stage to 1, 2 or 3, or "
+                "optimizer_offload to false"
+            )
+        if self.stack != "deepspeed":
+            raise ValueError(
+                f"optimizer_offload = true with stack = {self.stack!r}: the model prices "
+                "DeepSpeed's ZeRO-Offload only; set stack to 'deepspeed', or "
+                "optimizer_offload to false"
+            )
+        return self
 
     def with_layout(self, layout: JobLayout) -> WorkloadSpec:
         """This workload run with ``layout``: every degree and the interleaving from it, the

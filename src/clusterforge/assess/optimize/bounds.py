@@ -24,6 +24,7 @@ from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, resolve_model, search, stack_named
 from clusterforge.perf.flops import model_flops_per_step
+from clusterforge.perf.optimizer_offload import host_memory
 from clusterforge.perf.search_cache import FreeComm
 from clusterforge.spec import WorkloadSpec
 from clusterforge.spec.optimize import OptimizeSpec, Procurement
@@ -72,6 +73,7 @@ def compute_bound_s(
         seq_length=job.seq_length or arch.seq_length,
         precision=job.precision,
         zero_stage=job.zero_stage,
+        optimizer_offload=job.optimizer_offload,
     )
     try:
         found = search(
@@ -82,6 +84,7 @@ def compute_bound_s(
             node.nvlink_domain_gpus,
             top=1,
             stack=stack_named(job.stack),
+            host=host_memory(catalog, node),
         )
     except PlanError:
         return None

@@ -35,7 +35,7 @@ from clusterforge.perf import (
     search,
     stack_named,
 )
-from clusterforge.perf.predict import design_comm
+from clusterforge.perf.predict import design_comm, design_host
 from clusterforge.spec import ClusterSpec, WorkloadSpec, job_layout
 from clusterforge.spec.optimize import OptimizeSpec, Procurement
 
@@ -175,6 +175,7 @@ def _best_plan(design: Design) -> tuple[Prediction, CommModel]:
         design.compute.job_nvlink_domain_gpus,
         top=1,
         stack=stack_named(workload.stack),
+        host=design_host(design),
     )
     return found.predictions[0], comm
 
