@@ -63,6 +63,25 @@ ZERO3_CPU_ADAM = (
     "reads, eight ranks' unbound OpenMP threads, pageable copies not priced); no measured "
     "CPU-Adam rate on these hosts was found. At 64k +4.7 and +5.2 %, at 192k -0.7 and -8.5 %"
 )
+TORCHAO_B200_750W = (
+    "torchao's torchtitan Llama 3 8B on one node of 8 B200 limited to 750 W (FSDP2, batch 1, "
+    "sequence 8192, per-op SAC, torch.compile, BF16): measured 0.99 s a step, predicted "
+    "0.54 s (+82.9 %); the same table's H100 BF16 row is +20.7 %. The model prices the "
+    "catalog B200 at 1000 W (no published B200 peak at 750 W to state on the row) and PyTorch "
+    "SDPA's FlashAttention-2 build on B200 at the FlashAttention-2 estimate (0.44 of the BF16 "
+    "MAMF, no measured SDPA rate on B200); candidates, neither measured: the power limit and "
+    "the SDPA kernel's rate on sm_100 (docs/validation.md, 'torchao float8 / MXFP8 "
+    "single-node tables')"
+)
+TORCHAO_MI300X_FP8 = (
+    "torchao's torchtitan Llama 3 8B on one node of 8 MI300X (ROCm 6.4, FSDP2, batch 1, "
+    "sequence 8192, per-op SAC, torch.compile, float8 tensorwise with float8 all-gather): "
+    "measured 1.33 s a step, predicted 0.84 s (+57.2 %). The model has no MI300X FP8 MAMF "
+    "(it takes the BF16 MAMF's share of peak, 668.4 of 1,307 TFLOPS, on the 2,615 TFLOPS "
+    "FP8 peak: 1,337) and no measured ROCm SDPA (AOTriton) rate (the FlashAttention-2 "
+    "estimate); candidates, not measured "
+    "(docs/validation.md, 'torchao float8 / MXFP8 single-node tables')"
+)
 LONG_CONTEXT = (
     "torchtitan's context parallelism, Llama 3.1 8B at 128K tokens over CP 4 in one node "
     "(PyTorch's experimental context_parallel, full recomputation, H100 96GB at 500 W): 30 % "
@@ -237,6 +256,9 @@ KNOWN_GAPS = {
     # validation/pub_mleng_zero3_h200_b200.toml (development rows)
     "pub-mleng-zero3-h200-8b-8k": ZERO3_CPU_ADAM,
     "pub-mleng-zero3-b200-8b-8k": ZERO3_CPU_ADAM,
+    # validation/pub_torchao_float8_1node.toml (development rows)
+    "pub-torchao-b200-8b-bf16": TORCHAO_B200_750W,
+    "pub-torchao-mi300x-8b-fp8-tensorwise": TORCHAO_MI300X_FP8,
     # validation/pub_paxml_fsdp_h100.toml (development rows)
     "pub-paxml-h100-gpt3-175b-fp8-512gpu": PAXML_175B_LEVEL,
     "pub-paxml-h100-gpt3-175b-fp8-2048gpu": PAXML_175B_LEVEL,
