@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,9 @@ from rich.console import Console
 
 from clusterforge.cli.main import main
 from clusterforge.design import plan
+from clusterforge.errors import AdapterError
 from clusterforge.rehearse import cluster
+from clusterforge.rehearse.emulated import EmulatedSlurm, Ports
 from clusterforge.rehearse.fixtures import healthy_readings, write_readings, xid_readings
 from clusterforge.rehearse.model import DrillResult, RehearseReport
 from clusterforge.report.rehearse import print_rehearse, rehearse_json, seconds
@@ -170,3 +173,18 @@ def test_prometheus_config_keeps_the_generated_rules_and_points_at_the_local_exp
         (["127.0.0.1:18952"], "gpu-0002"),
     ]
     assert all(c["labels"]["cluster"] == design.spec.name for c in job["static_configs"])
+
+
+def test_a_port_left_listening_by_a_killed_run_is_a_clear_error(tmp_path: Path) -> None:
+    holder = socket.create_server(("", 0))  # stands for a slurmd an earlier run left
+    taken = holder.getsockname()[1]
+    slurm = EmulatedSlurm(
+        tmp_path, tmp_path, ports=Ports(taken - 1, taken - 1, 1), nodes=["n1", "n2"]
+    )
+    try:
+        with pytest.raises(AdapterError, match=rf"port\(s\) {taken} of this emulated") as err:
+            slurm.start()
+    finally:
+        holder.close()
+    assert f"sport = :{taken}" in str(err.value)
+    assert slurm.processes == []  # nothing started

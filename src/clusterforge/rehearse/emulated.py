@@ -150,6 +150,17 @@ _HARDWARE_RE = re.compile(
 )
 
 
+def _port_taken(port: int) -> bool:
+    """Whether something listens on TCP ``port`` of any address (a bind that would fail)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is no owner
+        try:
+            probe.bind(("", port))
+        except OSError:
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class Ports:
     """Where one emulated cluster listens, and its job-id range (one set per cluster on a host)."""
@@ -293,6 +304,17 @@ class EmulatedSlurm:
 
     def start(self) -> None:
         """Run each daemon in the foreground (-D) as our child, so stop() can reap it."""
+        wanted = [self.ports.ctld_port] + [
+            self.ports.first_slurmd_port + i for i in range(len(self.nodes))
+        ]
+        busy = [port for port in wanted if _port_taken(port)]
+        if busy:
+            raise AdapterError(
+                f"TCP port(s) {', '.join(map(str, busy))} of this emulated cluster are already "
+                "listening, most likely a slurmctld/slurmd left by an earlier rehearsal that was "
+                f"killed; find it with `ss -ltnp 'sport = :{busy[0]}'` and stop it, or give this "
+                "cluster other ports"
+            )
         self._spawn(["slurmctld", "-D", "-f", str(self.conf)])
         for node in self.nodes:
             self._spawn(["slurmd", "-D", "-f", str(self.conf), "-N", node])

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,9 +100,22 @@ class Links:
             _ip("link", "del", self.bridge, check=False)
 
 
+def _clear_leftovers(port: LinkPort) -> None:
+    """Remove what a killed rehearsal left under the port's names. A namespace lives on while
+    a process runs in it, after ``ip netns del`` has removed only its name (ip-netns(8)), and
+    its veth pair with it; so the processes are killed first and the far end is deleted on its
+    own (deleting one end of a veth pair deletes both, veth(4))."""
+    pids = _ip("netns", "pids", port.netns, check=False)
+    for pid in pids.stdout.split() if pids.returncode == 0 else []:
+        with suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid), signal.SIGKILL)
+    _ip("netns", "del", port.netns, check=False)
+    _ip("link", "del", port.far_end, check=False)
+
+
 def _add_port(node: str, index: int, *, tag: str, hca: str) -> LinkPort:
     port = LinkPort(node, f"cf-{tag}-{node}", hca, f"cf{tag}s{index}", "")
-    _ip("netns", "del", port.netns, check=False)  # a namespace left by a killed rehearsal
+    _clear_leftovers(port)
     _ip("netns", "add", port.netns)
     _ip("link", "add", port.far_end, "type", "veth", "peer", "name", hca, "netns", port.netns)
     _ip("-n", port.netns, "link", "set", hca, "up")
