@@ -327,8 +327,9 @@ def test_development_mean_absolute_error_within_5_percent():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="over all 317 development rows the mean error is 21.5 % (15.5 % at >= 16 MiB, "
-    "39.5 % below; 21.6 % on the 305 rows before the AWS EFA rows of "
+    reason="over all 317 development rows the mean error is 21.5 % (15.4 % at >= 16 MiB, "
+    "39.5 % below; 15.5 % at >= 16 MiB before NCCL's Blackwell NVLS-Tree ceiling of "
+    "v2.28.9-1 to v2.29.7-1; 21.6 % on the 305 rows before the AWS EFA rows of "
     "pub_mleng_efa_nccl.toml; 18 OCI 32-tray all-reduce rows moved from held-out; on the 287 rows "
     "before them 21.0 %; 23.8 % before NCCL's one-node clique inside a rack and its clique tree "
     "for uneven racks; 17.3 % on the 233 rows before the OCI GB300 sweeps): the small-size gaps "
@@ -365,7 +366,8 @@ def test_a_row_counts_its_nodes_with_the_catalog_node_s_gpus():
     "since the 2026-12-02 sources, OCI_TWO_NODE_TREE_CHANNELS and GB300_ALLTOALL_TWO_RACKS; "
     "since the OCI GB300 sweeps, the GB300_* gaps of nccl_oci_gaps.py; since the AWS EFA rows "
     "(2026-12-03), P6_B200_MID_SIZE_LL128 of nccl_efa_gaps.py (15.2 % on 225 rows before them, "
-    "15.5 % on 237 after)",
+    "15.5 % on 237 after; 15.4 % since the Blackwell NVLS-Tree ceiling of v2.28.9-1 to "
+    "v2.29.7-1)",
 )
 def test_development_mean_error_within_5_percent_from_16_mib():
     large = [score(r) for r in DEVELOPMENT if r["size_bytes"] >= LARGE_BYTES]
