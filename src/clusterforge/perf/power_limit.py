@@ -1,7 +1,7 @@
 """A GPU run under a board power limit below its TDP (``nvidia-smi -pl``).
 
-A power limit lowers the clock the SMs sustain while the tensor cores are busy; it does not
-lower the HBM clock. The model therefore scales the GPU's compute ceilings (in
+A power limit lowers the clock the SMs sustain while the tensor cores are busy; the model
+takes it not to lower the HBM clock. The model therefore scales the GPU's compute ceilings (in
 :func:`clusterforge.perf.roofline.gpu_perf`: the measured MAMF and attention-kernel rates)
 and keeps its HBM bandwidth and kernel launch cost; MFU stays quoted against the part's
 datasheet peak:
@@ -18,19 +18,20 @@ share to within 0.2 % anywhere between 0.7 and 1.0 of TDP; below 0.7 the exponen
 extrapolation. It lies between the two bounds a clock-for-power trade can take: 1 (power
 proportional to clock, no voltage headroom) and 1/3 (``P ~ f V^2`` with ``V ~ f``).
 
-Memory-bound kernels keep their rate: the limit is enforced by lowering the graphics clock
-(NVIDIA DGX B200 User Guide, "Managing Power Capping": the GPU's performance monitoring
-unit applies the most conservative of the VBIOS, ``nvidia-smi`` and out-of-band limits), and
-a streaming kernel draws well under the limit. AMD's MAF measurements show the same split
-from the other side: the MI300X sustains 1,207 MHz in a BF16 GEMM and 1,230 MHz in an FP8
-GEMM against its 2,100 MHz boost clock, the clock set by power while the tensor cores run
-(ROCm blog "Measuring Max-Achievable FLOPs - Part 2", 2025-02-28, Table 1).
+Memory-bound kernels keep their rate: the limit is enforced on the graphics clock (NVIDIA
+DGX B200 User Guide, "Managing Power Capping": the GPU's performance monitoring unit applies
+the most conservative of the VBIOS, ``nvidia-smi`` and out-of-band limits). AMD's MAF
+measurements show the split from the other side: the MI300X sustains 1,207 MHz in a BF16
+GEMM and 1,230 MHz in an FP8 GEMM against its 2,100 MHz peak engine clock (AMD Instinct
+MI300X data sheet), the clock set by power while the tensor cores run (ROCm blog "Measuring Max-Achievable FLOPs -
+Part 2", 2025-02-28, Table 1). That a streaming kernel stays under the limit is the
+model's assumption, not a measurement read here.
 
 The limit accepted is between ``MIN_POWER_LIMIT_FRACTION`` of TDP and TDP: above TDP the
-board does not run (the VBIOS maximum is the TDP of the catalog parts); below half of TDP
-the exponent, read between 0.7 and 1.0, would be extrapolated past where a rate is worth
-printing. The same floor serves the facility planner's power caps
-(:mod:`clusterforge.design.facility.power`).
+part is not rated (the catalog TDP is the board power the part is sold at); below half of
+TDP the exponent, read between 0.7 and 1.0, would be extrapolated past where a rate is worth
+printing. The facility planner's power caps stop at the same half of TDP
+(:mod:`clusterforge.design.facility.power`, ``MIN_POWER_CAP_FRACTION``).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def check_power_limit(gpu: Gpu, limit_w: float, field: str = "gpu_power_limit_w"
     if limit_w > gpu.tdp_w:
         raise SpecError(
             f"{field} = {limit_w:g} W is above the {gpu.id}'s {gpu.tdp_w:g} W TDP, the most "
-            f"its board runs at; set {field} to {floor_w:g}-{gpu.tdp_w:g} W, or leave it "
+            f"the part is rated for; set {field} to {floor_w:g}-{gpu.tdp_w:g} W, or leave it "
             "unset for the full TDP"
         )
     if limit_w < floor_w:
