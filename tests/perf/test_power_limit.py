@@ -74,7 +74,14 @@ def test_the_spec_field_reaches_the_design_and_is_checked() -> None:
 def _tokens_per_gpu(capsys: pytest.CaptureFixture[str], *args: str) -> float:
     assert main(["predict", *args, "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["plans"]
+    limit = args[args.index("--gpu-power-limit-w") + 1] if args else None
+    assert row.get("gpu_power_limit_w") == (float(limit) if limit else None)
     return float(row["tokens_per_s_per_gpu"])
+
+
+def test_the_table_names_the_limit(capsys) -> None:
+    assert main(["predict", "--gpu-power-limit-w", "600"]) == 0
+    assert "x h100-sxm limited to 600 W" in capsys.readouterr().out
 
 
 def test_predict_takes_the_limit_and_refuses_one_above_tdp(capsys) -> None:

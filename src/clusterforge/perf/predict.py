@@ -212,6 +212,7 @@ class PredictOutcome:
     num_fitting: int = 1
     num_timed: int = 1
     calibration_changes: tuple[CalibrationChange, ...] = ()
+    gpu_power_limit_w: float | None = None  # board power limit of every GPU (None = TDP)
 
 
 def _searched(
@@ -344,6 +345,7 @@ def run_predict(
         num_fitting=tally[1],
         num_timed=tally[2],
         calibration_changes=_calibration_changes(design, request.calibration, comm),
+        gpu_power_limit_w=design.compute.gpu_power_limit_w,
     )
 
 
