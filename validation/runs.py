@@ -32,6 +32,7 @@ from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.parallel import ParallelPlan
+from clusterforge.perf.power_limit import power_limited
 from clusterforge.perf.predict import design_comm, design_host
 from clusterforge.perf.search import least_recompute
 from clusterforge.perf.stack import Stack, stack_named
@@ -72,6 +73,7 @@ class Run:
     sweep: str | None = None  # plans of one model on one cluster, ranked against each other
     stated_class: str | None = None  # the class the row states (``class``), if any
     gpu: tuple[tuple[str, Any], ...] = ()  # catalog GPU fields the run's GPU differs in
+    gpu_power_limit_w: float | None = None  # board power limit, W (nvidia-smi -pl)
 
     @property
     def base_class(self) -> str:
@@ -220,6 +222,7 @@ def _run(file: str, row: dict[str, Any]) -> Run:
         sweep=row.get("sweep"),
         stated_class=row.get("class"),
         gpu=tuple(sorted(row.get("gpu", {}).items())),
+        gpu_power_limit_w=row.get("gpu_power_limit_w"),
     )
 
 
@@ -375,6 +378,7 @@ def best_prediction(run: Run, comm: CommModel) -> Prediction | None:
     design = run_design(run)
     gpu, domain = design.compute.gpu, design.compute.nvlink_domain_gpus
     gpu = gpu.model_copy(update=dict(run.gpu)) if run.gpu else gpu
+    gpu = power_limited(gpu, run.gpu_power_limit_w)
     host, best = design_host(design), None
     for plan in candidates(run):
         try:

@@ -66,21 +66,19 @@ ZERO3_CPU_ADAM = (
 TORCHAO_B200_750W = (
     "torchao's torchtitan Llama 3 8B on one node of 8 B200 limited to 750 W (FSDP2, batch 1, "
     "sequence 8192, per-op SAC, torch.compile, BF16): measured 0.99 s a step, predicted "
-    "0.54 s (+82.9 %); the same table's H100 BF16 row is +20.7 %. The model prices the "
-    "catalog B200 at 1000 W (no published B200 peak at 750 W to state on the row) and PyTorch "
-    "SDPA's FlashAttention-2 build on B200 at the FlashAttention-2 estimate (0.44 of the BF16 "
-    "MAMF, no measured SDPA rate on B200); candidates, neither measured: the power limit and "
-    "the SDPA kernel's rate on sm_100 (docs/validation.md, 'torchao float8 / MXFP8 "
-    "single-node tables')"
+    "0.64 s (+54.1 %; +82.9 % before the row stated its 750 W limit, priced by "
+    "perf.power_limit at 0.817 of the 1000 W matmul rate); the same table's H100 BF16 row is "
+    "+20.7 %. Left: PyTorch SDPA's FlashAttention-2 build on B200 at the FlashAttention-2 "
+    "estimate (0.44 of the BF16 MAMF, no measured SDPA rate on sm_100), not measured "
+    "(docs/validation.md, 'torchao float8 / MXFP8 single-node tables', 'A GPU power limit')"
 )
 TORCHAO_MI300X_FP8 = (
     "torchao's torchtitan Llama 3 8B on one node of 8 MI300X (ROCm 6.4, FSDP2, batch 1, "
     "sequence 8192, per-op SAC, torch.compile, float8 tensorwise with float8 all-gather): "
-    "measured 1.33 s a step, predicted 0.84 s (+57.2 %). The model has no MI300X FP8 MAMF "
-    "(it takes the BF16 MAMF's share of peak, 668.4 of 1,307 TFLOPS, on the 2,615 TFLOPS "
-    "FP8 peak: 1,337) and no measured ROCm SDPA (AOTriton) rate (the FlashAttention-2 "
-    "estimate); candidates, not measured "
-    "(docs/validation.md, 'torchao float8 / MXFP8 single-node tables')"
+    "measured 1.33 s a step, predicted 0.86 s (+53.8 %; +57.2 % before AMD's measured FP8 "
+    "MAF, 1,273 TFLOPs, replaced the BF16 MAMF's share of the FP8 peak, 1,337). Left: no "
+    "measured ROCm SDPA (AOTriton) rate (the FlashAttention-2 estimate); not measured "
+    "(docs/validation.md, 'torchao float8 / MXFP8 single-node tables', 'A GPU power limit')"
 )
 LONG_CONTEXT = (
     "torchtitan's context parallelism, Llama 3.1 8B at 128K tokens over CP 4 in one node "

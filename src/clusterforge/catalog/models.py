@@ -67,6 +67,12 @@ class Gpu(CatalogRow):
     hbm_gbyte: float
     hbm_tbyte_per_s: float
     tdp_w: float
+    power_limit_w: float | None = Field(
+        None,
+        gt=0,
+        description="Board power limit set below the TDP (nvidia-smi -pl), W; None = the TDP. "
+        "Not a catalog column: a spec's gpu_power_limit_w sets it on the design's GPU",
+    )
     bf16_dense_tflops: float
     fp8_dense_tflops: float
     num_sms: int = Field(

@@ -42,6 +42,7 @@ class PredictOptions:
     gpu_counts: tuple[int, ...]
     as_json: bool
     calibration: str | None = None
+    gpu_power_limit_w: float | None = None
 
 
 def _gpu_counts(gpus: str | None, max_gpus: int | None) -> tuple[int, ...]:
@@ -64,7 +65,10 @@ def _run(options: PredictOptions) -> None:
     from clusterforge.report.terminal import make_console
     from clusterforge.spec import load_spec
 
-    design = design_plan(load_spec(options.spec))
+    spec = load_spec(options.spec)
+    if options.gpu_power_limit_w is not None:
+        spec = spec.model_copy(update={"gpu_power_limit_w": options.gpu_power_limit_w})
+    design = design_plan(spec)
     calibration = load_calibration(Path(options.calibration)) if options.calibration else None
     request = PredictRequest(
         overrides=options.overrides,
@@ -101,6 +105,11 @@ def _run(options: PredictOptions) -> None:
     default=None,
     help="DeepSpeed ZeRO-Offload: optimizer states and step on the host CPU (ZeRO 1-3).",
 )
+@click.option(
+    "--gpu-power-limit-w",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Board power limit of every GPU, W (nvidia-smi -pl; default: the spec's, else TDP).",
+)
 @click.option("--stack", type=click.Choice(STACK_NAMES), help="Software stack (default: spec's).")
 @click.option("--search", is_flag=True, help="Rank valid plans that fit in memory.")
 @click.option("--gpus", help="GPU counts to predict or search, e.g. 512,1024.")
@@ -128,5 +137,6 @@ def command(**values: Any) -> None:
         gpu_counts=_gpu_counts(values["gpus"], values["max_gpus"]),
         as_json=values["as_json"],
         calibration=values["calibration"],
+        gpu_power_limit_w=values["gpu_power_limit_w"],
     )
     _run(options)

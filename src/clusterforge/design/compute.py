@@ -36,6 +36,9 @@ class ComputeDesign(BaseModel):
     num_nodes: int
     num_training_gpus: int
     num_gpus_total: int
+    gpu_power_limit_w: float | None = Field(
+        None, description="Board power limit of every GPU, W (None = its TDP)"
+    )
     cpu_cores_per_node: int
     cpu_cores_per_gpu: float
     nvlink_domain_gpus: int = Field(description="GPUs that share one NVLink/NVSwitch domain")
@@ -108,6 +111,10 @@ def size_compute(spec: ClusterSpec, catalog: Catalog) -> ComputeDesign:
     """
     node = catalog.nodes[resolve_node_id(spec, catalog)]
     gpu = catalog.gpus[node.gpu]
+    if spec.gpu_power_limit_w is not None:
+        from clusterforge.perf.power_limit import check_power_limit  # perf imports design
+
+        check_power_limit(gpu, spec.gpu_power_limit_w)
     cpu = catalog.cpus[node.cpu]
     training = spec.num_gpus // node.num_gpus
     if training > MAX_NODES:
@@ -141,6 +148,7 @@ def size_compute(spec: ClusterSpec, catalog: Catalog) -> ComputeDesign:
         num_nodes=total_nodes,
         num_training_gpus=training * node.num_gpus,
         num_gpus_total=total_nodes * node.num_gpus,
+        gpu_power_limit_w=spec.gpu_power_limit_w,
         cpu_cores_per_node=cores,
         cpu_cores_per_gpu=cores / node.num_gpus,
         nvlink_domain_gpus=domain_gpus,

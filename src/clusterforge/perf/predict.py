@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from clusterforge.catalog import Catalog, ModelArch
+from clusterforge.catalog import Catalog, Gpu, ModelArch
 from clusterforge.errors import PlanError, SimulationError
 from clusterforge.job import JobLayout
 from clusterforge.perf.calibration import (
@@ -29,6 +29,7 @@ from clusterforge.perf.comm import CommModel, NetsimComm, netsim_available
 from clusterforge.perf.flops import Recompute
 from clusterforge.perf.optimizer_offload import HostMemory, host_memory
 from clusterforge.perf.parallel import ParallelPlan, Precision
+from clusterforge.perf.power_limit import power_limited
 from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.search import search
 from clusterforge.perf.stack import Stack, StackName, stack_named
@@ -45,6 +46,7 @@ __all__ = [
     "apply_overrides",
     "calibrated_comm",
     "design_comm",
+    "design_gpu",
     "design_host",
     "plan_from_workload",
     "predict_plan",
@@ -143,6 +145,12 @@ def _workload(design: Design) -> tuple[WorkloadSpec, JobLayout, ModelArch]:
     return workload, job, resolve_model(workload, design.catalog)
 
 
+def design_gpu(design: Design) -> Gpu:
+    """The design's GPU at its power limit (``gpu_power_limit_w``; the catalog part at TDP
+    when none is set)."""
+    return power_limited(design.compute.gpu, design.compute.gpu_power_limit_w)
+
+
 def design_host(design: Design) -> HostMemory:
     """The host memory of the design's nodes (the optimizer offload's DRAM bandwidth)."""
     return host_memory(design.catalog, design.compute.node)
@@ -164,7 +172,7 @@ def predict_plan(
     return predict_step(
         arch or spec_arch,
         plan,
-        design.compute.gpu,
+        design_gpu(design),
         comm or design_comm(design),
         design.compute.job_nvlink_domain_gpus,
         stack or stack_named(workload.stack),
@@ -204,6 +212,7 @@ class PredictOutcome:
     num_fitting: int = 1
     num_timed: int = 1
     calibration_changes: tuple[CalibrationChange, ...] = ()
+    gpu_power_limit_w: float | None = None  # board power limit of every GPU (None = TDP)
 
 
 def _searched(
@@ -218,7 +227,7 @@ def _searched(
     result = search(
         arch,
         start,
-        design.compute.gpu,
+        design_gpu(design),
         comm,
         design.compute.job_nvlink_domain_gpus,
         top=request.top,
@@ -336,6 +345,7 @@ def run_predict(
         num_fitting=tally[1],
         num_timed=tally[2],
         calibration_changes=_calibration_changes(design, request.calibration, comm),
+        gpu_power_limit_w=design.compute.gpu_power_limit_w,
     )
 
 
@@ -345,7 +355,7 @@ def _calibration_changes(
     """The figures the calibration replaced: the GPU's, then each measured collective's."""
     if calibration is None:
         return ()
-    changes = perf_changes(gpu_perf(design.compute.gpu, "bf16"), calibration)
+    changes = perf_changes(gpu_perf(design_gpu(design), "bf16"), calibration)
     if isinstance(comm, CalibratedComm):
         changes += comm.changes
     return tuple(changes)

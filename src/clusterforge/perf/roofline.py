@@ -27,6 +27,7 @@ from typing import Any
 
 from clusterforge.catalog import Gpu, gpu_architecture, load_catalog
 from clusterforge.constants import read_constants
+from clusterforge.perf.power_limit import limit_share
 
 __all__ = [
     "BF16_BYTES",
@@ -149,7 +150,8 @@ def _peak_ratio(gpu: Gpu) -> float:
 
 def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -> GpuPerf:
     """MAMF ceiling for ``precision`` (fp16 = bf16; missing FP8 rows use the BF16 fraction),
-    scaled by :func:`_peak_ratio` when the GPU states another peak than its catalog part.
+    scaled by :func:`_peak_ratio` when the GPU states another peak than its catalog part, and
+    by :func:`clusterforge.perf.power_limit.limit_share` under a board power limit.
 
     The FP8 ceiling was measured without fast accumulation (``torch._scaled_mm`` default), the
     mode every FP8 recipe (Transformer Engine, torchao, XLA) uses for its two backward GEMMs;
@@ -163,6 +165,8 @@ def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -
         fraction = bf16 / gpu.bf16_dense_tflops
         default_fp8 = gpu.fp8_dense_tflops * fraction / ratio
         matmul = c.mamf_tflops.get((gpu.id, "fp8"), default_fp8) * ratio
+    share = limit_share(gpu)  # a board power limit below TDP (perf/power_limit.py)
+    bf16, matmul = bf16 * share, matmul * share
     return GpuPerf(
         gpu_id=gpu.id,
         peak_bf16_tflops=gpu.bf16_dense_tflops,
@@ -172,7 +176,7 @@ def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -
         bf16_matmul_tflops=bf16,
         num_sms=gpu.num_sms,
         gemm_efficiency=c.sustained_gemm_of_mamf.get(gpu.id, c.gemm_efficiency_of_mamf),
-        attention_scale=ratio,
+        attention_scale=ratio * share,
     )
 
 

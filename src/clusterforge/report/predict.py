@@ -141,6 +141,8 @@ def predict_json(assessment: PredictAssessment) -> str:
         row["time_to_train_days"] = p.time_to_train_s(outcome.tokens) / 86400
         if i == 0 and goodput is not None:
             row["goodput"] = goodput
+        if outcome.gpu_power_limit_w is not None:
+            row["gpu_power_limit_w"] = outcome.gpu_power_limit_w
         if i == 0 and outcome.calibration_changes:
             row["calibration"] = calibration_json(outcome.calibration_changes)
         if outcome.searched:
@@ -160,6 +162,8 @@ def print_predict(assessment: PredictAssessment, console: Console) -> None:
     gpus = sorted({p.plan.layout.num_gpus for p in outcome.predictions})
     sizes = f"{gpus[0]}" if len(gpus) == 1 else f"{gpus[0]}-{gpus[-1]}"
     title = f"{outcome.model_id} on {sizes} x {outcome.gpu_id}"
+    if outcome.gpu_power_limit_w is not None:
+        title += f" limited to {outcome.gpu_power_limit_w:g} W"
     if outcome.searched:
         title = f"best {len(outcome.predictions)} plans: {title}"
     if outcome.calibration_changes:

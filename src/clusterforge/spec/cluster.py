@@ -42,6 +42,13 @@ class ClusterSpec(Section):
     gpus_per_node: int | None = Field(
         None, ge=1, le=128, description="GPUs per node (None = the node's)"
     )
+    gpu_power_limit_w: float | None = Field(
+        None,
+        gt=0,
+        le=10_000,
+        description="Board power limit of every GPU, W (nvidia-smi -pl); None = the GPU's "
+        "TDP. Lowers the sustained matmul rate (clusterforge.perf.power_limit), not HBM",
+    )
     spare_fraction: float = Field(0.05, ge=0, le=0.5, description="Spare nodes, share of nodes")
     spare_nodes_per_nvlink_domain: int = Field(
         0,
