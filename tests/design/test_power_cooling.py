@@ -58,8 +58,18 @@ def test_smallest_standard_breaker_is_chosen():
 def test_power_cap_proposal_and_penalty():
     cap = propose_power_cap(10.2, 8, 700, 8.0, "facility.max_rack_kw")
     assert cap.gpu_power_limit_w == pytest.approx(700 - 2200 / 8)
-    assert cap.throughput_factor == pytest.approx((cap.gpu_power_limit_w / 700) ** (1 / 3))
-    assert 0.8 < cap.throughput_factor < 1.0
+    # the matmul rate at a power limit, one relation with predict's: HGX B100 (700 W, 56
+    # PFLOPS FP8 sparse per 8 GPUs) against HGX B200 (1,000 W, 72): exponent 0.705
+    assert cap.throughput_factor == pytest.approx((cap.gpu_power_limit_w / 700) ** 0.7046, rel=1e-3)
+    assert cap.throughput_factor == pytest.approx(0.703, abs=1e-3)  # 425 W of 700
+
+
+def test_a_spec_power_limit_is_where_the_cap_starts():
+    """Eight GPUs already limited to 600 W draw 0.8 kW less; the cap takes the rest off the
+    600 W, and the matmul share is still counted from the 700 W TDP."""
+    cap = propose_power_cap(10.2 - 0.8, 8, 700, 8.0, "facility.max_rack_kw", gpu_limit_w=600)
+    assert cap.gpu_power_limit_w == pytest.approx(600 - 1400 / 8)
+    assert cap.throughput_factor == pytest.approx((425 / 700) ** 0.7046, rel=1e-3)
 
 
 def test_power_cap_refused_below_half_tdp():

@@ -7,6 +7,7 @@ import math
 from pydantic import BaseModel, ConfigDict, Field
 
 from clusterforge.catalog import Catalog, Cpu, Gpu, Node
+from clusterforge.catalog.power_limit import check_power_limit
 from clusterforge.errors import CapacityError
 from clusterforge.spec import ClusterSpec, resolve_node_id
 
@@ -112,8 +113,6 @@ def size_compute(spec: ClusterSpec, catalog: Catalog) -> ComputeDesign:
     node = catalog.nodes[resolve_node_id(spec, catalog)]
     gpu = catalog.gpus[node.gpu]
     if spec.gpu_power_limit_w is not None:
-        from clusterforge.perf.power_limit import check_power_limit  # perf imports design
-
         check_power_limit(gpu, spec.gpu_power_limit_w)
     cpu = catalog.cpus[node.cpu]
     training = spec.num_gpus // node.num_gpus

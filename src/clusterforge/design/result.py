@@ -59,5 +59,13 @@ class Design(BaseModel):
         return self.spec.workload, self.job
 
     @property
+    def gpu_power_limit_w(self) -> float | None:
+        """The board power limit every GPU runs at (None: its TDP): the planner's proposed cap
+        when the rack limit forced one (computed from the spec's limit), else the spec's
+        ``gpu_power_limit_w``."""
+        cap = self.layout_density.power_cap
+        return cap.gpu_power_limit_w if cap is not None else self.compute.gpu_power_limit_w
+
+    @property
     def num_mgmt_servers(self) -> int:
         return sum(management_servers(self.spec, self.compute).values())

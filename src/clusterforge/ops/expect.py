@@ -164,13 +164,12 @@ def expectation_from_design(design: Design, node: str | None = None) -> NodeExpe
     have raises :class:`UnknownNodeError`.
     """
     compute, fabric = design.compute, design.fabric
-    cap = design.layout_density.power_cap
     return NodeExpectation(
         num_gpus=compute.gpus_per_node,
         gpu_id=compute.gpu.id,
         gpu_nvml_names=tuple(compute.gpu.nvml_names),
         gpu_tdp_w=compute.gpu.tdp_w,
-        gpu_power_limit_w=cap.gpu_power_limit_w if cap is not None else None,
+        gpu_power_limit_w=design.gpu_power_limit_w,
         num_nvlinks_per_gpu=NVLINKS_PER_GPU.get(compute.gpu.scaleup),
         nvswitch=compute.nvlink_domain_gpus > 1 and compute.gpu.form_factor == "sxm",
         num_compute_nics=fabric.nics_per_node,

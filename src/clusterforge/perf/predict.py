@@ -146,9 +146,9 @@ def _workload(design: Design) -> tuple[WorkloadSpec, JobLayout, ModelArch]:
 
 
 def design_gpu(design: Design) -> Gpu:
-    """The design's GPU at its power limit (``gpu_power_limit_w``; the catalog part at TDP
-    when none is set)."""
-    return power_limited(design.compute.gpu, design.compute.gpu_power_limit_w)
+    """The design's GPU at its power limit (the spec's ``gpu_power_limit_w`` or the planner's
+    rack-power cap, :attr:`Design.gpu_power_limit_w`; the catalog part at TDP when neither)."""
+    return power_limited(design.compute.gpu, design.gpu_power_limit_w)
 
 
 def design_host(design: Design) -> HostMemory:

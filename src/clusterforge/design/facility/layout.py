@@ -49,6 +49,7 @@ __all__ = [
     "check_rack_budget",
     "choose_density",
     "lay_out",
+    "limited_node_kw",
 ]
 
 NETWORK_RACK_KW = 20.0  # switch racks stay air-cooled without containment (ASHRAE TC 9.9)
@@ -81,9 +82,11 @@ def choose_density(spec: ClusterSpec, compute: ComputeDesign) -> Density:
     if node.rack_scale_nodes:
         return _rack_scale_density(spec, compute, limit, limited_by, usable_u)
     cap = None
-    node_kw = node.max_kw
+    node_kw = limited_node_kw(compute)
     if node_kw > limit:
-        cap = propose_power_cap(node_kw, node.num_gpus, compute.gpu.tdp_w, limit, limited_by)
+        cap = propose_power_cap(
+            node_kw, node.num_gpus, compute.gpu.tdp_w, limit, limited_by, compute.gpu_power_limit_w
+        )
         if not f.allow_power_capping:
             raise CapacityError(
                 f"{limited_by}: {limit:g} kW per rack is below one {node.id} node "
@@ -122,11 +125,21 @@ def _room_for(spec: ClusterSpec, kw: float) -> dict[str, Any]:
     return fix
 
 
+def limited_node_kw(compute: ComputeDesign) -> float:
+    """A node's max draw with its GPUs at the spec's ``gpu_power_limit_w``: each GPU draws at
+    most its limit instead of its TDP (the board power the limit caps, ``nvidia-smi -pl``)."""
+    node, limit_w = compute.node, compute.gpu_power_limit_w
+    if limit_w is None:
+        return node.max_kw
+    return node.max_kw - node.num_gpus * (compute.gpu.tdp_w - limit_w) / 1000
+
+
 def _rack_scale_density(
     spec: ClusterSpec, compute: ComputeDesign, limit: float, limited_by: str, usable_u: int
 ) -> Density:
     node = compute.node
-    rack_kw = node.rack_scale_nodes * node.max_kw + node.rack_overhead_kw
+    node_kw = limited_node_kw(compute)
+    rack_kw = node.rack_scale_nodes * node_kw + node.rack_overhead_kw
     if rack_kw > limit + 1e-9:
         raise CapacityError(
             f"{limited_by}: {limit:g} kW per rack cannot hold one {node.id} rack-scale system "
@@ -136,7 +149,7 @@ def _rack_scale_density(
         )
     return Density(
         nodes_per_rack=node.rack_scale_nodes,
-        node_max_kw=node.max_kw,
+        node_max_kw=node_kw,
         limit_kw=limit,
         limited_by="rack-scale system",
         usable_u=usable_u,

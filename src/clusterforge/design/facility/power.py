@@ -27,6 +27,7 @@ import math
 from pydantic import BaseModel, ConfigDict, Field
 
 from clusterforge.catalog import PowerPath
+from clusterforge.catalog.power_limit import MIN_POWER_LIMIT_FRACTION, rate_share_at_limit
 from clusterforge.errors import CapacityError
 from clusterforge.spec import FacilitySpec
 
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 STANDARD_BREAKERS_A = (16, 20, 30, 32, 40, 50, 60, 63, 80, 100, 125)
-MIN_POWER_CAP_FRACTION = 0.5
+MIN_POWER_CAP_FRACTION = MIN_POWER_LIMIT_FRACTION  # the range the power-to-rate relation covers
 
 
 class Circuit(BaseModel):
@@ -80,7 +81,12 @@ class PowerCap(BaseModel):
     gpu_power_limit_w: float
     gpu_tdp_w: float
     node_max_kw: float = Field(description="Node max power with the cap applied")
-    throughput_factor: float = Field(description="(cap/TDP)^(1/3): expected share of throughput")
+    throughput_factor: float = Field(
+        description=(
+            "(cap/TDP)^0.705: the share of its matmul rate a capped GPU keeps "
+            "(clusterforge.catalog.power_limit)"
+        )
+    )
     reason: str
 
 
@@ -155,18 +161,25 @@ def plan_circuits(load_kw: float, facility: FacilitySpec, path: PowerPath) -> Ci
 
 
 def propose_power_cap(
-    node_max_kw: float, num_gpus: int, gpu_tdp_w: float, limit_kw: float, field: str
+    node_max_kw: float,
+    num_gpus: int,
+    gpu_tdp_w: float,
+    limit_kw: float,
+    field: str,
+    gpu_limit_w: float | None = None,
 ) -> PowerCap:
-    """Cap each GPU so a node draws at most ``limit_kw``; refuse below half of TDP."""
+    """Cap each GPU so a node draws at most ``limit_kw``; refuse below half of TDP.
+    ``node_max_kw`` is the node's draw with its GPUs at ``gpu_limit_w`` (the spec's
+    ``gpu_power_limit_w``; TDP when None)."""
     excess_w = (node_max_kw - limit_kw) * 1000
-    cap_w = gpu_tdp_w - excess_w / num_gpus
+    cap_w = (gpu_limit_w or gpu_tdp_w) - excess_w / num_gpus
     if cap_w < MIN_POWER_CAP_FRACTION * gpu_tdp_w:
         raise CapacityError(
             f"{field}: {limit_kw:g} kW is below one node ({node_max_kw:g} kW max) even with GPUs "
             f"capped at {MIN_POWER_CAP_FRACTION:.0%} of their {gpu_tdp_w:g} W TDP; raise "
             "facility.max_rack_kw, add a cooling method, or choose a smaller node"
         )
-    factor = (cap_w / gpu_tdp_w) ** (1 / 3)
+    factor = rate_share_at_limit(cap_w, gpu_tdp_w)
     return PowerCap(
         gpu_power_limit_w=round(cap_w, 1),
         gpu_tdp_w=gpu_tdp_w,

@@ -9,6 +9,7 @@ import numpy as np
 from clusterforge.design.cabling.media import fiber_media, pick_media
 from clusterforge.design.facility.cooling import COOLING_BAND_KW
 from clusterforge.design.facility.hall import hall_of
+from clusterforge.design.facility.layout import limited_node_kw
 from clusterforge.design.rules.finding import Finding
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def rack_power_over_cap(d: Design) -> list[Finding]:
         or d.compute.num_nodes <= den.nodes_per_rack
     ):
         return []
-    full_kw = by_u * node.max_kw
+    full_kw = by_u * limited_node_kw(d.compute)
     return [
         Finding(
             id="rack-power-over-cap",

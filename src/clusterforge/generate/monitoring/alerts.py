@@ -54,9 +54,10 @@ _ON = "{{ $labels.node }} GPU {{ $labels.gpu }}"
 
 
 def gpu_power_limit_w(design: Design) -> float:
-    """The GPU power the racks were sized for: the proposed cap, else the GPU's TDP."""
-    cap = design.layout_density.power_cap
-    return cap.gpu_power_limit_w if cap is not None else design.compute.gpu.tdp_w
+    """The GPU power the racks were sized for: the proposed cap or the spec's limit, else the
+    GPU's TDP."""
+    limit_w = design.gpu_power_limit_w
+    return limit_w if limit_w is not None else design.compute.gpu.tdp_w
 
 
 def _xid_rules() -> list[dict[str, Any]]:
