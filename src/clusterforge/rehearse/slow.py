@@ -15,6 +15,7 @@ machine vary more than that while healthy.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -65,12 +66,27 @@ def cpu_capped(
     try:
         yield
     finally:
+        _empty_and_remove(group)
+
+
+def _empty_and_remove(group: Path, within_s: float = 10.0) -> None:
+    """Move every task of ``group`` back to the root group and remove it. A task forked while
+    the list was being moved, or one still exiting, keeps the group busy (rmdir: EBUSY), so
+    both steps repeat until the group is gone or ``within_s`` has passed."""
+    deadline = time.monotonic() + within_s
+    while True:
         for task in (group / "cgroup.procs").read_text().split():
             try:
                 (CPU_CGROUP / "cgroup.procs").write_text(task)
             except OSError:
                 continue  # the task ended meanwhile
-        group.rmdir()
+        try:
+            group.rmdir()
+            return
+        except OSError as err:
+            if err.errno != errno.EBUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)
 
 
 def diagnose_stragglers(
