@@ -40,6 +40,12 @@ And for the H100 row, ``h100_catalog``: the row as first mapped, on the catalog 
 Meta's H100 variant"), peak between SXM and NVL as ``validation/pub_torchtitan_h100.toml``
 maps the same part.
 
+Last, the B200 row's run at the full 1000 W and without ``torch.compile``, once with the
+FlashAttention-2 rate measured above and once with cuDNN rerun, beside the two step logs of
+pytorch/torchtitan pull request 1196 (2025-05-14, "Use cudnn backend on B200": Llama 3 8B
+on B200, ``tps`` 10,902 before and 12,211 after; configuration and power limit not stated,
+so an indication only, not a row).
+
 Prints each scenario's prediction of the rows it changes and the development set's MAPE,
 median signed error and per-class MAPE with it. Development rows only (held-out rows are
 never predicted here).
@@ -165,6 +171,20 @@ def _run_scenario(rows: list[Run], patches: list[Callable[[], object]]) -> dict[
         return _run_scenario(rows, patches[1:])
 
 
+def _full_power_eager() -> None:
+    """The B200 row at 1000 W without torch.compile, FlashAttention-2 and cuDNN."""
+    run = next(r for r in _development() if r.name == B200_ROW)
+    eager = replace(run, stack=replace(run.stack, fused_elementwise=False), gpu_power_limit_w=None)
+    cudnn = replace(eager, stack=replace(eager.stack, attention="cudnn"))
+    with _sdpa_fa2_b200():
+        flash = _predict([eager])[B200_ROW].predicted
+    with _attention_rerun():
+        rerun = _predict([cudnn])[B200_ROW].predicted
+    print("== B200 row at 1000 W, no torch.compile (pytorch/torchtitan pull 1196 logs)")
+    print(f"  SDPA FlashAttention-2 (measured rate) {flash:9,.1f}  log before 10,902")
+    print(f"  cuDNN, forward rerun                  {rerun:9,.1f}  log after  12,211")
+
+
 def main() -> None:
     runs = _development()
     base = _predict(runs)
@@ -182,6 +202,7 @@ def main() -> None:
                 f"({b.error * 100:+5.1f} %)  here {o.predicted:9,.1f} ({o.error * 100:+5.1f} %)"
             )
         print("  " + _summary(outcomes))
+    _full_power_eager()
 
 
 if __name__ == "__main__":
