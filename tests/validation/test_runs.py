@@ -68,9 +68,11 @@ TORCHAO_B200_750W = (
     "sequence 8192, per-op SAC, torch.compile, BF16): measured 0.99 s a step, predicted "
     "0.64 s (+54.1 %; +82.9 % before the row stated its 750 W limit, priced by "
     "perf.power_limit at 0.817 of the 1000 W matmul rate); the same table's H100 BF16 row is "
-    "+20.7 %. Left: PyTorch SDPA's FlashAttention-2 build on B200 at the FlashAttention-2 "
-    "estimate (0.44 of the BF16 MAMF, no measured SDPA rate on sm_100), not measured "
-    "(docs/validation.md, 'torchao float8 / MXFP8 single-node tables', 'A GPU power limit')"
+    "+7.9 % on Meta's 2.4 TB/s H100. Not the attention kernel: torchtitan 6fc499f6 runs "
+    "cuDNN attention on sm_100, rerun in the backward by its per-op policy; priced so, the row "
+    "is +58.4 % (benchmarks/torchao_attention_whatif.py). Left: the 750 W relation or sm_100 "
+    "kernels not measured (docs/validation.md, 'torchao float8 / MXFP8 single-node tables', "
+    "'A GPU power limit', 'The torchao single-node rows')"
 )
 TORCHAO_MI300X_FP8 = (
     "torchao's torchtitan Llama 3 8B on one node of 8 MI300X (ROCm 6.4, FSDP2, batch 1, "
