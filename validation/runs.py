@@ -101,6 +101,7 @@ STACK_KEYS = (
     "distribute_checkpoints",  # Megatron --distribute-checkpointed-activations
     "scan_carry_copies",  # XLA's pipelined all-gather without loop double buffering
     "layer_input_dropout",  # praxis' input dropout on every repeated layer
+    "xla_pipelined_all_gather",  # XLA's collective pipeliner on the layer scan's all-gathers
 )
 
 

@@ -60,6 +60,7 @@ from clusterforge.perf.parallel import ParallelPlan, shard_groups
 from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, memory_time_s
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.update import stage_weights
+from clusterforge.perf.xla_scan import scan_gathers
 
 __all__ = [
     "UnitCollectives",
@@ -324,6 +325,8 @@ def zero3_exposed_s(
     if stack.fsdp_prefetch == 0:
         forward = units * gather
         backward = units * (regather + reduce + sync)
+    elif not stack.xla_pipelined_all_gather:
+        forward, backward = _scan_unpipelined_s(arch, plan, comm, stack, times, c, reduce + sync)
     else:
         forward = gather + (units - 1) * overlapped_s(gather, fwd_unit)
         # BACKWARD_POST issues each backward gather only once the unit before it has its
@@ -336,6 +339,26 @@ def zero3_exposed_s(
             + sync
         )
     return num_micro * (forward + backward + c.ends_s + c.ends_prep_s)
+
+
+def _scan_unpipelined_s(
+    arch: ModelArch,
+    plan: ParallelPlan,
+    comm: CommModel,
+    stack: Stack,
+    times: LayerTimes,
+    c: UnitCollectives,
+    reduce_s: float,
+) -> tuple[float, float]:
+    """(forward, backward) exposed seconds per micro-batch of a layer scan whose all-gathers
+    XLA does not pipeline (:mod:`clusterforge.perf.xla_scan`): every layer's gathers exposed
+    as its iteration leaves them; its reduce-scatter (and HSDP sync) behind the next layer's
+    backward less the gathers hidden there, the last one exposed."""
+    shard, _ = shard_groups(plan)
+    it = scan_gathers(arch, plan, comm, stack, times, shard, regather=c.regather_s > 0)
+    window = max(0.0, times.backward_s + times.recompute_s - it.backward_hidden_s)
+    backward = c.units * it.backward_s + (c.units - 1) * overlapped_s(reduce_s, window)
+    return c.units * it.forward_s, backward + reduce_s
 
 
 def hsdp_sync_s(

@@ -80,7 +80,10 @@ factor. Each named stack states the defaults of that framework with their source
     with FP8 weight gathers (XLA's ``CollectiveQuantizer`` moves the quantization first).
     The scanned layer loop is double-buffered (``--xla_gpu_enable_while_loop_double_buffering
     =true`` in NVIDIA's dgxc-benchmarking MaxText recipes), so XLA does not copy the
-    pipelined gathers' carried weights (``scan_carry_copies`` off).
+    pipelined gathers' carried weights (``scan_carry_copies`` off). Those recipes and
+    MaxText's A3 scripts set ``--xla_gpu_enable_pipelined_all_gather=true``
+    (``xla_pipelined_all_gather`` on); a run whose XLA leaves it off states it
+    (:mod:`clusterforge.perf.xla_scan`).
     A gathered layer's unsharded weight gradients are that BF16 dot output, 2 bytes per
     weight until their reduce-scatter (``unit_grad_bytes``); the FP32 gradient exists only
     sharded. The same in Paxml with Transformer Engine's JAX layers: FP32 kernels

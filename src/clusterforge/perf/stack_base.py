@@ -85,6 +85,13 @@ class Stack:
     MaxText's published recipes turn double buffering on; a run whose recipe turns it off
     with the pipelined all-gather on states it (NVIDIA's Paxml benchmark recipe,
     dgxc-benchmarking ``paxml/configure.sh`` at 35a9aec and 143b90d).
+    ``xla_pipelined_all_gather``: XLA's collective pipeliner moves each scanned layer's
+    FSDP all-gathers into the loop iteration before (``--xla_gpu_enable_pipelined_all_gather
+    =true``, as every MaxText recipe and NVIDIA's Paxml benchmark recipe set it), which is
+    the one unit prefetched of :func:`~clusterforge.perf.sharded.zero3_exposed_s`; False is
+    a run whose XLA does not pipeline them, each layer's gathers then issued one at a time
+    inside its own iteration (:mod:`clusterforge.perf.xla_scan`). True in every named stack;
+    a run whose XLA flags leave the flag at an XLA default of false states it.
     ``layer_input_dropout``: every transformer layer drops out its input, a read and a write
     of the BF16 activation in the forward, again in a recomputed forward, and of its gradient
     in the backward (:mod:`clusterforge.perf.input_dropout`); praxis' ``StackedTransformer``
@@ -250,6 +257,7 @@ class Stack:
     fsdp_copy_out: bool = False
     fsdp_copy_in: bool = False
     scan_carry_copies: bool = False
+    xla_pipelined_all_gather: bool = True
     fsdp_grad_prep: bool = False
     pipelined_fsdp_no_sync: bool = False
     selective_recompute: SelectivePolicy = "attention"
