@@ -29,6 +29,7 @@ from clusterforge.perf.roofline import gpu_perf
 from clusterforge.perf.xla_scan import (
     XLA_ALL_GATHER_COMBINE_BYTES,
     combined_groups,
+    layer_weights,
     scan_gathers,
 )
 from validation.class_errors import class_summary
@@ -68,9 +69,8 @@ def layer_detail(run: Run) -> str:
     perf = gpu_perf(power_limited(gpu, run.gpu_power_limit_w), plan.precision)
     times = layer_times(arch, plan, perf, stack)
     comm, (shard, _) = run_comm(design), shard_groups(plan)
-    h, f = arch.hidden_size, arch.ffn_hidden_size or 4 * arch.hidden_size
     wire = stack.gathered_weight_bytes(plan.precision)
-    sizes = [2 * h * wire, 3 * h * h * wire, h * h * wire, f * h * wire, f * h * wire]
+    sizes = [p * wire for p in layer_weights(arch, plan)]
     groups = combined_groups(sizes, XLA_ALL_GATHER_COMBINE_BYTES)
     cells = ", ".join(
         f"{size / 1e6:.1f} MB {comm.collective_time_s('all_gather', size, shard) * 1e3:.2f} ms"

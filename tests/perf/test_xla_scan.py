@@ -14,6 +14,7 @@ from clusterforge.catalog import ModelArch
 from clusterforge.job import JobLayout
 from clusterforge.perf import STACK_NAMES, ParallelPlan, stack_named
 from clusterforge.perf.compute import LayerTimes
+from clusterforge.perf.memory import layer_params_per_gpu
 from clusterforge.perf.parallel import shard_groups
 from clusterforge.perf.roofline import load_constants
 from clusterforge.perf.sharded import zero3_exposed_s
@@ -21,6 +22,7 @@ from clusterforge.perf.xla_scan import (
     XLA_ALL_GATHER_COMBINE_BYTES,
     chain_exposed_s,
     combined_groups,
+    layer_weights,
     scan_gathers,
 )
 
@@ -109,3 +111,22 @@ def test_unpipelined_scan_exposes_more_than_one_unit_prefetched(models) -> None:
     assert unpiped > piped
     assert unpiped >= layers * (it.forward_s + it.backward_s)
     assert 0.0 < load_constants().overlap_interference < 1.0
+
+
+def test_layer_weights_are_the_layers_parameters_in_forward_order() -> None:
+    plan = _plan()
+    weights = layer_weights(GPT5B, plan)
+    h = 4096
+    assert weights[1:] == [3 * h * h, h * h, 4 * h * h, 4 * h * h]
+    assert sum(weights) == pytest.approx(layer_params_per_gpu(GPT5B, plan))
+
+
+def test_full_recomputation_gathers_in_forward_order_for_the_rerun() -> None:
+    """Under full recomputation the backward reruns the forward first, reading the weights
+    in forward order, and the backward proper reads no new gather: its exposure is the
+    forward's with the recomputed op times."""
+    plan, comm = _plan().with_(recompute="full"), NcclRingComm()
+    times = LayerTimes(0.012, 0.024, 0.012, 0.009, 0.001, 0.002)
+    shard, _ = shard_groups(plan)
+    it = scan_gathers(GPT5B, plan, comm, MAXTEXT, times, shard, regather=True)
+    assert it.backward_s == pytest.approx(it.forward_s)

@@ -52,6 +52,7 @@ __all__ = [
     "ScanGathers",
     "chain_exposed_s",
     "combined_groups",
+    "layer_weights",
     "scan_gathers",
 ]
 
@@ -112,7 +113,7 @@ def chain_exposed_s(
     return idle, sum(gathers_s.values()) - idle
 
 
-def _weights(arch: ModelArch, plan: ParallelPlan) -> list[float]:
+def layer_weights(arch: ModelArch, plan: ParallelPlan) -> list[float]:
     """Parameters per GPU in forward order: small tensors (the norms), QKV, output, MLP in,
     MLP out (a MoE layer's router and experts split between the two MLP places)."""
     t, h, f = plan.layout.tp, arch.hidden_size, ffn_size(arch)
@@ -196,7 +197,7 @@ def scan_gathers(
     """Exposed gather seconds of one layer iteration, forward and backward, without the
     pipelined all-gather (see the module docstring); ``regather``: the backward gathers
     the weights again (ZeRO-3 resharded after the forward)."""
-    params = _weights(arch, plan)
+    params = layer_weights(arch, plan)
     weights_bytes = [p * stack.gathered_weight_bytes(plan.precision) for p in params]
     shares = [p / max(sum(params[1:]), 1.0) for p in params]
     forward = _forward_ops(times, shares)
