@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -160,19 +161,79 @@ class SlurmLauncher:
         script = self.work / f"{step.name}.sbatch"
         script.write_text(_sbatch_script(step, self.python, out_file, self.port))
         self.port += 1
-        proc = subprocess.run(
-            ["sbatch", "--wait", "--parsable", *self.extra_sbatch, str(script)],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=step.timeout_s + 120,
+        returncode, said = _sbatch_wait(
+            [*self.extra_sbatch, str(script)], step.timeout_s + QUEUE_MARGIN_S
         )
         if not out_file.exists():
             raise AcceptError(
-                f"could not run through Slurm: sbatch exited {proc.returncode}: "
-                f"{(proc.stderr or proc.stdout).strip()[:300]}"
+                f"could not run through Slurm: sbatch exited {returncode}: {said.strip()[:300]}"
             )
         log = read_capped(out_file, MAX_LOG_BYTES, "job output", AcceptError).decode(
             errors="replace"
         )
-        return StepRun(step, records_of(log), log, proc.returncode)
+        return StepRun(step, records_of(log), log, returncode)
+
+
+POLL_S = 2.0  # how often a waiting job's state is looked at
+QUEUE_MARGIN_S = 120.0  # what a job may wait in the queue beyond its step's own time
+
+
+def _sbatch_wait(args: list[str], timeout_s: float) -> tuple[int, str]:
+    """``sbatch --wait --parsable *args``: its exit code and what it printed. A job Slurm holds
+    (a failed prolog requeues it held, ``launch failed requeued held``; an administrator's
+    hold) would keep ``--wait`` waiting to the end; it is cancelled and refused at once, as is a
+    job past ``timeout_s``."""
+    proc = subprocess.Popen(
+        ["sbatch", "--wait", "--parsable", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    out = proc.stdout
+    if out is None:  # pragma: no cover - Popen with stdout=PIPE always has it
+        raise AcceptError("could not run through Slurm: sbatch's output is not readable")
+    first, job = "", ""
+    while not job:  # the job id (``id[;cluster]``) comes before the wait; warnings may precede it
+        line = out.readline()
+        first += line
+        if not line:
+            break
+        job = word if (word := line.strip().split(";")[0]).isdigit() else ""
+    deadline = time.monotonic() + timeout_s
+    with proc:  # closes the pipe however this ends
+        while True:
+            try:
+                proc.wait(timeout=POLL_S)
+                return proc.returncode, first + out.read()
+            except subprocess.TimeoutExpired:
+                held = _held_reason(job) if job else None
+                if held is None and time.monotonic() < deadline:
+                    continue
+            if job:
+                subprocess.run(["scancel", job], capture_output=True, check=False, timeout=30)
+            proc.kill()
+            break
+        if held is not None:
+            raise AcceptError(
+                f"could not run through Slurm: job {job} is held ({held}), cancelled; a failed "
+                f"prolog or node drains its nodes: see `sinfo -R` and `scontrol show job {job}`"
+            )
+        raise AcceptError(
+            f"could not run through Slurm: job {job} did not finish within {timeout_s:.0f} s, "
+            "cancelled; see `sacct -j " + job + "` for where it waited"
+        )
+
+
+def _held_reason(job: str) -> str | None:
+    """The reason Slurm holds pending ``job`` (``squeue`` ``%r``), None when it is not held."""
+    out = subprocess.run(
+        ["squeue", "-h", "-j", job, "-o", "%T %r"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    state, _, reason = out.stdout.strip().partition(" ")
+    if state == "PENDING" and "held" in reason.lower():
+        return reason
+    return None
