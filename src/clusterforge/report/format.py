@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from clusterforge.catalog.power_limit import rate_share_at_limit
+
 if TYPE_CHECKING:
     from clusterforge.design.cost.tco import CostDesign
+    from clusterforge.design.result import Design
 
 __all__ = [
     "counted",
@@ -20,6 +23,7 @@ __all__ = [
     "num",
     "payback_text",
     "pct",
+    "power_limit_text",
     "pp",
     "size_label",
 ]
@@ -100,4 +104,22 @@ def npv_text(cost: CostDesign) -> str:
     return (
         f"building {gain} {money(abs(cost.npv_usd))} against {cost.rent_basis} rent in today's "
         f"dollars (build {money(cost.build_present_usd)}, rent {money(cost.rent_present_usd)})"
+    )
+
+
+def power_limit_text(design: Design) -> str:
+    """``600 W of 700 W TDP per GPU (the spec's gpu_power_limit_w), 90 % of its matmul rate``,
+    or ``none``: the limit every GPU runs at, why, and what it leaves of the compute rate."""
+    limit_w, gpu = design.gpu_power_limit_w, design.compute.gpu
+    if limit_w is None:
+        return "none"
+    cap = design.layout_density.power_cap
+    why = (
+        f"to fit {design.layout_density.limit_kw:g} kW per rack"
+        if cap is not None
+        else "the spec's gpu_power_limit_w"
+    )
+    share = rate_share_at_limit(limit_w, gpu.tdp_w)
+    return (
+        f"{limit_w:.0f} W of {gpu.tdp_w:.0f} W TDP per GPU ({why}), {pct(share)} of its matmul rate"
     )

@@ -29,7 +29,14 @@ from clusterforge.assess import (
 )
 from clusterforge.design import Design
 from clusterforge.report.expected import parallel_label
-from clusterforge.report.format import money, money_delta, npv_text, payback_text, pct
+from clusterforge.report.format import (
+    money,
+    money_delta,
+    npv_text,
+    payback_text,
+    pct,
+    power_limit_text,
+)
 
 if TYPE_CHECKING:
     from clusterforge.design.cost.tco import CostDesign
@@ -60,7 +67,6 @@ def _kv(title: str, rows: list[tuple[str, str]]) -> Table:
 
 def _compute(d: Design) -> Table:
     c, den = d.compute, d.layout_density
-    cap = den.power_cap
     return _kv(
         "Compute",
         [
@@ -78,7 +84,7 @@ def _compute(d: Design) -> Table:
                 "nodes per rack",
                 f"{den.nodes_per_rack} (limited by {den.limited_by}, {den.limit_kw:g} kW)",
             ),
-            ("power cap", f"{cap.gpu_power_limit_w:.0f} W per GPU" if cap else "none"),
+            ("GPU power limit", power_limit_text(d)),
         ],
     )
 

@@ -11,7 +11,7 @@ from clusterforge.report.elevation import elevation_svg
 from clusterforge.report.fabric.picture import fabric_svg
 from clusterforge.report.figure_file import svg_fragment
 from clusterforge.report.floor import floor_svg
-from clusterforge.report.format import counted
+from clusterforge.report.format import counted, power_limit_text
 from clusterforge.report.html import charts
 from clusterforge.report.html.model import (
     Figure,
@@ -313,4 +313,6 @@ def power_section(design: Design) -> Section:
         f"IT load {kw(p.it_max_kw)} at most, {kw(p.facility_kw)} at the facility; the most "
         f"loaded feed is {worst.name}'s at {pct(worst.circuit.utilization)} of its capacity."
     )
+    if design.gpu_power_limit_w is not None:
+        lead += f" GPU power limit: {power_limit_text(design)}."
     return Section("power", "Power", lead, (Figure(figure, "power per rack"),), (rows,))
