@@ -342,8 +342,22 @@ class EmulatedSlurm:
             time.sleep(1)
         return states
 
+    def _end_jobs(self, within_s: float = 20.0) -> None:
+        """Cancel every job still known to this cluster and wait until the queue is empty: a
+        job's slurmstepd outlives a slurmd stopped under it, waiting for it for ever."""
+        if not self.processes or any(p.poll() is not None for p in self.processes):
+            return  # a daemon is gone: the queue cannot be asked
+        deadline = time.monotonic() + within_s
+        while (jobs := self.run("squeue", "-h", "-o", "%i", check=False).split()) and (
+            time.monotonic() < deadline
+        ):
+            self.run("scancel", *jobs, check=False)
+            time.sleep(0.5)
+
     def stop(self) -> None:
-        """Stop our daemons by the pids in their pid files (and our own handles), then reap."""
+        """End the jobs, stop our daemons by the pids in their pid files (and our own
+        handles), then reap."""
+        self._end_jobs()
         pids = {p.pid for p in self.processes}
         for pid_file in [self.work / f"slurmd-{n}.pid" for n in self.nodes] + [
             self.work / "slurmctld.pid"
