@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from tests.perf.paxml_arch import GPT5B
 
-from clusterforge.catalog import ModelArch
 from clusterforge.job import JobLayout
 from clusterforge.perf import STACK_NAMES, ParallelPlan, Stack, predict_step, stack_named
 from clusterforge.perf.input_dropout import (
@@ -21,21 +21,6 @@ from clusterforge.perf.roofline import gpu_perf, memory_time_s
 
 MAXTEXT = stack_named("maxtext")
 DROPPED = replace(MAXTEXT, layer_input_dropout=True)
-# Paxml's GPT5BBase (nvjax-svc-0/paxml configs.py): 24 layers of 4,096, MLP 16,384.
-GPT5B = ModelArch(
-    id="test-gpt5b",
-    name="GPT5BBase-like",
-    num_layers=24,
-    hidden_size=4096,
-    num_heads=32,
-    ffn_hidden_size=16384,
-    vocab_size=50304,
-    seq_length=2048,
-    position_embedding="learned",
-    normalization="layernorm",
-    linear_bias=True,
-    tied_embeddings=True,
-)
 
 
 def _plan(**changes: object) -> ParallelPlan:
