@@ -4,12 +4,15 @@ summary) reads the one limit the GPUs run at."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from clusterforge.design import plan
 from clusterforge.ops.expect import expectation_from_design
-from clusterforge.perf.predict import design_gpu
+from clusterforge.perf.predict import PredictRequest, design_gpu, run_predict
 from clusterforge.report.format import power_limit_text
+from clusterforge.spec import load_spec
 from tests.conftest import make_spec
 
 
@@ -43,3 +46,11 @@ def test_a_rack_cap_starts_from_the_spec_limit():
     assert d.gpu_power_limit_w == pytest.approx(550)
     assert design_gpu(d).power_limit_w == pytest.approx(550)
     assert "to fit 9 kW per rack" in power_limit_text(d)
+
+
+def test_predict_names_the_cap_the_planner_set():
+    spec = load_spec(Path(__file__).parents[2] / "examples" / "colo-512-h100.yaml")
+    facility = spec.facility.model_copy(update={"max_rack_kw": 9, "allow_power_capping": True})
+    d = plan(spec.model_copy(update={"gpu_power_limit_w": 600, "facility": facility}))
+    outcome = run_predict(d, PredictRequest(top=1))
+    assert outcome.gpu_power_limit_w == pytest.approx(550)

@@ -345,7 +345,7 @@ def run_predict(
         num_fitting=tally[1],
         num_timed=tally[2],
         calibration_changes=_calibration_changes(design, request.calibration, comm),
-        gpu_power_limit_w=design.compute.gpu_power_limit_w,
+        gpu_power_limit_w=design.gpu_power_limit_w,
     )
 
 
