@@ -44,12 +44,15 @@ __all__ = [
     "EXPERT_BIAS_FIXED_OPS",
     "EXPERT_BIAS_OPS_PER_EXPERT",
     "FLASH_UNPAD_HOST_CALLS",
+    "FLEX_DROPLESS_IDLE_S",
+    "FLEX_DROPLESS_IDLE_TOKENS",
     "HOST_OP_S",
     "MOE_FORWARD_TE_MODULES",
     "MOE_FORWARD_TORCH_OPS",
     "TE_MODULE_S",
     "HostCpu",
     "flash_unpad_host_s",
+    "flex_dropless_idle_s",
     "host_cpu",
     "host_idle_s",
     "moe_forward_host_s",
@@ -130,6 +133,35 @@ def moe_forward_host_s(
     if arch.linear_bias and stack.moe_expert_bias_eager:
         ops += EXPERT_BIAS_FIXED_OPS + EXPERT_BIAS_OPS_PER_EXPERT * local_experts
     return te_calls * TE_MODULE_S[cpu] + ops * HOST_OP_S[cpu]
+
+
+# GPU idle seconds per layer pass (one layer's forward and backward for one micro-batch) of a
+# dropless Megatron-Core MoE step under the flex dispatcher on x86 hosts, measured: NVIDIA-
+# NeMo/Megatron-Bridge pull request #5094 (commit 7ded17dae, 2026-07-25), skills/nemo-mbridge-
+# perf-moe-comm-overlap/SKILL.md and card.yaml: Qwen3-30B-A3B on 16 H100 (two DGX H100),
+# BF16, sequence 4,096, TP 1 PP 1 EP 16, micro-batch 1, global batch 1,024, HybridEP, CUDA
+# graphs of the router and preprocess, EP overlap off: step 24.7138 s, and in a rank-0 Nsight
+# Systems trace of that case a GPU-active interval union of 22.820667 s. The step less the
+# union, over 1,024 / 16 micro-batches x 48 layers = 3,072 layer passes: 0.616 ms. It holds
+# all of the step's idle (an upper bound on the layers' share) and is taken only up to the
+# source's 4,096 tokens per micro-batch: more GPU work per layer hides more of the host's.
+FLEX_DROPLESS_IDLE_S = (24.7138 - 22.820667) / (1024 // 16 * 48)
+FLEX_DROPLESS_IDLE_TOKENS = 4096
+
+
+def flex_dropless_idle_s(
+    arch: ModelArch, stack: Stack, cpu: HostCpu, micro_batch_tokens: float
+) -> float:
+    """Measured GPU idle seconds per layer pass (:data:`FLEX_DROPLESS_IDLE_S`) for a dropless
+    MoE run whose flex dispatcher (DeepEP / HybridEP) syncs on the token counts once per layer
+    forward, with no EP overlap (``Stack.moe_a2a_overlap`` interleaves two micro-batches'
+    layers, a schedule the source did not run), on an x86 host and at most
+    :data:`FLEX_DROPLESS_IDLE_TOKENS` tokens per GPU and micro-batch; else 0."""
+    if arch.num_experts == 1 or stack.moe_dispatcher != "flex" or stack.moe_a2a_overlap:
+        return 0.0
+    if not stack.moe_dispatch_sync or stack.moe_drop_and_pad or cpu != "x86":
+        return 0.0
+    return FLEX_DROPLESS_IDLE_S if micro_batch_tokens <= FLEX_DROPLESS_IDLE_TOKENS else 0.0
 
 
 # LLM Foundry's ``flash_attn_fn`` (``llmfoundry/models/layers/attention.py`` at 5e85bd62d)

@@ -50,20 +50,24 @@ def stage_time(
     accumulate_s: float,
     host_s: float = 0.0,
     sync_idle_s: float = 0.0,
+    idle_floor_s: float = 0.0,
 ) -> Stage:
     """Per-micro-batch seconds of pipeline stage ``index`` holding ``layers`` layers.
 
     ``host_s``: host issue seconds of one layer's forward when the CPU cannot run ahead
     (:mod:`clusterforge.perf.host`); the forward, and a full recomputation of it, take at
     least that long. ``sync_idle_s``: GPU idle seconds of one layer's forward behind a
-    blocking host call inside it, paid again by a full recomputation.
+    blocking host call inside it, paid again by a full recomputation. ``idle_floor_s``: a
+    measured GPU idle per layer pass that the host floor's idle cannot fall below
+    (:func:`~clusterforge.perf.host.flex_dropless_idle_s`).
     """
     embed_f, embed_b, logits_f, logits_b = ends
-    idle = host_idle_s(host_s, times.forward_s, comm.tp_s + comm.cp_s + comm.ep_s) + sync_idle_s
+    comm_s = comm.tp_s + comm.cp_s + comm.ep_s
+    idle = max(host_idle_s(host_s, times.forward_s, comm_s), idle_floor_s) + sync_idle_s
     forward = layers * (times.forward_s + idle)
     recompute = times.recompute_s
     if plan.recompute == "full":
-        recompute += host_idle_s(host_s, recompute, comm.tp_s + comm.cp_s + comm.ep_s) + sync_idle_s
+        recompute += max(host_idle_s(host_s, recompute, comm_s), idle_floor_s) + sync_idle_s
     backward = layers * (times.backward_s + recompute) + accumulate_s
     if index == 0:
         forward += embed_f
