@@ -31,6 +31,10 @@ captured scope with one launch: ``attn`` (the attention block), ``moe_router``,
 ``moe_preprocess``. The dispatch and the experts (dynamic shapes) stay eager, and the
 sync stays unless the whole layer is captured (drop-and-pad only), so a captured scope's
 calls become one call each.
+
+Under the flex dispatcher the GPU idle of a layer pass is also floored at a measured figure
+(:func:`flex_dropless_idle_s`): a published Nsight Systems budget of such a step, where the
+per-call count above leaves the host well inside the GPU's time yet the GPU still idles.
 """
 
 from __future__ import annotations
