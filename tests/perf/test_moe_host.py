@@ -10,10 +10,12 @@ from clusterforge.catalog import load_catalog
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
 from clusterforge.perf.host import (
+    FLEX_DROPLESS_IDLE_S,
     HOST_OP_S,
     MOE_FORWARD_TE_MODULES,
     MOE_FORWARD_TORCH_OPS,
     TE_MODULE_S,
+    flex_dropless_idle_s,
     host_cpu,
     moe_forward_host_s,
 )
@@ -135,3 +137,33 @@ def test_drop_and_pad_skips_the_sync_and_its_host_floor(models, h100, h100_comm)
     dropped_step = predict_step(arch, plan, h100, h100_comm, 8, dropped).step_time_s
     assert dropped_step == predict_step(arch, plan, h100, h100_comm, 8, no_sync).step_time_s
     assert dropped_step < predict_step(arch, plan, h100, h100_comm, 8, BRIDGE).step_time_s
+
+
+def test_the_flex_dispatcher_idle_is_the_published_budget_per_layer_pass(models) -> None:
+    # Megatron-Bridge 7ded17dae: 24.7138 s step, 22.820667 s GPU-active union, 64
+    # micro-batches x 48 layers per GPU: 0.616 ms of idle per layer pass.
+    arch = models["qwen3-30b-a3b"]
+    flex = replace(BRIDGE, moe_dispatcher="flex")
+    assert abs(FLEX_DROPLESS_IDLE_S - 0.616e-3) < 1e-6
+    assert flex_dropless_idle_s(arch, flex, "x86", 4096) == FLEX_DROPLESS_IDLE_S
+    # Not where the source's cause is absent or unmeasured.
+    assert flex_dropless_idle_s(arch, flex, "x86", 8192) == 0.0
+    assert flex_dropless_idle_s(arch, flex, "grace", 4096) == 0.0
+    assert flex_dropless_idle_s(arch, BRIDGE, "x86", 4096) == 0.0
+    for changed in (
+        replace(flex, moe_a2a_overlap=True),
+        replace(flex, moe_drop_and_pad=True),
+        replace(flex, moe_dispatch_sync=False),
+    ):
+        assert flex_dropless_idle_s(arch, changed, "x86", 4096) == 0.0
+    assert flex_dropless_idle_s(models["llama3-8b"], flex, "x86", 4096) == 0.0
+
+
+def test_the_flex_dispatcher_idle_floors_each_layer_pass(models, h100, h100_comm) -> None:
+    # A forward long enough to hide the host floor still idles the measured figure per layer.
+    arch, plan = models["qwen3-30b-a3b"], _plan(seq=4096)
+    flex = replace(BRIDGE, moe_dispatcher="flex")
+    synced = predict_step(arch, plan, h100, h100_comm, 8, flex)
+    free = predict_step(arch, plan, h100, h100_comm, 8, replace(flex, moe_dispatch_sync=False))
+    extra = synced.breakdown.compute_s - free.breakdown.compute_s
+    assert extra == pytest.approx(arch.num_layers * FLEX_DROPLESS_IDLE_S, rel=1e-6)
