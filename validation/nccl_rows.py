@@ -4,7 +4,8 @@ Rows come from every ``*.toml`` of this folder whose rows name a ``collective`` 
 ``busbw`` (``nccl_tests_published.toml``, ``nccl_tests_more.toml`` and the ``pub_*``
 sources), each in its set (:mod:`validation.sets`). A row places its communicator on
 ``num_nodes`` nodes, ``ranks_per_node`` GPUs on each (default all), with optional network
-overrides (``nics_per_node``, ``nic_gbit_per_s``, ``fabric``, ``transport``). A file's
+overrides (``nics_per_node``, ``nic_gbit_per_s``, ``fabric``, ``transport``) and NCCL
+settings of the spec's network (``nccl_tuner``, ``nccl_protocols``). A file's
 ``[cluster.<name>]`` tables give the NCCL settings the runs of the rows naming that ``cluster`` were made with (``nvls = false``:
 ``NCCL_NVLS_ENABLE=0``; ``nccl_version``: the NCCL release), kept out of the rows so that held-out rows stay as frozen.
 """
@@ -94,6 +95,8 @@ def _graph(
     *,
     nic_gbit_per_s: float | None = None,
     transport: str | None = None,
+    nccl_tuner: str | None = None,
+    nccl_protocols: tuple[str, ...] | None = None,
 ) -> FabricGraph:
     """The fabric of ``num_nodes`` machines of catalog ``node`` (their own GPU count)."""
     gpus = load_catalog().nodes[node].num_gpus * num_nodes
@@ -114,6 +117,10 @@ def _graph(
         network["nic_gbit_per_s"] = nic_gbit_per_s
     if transport is not None:
         network["transport"] = transport
+    if nccl_tuner is not None:
+        network["nccl_tuner"] = nccl_tuner
+    if nccl_protocols is not None:
+        network["nccl_protocols"] = list(nccl_protocols)
     if network:
         spec["network"] = network
     return build_fabric_graph(plan(parse_spec(spec)))
@@ -150,6 +157,8 @@ def score(row: dict[str, Any], *, algorithm: str | None = None, protocol: str = 
         row.get("fabric"),
         nic_gbit_per_s=row.get("nic_gbit_per_s"),
         transport=row.get("transport"),
+        nccl_tuner=row.get("nccl_tuner"),
+        nccl_protocols=tuple(row["nccl_protocols"]) if "nccl_protocols" in row else None,
     )
     res = simulate_collective(
         graph,

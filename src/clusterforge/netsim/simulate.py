@@ -35,6 +35,7 @@ from clusterforge.netsim.model import (
     pipeline_efficiency,
     pipelined_time_s,
 )
+from clusterforge.netsim.ofi_tuner import NCCL_TUNERS, NcclTuner, region_pairs
 from clusterforge.netsim.result import (
     OVERLOAD,
     Choice,
@@ -100,6 +101,17 @@ def _check(graph: FabricGraph, req: _Request, size_bytes: float) -> None:
                 f"use one of {', '.join(allowed)}"
             )
     check_routing(graph, req.routing)
+    if graph.nccl_tuner not in NCCL_TUNERS:
+        raise SimulationError(
+            f"nccl_tuner: unknown tuner {graph.nccl_tuner!r}"
+            f"{did_you_mean(graph.nccl_tuner, NCCL_TUNERS)}; use one of {', '.join(NCCL_TUNERS)}"
+        )
+    bad = [p for p in graph.nccl_protocols or () if p not in PROTOCOLS or p == "auto"]
+    if bad or graph.nccl_protocols == ():
+        raise SimulationError(
+            f"nccl_protocols: {list(graph.nccl_protocols or ())} is not a list of NCCL protocols; "
+            "name one or more of ll, ll128, simple (NCCL_PROTO), or none for NCCL's default"
+        )
     if not req.nvls and req.algorithm in ("nvls", "nvls_tree"):
         raise SimulationError(
             f"algorithm {req.algorithm}: NVLS is off (NCCL_NVLS_ENABLE=0 leaves NCCL no NVLS "
@@ -231,38 +243,93 @@ def _time(
     return latency_s(algorithm, protocol, ctx) + max(steady_s / ramp, steady_s + fill)
 
 
-def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: float) -> Choice:
-    seq = ring_order(graph, arr)
+@dataclass(frozen=True)
+class _Option:
+    """One algorithm NCCL weighs: its phases, its tuning context, the protocols it may run."""
+
+    name: Algorithm
+    protocols: tuple[Protocol, ...]
+    phases: list[PhaseSolution]
+    ctx: TuningContext
+    goodput: float
+
+
+def _protocols(
+    graph: FabricGraph, req: _Request, name: Algorithm, ctx: TuningContext
+) -> tuple[Protocol, ...]:
+    """Protocols NCCL weighs for ``name``: its defaults (:func:`protocols_for`) within the
+    fabric's ``NCCL_PROTO`` (``graph.nccl_protocols``), or the one the call forces."""
+    protocols = protocols_for(name, ctx)
+    if graph.nccl_protocols is not None:
+        protocols = tuple(p for p in protocols if p in graph.nccl_protocols)
+    if req.protocol == "auto":
+        return protocols
+    if req.protocol not in protocols:
+        raise SimulationError(
+            f"protocol: NCCL does not run {name} with {req.protocol} here (NCCL_PROTO "
+            f"{_proto_list(graph)}); use one of {', '.join(protocols) or 'none'} or auto"
+        )
+    return (req.protocol,)
+
+
+def _proto_list(graph: FabricGraph) -> str:
+    return ",".join(graph.nccl_protocols) if graph.nccl_protocols is not None else "default"
+
+
+def _tuner_pick(
+    graph: FabricGraph, req: _Request, options: list[_Option], arr: np.ndarray, size_bytes: float
+) -> list[_Option]:
+    """The one pair an OFI tuner plugin pins (:func:`~clusterforge.netsim.ofi_tuner.region_pairs`:
+    the first region holding the call whose pair NCCL has enabled), or every option where it
+    leaves NCCL's choice."""
+    nodes = int(np.unique(arr[0] // graph.gpus_per_node).size)
+    tuner: NcclTuner = graph.nccl_tuner  # type: ignore[assignment]
+    for algorithm, protocol in region_pairs(tuner, req.collective, size_bytes, arr.shape[1], nodes):
+        for opt in options:
+            if opt.name == algorithm and protocol in opt.protocols:
+                return [replace(opt, protocols=(protocol,))]
+    return options
+
+
+def _options(graph: FabricGraph, req: _Request, arr: np.ndarray, seq: np.ndarray) -> list[_Option]:
     names: list[Algorithm]
     if req.algorithm == "auto":
         names = candidate_algorithms(graph, req.collective, seq, req.nvls)
     else:
         names = [req.algorithm]
-    best: Choice | None = None
-    best_rank = math.inf
+    options = []
     for name in names:
         phases = solve_phases(graph, req.collective, name, arr, req.routing, req.num_qps, req.pxn)
         path = max((p.net_path_latency_s for p in phases), default=0.0)
         base = tuning_context(graph, req.collective, seq, name)
         ctx = replace(base, net_path_latency_s=path, ll128_c2c=req.ll128_c2c)
-        goodput = _goodput_share(graph, phases)
-        protocols = protocols_for(name, ctx)
-        if req.protocol != "auto":
-            if req.protocol not in protocols:
-                raise SimulationError(
-                    f"protocol: NCCL does not run {name} with {req.protocol} here; use one of "
-                    f"{', '.join(protocols)} or auto"
-                )
-            protocols = (req.protocol,)
-        for proto in protocols:
-            t = _time(phases, name, proto, ctx, size_bytes * 1.0)
-            lat = latency_s(name, proto, ctx)
-            t = lat + (t - lat) / goodput
+        protocols = _protocols(graph, req, name, ctx)
+        if protocols:
+            options.append(_Option(name, protocols, phases, ctx, _goodput_share(graph, phases)))
+    if not options:
+        raise SimulationError(
+            f"nccl_protocols: NCCL_PROTO {_proto_list(graph)} leaves NCCL no protocol for "
+            f"{', '.join(names)}; allow simple (NVLS, CollNet and PAT run Simple only)"
+        )
+    return options
+
+
+def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: float) -> Choice:
+    weighed = _options(graph, req, arr, ring_order(graph, arr))
+    options = _tuner_pick(graph, req, weighed, arr, size_bytes)
+    best: Choice | None = None
+    best_rank = math.inf
+    for opt in options:
+        for proto in opt.protocols:
+            t = _time(opt.phases, opt.name, proto, opt.ctx, size_bytes * 1.0)
+            lat = latency_s(opt.name, proto, opt.ctx)
+            t = lat + (t - lat) / opt.goodput
             # NCCL ranks the pairs by its own latency estimate (latency.tuner_latency_s)
-            rank = t + tuner_offset_s(name, proto, ctx)
+            rank = t + tuner_offset_s(opt.name, proto, opt.ctx)
             if rank < best_rank:
-                best, best_rank = Choice(name, proto, t, lat, phases, goodput), rank
-    assert best is not None  # names and protocols are never empty
+                best = Choice(opt.name, proto, t, lat, opt.phases, opt.goodput)
+                best_rank = rank
+    assert best is not None  # options and their protocols are never empty
     return best
 
 
@@ -286,7 +353,10 @@ def simulate_collective(
     destination's rail before entering the fabric.  ``nvls`` False is ``NCCL_NVLS_ENABLE=0``:
     no NVLS and no NVLS-Tree.  ``ll128_c2c`` False is ``NCCL_LL128_C2C=0`` or an NCCL before
     2.27.3: no LL128 between nodes whose GPUs reach their NICs through the CPU
-    (:func:`~clusterforge.netsim.tuner.ll128_enabled`)."""
+    (:func:`~clusterforge.netsim.tuner.ll128_enabled`).  The fabric's NCCL settings narrow
+    the pairs weighed: ``graph.nccl_protocols`` (``NCCL_PROTO``) the protocols, and
+    ``graph.nccl_tuner`` a tuner plugin's table, which pins one pair where it covers the call
+    (:mod:`~clusterforge.netsim.ofi_tuner`)."""
     req = _Request(
         collective, routing, int(num_qps), algorithm, protocol,
         graph.rail_optimized if pxn is None else pxn, bool(nvls), bool(ll128_c2c),

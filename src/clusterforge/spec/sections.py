@@ -16,12 +16,16 @@ from clusterforge.spec.base import (
     Topology,
 )
 
-__all__ = ["FacilitySpec", "NetworkSpec", "StorageSpec", "Transport"]
+__all__ = ["FacilitySpec", "NcclProtocol", "NcclTuner", "NetworkSpec", "StorageSpec", "Transport"]
 
 # How NCCL moves data between nodes: RDMA verbs (InfiniBand, RoCE), or Google's
 # GPUDirect-TCPX NCCL net plugin over TCP on A3 High VMs (four 200 Gb/s data NICs per VM;
 # cloud.google.com/compute/docs/gpus/gpu-network-bandwidth).
 Transport = Literal["rdma", "gpudirect-tcpx"]
+# NCCL's protocols (NCCL_PROTO) and tuners: its own, or AWS's OFI tuner plugin with its
+# P6-B200 table (aws/aws-ofi-nccl src/tuner/nccl_ofi_regions.cpp, v1.17.0 to v1.21.1)
+NcclProtocol = Literal["ll", "ll128", "simple"]
+NcclTuner = Literal["nccl", "aws-ofi-p6-b200"]
 
 
 class NetworkSpec(Section):
@@ -96,6 +100,19 @@ class NetworkSpec(Section):
         "Ethernet fabric, fabric: roce; collectives across nodes run at its measured share "
         "of the NIC line rate)",
     )
+    nccl_protocols: tuple[NcclProtocol, ...] | None = Field(
+        None,
+        description="Protocols NCCL may run (NCCL_PROTO), e.g. [simple]; None = every protocol "
+        "NCCL enables. On AWS EFA the aws-ofi-nccl plugin sets NCCL_PROTO=simple for the whole "
+        "process, one-node communicators included, when the EFA device does not report in-order "
+        "128-byte aligned RDMA writes (src/platform-aws.cpp; P5en is exempted by name)",
+    )
+    nccl_tuner: NcclTuner = Field(
+        "nccl",
+        description="Who picks NCCL's algorithm and protocol: 'nccl' (NCCL's own tuner) or "
+        "'aws-ofi-p6-b200' (AWS's OFI tuner plugin, NCCL_TUNER_PLUGIN=ofi, on p6-b200.48xlarge: "
+        "above 2 nodes with 8 ranks a node, an all-reduce runs the pair of its region table)",
+    )
     storage_fabric: bool = Field(True, description="Separate storage fabric (SuperPOD style)")
     spares: SpareAttach = Field(
         "spare-ports",
@@ -117,6 +134,23 @@ class NetworkSpec(Section):
             raise ValueError(
                 f"transport 'gpudirect-tcpx' runs TCP over an Ethernet fabric, but fabric is "
                 f"{self.fabric!r}; set fabric: roce (the Ethernet fabric) or transport: rdma"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _protocols_once(self) -> NetworkSpec:
+        protocols = self.nccl_protocols
+        if protocols is None:
+            return self
+        if not protocols:
+            raise ValueError(
+                "nccl_protocols is empty: NCCL needs at least one protocol; name some of "
+                "ll, ll128, simple, or leave the field out for NCCL's default"
+            )
+        if len(set(protocols)) != len(protocols):
+            raise ValueError(
+                f"nccl_protocols {list(protocols)} names a protocol twice; list each of "
+                "ll, ll128, simple at most once"
             )
         return self
 

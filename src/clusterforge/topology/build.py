@@ -226,6 +226,8 @@ def _assemble(
         mesh_base=mesh_base,
         nic_behind_c2c=compute.gpu.host_link == "nvlink-c2c",
         transport=design.spec.network.transport,
+        nccl_protocols=design.spec.network.nccl_protocols,
+        nccl_tuner=design.spec.network.nccl_tuner,
         num_planes=conn.num_planes,
         leaves_per_plane=leaves_per_plane,
         pods_per_plane=pods_per_plane,

@@ -148,6 +148,11 @@ class FabricGraph:
     # how NCCL crosses nodes (spec ``network.transport``): "rdma", or "gpudirect-tcpx", whose
     # payload share of a NIC's line rate is ``clusterforge.netsim.model.transport_payload_share``
     transport: str = "rdma"
+    # protocols NCCL may run (spec ``network.nccl_protocols``, NCCL_PROTO; None: all it
+    # enables) and who picks the algorithm and protocol (spec ``network.nccl_tuner``:
+    # "nccl", or an OFI tuner table of ``clusterforge.netsim.ofi_tuner``)
+    nccl_protocols: tuple[str, ...] | None = None
+    nccl_tuner: str = "nccl"
 
     @property
     def mesh(self) -> bool:
