@@ -102,6 +102,7 @@ STACK_KEYS = (
     "scan_carry_copies",  # XLA's pipelined all-gather without loop double buffering
     "layer_input_dropout",  # praxis' input dropout on every repeated layer
     "xla_pipelined_all_gather",  # XLA's collective pipeliner on the layer scan's all-gathers
+    "unrolled_all_reduce_combine_bytes",  # XLA's all-reduce combiner over unrolled layers
 )
 
 

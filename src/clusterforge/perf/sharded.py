@@ -48,7 +48,7 @@ unit, whose latency grows with the number of replicas.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -60,6 +60,7 @@ from clusterforge.perf.parallel import ParallelPlan, shard_groups
 from clusterforge.perf.roofline import BF16_BYTES, GpuPerf, memory_time_s
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.update import stage_weights
+from clusterforge.perf.xla_combine import merged_sync_s
 from clusterforge.perf.xla_scan import scan_gathers
 
 __all__ = [
@@ -242,7 +243,8 @@ class UnitCollectives:
     """Seconds of one gathered unit's collectives in one micro-batch, and of the ends (the
     root unit: embedding gather, reduce-scatter and HSDP sync), each on its own; with the
     gradient preparation that runs in front of a unit's reduce-scatter on its stream
-    (``prep_s``, FSDP1) and the root unit's (``ends_prep_s``)."""
+    (``prep_s``, FSDP1) and the root unit's (``ends_prep_s``), and the root unit's HSDP
+    sync alone (``ends_sync_s``, part of ``ends_s``)."""
 
     units: int
     gather_s: float
@@ -252,6 +254,7 @@ class UnitCollectives:
     ends_s: float
     prep_s: float = 0.0
     ends_prep_s: float = 0.0
+    ends_sync_s: float = 0.0
 
     @property
     def per_micro_batch_s(self) -> float:
@@ -284,7 +287,8 @@ def unit_collectives(
     embedding = arch.vocab_size * arch.hidden_size / plan.layout.tp
     ends = comm.collective_time_s("all_gather", embedding * BF16_BYTES, shard)
     ends += comm.collective_time_s("reduce_scatter", embedding * stack.grad_reduce_bytes, shard)
-    ends += hsdp_sync_s(comm, embedding, stack, shard, replicas)
+    ends_sync = hsdp_sync_s(comm, embedding, stack, shard, replicas)
+    ends += ends_sync
     return UnitCollectives(
         units=math.ceil(layers / per_unit),
         gather_s=gather,
@@ -297,6 +301,7 @@ def unit_collectives(
         ends_s=ends,
         prep_s=fsdp1_grad_prep_s(stack, perf, unit_params),
         ends_prep_s=fsdp1_grad_prep_s(stack, perf, embedding),
+        ends_sync_s=ends_sync,
     )
 
 
@@ -315,8 +320,14 @@ def zero3_exposed_s(
 
     A unit's gradient preparation (FSDP1, ``perf`` given) runs on the reduce-scatter's
     stream in front of it, so it counts as part of that reduction: hidden behind the next
-    unit's backward with it, exposed with it after the last."""
+    unit's backward with it, exposed with it after the last. Unrolled XLA layers whose
+    replica all-reduces XLA merges across layers (``Stack.unrolled_all_reduce_combine_bytes``)
+    pay the merged calls instead (:func:`~clusterforge.perf.xla_combine.merged_sync_s`)."""
     c = unit_collectives(arch, plan, comm, stack, layers=layers, perf=perf)
+    merged = 0.0
+    if stack.unrolled_all_reduce_combine_bytes > 0 and c.sync_s > 0:
+        merged = merged_sync_s(arch, plan, comm, stack, times, layers)
+        c = replace(c, sync_s=0.0, ends_s=c.ends_s - c.ends_sync_s, ends_sync_s=0.0)
     units, gather, regather = c.units, c.gather_s, c.regather_s
     reduce, sync = c.prep_s + c.reduce_s, c.sync_s
     per_unit = fsdp_unit_layers(arch, plan, stack)
@@ -338,7 +349,7 @@ def zero3_exposed_s(
             + reduce
             + sync
         )
-    return num_micro * (forward + backward + c.ends_s + c.ends_prep_s)
+    return num_micro * (forward + backward + c.ends_s + c.ends_prep_s + merged)
 
 
 def _scan_unpipelined_s(

@@ -92,6 +92,12 @@ class Stack:
     a run whose XLA does not pipeline them, each layer's gathers then issued one at a time
     inside its own iteration (:mod:`clusterforge.perf.xla_scan`). True in every named stack;
     a run whose XLA flags leave the flag at an XLA default of false states it.
+    ``unrolled_all_reduce_combine_bytes``: the layers are unrolled (MaxText
+    ``scan_layers=false``) and XLA's all-reduce combiner merges HSDP's replica all-reduces
+    across layers up to this many bytes (``--xla_gpu_all_reduce_combine_threshold_bytes``),
+    in the parameter tree's order (:mod:`clusterforge.perf.xla_combine`). 0 (every named
+    stack): one replica all-reduce per layer behind the next layer's backward, as a layer
+    scan runs it; a run whose recipe unrolls the layers states its threshold.
     ``layer_input_dropout``: every transformer layer drops out its input, a read and a write
     of the BF16 activation in the forward, again in a recomputed forward, and of its gradient
     in the backward (:mod:`clusterforge.perf.input_dropout`); praxis' ``StackedTransformer``
@@ -258,6 +264,7 @@ class Stack:
     fsdp_copy_in: bool = False
     scan_carry_copies: bool = False
     xla_pipelined_all_gather: bool = True
+    unrolled_all_reduce_combine_bytes: float = 0.0
     fsdp_grad_prep: bool = False
     pipelined_fsdp_no_sync: bool = False
     selective_recompute: SelectivePolicy = "attention"
