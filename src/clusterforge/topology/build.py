@@ -9,7 +9,7 @@ aggregates and, for a full-mesh scale-up, the peer links.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, assert_never
+from typing import TYPE_CHECKING, Literal, TypedDict, assert_never
 
 import numpy as np
 
@@ -186,8 +186,6 @@ def _assemble(
     cls_arr, cap, lat, src_v, dst_v, ecmp, adaptive = t.arrays()
     keys = np.minimum(a, b) * conn.num_switches + np.maximum(a, b)
     order = np.argsort(keys, kind="stable")
-    lpp, spp, cpg = _pods(conn)
-    leaves_per_plane, pods_per_plane, cores_per_plane = _plane_shape(conn)
     num_gpus = compute.num_nodes * compute.gpus_per_node
     return FabricGraph(
         connectivity=conn,
@@ -220,20 +218,39 @@ def _assemble(
         bundle_key_order=order,
         member_up_base=bases[0],
         member_down_base=bases[1],
-        leaves_per_pod=lpp,
-        spines_per_pod=spp,
-        cores_per_group=cpg,
         mesh_base=mesh_base,
         nic_behind_c2c=compute.gpu.host_link == "nvlink-c2c",
         transport=design.spec.network.transport,
         nccl_protocols=design.spec.network.nccl_protocols,
         nccl_tuner=design.spec.network.nccl_tuner,
-        num_planes=conn.num_planes,
-        leaves_per_plane=leaves_per_plane,
-        pods_per_plane=pods_per_plane,
-        cores_per_plane=cores_per_plane,
+        **_shape_fields(conn),
         **aggregates,
     )
+
+
+class _Shape(TypedDict):
+    leaves_per_pod: int
+    spines_per_pod: int
+    cores_per_group: int
+    num_planes: int
+    leaves_per_plane: int
+    pods_per_plane: int
+    cores_per_plane: int
+
+
+def _shape_fields(conn: Connectivity) -> _Shape:
+    """The pod and plane shape of the fabric, as :class:`FabricGraph` fields."""
+    lpp, spp, cpg = _pods(conn)
+    leaves_per_plane, pods_per_plane, cores_per_plane = _plane_shape(conn)
+    return {
+        "leaves_per_pod": lpp,
+        "spines_per_pod": spp,
+        "cores_per_group": cpg,
+        "num_planes": conn.num_planes,
+        "leaves_per_plane": leaves_per_plane,
+        "pods_per_plane": pods_per_plane,
+        "cores_per_plane": cores_per_plane,
+    }
 
 
 def _add_mesh(t: _LinkTable, num_gpus: int, k: int, gpu_gbyte_per_s: float) -> int:
