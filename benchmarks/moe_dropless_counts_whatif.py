@@ -14,12 +14,12 @@ expert's spread, then MAPE and median per set and per class both ways.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import replace
 
 from clusterforge.perf.expert_rows import busiest_rank_rows
 from clusterforge.perf.parallel import tokens_per_gpu
 from clusterforge.perf.uncertainty import run_class
+from validation.class_errors import print_set_lines
 from validation.runs import Run, best_prediction, load_runs, run_comm, run_design
 
 
@@ -40,21 +40,6 @@ def without(run: Run) -> Run:
 def touched(run: Run) -> bool:
     stack = run.stack
     return run.arch.num_experts > 1 and stack.moe_random_routing and not stack.moe_drop_and_pad
-
-
-def summary(label: str, results: dict[str, tuple[float, str]], runs: list[Run]) -> None:
-    groups: dict[str, list[float]] = {}
-    for run in runs:
-        if run.name not in results:
-            continue
-        error, klass = results[run.name]
-        groups.setdefault(f"set {run.subset}", []).append(error)
-        if run.subset == "development":
-            groups.setdefault(f"class {klass}", []).append(error)
-    for key, errors in sorted(groups.items()):
-        mape = statistics.fmean(abs(e) for e in errors)
-        median = statistics.median(errors)
-        print(f"  {label:7} {key:24} n={len(errors):3}  MAPE {mape:6.1%}  median {median:+6.1%}")
 
 
 def main() -> None:
@@ -79,8 +64,8 @@ def main() -> None:
             f"{run.name:36.36} {before[run.name][0]:+7.1%} {after[run.name][0]:+7.1%}"
             f"  {mean:8.0f} {busiest:8.0f} {spread:5.0f}"
         )
-    summary("before", before, runs)
-    summary("after", after, runs)
+    print_set_lines("before", before, runs)
+    print_set_lines("after", after, runs)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ then MAPE and median per set and per development class for each. It patches
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable
 
 import clusterforge.perf.step as step_module
@@ -30,6 +29,7 @@ from clusterforge.perf.host import (
 )
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.uncertainty import run_class
+from validation.class_errors import print_set_lines
 from validation.runs import Run, best_prediction, load_runs, run_comm, run_design
 
 __all__ = ["main"]
@@ -86,23 +86,6 @@ def with_patch(fn: IdleFn, runs: list[Run]) -> Results:
         step_module.flex_dropless_idle_s = base
 
 
-def summary(label: str, results: Results, runs: list[Run]) -> None:
-    groups: dict[str, list[float]] = {}
-    for run in runs:
-        if run.name not in results:
-            continue
-        error, klass = results[run.name]
-        groups.setdefault(f"set {run.subset}", []).append(error)
-        if run.subset == "development":
-            groups.setdefault(f"class {klass}", []).append(error)
-    for key, errors in sorted(groups.items()):
-        mape = statistics.fmean(abs(e) for e in errors)
-        print(
-            f"  {label:9} {key:24} n={len(errors):3}  MAPE {mape:6.2%}  "
-            f"median {statistics.median(errors):+6.2%}"
-        )
-
-
 def main() -> None:
     budget()
     runs = [r for r in load_runs() if r.subset in ("calibration", "development")]
@@ -118,9 +101,9 @@ def main() -> None:
             f"{variant_b[run.name][0]:+8.1%}"
         )
     print()
-    summary("without", before, runs)
-    summary("model", after, runs)
-    summary("B any", variant_b, runs)
+    print_set_lines("without", before, runs)
+    print_set_lines("model", after, runs)
+    print_set_lines("B any", variant_b, runs)
 
 
 if __name__ == "__main__":

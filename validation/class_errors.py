@@ -1,5 +1,6 @@
-"""One line of per-class figures for a what-if: MAPE, median signed error and each class's
-MAPE over a set of runs, with the signed error a what-if gives each run."""
+"""Per-class figures for a what-if: MAPE, median signed error and each class's MAPE over a set
+of runs, with the signed error a what-if gives each run (one line, or one line per set and
+development class)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,22 @@ def class_summary(
     )
     mape = 100 * statistics.fmean(map(abs, everything))
     return f"MAPE {mape:.2f} % median {100 * statistics.median(everything):+.1f} % ({classes})"
+
+
+def print_set_lines(label: str, results: dict[str, tuple[float, str]], runs: Iterable[Run]) -> None:
+    """Print one line per set and per development class, MAPE and median signed error, of
+    ``results`` (run name -> (signed error, class); runs without a result are skipped)."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for run in runs:
+        if run.name not in results:
+            continue
+        error, klass = results[run.name]
+        groups[f"set {run.subset}"].append(error)
+        if run.subset == "development":
+            groups[f"class {klass}"].append(error)
+    for key, errors in sorted(groups.items()):
+        mape = statistics.fmean(abs(e) for e in errors)
+        print(
+            f"  {label:9} {key:24} n={len(errors):3}  MAPE {mape:6.2%}  "
+            f"median {statistics.median(errors):+6.2%}"
+        )
