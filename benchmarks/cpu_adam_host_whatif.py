@@ -1,9 +1,11 @@
 """DeepSpeed's CPU Adam step on the host: what the byte counts leave of the 8k gap.
 
 The model prices the host passes of ZeRO-Offload (:mod:`clusterforge.perf.optimizer_offload`)
-at 42 B per owned parameter over the node's peak DRAM bandwidth, shared by its ranks. This
-what-if adds the host bytes of the ZeRO-3 parameter upload that the 42 B leave out and prints
-what remains of the two 8k development rows' excess afterwards:
+at 44 B per owned parameter over the node's peak DRAM bandwidth, shared by its ranks: 42 B
+of unscale, Adam and cast, and 2 B for the BF16 copy read once more on its way up
+(``UPLOAD_HOST_BYTES``). This what-if prints the rows without that read (42 B, the model
+before it), with it (44 B) and with every byte of the ZeRO-3 upload at DRAM (50 B), then
+what remains of the two 8k development rows' excess:
 
 - ZeRO-3 writes the updated FP32 partition into the GPU's BF16 shard with
   ``fp16_partitioned_groups_flat[i].data.copy_(fp32_partitioned_groups_flat[i].data)``
@@ -18,26 +20,24 @@ what remains of the two 8k development rows' excess afterwards:
 - A copy from pageable memory is staged by the CUDA driver: "the CUDA driver must first
   allocate a temporary page-locked, or pinned, host array, copy the host data to the pinned
   array, and then transfer the data from the pinned array to device memory" (M. Harris, "How
-  to Optimize Data Transfers in CUDA C/C++", NVIDIA Technical Blog, 2012): read 2 B and
-  write 2 B more on the host.
+  to Optimize Data Transfers in CUDA C/C++", NVIDIA Technical Blog, 2012): read 2 B (the
+  model's 44 B) and write 2 B more on the host.
 - Write-back memory is write-allocate: "write misses cause cache line fills" (Intel 64 and
   IA-32 Architectures Software Developer's Manual, Vol. 3A, "Methods of Caching Available",
   WB). The in-place stores of the unscale and of ``Step_AVX`` hit lines their own loads just
   brought in; the two fresh destinations (the BF16 temporary and the staging buffer) are
   read before they are written: 2 B each.
 
-Two brackets: 44 B, the staging copy's read of the temporary only (2 GiB a rank, far beyond
-the last-level cache, so from DRAM); 50 B = 42 + 2 + 4 + 2, every byte at DRAM. Between them:
-the staging buffer is the driver's, reused, and may stay in the last-level cache, and the
-temporary is a fresh allocation whose pages the kernel zeroes on first touch (mmap(2),
-MAP_ANONYMOUS), which leaves the line in the cache before the cast writes it. ZeRO-1/2 casts
-into a pinned BF16 buffer (``stage_1_and_2.py`` ``step``) and is not affected; no offloaded
-row runs it.
+50 B counts every one of these bytes at DRAM, the most the upload can add: the staging buffer
+is the driver's, reused, and may stay in the last-level cache, and the temporary is a fresh
+allocation whose pages the kernel zeroes on first touch (mmap(2), MAP_ANONYMOUS), which
+leaves the line in the cache before the cast writes it. ZeRO-1/2 casts into a pinned BF16
+buffer (``stage_1_and_2.py`` ``step``); no offloaded row runs it.
 
 Then, for the 8k rows only, the host bandwidth the measured step implies (the model's host
-passes plus the row's remaining excess, at 42 B) and, as a cross-check, the same author's
-published 8k step without offload, without recomputation and with ZeRO-2 (stas00/
-ml-engineering at 2943345982c3, ``insights/when-to-upgrade-gpus/README.md``, "Step
+passes plus the row's remaining excess, at the model's bytes) and, as a cross-check, the
+same author's published 8k step without offload, without recomputation and with ZeRO-2
+(stas00/ml-engineering at 2943345982c3, ``insights/when-to-upgrade-gpus/README.md``, "Step
 decomposition @ 8k", total 461 TFLOPS on H200 and 778 on B200, ``bench_decompose.py``
 defaults ZERO_STAGE 2, OFFLOAD_OPTIMIZER 0, GRAD_CHECKPOINT 0): not a validation row,
 printed only to compare.
@@ -65,10 +65,10 @@ __all__ = [
     "main",
 ]
 
-# ZeRO-3 upload through pageable memory (module docstring): at least the staging copy's
-# read of the BF16 temporary (2); at most also its write (2) and the write-allocate reads of
-# the temporary and the staging buffer (2 + 2).
-PAGEABLE_UPLOAD_HOST_BYTES = (2.0, 2.0 + (2.0 + 2.0) + 2.0)
+# ZeRO-3 upload through pageable memory beyond the model's read of the BF16 copy (module
+# docstring): the staging copy's write (2) and the write-allocate reads of the temporary and
+# of the staging buffer (2 + 2).
+PAGEABLE_UPLOAD_HOST_BYTES = 2.0 + 2.0 + 2.0
 # stas00/ml-engineering 2943345982c3, README "Step decomposition @ 8k", total TFLOPS per GPU.
 PUBLISHED_8K_NO_OFFLOAD_TFLOPS = {"dgx-h200": 461.0, "dgx-b200": 778.0}
 SEQ_8K = 8192
@@ -108,9 +108,9 @@ def _step_s(run: Run, bytes_per_param: float) -> float:
 
 
 def _variants() -> list[float]:
-    """Host bytes per parameter: the model's, then the two brackets of the upload."""
-    base = offload.HOST_BYTES_PER_PARAM
-    return [base] + [base + extra for extra in PAGEABLE_UPLOAD_HOST_BYTES]
+    """Host bytes per parameter: without the upload's read, the model's, all at DRAM."""
+    model = offload.HOST_BYTES_PER_PARAM
+    return [model - offload.UPLOAD_HOST_BYTES, model, model + PAGEABLE_UPLOAD_HOST_BYTES]
 
 
 def _rows(offloaded: list[Run], errors: dict[float, dict[str, float]]) -> None:
@@ -121,17 +121,17 @@ def _rows(offloaded: list[Run], errors: dict[float, dict[str, float]]) -> None:
         + " / ".join(f"{b:.0f} B" for b in variants)
     )
     for run in offloaded:
-        model_err = errors[variants[0]][run.name]
-        published_s = _step_s(run, variants[0]) * (1 + model_err)
+        model_err = errors[variants[1]][run.name]
+        published_s = _step_s(run, variants[1]) * (1 + model_err)
         cells = "".join(f" {100 * errors[b][run.name]:>+8.1f}%" for b in variants)
         steps = " / ".join(f"{_step_s(run, b):.2f}" for b in variants)
         print(f"{run.name:<30} {run.published:>9.0f}{cells}  {published_s:.2f} / {steps}")
 
 
 def _implied(offloaded: list[Run], before: dict[str, float]) -> None:
-    print("\n8k rows: host bandwidth the measured step implies (42 B, the rest of the excess")
-    print("taken as host passes), and the published 8k step without offload (ZeRO-2, no")
-    print("recomputation; stas00/ml-engineering README 'Step decomposition @ 8k')")
+    print("\n8k rows: host bandwidth the measured step implies (the model's bytes, the rest of")
+    print("the excess taken as host passes), and the published 8k step without offload")
+    print("(ZeRO-2, no recomputation; stas00/ml-engineering README 'Step decomposition @ 8k')")
     for run in offloaded:
         if run.base.seq_length != SEQ_8K:
             continue
@@ -166,7 +166,7 @@ def main() -> None:
     errors = {b: _errors(fitted, b) for b in _variants()}
     print("offloaded development rows: signed error with host bytes per parameter")
     _rows(offloaded, errors)
-    _implied(offloaded, errors[_variants()[0]])
+    _implied(offloaded, errors[_variants()[1]])
     print(f"\ndevelopment ({len(development)} runs): MAPE, median | class MAPE (median)")
     for b in _variants():
         _summary(f"{b:.0f} B", development, lambda r, e=errors[b]: e[r.name])
