@@ -54,14 +54,17 @@ SMALL_TP_GEMMS = (
 )
 ZERO3_CPU_ADAM = (
     "DeepSpeed ZeRO-3 with offload_optimizer to the host, Llama 3.1 8B, one 8k sequence per "
-    "GPU on 8 H200 or 8 B200, the offload modelled (perf.optimizer_offload: CPU Adam, unscale "
-    "and cast at the host's peak DRAM bandwidth shared by 8 ranks, 549 ms on dgx-h200 and "
-    "470 ms on dgx-b200, plus 31 ms of BF16 parameters up PCIe; 580 and 502 ms exposed): "
-    "+83.6 % (H200) and +135.6 % (B200), the measured step still 1.36 s (2.99 against 1.63 s) "
-    "and 1.45 s (2.52 against 1.07 s) longer than predicted, about the same on both GPUs as a "
-    "host-side cost would be. The peak-bandwidth host step is a lower bound (write-allocate "
-    "reads, eight ranks' unbound OpenMP threads, pageable copies not priced); no measured "
-    "CPU-Adam rate on these hosts was found. At 64k +4.7 and +5.2 %, at 192k -0.7 and -8.5 %"
+    "GPU on 8 H200 or 8 B200, the offload modelled (perf.optimizer_offload: CPU Adam, unscale, "
+    "cast and the staging copy's read at the host's peak DRAM bandwidth shared by 8 ranks, "
+    "575 ms on dgx-h200 and 493 ms on dgx-b200, plus 31 ms of BF16 parameters up PCIe; 607 "
+    "and 524 ms exposed): +80.7 % (H200) and +130.8 % (B200), the measured step still 1.34 s "
+    "(2.99 against 1.66 s) and 1.43 s (2.52 against 1.09 s) longer than predicted, about the "
+    "same on both GPUs as a host-side cost would be: the host passes would take 1.91 and "
+    "1.92 s, 185 and 184 GB/s of 614 and 717. Counting every byte of the pageable upload at "
+    "DRAM leaves +72.5 and +117.4 % (benchmarks/cpu_adam_host_whatif.py); not priced: the "
+    "eight ranks' unbound OpenMP threads (no --bind_cores_to_rank), NUMA placement, page "
+    "faults of the fresh BF16 temporary; no measured CPU-Adam rate on these hosts was found. "
+    "At 64k +4.6 and +4.9 %, at 192k -0.8 and -8.5 %"
 )
 TORCHAO_B200_750W = (
     "torchao's torchtitan Llama 3 8B on one node of 8 B200 limited to 750 W (FSDP2, batch 1, "

@@ -27,9 +27,19 @@ on the FP32 gradient: read and write 4 B), DeepSpeedCPUAdam (``csrc/includes/cpu
 and variance, all FP32: 28 B), and the FP32 partition written into the GPU's BF16 shard
 (``_reassign_or_swap_out_partitioned_parameters`` in stage3.py, the ``bit16_partition_buffer``
 copy in stage_1_and_2.py ``step``: the cast runs on the CPU, read 4 B and write 2 B, PyTorch
-``aten/src/ATen/native/cuda/Copy.cu`` ``copy_kernel_cuda``), then 2 B up the link. The host
-passes are bound by the node's DRAM bandwidth, shared by the node's ranks (all step at once):
-a lower bound, without write-allocate reads, NUMA placement or thread oversubscription.
+``aten/src/ATen/native/cuda/Copy.cu`` ``copy_kernel_cuda``), then 2 B up the link, read
+once more from host DRAM on the way: under ZeRO-3 the cast lands in a fresh pageable
+temporary (the FP32 partition is made by ``.to(cpu).clone()`` in ``_create_fp32_partitions``
+and never pinned, ``Copy.cu`` casts into a new tensor), which the CUDA driver
+copies into its pinned staging buffer before the transfer ("the CUDA driver must first
+allocate a temporary page-locked, or pinned, host array, copy the host data to the pinned
+array, and then transfer the data from the pinned array to device memory", M. Harris, "How to
+Optimize Data Transfers in CUDA C/C++", NVIDIA Technical Blog, 2012); under ZeRO-1/2 the copy
+engine reads the pinned BF16 buffer. Either way 2 B more, from DRAM (a rank's BF16 copy,
+2 B x its owned parameters, is far beyond the last-level cache). The host passes are bound
+by the node's DRAM bandwidth, shared by the node's ranks (all step at once): a lower bound,
+without the staging buffer's own write, write-allocate reads, NUMA placement or thread
+oversubscription (``benchmarks/cpu_adam_host_whatif.py``).
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ __all__ = [
     "HOST_BYTES_PER_PARAM",
     "PARAM_UP_BYTES",
     "UNSCALE_HOST_BYTES",
+    "UPLOAD_HOST_BYTES",
     "HostMemory",
     "OptimizerOffload",
     "grad_link_bytes",
@@ -58,7 +69,8 @@ __all__ = [
 UNSCALE_HOST_BYTES = 4.0 + 4.0
 ADAM_HOST_BYTES = 4 * 4.0 + 3 * 4.0
 CAST_HOST_BYTES = 4.0 + 2.0
-HOST_BYTES_PER_PARAM = UNSCALE_HOST_BYTES + ADAM_HOST_BYTES + CAST_HOST_BYTES
+UPLOAD_HOST_BYTES = 2.0  # the BF16 copy read on its way up: staging copy (ZeRO-3) or DMA
+HOST_BYTES_PER_PARAM = UNSCALE_HOST_BYTES + ADAM_HOST_BYTES + CAST_HOST_BYTES + UPLOAD_HOST_BYTES
 # Link bytes per owned parameter after the step: the updated BF16 parameter up.
 PARAM_UP_BYTES = 2.0
 
