@@ -103,6 +103,7 @@ STACK_KEYS = (
     "layer_input_dropout",  # praxis' input dropout on every repeated layer
     "xla_pipelined_all_gather",  # XLA's collective pipeliner on the layer scan's all-gathers
     "unrolled_all_reduce_combine_bytes",  # XLA's all-reduce combiner over unrolled layers
+    "fused_grad_accumulation",  # Megatron gradient_accumulation_fusion of the run's recipe
 )
 
 
