@@ -252,7 +252,9 @@ KNOWN_GAPS = {
     "bridge2602-h100-qwen3-30b-a3b-pp2": (
         MOE_LAYER + ". This run (v0.3.0 config) also ran the DeepEP flex dispatcher and "
         "moe_a2a_overlap (EP all-to-all of one micro-batch hidden behind another's compute); "
-        "modelled (row fields), they make the prediction faster still, +102 % -> +203 %. "
+        "modelled (row fields), they make the prediction faster still, +102 % -> +203 %; "
+        "since the flex kernels hide only the share measured with the overlap in "
+        "Megatron-Bridge #5094 (36.55 %), +171 % -> +150 %. "
         "The 26.02.01 figure once paired with it (9,058) ran another layout (v0.3.1: PP 1, "
         "EP 16, HybridEP) and is left out (validation/megatron_bridge_moe_releases.toml)"
     ),

@@ -23,7 +23,13 @@ from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, rank_gro
 from clusterforge.perf.roofline import load_constants
 from clusterforge.perf.stack import Stack
 
-__all__ = ["combined_step_share", "ep_exposed_s", "ep_overlapped_s", "flex_domains_per_token"]
+__all__ = [
+    "FLEX_OVERLAP_HIDDEN_SHARE",
+    "combined_step_share",
+    "ep_exposed_s",
+    "ep_overlapped_s",
+    "flex_domains_per_token",
+]
 
 ACT_BYTES = 2  # BF16 activations on the wire
 
@@ -34,6 +40,15 @@ ACT_BYTES = 2  # BF16 activations on the wire
 # to size the variable splits.
 PROBS_BYTES = 4
 COUNT_BYTES = 8
+
+# Share of the flex dispatcher's communication time that runs beside compute under
+# Megatron-Core's EP all-to-all overlap, measured: NVIDIA-NeMo/Megatron-Bridge at 7ded17dae
+# (pull request #5094), skills/nemo-mbridge-perf-moe-comm-overlap/card.yaml
+# ``comm_hidden_on_percent: 36.55`` (communication concurrent with GEMM or attention, 3,959 ms
+# of a rank-0 Nsight Systems trace; 0.11 % without the overlap): Qwen3-30B-A3B, 16 H100,
+# BF16, EP 16, micro-batch 1, HybridEP. The rest of it stays exposed even where the other
+# micro-batch's compute would be long enough to hold it.
+FLEX_OVERLAP_HIDDEN_SHARE = 0.3655
 
 
 def flex_domains_per_token(arch: ModelArch, group: Sequence[int], domain_gpus: int) -> float:
@@ -143,16 +158,22 @@ def combined_step_share(plan: ParallelPlan) -> float:
 
 
 def ep_overlapped_s(
-    forward_s: float, backward_s: float, times: LayerTimes, share: float, interference: float
+    forward_s: float,
+    backward_s: float,
+    times: LayerTimes,
+    share: float,
+    interference: float,
+    hidden_share: float = 1.0,
 ) -> float:
     """Exposed EP seconds of one layer and micro-batch when a ``share`` of its forwards run
     merged with another micro-batch's backward: the forward's dispatch and combine hide
-    behind that layer's backward compute and the backward's behind the forward compute;
-    what does not fit stays exposed, and the hidden part slows the compute beside it by
-    ``interference`` (the communication's share of the SMs)."""
+    behind that layer's backward compute and the backward's behind the forward compute, up
+    to ``hidden_share`` of what fits; the rest stays exposed, and the hidden part slows the
+    compute beside it by ``interference`` (the communication's share of the SMs)."""
 
     def hidden(comm_s: float, window_s: float) -> float:
-        return max(0.0, comm_s - window_s) + interference * min(comm_s, window_s)
+        hidden_s = hidden_share * min(comm_s, window_s)
+        return comm_s - hidden_s + interference * hidden_s
 
     merged = hidden(forward_s, times.backward_s) + hidden(backward_s, times.forward_s)
     return (1.0 - share) * (forward_s + backward_s) + share * merged
@@ -170,16 +191,20 @@ def ep_exposed_s(
 ) -> float:
     """Exposed EP seconds per layer and micro-batch (:func:`_ep_raw_s`): all of them, or,
     under Megatron-Core's EP all-to-all overlap (``Stack.moe_a2a_overlap``), what
-    :func:`ep_overlapped_s` leaves of them; the flex kernels slow the compute beside them by
-    their SMs' share of the GPU (``Stack.moe_flex_sms``), NCCL's all-to-alls by
-    ``overlap_interference`` (:func:`~clusterforge.perf.compute.overlapped_s`)."""
+    :func:`ep_overlapped_s` leaves of them; the flex kernels hide at the measured
+    :data:`FLEX_OVERLAP_HIDDEN_SHARE` and slow the compute beside them by their SMs' share of
+    the GPU (``Stack.moe_flex_sms``), NCCL's all-to-alls by ``overlap_interference``
+    (:func:`~clusterforge.perf.compute.overlapped_s`)."""
     if arch.num_experts == 1 or plan.layout.ep == 1:
         return 0.0
     forward, backward = _ep_raw_s(plan, arch, comm, stack, gpu, in_domain, domain_gpus)
     if not stack.moe_a2a_overlap:
         return forward + backward
+    share = combined_step_share(plan)
     if stack.moe_dispatcher == "flex" and gpu is not None and gpu.num_sms > 0:
         interference = stack.moe_flex_sms / gpu.num_sms
-    else:
-        interference = load_constants().overlap_interference
-    return ep_overlapped_s(forward, backward, times, combined_step_share(plan), interference)
+        return ep_overlapped_s(
+            forward, backward, times, share, interference, FLEX_OVERLAP_HIDDEN_SHARE
+        )
+    interference = load_constants().overlap_interference
+    return ep_overlapped_s(forward, backward, times, share, interference)

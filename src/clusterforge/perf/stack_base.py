@@ -195,8 +195,9 @@ class Stack:
     when unset for DeepEP, ``_DeepepManager``).
     ``moe_a2a_overlap``: Megatron-Core's ``overlap_moe_expert_parallel_comm``: the 1F1B
     steps run one micro-batch's forward together with another's backward, layer by layer,
-    so each one's EP dispatch and combine hide behind the other's compute
-    (``combined_1f1b.py``; :func:`~clusterforge.perf.ep_exposure.ep_overlapped_s`).
+    so each one's EP dispatch and combine hide behind the other's compute, the flex
+    dispatcher's up to a measured share (``combined_1f1b.py``;
+    :func:`~clusterforge.perf.ep_exposure.ep_overlapped_s`).
     ``param_gather_one_ahead``: Megatron-Core's overlapped parameter all-gather dispatches
     each bucket only when the one before it is waited on, so a module whose weights span
     several buckets (the grouped expert linears) waits on them in series
