@@ -55,6 +55,23 @@ KNOWN_GAPS = {
     ),
     "pub-maxtext-a3-llama2-7b-8gpu->32": _A3_HSDP.format(measured=304, predicted=402),
     "pub-maxtext-a3-llama2-7b-8gpu->128": _A3_HSDP.format(measured=454, predicted=503),
+    "together-b200-llama3-70b-fsdp-64->592": _BEYOND_COLLECTIVES.format(
+        measured=960, raw=767, predicted=200
+    )
+    + ". Megatron-FSDP (Megatron-Bridge, NeMo 25.11.01) over DGX B200 nodes on InfiniBand, "
+    "2 sequences per GPU at every size; the 64-GPU row itself is 202 ms slow (-4.2 %). The "
+    "cluster's own nccl-tests sendrecv at 512 MB, two days later, fell from 42.5 GB/s on 2 "
+    "nodes to 26.1 on 8 and 14.5 on 16-32 (together-dgxc-benchmarking, tests/b200/worklog/"
+    "2026-04-10_network_fabric_analysis.md): a fabric slower with the node count than the "
+    "model's non-blocking rail-optimised one",
+    "together-b200-llama3-70b-fsdp-64->256": (
+        "the measured step grows by 290 ms from 64 to 256 GPUs, the model's by 88 ms: inside "
+        "the unit collectives' own growth at NCCL's latency model with none of it overlapped "
+        "(345 ms), so Megatron-FSDP's per-unit all-gathers and reduce-scatters over 32 nodes "
+        "show more of their time than the model leaves exposed; whether the overlap or the "
+        "calls' rate at 256 ranks (the cluster's sendrecv bandwidth fell with the node "
+        "count, see the 592-GPU pair) is not established"
+    ),
     "pub-tt-h100-8b-8gpu-fsdp-compile-fp8->128": (
         "the measured step grows by 35 ms from 8 to 128 GPUs, the model's by -5 ms: the "
         "unit collectives' growth (60 ms back to back) is hidden behind compute but for "
