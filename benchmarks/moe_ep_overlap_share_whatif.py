@@ -32,8 +32,7 @@ from dataclasses import replace
 import clusterforge.perf.ep_exposure as ep_module
 from clusterforge.job import JobLayout
 from clusterforge.perf.compute import LayerTimes
-from clusterforge.perf.uncertainty import run_class
-from validation.class_errors import print_set_lines
+from validation.class_errors import print_set_lines, run_outcomes
 from validation.runs import Run, best_prediction, load_runs, run_comm, run_design
 
 __all__ = ["main"]
@@ -124,16 +123,6 @@ def ab_table(template: Run) -> None:
             )
 
 
-def outcomes(runs: list[Run]) -> Results:
-    results: Results = {}
-    for run in runs:
-        pred = best_prediction(run, run_comm(run_design(run)))
-        if pred is not None:
-            error = float(getattr(pred, run.metric)) / run.published - 1.0
-            results[run.name] = (error, run_class(run.arch, pred.plan, run.stack))
-    return results
-
-
 def main() -> None:
     everything = load_runs()
     ab_table(next(r for r in everything if r.name == TEMPLATE_ROW))
@@ -141,7 +130,7 @@ def main() -> None:
     results = []
     for _, share, every in VARIANTS:
         with patched(share, every):
-            results.append(outcomes(runs))
+            results.append(run_outcomes(runs))
     print(f"\n{'run':40}" + "".join(f" {label:>8}" for label, _, _ in VARIANTS))
     for run in runs:
         if run.arch.num_experts == 1 or run.name not in results[0]:

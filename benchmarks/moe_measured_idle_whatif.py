@@ -28,9 +28,8 @@ from clusterforge.perf.host import (
     flex_dropless_idle_s,
 )
 from clusterforge.perf.stack import Stack
-from clusterforge.perf.uncertainty import run_class
-from validation.class_errors import print_set_lines
-from validation.runs import Run, best_prediction, load_runs, run_comm, run_design
+from validation.class_errors import print_set_lines, run_outcomes
+from validation.runs import Run, load_runs
 
 __all__ = ["main"]
 
@@ -67,21 +66,11 @@ def any_batch_s(arch: ModelArch, stack: Stack, cpu: HostCpu, tokens: float) -> f
     return flex_dropless_idle_s(arch, stack, cpu, min(tokens, FLEX_DROPLESS_IDLE_TOKENS))
 
 
-def outcomes(runs: list[Run]) -> Results:
-    results: Results = {}
-    for run in runs:
-        pred = best_prediction(run, run_comm(run_design(run)))
-        if pred is not None:
-            error = float(getattr(pred, run.metric)) / run.published - 1.0
-            results[run.name] = (error, run_class(run.arch, pred.plan, run.stack))
-    return results
-
-
 def with_patch(fn: IdleFn, runs: list[Run]) -> Results:
     base = step_module.flex_dropless_idle_s
     step_module.flex_dropless_idle_s = fn
     try:
-        return outcomes(runs)
+        return run_outcomes(runs)
     finally:
         step_module.flex_dropless_idle_s = base
 
@@ -90,7 +79,7 @@ def main() -> None:
     budget()
     runs = [r for r in load_runs() if r.subset in ("calibration", "development")]
     before = with_patch(none_s, runs)
-    after = outcomes(runs)
+    after = run_outcomes(runs)
     variant_b = with_patch(any_batch_s, runs)
     print(f"\n{'run':40} {'without':>8} {'model':>8} {'B any':>8}")
     for run in runs:

@@ -8,7 +8,8 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
-from validation.runs import Run, predict_run
+from clusterforge.perf.uncertainty import run_class
+from validation.runs import Run, best_prediction, predict_run, run_comm, run_design
 
 
 def class_summary(
@@ -49,3 +50,15 @@ def print_set_lines(label: str, results: dict[str, tuple[float, str]], runs: Ite
             f"  {label:9} {key:24} n={len(errors):3}  MAPE {mape:6.2%}  "
             f"median {statistics.median(errors):+6.2%}"
         )
+
+
+def run_outcomes(runs: Iterable[Run]) -> dict[str, tuple[float, str]]:
+    """Each run's signed error and class under the model as it is now (patched or not), for
+    :func:`print_set_lines`; runs predicted not to fit are left out."""
+    results: dict[str, tuple[float, str]] = {}
+    for run in runs:
+        pred = best_prediction(run, run_comm(run_design(run)))
+        if pred is not None:
+            error = float(getattr(pred, run.metric)) / run.published - 1.0
+            results[run.name] = (error, run_class(run.arch, pred.plan, run.stack))
+    return results
