@@ -1,14 +1,17 @@
-"""What-if: Megatron-FSDP's root module and FP8 shard scales, priced from its source.
+"""Megatron-FSDP's root module and FP8 shard scales: the model with and without them.
 
-Not a model change (``src/`` is untouched). The model prices Megatron-FSDP (``zero_stage``
-3 on the ``megatron-bridge`` and ``nemo`` stacks, no pipelining) like any per-unit FSDP
-(:func:`clusterforge.perf.sharded.zero3_exposed_s`): per micro-batch and transformer layer
-an all-gather of the FP8 weights before the forward and again before the backward, a BF16
-reduce-scatter after the backward, one unit gathered ahead, and per micro-batch the
-embedding's BF16 all-gather and reduce-scatter exposed (``ends``). Megatron-FSDP as the
-NeMo 25.11 container runs it (NVIDIA/Megatron-LM at 0d8e0714cd29, the Megatron-Core pin of
-NVIDIA-NeMo/Megatron-Bridge v0.2.1; ``megatron/core/distributed/fsdp/mcore_fsdp_adapter.py``
-and ``megatron/core/distributed/fsdp/src/megatron_fsdp/``) does the same per layer
+Prints calibration and development without the mechanism (patched out for the run) and
+with it (the model as shipped, :mod:`clusterforge.perf.megatron_fsdp`), and every
+``zero_stage`` 3 development row of the ``megatron-bridge`` and ``nemo`` stacks. Without
+it the model prices Megatron-FSDP (``zero_stage`` 3 on ``megatron-bridge``, no pipelining)
+like any per-unit FSDP (:func:`clusterforge.perf.sharded.zero3_exposed_s`): per micro-batch
+and transformer layer an all-gather of the FP8 weights before the forward and again before
+the backward, a BF16 reduce-scatter after the backward, one unit gathered ahead, and per
+micro-batch the embedding's BF16 all-gather and reduce-scatter exposed (``ends``).
+Megatron-FSDP as the NeMo 25.11 container runs it (NVIDIA/Megatron-LM at 0d8e0714cd29, the
+Megatron-Core pin of NVIDIA-NeMo/Megatron-Bridge v0.2.1;
+``megatron/core/distributed/fsdp/mcore_fsdp_adapter.py`` and
+``megatron/core/distributed/fsdp/src/megatron_fsdp/``) does the same per layer
 (``_pre_forward_param_unshard``, ``_post_forward`` releasing the unit, ``_pre_backward``
 re-gathering it, ``_post_backward`` reduce-scattering it every micro-batch because
 ``grad_reduce_every_bprop`` holds for ``optim_grads_params``), and differs in two places:
@@ -29,7 +32,8 @@ re-gathering it, ``_post_backward`` reduce-scattering it every micro-batch becau
   packed amax per FP8 weight over the data-parallel group: four per layer (QKV, projection,
   FC1, FC2), one call, exposed.
 
-Priced here on those stacks at ``zero_stage`` 3 without pipelining, for every row: the
+Priced (``Stack.fsdp_root_once_per_step``, ``megatron-bridge``) at ``zero_stage`` 3
+without pipelining, for every row: the
 embedding gather once per step instead of once per micro-batch, the untied output layer's
 gather once per step behind one layer's forward and its reduce-scatter per micro-batch
 behind one layer's backward (:func:`~clusterforge.perf.compute.overlapped_s`), and the
@@ -46,67 +50,23 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from clusterforge.catalog import ModelArch
 from clusterforge.perf import sharded, step
-from clusterforge.perf.comm import CommModel
-from clusterforge.perf.compute import LayerTimes, overlapped_s
-from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, shard_groups
-from clusterforge.perf.roofline import BF16_BYTES
+from clusterforge.perf.compute import LayerTimes
+from clusterforge.perf.megatron_fsdp import AMAX_BYTES, FP8_WEIGHTS_PER_LAYER, root_module_delta_s
+from clusterforge.perf.parallel import num_micro_batches, shard_groups
 from clusterforge.perf.sharded import unit_collectives
-from clusterforge.perf.stack import Stack
 from validation.runs import Run, load_runs, predict_run, run_comm, run_design
 
-__all__ = [
-    "FP8_WEIGHTS_PER_LAYER",
-    "MEGATRON_FSDP_STACKS",
-    "captured_times",
-    "main",
-    "root_module_delta_s",
-]
+__all__ = ["MEGATRON_FSDP_STACKS", "captured_times", "main"]
 
 MEGATRON_FSDP_STACKS = frozenset({"megatron-bridge", "nemo"})
-# TE linears of a Megatron-Core GPT layer holding an FP8 weight: linear_qkv, linear_proj,
-# linear_fc1, linear_fc2 (one amax each in quantize_param_shard's packed all-reduce).
-FP8_WEIGHTS_PER_LAYER = 4
-AMAX_BYTES = 4  # float32 amax per weight (``packed_amaxes``, torch.float32)
 _AS_MODELLED = sharded.zero3_exposed_s
+_ROOT = step.root_module_delta_s
 Errors = dict[str, tuple[str, str, float]]  # run name -> (subset, class, signed error)
 
 
-def root_module_delta_s(
-    arch: ModelArch,
-    plan: ParallelPlan,
-    comm: CommModel,
-    stack: Stack,
-    times: LayerTimes,
-    *,
-    layers: int,
-    num_micro: int,
-) -> float:
-    """Seconds per step that Megatron-FSDP's root module and FP8 shard scales add to the
-    model's per-unit pricing (negative where the model charges more); zero off its stacks."""
-    if stack.name not in MEGATRON_FSDP_STACKS or plan.zero_stage != 3 or plan.layout.pp > 1:
-        return 0.0
-    shard, _ = shard_groups(plan)
-    matrix = arch.vocab_size * arch.hidden_size / plan.layout.tp
-    gather_s = comm.collective_time_s("all_gather", matrix * BF16_BYTES, shard)
-    delta = -(num_micro - 1) * gather_s  # the embedding is gathered once per step
-    if not arch.tied_embeddings:
-        reduce_s = comm.collective_time_s("reduce_scatter", matrix * stack.grad_reduce_bytes, shard)
-        delta += overlapped_s(gather_s, times.forward_s)
-        delta += num_micro * overlapped_s(reduce_s, times.backward_s + times.recompute_s)
-    if plan.precision == "fp8":
-        amax_bytes = FP8_WEIGHTS_PER_LAYER * layers * AMAX_BYTES
-        delta += comm.collective_time_s("all_reduce", amax_bytes, shard)
-    return delta
-
-
-def _with_root_module(*args: Any, **kwargs: Any) -> float:
-    arch, plan, comm, stack, times = args
-    extra = root_module_delta_s(
-        arch, plan, comm, stack, times, layers=kwargs["layers"], num_micro=kwargs["num_micro"]
-    )
-    return _AS_MODELLED(*args, **kwargs) + extra
+def _without_root(*args: Any, **kwargs: Any) -> float:
+    return 0.0
 
 
 def _errors() -> Errors:
@@ -196,15 +156,15 @@ def _together_detail() -> None:
 
 def main() -> None:
     _together_detail()
-    before = _errors()
-    step.zero3_exposed_s = _with_root_module  # type: ignore[attr-defined]
+    after = _errors()
+    step.root_module_delta_s = _without_root  # type: ignore[attr-defined]
     try:
-        after = _errors()
+        before = _errors()
     finally:
-        step.zero3_exposed_s = _AS_MODELLED  # type: ignore[attr-defined]
+        step.root_module_delta_s = _ROOT  # type: ignore[attr-defined]
         predict_run.cache_clear()
     for subset in ("calibration", "development"):
-        print(f"\n{subset}: as modelled -> root module and FP8 shard scales")
+        print(f"\n{subset}: without -> with the root module and FP8 shard scales")
         for line, moved in zip(_summary(before, subset), _summary(after, subset), strict=True):
             print(f"  {line:<52} -> {moved.split(' runs ')[1]}")
     print("\nzero_stage 3 megatron-bridge / nemo development rows (signed error):")

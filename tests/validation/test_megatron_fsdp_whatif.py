@@ -1,13 +1,15 @@
-"""The Megatron-FSDP root-module benchmark (``benchmarks/megatron_fsdp_whatif.py``): the
-delta is zero off Megatron-FSDP, and on the Together Llama 3 70B rows it is a few ms per
-step, far below the step growth the rows measure (290-960 ms). Development rows only."""
+"""Megatron-FSDP's root module (``clusterforge.perf.megatron_fsdp``, printed by
+``benchmarks/megatron_fsdp_whatif.py``): the delta is zero off Megatron-FSDP and below
+ZeRO-3, and on the Together Llama 3 70B rows it is a few ms per step, far below the step
+growth the rows measure (290-960 ms). Development rows only."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from benchmarks.megatron_fsdp_whatif import captured_times, root_module_delta_s
+from benchmarks.megatron_fsdp_whatif import captured_times
 
+from clusterforge.perf.megatron_fsdp import root_module_delta_s
 from clusterforge.perf.parallel import num_micro_batches
 from clusterforge.perf.stack import stack_named
 from validation.runs import load_runs, predict_run, run_comm, run_design
