@@ -22,9 +22,12 @@ gathers and reduce-scatters each transformer layer as
   layer's forward, and a second reduce-scatter, behind the last layer's backward.
 * With FP8 parameters (``fp8_param_gather``, set by Megatron-Bridge's
   ``bf16_with_fp8_current_scaling_mixed``) each step ends by quantizing the FP32 shards
-  (``quantize_param_shard``, ``megatron_fsdp/utils.py``), which all-reduces (MAX) one
-  packed float32 amax per FP8 weight over the data-parallel group: four per layer (QKV,
-  projection, FC1, FC2), one call, exposed.
+  (``quantize_param_shard``, ``megatron_fsdp/utils.py``, which with Transformer Engine 2.3
+  or later calls TE's ``cast_master_weights_to_fp8`` with the data-parallel group; its
+  current-scaling path, ``_cast_master_weights_to_fp8_current_scaling`` in NVIDIA/
+  TransformerEngine ``transformer_engine/pytorch/tensor/utils.py``, computes each shard's
+  amax and all-reduces the packed float32 amaxes, one per FP8 weight, with ``MAX`` over
+  the group): four per layer (QKV, projection, FC1, FC2), one call, exposed.
 
 Neither grows much with the data-parallel width: each is one call (or two per
 micro-batch) at the shard group's collective time.
