@@ -38,6 +38,8 @@ factor. Each named stack states the defaults of that framework with their source
     Its MoE benchmarks force-balance the routing with random router logits and drop no
     token ("In MoE training benchmarks, we force-balance the token distribution among
     experts and all benchmarks are token-dropless", docs/performance-summary.md).
+    ZeRO-3 is Megatron-FSDP (``use_megatron_fsdp``, Megatron-Core 0.14 onward), whose root
+    module is gathered once per step (:mod:`clusterforge.perf.megatron_fsdp`).
 ``deepspeed``
     Megatron-DeepSpeed with DeepSpeed ZeRO (Rajbhandari et al. 2020; BigScience
     ``train/tr11-176B-ml``): unfused attention and dropout, no TP overlap, the pipeline
@@ -250,6 +252,7 @@ def stack_named(name: StackName) -> Stack:
                 fp8_scaling="dynamic",
                 cross_entropy="te",
                 moe_random_routing=True,
+                fsdp_root_once_per_step=True,
             )
         case "deepspeed":
             return _unfused_2021(

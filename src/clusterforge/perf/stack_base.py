@@ -203,6 +203,10 @@ class Stack:
     several buckets (the grouped expert linears) waits on them in series
     (:func:`~clusterforge.perf.param_gather.expert_gather_chain_s`); off for the PyTorch,
     JAX and DeepSpeed stacks.
+    ``fsdp_root_once_per_step``: ZeRO-3 is Megatron-FSDP, whose units are the transformer
+    layers only: the embedding and output layer are gathered once per step and
+    reduce-scattered every micro-batch, and FP8 parameter shards all-reduce their amaxes
+    once per step (:mod:`clusterforge.perf.megatron_fsdp`); ``megatron-bridge`` only.
     ``recompute_modules``: further Megatron-Core recompute modules of the run's recipe,
     rerun in the backward (:func:`~clusterforge.perf.moe.recompute_modules_s`; none by
     default).
@@ -292,6 +296,7 @@ class Stack:
     moe_flex_sms: int = 20
     moe_a2a_overlap: bool = False
     param_gather_one_ahead: bool = True
+    fsdp_root_once_per_step: bool = False
     cuda_graph_modules: tuple[CudaGraphModule, ...] = ()
     recompute_modules: tuple[RecomputeModule, ...] = ()
     distribute_checkpoints: bool = False

@@ -41,6 +41,7 @@ from clusterforge.perf.fp8_amax import amax_reduction_s
 from clusterforge.perf.host import flex_dropless_idle_s, host_cpu, moe_forward_host_s
 from clusterforge.perf.input_dropout import input_dropout_s
 from clusterforge.perf.logits import logits_times
+from clusterforge.perf.megatron_fsdp import root_module_delta_s
 from clusterforge.perf.memory import (
     MemoryBreakdown,
     memory_per_gpu,
@@ -189,7 +190,7 @@ def _dp_s(
     ):
         return zero3_exposed_s(
             arch, plan, comm, stack, times, layers=layers, num_micro=num_micro, perf=perf
-        )
+        ) + root_module_delta_s(arch, plan, comm, stack, times, layers=layers, num_micro=num_micro)
     params = stage_params(arch, plan, layers, first=True)
     expert = stage_expert_params(arch, plan, layers)
     return dp_exposed_s(
