@@ -38,7 +38,8 @@ from clusterforge.perf.comm import CommModel
 from clusterforge.perf.parallel import GroupKind, ParallelPlan, rank_groups
 from clusterforge.perf.param_gather import bucket_params
 from clusterforge.perf.stack import Stack
-from validation.runs import Run, load_runs, predict_run
+from validation.class_errors import fitted_errors
+from validation.runs import Run, predict_run
 
 __all__ = ["MEGATRON_DDP_STACKS", "bucket_calls", "bucketed_dp_traffic_s", "main"]
 
@@ -83,18 +84,6 @@ def bucketed_dp_traffic_s(
     )
 
 
-def _errors() -> Errors:
-    predict_run.cache_clear()
-    out: Errors = {}
-    for run in load_runs():
-        if run.subset not in ("calibration", "development"):
-            continue
-        outcome = predict_run(run)
-        if outcome.prediction is not None:
-            out[run.name] = (run.subset, outcome.run_class, outcome.error)
-    return out
-
-
 def _summary(errors: Errors, subset: str, classes: dict[str, str]) -> str:
     by_class: dict[str, list[float]] = defaultdict(list)
     for name, (sub, _, err) in errors.items():
@@ -122,11 +111,11 @@ def _slopes(title: str, error: Callable[[Run], float]) -> None:
 
 
 def main() -> None:
-    before = _errors()
+    before = fitted_errors()
     _slopes("one call per collective (as modelled)", lambda r: predict_run(r).error)
     exposure._dp_traffic_s = bucketed_dp_traffic_s  # type: ignore[assignment]
     try:
-        after = _errors()
+        after = fitted_errors()
         _slopes("one call per Megatron-Core bucket", lambda r: predict_run(r).error)
     finally:
         exposure._dp_traffic_s = _ONE_CALL

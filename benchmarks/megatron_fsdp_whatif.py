@@ -55,6 +55,7 @@ from clusterforge.perf.compute import LayerTimes
 from clusterforge.perf.megatron_fsdp import AMAX_BYTES, FP8_WEIGHTS_PER_LAYER, root_module_delta_s
 from clusterforge.perf.parallel import num_micro_batches, shard_groups
 from clusterforge.perf.sharded import unit_collectives
+from validation.class_errors import fitted_errors
 from validation.runs import Run, load_runs, predict_run, run_comm, run_design
 
 __all__ = ["MEGATRON_FSDP_STACKS", "captured_times", "main"]
@@ -67,18 +68,6 @@ Errors = dict[str, tuple[str, str, float]]  # run name -> (subset, class, signed
 
 def _without_root(*args: Any, **kwargs: Any) -> float:
     return 0.0
-
-
-def _errors() -> Errors:
-    predict_run.cache_clear()
-    out: Errors = {}
-    for run in load_runs():
-        if run.subset not in ("calibration", "development"):
-            continue
-        outcome = predict_run(run)
-        if outcome.prediction is not None:
-            out[run.name] = (run.subset, outcome.run_class, outcome.error)
-    return out
 
 
 def _summary(errors: Errors, subset: str) -> list[str]:
@@ -156,10 +145,10 @@ def _together_detail() -> None:
 
 def main() -> None:
     _together_detail()
-    after = _errors()
+    after = fitted_errors()
     step.root_module_delta_s = _without_root  # type: ignore[attr-defined]
     try:
-        before = _errors()
+        before = fitted_errors()
     finally:
         step.root_module_delta_s = _ROOT  # type: ignore[attr-defined]
         predict_run.cache_clear()

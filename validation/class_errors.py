@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 
 from clusterforge.perf.uncertainty import run_class
-from validation.runs import Run, best_prediction, predict_run, run_comm, run_design
+from validation.runs import Run, best_prediction, load_runs, predict_run, run_comm, run_design
 
 
 def class_summary(
@@ -62,3 +62,18 @@ def run_outcomes(runs: Iterable[Run]) -> dict[str, tuple[float, str]]:
             error = float(getattr(pred, run.metric)) / run.published - 1.0
             results[run.name] = (error, run_class(run.arch, pred.plan, run.stack))
     return results
+
+
+def fitted_errors() -> dict[str, tuple[str, str, float]]:
+    """Run name -> (set, class, signed error) of every calibration and development run the
+    model as it is now (patched or not) predicts to fit; the prediction cache is cleared
+    first so that a patch takes effect."""
+    predict_run.cache_clear()
+    out: dict[str, tuple[str, str, float]] = {}
+    for run in load_runs():
+        if run.subset not in ("calibration", "development"):
+            continue
+        outcome = predict_run(run)
+        if outcome.prediction is not None:
+            out[run.name] = (run.subset, outcome.run_class, outcome.error)
+    return out
