@@ -327,8 +327,9 @@ def test_development_mean_absolute_error_within_5_percent():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="over all 317 development rows the mean error is 21.4 % (15.2 % at >= 16 MiB, "
-    "39.5 % below; 21.5 % and 15.4 % before AWS's OFI tuner table on the P6-B200 rows, "
+    reason="over all 317 development rows the mean error is 20.2 % (13.7 % at >= 16 MiB, "
+    "39.5 % below; 21.4 % and 15.2 % before the busiest proxy's bound on the all-to-all "
+    "across cliques, netsim.alltoall.proxy_serial_s; 21.5 % and 15.4 % before AWS's OFI tuner table on the P6-B200 rows, "
     "nccl_tuner; 15.5 % at >= 16 MiB before NCCL's Blackwell NVLS-Tree ceiling of "
     "v2.28.9-1 to v2.29.7-1; 21.6 % on the 305 rows before the AWS EFA rows of "
     "pub_mleng_efa_nccl.toml; 18 OCI 32-tray all-reduce rows moved from held-out; on the 287 rows "
@@ -368,7 +369,8 @@ def test_a_row_counts_its_nodes_with_the_catalog_node_s_gpus():
     "since the OCI GB300 sweeps, the GB300_* gaps of nccl_oci_gaps.py; since the AWS EFA rows "
     "(2026-12-03), P6_B200_MID_SIZE_LL128 of nccl_efa_gaps.py (15.2 % on 225 rows before them, "
     "15.5 % on 237 after; 15.4 % since the Blackwell NVLS-Tree ceiling of v2.28.9-1 to "
-    "v2.29.7-1; 15.2 % since AWS's OFI tuner table on the P6-B200 rows)",
+    "v2.29.7-1; 15.2 % since AWS's OFI tuner table on the P6-B200 rows; 13.7 % since the "
+    "busiest proxy's bound on the all-to-all across cliques)",
 )
 def test_development_mean_error_within_5_percent_from_16_mib():
     large = [score(r) for r in DEVELOPMENT if r["size_bytes"] >= LARGE_BYTES]

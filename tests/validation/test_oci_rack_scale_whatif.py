@@ -76,9 +76,11 @@ def test_either_split_runs_the_clique_tree_and_leaves_the_small_gb200_gap():
 
 
 def test_the_even_split_makes_the_two_rack_all_to_all_miss_larger():
+    """+142 % as mapped, +173 % split 16 + 16 (+239 and +301 % before the busiest proxy's
+    bound on the all-to-all, netsim.alltoall.proxy_serial_s)."""
     result = next(r for r in split_results() if r.row["id"] == "pub-ocigpu-gb300-32n-a2a-16g")
     mapped, even = result.errors()
-    assert even > mapped > 2.0
+    assert even > mapped > 1.4
 
 
 def test_cross_rack_share_of_an_all_to_all_rank():

@@ -16,18 +16,33 @@
   message over NVLink to the local GPU of the NIC in the destination's plane (the sibling of
   its own NIC, ``own − own mod P + dst mod P``), which sends it, one connection per pair.
   With PXN every fabric flow already joins two NICs of one rail, hence of one plane.
+* Across nodes NCCL moves each message in chunks (``p2p_net_chunk_bytes``), and every chunk
+  is a post and a test of one host thread per GPU, the proxy (``sendProxyProgress`` /
+  ``recvProxyProgress``, ``src/transport/net.cc``, NVIDIA/nccl v2.28.7-1), which NCCL's tuner
+  prices at ``getNetOverhead`` (``net_overhead_us``).  With PXN a GPU's proxy posts the
+  chunks its node's GPUs send to peers on its rail, as many as its own, so the busiest proxy
+  serves 2 x network peers x chunks per peer operations per call, one at a time
+  (:func:`proxy_serial_s`).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError
 from clusterforge.netsim.routing import NetSegments
 from clusterforge.netsim.traffic import Traffic
 from clusterforge.topology import FabricGraph
 
-__all__ = ["MAX_PAIRS", "direct_all_to_all"]
+__all__ = ["MAX_PAIRS", "direct_all_to_all", "p2p_net_steps", "proxy_serial_s"]
+
+_NCCL = read_constants("clusterforge.netsim", "nccl.toml")
+_P2P_NET_CHUNK_BYTES = _NCCL.integer("p2p_net_chunk_bytes")
+_P2P_NET_PARTS_MAX = _NCCL.integer("p2p_net_parts_max")
+_NET_OVERHEAD_S = _NCCL.number("net_overhead_us") * 1e-6
 
 MAX_PAIRS = 6_000_000  # ~2,400 GPUs in one group; beyond that memory passes a few GiB
 
@@ -99,3 +114,34 @@ def direct_all_to_all(graph: FabricGraph, seq: np.ndarray, pxn: bool) -> list[Tr
             cat(intra_w),
         )
     ]
+
+
+def p2p_net_steps(message_bytes: float, step_bytes: int = _P2P_NET_CHUNK_BYTES) -> int:
+    """Chunks of one message to a network peer (``addP2pToPlan``, ``src/enqueue.cc``): one
+    channel, doubled while a part exceeds one step, each part cut into chunks of a step, a
+    half step under 8 steps, a quarter under one."""
+    parts = 1
+    while message_bytes / parts > step_bytes and parts * 2 <= _P2P_NET_PARTS_MAX:
+        parts *= 2
+    chunk = step_bytes
+    if message_bytes < step_bytes:
+        chunk //= 4
+    elif message_bytes < 8 * step_bytes:
+        chunk //= 2
+    return parts * max(1, math.ceil(message_bytes / parts / chunk))
+
+
+def proxy_serial_s(graph: FabricGraph, seq: np.ndarray, size_bytes: float) -> float:
+    """Seconds the busiest proxy spends on a direct all-to-all of ``size_bytes`` per rank over
+    groups ``seq`` (num_groups, n): a send and a receive per chunk to each peer outside the
+    GPU's scale-up domain, at NCCL's price of a network operation (0 inside one domain)."""
+    ng, n = seq.shape
+    dom = graph.domain_of(seq)
+    rel = dom - dom.min(axis=1, keepdims=True)
+    width = int(rel.max()) + 1
+    counts = np.bincount((np.arange(ng)[:, None] * width + rel).ravel(), minlength=ng * width)
+    share = counts.reshape(ng, width)
+    peers = n - int(share[share > 0].min())
+    if peers == 0:
+        return 0.0
+    return float(2 * peers * p2p_net_steps(size_bytes / n) * _NET_OVERHEAD_S)

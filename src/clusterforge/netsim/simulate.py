@@ -26,6 +26,7 @@ import numpy as np
 from clusterforge.busbw import bus_factor
 from clusterforge.constants import read_constants
 from clusterforge.errors import SimulationError, did_you_mean
+from clusterforge.netsim.alltoall import proxy_serial_s
 from clusterforge.netsim.collectives import candidate_algorithms, ring_order
 from clusterforge.netsim.congestion import congested_link_share, window_packets
 from clusterforge.netsim.context import tuning_context
@@ -324,6 +325,8 @@ def _choose(graph: FabricGraph, req: _Request, arr: np.ndarray, size_bytes: floa
             t = _time(opt.phases, opt.name, proto, opt.ctx, size_bytes * 1.0)
             lat = latency_s(opt.name, proto, opt.ctx)
             t = lat + (t - lat) / opt.goodput
+            if opt.name == "direct":  # no faster than its busiest proxy (alltoall.py)
+                t = max(t, proxy_serial_s(graph, arr, size_bytes))
             # NCCL ranks the pairs by its own latency estimate (latency.tuner_latency_s)
             rank = t + tuner_offset_s(opt.name, proto, opt.ctx)
             if rank < best_rank:
