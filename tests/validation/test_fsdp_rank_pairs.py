@@ -48,6 +48,12 @@ KNOWN_GAPS = {
     "llmfoundry-a100-40gb-mpt-7b-32gpu->128": _BEYOND_COLLECTIVES.format(
         measured=279, raw=44, predicted=24
     ),
+    "llmfoundry-a100-40gb-mpt-3b-32gpu->128": _BEYOND_COLLECTIVES.format(
+        measured=49, raw=24, predicted=22
+    )
+    + ". Kept share predicted 0.0211 off the measured one, with the Triton attention at its "
+    "measured rate by sequence length (0.0199 before, when the attention was priced faster "
+    "and the same growth was a larger share of a shorter step)",
     "llmfoundry-a100-40gb-mpt-1b-32gpu->128": (
         "the 32-GPU run is the slow one: 15,555 tokens/s per GPU (MFU 45.4 %) against "
         "18,647 at 128 GPUs in the same table (its step 218 ms longer), transcribed as "

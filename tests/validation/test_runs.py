@@ -223,14 +223,8 @@ KNOWN_GAPS = {
         "training metrics, BACKWARD_POST prefetch and the early-stopped recomputation modelled "
         "(29 % before the early stop, which brought the other A100 full-recompute rows from "
         "-4..-12 % to -5..+3 %), cause not found (candidate: memory pressure, 73.0 of "
-        "74.5 GiB predicted)"
-    ),
-    # validation/pub_llm_foundry_a100_multinode.toml (development rows)
-    "llmfoundry-a100-40gb-mpt-1b-32gpu": (
-        "the slow run as published: 15,555 tokens/s per GPU (MFU 45.4 %) where the same "
-        "table's 1B runs at 8 and 128 GPUs measure 19,271 and 18,647 (MFU 56.2 and 54.4 %); "
-        "the model prices it with the others (+5.5 % at 128 GPUs), so it is +28.9 % since the "
-        "A100 40GB got the 80GB part's MAMF row (+19.5 % at the default MAMF fraction)"
+        "74.5 GiB predicted); 28 % with the Triton attention at its measured rate by "
+        "sequence length"
     ),
     # Development rows of validation/megatron_bridge_moe.toml.
     "bridge2511-h100-qwen3-30b-a3b": MOE_LAYER

@@ -19,6 +19,7 @@ from clusterforge.perf.attention_length import (
     causal_slowdown,
     cudnn_call_length,
     cudnn_length_shares,
+    triton_fwd_bwd_tflops,
 )
 from clusterforge.perf.flops import head_dim, kv_dim, q_dim
 from clusterforge.perf.host import flash_unpad_host_s, host_cpu
@@ -42,9 +43,10 @@ __all__ = [
 # The Triton FlashAttention (HazyResearch ``flash_attn_triton.py``) against FlashAttention-2:
 # "FlashAttention-2 is around 1.3-1.5x faster than FlashAttention in Triton in the forward
 # pass and around 2x faster in the backward pass" (Dao 2023, arXiv 2307.08691, §4.1,
-# A100 80GB, head dim 64/128, with and without causal mask) [V]. Applied on every GPU: both
-# kernels use the Ampere mma instructions, none of Hopper's (TMA, wgmma), so the ratio is
-# taken to carry over to H100 (an assumption; no H100 measurement of the Triton kernel).
+# A100 80GB, head dim 64/128, with and without causal mask) [V]. Applied on every GPU without
+# a measured Triton rate by length (A100 has one: attention_length.TRITON_FWD_BWD_TFLOPS):
+# both kernels use the Ampere mma instructions, none of Hopper's (TMA, wgmma), so the ratio
+# is taken to carry over to H100 (an assumption; no H100 measurement of the Triton kernel).
 TRITON_FLASH_FORWARD_SLOWDOWN = 1.4  # midpoint of 1.3-1.5
 TRITON_FLASH_BACKWARD_SLOWDOWN = 2.0
 
@@ -84,7 +86,10 @@ def _fused_attention_rates(
     generation: an Ampere kernel, 73 % of peak on A100, ~35 % on H100), else at
     ``flash_attention_efficiency_of_mamf`` of the BF16 MAMF; the
     Triton FlashAttention at FlashAttention-2's rates divided by its measured slowdowns
-    (``TRITON_FLASH_*_SLOWDOWN``), so its backward/forward time ratio grows by 2.0 / 1.4.
+    (``TRITON_FLASH_*_SLOWDOWN``), so its backward/forward time ratio grows by 2.0 / 1.4;
+    where its forward + backward rate was measured by length (A100,
+    :func:`~clusterforge.perf.attention_length.triton_fwd_bwd_tflops`), at that rate for
+    the call's ``length``, the backward/forward ratio kept.
     cuDNN's fused flash attention, which Transformer Engine selects over FlashAttention on
     Hopper and later (``get_attention_backend``: "Disabling FlashAttention to give
     FusedAttention preference on Hopper+", TE >= 1.8), runs at its measured rate where
@@ -117,10 +122,13 @@ def _fused_attention_rates(
             return c.sdpa_flash_tflops[perf.gpu_id] * perf.attention_scale, flash[1]
         case "triton":
             forward_tflops, ratio = flash
-            return (
-                forward_tflops / TRITON_FLASH_FORWARD_SLOWDOWN,
-                ratio * TRITON_FLASH_BACKWARD_SLOWDOWN / TRITON_FLASH_FORWARD_SLOWDOWN,
-            )
+            ratio *= TRITON_FLASH_BACKWARD_SLOWDOWN / TRITON_FLASH_FORWARD_SLOWDOWN
+            measured = None if length is None else triton_fwd_bwd_tflops(perf.gpu_id, length)
+            if measured is None:
+                return forward_tflops / TRITON_FLASH_FORWARD_SLOWDOWN, ratio
+            # the forward rate that, with the backward/forward ratio, gives the measured
+            # forward + backward rate (1 + 2.5 units of work)
+            return measured * perf.attention_scale * (1.0 + ratio) / 3.5, ratio
         case "flash" | "unfused":
             return flash
         case _:

@@ -15,7 +15,9 @@ two calls per rank over ``s / (2 cp)`` queries each, ``s^2 / (4 cp)`` pairs on a
 many as a causal call over ``s / sqrt(cp)`` tokens.
 
 PyTorch SDPA's FlashAttention-2, whose measured rate is non-causal, keeps a causal share of it
-by length (:data:`FLASH2_CAUSAL_SHARE`, :func:`causal_slowdown`).
+by length (:data:`FLASH2_CAUSAL_SHARE`, :func:`causal_slowdown`). The Triton FlashAttention
+has a measured causal forward + backward rate by length on A100
+(:data:`TRITON_FWD_BWD_TFLOPS`, :func:`triton_fwd_bwd_tflops`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,45 @@ from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.roofline import GpuPerf, load_constants
 from clusterforge.perf.stack import Stack
 
-__all__ = ["causal_slowdown", "cudnn_call_length", "cudnn_length_shares"]
+__all__ = [
+    "TRITON_FWD_BWD_TFLOPS",
+    "causal_slowdown",
+    "cudnn_call_length",
+    "cudnn_length_shares",
+    "triton_fwd_bwd_tflops",
+]
+
+# The Triton FlashAttention's forward + backward TFLOP/s by sequence length, causal, head dim
+# 128, BF16/FP16, batch x sequence = 16k tokens, hidden 2048 (figure convention: causal FLOPs
+# halved, backward 2.5x the forward's): Dao 2023, "FlashAttention-2", arXiv 2307.08691,
+# Fig. 4 (d), "Attention forward + backward speed (A100 80GB SXM4)", with causal mask, head
+# dimension 128, the "FlashAttention Triton" bars (FlashAttention-2 in the same panel: 99,
+# 133, 155, 173, 182, 189) [V]; the image is Dao-AILab/flash-attention
+# ``assets/flash2_a100_fwd_bwd_benchmark.png`` at 4f285b35 (2023-07-17). The benchmark script
+# published with it (``benchmarks/benchmark_flash_attention.py`` at 60499abc) labels
+# ``triton.ops.flash_attention`` (the Triton library's kernel, from Tillet's fused-attention
+# tutorial) "Triton"; LLM Foundry's ``flash_attn_triton.py`` is Dao's port of the same
+# tutorial, so the bars may measure the sibling kernel (an assumption). The A100 40GB part
+# shares the SMs, clocks and peak (the kernel is compute-bound). No H100 bars exist
+# (``assets/flash2_h100_fwd_bwd_benchmark.png`` has none): other GPUs keep the summary
+# slowdowns of :mod:`clusterforge.perf.attention`.
+_TRITON_A100 = ((512, 50.0), (1024, 61.0), (2048, 68.0), (4096, 74.0), (8192, 78.0), (16384, 80.0))
+TRITON_FWD_BWD_TFLOPS: dict[str, tuple[tuple[int, float], ...]] = {
+    "a100-80gb": _TRITON_A100,
+    "a100-40gb": _TRITON_A100,
+}
+
+
+def triton_fwd_bwd_tflops(gpu_id: str, length: float) -> float | None:
+    """The Triton FlashAttention's measured causal forward + backward TFLOP/s on ``gpu_id``
+    for a call of ``length`` tokens, interpolated in log2 of the length (the ends' rates
+    outside the measured 512-16k); ``None`` for a GPU without a measurement."""
+    points = TRITON_FWD_BWD_TFLOPS.get(gpu_id)
+    if points is None:
+        return None
+    logs = [math.log2(s) for s, _ in points]
+    return float(np.interp(math.log2(max(length, 1.0)), logs, [r for _, r in points]))
+
 
 # The length the [[cudnn_attention]] rates were read at (their `basis`).
 CUDNN_RATE_LENGTH = 8192
