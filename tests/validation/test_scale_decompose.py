@@ -70,8 +70,10 @@ def test_bucket_calls() -> None:
 
 
 def test_bucketed_traffic_is_one_call_per_bucket_on_megatron_ddp_only() -> None:
-    runs = {r.stack.name: r for g in twin_groups() for r in g.runs}
-    nemo, fsdp = runs["nemo"], runs["maxtext"]
+    # Named runs: a Megatron DDP run without interleaving (one bucketed chunk) and an FSDP one.
+    runs = {r.name: r for g in twin_groups() for r in g.runs}
+    nemo = runs["pub-dgxc2502-h100-llama31-8b-fp8-64gpu"]
+    fsdp = runs["pub-paxml-h100-gpt3-5b-bf16-64gpu"]
     for run, same in ((nemo, False), (fsdp, True)):
         pred = predict_run(run).prediction
         assert pred is not None
