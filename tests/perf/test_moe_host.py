@@ -12,11 +12,13 @@ from clusterforge.perf import ParallelPlan, predict_step
 from clusterforge.perf.host import (
     FLEX_DROPLESS_IDLE_S,
     HOST_OP_S,
+    INTERLEAVED_OVERLAP_CHUNK_S,
     MOE_FORWARD_TE_MODULES,
     MOE_FORWARD_TORCH_OPS,
     TE_MODULE_S,
     flex_dropless_idle_s,
     host_cpu,
+    interleaved_overlap_idle_s,
     moe_forward_host_s,
 )
 from clusterforge.perf.stack import stack_named
@@ -167,3 +169,20 @@ def test_the_flex_dispatcher_idle_floors_each_layer_pass(models, h100, h100_comm
     free = predict_step(arch, plan, h100, h100_comm, 8, replace(flex, moe_dispatch_sync=False))
     extra = synced.breakdown.compute_s - free.breakdown.compute_s
     assert extra == pytest.approx(arch.num_layers * FLEX_DROPLESS_IDLE_S, rel=1e-6)
+
+
+def test_the_interleaved_ep_overlap_costs_the_published_ab_per_model_chunk(models) -> None:
+    # Megatron-Bridge #1760: 17.2 s with the overlap, 16.0 s without, plus the 1.867 s the
+    # model credits the overlap with, over 128 micro-batches x 4 model chunks: 5.99 ms.
+    assert abs(INTERLEAVED_OVERLAP_CHUNK_S - 5.99e-3) < 1e-5
+    arch = models["qwen3-30b-a3b"]
+    overlap = replace(BRIDGE, moe_a2a_overlap=True)
+    # PP 2 x VP 12 over 48 layers: two layers per chunk, half the chunk's cost per layer.
+    got = interleaved_overlap_idle_s(arch, overlap, "x86", 2, 12)
+    assert got == pytest.approx(INTERLEAVED_OVERLAP_CHUNK_S / 2, rel=1e-9)
+    # Not where the source did not run: PP 1, no VP, a Grace host, no overlap, dense.
+    assert interleaved_overlap_idle_s(arch, overlap, "x86", 1, 1) == 0.0
+    assert interleaved_overlap_idle_s(arch, overlap, "x86", 2, 1) == 0.0
+    assert interleaved_overlap_idle_s(arch, overlap, "grace", 2, 12) == 0.0
+    assert interleaved_overlap_idle_s(arch, BRIDGE, "x86", 2, 12) == 0.0
+    assert interleaved_overlap_idle_s(models["llama3-8b"], overlap, "x86", 2, 12) == 0.0

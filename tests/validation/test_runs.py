@@ -236,7 +236,9 @@ KNOWN_GAPS = {
     "floor, ~0.62 ms per layer forward here, the token-count all-gather and TE's "
     "Fp8Padding copies) is modelled and "
     "explains ~5 % of the step, not the 19.5 ms per layer and micro-batch (docs/validation.md, "
-    "'Dropless against drop-and-pad')",
+    "'Dropless against drop-and-pad'). The overlap's measured cost per model chunk under the "
+    "interleaved schedule (Megatron-Bridge #1760; clusterforge.perf.host."
+    "interleaved_overlap_idle_s) takes it from +143.5 % to +67.8 %",
     "bridge260401-b300-gpt-oss-120b": MOE_HYBRIDEP,
     "bridge260401-h100-gpt-oss-120b": MOE_LAYER,
     # validation/megatron_bridge_moe_releases.toml (development rows)
@@ -248,7 +250,9 @@ KNOWN_GAPS = {
         "moe_a2a_overlap (EP all-to-all of one micro-batch hidden behind another's compute); "
         "modelled (row fields), they make the prediction faster still, +102 % -> +203 %; "
         "since the flex kernels hide only the share measured with the overlap in "
-        "Megatron-Bridge #5094 (36.55 %), +171 % -> +150 %. "
+        "Megatron-Bridge #5094 (36.55 %), +171 % -> +150 %; with the overlap's measured cost "
+        "per model chunk under the interleaved schedule (Megatron-Bridge #1760), +150 % -> "
+        "+72.5 %. "
         "The 26.02.01 figure once paired with it (9,058) ran another layout (v0.3.1: PP 1, "
         "EP 16, HybridEP) and is left out (validation/megatron_bridge_moe_releases.toml)"
     ),

@@ -35,6 +35,8 @@ calls become one call each.
 Under the flex dispatcher the GPU idle of a layer pass is also floored at a measured figure
 (:func:`flex_dropless_idle_s`): a published Nsight Systems budget of such a step, where the
 per-call count above leaves the host well inside the GPU's time yet the GPU still idles.
+Megatron-Core's EP overlap under the interleaved pipeline schedule costs a measured time per
+model-chunk pass (:func:`interleaved_overlap_idle_s`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ __all__ = [
     "FLEX_DROPLESS_IDLE_S",
     "FLEX_DROPLESS_IDLE_TOKENS",
     "HOST_OP_S",
+    "INTERLEAVED_OVERLAP_CHUNK_S",
     "MOE_FORWARD_TE_MODULES",
     "MOE_FORWARD_TORCH_OPS",
     "TE_MODULE_S",
@@ -59,6 +62,7 @@ __all__ = [
     "flex_dropless_idle_s",
     "host_cpu",
     "host_idle_s",
+    "interleaved_overlap_idle_s",
     "moe_forward_host_s",
 ]
 
@@ -193,3 +197,36 @@ def host_idle_s(host_s: float, forward_s: float, comm_s: float) -> float:
     issue time exceeds of the forward's GPU work (compute, and half of the layer's exposed
     TP/CP/EP communication ``comm_s``, the forward's share)."""
     return max(0.0, host_s - (forward_s + 0.5 * comm_s))
+
+
+# Seconds per model-chunk pass (one model chunk's forward and backward for one micro-batch)
+# that Megatron-Core's EP overlap (``overlap_moe_expert_parallel_comm``) costs under the
+# interleaved pipeline schedule (``combined_1f1b_schedule_for_interleaved_pipelining``,
+# megatron/core/pipeline_parallel/combined_1f1b.py at 0d8e0714cd29 and b0cc2706ddc6) on x86
+# hosts. Measured: NVIDIA-NeMo/Megatron-Bridge pull request #1760 (a6e92de5f, 2026-01-09),
+# Qwen3-235B-A22B on 64 DGX B200, BF16, PP 8, VP 4, EP 8, GBS 1,024, micro-batch 1,
+# all-to-all dispatcher: "Disable moe_a2a_overlap due to CPU overhead", step 17.2 s with the
+# overlap, 16.0 s without. The model prices that layout at 16.18 s without the overlap and
+# credits the overlap with hiding 1.87 s of EP all-to-all (benchmarks/
+# moe_a2a_overlap_vpp_whatif.py), so the overlap costs the measured 1.2 s plus those 1.87 s,
+# over 1,024 / 8 micro-batches x 4 model chunks per stage. Per chunk rather than per layer:
+# every model chunk the combined schedule runs as phases outside the overlapped layer pairs
+# (the p2p waits, the chunk's pre- and post-processing, its first layer's combine backward
+# and its last layer's attention weight gradient, model_chunk_schedule_plan.py ``run``), and
+# with PP 1 (one chunk of all layers per micro-batch) the two published 16 H100 A/Bs
+# (Megatron-Bridge #5094 and docs/training/communication-overlap.md at 067f987df) leave no
+# room for 2 ms per layer pass. Taken only where the source ran: PP > 1 with VP > 1, x86.
+INTERLEAVED_OVERLAP_CHUNK_S = (17.2 - 16.0 + 1.867) / (1024 // 8 * 4)
+
+
+def interleaved_overlap_idle_s(
+    arch: ModelArch, stack: Stack, cpu: HostCpu, pp: int, vpp: int
+) -> float:
+    """Seconds per layer pass that the EP overlap (``Stack.moe_a2a_overlap``) costs an MoE run
+    under the interleaved pipeline schedule (``pp`` > 1, ``vpp`` > 1) on an x86 host: the
+    measured :data:`INTERLEAVED_OVERLAP_CHUNK_S` over the layers of one model chunk; else 0."""
+    if arch.num_experts == 1 or not stack.moe_a2a_overlap or cpu != "x86":
+        return 0.0
+    if pp == 1 or vpp == 1:
+        return 0.0
+    return INTERLEAVED_OVERLAP_CHUNK_S * pp * vpp / arch.num_layers

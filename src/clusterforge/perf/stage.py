@@ -57,7 +57,9 @@ def stage_time(
     ``host_s``: host issue seconds of one layer's forward when the CPU cannot run ahead
     (:mod:`clusterforge.perf.host`); the forward, and a full recomputation of it, take at
     least that long. ``sync_idle_s``: GPU idle seconds of one layer's forward behind a
-    blocking host call inside it, paid again by a full recomputation. ``idle_floor_s``: a
+    blocking host call inside it, paid again by a full recomputation, and the EP overlap's
+    measured cost per layer pass under the interleaved schedule
+    (:func:`~clusterforge.perf.host.interleaved_overlap_idle_s`). ``idle_floor_s``: a
     measured GPU idle per layer pass that the host floor's idle cannot fall below
     (:func:`~clusterforge.perf.host.flex_dropless_idle_s`).
     """

@@ -38,7 +38,12 @@ from clusterforge.perf.exposure import (
 from clusterforge.perf.flops import hardware_flops_per_step, model_flops_per_step
 from clusterforge.perf.fp8 import fp8_weight_cast_s
 from clusterforge.perf.fp8_amax import amax_reduction_s
-from clusterforge.perf.host import flex_dropless_idle_s, host_cpu, moe_forward_host_s
+from clusterforge.perf.host import (
+    flex_dropless_idle_s,
+    host_cpu,
+    interleaved_overlap_idle_s,
+    moe_forward_host_s,
+)
 from clusterforge.perf.input_dropout import input_dropout_s
 from clusterforge.perf.logits import logits_times
 from clusterforge.perf.megatron_fsdp import root_module_delta_s
@@ -299,12 +304,15 @@ def _stages(
     """Each pipeline stage's time per micro-batch: its layers, the embedding and logits at
     the ends, the per-stage extras (gradient accumulation, FP8 weight casts and delayed
     scaling's amax reductions, layer-input dropouts, offload, ZeRO-3 copies out and in) and
-    the MoE forward's host floor and measured idle."""
+    the MoE forward's host floor and measured idles."""
     ends = (*embedding_times(arch, plan, perf, stack), *logits_times(arch, plan, perf, stack))
     host_s = moe_forward_host_s(
         arch, stack, host_cpu(gpu), max(1, arch.num_experts // plan.layout.ep)
     )
-    sync_idle_s = flash_unpad_idle_s(arch, plan, perf, stack, gpu)
+    layout = plan.layout
+    sync_idle_s = flash_unpad_idle_s(arch, plan, perf, stack, gpu) + interleaved_overlap_idle_s(
+        arch, stack, host_cpu(gpu), layout.pp, layout.vpp
+    )
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
     idle_floor_s = flex_dropless_idle_s(arch, stack, host_cpu(gpu), tokens)
     return [
