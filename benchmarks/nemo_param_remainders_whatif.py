@@ -12,6 +12,12 @@ given files (recipes that ran NeMo 1.0's ``distributed_fused_adam``) and prints,
 calibration and development row whose plan or figure moves, the memory-fitted prediction
 before and after, then the files' rows as a whole. Held-out rows are skipped.
 
+Superseded by the ``optimizer_state`` option (:mod:`clusterforge.perf.optimizer_state`,
+``benchmarks/optimizer_state_rows.py``): of these BF16 rows, the recipes keep remainders only
+for the Llama 3.1 rows; the GPT-3 175B yaml sets ``fp8_params: true`` (full masters), the
+Nemotron-4 15B yaml runs Megatron-Core's ``mcore_distributed_optim`` and the Nemotron-4 340B
+yaml sets ``optim.dtype: bf16`` (BF16 moments, no masters).
+
     PYTHONPATH=$PWD/src:$PWD python benchmarks/nemo_param_remainders_whatif.py \
         [pub_dgxc_nemo_h100_scale.toml pub_dgxc_llama31_cp_h100.toml]
 """

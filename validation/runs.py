@@ -31,6 +31,7 @@ from clusterforge.design import plan as design_cluster
 from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
 from clusterforge.perf.comm import CommModel
+from clusterforge.perf.optimizer_state import optimizer_state_error
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.power_limit import power_limited
 from clusterforge.perf.predict import design_comm, design_host
@@ -194,6 +195,9 @@ def _run(file: str, row: dict[str, Any]) -> Run:
         job = JobLayout.for_gpus(row["num_gpus"], tp=row["tp"], pp=row["pp"], cp=row["cp"], ep=ep)
     except PlanError as err:
         raise PlanError(f"{where}: {err}") from err
+    state = row.get("optimizer_state", "fp32")  # the recipe's optimizer dtype / remainders
+    if error := optimizer_state_error(state, row.get("precision", "bf16"), row["stack"]):
+        raise PlanError(f"{where}: {error}")
     base = ParallelPlan(
         job,
         global_batch=row["global_batch"],
@@ -205,6 +209,7 @@ def _run(file: str, row: dict[str, Any]) -> Run:
         shard_size=row.get("shard_size"),
         offload_layers=row.get("offload_layers", 0),
         optimizer_offload=row.get("optimizer_offload", False),  # DeepSpeed offload_optimizer cpu
+        optimizer_state=state,
     )
     return Run(
         file=file,

@@ -267,16 +267,6 @@ KNOWN_GAPS = {
     # validation/pub_paxml_fsdp_h100.toml (development rows)
     "pub-paxml-h100-gpt3-175b-fp8-512gpu": PAXML_175B_LEVEL,
     "pub-paxml-h100-gpt3-175b-fp8-2048gpu": PAXML_175B_LEVEL,
-    # validation/pub_dgxc_nemo_h100_scale.toml (development rows)
-    "pub-dgxc2411-h100-nemotron4-340b-bf16-128gpu": (
-        "Nemotron-4 340B BF16 on 128 H100 (TP 8, PP 8, VP 12, data parallelism 2) ran; the "
-        "memory model puts its first stage at 83.5 GiB (optimizer 32.2 GiB at 12 bytes per "
-        "parameter over 2 ranks) against 79.6 GiB, with selective recomputation, the recipe's "
-        "setting. Candidate, not modelled: NeMo 1.0's distributed fused Adam keeps only the "
-        "16-bit remainders of the FP32 master weights when the model is BF16 "
-        "(megatron_base_model.py setup_optimization: store_param_remainders), 10 bytes per "
-        "parameter, 5.4 GiB less here (78.1 GiB); the FP8 rows store full masters"
-    ),
 }
 
 

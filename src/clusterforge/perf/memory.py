@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
+from clusterforge.perf.optimizer_state import optimizer_state_bytes
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
 from clusterforge.perf.remat import named_saved_bytes, saves_named_tensors
 from clusterforge.perf.roofline import BF16_BYTES
@@ -255,7 +256,8 @@ def _model_state_bytes(
         # ends (Zhao et al. 2023 §3.2; PyTorch ShardingStrategy.SHARD_GRAD_OP).
         weights = weight_bytes * params / shard + BF16_BYTES * params
     grads = stack.grad_buffer_bytes * params / (shard if plan.zero_stage >= 2 else 1)
-    optimizer = stack.optimizer_bytes * params / (shard if plan.zero_stage >= 1 else 1)
+    state_bytes = optimizer_state_bytes(plan.optimizer_state, plan.precision, stack)
+    optimizer = state_bytes * params / (shard if plan.zero_stage >= 1 else 1)
     if plan.optimizer_offload:
         # ZeRO-Offload (:mod:`.optimizer_offload`): master weights, moments and the FP32
         # gradient partition live on the host; ZeRO-3's gradient-partition buffer too

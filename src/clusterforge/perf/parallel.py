@@ -17,6 +17,7 @@ import numpy as np
 from clusterforge.catalog import ModelArch
 from clusterforge.job import GroupKind, JobLayout, require
 from clusterforge.perf.flops import Recompute
+from clusterforge.perf.optimizer_state import OptimizerState
 
 __all__ = [
     "GroupKind",
@@ -41,7 +42,8 @@ class ParallelPlan:
     their forward and backward (Megatron-Core activation offloading; :mod:`.offload`).
     ``optimizer_offload``: the FP32 master weights, Adam moments and the optimizer step live
     on the host CPU (DeepSpeed ZeRO-Offload, ``offload_optimizer {device: cpu}``;
-    :mod:`.optimizer_offload`).
+    :mod:`.optimizer_offload`). ``optimizer_state``: how the optimizer stores Adam's state
+    and the master weights (:mod:`.optimizer_state`; ``"fp32"``: the stack's layout).
     """
 
     layout: JobLayout
@@ -57,6 +59,7 @@ class ParallelPlan:
     recompute_layers: int | None = None
     offload_layers: int = 0
     optimizer_offload: bool = False
+    optimizer_state: OptimizerState = "fp32"
 
     def with_(self, **changes: object) -> ParallelPlan:
         """A copy with some fields changed (plans are frozen)."""

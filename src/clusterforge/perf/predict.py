@@ -78,6 +78,7 @@ def plan_from_workload(workload: WorkloadSpec, job: JobLayout, arch: ModelArch) 
         pipeline_layers=layers,
         shard_size=workload.fsdp_shard_size,
         optimizer_offload=workload.optimizer_offload,
+        optimizer_state=workload.optimizer_state,
     )
 
 

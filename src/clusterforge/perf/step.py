@@ -55,6 +55,7 @@ from clusterforge.perf.memory import (
 )
 from clusterforge.perf.offload import offload_s
 from clusterforge.perf.optimizer_offload import HostMemory, OptimizerOffload, optimizer_offload
+from clusterforge.perf.optimizer_state import optimizer_state_bytes
 from clusterforge.perf.parallel import (
     ParallelPlan,
     num_micro_batches,
@@ -129,6 +130,7 @@ class Prediction:
     stage_layers: tuple[int, ...]
     run_class: str = "megatron-3d"  # what the run exercises (uncertainty.run_class)
     optimizer_offload: OptimizerOffload | None = None  # its parts when the plan offloads
+    optimizer_bytes_per_param: float = 12.0  # Adam state before sharding (.optimizer_state)
 
     @property
     def memory_per_gpu_gib(self) -> float:
@@ -170,6 +172,7 @@ class Prediction:
             "range_fraction": [self.band.low_fraction, self.band.high_fraction],
             "run_class": self.run_class,
             "optimizer_offload": asdict(self.optimizer_offload) if self.optimizer_offload else None,
+            "optimizer_bytes_per_param": self.optimizer_bytes_per_param,
             "flop_convention": FLOP_CONVENTION,
         }
 
@@ -376,4 +379,7 @@ def _assemble(
         breakdown=breakdown,
         stage_layers=stages,
         run_class=run_class(arch, plan, stack),
+        optimizer_bytes_per_param=optimizer_state_bytes(
+            plan.optimizer_state, plan.precision, stack
+        ),
     )

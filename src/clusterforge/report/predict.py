@@ -89,7 +89,8 @@ def _breakdown_table(p: Prediction) -> Table:
     mem = p.memory
     table.caption = (
         f"memory/GPU {mem.total_gib:.1f} GiB = weights {mem.weights_gib:.1f} + grads "
-        f"{mem.gradients_gib:.1f} + optimizer {mem.optimizer_gib:.1f} + activations "
+        f"{mem.gradients_gib:.1f} + optimizer {mem.optimizer_gib:.1f} "
+        f"({p.optimizer_bytes_per_param:g} B/param, {p.plan.optimizer_state}) + activations "
         f"{mem.activations_gib:.1f} + reserve {mem.reserve_gib:.1f}; layers per stage "
         f"{list(p.stage_layers)}"
     )

@@ -61,6 +61,16 @@ class WorkloadSpec(Section):
         "optimizer step on the host CPU (offload_optimizer device cpu; ZeRO stage 1-3, "
         "stack deepspeed)",
     )
+    optimizer_state: Literal["fp32", "fp32-remainders", "bf16"] = Field(
+        "fp32",
+        description="How the optimizer stores Adam's state: fp32 = the stack's FP32 moments "
+        "and master weights (12 B/param with BF16 weights); fp32-remainders = the low 16 "
+        "bits of each FP32 master beside FP32 moments, 10 B/param (Apex DistributedFusedAdam "
+        "store_param_remainders under NeMo 1.0 with BF16 weights, Transformer Engine FusedAdam "
+        "in Megatron-Core's precision-aware optimizer; stacks megatron-core, nemo, "
+        "megatron-bridge; not fp16); bf16 = Apex's BF16 moments without masters, 4 B/param "
+        "(6 with NeMo's FP8 parameters; stack nemo, optim.dtype bf16)",
+    )
     pipeline_layers: list[Annotated[int, Field(ge=1, le=MAX_LAYERS)]] | None = Field(
         None,
         max_length=1024,
@@ -121,6 +131,17 @@ class WorkloadSpec(Section):
                 "DeepSpeed's ZeRO-Offload only; set stack to 'deepspeed', or "
                 "optimizer_offload to false"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _optimizer_state_priced(self) -> WorkloadSpec:
+        """The optimizer state is one the stack runs with these weights
+        (:func:`clusterforge.perf.optimizer_state.optimizer_state_error`)."""
+        from clusterforge.perf.optimizer_state import optimizer_state_error
+
+        error = optimizer_state_error(self.optimizer_state, self.precision, self.stack)
+        if error is not None:
+            raise ValueError(error)
         return self
 
     def with_layout(self, layout: JobLayout) -> WorkloadSpec:

@@ -74,6 +74,7 @@ def compute_bound_s(
         precision=job.precision,
         zero_stage=job.zero_stage,
         optimizer_offload=job.optimizer_offload,
+        optimizer_state=job.optimizer_state,
     )
     try:
         found = search(
