@@ -97,6 +97,7 @@ def _graph(
     transport: str | None = None,
     nccl_tuner: str | None = None,
     nccl_protocols: tuple[str, ...] | None = None,
+    efa_instance: str | None = None,
 ) -> FabricGraph:
     """The fabric of ``num_nodes`` machines of catalog ``node`` (their own GPU count)."""
     gpus = load_catalog().nodes[node].num_gpus * num_nodes
@@ -121,6 +122,8 @@ def _graph(
         network["nccl_tuner"] = nccl_tuner
     if nccl_protocols is not None:
         network["nccl_protocols"] = list(nccl_protocols)
+    if efa_instance is not None:
+        network["efa_instance"] = efa_instance
     if network:
         spec["network"] = network
     return build_fabric_graph(plan(parse_spec(spec)))
@@ -159,6 +162,7 @@ def score(row: dict[str, Any], *, algorithm: str | None = None, protocol: str = 
         transport=row.get("transport"),
         nccl_tuner=row.get("nccl_tuner"),
         nccl_protocols=tuple(row["nccl_protocols"]) if "nccl_protocols" in row else None,
+        efa_instance=row.get("efa_instance"),
     )
     res = simulate_collective(
         graph,

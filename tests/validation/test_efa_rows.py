@@ -1,6 +1,8 @@
-"""The AWS EFA rows (pub_mleng_efa_nccl.toml): the P6-B200 development rows name AWS's OFI
-tuner plugin (``nccl_tuner``) and the held-out rows keep the mapping they were frozen with;
-the NCCL_PROTO=simple what-if (benchmarks/efa_simple_protocol_whatif.py)."""
+"""The AWS EFA rows (pub_mleng_efa_nccl.toml, pub_awsome_efa_nccl.toml): the P6-B200
+development rows name AWS's OFI tuner plugin (``nccl_tuner``), every development row its EC2
+instance (``efa_instance``, the net plugin's reported latency), and the held-out rows keep the
+mapping they were frozen with; the NCCL_PROTO=simple and plugin-latency what-ifs
+(benchmarks/efa_simple_protocol_whatif.py, benchmarks/efa_plugin_latency_whatif.py)."""
 
 from __future__ import annotations
 
@@ -47,3 +49,31 @@ def test_the_simple_protocol_what_if_runs_simple_and_refuses_held_out_rows(rows)
     held = next(r for r in rows if r["set"] == "heldout")
     with pytest.raises(ValueError, match="held-out"):
         simple_only(held)
+
+
+AWSOME = DATA.parent / "pub_awsome_efa_nccl.toml"
+INSTANCES = {
+    "aws-p4de-a100-efa-awsome": "p4de.24xlarge",
+    "aws-p5-h100-efa-awsome": "p5.48xlarge",
+    "aws-p6-b200-efa-mleng": "p6-b200.48xlarge",
+    "aws-p5en-h200-efa-mleng": "p5en.48xlarge",
+}
+
+
+def test_development_rows_name_their_efa_instance_and_held_out_rows_do_not(rows):
+    both = rows + file_rows(tomllib.loads(AWSOME.read_text()))
+    dev = [r for r in both if r["set"] == "development"]
+    assert len(dev) == 33
+    assert all(r["efa_instance"] == INSTANCES[r["cluster"]] for r in dev)
+    assert not [r["id"] for r in both if r["set"] == "heldout" and "efa_instance" in r]
+
+
+def test_the_plugin_latency_what_if_matches_the_rows_and_refuses_held_out_rows(rows):
+    from benchmarks.efa_plugin_latency_whatif import score_rows
+
+    row = next(r for r in rows if r["id"] == "pub-mleng-p6b200-4n-ar-16mib")
+    assert score_rows([row], "time")[0].error == pytest.approx(score(row).error, abs=1e-12)
+    assert score_rows([row], None)[0].error > score(row).error + 0.4  # 65 % against 14 %
+    held = next(r for r in rows if r["set"] == "heldout")
+    with pytest.raises(ValueError, match="held-out"):
+        score_rows([held], None)

@@ -20,6 +20,7 @@ from clusterforge.netsim.domains import (
     uneven_split,
 )
 from clusterforge.netsim.model import NETWORK_EFFICIENCY, scaleup_efficiency
+from clusterforge.netsim.ofi_tuner import net_latency_s
 from clusterforge.netsim.trees import NVLS_MAX_HEADS, nvls_heads
 from clusterforge.netsim.tuner import TuningContext, generation_of, network_channels
 from clusterforge.netsim.vocab import Algorithm, Collective
@@ -53,7 +54,8 @@ def tuning_context(
     fabric (MNNVL), where NCCL's node is the NVLink domain (:mod:`clusterforge.netsim.trees`):
     for NVLS-Tree, trees and rings across domains nodes count domains, and the NICs a node
     uses are its NVLS heads' or its channels'; NVLS and all-to-all inside one domain see one
-    node (:func:`one_clique`)."""
+    node (:func:`one_clique`).  On AWS EFA (``graph.efa_instance``) NCCL's network latency
+    is the one aws-ofi-nccl reports (:func:`~clusterforge.netsim.ofi_tuner.net_latency_s`)."""
     n = int(seq.shape[1])
     heads = min(NVLS_MAX_HEADS, n) if algorithm == "nvls" else 0
     shape = _clique_shape(graph, collective, seq, algorithm) if mnnvl(graph) else None
@@ -73,6 +75,7 @@ def tuning_context(
         intra_gbyte_per_s=float(graph.capacity_gbyte_per_s[graph.scaleup_up(seq[0, :1])][0])
         * scaleup_efficiency("tree", graph.scaleup),
         nic_path="p2c" if graph.nic_behind_c2c else "pxb",
+        net_plugin_latency_s=net_latency_s(graph.efa_instance),
     )
 
 

@@ -126,9 +126,13 @@ def _hw_us(kind: LinkKind, algorithm: str, protocol: Protocol) -> float:
 
 def _inter_us(algorithm: str, protocol: Protocol, ctx: TuningContext) -> float:
     """One network step: NCCL's hardware latency (the tree figure when ranks are alone on
-    their node) plus our path latency, twice for Simple (the receive flush)."""
+    their node) plus ``latencyInter``, twice for Simple (the receive flush).  NCCL takes
+    ``latencyInter`` from the net plugin (``graph->latencyInter = net->net.latency``,
+    ``src/graph/search.cc``): aws-ofi-nccl reports 35-75 us on EFA
+    (:func:`~clusterforge.netsim.ofi_tuner.net_latency_s`); NCCL's own InfiniBand / RoCE
+    transport reports none, and there our graph's path latency fills the slot."""
     key = "tree" if ctx.ranks_per_node == 1 else algorithm
-    path_us = ctx.net_path_latency_s * 1e6
+    path_us = (ctx.net_plugin_latency_s or ctx.net_path_latency_s) * 1e6
     return _hw_us("net", key, protocol) + path_us * (2 if protocol == "simple" else 1)
 
 

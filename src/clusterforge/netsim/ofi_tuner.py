@@ -11,6 +11,10 @@ source); only the P6-B200 all-reduce table for 8 ranks a node is modelled.
 
 ``nccl_tuner`` on a fabric (spec ``network.nccl_tuner``) names the tuner: ``"nccl"`` (NCCL's
 own) or ``"aws-ofi-p6-b200"`` (the plugin on p6-b200.48xlarge).
+
+The same plugin, as NCCL's net plugin on EFA, reports a network latency by instance type
+(:func:`net_latency_s`, spec ``network.efa_instance``), which NCCL's latency model adds to
+every network step (:mod:`clusterforge.netsim.latency`).
 """
 
 from __future__ import annotations
@@ -22,20 +26,34 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal, get_args
 
+from clusterforge.errors import SimulationError, did_you_mean
 from clusterforge.netsim.vocab import ALGORITHMS, PROTOCOLS, Algorithm, Collective, Protocol
 
 __all__ = [
+    "EFA_INSTANCES",
     "NCCL_TUNERS",
+    "EfaInstance",
     "NcclTuner",
     "Region",
     "extend_region",
     "inside_region",
+    "net_latency_s",
     "region_pairs",
     "regions_for",
 ]
 
 NcclTuner = Literal["nccl", "aws-ofi-p6-b200"]
 NCCL_TUNERS: tuple[NcclTuner, ...] = get_args(NcclTuner)
+# EC2 instance types whose network latency the plugin states (data/ofi_tuner.toml)
+EfaInstance = Literal[
+    "p4d.24xlarge",
+    "p4de.24xlarge",
+    "p5.48xlarge",
+    "p5e.48xlarge",
+    "p5en.48xlarge",
+    "p6-b200.48xlarge",
+]
+EFA_INSTANCES: tuple[EfaInstance, ...] = get_args(EfaInstance)
 Point = tuple[float, float]
 # the plugin's tolerance for "on an edge" and "parallel" (is_inside_region, intersect)
 _EPS = 1e-10
@@ -170,3 +188,18 @@ def region_pairs(
         for r in regions_for(tuner, collective)
         if inside_region(point, r, box)
     ]
+
+
+def net_latency_s(instance: str | None) -> float:
+    """The network latency aws-ofi-nccl reports to NCCL on EC2 ``instance`` (seconds; its
+    ``props->latency``, NCCL's ``latencyInter``), or 0 with no net plugin (None: NCCL's own
+    InfiniBand / RoCE transport, which leaves it unset)."""
+    if instance is None:
+        return 0.0
+    table: dict[str, float] = _data()["net_latency_us"]
+    if instance not in EFA_INSTANCES or instance not in table:
+        raise SimulationError(
+            f"efa_instance: no aws-ofi-nccl network latency for {instance!r}"
+            f"{did_you_mean(instance, EFA_INSTANCES)}; use one of {', '.join(EFA_INSTANCES)}"
+        )
+    return float(table[instance]) * 1e-6

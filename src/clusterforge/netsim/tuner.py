@@ -123,6 +123,9 @@ class TuningContext:
     intra_gbyte_per_s: float = math.inf  # a GPU's scale-up payload rate each way
     nic_path: NicPath = "pxb"  # how a GPU reaches its NIC (ll128_enabled)
     ll128_c2c: bool = True  # NCCL_LL128_C2C (ll128_enabled)
+    # NCCL's latencyInter as a net plugin reports it (aws-ofi-nccl on EFA:
+    # ofi_tuner.net_latency_s); 0 with NCCL's own transport, which leaves it unset
+    net_plugin_latency_s: float = 0.0
 
     @property
     def ranks_per_node(self) -> int:

@@ -16,7 +16,15 @@ from clusterforge.spec.base import (
     Topology,
 )
 
-__all__ = ["FacilitySpec", "NcclProtocol", "NcclTuner", "NetworkSpec", "StorageSpec", "Transport"]
+__all__ = [
+    "EfaInstance",
+    "FacilitySpec",
+    "NcclProtocol",
+    "NcclTuner",
+    "NetworkSpec",
+    "StorageSpec",
+    "Transport",
+]
 
 # How NCCL moves data between nodes: RDMA verbs (InfiniBand, RoCE), or Google's
 # GPUDirect-TCPX NCCL net plugin over TCP on A3 High VMs (four 200 Gb/s data NICs per VM;
@@ -26,6 +34,16 @@ Transport = Literal["rdma", "gpudirect-tcpx"]
 # P6-B200 table (aws/aws-ofi-nccl src/tuner/nccl_ofi_regions.cpp, v1.17.0 to v1.21.1)
 NcclProtocol = Literal["ll", "ll128", "simple"]
 NcclTuner = Literal["nccl", "aws-ofi-p6-b200"]
+# EC2 instance types whose network latency aws-ofi-nccl reports to NCCL (src/platform-aws.cpp,
+# platform_data_map; clusterforge.netsim.ofi_tuner.net_latency_s)
+EfaInstance = Literal[
+    "p4d.24xlarge",
+    "p4de.24xlarge",
+    "p5.48xlarge",
+    "p5e.48xlarge",
+    "p5en.48xlarge",
+    "p6-b200.48xlarge",
+]
 
 
 class NetworkSpec(Section):
@@ -112,6 +130,14 @@ class NetworkSpec(Section):
         description="Who picks NCCL's algorithm and protocol: 'nccl' (NCCL's own tuner) or "
         "'aws-ofi-p6-b200' (AWS's OFI tuner plugin, NCCL_TUNER_PLUGIN=ofi, on p6-b200.48xlarge: "
         "above 2 nodes with 8 ranks a node, an all-reduce runs the pair of its region table)",
+    )
+    efa_instance: EfaInstance | None = Field(
+        None,
+        description="AWS EC2 instance type whose EFA devices NCCL uses through the aws-ofi-nccl "
+        "net plugin, e.g. p5.48xlarge; None = NCCL's own InfiniBand / RoCE transport. The "
+        "plugin reports a network latency to NCCL (75 us on p4d, p4de, p5 and p5e; 35 us on "
+        "p5en and p6-b200), which NCCL's latency model adds to every network step of a call, "
+        "twice for Simple",
     )
     storage_fabric: bool = Field(True, description="Separate storage fabric (SuperPOD style)")
     spares: SpareAttach = Field(

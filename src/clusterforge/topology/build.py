@@ -223,6 +223,7 @@ def _assemble(
         transport=design.spec.network.transport,
         nccl_protocols=design.spec.network.nccl_protocols,
         nccl_tuner=design.spec.network.nccl_tuner,
+        efa_instance=design.spec.network.efa_instance,
         **_shape_fields(conn),
         **aggregates,
     )

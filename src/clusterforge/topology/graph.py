@@ -153,6 +153,10 @@ class FabricGraph:
     # "nccl", or an OFI tuner table of ``clusterforge.netsim.ofi_tuner``)
     nccl_protocols: tuple[str, ...] | None = None
     nccl_tuner: str = "nccl"
+    # the EC2 instance whose EFA devices NCCL reaches through aws-ofi-nccl (spec
+    # ``network.efa_instance``; None: NCCL's own transport): the plugin's reported network
+    # latency, ``clusterforge.netsim.ofi_tuner.net_latency_s``
+    efa_instance: str | None = None
 
     @property
     def mesh(self) -> bool:

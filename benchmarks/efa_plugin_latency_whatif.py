@@ -1,0 +1,148 @@
+"""Two readings of aws-ofi-nccl's reported network latency on the AWS EFA rows, each against
+the model without it (the rows with their ``efa_instance`` taken off).
+
+aws-ofi-nccl reports a network latency to NCCL per instance type (``props->latency``,
+``platform_data_map`` in ``src/platform-aws.c`` / ``src/platform-aws.cpp``): 75.0 us on
+p4d, p4de and p5 (v1.8.1-aws, cf6f822d, the release of the awsome-distributed-training runs)
+and 35.0 us on p5en and p6-b200 (v1.16.0 to v1.21.1; commit 2496e7de, 2025-05-23,
+"Updating latency value for p5en and p6 based on empirical search").  The figure was set
+to steer NCCL's choice, not measured as a delay: commit d87d61e0 (2023-07-07) lowered it
+from 150 to 75 us because "a value below 75us is slightly better for large deployments, but
+makes NCCL choose the wrong algorithm for the 2 nodes case".  NCCL (v2.20.3-1 and v2.27.7-1,
+``src/graph/search.cc``: ``graph->latencyInter = net->net.latency``; ``src/graph/tuning.cc``:
+``interLat = hwLat[NET][a][p] + graphs[a]->latencyInter``, plus a second ``latencyInter`` for
+Simple) adds it to every network step of ``comm->latencies``, which only ranks the
+(algorithm, protocol) pairs (``ncclTopoGetAlgoTime``); NCCL delays nothing by it.
+
+Two readings, each against the model without a net plugin (which fills NCCL's
+``latencyInter`` slot with its graph's path latency, ``latency._inter_us``):
+
+- ``rank``: NCCL's choice with the plugin's figure (the pairs ranked with it), the call's
+  time without it: what the sources state NCCL does.
+- ``time``: the figure also taken as the call's time, as the model takes the rest of
+  NCCL's latency table: what the model does for a fabric with ``network.efa_instance``
+  (adopted; the rows' ``efa_instance`` gives the same figures as this column).
+
+Development and calibration rows only (a held-out row is never simulated).
+
+    PYTHONPATH=$PWD/src:$PWD python benchmarks/efa_plugin_latency_whatif.py
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from clusterforge.netsim import latency, simulate
+from clusterforge.netsim.tuner import TuningContext
+from clusterforge.netsim.vocab import Algorithm, Protocol
+from validation.nccl_rows import ROWS, Scored, mean_abs_error, score
+
+__all__ = ["MODES", "PLUGIN_LATENCY_US", "main", "plugin_latency", "score_rows"]
+
+# aws-ofi-nccl's reported network latency (us) for the instance type of each EFA cluster,
+# at the plugin release the rows ran (src/platform-aws.c at v1.8.1-aws; src/platform-aws.cpp
+# "p-series" / "p5en/p6-b200" entries at v1.16.3 to v1.21.1)
+PLUGIN_LATENCY_US: dict[str, float] = {
+    "aws-p4de-a100-efa-awsome": 75.0,
+    "aws-p5-h100-efa-awsome": 75.0,
+    "aws-p6-b200-efa-mleng": 35.0,
+    "aws-p5en-h200-efa-mleng": 35.0,
+}
+MODES = ("rank", "time")
+LARGE_BYTES = 16 * 2**20
+
+_InterUs = Callable[[str, Protocol, TuningContext], float]
+
+
+def _with_plugin(orig: _InterUs, plugin_us: float) -> _InterUs:
+    """NCCL's network step with the plugin's ``latencyInter`` in place of our path latency."""
+
+    def inter_us(algorithm: str, protocol: Protocol, ctx: TuningContext) -> float:
+        return orig(algorithm, protocol, replace(ctx, net_plugin_latency_s=plugin_us * 1e-6))
+
+    return inter_us
+
+
+@contextmanager
+def plugin_latency(plugin_us: float, mode: str) -> Iterator[None]:
+    """Patch the model so that NCCL's network step carries ``plugin_us`` of ``latencyInter``
+    (twice for Simple): in the ranking only (``rank``) or in the call's time too (``time``)."""
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: use one of {', '.join(MODES)}")
+    orig_inter, orig_offset = latency._inter_us, simulate.tuner_offset_s
+    patched = _with_plugin(orig_inter, plugin_us)
+
+    def offset_s(algorithm: Algorithm, protocol: Protocol, ctx: TuningContext) -> float:
+        before = latency.nccl_latency_s(algorithm, protocol, ctx)
+        latency._inter_us = patched
+        try:
+            after = latency.nccl_latency_s(algorithm, protocol, ctx)
+        finally:
+            latency._inter_us = orig_inter
+        return orig_offset(algorithm, protocol, ctx) + after - before
+
+    try:
+        if mode == "time":
+            latency._inter_us = patched
+        else:
+            simulate.tuner_offset_s = offset_s
+        yield
+    finally:
+        latency._inter_us = orig_inter
+        simulate.tuner_offset_s = orig_offset
+
+
+def score_rows(rows: list[dict[str, Any]], mode: str | None) -> list[Scored]:
+    """Score ``rows`` (never held-out) without their ``efa_instance``; EFA rows with the
+    plugin's latency under ``mode`` (None: no net plugin)."""
+    out = []
+    for row in rows:
+        if row["set"] == "heldout":
+            raise ValueError(f"row {row['id']}: held-out rows are never simulated here")
+        row = {k: v for k, v in row.items() if k != "efa_instance"}
+        plugin_us = PLUGIN_LATENCY_US.get(row.get("cluster", ""))
+        if mode is None or plugin_us is None:
+            out.append(score(row))
+            continue
+        with plugin_latency(plugin_us, mode):
+            out.append(score(row))
+    return out
+
+
+def _line(name: str, scored: list[Scored]) -> str:
+    large = [s for s in scored if s.row["size_bytes"] >= LARGE_BYTES]
+    small = [s for s in scored if s.row["size_bytes"] < LARGE_BYTES]
+    return (
+        f"{name:34} {mean_abs_error(scored):7.2%} ({len(scored)}) "
+        f">= 16 MiB {mean_abs_error(large):7.2%} ({len(large)}) "
+        f"< 16 MiB {mean_abs_error(small):7.2%} ({len(small)})"
+    )
+
+
+def main() -> None:
+    cal = [r for r in ROWS if r["set"] == "calibration"]
+    dev = [r for r in ROWS if r["set"] == "development"]
+    runs = {m: score_rows(dev, m) for m in (None, *MODES)}
+    print(f"{'row':30} {'measured':>8} {'no plugin':>18} {'rank':>18} {'time':>18}")
+    for i, row in enumerate(dev):
+        if row.get("cluster") not in PLUGIN_LATENCY_US:
+            continue
+        cells = " ".join(
+            f"{runs[m][i].error:+7.1%} {runs[m][i].algorithm[:5]}/{runs[m][i].protocol:6}"
+            for m in (None, *MODES)
+        )
+        print(f"{row['id']:30} {row['busbw']:8.2f} {cells}")
+    print(_line("calibration (no EFA row)", score_rows(cal, None)))
+    for m in (None, *MODES):
+        name = "no plugin" if m is None else f"plugin latency, {m}"
+        print(_line(f"development, {name}", runs[m]))
+        for cluster in PLUGIN_LATENCY_US:
+            part = [s for s in runs[m] if s.row.get("cluster") == cluster]
+            print(_line(f"  {cluster}", part))
+
+
+if __name__ == "__main__":
+    main()
