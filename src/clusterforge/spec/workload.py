@@ -18,6 +18,7 @@ from clusterforge.spec.base import (
     MODEL_LIMITS,
     Section,
 )
+from clusterforge.spec.optimizer_state import optimizer_state_error
 
 __all__ = ["WorkloadSpec"]
 
@@ -136,9 +137,7 @@ class WorkloadSpec(Section):
     @model_validator(mode="after")
     def _optimizer_state_priced(self) -> WorkloadSpec:
         """The optimizer state is one the stack runs with these weights
-        (:func:`clusterforge.perf.optimizer_state.optimizer_state_error`)."""
-        from clusterforge.perf.optimizer_state import optimizer_state_error
-
+        (:func:`clusterforge.spec.optimizer_state.optimizer_state_error`)."""
         error = optimizer_state_error(self.optimizer_state, self.precision, self.stack)
         if error is not None:
             raise ValueError(error)
