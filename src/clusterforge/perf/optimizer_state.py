@@ -26,9 +26,11 @@ master weights where the weights are not FP32). Two others are what the NVIDIA s
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import get_args
 
+from clusterforge.perf.roofline import BF16_BYTES
 from clusterforge.perf.stack_base import Stack
+from clusterforge.spec.workload import OptimizerState
 
 __all__ = [
     "BF16_STATE_STACKS",
@@ -39,13 +41,11 @@ __all__ = [
     "optimizer_state_error",
 ]
 
-OptimizerState = Literal["fp32", "fp32-remainders", "bf16"]
 OPTIMIZER_STATES: tuple[OptimizerState, ...] = get_args(OptimizerState)
 
 # The 16 bits of an FP32 master that the BF16 weight already holds (BF16 is the high half
 # of FP32: 1 sign, 8 exponent and 7 mantissa bits).
 REMAINDER_SAVED_BYTES = 2.0
-BF16_BYTES = 2.0
 # Stacks whose optimizer can keep remainders: Apex's DistributedFusedAdam under NeMo 1.0,
 # Megatron-Core's precision-aware optimizer with Transformer Engine's FusedAdam (Megatron-Core,
 # NeMo 2.0 and Megatron-Bridge run it); BF16 state without masters: Apex's, under NeMo 1.0.

@@ -19,7 +19,10 @@ from clusterforge.spec.base import (
     Section,
 )
 
-__all__ = ["WorkloadSpec"]
+__all__ = ["OptimizerState", "WorkloadSpec"]
+
+# How the optimizer stores Adam's state (clusterforge.perf.optimizer_state prices each)
+OptimizerState = Literal["fp32", "fp32-remainders", "bf16"]
 
 
 class WorkloadSpec(Section):
@@ -61,7 +64,7 @@ class WorkloadSpec(Section):
         "optimizer step on the host CPU (offload_optimizer device cpu; ZeRO stage 1-3, "
         "stack deepspeed)",
     )
-    optimizer_state: Literal["fp32", "fp32-remainders", "bf16"] = Field(
+    optimizer_state: OptimizerState = Field(
         "fp32",
         description="How the optimizer stores Adam's state: fp32 = the stack's FP32 moments "
         "and master weights (12 B/param with BF16 weights); fp32-remainders = the low 16 "
