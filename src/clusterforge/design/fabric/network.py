@@ -25,11 +25,11 @@ from clusterforge.spec import ClusterSpec, NetworkSpec, SpareAttach, Topology
 
 __all__ = ["EFA_INSTANCE_GPUS", "FabricDesign", "cabled_nodes", "design_compute_fabric"]
 
-# The GPU of each EC2 instance type of ``network.efa_instance``, as catalog GPU ids: AWS EC2
-# P4 (https://aws.amazon.com/ec2/instance-types/p4/: p4d.24xlarge 8 A100 40 GB, p4de.24xlarge
-# 8 A100 80 GB), P5 (https://aws.amazon.com/ec2/instance-types/p5/: p5.48xlarge 8 H100,
-# p5e.48xlarge and p5en.48xlarge 8 H200) and P6 (https://aws.amazon.com/ec2/instance-types/p6/:
-# p6-b200.48xlarge 8 B200), read 2026-12-03.
+# The GPU of each EC2 instance type of ``network.efa_instance``, as catalog GPU ids: AWS's
+# EC2 instance-type pages (https://aws.amazon.com/ec2/instance-types/p4/, .../p5/, .../p6/:
+# p4d.24xlarge 8 A100 40 GB, p4de.24xlarge 8 A100 80 GB, p5.48xlarge 8 H100, p5e.48xlarge and
+# p5en.48xlarge 8 H200, p6-b200.48xlarge 8 B200); the same GPUs as the awsome-distributed-training
+# nccl-tests README's p4de rows (A100 80GB) and aws-ofi-nccl's platform_data_map families.
 EFA_INSTANCE_GPUS: dict[str, str] = {
     "p4d.24xlarge": "a100-40gb",
     "p4de.24xlarge": "a100-80gb",
