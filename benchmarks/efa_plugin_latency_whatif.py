@@ -36,21 +36,13 @@ from dataclasses import replace
 from typing import Any
 
 from clusterforge.netsim import latency, simulate
+from clusterforge.netsim.ofi_tuner import net_latency_s
 from clusterforge.netsim.tuner import TuningContext
 from clusterforge.netsim.vocab import Algorithm, Protocol
 from validation.nccl_rows import ROWS, Scored, mean_abs_error, score
 
-__all__ = ["MODES", "PLUGIN_LATENCY_US", "main", "plugin_latency", "score_rows"]
+__all__ = ["MODES", "main", "plugin_latency", "score_rows"]
 
-# aws-ofi-nccl's reported network latency (us) for the instance type of each EFA cluster,
-# at the plugin release the rows ran (src/platform-aws.c at v1.8.1-aws; src/platform-aws.cpp
-# "p-series" / "p5en/p6-b200" entries at v1.16.3 to v1.21.1)
-PLUGIN_LATENCY_US: dict[str, float] = {
-    "aws-p4de-a100-efa-awsome": 75.0,
-    "aws-p5-h100-efa-awsome": 75.0,
-    "aws-p6-b200-efa-mleng": 35.0,
-    "aws-p5en-h200-efa-mleng": 35.0,
-}
 MODES = ("rank", "time")
 LARGE_BYTES = 16 * 2**20
 
@@ -97,17 +89,18 @@ def plugin_latency(plugin_us: float, mode: str) -> Iterator[None]:
 
 def score_rows(rows: list[dict[str, Any]], mode: str | None) -> list[Scored]:
     """Score ``rows`` (never held-out) without their ``efa_instance``; EFA rows with the
-    plugin's latency under ``mode`` (None: no net plugin)."""
+    plugin's latency on their instance (``ofi_tuner.net_latency_s``) under ``mode`` (None: no
+    net plugin)."""
     out = []
     for row in rows:
         if row["set"] == "heldout":
             raise ValueError(f"row {row['id']}: held-out rows are never simulated here")
+        instance = row.get("efa_instance")
         row = {k: v for k, v in row.items() if k != "efa_instance"}
-        plugin_us = PLUGIN_LATENCY_US.get(row.get("cluster", ""))
-        if mode is None or plugin_us is None:
+        if mode is None or instance is None:
             out.append(score(row))
             continue
-        with plugin_latency(plugin_us, mode):
+        with plugin_latency(net_latency_s(instance) * 1e6, mode):
             out.append(score(row))
     return out
 
@@ -128,7 +121,7 @@ def main() -> None:
     runs = {m: score_rows(dev, m) for m in (None, *MODES)}
     print(f"{'row':30} {'measured':>8} {'no plugin':>18} {'rank':>18} {'time':>18}")
     for i, row in enumerate(dev):
-        if row.get("cluster") not in PLUGIN_LATENCY_US:
+        if "efa_instance" not in row:
             continue
         cells = " ".join(
             f"{runs[m][i].error:+7.1%} {runs[m][i].algorithm[:5]}/{runs[m][i].protocol:6}"
@@ -139,7 +132,7 @@ def main() -> None:
     for m in (None, *MODES):
         name = "no plugin" if m is None else f"plugin latency, {m}"
         print(_line(f"development, {name}", runs[m]))
-        for cluster in PLUGIN_LATENCY_US:
+        for cluster in dict.fromkeys(r["cluster"] for r in dev if "efa_instance" in r):
             part = [s for s in runs[m] if s.row.get("cluster") == cluster]
             print(_line(f"  {cluster}", part))
 

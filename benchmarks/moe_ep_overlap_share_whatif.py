@@ -32,7 +32,7 @@ from dataclasses import replace
 import clusterforge.perf.ep_exposure as ep_module
 from clusterforge.job import JobLayout
 from clusterforge.perf.compute import LayerTimes
-from validation.class_errors import print_set_lines, run_outcomes
+from validation.class_errors import print_moe_variants, run_outcomes
 from validation.runs import Run, best_prediction, load_runs, run_comm, run_design
 
 __all__ = ["main"]
@@ -131,14 +131,7 @@ def main() -> None:
     for _, share, every in VARIANTS:
         with patched(share, every):
             results.append(run_outcomes(runs))
-    print(f"\n{'run':40}" + "".join(f" {label:>8}" for label, _, _ in VARIANTS))
-    for run in runs:
-        if run.arch.num_experts == 1 or run.name not in results[0]:
-            continue
-        print(f"{run.name:40.40}" + "".join(f" {r[run.name][0]:+8.1%}" for r in results))
-    print()
-    for (label, _, _), result in zip(VARIANTS, results, strict=True):
-        print_set_lines(label, result, runs)
+    print_moe_variants((label for label, _, _ in VARIANTS), results, runs)
 
 
 if __name__ == "__main__":

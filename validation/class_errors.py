@@ -11,6 +11,14 @@ from collections.abc import Callable, Iterable
 from clusterforge.perf.uncertainty import run_class
 from validation.runs import Run, best_prediction, load_runs, predict_run, run_comm, run_design
 
+__all__ = [
+    "class_summary",
+    "fitted_errors",
+    "print_moe_variants",
+    "print_set_lines",
+    "run_outcomes",
+]
+
 
 def class_summary(
     runs: Iterable[Run], signed_error: Callable[[Run], float], *, medians: bool = False
@@ -50,6 +58,23 @@ def print_set_lines(label: str, results: dict[str, tuple[float, str]], runs: Ite
             f"  {label:9} {key:24} n={len(errors):3}  MAPE {mape:6.2%}  "
             f"median {statistics.median(errors):+6.2%}"
         )
+
+
+def print_moe_variants(
+    labels: Iterable[str], results: list[dict[str, tuple[float, str]]], runs: list[Run]
+) -> None:
+    """Each MoE run's signed error under each variant (a column per label, ``results`` in the
+    same order; runs the first variant leaves out are skipped), then each variant's
+    :func:`print_set_lines`."""
+    labels = list(labels)
+    print(f"\n{'run':40}" + "".join(f" {label:>8}" for label in labels))
+    for run in runs:
+        if run.arch.num_experts == 1 or run.name not in results[0]:
+            continue
+        print(f"{run.name:40.40}" + "".join(f" {r[run.name][0]:+8.1%}" for r in results))
+    print()
+    for label, result in zip(labels, results, strict=True):
+        print_set_lines(label, result, runs)
 
 
 def run_outcomes(runs: Iterable[Run]) -> dict[str, tuple[float, str]]:

@@ -115,3 +115,20 @@ def test_output_with_a_long_name_or_a_link_loop_is_one_line(capsys, tmp_path):
     loop = tmp_path / "loop"
     os.symlink(loop, loop)
     assert "link loop" in _fails(capsys, "plan", spec, "-o", str(loop / "out"))
+
+
+ROCE = "network: {fabric: roce, switch: sn5600, efa_instance: %s}\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "shown"),
+    [
+        ("workload: {optimizer_state: fp8}\n", "workload.optimizer_state (got 'fp8')"),
+        ("workload: {optimizer_state: bf16}\n", "optimizer_state = 'bf16' with stack"),
+        (ROCE % "p5.24xlarge", "network.efa_instance (got 'p5.24xlarge')"),
+        (ROCE % "p4d.24xlarge", "'p4d.24xlarge' carries a100-40gb GPUs but node 'dgx-h100'"),
+    ],
+)
+def test_a_bad_optimizer_state_or_efa_instance_is_one_line(capsys, tmp_path, extra, shown):
+    err = _fails(capsys, "predict", _spec(tmp_path, BASE + extra))
+    assert shown in err and len(err.strip().splitlines()) == 1, err

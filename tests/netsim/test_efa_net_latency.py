@@ -12,7 +12,9 @@ from typing import Any, get_args
 import numpy as np
 import pytest
 
-from clusterforge.errors import SimulationError, SpecError
+from clusterforge.catalog import load_catalog
+from clusterforge.design.fabric.network import EFA_INSTANCE_GPUS
+from clusterforge.errors import CapacityError, SimulationError, SpecError
 from clusterforge.netsim import build_fabric_graph, simulate_collective
 from clusterforge.netsim.latency import nccl_latency_s
 from clusterforge.netsim.ofi_tuner import EFA_INSTANCES, net_latency_s
@@ -36,7 +38,6 @@ def _h100(nodes: int, **network: Any) -> FabricGraph:
 def test_the_plugin_table_and_the_spec_name_the_same_instances():
     text = resources.files("clusterforge.netsim").joinpath("data/ofi_tuner.toml").read_text()
     assert set(tomllib.loads(text)["net_latency_us"]) == set(EFA_INSTANCES)
-    assert get_args(EfaInstance) == EFA_INSTANCES
     assert net_latency_s("p5.48xlarge") == pytest.approx(75e-6)
     assert net_latency_s("p6-b200.48xlarge") == pytest.approx(35e-6)
     assert net_latency_s(None) == 0.0
@@ -72,3 +73,16 @@ def test_a_bad_instance_names_the_field_and_the_choices():
         parse_spec({"num_gpus": 16, "node": "dgx-h100", "network": {"efa_instance": "p5"}})
     assert "network.efa_instance" in str(info.value)
     assert "'p5.48xlarge'" in str(info.value)
+
+
+def test_each_instance_names_a_catalog_gpu_and_another_gpu_is_refused():
+    catalog = load_catalog()
+    assert set(EFA_INSTANCE_GPUS) == set(get_args(EfaInstance))
+    assert set(EFA_INSTANCE_GPUS.values()) <= {g.id for g in catalog.gpus}
+    with pytest.raises(CapacityError, match=r"use p5e\.48xlarge or p5en\.48xlarge"):
+        make_design(
+            num_gpus=16,
+            node="dgx-h200",
+            network={"fabric": "roce", "switch": "sn5600", "efa_instance": "p5.48xlarge"},
+            workload={"tensor_parallel": 8, "global_batch": 16},
+        )

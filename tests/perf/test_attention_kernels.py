@@ -258,3 +258,26 @@ def test_under_pytorch_context_parallelism_only_the_diagonal_step_is_causal(mode
     noncausal = _sdpa_noncausal_s(models, seq, cp)
     expected = noncausal * (1 / cp / (335 / 370) + (1 - 1 / cp))
     assert _sdpa_forward_s(models, seq, cp) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize(("length", "measured"), [(512, 50.0), (4096, 74.0), (2**12.5, 76.0)])
+def test_triton_attention_on_a100_runs_at_dao_2023_fig_4d_by_length(length, measured) -> None:
+    """Forward + backward at the figure's causal bars (backward FLOPs 2.5x the forward's),
+    interpolated in log2 of the length; the backward/forward ratio is the summary one."""
+    perf = gpu_perf(load_catalog().gpus["a100-80gb"], "bf16")
+    triton = replace(stack_named("fsdp"), attention="triton")
+    forward, ratio = _fused_attention_rates(triton, perf, length=length)
+    flash_ratio = _fused_attention_rates(stack_named("fsdp"), perf, length=length)[1]
+    assert ratio == pytest.approx(flash_ratio * 2.0 / 1.4)
+    fwd_bwd_tflops = forward * 3.5 / (1.0 + ratio)
+    assert fwd_bwd_tflops == pytest.approx(measured * perf.attention_scale)
+
+
+def test_triton_attention_without_a_measured_length_keeps_the_summary_slowdowns() -> None:
+    """H100 has no Triton bars, and an A100 call without a length has no point on them."""
+    for gpu_id, length in (("h100-sxm", 4096.0), ("a100-80gb", None)):
+        perf = gpu_perf(load_catalog().gpus[gpu_id], "bf16")
+        triton = replace(stack_named("fsdp"), attention="triton")
+        flash = _fused_attention_rates(stack_named("fsdp"), perf, length=length)
+        forward, _ = _fused_attention_rates(triton, perf, length=length)
+        assert forward == pytest.approx(flash[0] / 1.4)

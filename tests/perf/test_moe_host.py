@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+import clusterforge.perf.host as host_module
 from clusterforge.catalog import load_catalog
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
@@ -186,3 +187,29 @@ def test_the_interleaved_ep_overlap_costs_the_published_ab_per_model_chunk(model
     assert interleaved_overlap_idle_s(arch, overlap, "grace", 2, 12) == 0.0
     assert interleaved_overlap_idle_s(arch, BRIDGE, "x86", 2, 12) == 0.0
     assert interleaved_overlap_idle_s(models["llama3-8b"], overlap, "x86", 2, 12) == 0.0
+
+
+@pytest.mark.parametrize(("pp", "vpp", "applies"), [(2, 12, True), (2, 1, False), (1, 1, False)])
+def test_the_interleaved_ep_overlap_cost_reaches_the_step_only_where_it_was_measured(
+    models, h100, h100_comm, monkeypatch, pp, vpp, applies
+) -> None:
+    arch = models["qwen3-30b-a3b"]
+    plan = ParallelPlan(
+        JobLayout(tp=1, pp=pp, dp=8, ep=8, vpp=vpp),
+        global_batch=64,
+        micro_batch=1,
+        seq_length=4096,
+        sequence_parallel=False,
+        zero_stage=1,
+    )
+    overlap = replace(BRIDGE, moe_a2a_overlap=True)
+    priced = predict_step(arch, plan, h100, h100_comm, 8, overlap)
+    # the prediction names the per-chunk figure it used (0 where the schedule is not interleaved)
+    assert priced.ep_overlap_chunk_s == (INTERLEAVED_OVERLAP_CHUNK_S if applies else 0.0)
+    assert priced.as_dict()["ep_overlap_chunk_s"] == priced.ep_overlap_chunk_s
+    monkeypatch.setattr(host_module, "INTERLEAVED_OVERLAP_CHUNK_S", 0.0)
+    free = predict_step(arch, plan, h100, h100_comm, 8, overlap)
+    if applies:
+        assert priced.step_time_s > free.step_time_s
+    else:
+        assert priced.step_time_s == free.step_time_s

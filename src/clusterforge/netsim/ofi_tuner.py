@@ -28,6 +28,7 @@ from typing import Any, Literal, get_args
 
 from clusterforge.errors import SimulationError, did_you_mean
 from clusterforge.netsim.vocab import ALGORITHMS, PROTOCOLS, Algorithm, Collective, Protocol
+from clusterforge.spec.sections import EfaInstance
 
 __all__ = [
     "EFA_INSTANCES",
@@ -45,14 +46,6 @@ __all__ = [
 NcclTuner = Literal["nccl", "aws-ofi-p6-b200"]
 NCCL_TUNERS: tuple[NcclTuner, ...] = get_args(NcclTuner)
 # EC2 instance types whose network latency the plugin states (data/ofi_tuner.toml)
-EfaInstance = Literal[
-    "p4d.24xlarge",
-    "p4de.24xlarge",
-    "p5.48xlarge",
-    "p5e.48xlarge",
-    "p5en.48xlarge",
-    "p6-b200.48xlarge",
-]
 EFA_INSTANCES: tuple[EfaInstance, ...] = get_args(EfaInstance)
 Point = tuple[float, float]
 # the plugin's tolerance for "on an edge" and "parallel" (is_inside_region, intersect)

@@ -126,9 +126,12 @@ def _fused_attention_rates(
             measured = None if length is None else triton_fwd_bwd_tflops(perf.gpu_id, length)
             if measured is None:
                 return forward_tflops / TRITON_FLASH_FORWARD_SLOWDOWN, ratio
-            # the forward rate that, with the backward/forward ratio, gives the measured
-            # forward + backward rate (1 + 2.5 units of work)
-            return measured * perf.attention_scale * (1.0 + ratio) / 3.5, ratio
+            # the forward rate that, with the backward/forward time ratio, gives the measured
+            # forward + backward rate; the figure counts the backward's FLOPs at 2.5 x the
+            # forward's too (``flops(mode="fwd_bwd")`` = 3.5 x ``mode="fwd"`` in
+            # benchmarks/benchmark_flash_attention.py at 60499abc)
+            forward_tflops = measured * perf.attention_scale * (1.0 + ratio)
+            return forward_tflops / (1.0 + FLASH_BACKWARD_WORK_RATIO), ratio
         case "flash" | "unfused":
             return flash
         case _:

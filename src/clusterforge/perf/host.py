@@ -62,6 +62,7 @@ __all__ = [
     "flex_dropless_idle_s",
     "host_cpu",
     "host_idle_s",
+    "interleaved_overlap_chunk_s",
     "interleaved_overlap_idle_s",
     "moe_forward_host_s",
 ]
@@ -219,14 +220,22 @@ def host_idle_s(host_s: float, forward_s: float, comm_s: float) -> float:
 INTERLEAVED_OVERLAP_CHUNK_S = (17.2 - 16.0 + 1.867) / (1024 // 8 * 4)
 
 
-def interleaved_overlap_idle_s(
+def interleaved_overlap_chunk_s(
     arch: ModelArch, stack: Stack, cpu: HostCpu, pp: int, vpp: int
 ) -> float:
-    """Seconds per layer pass that the EP overlap (``Stack.moe_a2a_overlap``) costs an MoE run
-    under the interleaved pipeline schedule (``pp`` > 1, ``vpp`` > 1) on an x86 host: the
-    measured :data:`INTERLEAVED_OVERLAP_CHUNK_S` over the layers of one model chunk; else 0."""
+    """Seconds per model-chunk pass that the EP overlap (``Stack.moe_a2a_overlap``) costs an
+    MoE run under the interleaved pipeline schedule (``pp`` > 1, ``vpp`` > 1) on an x86 host:
+    the measured :data:`INTERLEAVED_OVERLAP_CHUNK_S`; else 0."""
     if arch.num_experts == 1 or not stack.moe_a2a_overlap or cpu != "x86":
         return 0.0
     if pp == 1 or vpp == 1:
         return 0.0
-    return INTERLEAVED_OVERLAP_CHUNK_S * pp * vpp / arch.num_layers
+    return INTERLEAVED_OVERLAP_CHUNK_S
+
+
+def interleaved_overlap_idle_s(
+    arch: ModelArch, stack: Stack, cpu: HostCpu, pp: int, vpp: int
+) -> float:
+    """Seconds per layer pass of :func:`interleaved_overlap_chunk_s`: the chunk's cost over
+    the layers of one model chunk."""
+    return interleaved_overlap_chunk_s(arch, stack, cpu, pp, vpp) * pp * vpp / arch.num_layers

@@ -26,6 +26,7 @@ master weights where the weights are not FP32). Two others are what the NVIDIA s
 
 from __future__ import annotations
 
+from clusterforge.perf.roofline import BF16_BYTES
 from clusterforge.perf.stack_base import Stack
 from clusterforge.spec.optimizer_state import (
     BF16_STATE_STACKS,
@@ -47,7 +48,6 @@ __all__ = [
 # The 16 bits of an FP32 master that the BF16 weight already holds (BF16 is the high half
 # of FP32: 1 sign, 8 exponent and 7 mantissa bits).
 REMAINDER_SAVED_BYTES = 2.0
-BF16_BYTES = 2.0
 
 
 def optimizer_state_bytes(state: OptimizerState, precision: str, stack: Stack) -> float:

@@ -214,6 +214,10 @@ class PredictOutcome:
     num_timed: int = 1
     calibration_changes: tuple[CalibrationChange, ...] = ()
     gpu_power_limit_w: float | None = None  # board power limit of every GPU (None = TDP)
+    # aws-ofi-nccl's network latency on the spec's EC2 instance (network.efa_instance), which
+    # the simulated collectives pay per network step (clusterforge.netsim.ofi_tuner)
+    efa_instance: str | None = None
+    efa_net_latency_us: float | None = None
 
 
 def _searched(
@@ -347,7 +351,18 @@ def run_predict(
         num_timed=tally[2],
         calibration_changes=_calibration_changes(design, request.calibration, comm),
         gpu_power_limit_w=design.gpu_power_limit_w,
+        efa_instance=design.spec.network.efa_instance,
+        efa_net_latency_us=_efa_net_latency_us(design.spec.network.efa_instance),
     )
+
+
+def _efa_net_latency_us(instance: str | None) -> float | None:
+    """aws-ofi-nccl's reported network latency on EC2 ``instance`` (us), None without one."""
+    if instance is None:
+        return None
+    from clusterforge.netsim.ofi_tuner import net_latency_s
+
+    return net_latency_s(instance) * 1e6
 
 
 def _calibration_changes(

@@ -41,6 +41,7 @@ from clusterforge.perf.fp8_amax import amax_reduction_s
 from clusterforge.perf.host import (
     flex_dropless_idle_s,
     host_cpu,
+    interleaved_overlap_chunk_s,
     interleaved_overlap_idle_s,
     moe_forward_host_s,
 )
@@ -131,6 +132,8 @@ class Prediction:
     run_class: str = "megatron-3d"  # what the run exercises (uncertainty.run_class)
     optimizer_offload: OptimizerOffload | None = None  # its parts when the plan offloads
     optimizer_bytes_per_param: float = 12.0  # Adam state before sharding (.optimizer_state)
+    # the EP overlap's cost per model-chunk pass under the interleaved schedule (.host)
+    ep_overlap_chunk_s: float = 0.0
 
     @property
     def memory_per_gpu_gib(self) -> float:
@@ -173,6 +176,7 @@ class Prediction:
             "run_class": self.run_class,
             "optimizer_offload": asdict(self.optimizer_offload) if self.optimizer_offload else None,
             "optimizer_bytes_per_param": self.optimizer_bytes_per_param,
+            "ep_overlap_chunk_s": self.ep_overlap_chunk_s,
             "flop_convention": FLOP_CONVENTION,
         }
 
@@ -381,5 +385,8 @@ def _assemble(
         run_class=run_class(arch, plan, stack),
         optimizer_bytes_per_param=optimizer_state_bytes(
             plan.optimizer_state, plan.precision, stack
+        ),
+        ep_overlap_chunk_s=interleaved_overlap_chunk_s(
+            arch, stack, host_cpu(gpu), plan.layout.pp, plan.layout.vpp
         ),
     )

@@ -94,6 +94,11 @@ def _breakdown_table(p: Prediction) -> Table:
         f"{mem.activations_gib:.1f} + reserve {mem.reserve_gib:.1f}; layers per stage "
         f"{list(p.stage_layers)}"
     )
+    if p.ep_overlap_chunk_s:
+        table.caption += (
+            f"; EP overlap under the interleaved schedule: {p.ep_overlap_chunk_s * 1e3:.2f} ms "
+            "per model-chunk pass (measured, clusterforge.perf.host)"
+        )
     off = p.optimizer_offload
     if off is not None:
         table.caption += (
@@ -144,6 +149,9 @@ def predict_json(assessment: PredictAssessment) -> str:
             row["goodput"] = goodput
         if outcome.gpu_power_limit_w is not None:
             row["gpu_power_limit_w"] = outcome.gpu_power_limit_w
+        if outcome.efa_instance is not None:
+            row["efa_instance"] = outcome.efa_instance
+            row["efa_net_latency_us"] = outcome.efa_net_latency_us
         if i == 0 and outcome.calibration_changes:
             row["calibration"] = calibration_json(outcome.calibration_changes)
         if outcome.searched:
@@ -201,5 +209,11 @@ def print_predict(assessment: PredictAssessment, console: Console) -> None:
             f"days expected, P50 {goodput.p50_days:,.1f}, P90 {goodput.p90_days:,.1f} "
             f"(ETTR {exp.ettr:.1%}, {exp.interruptions_per_day:.2f} interruptions "
             "per day; clusterforge goodput for the detail)"
+        )
+    if outcome.efa_instance is not None:
+        console.print(
+            f"network latency per step across nodes: {outcome.efa_net_latency_us:g} us, the one "
+            f"aws-ofi-nccl reports on {outcome.efa_instance} (NCCL's latencyInter; "
+            "network.efa_instance)"
         )
     console.print(f"[dim]{FLOP_CONVENTION}; software stack: {best.stack}[/]")

@@ -137,7 +137,8 @@ class NetworkSpec(Section):
         "net plugin, e.g. p5.48xlarge; None = NCCL's own InfiniBand / RoCE transport. The "
         "plugin reports a network latency to NCCL (75 us on p4d, p4de, p5 and p5e; 35 us on "
         "p5en and p6-b200), which NCCL's latency model adds to every network step of a call, "
-        "twice for Simple",
+        "twice for Simple. The node's GPU must be the instance's (p4d A100 40GB, p4de A100 "
+        "80GB, p5 H100, p5e and p5en H200, p6-b200 B200)",
     )
     storage_fabric: bool = Field(True, description="Separate storage fabric (SuperPOD style)")
     spares: SpareAttach = Field(

@@ -18,9 +18,9 @@ from clusterforge.spec.base import (
     MODEL_LIMITS,
     Section,
 )
-from clusterforge.spec.optimizer_state import optimizer_state_error
+from clusterforge.spec.optimizer_state import OptimizerState, optimizer_state_error
 
-__all__ = ["WorkloadSpec"]
+__all__ = ["OptimizerState", "WorkloadSpec"]
 
 
 class WorkloadSpec(Section):
@@ -62,7 +62,7 @@ class WorkloadSpec(Section):
         "optimizer step on the host CPU (offload_optimizer device cpu; ZeRO stage 1-3, "
         "stack deepspeed)",
     )
-    optimizer_state: Literal["fp32", "fp32-remainders", "bf16"] = Field(
+    optimizer_state: OptimizerState = Field(
         "fp32",
         description="How the optimizer stores Adam's state: fp32 = the stack's FP32 moments "
         "and master weights (12 B/param with BF16 weights); fp32-remainders = the low 16 "

@@ -23,7 +23,21 @@ from clusterforge.design.fabric.switches import SwitchRole, default_switch
 from clusterforge.errors import CapacityError
 from clusterforge.spec import ClusterSpec, NetworkSpec, SpareAttach, Topology
 
-__all__ = ["FabricDesign", "cabled_nodes", "design_compute_fabric"]
+__all__ = ["EFA_INSTANCE_GPUS", "FabricDesign", "cabled_nodes", "design_compute_fabric"]
+
+# The GPU of each EC2 instance type of ``network.efa_instance``, as catalog GPU ids: AWS's
+# EC2 instance-type pages (https://aws.amazon.com/ec2/instance-types/p4/, .../p5/, .../p6/:
+# p4d.24xlarge 8 A100 40 GB, p4de.24xlarge 8 A100 80 GB, p5.48xlarge 8 H100, p5e.48xlarge and
+# p5en.48xlarge 8 H200, p6-b200.48xlarge 8 B200); the same GPUs as the awsome-distributed-training
+# nccl-tests README's p4de rows (A100 80GB) and aws-ofi-nccl's platform_data_map families.
+EFA_INSTANCE_GPUS: dict[str, str] = {
+    "p4d.24xlarge": "a100-40gb",
+    "p4de.24xlarge": "a100-80gb",
+    "p5.48xlarge": "h100-sxm",
+    "p5e.48xlarge": "h200-sxm",
+    "p5en.48xlarge": "h200-sxm",
+    "p6-b200.48xlarge": "b200",
+}
 
 
 class FabricDesign(BaseModel):
@@ -139,6 +153,7 @@ def design_compute_fabric(
         raise CapacityError(
             "network.link_aggregation: only meaningful with topology: single-switch; remove it"
         )
+    _check_efa_instance(net.efa_instance, compute)
     params = FabricParams.from_spec(
         net,
         switch=switch,
@@ -159,6 +174,18 @@ def design_compute_fabric(
             "num_spare_pool_links": pool_links,
             "num_spare_pool_leaves": math.ceil(pool_links / shape.radix) if pool_links else 0,
         }
+    )
+
+
+def _check_efa_instance(instance: str | None, compute: ComputeDesign) -> None:
+    """An EC2 instance type in ``network.efa_instance`` carries the node's GPU."""
+    if instance is None or EFA_INSTANCE_GPUS[instance] == compute.gpu.id:
+        return
+    matching = sorted(i for i, g in EFA_INSTANCE_GPUS.items() if g == compute.gpu.id)
+    fix = f"use {' or '.join(matching)}" if matching else "remove it (no EFA instance has it)"
+    raise CapacityError(
+        f"network.efa_instance: {instance!r} carries {EFA_INSTANCE_GPUS[instance]} GPUs but "
+        f"node {compute.node.id!r} has {compute.gpu.id}; {fix}"
     )
 
 
