@@ -106,11 +106,10 @@ LOG_ROWS: tuple[tuple[int, float, float], ...] = (
 
 
 def log_row(size_bytes: int, busbw: float) -> dict[str, Any]:
-    """One size of the log as a ``validation.nccl_rows`` row (in memory, set development
-    only in the sense that it is compared, never stored)."""
+    """One size of the log as a ``validation.nccl_rows`` row, built in memory for the
+    comparison only (no file of ``validation/`` holds it)."""
     return {
         "id": f"ztan-a3mega-ar-{size_bytes}",
-        "set": "development",
         "cluster": CLUSTER,
         "node": "dgx-h100",
         "num_nodes": 2,
