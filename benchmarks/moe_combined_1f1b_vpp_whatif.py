@@ -13,19 +13,12 @@ training/comm_overlap.py at v0.2.0 and v0.3.0) sets ``overlap_p2p_comm=True``,
 host (no ``torch.cuda.synchronize`` of ``batch_p2p_sync``), but the transfer itself cannot
 start before the step's end.
 
-- B (p2p per chunk step): at PP 2 with Megatron-Core's default micro-batch group of PP
-  micro-batches per chunk (``microbatch_group_size_per_vp_stage``, model_parallel_config.py),
-  the first stage's step j needs the last stage's step j outputs (warm-up counts of
-  ``get_pp_rank_microbatches``, schedules.py: 2 (PP - rank - 1) + (VP - 1) x group, plus one
-  for the overlap, so both stages' forward and backward indices line up in the same step),
-  and the last stage's step j + 2 needs the first stage's step j outputs: the cycle of two
-  steps holds two stage-boundary transfers, one per step on the critical path. In the
-  ordinary interleaved schedule the activation leaves after the forward half, which leaves
-  the backward half as slack; here it leaves after the whole combined step. Priced with the
-  model's own transfer time (:func:`clusterforge.perf.exposure.pp_exposed_s` with
-  ``pp_overlap`` off: the steady-state sends of every chunk exposed instead of overlapped),
-  at PP 2 only (the derivation's case). An upper bound by the last layer's attention weight
-  gradient, which ``run`` places after ``post_backward`` to overlap the gradient send.
+- B (p2p per chunk step), adopted: at PP 2 the combined steps line up so that each waits on
+  its predecessor's stage-boundary activation and gradient in full, where the ordinary
+  interleaved schedule sends the activation after the forward half and hides it. The model
+  prices it since (:func:`clusterforge.perf.exposure.combined_schedule_sends_exposed`: the
+  steady-state sends exposed instead of overlapped on MoE runs with the overlap at PP 2 and
+  VP > 1); here it is switched off to show the model without it.
 - C (FP8 per-expert launches, upper bound): Transformer Engine's ``GroupedLinear``
   (transformer_engine/pytorch/module/grouped_linear.py at v2.9, the release Megatron-Bridge
   v0.2.0 pins; v0.3.0 pins >= 2.10, < 2.13) quantises each local expert's split through
@@ -49,9 +42,10 @@ start before the step's end.
   GPU work).
 
 It prints the calibration and development sets (MAPE, median, per class) and every MoE
-calibration and development row before (no interleaved-overlap cost), as shipped, and with
-each candidate added to the shipped per-chunk cost. It patches ``clusterforge.perf.step`` for
-the run only; nothing is refitted and no held-out row is run.
+calibration and development row before (no interleaved-overlap cost, no B), with the shipped
+per-chunk cost but without B, as shipped (both), and with C added to the shipped model. It
+patches ``clusterforge.perf.step`` and ``clusterforge.perf.exposure`` for the run only;
+nothing is refitted and no held-out row is run.
 
     PYTHONPATH=$PWD/src:$PWD python benchmarks/moe_combined_1f1b_vpp_whatif.py
 """
@@ -60,9 +54,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
+import clusterforge.perf.exposure as exposure
 import clusterforge.perf.step as step_module
 from clusterforge.perf.host import HOST_OP_S
 from validation.class_errors import print_moe_variants, run_outcomes
@@ -77,18 +71,17 @@ FP8_LAUNCHES_PER_EXPERT = FP8_FORWARD_LAUNCHES_PER_EXPERT + 2 * (3 + 2)
 
 _AS_MODELLED = step_module.interleaved_overlap_idle_s
 _STAGES = step_module._stages
-_PP_EXPOSED = step_module.pp_exposed_s
+_COMBINED_SENDS = exposure.combined_schedule_sends_exposed
 _FORWARD_HOST = step_module.moe_forward_host_s
 _PLAN: list[Any] = []
 
-# (label, keep the shipped per-chunk cost, add B, add C: "" / "idle" / "host")
+# (label, keep the shipped per-chunk cost, keep B, add C: "" / "idle" / "host")
 VARIANTS = (
     ("before", False, False, ""),
-    ("model", True, False, ""),
-    ("B p2p", True, True, ""),
-    ("C idle", True, False, "idle"),
-    ("C host", True, False, "host"),
-    ("B+C idle", True, True, "idle"),
+    ("no B", True, False, ""),
+    ("model", True, True, ""),
+    ("C idle", True, True, "idle"),
+    ("C host", True, True, "host"),
 )
 
 
@@ -107,17 +100,11 @@ def _extra_s(arch: Any, add_c: str) -> float:
     return 0.0
 
 
-def _combined_pp2(arch: Any, plan: Any, stack: Any) -> bool:
-    """An MoE run under the combined 1F1B schedule with VP at PP 2 (candidate B's scope)."""
-    layout = plan.layout
-    moe = arch.num_experts > 1 and stack.moe_a2a_overlap
-    return moe and layout.pp == 2 and layout.vpp > 1
-
-
 @contextmanager
-def patched(keep: bool, add_b: bool, add_c: str) -> Iterator[None]:
-    """The shipped per-chunk cost (``keep``) or none, plus the candidates, on the runs that
-    cost is keyed on (:func:`clusterforge.perf.host.interleaved_overlap_idle_s` > 0)."""
+def patched(keep: bool, keep_b: bool, add_c: str) -> Iterator[None]:
+    """The shipped per-chunk cost (``keep``) or none, the shipped B (``keep_b``) or none,
+    plus C on the runs the per-chunk cost is keyed on
+    (:func:`clusterforge.perf.host.interleaved_overlap_idle_s` > 0)."""
 
     def stages(arch: Any, plan: Any, *args: Any) -> Any:
         _PLAN.append(plan)
@@ -132,10 +119,8 @@ def patched(keep: bool, add_b: bool, add_c: str) -> Iterator[None]:
             return 0.0
         return (shipped_s if keep else 0.0) + _extra_s(arch, add_c)
 
-    def pp_exposed(plan: Any, arch: Any, comm: Any, stack: Any, num_micro: int) -> float:
-        if add_b and _combined_pp2(arch, plan, stack):
-            stack = replace(stack, pp_overlap=False)
-        return _PP_EXPOSED(plan, arch, comm, stack, num_micro)
+    def combined_sends(plan: Any, arch: Any, stack: Any) -> bool:
+        return keep_b and _COMBINED_SENDS(plan, arch, stack)
 
     def forward_host(arch: Any, stack: Any, cpu: Any, local_experts: int = 1) -> float:
         host_s = _FORWARD_HOST(arch, stack, cpu, local_experts)
@@ -146,18 +131,18 @@ def patched(keep: bool, add_b: bool, add_c: str) -> Iterator[None]:
     step_module._stages = stages  # type: ignore[assignment]
     step_module.moe_forward_host_s = forward_host  # type: ignore[attr-defined]
     step_module.interleaved_overlap_idle_s = idle  # type: ignore[attr-defined]
-    step_module.pp_exposed_s = pp_exposed  # type: ignore[attr-defined]
+    exposure.combined_schedule_sends_exposed = combined_sends  # type: ignore[assignment]
     try:
         yield
     finally:
         step_module._stages = _STAGES  # type: ignore[assignment]
         step_module.moe_forward_host_s = _FORWARD_HOST  # type: ignore[attr-defined]
         step_module.interleaved_overlap_idle_s = _AS_MODELLED  # type: ignore[attr-defined]
-        step_module.pp_exposed_s = _PP_EXPOSED  # type: ignore[attr-defined]
+        exposure.combined_schedule_sends_exposed = _COMBINED_SENDS  # type: ignore[assignment]
 
 
 def print_rows(runs: list[Any]) -> None:
-    """Each variant's predicted step and pipeline p2p on the runs candidate B is keyed on."""
+    """Each variant's predicted step and pipeline p2p on the runs B is keyed on."""
     pass_s, forward_s = fp8_launch_s(16), fp8_launch_s(16, forward_only=True)
     print(
         f"C, 16 local experts: {pass_s * 1e3:.2f} ms per layer pass, "
@@ -167,8 +152,8 @@ def print_rows(runs: list[Any]) -> None:
         if not run.stack.moe_a2a_overlap or run.base.layout.pp != 2:
             continue
         print(f"{run.name} (measured {run.published:,.0f} tokens/s/GPU):")
-        for label, keep, add_b, add_c in VARIANTS:
-            with patched(keep, add_b, add_c):
+        for label, keep, keep_b, add_c in VARIANTS:
+            with patched(keep, keep_b, add_c):
                 pred = best_prediction(run, run_comm(run_design(run)))
             assert pred is not None, run.name
             plan = pred.plan
@@ -182,8 +167,8 @@ def main() -> None:
     runs = [r for r in load_runs() if r.subset in ("calibration", "development")]
     print_rows(runs)
     results = []
-    for _, keep, add_b, add_c in VARIANTS:
-        with patched(keep, add_b, add_c):
+    for _, keep, keep_b, add_c in VARIANTS:
+        with patched(keep, keep_b, add_c):
             results.append(run_outcomes(runs))
     print_moe_variants((v[0] for v in VARIANTS), results, runs)
 

@@ -1,6 +1,7 @@
 """The combined 1F1B schedule's candidates under VP (``benchmarks/moe_combined_1f1b_vpp_whatif.py``,
-docs/validation.md): the per-expert FP8 launch count, candidate B's scope (PP 2 runs with the
-EP overlap only) and that the patches leave the model as shipped once the run is over."""
+docs/validation.md): the per-expert FP8 launch count, that switching the adopted B off and
+adding C moves the PP 2 row with the EP overlap only, and that the patches leave the model as
+shipped once the run is over."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from benchmarks.moe_combined_1f1b_vpp_whatif import (
     patched,
 )
 
-import clusterforge.perf.step as step_module
+import clusterforge.perf.exposure as exposure_module
 from clusterforge.perf.host import HOST_OP_S
 from validation.runs import Run, best_prediction, load_runs, run_comm, run_design
 
@@ -38,14 +39,20 @@ def test_launch_counts():
     assert fp8_launch_s(16) == pytest.approx(16 * 18 * HOST_OP_S["x86"])
 
 
-def test_candidates_slow_the_overlap_row_only():
-    """B and C lengthen the PP 2 row with the EP overlap; the same layout's token-drop run
-    without the overlap is untouched; the module is restored afterwards."""
+def test_candidates_move_the_overlap_row_only():
+    """Without the adopted B the PP 2 row with the EP overlap is shorter, with C longer; the
+    same layout's token-drop run without the overlap is untouched; the modules are restored
+    afterwards."""
     row, other = _run(ROW), _run(NO_OVERLAP_ROW)
     shipped_s, other_s = _step_s(row), _step_s(other)
-    for add_b, add_c in ((True, ""), (False, "idle")):
-        with patched(True, add_b, add_c):
-            assert _step_s(row) > shipped_s
-            assert _step_s(other) == pytest.approx(other_s)
+    with patched(True, True, ""):
+        assert _step_s(row) == pytest.approx(shipped_s)
+    with patched(True, False, ""):
+        assert _step_s(row) < shipped_s
+        assert _step_s(other) == pytest.approx(other_s)
+    with patched(True, True, "idle"):
+        assert _step_s(row) > shipped_s
+        assert _step_s(other) == pytest.approx(other_s)
     assert _step_s(row) == pytest.approx(shipped_s)
-    assert step_module.pp_exposed_s.__name__ == "pp_exposed_s"
+    restored = exposure_module.combined_schedule_sends_exposed
+    assert restored.__name__ == "combined_schedule_sends_exposed"

@@ -238,7 +238,9 @@ KNOWN_GAPS = {
     "explains ~5 % of the step, not the 19.5 ms per layer and micro-batch (docs/validation.md, "
     "'Dropless against drop-and-pad'). The overlap's measured cost per model chunk under the "
     "interleaved schedule (Megatron-Bridge #1760; clusterforge.perf.host."
-    "interleaved_overlap_idle_s) takes it from +143.5 % to +67.8 %",
+    "interleaved_overlap_idle_s) takes it from +143.5 % to +67.8 %; the combined 1F1B "
+    "schedule's stage-boundary sends on the critical path at PP 2 (clusterforge.perf."
+    "exposure.combined_schedule_sends_exposed) to +58.0 %",
     "bridge260401-b300-gpt-oss-120b": MOE_HYBRIDEP,
     "bridge260401-h100-gpt-oss-120b": MOE_LAYER,
     # validation/megatron_bridge_moe_releases.toml (development rows)
@@ -252,7 +254,9 @@ KNOWN_GAPS = {
         "since the flex kernels hide only the share measured with the overlap in "
         "Megatron-Bridge #5094 (36.55 %), +171 % -> +150 %; with the overlap's measured cost "
         "per model chunk under the interleaved schedule (Megatron-Bridge #1760), +150 % -> "
-        "+72.5 %. "
+        "+72.5 %; with the combined 1F1B schedule's stage-boundary sends on the critical "
+        "path at PP 2 (clusterforge.perf.exposure.combined_schedule_sends_exposed), "
+        "+67.1 %. "
         "The 26.02.01 figure once paired with it (9,058) ran another layout (v0.3.1: PP 1, "
         "EP 16, HybridEP) and is left out (validation/megatron_bridge_moe_releases.toml)"
     ),

@@ -23,7 +23,8 @@ Per step:
 
 * PP (Narayanan et al. 2021 §4.1): a ``b s h / t`` send per micro-batch, chunk and direction
   (scatter-gather / SP split over TP). With overlapped sends only the fill and drain hops
-  ``2 (p - 1)`` are exposed; without, every send is.
+  ``2 (p - 1)`` are exposed; without, every send is, and so under Megatron-Core's combined
+  1F1B schedule with VP at PP 2 (:func:`combined_schedule_sends_exposed`).
 * Tied embeddings with PP > 1 (Shoeybi et al. 2019 §3; Megatron-LM ``_allreduce_embedding_grads``,
   DeepSpeed ``PipelineEngine._exec_reduce_tied_grads``): the first stage's input embedding
   and the last stage's output layer share one weight, so their ``V h / t`` gradients are
@@ -65,6 +66,7 @@ from clusterforge.perf.stack import Stack
 
 __all__ = [
     "LayerComm",
+    "combined_schedule_sends_exposed",
     "dp_exposed_s",
     "embedding_sync_s",
     "layer_comm",
@@ -222,10 +224,41 @@ def layer_comm(
     )
 
 
+def combined_schedule_sends_exposed(plan: ParallelPlan, arch: ModelArch, stack: Stack) -> bool:
+    """Whether every steady-state stage-boundary send is on the critical path: an MoE run
+    under Megatron-Core's combined 1F1B schedule (``Stack.moe_a2a_overlap``) with VP at PP 2.
+
+    ``TransformerModelChunkSchedulePlan.run`` (megatron/core/models/common/
+    model_chunk_schedule_plan.py at NVIDIA/Megatron-LM b0cc2706ddc6 and 0d8e0714cd29, the
+    pins of Megatron-Bridge v0.3.0 and v0.2.0) runs one chunk's forward and another's
+    backward layer pair by layer pair and issues ``post_forward`` (the activation send) and
+    ``post_backward`` (the gradient send) only after the last pair; the next step's
+    ``pre_forward`` / ``pre_backward`` wait on the matching receives
+    (``forward_backward_pipelining_with_interleaving``, pipeline_parallel/schedules.py,
+    with ``overlap_p2p_comm``, which Megatron-Bridge's ``CommOverlapConfig`` sets for PP > 1
+    with VP > 1). At PP 2 with the default group of PP micro-batches per chunk
+    (``microbatch_group_size_per_vp_stage``, model_parallel_config.py) the warm-up counts
+    of ``get_pp_rank_microbatches`` (2 (PP - rank - 1) + (VP - 1) x group, plus one with the
+    overlap) line both stages' steps up: the first stage's step j needs the last stage's
+    step j outputs and the last stage's step j + 2 the first stage's step j outputs, two
+    transfers per two steps, so each combined step waits on its predecessor's activation
+    and gradient (both towards the other stage) in full. The ordinary interleaved schedule
+    sends the activation after the forward half and hides it. At PP > 2 the derivation does
+    not hold and the sends stay overlapped (an upper bound by the first layer's attention
+    weight gradient, which ``run`` places behind the gradient send).
+    """
+    layout = plan.layout
+    moe_overlap = arch.num_experts > 1 and stack.moe_a2a_overlap
+    return moe_overlap and layout.pp == 2 and layout.vpp > 1
+
+
 def pp_exposed_s(
     plan: ParallelPlan, arch: ModelArch, comm: CommModel, stack: Stack, num_micro: int
 ) -> float:
-    """Exposed pipeline send/receive seconds per step."""
+    """Exposed pipeline send/receive seconds per step: ``2 VP m`` steady-state sends (one
+    activation and one gradient per micro-batch and chunk, i.e. per combined step of the
+    combined 1F1B schedule) overlapped with compute or, where
+    :func:`combined_schedule_sends_exposed` holds or the sends block, exposed."""
     if plan.layout.pp == 1:
         return 0.0
     size = (
@@ -239,7 +272,8 @@ def pp_exposed_s(
     one = comm.collective_time_s("sendrecv", size, rank_groups(plan, "pp"))
     fill_drain = 2 * (plan.layout.pp - 1) * one
     steady = 2 * plan.layout.vpp * num_micro * one
-    if stack.pp_overlap:  # hidden behind the other micro-batches' compute
+    exposed = combined_schedule_sends_exposed(plan, arch, stack)
+    if stack.pp_overlap and not exposed:  # hidden behind the other micro-batches' compute
         return fill_drain + overlapped_s(steady, math.inf)
     return fill_drain + steady
 
