@@ -39,8 +39,8 @@ from dataclasses import replace
 
 from benchmarks.paxml_fp8_step_parts import PAXML_FILES, amax_s
 
-from clusterforge.perf.compute import load_constants
 from clusterforge.perf.parallel import num_micro_batches, shard_groups
+from clusterforge.perf.roofline import load_constants
 from clusterforge.perf.sharded import hsdp_sync_s, layer_params_per_gpu
 from validation.class_errors import class_summary
 from validation.runs import Run, load_runs, predict_run, run_comm, run_design
