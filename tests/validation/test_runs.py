@@ -198,7 +198,10 @@ PAXML_175B_LEVEL = (
     "(scan_carry_copies, 245 ms a step) and the 5B's input dropout as the rows state them "
     "(Dec 2026, benchmarks/paxml_recipe_costs.py); the rest not found (docs/validation.md, "
     "'Paxml on DGX H100', 'Paxml and Praxis against the maxtext stack', 'Adopted: Paxml's "
-    "carried-weight copies and input dropout')"
+    "carried-weight copies and input dropout'). The growth with the replicas (+420 ms from "
+    "512 to 2,048 GPUs) is more than four times what the replica all-reduces and amax "
+    "reductions add even fully exposed (benchmarks/paxml_175b_scale_whatif.py; 'Paxml GPT-3 "
+    "175B FP8 as data parallelism grows')"
 )
 KNOWN_GAPS = {
     "vtrain-3.6b-tp4-pp1-mb2": SMALL_TP_GEMMS,
