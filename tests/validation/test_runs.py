@@ -240,10 +240,8 @@ KNOWN_GAPS = {
     "interleaved schedule (Megatron-Bridge #1760; clusterforge.perf.host."
     "interleaved_overlap_idle_s) takes it from +143.5 % to +67.8 %",
     "bridge260401-b300-gpt-oss-120b": MOE_HYBRIDEP,
-    "bridge260401-h100-gpt-oss-120b": MOE_LAYER,
     # validation/megatron_bridge_moe_releases.toml (development rows)
     "bridge2604-b300-gpt-oss-120b": MOE_HYBRIDEP,
-    "bridge2604-h100-gpt-oss-120b": MOE_LAYER,
     "bridge260201-b300-gpt-oss-120b": MOE_HYBRIDEP,
     "bridge2602-h100-qwen3-30b-a3b-pp2": (
         MOE_LAYER + ". This run (v0.3.0 config) also ran the DeepEP flex dispatcher and "
