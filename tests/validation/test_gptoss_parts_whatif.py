@@ -7,8 +7,6 @@ development rows are read."""
 from __future__ import annotations
 
 import pytest
-
-import clusterforge.perf.window_attention as window_module
 from benchmarks.gptoss_parts_whatif import (
     H200_WINDOW_1024,
     H200_WINDOW_ROWS,
@@ -18,6 +16,8 @@ from benchmarks.gptoss_parts_whatif import (
     patched,
     tile_costs_s,
 )
+
+import clusterforge.perf.window_attention as window_module
 from validation.class_errors import run_outcomes
 from validation.runs import load_runs
 
