@@ -102,11 +102,16 @@ def test_no_measured_row_under_context_parallelism(models) -> None:
     assert window_rate(arch, plan, perf, stack_named("megatron-bridge")) is None
 
 
-def test_hopper_takes_the_wider_window_row_as_a_bound(models) -> None:
-    # H200's only measured window is 1,024 keys: it serves gpt-oss's 128 as an upper bound
+def test_hopper_takes_the_128_key_window_from_the_h200_tile_costs(models) -> None:
+    # H200's only measured window is 1,024 keys (336 / 289 TFLOP/s); its sweep over lengths
+    # takes it to gpt-oss's 128 keys by the kernel's tile counts: 72 / 99 TFLOP/s
     arch, perf = models["gpt-oss-120b"], _perf("h100-sxm")
     rate = window_rate(arch, PLAN, perf, stack_named("megatron-bridge"))
-    assert rate is not None and rate.window == 1024 and rate.forward_tflops == 336.0
+    assert rate is not None and rate.window == 128
+    assert (rate.forward_tflops, rate.backward_tflops) == (72.0, 99.0)
+    # a wider window than the row's gets no row (the causal rate)
+    wider = arch.model_copy(update={"sliding_window": 1024})
+    assert window_rate(wider, PLAN, perf, stack_named("megatron-bridge")) is None
 
 
 def test_yarn_rotary_runs_megatrons_unfused_ops(models) -> None:

@@ -245,10 +245,8 @@ KNOWN_GAPS = {
     "schedule's stage-boundary sends on the critical path at PP 2 (clusterforge.perf."
     "exposure.combined_schedule_sends_exposed) to +58.0 %",
     "bridge260401-b300-gpt-oss-120b": MOE_HYBRIDEP,
-    "bridge260401-h100-gpt-oss-120b": MOE_LAYER,
     # validation/megatron_bridge_moe_releases.toml (development rows)
     "bridge2604-b300-gpt-oss-120b": MOE_HYBRIDEP,
-    "bridge2604-h100-gpt-oss-120b": MOE_LAYER,
     "bridge260201-b300-gpt-oss-120b": MOE_HYBRIDEP,
     "bridge2602-h100-qwen3-30b-a3b-pp2": (
         MOE_LAYER + ". This run (v0.3.0 config) also ran the DeepEP flex dispatcher and "
