@@ -118,17 +118,25 @@ def _excess_by_cluster(rows: list[dict[str, Any]], before: list[Scored]) -> None
         )
 
 
-def slope_us(rows: list[dict[str, Any]], before: list[Scored], cluster: str) -> tuple[float, float]:
+def slope_us(
+    rows: list[dict[str, Any]],
+    before: list[Scored],
+    cluster: str,
+    protocol: str = "ll",
+    num_nodes: int | None = None,
+) -> tuple[float, float]:
     """(measured, model) rise of the call time from the cluster's smallest to its largest
-    tree/LL row below 16 MiB across nodes: a floor that the host's issue of each call puts
-    under back-to-back launches would flatten the measured rise, a cost per call would not."""
+    tree/``protocol`` row below 16 MiB across nodes (on ``num_nodes`` nodes if given): a
+    floor that the host's issue of each call puts under back-to-back launches would flatten
+    the measured rise, a cost per call would not."""
     idx = [
         i
         for i, r in enumerate(rows)
         if r.get("cluster", "") == cluster
         and r["num_nodes"] > 1
+        and (num_nodes is None or r["num_nodes"] == num_nodes)
         and r["size_bytes"] < LARGE_BYTES
-        and (before[i].algorithm, before[i].protocol) == ("tree", "ll")
+        and (before[i].algorithm, before[i].protocol) == ("tree", protocol)
     ]
     if len(idx) < 2:
         return float("nan"), float("nan")
@@ -147,6 +155,12 @@ def _slopes(rows: list[dict[str, Any]], before: list[Scored]) -> None:
     for cluster in sorted({str(r.get("cluster", "")) for r in rows}):
         meas, model = slope_us(rows, before, cluster)
         if meas == meas:  # not nan
+            print(f"{cluster[:48]:48s} {meas:+8.1f}us {model:+8.1f}us")
+    head = "cluster: 2-node tree/LL128 rows, the same rise"
+    print(f"\n{head:48s} {'measured':>9s} {'model':>9s}")
+    for cluster in sorted({str(r.get("cluster", "")) for r in rows}):
+        meas, model = slope_us(rows, before, cluster, "ll128", 2)
+        if meas == meas and cluster:  # not nan; the #232 pair runs one GPU a node
             print(f"{cluster[:48]:48s} {meas:+8.1f}us {model:+8.1f}us")
 
 

@@ -65,3 +65,18 @@ def test_the_measured_rise_with_size_matches_the_model_on_ib_and_roce():
     ):
         meas, model = slope_us(rows, before, cluster)
         assert meas > 0 and abs(meas - model) < 2.5, cluster
+
+
+def test_the_two_node_ll128_trees_take_a_flat_time_the_model_does_not():
+    """512 KiB to 2 MiB (Lambda 1 to 4 MiB) on 2 nodes, tree/LL128: the measured time stays
+    within 3 us while the model's rises 17-26 us, on the calibration cluster's bare metal as
+    on Nebius and Lambda: the LL128 excess at the small end is a fixed cost as well."""
+    rows = STUDIED
+    before = [score(r) for r in rows]
+    for cluster in (
+        "nccltests309-qoofyk-xe9680",
+        "nebius-h100-ib-dstack",
+        "lambda-1cc-b200-ib-dstack",
+    ):
+        meas, model = slope_us(rows, before, cluster, "ll128", 2)
+        assert abs(meas) < 3.0 and model > 15.0, cluster
