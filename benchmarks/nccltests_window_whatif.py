@@ -127,7 +127,7 @@ def slope_us(
 ) -> tuple[float, float]:
     """(measured, model) rise of the call time from the cluster's smallest to its largest
     tree/``protocol`` row below 16 MiB across nodes (on ``num_nodes`` nodes if given): a
-    floor that the host's issue of each call puts under back-to-back launches would flatten
+    floor that the host's submission of each call puts under back-to-back launches would flatten
     the measured rise, a cost per call would not."""
     idx = [
         i
