@@ -104,18 +104,14 @@ def _excess_by_cluster(rows: list[dict[str, Any]], before: list[Scored]) -> None
         if not idx:
             continue
         excess = [
-            time_us(rows[i], rows[i]["busbw"])
-            - time_us(rows[i], before[i].simulated_gbyte_per_s)
+            time_us(rows[i], rows[i]["busbw"]) - time_us(rows[i], before[i].simulated_gbyte_per_s)
             for i in idx
         ]
         n_iters = sorted({row_iters(rows[i]) for i in idx})
         med = float(np.median(excess))
         label = "/".join(str(n) for n in n_iters)
         name = cluster or "(no cluster name: nccl-tests #232)"
-        print(
-            f"{name[:34]:34s} {len(idx):4d} {label:>4s} {med:+21.1f} "
-            f"{med * n_iters[0]:+17.0f}"
-        )
+        print(f"{name[:34]:34s} {len(idx):4d} {label:>4s} {med:+21.1f} {med * n_iters[0]:+17.0f}")
 
 
 def slope_us(
