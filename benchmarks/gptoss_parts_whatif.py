@@ -159,11 +159,15 @@ def patched(hopper_window: str, attention_bias: bool) -> Iterator[None]:
     def rows() -> dict[str, Any]:
         table = dict(_ROWS())
         for gpu in ("h100-sxm", "h200-sxm"):
-            table[gpu] = replace(
-                table[gpu],
-                window=window,
-                forward_tflops=forward_tflops,
-                backward_tflops=backward_tflops,
+            narrowest, *wider = table[gpu]
+            table[gpu] = (
+                replace(
+                    narrowest,
+                    window=window,
+                    forward_tflops=forward_tflops,
+                    backward_tflops=backward_tflops,
+                ),
+                *wider,
             )
         return table
 

@@ -109,9 +109,14 @@ def test_hopper_takes_the_128_key_window_from_the_h200_tile_costs(models) -> Non
     rate = window_rate(arch, PLAN, perf, stack_named("megatron-bridge"))
     assert rate is not None and rate.window == 128
     assert (rate.forward_tflops, rate.backward_tflops) == (72.0, 99.0)
-    # a wider window than the row's gets no row (the causal rate)
+    # a window up to the measured 1,024 keys takes the measured row; a wider one gets no row
+    # (the causal rate)
     wider = arch.model_copy(update={"sliding_window": 1024})
-    assert window_rate(wider, PLAN, perf, stack_named("megatron-bridge")) is None
+    measured = window_rate(wider, PLAN, perf, stack_named("megatron-bridge"))
+    assert measured is not None and measured.window == 1024
+    assert (measured.forward_tflops, measured.backward_tflops) == (336.0, 289.0)
+    widest = arch.model_copy(update={"sliding_window": 2048})
+    assert window_rate(widest, PLAN, perf, stack_named("megatron-bridge")) is None
 
 
 def test_yarn_rotary_runs_megatrons_unfused_ops(models) -> None:

@@ -43,17 +43,19 @@ class WindowRate:
 
 
 @cache
-def _rows() -> dict[str, WindowRate]:
+def _rows() -> dict[str, tuple[WindowRate, ...]]:
+    """Each GPU's rows, narrowest window first."""
     text = resources.files("clusterforge.perf").joinpath("data", "efficiency.toml").read_text()
-    return {
-        row["gpu"]: WindowRate(
+    by_gpu: dict[str, list[WindowRate]] = {}
+    for row in tomllib.loads(text).get("cudnn_window_attention", []):
+        rate = WindowRate(
             int(row["window"]),
             int(row["head_dim"]),
             float(row["forward_tflops"]),
             float(row["backward_tflops"]),
         )
-        for row in tomllib.loads(text).get("cudnn_window_attention", [])
-    }
+        by_gpu.setdefault(row["gpu"], []).append(rate)
+    return {gpu: tuple(sorted(rows, key=lambda r: r.window)) for gpu, rows in by_gpu.items()}
 
 
 def window_rate(
@@ -63,17 +65,19 @@ def window_rate(
 
     A row serves cuDNN's fused attention (``Stack.attention`` "cudnn") without context
     parallelism, on the row's GPU, for a layer of the row's head width whose window is at
-    most the row's (a narrower window than measured keeps the row as an upper bound on the
-    rate). None leaves the windowed layers at the causal kernel's rate."""
+    most the row's; of several such rows, the narrowest window (a narrower window than
+    measured keeps the row as an upper bound on the rate). None leaves the windowed layers at
+    the causal kernel's rate."""
     w = arch.sliding_window
     if w is None or w >= plan.seq_length or arch.sliding_window_layers == 0.0:
         return None
     if stack.attention != "cudnn" or plan.layout.cp != 1:
         return None
-    row = _rows().get(perf.gpu_id)
-    if row is None or row.head_dim != head_dim(arch) or w > row.window:
-        return None
-    return row
+    width = head_dim(arch)
+    for row in _rows().get(perf.gpu_id, ()):
+        if row.head_dim == width and w <= row.window:
+            return row
+    return None
 
 
 def windowed_pairs(arch: ModelArch, plan: ParallelPlan) -> float:
