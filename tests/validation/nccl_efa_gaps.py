@@ -42,7 +42,11 @@ P5_TWO_NODE_CALL_COST = (
     "48-78 us more than the model without the plugin's figure up to 8 MiB (81.4 us against "
     "33.4 at 8 KiB), the figure adds 148 (LL, LL128) and 296 us (Simple): the plugin's 75 us "
     "was set so that NCCL picks the right algorithm on 2 nodes (aws-ofi-nccl d87d61e0), not "
-    "measured as p5's delay.  32 MiB (-1.0 %) and from 512 MiB the rows are within 9 %"
+    "measured as p5's delay.  32 MiB (-1.0 %) and from 512 MiB the rows are within 9 %.  The "
+    "figure for NCCL's choice only and a fabric latency as time "
+    "(benchmarks/efa_fabric_latency_whatif.py) changes no pair; with a P6-B200 user's 14.6 us "
+    "RDMA-write latency x 2 trips (control message, write) p5 comes to 9.7 % but development "
+    "worsens (p4de), and no AWS figure for p5's EFA was found"
 )
 P4DE_TWO_NODE_CALL_COST = (
     "all-reduce of 32 KiB and 512 KiB-32 MiB across 2 x p4de.24xlarge (16 A100 80GB, 4 x 100 "
