@@ -47,7 +47,7 @@ NICS_PER_NODE = 8
 # the NVLS graph's bwIntra = bwInter = 48 GB/s on these nodes, one channel per head
 NVLS_GRAPH_GBYTE_PER_S = 48.0
 NVLS_TREE_BUS_TO_ALG = 5.0 / 6.0  # tuning.cc: ratio *= 5.0/6.0 for NVLS and NVLS-Tree
-# NCCL maintainer (AddyLaddy, NVIDIA/nccl-tests issue #290, 2025-03-03): "For NDR @ 400Gbps
+# NCCL maintainer (AddyLaddy, NVIDIA/nccl-tests #290, 2025-03-03): "For NDR @ 400Gbps
 # you should see 46-48GB/s per NIC"
 NDR_NIC_EXPECTED_GBYTE_PER_S = (46.0, 48.0)
 # Simple step: NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8 (src/include/device.h, v2.24.3-1)
