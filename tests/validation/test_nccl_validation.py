@@ -141,7 +141,10 @@ VP_CHAIN_PLATEAU = (
     "broadcast/reduce on 4 nodes x 8 H100 (Voltage Park) from 512 MiB up: the chain pipeline "
     "is simulated at 335-358 GB/s where 239-279 were measured (all-reduce and all-gather of "
     "the same run are within 5-11 % at those sizes); the measured single-root pipeline stays "
-    "below the ring's rate, which the simulator's chain does not reproduce"
+    "below the ring's rate, which the simulator's chain does not reproduce; the chain moves "
+    "1-step slices (BROADCAST_SLICESTEPS, REDUCE_SLICESTEPS, NCCL v2.24.3-1) against 2-step "
+    "slices for all-gather, and one fixed cost of about 5 us per slice and channel would draw "
+    "both plateaus, but no source prices it (benchmarks/large_internode_whatif.py)"
 )
 # Development rows of NVIDIA/nccl-tests issue #309 (pub_nccltests309_h100_nccl.toml, added
 # 2026-12-02) that the model misses by more than 15 %.
