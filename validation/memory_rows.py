@@ -55,6 +55,11 @@ class MemoryRow:
     measured_gib: float
     kind: MemoryKind
 
+    @property
+    def name(self) -> str:
+        """The row's id (the name the test cases and listings use)."""
+        return self.id
+
 
 def _run_of(row: dict[str, Any], runs: dict[str, Run], where: str) -> Run:
     run = runs.get(row["run"])
