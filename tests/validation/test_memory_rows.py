@@ -42,8 +42,11 @@ TP8_MB16 = (
     "published {published} GiB, predicted {predicted} (43.7 GiB of activations: the "
     "checkpointed layer inputs and the loss's FP32 logits over 1/8 of the vocabulary). The "
     "FSDP-only 8B rows of the same source are within 11 %. Cause not found; candidates: the "
-    "loss under torchtitan's loss_parallel, transients of the sequence-parallel all-gathers "
-    "in the recomputed layer, the caching allocator's reserve over allocated tensors"
+    "loss under torchtitan's loss_parallel, whose backward (PyTorch "
+    "torch/distributed/tensor/parallel/loss.py, _nll_loss_and_log_softmax_backward, read in "
+    "later versions than the rows ran) holds 16 B per logit where the model prices 12 "
+    "(+7.8 GiB here), transients of the sequence-parallel all-gathers in the recomputed "
+    "layer, the caching allocator's reserve over allocated tensors"
 )
 PP_1F1B = (
     "Llama 3.1 405B, FSDP 8 x TP 8 x PP 8, 1F1B with 8 micro-batches of 4: published 82.5 "
