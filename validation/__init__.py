@@ -13,6 +13,8 @@ choose a mechanism or a constant). ``docs/validation.md`` describes the rules.
   ``clusterforge.netsim``.
 * :mod:`validation.goodput_rows`: published job-level reliability figures
   (``goodput_published.toml``) and their model by ``clusterforge.goodput``.
+* :mod:`validation.memory_rows`: published peak memory per GPU of training runs
+  (``pub_*_mem.toml``) and the memory ``clusterforge.perf`` predicts for them.
 * :mod:`validation.band`: the 80 % range ``predict`` prints, from calibration and
   development runs only.
 

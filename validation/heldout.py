@@ -34,7 +34,13 @@ from validation.sets import (
 
 __all__ = ["HeldRow", "heldout_rows", "lock_problems", "main"]
 
-ID_FIELD: dict[Kind, str] = {"run": "name", "nccl": "id", "goodput": "id", "gemm": "id"}
+ID_FIELD: dict[Kind, str] = {
+    "run": "name",
+    "nccl": "id",
+    "goodput": "id",
+    "gemm": "id",
+    "memory": "id",
+}
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,7 @@ def _rows_of(text: str) -> list[tuple[Kind, dict[str, Any]]]:
     if "table" not in raw:
         for row in file_rows(raw):
             kind = kind_of(row)
-            if kind in ("nccl", "goodput", "gemm"):
+            if kind in ("nccl", "goodput", "gemm", "memory"):
                 out.append((kind, row))
     return out
 

@@ -13,11 +13,12 @@ Every row of every ``*.toml`` file in this folder says which set it belongs to (
   (``benchmarks/validate_*.py --heldout``) and never used to choose a mechanism or a constant.
   Rows studied before that rule existed were moved to development.
 
-One folder, four kinds of rows, told apart by their fields (``[defaults]`` merged into each
+One folder, five kinds of rows, told apart by their fields (``[defaults]`` merged into each
 ``[[row]]``): a *run* names a training ``metric`` of :data:`validation.runs.Metric` (or sits
 in a ``[table]`` file), an *nccl* row names a ``collective`` and its ``busbw``, a *goodput*
 row names what was ``measured``, a *gemm* row (one GPU's GEMM microbenchmark,
-:mod:`validation.gemm_rows`) its ``gemm_tflops``. Other files with that layout are picked up as they are added.
+:mod:`validation.gemm_rows`) its ``gemm_tflops``, a *memory* row (a run's published peak
+memory per GPU, :mod:`validation.memory_rows`) its ``measured_memory_gib``. Other files with that layout are picked up as they are added.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ HERE = Path(__file__).parent
 LOCK = HERE / "heldout.lock.toml"
 SETS = ("calibration", "development", "heldout")
 Subset = Literal["calibration", "development", "heldout"]
-Kind = Literal["run", "nccl", "goodput", "gemm"]
+Kind = Literal["run", "nccl", "goodput", "gemm", "memory"]
 RUN_METRICS = ("tokens_per_s_per_gpu", "model_tflops_per_gpu", "hardware_tflops_per_gpu")
 
 
@@ -62,7 +63,7 @@ def file_rows(raw: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def kind_of(row: dict[str, Any]) -> Kind | None:
-    """Which loader reads ``row`` (None: a row of none of the four layouts)."""
+    """Which loader reads ``row`` (None: a row of none of the five layouts)."""
     if "collective" in row and "busbw" in row:
         return "nccl"
     if row.get("metric") in RUN_METRICS:
@@ -71,6 +72,8 @@ def kind_of(row: dict[str, Any]) -> Kind | None:
         return "goodput"
     if "gemm_tflops" in row:
         return "gemm"
+    if "measured_memory_gib" in row:
+        return "memory"
     return None
 
 

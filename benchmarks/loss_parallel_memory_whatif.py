@@ -1,0 +1,128 @@
+"""What-if: torchtitan's loss under PyTorch loss parallelism holds 16 B per logit, not 12.
+
+With tensor parallelism torchtitan runs the cross-entropy inside ``loss_parallel()``
+(pytorch/torchtitan@9dec370:train.py line 57, ``enable_loss_parallel``). PyTorch's handler
+for its backward, ``_nll_loss_and_log_softmax_backward`` in
+``torch/distributed/tensor/parallel/loss.py`` (read in the stored versions 02eef6b8 and
+3be12382, not at the rows' torch 1963fc8), keeps the saved FP32 log-probabilities, builds
+an FP32 ``zeros_like`` gradient, adds ``exp(x)`` to it and multiplies by the output
+gradient: four FP32 tensors of the logits' size at once, 16 B per logit, where the model
+prices PyTorch's fused ``log_softmax`` backward at 12 (``LOSS_PEAK_BYTES["torch"]``).
+
+Prints, for the calibration and development memory rows, the predicted memory before and
+after (and the rows whose run changes fit), and, for the calibration and development
+training runs, the MAPE per set and class before and after and every run whose chosen
+plan or fit changes. Model unchanged (what-if only).
+
+    PYTHONPATH=src:. python benchmarks/loss_parallel_memory_whatif.py
+"""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from clusterforge.perf.memory import GIB, LOSS_PEAK_BYTES, MemoryBreakdown, memory_per_gpu
+from clusterforge.perf.uncertainty import run_class
+from validation.memory_rows import load_memory_rows
+from validation.runs import Run, best_prediction, load_runs, run_comm, run_design
+
+LOSS_PARALLEL_PEAK_BYTES = 16.0  # x, zeros_like(x), grad_input + exp(x), the product (FP32)
+
+
+def _extra_bytes(arch: Any, plan: Any, stack: Any) -> float:
+    """Bytes the loss-parallel backward holds beyond the model's 12 B per logit."""
+    job = plan.layout
+    if stack.name != "torchtitan" or job.tp == 1 or job.pp > 1:
+        return 0.0
+    tokens = plan.micro_batch * plan.seq_length / job.cp
+    extra = LOSS_PARALLEL_PEAK_BYTES - LOSS_PEAK_BYTES["torch"]
+    return extra * tokens * arch.vocab_size / job.tp
+
+
+def _patched(arch: Any, plan: Any, stages: Any, stack: Any) -> MemoryBreakdown:
+    mem = memory_per_gpu(arch, plan, stages, stack)
+    extra_gib = _extra_bytes(arch, plan, stack) / GIB
+    return replace(mem, activations_gib=mem.activations_gib + extra_gib)
+
+
+# The modules that call memory_per_gpu (the package re-exports functions of the same names).
+PATCHED = ("clusterforge.perf.search", "clusterforge.perf.step")
+
+
+@contextmanager
+def loss_parallel_peak() -> Iterator[None]:
+    """The model with the 16 B loss-parallel peak, for the duration of the block."""
+    modules: list[Any] = [importlib.import_module(name) for name in PATCHED]
+    saved = [m.memory_per_gpu for m in modules]
+    for module in modules:
+        module.memory_per_gpu = _patched
+    try:
+        yield
+    finally:
+        for module, original in zip(modules, saved, strict=True):
+            module.memory_per_gpu = original
+
+
+def _predict_all(runs: list[Run]) -> dict[str, Any]:
+    return {r.name: best_prediction(r, run_comm(run_design(r))) for r in runs}
+
+
+def _memory_rows() -> list[tuple[str, float, float | None, bool]]:
+    out = []
+    for row in load_memory_rows():
+        if row.subset == "heldout":
+            continue
+        pred = best_prediction(row.run, run_comm(run_design(row.run)))
+        gib = pred.memory.total_gib if pred is not None else None
+        out.append((row.id, row.measured_gib, gib, pred is not None))
+    return out
+
+
+def _plan(pred: Any) -> str:
+    if pred is None:
+        return "no plan fits"
+    p = pred.plan
+    return f"mb {p.micro_batch} {p.recompute} ({p.recompute_layers} layers) {pred.memory.total_gib:.1f} GiB {pred.tokens_per_s_per_gpu:.1f} tok/s/GPU"
+
+
+def _mape(runs: list[Run], preds: dict[str, Any]) -> dict[str, float]:
+    groups: dict[str, list[float]] = defaultdict(list)
+    for run in runs:
+        pred = preds[run.name]
+        if pred is None:
+            continue
+        err = abs(getattr(pred, run.metric) / run.published - 1.0)
+        groups[run.subset].append(err)
+        groups[f"{run.subset} {run_class(run.arch, pred.plan, run.stack)}"].append(err)
+    return {k: statistics.fmean(v) for k, v in sorted(groups.items())}
+
+
+def main() -> None:
+    runs = [r for r in load_runs() if r.subset != "heldout"]
+    before_rows, before = _memory_rows(), _predict_all(runs)
+    with loss_parallel_peak():
+        after_rows, after = _memory_rows(), _predict_all(runs)
+    print(f"  {'memory row':<42} {'GiB':>6} {'before':>7} {'after':>7}")
+    for (rid, measured, b, fit_b), (_, _, a, fit_a) in zip(before_rows, after_rows, strict=True):
+        if b is None or a is None or abs(a - b) > 1e-9 or fit_a != fit_b:
+            eb = f"{(b / measured - 1) * 100:+6.1f} %" if b else "no fit"
+            ea = f"{(a / measured - 1) * 100:+6.1f} %" if a else "no fit"
+            print(f"  {rid:<42} {measured:>6.1f} {eb:>8} {ea:>8}")
+    print("training runs whose plan or fit changes:")
+    for run in runs:
+        b, a = before[run.name], after[run.name]
+        if (b is None) != (a is None) or (b is not None and b.plan != a.plan):
+            print(f"  {run.name}: {_plan(b)} -> {_plan(a)}")
+    mb, ma = _mape(runs, before), _mape(runs, after)
+    for key in mb:
+        print(f"  {key:<36} MAPE {mb[key] * 100:5.2f} % -> {ma.get(key, 0.0) * 100:5.2f} %")
+
+
+if __name__ == "__main__":
+    main()
