@@ -151,6 +151,7 @@ def print_rows(rows: list[Row], twins: dict[tuple[str, str], list[tuple[str, flo
 
 FEATURES: dict[str, Callable[[Row], float]] = {
     "rows per local expert": lambda r: r.rows_per_expert,
+    "experts": lambda r: float(r.run.arch.num_experts),
     "local experts": lambda r: float(r.local_experts),
     "EP degree": lambda r: float(r.run.base.layout.ep),
     "EP spans NVLink domains": lambda r: float(r.spans_domains),
@@ -202,12 +203,27 @@ def configurations(rows: list[Row]) -> list[Row]:
     return [sorted(g, key=lambda r: r.gap_share)[len(g) // 2] for g in groups.values()]
 
 
-def print_correlations(rows: list[Row]) -> None:
+def twin_excess(r: Row, twins: dict[tuple[str, str], list[tuple[str, float]]]) -> float:
+    """The run's error less the median error of its stack's dense runs on its system."""
+    pool = twins.get((r.run.stack.name, r.run.node), [])
+    return r.error - median_or_nan([e for _, e in pool])
+
+
+def print_correlations(
+    rows: list[Row], twins: dict[tuple[str, str], list[tuple[str, float]]]
+) -> None:
     configs = configurations(rows)
     shares = [r.gap_share for r in configs]
-    print(f"\nSpearman rho of gap % with each feature over {len(configs)} configurations:")
+    paired = [(r, twin_excess(r, twins)) for r in configs]
+    paired = [(r, x) for r, x in paired if x == x]  # a dense twin exists
+    print(
+        f"\nSpearman rho over {len(configs)} configurations: of gap % with each feature; of"
+        f" moe - twin ({len(paired)} with a twin)"
+    )
     for name, feature in FEATURES.items():
-        print(f"  {name:28s} {spearman([feature(r) for r in configs], shares):+.2f}")
+        rho = spearman([feature(r) for r in configs], shares)
+        rho_twin = spearman([feature(r) for r, _ in paired], [x for _, x in paired])
+        print(f"  {name:28s} {rho:+.2f}  {rho_twin:+.2f}")
 
 
 def check_against_pr2045() -> None:
@@ -284,8 +300,9 @@ def main() -> None:
         for r in [moe_row(run)]
         if r is not None
     ]
-    print_rows(rows, dense_twins(all_runs))
-    print_correlations(rows)
+    twins = dense_twins(all_runs)
+    print_rows(rows, twins)
+    print_correlations(rows, twins)
     check_against_pr2045()
     candidate_effect()
 
