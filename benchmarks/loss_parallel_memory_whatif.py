@@ -1,18 +1,19 @@
-"""What-if: torchtitan's loss under PyTorch loss parallelism holds 16 B per logit, not 12.
+"""Before/after: torchtitan's loss under PyTorch loss parallelism holds 16 B per logit, not 12.
 
 With tensor parallelism torchtitan runs the cross-entropy inside ``loss_parallel()``
 (pytorch/torchtitan@9dec370:train.py line 57, ``enable_loss_parallel``). PyTorch's handler
 for its backward, ``_nll_loss_and_log_softmax_backward`` in
-``torch/distributed/tensor/parallel/loss.py`` (read in the stored versions 02eef6b8 and
-3be12382, not at the rows' torch 1963fc8), keeps the saved FP32 log-probabilities, builds
-an FP32 ``zeros_like`` gradient, adds ``exp(x)`` to it and multiplies by the output
-gradient: four FP32 tensors of the logits' size at once, 16 B per logit, where the model
-prices PyTorch's fused ``log_softmax`` backward at 12 (``LOSS_PEAK_BYTES["torch"]``).
+``torch/distributed/tensor/parallel/loss.py`` (PyTorch v2.5.1, a8d6afb5, a release before
+the rows' torch 1963fc8, and unchanged at 02eef6b8 and 3be12382), keeps the saved FP32
+log-probabilities, builds an FP32 ``zeros_like`` gradient, adds ``exp(x)`` to it and
+multiplies by the output gradient: four FP32 tensors of the logits' size at once, 16 B per
+logit, where PyTorch's fused ``log_softmax`` backward holds 12 (``LOSS_PEAK_BYTES["torch"]``).
+The model prices it (``Stack.loss_parallel``, ``LOSS_PARALLEL_PEAK_BYTES``); this script
+compares it with the model without it.
 
-Prints, for the calibration and development memory rows, the predicted memory before and
-after (and the rows whose run changes fit), and, for the calibration and development
-training runs, the MAPE per set and class before and after and every run whose chosen
-plan or fit changes. Model unchanged (what-if only).
+Prints, for the calibration and development memory rows, the predicted memory before
+(without) and after (with), and, for the calibration and development training runs, the
+MAPE per set and class before and after and every run whose chosen plan or fit changes.
 
     PYTHONPATH=src:. python benchmarks/loss_parallel_memory_whatif.py
 """
@@ -27,28 +28,14 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from clusterforge.perf.memory import GIB, LOSS_PEAK_BYTES, MemoryBreakdown, memory_per_gpu
+from clusterforge.perf.memory import MemoryBreakdown, memory_per_gpu
 from clusterforge.perf.uncertainty import run_class
 from validation.memory_rows import load_memory_rows
 from validation.runs import Run, best_prediction, load_runs, run_comm, run_design
 
-LOSS_PARALLEL_PEAK_BYTES = 16.0  # x, zeros_like(x), grad_input + exp(x), the product (FP32)
-
-
-def _extra_bytes(arch: Any, plan: Any, stack: Any) -> float:
-    """Bytes the loss-parallel backward holds beyond the model's 12 B per logit."""
-    job = plan.layout
-    if stack.name != "torchtitan" or job.tp == 1 or job.pp > 1:
-        return 0.0
-    tokens = plan.micro_batch * plan.seq_length / job.cp
-    extra = LOSS_PARALLEL_PEAK_BYTES - LOSS_PEAK_BYTES["torch"]
-    return extra * tokens * arch.vocab_size / job.tp
-
 
 def _patched(arch: Any, plan: Any, stages: Any, stack: Any) -> MemoryBreakdown:
-    mem = memory_per_gpu(arch, plan, stages, stack)
-    extra_gib = _extra_bytes(arch, plan, stack) / GIB
-    return replace(mem, activations_gib=mem.activations_gib + extra_gib)
+    return memory_per_gpu(arch, plan, stages, replace(stack, loss_parallel=False))
 
 
 # The modules that call memory_per_gpu (the package re-exports functions of the same names).
@@ -56,8 +43,8 @@ PATCHED = ("clusterforge.perf.search", "clusterforge.perf.step")
 
 
 @contextmanager
-def loss_parallel_peak() -> Iterator[None]:
-    """The model with the 16 B loss-parallel peak, for the duration of the block."""
+def without_loss_parallel() -> Iterator[None]:
+    """The model without the 16 B loss-parallel peak, for the duration of the block."""
     modules: list[Any] = [importlib.import_module(name) for name in PATCHED]
     saved = [m.memory_per_gpu for m in modules]
     for module in modules:
@@ -105,9 +92,9 @@ def _mape(runs: list[Run], preds: dict[str, Any]) -> dict[str, float]:
 
 def main() -> None:
     runs = [r for r in load_runs() if r.subset != "heldout"]
-    before_rows, before = _memory_rows(), _predict_all(runs)
-    with loss_parallel_peak():
-        after_rows, after = _memory_rows(), _predict_all(runs)
+    with without_loss_parallel():
+        before_rows, before = _memory_rows(), _predict_all(runs)
+    after_rows, after = _memory_rows(), _predict_all(runs)
     print(f"  {'memory row':<42} {'GiB':>6} {'before':>7} {'after':>7}")
     for (rid, measured, b, fit_b), (_, _, a, fit_a) in zip(before_rows, after_rows, strict=True):
         if b is None or a is None or abs(a - b) > 1e-9 or fit_a != fit_b:

@@ -298,6 +298,15 @@ def _gathered_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
 # backward): in ``log_softmax``'s backward the saved FP32 log-probabilities, the NLL's FP32
 # gradient and the FP32 input gradient it writes are alive together (3 x 4 B).
 LOSS_PEAK_BYTES = {"unfused": 4.0, "te": float(BF16_BYTES), "xentropy": 4.0, "torch": 12.0}
+# PyTorch's ``loss_parallel()`` (``Stack.loss_parallel``, with TP) fuses the NLL and
+# log-softmax backward on each rank's vocabulary shard: ``_nll_loss_and_log_softmax_backward``
+# in ``torch/distributed/tensor/parallel/loss.py`` (v2.5.1, a8d6afb5, and unchanged at
+# 02eef6b8) keeps the saved FP32 log-probabilities ``x``, builds ``grad_input =
+# torch.zeros_like(x)`` and returns ``(grad_input + torch.exp(x)) * grad_output``: ``x``,
+# ``grad_input``, their sum and the product are alive together, 4 x 4 B per logit. Its
+# forward (``_log_softmax``: the FP32 input, ``shifted``, ``exp(shifted)``, beside the BF16
+# logits) holds 14.
+LOSS_PARALLEL_PEAK_BYTES = 16.0
 
 
 def memory_per_gpu(
@@ -339,6 +348,8 @@ def memory_per_gpu(
     loss_working = 0.0
     if plan.layout.pp == 1:
         logit_bytes = LOSS_PEAK_BYTES[stack.cross_entropy]
+        if stack.loss_parallel and plan.layout.tp > 1:
+            logit_bytes = LOSS_PARALLEL_PEAK_BYTES
         loss_working = logit_bytes * tokens * arch.vocab_size / plan.layout.tp
     activations += max(layer_working, loss_working)
     return MemoryBreakdown(

@@ -72,7 +72,8 @@ factor. Each named stack states the defaults of that framework with their source
     ``sdpa_kernel([FLASH_ATTENTION, EFFICIENT_ATTENTION])`` ("currently we only support these
     two SDP backends", ``torchtitan/utils.py`` ``get_train_context``): SDPA's FlashAttention-2,
     not cuDNN, which SDPA does not pick on its own either (cuDNN opt-in since PyTorch 2.5.1); K, V are repeated to all query heads before the attention (``repeat_kv`` in
-    ``torchtitan/models/llama/model.py``).
+    ``torchtitan/models/llama/model.py``). With TP the loss runs under ``loss_parallel()``
+    (torchtitan ``train.py`` at 9dec370, line 57: ``parallel_dims.loss_parallel_enabled``).
 ``maxtext``
     MaxText on JAX/XLA (AI-Hypercomputer/maxtext ``configs/base.yml``, 8e55ab1, 2024-12-09):
     FP32 parameters and AdamW moments, XLA-fused element-wise ops, named-tensor
@@ -202,6 +203,7 @@ def _torchtitan() -> Stack:
         fsdp_copy_in=True,
         attention="sdpa_flash",
         cross_entropy="torch",
+        loss_parallel=True,
         context_parallel="torch",
         kv_heads_expanded=True,
         selective_recompute="every_other_matmul",

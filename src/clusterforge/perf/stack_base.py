@@ -63,6 +63,9 @@ class Stack:
     moves ``num_heads / num_kv_heads`` times the bytes of the grouped tensors.
     ``attention`` and ``cross_entropy`` name the kernels (:data:`AttentionKernel`,
     :data:`CrossEntropyKernel`); a run may change them (LLM Foundry: Triton, xentropy).
+    ``loss_parallel``: with tensor parallelism the loss runs under PyTorch's
+    ``loss_parallel()`` on the vocabulary-sharded logits (torchtitan), whose fused backward
+    holds more than the ``cross_entropy`` kernel's (:mod:`clusterforge.perf.memory`).
     ZeRO-3/FSDP: ``fsdp_prefetch`` units gathered ahead of compute (0 = gathered on demand),
     ``fsdp_unit_params`` parameters per gathered unit (0 = one transformer layer; DeepSpeed's
     prefetch bucket), ``zero3_gathers_per_layer`` all-gather calls per layer when a layer
@@ -250,6 +253,7 @@ class Stack:
     grad_reduce_bytes: int = 4
     fused_grad_accumulation: bool = True
     cross_entropy: CrossEntropyKernel = "unfused"
+    loss_parallel: bool = False
     weight_bytes: float = 2.0
     fp8_weight_bytes: float = 2.0
     fp8_copy_bytes: float = 1.0
