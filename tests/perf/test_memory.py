@@ -151,3 +151,41 @@ def test_jax_units_hold_their_unsharded_gradients_in_bf16() -> None:
 def test_other_stacks_keep_the_gradient_buffer_bytes_for_a_unit() -> None:
     for name in ("fsdp", "torchtitan", "deepspeed", "automodel"):
         assert stack_named(name).unit_grad_bytes == 0.0, name
+
+
+def test_loss_parallel_holds_16_bytes_per_logit_with_tp_only() -> None:
+    """torchtitan runs the loss under PyTorch's ``loss_parallel()`` when TP > 1: its fused
+    backward holds 16 B per logit of the rank's vocabulary shard, 4 more than the fused
+    ``log_softmax`` backward; without TP, or with a pipeline, nothing changes."""
+    titan = stack_named("torchtitan")
+    assert titan.loss_parallel and not stack_named("fsdp").loss_parallel
+    plain = dataclasses.replace(titan, loss_parallel=False)
+    layout = {"seq_length": 8192, "global_batch": 64, "zero_stage": 3}
+    stages = (GPT.num_layers,)
+    tp = ParallelPlan(JobLayout(tp=8, dp=8), micro_batch=2, **layout)
+    extra = (
+        memory_per_gpu(GPT, tp, stages, titan).total_gib
+        - memory_per_gpu(GPT, tp, stages, plain).total_gib
+    )
+    assert extra * 2**30 == pytest.approx(4.0 * 2 * 8192 * GPT.vocab_size / 8)
+    no_tp = ParallelPlan(JobLayout(dp=64), micro_batch=1, **layout)
+    assert memory_per_gpu(GPT, no_tp, stages, titan) == memory_per_gpu(GPT, no_tp, stages, plain)
+
+
+def test_deepspeed_zero3_keeps_its_gradient_bucket_on_the_gpu() -> None:
+    """DeepSpeed ZeRO-3 allocates its contiguous gradient bucket once, ``reduce_bucket_size``
+    (5e8) elements of the communication dtype; ZeRO-1/2 and other stacks are unchanged."""
+    deepspeed = stack_named("deepspeed")
+    no_bucket = dataclasses.replace(deepspeed, zero3_reduce_bucket_params=0.0)
+    layout = {"seq_length": 2048, "global_batch": 64}
+    stages = (GPT.num_layers,)
+    zero3 = ParallelPlan(JobLayout(dp=64), zero_stage=3, **layout)
+    extra = (
+        memory_per_gpu(GPT, zero3, stages, deepspeed).gradients_gib
+        - memory_per_gpu(GPT, zero3, stages, no_bucket).gradients_gib
+    )
+    assert extra * 2**30 == pytest.approx(5e8 * deepspeed.grad_reduce_bytes)
+    zero1 = ParallelPlan(JobLayout(dp=64), zero_stage=1, **layout)
+    assert memory_per_gpu(GPT, zero1, stages, deepspeed) == memory_per_gpu(
+        GPT, zero1, stages, no_bucket
+    )

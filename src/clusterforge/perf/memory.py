@@ -291,6 +291,19 @@ def _gathered_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
     return unit * (gathered * (1 + stack.fsdp_prefetch) + grad)
 
 
+def _reduce_bucket_bytes(plan: ParallelPlan, stack: Stack) -> float:
+    """DeepSpeed ZeRO-3's contiguous gradient bucket: with ``contiguous_gradients`` (default
+    true) the optimizer allocates, once, ``torch.empty(reduce_bucket_size)`` on the GPU in
+    the communication dtype and copies every gradient into it before its reduce-scatter
+    (deepspeedai/DeepSpeed v0.19.2 ``deepspeed/runtime/zero/stage3.py`` lines 626-630 and
+    ``__add_grad_to_ipg_bucket``; ``reduce_bucket_size`` default 5e8 and
+    ``contiguous_gradients`` default true in ``deepspeed/runtime/zero/config.py`` lines 102
+    and 113), ``Stack.zero3_reduce_bucket_params`` elements of ``grad_reduce_bytes``."""
+    if plan.zero_stage < 3 or stack.zero3_reduce_bucket_params <= 0:
+        return 0.0
+    return stack.zero3_reduce_bucket_params * stack.grad_reduce_bytes
+
+
 # Peak bytes per logit of the loss: Megatron's FP32 copy, computed on in place; the BF16
 # logits whose gradient Transformer Engine's fused cross-entropy writes in place; the BF16
 # logits plus the new BF16 gradient tensor of the xentropy kernel; PyTorch's eager
@@ -328,6 +341,7 @@ def memory_per_gpu(
         grads += stack.grad_reduce_bytes * params
     else:
         weights += _gathered_bytes(arch, plan, stack)
+    grads += _reduce_bucket_bytes(plan, stack)
     per_layer = activation_bytes_per_layer(arch, plan, stack)
     share = recompute_fraction(plan, stages)
     if (
