@@ -139,6 +139,12 @@ class JobLayout:
         """Check that the global batch splits evenly; return micro-batches per pipeline."""
         require(micro_batch >= 1, f"micro_batch = {micro_batch}: must be at least 1")
         per_step = micro_batch * self.dp
+        # 0 is a multiple of any per-step count; a positive batch below it leaves a remainder
+        require(
+            global_batch > 0,
+            f"global_batch = {global_batch}: use at least micro_batch x DP = {micro_batch} x "
+            f"{self.dp} = {per_step} (one micro-batch per data-parallel rank)",
+        )
         if global_batch % per_step:
             nearest = max(1, round(global_batch / per_step)) * per_step
             raise PlanError(

@@ -27,12 +27,14 @@ from typing import Any
 
 from clusterforge.catalog import Gpu, gpu_architecture, load_catalog
 from clusterforge.constants import read_constants
+from clusterforge.errors import PlanError
 from clusterforge.perf.power_limit import limit_share
 
 __all__ = [
     "BF16_BYTES",
     "GpuPerf",
     "PerfConstants",
+    "check_precision",
     "fp8_epilogue_s",
     "gemm_shape_efficiency",
     "gemm_time_s",
@@ -146,6 +148,23 @@ def _peak_ratio(gpu: Gpu) -> float:
     if gpu.id not in parts or parts[gpu.id].bf16_dense_tflops <= 0:
         return 1.0
     return gpu.bf16_dense_tflops / parts[gpu.id].bf16_dense_tflops
+
+
+def check_precision(gpu: Gpu, precision: str) -> None:
+    """Refuse FP8 on a GPU without FP8 tensor cores (catalog ``fp8_dense_tflops`` = 0).
+
+    Transformer Engine enables FP8 only from compute capability 8.9 (Ada, Hopper and later):
+    ``check_fp8_support`` returns "Device compute capability 8.9 or higher required for FP8
+    execution." and ``fp8_autocast`` asserts on it (NVIDIA/TransformerEngine@62a84b3,
+    transformer_engine/pytorch/fp8.py; its JAX ``_check_delayed_scaling_fp8_support`` says
+    the same). Pricing such a plan with the BF16 GEMM rate and the FP8 casts, weights and
+    scaling would predict a run that cannot start.
+    """
+    if precision == "fp8" and gpu.fp8_dense_tflops <= 0:
+        raise PlanError(
+            f"precision fp8 on {gpu.id}: the GPU has no FP8 tensor cores (FP8 training needs "
+            "compute capability 8.9 or higher); use bf16 or an FP8-capable GPU"
+        )
 
 
 def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -> GpuPerf:

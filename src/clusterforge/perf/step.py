@@ -64,7 +64,7 @@ from clusterforge.perf.parallel import (
     validate_plan,
 )
 from clusterforge.perf.param_gather import expert_gather_chain_s
-from clusterforge.perf.roofline import GpuPerf, gpu_perf
+from clusterforge.perf.roofline import GpuPerf, check_precision, gpu_perf
 from clusterforge.perf.sharded import (
     deferred_copy_in_s,
     zero3_copy_in_s,
@@ -238,6 +238,7 @@ def predict_step(
     """
     stack = stack or Stack.megatron_core()
     stages = validate_plan(arch, plan, plan.layout.num_gpus)
+    check_precision(gpu, plan.precision)
     perf = calibrated_perf(gpu_perf(gpu, plan.precision), calibration)
     times, per_layer_comm = _layer_costs(
         arch, plan, perf, comm, stack, nvlink_domain_gpus, stages, gpu
