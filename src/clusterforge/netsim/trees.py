@@ -203,7 +203,14 @@ def uneven_rack_tree(graph: FabricGraph, ordered: np.ndarray, counts: np.ndarray
 
 
 def rack_ring(
-    graph: FabricGraph, seq: np.ndarray, per_edge_volume: float, steps: int, algorithm: Algorithm
+    graph: FabricGraph,
+    seq: np.ndarray,
+    per_edge_volume: float,
+    steps: int,
+    algorithm: Algorithm,
+    *,
+    closed: bool = True,
+    reverse: bool = False,
 ) -> Traffic | None:
     """NCCL's ring with the NVLink domain as its node (MNNVL), or None when ``seq`` does not
     span 2+ domains with the same split over them in every group.  The ring graph is searched
@@ -214,7 +221,9 @@ def rack_ring(
     on any ring); between domains channel c goes from the c-th NIC GPU of one domain to that
     of the next with 1/C of the data.  The domains may hold different numbers of the group's
     GPUs (72 + 56 GPUs of two racks): NCCL builds rings across nodes of any size, so only
-    the chains' lengths differ."""
+    the chains' lengths differ.  ``closed`` False is the open chain of a broadcast or reduce
+    on the same ring graph (no hop from the last domain back to the first; ``reverse``
+    toward the root for reduce)."""
     split = domain_split(graph, seq)
     if split is None or split[1].size < 2:
         return None
@@ -241,8 +250,11 @@ def rack_ring(
         [s + nic_positions(graph, b, h) for s, b in zip(starts, blocks, strict=True)]
     )  # (m, C): the columns of each domain's channel GPUs
     rails = ordered[:, heads.T].reshape(ng * heads.shape[1], m)
-    src = np.arange(m)
-    r = edge_traffic(graph, rails, src, (src + 1) % m, per_edge=False)
+    src = np.arange(m if closed else m - 1)
+    dst = (src + 1) % m
+    if reverse:
+        src, dst = dst, src
+    r = edge_traffic(graph, rails, src, dst, per_edge=False)
     share = per_edge_volume / heads.shape[1] / r.num_channels
     # each domain's search picks its channel's NIC: the next domain receives on its own
     # channel GPU's NIC, not on the sender's NIC index (the two differ when the domains
