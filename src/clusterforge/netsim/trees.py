@@ -228,7 +228,6 @@ def rack_ring(
     if split is None or split[1].size < 2:
         return None
     ordered, counts = split
-    ng = seq.shape[0]
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     parts = []
     for k in np.unique(counts[counts >= 2]):
@@ -242,6 +241,24 @@ def rack_ring(
                 algorithm, e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, 0
             )
         )
+    parts.append(_rack_hops(graph, ordered, counts, per_edge_volume, algorithm, closed, reverse))
+    return replace(merge(parts), steps=steps)
+
+
+def _rack_hops(
+    graph: FabricGraph,
+    ordered: np.ndarray,
+    counts: np.ndarray,
+    per_edge_volume: float,
+    algorithm: Algorithm,
+    closed: bool,
+    reverse: bool,
+) -> Traffic:
+    """The domain-to-domain hops of :func:`rack_ring`: channel c from the c-th NIC GPU of
+    one domain to that of the next (of the previous with ``reverse``; no hop back to the
+    first domain unless ``closed``), 1/C of the data each."""
+    ng = ordered.shape[0]
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     blocks = [ordered[0, s : s + k] for s, k in zip(starts, counts, strict=True)]
     # one head per channel, each on its own NIC: no more than the fewest NICs of a domain
     h = min([ring_channels(graph, ordered[0], counts)] + [nic_count(graph, b) for b in blocks])
@@ -260,19 +277,8 @@ def rack_ring(
     # channel GPU's NIC, not on the sender's NIC index (the two differ when the domains
     # hold different GPUs of the group)
     net = replace(r.net, dst_nic=graph.nic_of_local(r.net.dst_gpu % graph.gpus_per_node))
-    parts.append(
-        Traffic(
-            algorithm,
-            r.intra_src,
-            r.intra_dst,
-            r.intra_owner,
-            net,
-            r.net_owner,
-            np.full(rails.shape[0] * r.num_channels, share),
-            0,
-        )
-    )
-    return replace(merge(parts), steps=steps)
+    volume = np.full(rails.shape[0] * r.num_channels, share)
+    return Traffic(algorithm, r.intra_src, r.intra_dst, r.intra_owner, net, r.net_owner, volume, 0)
 
 
 def nvls_possible(graph: FabricGraph, seq: np.ndarray) -> bool:
