@@ -6,7 +6,10 @@ Rows and their sources: every nccl-tests ``*.toml`` of ``validation/`` (see
 commit that froze them and, with ``--heldout`` only, scored as a whole: mean absolute error
 for sizes >= 16 MiB and below, inter-node rows and clusters counted, never per row.
 
-    python benchmarks/validate_simulate.py [--heldout]
+    python benchmarks/validate_simulate.py [--heldout] [--by-cluster]
+
+``--by-cluster`` adds the development rows' mean absolute error by cluster (the row's
+``cluster``, else its ``source``), >= 16 MiB and below.
 """
 
 from __future__ import annotations
@@ -59,12 +62,31 @@ def heldout_aggregate(scored: list[Scored]) -> str:
     )
 
 
+def by_cluster(scored: list[Scored]) -> None:
+    """Mean absolute error of ``scored`` by cluster, >= 16 MiB and below."""
+    groups: dict[str, list[Scored]] = {}
+    for s in scored:
+        groups.setdefault(str(s.row.get("cluster", s.row["source"])), []).append(s)
+    print(
+        f"\ndevelopment rows by cluster\n{'cluster':48} {'rows':>4} {'all':>6} {'>=16M':>6} {'<16M':>6}"
+    )
+    for name in sorted(groups):
+        rows = groups[name]
+        large = [s for s in rows if s.row["size_bytes"] >= LARGE_BYTES]
+        small = [s for s in rows if s.row["size_bytes"] < LARGE_BYTES]
+        cells = [f"{mean_abs_error(part):6.1%}" if part else f"{'-':>6}" for part in (large, small)]
+        print(f"{name[:48]:48} {len(rows):4} {mean_abs_error(rows):6.1%} {' '.join(cells)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--heldout", action="store_true", help="score held-out rows as a whole")
+    parser.add_argument("--by-cluster", action="store_true", help="development error by cluster")
     args = parser.parse_args()
     for name in ("calibration", "development"):
         _print_rows(name, [score(r) for r in ROWS if r["set"] == name])
+    if args.by_cluster:
+        by_cluster([score(r) for r in ROWS if r["set"] == "development"])
     held = [r for r in ROWS if r["set"] == "heldout"]
     frozen = {e.id: e.commit for e in read_lock() if e.kind == "nccl"}
     print(f"\nheldout rows ({len(held)}), frozen (scored only with --heldout, as a whole)")

@@ -259,6 +259,14 @@ def build_phases(
             )
             return [pairs]
         case ("broadcast" | "reduce", "chain" | "ring"):
+            # NCCL's ring graph: across the domains of a multi-node NVLink fabric, the
+            # domain's channels each cross on their own NIC (trees.rack_ring)
+            rack = None
+            if mnnvl(graph):
+                reverse = collective == "reduce"
+                rack = rack_ring(graph, seq, 1.0, n - 1, "chain", closed=False, reverse=reverse)
+            if rack is not None:
+                return [rack]
             chain = _ring_like(
                 graph,
                 seq,

@@ -134,6 +134,13 @@ def _machine_shape(graph: FabricGraph, seq: np.ndarray, algorithm: Algorithm) ->
 
 def _rack_ring(collective: Collective, algorithm: Algorithm) -> bool:
     """The ring of a collective over the NVLink domains of a multi-node NVLink fabric:
-    NCCL's node is then the domain (:func:`~clusterforge.netsim.trees.rack_ring`)."""
+    NCCL's node is then the domain (:func:`~clusterforge.netsim.trees.rack_ring`).  Our
+    ``chain`` (broadcast, reduce) is NCCL's ring graph too: ring is the only algorithm NCCL
+    builds them with (``RunWorkColl<ncclFuncBroadcast, T, RedOp, NCCL_ALGO_RING, ...>`` in
+    ``src/device/broadcast.h``, ``ncclFuncReduce`` in ``reduce.h``, NVIDIA/nccl v2.28.7-1),
+    so inside one rack it is one node and across racks it counts racks, not trays."""
     rings = ("all_reduce", "all_gather", "reduce_scatter")
-    return algorithm == "ring" and collective in rings
+    chains = ("broadcast", "reduce")
+    return (algorithm == "ring" and collective in rings) or (
+        algorithm == "chain" and collective in chains
+    )

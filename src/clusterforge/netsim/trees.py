@@ -203,7 +203,14 @@ def uneven_rack_tree(graph: FabricGraph, ordered: np.ndarray, counts: np.ndarray
 
 
 def rack_ring(
-    graph: FabricGraph, seq: np.ndarray, per_edge_volume: float, steps: int, algorithm: Algorithm
+    graph: FabricGraph,
+    seq: np.ndarray,
+    per_edge_volume: float,
+    steps: int,
+    algorithm: Algorithm,
+    *,
+    closed: bool = True,
+    reverse: bool = False,
 ) -> Traffic | None:
     """NCCL's ring with the NVLink domain as its node (MNNVL), or None when ``seq`` does not
     span 2+ domains with the same split over them in every group.  The ring graph is searched
@@ -214,12 +221,13 @@ def rack_ring(
     on any ring); between domains channel c goes from the c-th NIC GPU of one domain to that
     of the next with 1/C of the data.  The domains may hold different numbers of the group's
     GPUs (72 + 56 GPUs of two racks): NCCL builds rings across nodes of any size, so only
-    the chains' lengths differ."""
+    the chains' lengths differ.  ``closed`` False is the open chain of a broadcast or reduce
+    on the same ring graph (no hop from the last domain back to the first; ``reverse``
+    toward the root for reduce)."""
     split = domain_split(graph, seq)
     if split is None or split[1].size < 2:
         return None
     ordered, counts = split
-    ng = seq.shape[0]
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     parts = []
     for k in np.unique(counts[counts >= 2]):
@@ -233,6 +241,24 @@ def rack_ring(
                 algorithm, e.intra_src, e.intra_dst, e.intra_owner, e.net, e.net_owner, volume, 0
             )
         )
+    parts.append(_rack_hops(graph, ordered, counts, per_edge_volume, algorithm, closed, reverse))
+    return replace(merge(parts), steps=steps)
+
+
+def _rack_hops(
+    graph: FabricGraph,
+    ordered: np.ndarray,
+    counts: np.ndarray,
+    per_edge_volume: float,
+    algorithm: Algorithm,
+    closed: bool,
+    reverse: bool,
+) -> Traffic:
+    """The domain-to-domain hops of :func:`rack_ring`: channel c from the c-th NIC GPU of
+    one domain to that of the next (of the previous with ``reverse``; no hop back to the
+    first domain unless ``closed``), 1/C of the data each."""
+    ng = ordered.shape[0]
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     blocks = [ordered[0, s : s + k] for s, k in zip(starts, counts, strict=True)]
     # one head per channel, each on its own NIC: no more than the fewest NICs of a domain
     h = min([ring_channels(graph, ordered[0], counts)] + [nic_count(graph, b) for b in blocks])
@@ -241,26 +267,18 @@ def rack_ring(
         [s + nic_positions(graph, b, h) for s, b in zip(starts, blocks, strict=True)]
     )  # (m, C): the columns of each domain's channel GPUs
     rails = ordered[:, heads.T].reshape(ng * heads.shape[1], m)
-    src = np.arange(m)
-    r = edge_traffic(graph, rails, src, (src + 1) % m, per_edge=False)
+    src = np.arange(m if closed else m - 1)
+    dst = (src + 1) % m
+    if reverse:
+        src, dst = dst, src
+    r = edge_traffic(graph, rails, src, dst, per_edge=False)
     share = per_edge_volume / heads.shape[1] / r.num_channels
     # each domain's search picks its channel's NIC: the next domain receives on its own
     # channel GPU's NIC, not on the sender's NIC index (the two differ when the domains
     # hold different GPUs of the group)
     net = replace(r.net, dst_nic=graph.nic_of_local(r.net.dst_gpu % graph.gpus_per_node))
-    parts.append(
-        Traffic(
-            algorithm,
-            r.intra_src,
-            r.intra_dst,
-            r.intra_owner,
-            net,
-            r.net_owner,
-            np.full(rails.shape[0] * r.num_channels, share),
-            0,
-        )
-    )
-    return replace(merge(parts), steps=steps)
+    volume = np.full(rails.shape[0] * r.num_channels, share)
+    return Traffic(algorithm, r.intra_src, r.intra_dst, r.intra_owner, net, r.net_owner, volume, 0)
 
 
 def nvls_possible(graph: FabricGraph, seq: np.ndarray) -> bool:
