@@ -21,14 +21,12 @@ against one recomputed layer in the backward, whichever is larger. Model unchang
 
 from __future__ import annotations
 
-import importlib
 import math
-import statistics
-from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
+
+from benchmarks.memory_whatif_common import compare, patched_memory
 
 from clusterforge.perf.memory import (
     GIB,
@@ -39,9 +37,6 @@ from clusterforge.perf.memory import (
     memory_per_gpu,
 )
 from clusterforge.perf.roofline import BF16_BYTES
-from clusterforge.perf.uncertainty import run_class
-from validation.memory_rows import load_memory_rows
-from validation.runs import Run, best_prediction, load_runs, run_comm, run_design
 
 # grad_weight (BF16), the chunk's BF16 product, its FP32 copy: bytes per output weight.
 LIGER_WEIGHT_GRAD_BYTES = 2.0 + 2.0 + 4.0
@@ -68,77 +63,8 @@ def _patched(arch: Any, plan: Any, stages: Any, stack: Any) -> MemoryBreakdown:
     return replace(mem, activations_gib=mem.activations_gib + delta / GIB)
 
 
-# The modules that call memory_per_gpu (the package re-exports functions of the same names).
-PATCHED = ("clusterforge.perf.search", "clusterforge.perf.step")
-
-
-@contextmanager
-def liger_loss() -> Iterator[None]:
-    """The model with Liger's loss transient on the DeepSpeed stack, for the block."""
-    modules: list[Any] = [importlib.import_module(name) for name in PATCHED]
-    saved = [m.memory_per_gpu for m in modules]
-    for module in modules:
-        module.memory_per_gpu = _patched
-    try:
-        yield
-    finally:
-        for module, original in zip(modules, saved, strict=True):
-            module.memory_per_gpu = original
-
-
-def _predict_all(runs: list[Run]) -> dict[str, Any]:
-    return {r.name: best_prediction(r, run_comm(run_design(r))) for r in runs}
-
-
-def _memory_rows() -> list[tuple[str, float, float | None, bool]]:
-    out = []
-    for row in load_memory_rows():
-        if row.subset == "heldout":
-            continue
-        pred = best_prediction(row.run, run_comm(run_design(row.run)))
-        gib = pred.memory.total_gib if pred is not None else None
-        out.append((row.id, row.measured_gib, gib, pred is not None))
-    return out
-
-
-def _plan(pred: Any) -> str:
-    if pred is None:
-        return "no plan fits"
-    p = pred.plan
-    return f"mb {p.micro_batch} {p.recompute} ({p.recompute_layers} layers) {pred.memory.total_gib:.1f} GiB {pred.tokens_per_s_per_gpu:.1f} tok/s/GPU"
-
-
-def _mape(runs: list[Run], preds: dict[str, Any]) -> dict[str, float]:
-    groups: dict[str, list[float]] = defaultdict(list)
-    for run in runs:
-        pred = preds[run.name]
-        if pred is None:
-            continue
-        err = abs(getattr(pred, run.metric) / run.published - 1.0)
-        groups[run.subset].append(err)
-        groups[f"{run.subset} {run_class(run.arch, pred.plan, run.stack)}"].append(err)
-    return {k: statistics.fmean(v) for k, v in sorted(groups.items())}
-
-
 def main() -> None:
-    runs = [r for r in load_runs() if r.subset != "heldout"]
-    before_rows, before = _memory_rows(), _predict_all(runs)
-    with liger_loss():
-        after_rows, after = _memory_rows(), _predict_all(runs)
-    print(f"  {'memory row':<42} {'GiB':>6} {'before':>7} {'after':>7}")
-    for (rid, measured, b, fit_b), (_, _, a, fit_a) in zip(before_rows, after_rows, strict=True):
-        if b is None or a is None or abs(a - b) > 1e-9 or fit_a != fit_b:
-            eb = f"{(b / measured - 1) * 100:+6.1f} %" if b else "no fit"
-            ea = f"{(a / measured - 1) * 100:+6.1f} %" if a else "no fit"
-            print(f"  {rid:<42} {measured:>6.1f} {eb:>8} {ea:>8}")
-    print("training runs whose plan or fit changes:")
-    for run in runs:
-        b, a = before[run.name], after[run.name]
-        if (b is None) != (a is None) or (b is not None and b.plan != a.plan):
-            print(f"  {run.name}: {_plan(b)} -> {_plan(a)}")
-    mb, ma = _mape(runs, before), _mape(runs, after)
-    for key in mb:
-        print(f"  {key:<36} MAPE {mb[key] * 100:5.2f} % -> {ma.get(key, 0.0) * 100:5.2f} %")
+    compare(nullcontext(), patched_memory(_patched))
 
 
 if __name__ == "__main__":

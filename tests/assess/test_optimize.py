@@ -8,6 +8,7 @@ import functools
 
 import pytest
 import yaml
+from rich.console import Console
 
 from clusterforge.assess import goodput_study
 from clusterforge.assess.optimize import (
@@ -30,6 +31,7 @@ from clusterforge.catalog import load_catalog
 from clusterforge.design import plan
 from clusterforge.errors import SpecError
 from clusterforge.perf import predict_workload
+from clusterforge.report.optimize import print_front
 from clusterforge.spec import parse_spec
 from tests.conftest import REPO
 from tests.optimize_specs import SMALL_OPTIMIZE
@@ -243,3 +245,23 @@ def test_nics_per_node_is_a_dimension_and_reaches_the_written_spec():
     assert counts == {None, 4}
     four = next(p for p in result.feasible if p.family.nics_per_node == 4)
     assert four.spec.network.nics_per_node == 4
+
+
+def test_families_whose_gpu_cannot_run_the_precision_are_refused_with_the_reason():
+    """FP8 on A100 (no FP8 tensor cores) is refused as such, not counted as not fitting
+    memory; the FP8-capable family is still searched."""
+    search = {**SMALL["search"], "nodes": ["dgx-a100", "dgx-h100"], "num_gpus": [8]}
+    job = {**SMALL["job"], "precision": "fp8"}
+    result = optimize(_spec(job=job, search=search))
+    assert result.counts.families == 2  # procurements are priced within a family
+    assert result.counts.pruned_precision == 1
+    assert result.counts.pruned_memory == 0
+    assert any("a100" in r and "no FP8 tensor cores" in r for r in result.rejected)
+    assert result.front and all("h100" in p.label() for p in result.front)
+    only_a100 = optimize(_spec(job=job, search={**search, "nodes": ["dgx-a100"]}))
+    assert not only_a100.front and only_a100.counts.pruned_precision == 1
+    console = Console(record=True, width=200)
+    print_front(only_a100, console)
+    text = console.export_text()
+    assert "refused: " in text and "no FP8 tensor cores" in text
+    assert "1 cannot run the precision" in text

@@ -30,7 +30,7 @@ from clusterforge.perf.flops import Recompute
 from clusterforge.perf.optimizer_offload import HostMemory, host_memory
 from clusterforge.perf.parallel import ParallelPlan, Precision
 from clusterforge.perf.power_limit import power_limited
-from clusterforge.perf.roofline import gpu_perf
+from clusterforge.perf.roofline import check_precision, gpu_perf
 from clusterforge.perf.search import search
 from clusterforge.perf.stack import Stack, StackName, stack_named
 from clusterforge.perf.step import Prediction, predict_step
@@ -320,6 +320,8 @@ def run_predict(
     stack = stack_named(request.stack or workload.stack)
     comm = calibrated_comm(design, request.calibration)
     base = plan_from_workload(workload, job, arch)
+    # before the search: a refused precision would otherwise read as "no plan fits"
+    check_precision(design.compute.gpu, request.overrides.precision or base.precision)
     if request.search:
         found, tally = _searched_sizes(design, arch, base, request, counts, stack, comm, progress)
     else:

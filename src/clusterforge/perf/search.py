@@ -30,6 +30,7 @@ from clusterforge.perf.comm import CommModel
 from clusterforge.perf.memory import memory_per_gpu
 from clusterforge.perf.optimizer_offload import HostMemory
 from clusterforge.perf.parallel import ParallelPlan, validate_plan
+from clusterforge.perf.roofline import check_precision
 from clusterforge.perf.search_cache import FreeComm, RecordingComm
 from clusterforge.perf.stack import Stack
 from clusterforge.perf.step import Prediction, predict_step
@@ -207,8 +208,10 @@ def search(
     Candidates are pruned by memory first (no timing); the survivors are ranked by
     :func:`_branch_and_bound`, which returns what timing every survivor on the fabric would
     and says how many it timed. ``progress(timed, fitting)`` is called after each timed plan.
-    ``host``: the node's host memory (plans that offload the optimizer need it).
+    ``host``: the node's host memory (plans that offload the optimizer need it). A
+    precision the GPU cannot run is refused first (:func:`check_precision`).
     """
+    check_precision(gpu, base.precision)  # every candidate keeps the base's precision
     chosen = stack or Stack.megatron_core()
     candidates = list(candidate_plans(arch, base, base.layout.num_gpus, nvlink_domain_gpus))
     fitting = _fitting(arch, candidates, gpu, chosen)

@@ -40,6 +40,7 @@ __all__ = [
 
 OPTIMIZE_JSON_VERSION = 1
 FRONT_SIZE_IN = (8.0, 4.8)
+REFUSALS_SHOWN = 3  # refusal reasons printed when no design meets the constraints
 
 
 def point_spec_yaml(point: DesignPoint) -> str:
@@ -122,7 +123,8 @@ def search_summary(result: OptimizeResult) -> str:
     """How many families each stage of the search pruned, and how many it planned."""
     c = result.counts
     return (
-        f"searched {c.families} families: {c.pruned_site} did not fit the site, "
+        f"searched {c.families} families: {c.pruned_precision} cannot run the precision, "
+        f"{c.pruned_site} did not fit the site, "
         f"{c.pruned_memory} did not fit memory, "
         f"{c.pruned_limits} were past the deadline or budget, {c.pruned_dominated} were "
         f"dominated by their bounds; {c.evaluated} evaluated ({c.planned} designs planned, "
@@ -185,6 +187,9 @@ def print_front(result: OptimizeResult, console: Console) -> None:
     limits = result.spec.constraints
     console.print(_table("Pareto front: cost against time to train (with failures)", rows, limits))
     _print_reasoning(result.reasoning, result.spec.objective, console)
+    if result.reasoning is None:  # nothing to show: say why the families were refused
+        for reason in result.rejected[:REFUSALS_SHOWN]:
+            console.print(f"  refused: {reason}", highlight=False)
     console.print(search_summary(result), highlight=False)
 
 

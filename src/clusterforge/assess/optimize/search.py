@@ -3,6 +3,8 @@ cost against time to train with failures, and the winner under the objective.
 
 The space is walked as families (:mod:`.space`), never enumerated blindly:
 
+0. a family whose GPU cannot run the job's precision (FP8 without FP8 tensor cores,
+   :func:`~clusterforge.perf.roofline.check_precision`) is refused with that reason;
 1. one free-communication plan search per node model and GPU count bounds the time of every
    family at that size and drops those no plan of which fits the GPU's memory (:mod:`.bounds`);
 2. a family whose nodes the site cannot hold (the rack cap, the cooling, the facility's MW:
@@ -47,8 +49,9 @@ from clusterforge.assess.optimize.space import (
 from clusterforge.catalog import Catalog, load_catalog
 from clusterforge.design.compute import size_compute
 from clusterforge.design.facility.layout import choose_density
-from clusterforge.errors import CapacityError, SpecError
+from clusterforge.errors import CapacityError, PlanError, SpecError
 from clusterforge.perf import resolve_model
+from clusterforge.perf.roofline import check_precision
 from clusterforge.spec.optimize import OptimizeSpec
 
 __all__ = [
@@ -68,6 +71,7 @@ class SearchCounts:
     """How much of the space each stage saw."""
 
     families: int
+    pruned_precision: int
     pruned_memory: int
     pruned_site: int
     pruned_limits: int
@@ -103,6 +107,15 @@ def _bound_at(spec: OptimizeSpec, node: str, num_gpus: int) -> float | None:
     catalog = load_catalog()
     step_s = compute_bound_s(spec.job, node, num_gpus, catalog)
     return None if step_s is None else _days(spec, step_s, catalog)
+
+
+def _precision_refusal(spec: OptimizeSpec, family: Family, catalog: Catalog) -> str | None:
+    """Why ``family``'s GPU cannot run the job's precision, or None when it can."""
+    try:
+        check_precision(catalog.gpus[catalog.nodes[family.node].gpu], spec.job.precision)
+    except PlanError as exc:
+        return f"{family.label()}: {exc}"
+    return None
 
 
 def _site_refusal(spec: OptimizeSpec, family: Family, catalog: Catalog) -> str | None:
@@ -277,13 +290,16 @@ def _run_waves(
     return _Waves(results, feasible, front, _Pruned(no_fit, late, dominated))
 
 
-def _counts(num_families: int, num_sited: int, num_within: int, waves: _Waves) -> SearchCounts:
+def _counts(
+    num_families: int, num_capable: int, num_sited: int, num_within: int, waves: _Waves
+) -> SearchCounts:
     """The search's counts from the families' numbers before each pruning stage."""
     results = waves.results
     return SearchCounts(
         families=num_families,
+        pruned_precision=num_families - num_capable,
         pruned_memory=waves.pruned.no_fit,
-        pruned_site=num_families - num_sited,
+        pruned_site=num_capable - num_sited,
         pruned_limits=num_sited - num_within + waves.pruned.late,
         pruned_dominated=waves.pruned.dominated,
         evaluated=len(results),
@@ -307,19 +323,21 @@ def optimize(
     catalog = catalog or load_catalog()
     space = _searchable(spec, catalog)
     peak = _peak_bounds(spec, space, catalog)
-    refusals = {f: _site_refusal(spec, f, catalog) for f in space}
-    sited = [f for f in space if refusals[f] is None]
+    unable = {f: _precision_refusal(spec, f, catalog) for f in space}
+    capable = [f for f in space if unable[f] is None]
+    refusals = {f: _site_refusal(spec, f, catalog) for f in capable}
+    sited = [f for f in capable if refusals[f] is None]
     within = [f for f in sited if not _beyond_limits(spec, peak[f])]
     queue = sorted(within, key=lambda f: _sort_key(spec, f, peak[f]))
     waves = _run_waves(spec, queue, peak, engine, catalog, wave_size)
-    site = [reason for reason in refusals.values() if reason is not None]
+    site = [reason for reason in [*unable.values(), *refusals.values()] if reason is not None]
     rejected = tuple(site + [reason for r in waves.results for reason in r.rejected])
     return OptimizeResult(
         spec,
         tuple(waves.front),
         tuple(waves.feasible),
         reasoning(waves.feasible, spec.objective, spec.constraints),
-        _counts(len(space), len(sited), len(within), waves),
+        _counts(len(space), len(capable), len(sited), len(within), waves),
         rejected,
     )
 

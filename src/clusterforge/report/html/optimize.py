@@ -87,6 +87,7 @@ def _search_section(result: OptimizeResult) -> Section:
     c = result.counts
     stages = [
         ("design families in the space", c.families),
+        ("pruned: the GPU cannot run the precision (FP8)", c.pruned_precision),
         ("pruned: did not fit the site (rack power, cooling, facility MW)", c.pruned_site),
         ("pruned: no plan fits the GPU's memory", c.pruned_memory),
         ("pruned: past the deadline or budget by their bounds", c.pruned_limits),
