@@ -276,14 +276,16 @@ KNOWN_GAPS = {
     "pub-mlperf-v51-cisco-hpf-n16-llama31-8b-128gpu": (
         "MLPerf v5.1 Cisco Llama 3.1 8B on 16 H100 nodes over RoCE (TP 2, DP 64, one "
         "micro-batch of one 8,192-token sequence per rank, GBS 64): median step 0.485 s "
-        "measured, 0.378 s predicted (+28.2 %); the model leaves 16 ms of data-parallel "
-        "communication exposed where each step reduce-scatters 8.0 GB of BF16 gradients and "
-        "gathers 4.0 GB of FP8 parameters per rank (4.0 B parameters each, DP 64: about "
-        "0.24 s at 50 GB/s per GPU) behind 0.34 s of compute of one micro-batch. Cause not "
-        "found; candidates: the RoCE fabric's sustained rate (the submission names neither "
-        "switch nor topology beyond 'Ethernet Fabric'), the overlap's interference with the "
-        "one micro-batch's backward (docs/validation.md, 'MLPerf Training GPT-3 175B / "
-        "Llama 3.1 submissions')"
+        "measured, 0.378 s predicted (+28.2 %); 0.34 s of it compute, 16 ms of data-parallel "
+        "communication exposed out of about 0.06 s (8.0 GB reduce-scattered and 4.0 GB "
+        "gathered per rank, the ring crossing each node on its NICs); with none of it hidden "
+        "the row is still +13.8 % (benchmarks/mlperf_config_whatif.py). Cause not found: the "
+        "configuration (custom_communicator_cta.yaml, CUBLAS_WORKSPACE_CONFIG, the DDP bucket "
+        "size, which NeMo's overlap callback resets) sets nothing the sources quantify; "
+        "candidates: the RoCE fabric's sustained rate (switch and topology not named) "
+        "together with the overlap's interference with the one micro-batch's backward "
+        "(docs/validation.md, 'MLPerf Training development rows: what the submissions' "
+        "configs run')"
     ),
 }
 
