@@ -14,7 +14,10 @@ weight is gathered in BF16 for the loss (beyond the one gathered layer the model
 
 The loss transient is then, per GPU, ``grad_weight`` + product + FP32 copy (8 B per output
 weight), the gathered output weight above a layer's (2 B each) and one chunk's logits,
-against one recomputed layer in the backward, whichever is larger. Model unchanged.
+against one recomputed layer in the backward, whichever is larger. Both sides run with
+``Stack.liger_kernels`` off: the Liger parts were adopted later, with the recomputed
+layer's gradients (``clusterforge.perf.liger_memory``; the DeepSpeed ZeRO-3 section of
+docs/validation.md), so this prints the first estimate against the model without them.
 
     PYTHONPATH=src:. python benchmarks/liger_flce_memory_whatif.py
 """
@@ -22,7 +25,6 @@ against one recomputed layer in the backward, whichever is larger. Model unchang
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -51,8 +53,13 @@ def _liger_bytes(arch: Any, plan: Any) -> float:
     return LIGER_WEIGHT_GRAD_BYTES * v * h + gathered + BF16_BYTES * chunk * v
 
 
+def _without_liger(arch: Any, plan: Any, stages: Any, stack: Any) -> MemoryBreakdown:
+    """The model with ``Stack.liger_kernels`` off (adopted since: perf/liger_memory.py)."""
+    return memory_per_gpu(arch, plan, stages, replace(stack, liger_kernels=False))
+
+
 def _patched(arch: Any, plan: Any, stages: Any, stack: Any) -> MemoryBreakdown:
-    mem = memory_per_gpu(arch, plan, stages, stack)
+    mem = _without_liger(arch, plan, stages, stack)
     if stack.name != "deepspeed" or stack.cross_entropy != "te" or plan.layout.pp > 1:
         return mem
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp
@@ -64,7 +71,7 @@ def _patched(arch: Any, plan: Any, stages: Any, stack: Any) -> MemoryBreakdown:
 
 
 def main() -> None:
-    compare(nullcontext(), patched_memory(_patched))
+    compare(patched_memory(_without_liger), patched_memory(_patched))
 
 
 if __name__ == "__main__":

@@ -97,6 +97,7 @@ STACK_KEYS = (
     "train_metric_passes",  # cross-entropies over the logits for training metrics
     "optimizer",  # Composer's DecoupledAdamW: per tensor, behind a blocking .item()
     "cross_entropy",
+    "liger_kernels",  # Liger-Kernel's Llama patches (memory: perf/liger_memory.py)
     "tp_overlap",
     "grad_reduce_bytes",  # the run's gradient reduction dtype (2 = BF16)
     "distribute_checkpoints",  # Megatron --distribute-checkpointed-activations

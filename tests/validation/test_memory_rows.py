@@ -29,17 +29,6 @@ TOLERANCE = 0.15
 ROWS = load_memory_rows()
 DEVELOPMENT = [r for r in ROWS if r.subset == "development"]
 
-DEEPSPEED_FLOOR = (
-    "DeepSpeed ZeRO-3 with the optimizer on the host, one 8K sequence: published 16.3 GiB, "
-    "predicted 12.4. The source puts a 12.6 GiB floor under its peaks ('ZeRO-3 param/grad "
-    "shards'); the model's fixed part is 8.4 GiB (3.5 of BF16 shards and gathered units, "
-    "the 0.9 GiB contiguous gradient bucket, the 4 GiB reserve). Candidate, sourced but not "
-    "adopted (benchmarks/liger_flce_memory_whatif.py: -7.8 % here, but the 64K and 192K "
-    "rows turn 11-13 % under): Liger's fused linear cross-entropy holds its BF16 weight "
-    "gradient, a BF16 product and its FP32 copy of the output layer's size (about 4 GiB) "
-    "where the model prices the whole BF16 logits; others: the parameters DeepSpeed keeps "
-    "gathered within stage3_max_reuse_distance"
-)
 TP8_MB16 = (
     "Llama 70B on FSDP 32 x TP 8 at micro-batch 16 with full recomputation (torchtitan): "
     "published 71.9 GiB, predicted 60.3 (51.6 GiB of activations: the checkpointed layer "
@@ -57,8 +46,6 @@ PP_1F1B = (
     "reserve over allocated tensors at 8 micro-batches in flight"
 )
 KNOWN_GAPS = {
-    "mem-mleng-zero3-h200-8b-8k": DEEPSPEED_FLOOR,
-    "mem-mleng-zero3-b200-8b-8k": DEEPSPEED_FLOOR,
     "mem-tt-h100-70b-256gpu-2d": TP8_MB16,
     "mem-tt-h100-405b-512gpu-3d-1f1b": PP_1F1B,
 }

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
+from clusterforge.perf.liger_memory import liger_layer_grad_bytes, liger_loss_bytes
 from clusterforge.perf.optimizer_state import optimizer_state_bytes
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
 from clusterforge.perf.remat import named_saved_bytes, saves_named_tensors
@@ -287,8 +288,14 @@ def _gathered_bytes(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> float:
     layer = layer_params_per_gpu(arch, plan)
     unit = max(layer, stack.fsdp_unit_params)
     gathered = stack.gathered_weight_bytes(plan.precision)
-    grad = stack.unit_grad_bytes or stack.grad_buffer_bytes
-    return unit * (gathered * (1 + stack.fsdp_prefetch) + grad)
+    grad = unit * (stack.unit_grad_bytes or stack.grad_buffer_bytes)
+    if stack.zero3_reduce_bucket_params > 0:
+        # DeepSpeed copies each gradient into the contiguous bucket as its hook fires and
+        # points ``param.grad.data`` at the copy (v0.19.2 stage3.py lines 1381-1404,
+        # ``__add_grad_to_ipg_bucket``); the bucket is counted (``_reduce_bucket_bytes``),
+        # so only the fresh BF16 gradient of the largest weight is outside it.
+        grad = BF16_BYTES * max(c * k for c, k in layer_matmul_shapes(arch, plan))
+    return unit * gathered * (1 + stack.fsdp_prefetch) + grad
 
 
 def _reduce_bucket_bytes(plan: ParallelPlan, stack: Stack) -> float:
@@ -359,12 +366,16 @@ def memory_per_gpu(
     layer_working = context_parallel_working_bytes(arch, plan, stack)
     if plan.recompute == "full" or _recomputes_matmuls(plan, stack):
         layer_working += activation_bytes_per_layer(arch, plan.with_(recompute="none"), stack)
+        if stack.liger_kernels:
+            layer_working += liger_layer_grad_bytes(arch, plan)
     loss_working = 0.0
     if plan.layout.pp == 1:
         logit_bytes = LOSS_PEAK_BYTES[stack.cross_entropy]
         if stack.loss_parallel and plan.layout.tp > 1:
             logit_bytes = LOSS_PARALLEL_PEAK_BYTES
         loss_working = logit_bytes * tokens * arch.vocab_size / plan.layout.tp
+        if stack.liger_kernels:
+            loss_working = liger_loss_bytes(arch, plan, layer_params_per_gpu(arch, plan))
     activations += max(layer_working, loss_working)
     return MemoryBreakdown(
         weights_gib=weights / GIB,

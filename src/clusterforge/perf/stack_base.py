@@ -66,6 +66,9 @@ class Stack:
     ``loss_parallel``: with tensor parallelism the loss runs under PyTorch's
     ``loss_parallel()`` on the vocabulary-sharded logits (torchtitan), whose fused backward
     holds more than the ``cross_entropy`` kernel's (:mod:`clusterforge.perf.memory`).
+    ``liger_kernels``: a Hugging Face Llama under Liger-Kernel's patches (fused linear
+    cross-entropy, in-place SwiGLU backward): memory only (:mod:`.liger_memory`); the
+    loss's time stays the ``cross_entropy`` kernel's.
     ZeRO-3/FSDP: ``fsdp_prefetch`` units gathered ahead of compute (0 = gathered on demand),
     ``fsdp_unit_params`` parameters per gathered unit (0 = one transformer layer; DeepSpeed's
     prefetch bucket), ``zero3_gathers_per_layer`` all-gather calls per layer when a layer
@@ -254,6 +257,7 @@ class Stack:
     fused_grad_accumulation: bool = True
     cross_entropy: CrossEntropyKernel = "unfused"
     loss_parallel: bool = False
+    liger_kernels: bool = False
     weight_bytes: float = 2.0
     fp8_weight_bytes: float = 2.0
     fp8_copy_bytes: float = 1.0
