@@ -51,7 +51,7 @@ from typing import Any
 from clusterforge.netsim import latency, simulate
 from clusterforge.netsim.tuner import TuningContext
 from clusterforge.netsim.vocab import Algorithm, Protocol
-from validation.nccl_rows import ROWS, Scored, mean_abs_error, score
+from validation.nccl_rows import ROWS, Scored, score, size_split_line
 
 __all__ = ["FABRIC_US", "MODES", "main", "score_rows", "split_latency"]
 
@@ -65,7 +65,6 @@ FABRIC_US: dict[str, Callable[[str], float | None]] = {
     "ib-write-trips": lambda instance: IB_WRITE_US * TRIPS.get(instance, 2),
 }
 MODES = ("model", *FABRIC_US)
-LARGE_BYTES = 16 * 2**20
 
 
 @contextmanager
@@ -117,16 +116,6 @@ def score_rows(rows: list[dict[str, Any]], mode: str) -> list[Scored]:
     return out
 
 
-def _line(name: str, scored: list[Scored]) -> str:
-    large = [s for s in scored if s.row["size_bytes"] >= LARGE_BYTES]
-    small = [s for s in scored if s.row["size_bytes"] < LARGE_BYTES]
-    return (
-        f"{name:36} {mean_abs_error(scored):7.2%} ({len(scored)}) "
-        f">= 16 MiB {mean_abs_error(large):7.2%} ({len(large)}) "
-        f"< 16 MiB {mean_abs_error(small):7.2%} ({len(small)})"
-    )
-
-
 def _training(mode: str) -> None:
     """Predict the development runs with ``efa_instance`` under ``mode`` (one process)."""
     from validation.runs import load_runs, predict_run
@@ -167,12 +156,12 @@ def main() -> None:
         )
         print(f"{row['id']:30} {row['busbw']:8.2f} {cells}")
     for m in MODES:
-        print(_line(f"calibration, {m}", score_rows(cal, m)))
+        print(size_split_line(f"calibration, {m}", score_rows(cal, m), width=36))
     for m in MODES:
-        print(_line(f"development, {m}", runs[m]))
+        print(size_split_line(f"development, {m}", runs[m], width=36))
         for cluster in dict.fromkeys(r["cluster"] for r in dev if "efa_instance" in r):
             part = [s for s in runs[m] if s.row.get("cluster") == cluster]
-            print(_line(f"  {cluster}", part))
+            print(size_split_line(f"  {cluster}", part, width=36))
     print("training rows with efa_instance (development), error by reading:")
     for m in MODES:
         subprocess.run([sys.executable, __file__, "--training", m], check=True)

@@ -39,12 +39,11 @@ from clusterforge.netsim import latency, simulate
 from clusterforge.netsim.ofi_tuner import net_latency_s
 from clusterforge.netsim.tuner import TuningContext
 from clusterforge.netsim.vocab import Algorithm, Protocol
-from validation.nccl_rows import ROWS, Scored, mean_abs_error, score
+from validation.nccl_rows import ROWS, Scored, score, size_split_line
 
 __all__ = ["MODES", "main", "plugin_latency", "score_rows"]
 
 MODES = ("rank", "time")
-LARGE_BYTES = 16 * 2**20
 
 _InterUs = Callable[[str, Protocol, TuningContext], float]
 
@@ -105,16 +104,6 @@ def score_rows(rows: list[dict[str, Any]], mode: str | None) -> list[Scored]:
     return out
 
 
-def _line(name: str, scored: list[Scored]) -> str:
-    large = [s for s in scored if s.row["size_bytes"] >= LARGE_BYTES]
-    small = [s for s in scored if s.row["size_bytes"] < LARGE_BYTES]
-    return (
-        f"{name:34} {mean_abs_error(scored):7.2%} ({len(scored)}) "
-        f">= 16 MiB {mean_abs_error(large):7.2%} ({len(large)}) "
-        f"< 16 MiB {mean_abs_error(small):7.2%} ({len(small)})"
-    )
-
-
 def main() -> None:
     cal = [r for r in ROWS if r["set"] == "calibration"]
     dev = [r for r in ROWS if r["set"] == "development"]
@@ -128,13 +117,13 @@ def main() -> None:
             for m in (None, *MODES)
         )
         print(f"{row['id']:30} {row['busbw']:8.2f} {cells}")
-    print(_line("calibration (no EFA row)", score_rows(cal, None)))
+    print(size_split_line("calibration (no EFA row)", score_rows(cal, None), width=34))
     for m in (None, *MODES):
         name = "no plugin" if m is None else f"plugin latency, {m}"
-        print(_line(f"development, {name}", runs[m]))
+        print(size_split_line(f"development, {name}", runs[m], width=34))
         for cluster in dict.fromkeys(r["cluster"] for r in dev if "efa_instance" in r):
             part = [s for s in runs[m] if s.row.get("cluster") == cluster]
-            print(_line(f"  {cluster}", part))
+            print(size_split_line(f"  {cluster}", part, width=34))
 
 
 if __name__ == "__main__":

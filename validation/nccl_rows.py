@@ -179,3 +179,15 @@ def score(row: dict[str, Any], *, algorithm: str | None = None, protocol: str = 
 
 def mean_abs_error(scored: list[Scored]) -> float:
     return float(np.mean([abs(s.error) for s in scored])) if scored else 0.0
+
+
+def size_split_line(name: str, scored: list[Scored], width: int = 34) -> str:
+    """One summary line: mean absolute error of ``scored``, then of its rows from
+    :data:`LARGE_BYTES` up and below, each with its row count."""
+    large = [s for s in scored if s.row["size_bytes"] >= LARGE_BYTES]
+    small = [s for s in scored if s.row["size_bytes"] < LARGE_BYTES]
+    return (
+        f"{name:{width}} {mean_abs_error(scored):7.2%} ({len(scored)}) "
+        f">= 16 MiB {mean_abs_error(large):7.2%} ({len(large)}) "
+        f"< 16 MiB {mean_abs_error(small):7.2%} ({len(small)})"
+    )
