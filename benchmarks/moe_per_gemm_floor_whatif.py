@@ -1,5 +1,5 @@
 """Published per-GEMM figures of MoE expert layers on Hopper and Blackwell against the model,
-and what a per-GEMM issue floor in Transformer Engine's multi-stream grouped linear would do.
+and what a per-GEMM launch floor in Transformer Engine's multi-stream grouped linear would do.
 
 The twelfth MoE look (``benchmarks/moe_common_residual.py``) left the 128-expert
 Megatron-Bridge rows 13-31 points optimistic after their dense twins, with expert count, the
@@ -11,11 +11,11 @@ published; what is published per kernel is transcribed here:
   experts of 128 rows each, N 2,048, K 2,048, per-tensor NVFP4: multi-stream cuBLASLt 0.267 ms
   (kernel only, operands pre-swizzled) and 0.272 ms (whole dispatch path); the single-launch
   CUTLASS kernel 0.069 ms. 8 GEMMs of 1.07 GFLOP in 0.267 ms is ~33 us per GEMM, far above
-  any Blackwell kernel time for that shape: the multi-stream path is issue-bound there.
+  any Blackwell kernel time for that shape: the multi-stream path is launch-bound there.
 - NVIDIA/TransformerEngine pull request 2045 (H100 BF16, TE 2.7, CUDA 12.9, multi-stream
   cuBLAS, ``tests/pytorch/test_group_gemm.py``): 8 x 4,096 x 768 x 2,048 at 627.9 TFLOP/s, 16
   x 2,048 x 768 x 2,048 at 553.9 (already in ``benchmarks/moe_common_residual.py``). Their
-  time per GEMM (10.3 / 5.8 us) bounds any Hopper issue floor from above.
+  time per GEMM (20.5 / 11.6 us) bounds any Hopper launch floor from above.
 - tgale96/grouped_gemm pull request 37 (H100, Qwen3-30B-A3B ``up_proj``: 128 experts, K
   2,048, N 1,536, 65,536 routed rows, uniform routing): cuBLAS per-expert loop 129.5 TFLOP/s,
   CUTLASS SM90 cooperative grouped 160.5. This is the ``grouped_gemm`` package (Megatron-Core's
@@ -26,7 +26,7 @@ published; what is published per kernel is transcribed here:
   whole step, no split per layer or kernel; printed, not priced.
 
 The candidate these imply: one grouped call of ``g`` expert GEMMs takes at least ``g`` times a
-fixed issue cost per GEMM (the host issues them one after another; the four streams only
+fixed launch cost per GEMM (the host launches them one after another; the four streams only
 overlap their kernels). Priced at the Blackwell figure (33.4 us, NVFP4: an upper bound for the
 BF16 rows, which skip the scale handling) and at the Hopper bound (5.8 us), against every MoE
 development run, each set and class.

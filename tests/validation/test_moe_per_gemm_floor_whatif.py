@@ -1,4 +1,4 @@
-"""``benchmarks/moe_per_gemm_floor_whatif.py``: a per-GEMM issue floor at Transformer Engine
+"""``benchmarks/moe_per_gemm_floor_whatif.py``: a per-GEMM launch floor at Transformer Engine
 pull request 3134's multi-stream figure leaves the gpt-oss rows where they are (their expert
 GEMMs are far longer than the floor) and overshoots the 25.09 Qwen3-30B-A3B B200 row, so it
 does not separate the 128-expert excess; the what-if restores the model. Calibration and
