@@ -23,9 +23,13 @@ B. A + the root's unsharded BF16 parameters, alive from its all-gather at the st
    forward to its reshard after the backward (the model counts layer units only; with
    pipeline stages every stage stays gathered and is already counted).
 C. B + the reduce-scatter input in the reduce dtype on the reduce-scatter stream's pool, the
-   root's (FSDP2 releases that allocated ``reduce_scatter_input`` under
-   ``torch.cuda.stream(reduce_scatter_stream)``; later ones allocate it on the compute
-   stream, where the next step's activations reuse it; which one the rows ran is not read).
+   root's, as an earlier FSDP2 allocated it (``foreach_reduce_scatter`` under
+   ``torch.cuda.stream(reduce_scatter_stream)``, pytorch/pytorch@01d66d21); v2.5.1 and later
+   allocate it on the compute stream, where the next step's activations reuse it, so C is
+   an upper bound, not a candidate.
+
+torchtitan 9dec370 launches with ``expandable_segments:True`` (``run_llama_train.sh`` line
+22): one segment per stream, the same per-stream rule.
 
 Rounding of the largest transient to 2 MiB is under 0.002 GiB and not priced.
 
