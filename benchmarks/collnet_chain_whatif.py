@@ -27,13 +27,13 @@ development errors before and after.  Held-out rows are never simulated.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
-from clusterforge.netsim import simulate as sim_module
+from benchmarks.nccl_whatif_common import channel_cap_what_if
+
 from clusterforge.netsim.tuner import TuningContext
-from validation.nccl_rows import LARGE_BYTES, ROWS, Scored, mean_abs_error, score
+from validation.nccl_rows import ROWS
 
 __all__ = [
     "collnet_chain_intra_gbyte_per_s",
@@ -113,16 +113,6 @@ def _studied() -> list[dict[str, Any]]:
     return [r for r in ROWS if r["set"] in ("calibration", "development")]
 
 
-def _summary(name: str, scored: list[Scored]) -> str:
-    large = [s for s in scored if s.row["size_bytes"] >= LARGE_BYTES]
-    small = [s for s in scored if s.row["size_bytes"] < LARGE_BYTES]
-    return (
-        f"{name:12} {mean_abs_error(scored):7.2%} all ({len(scored)}), "
-        f"{mean_abs_error(large):7.2%} >= 16 MiB ({len(large)}), "
-        f"{mean_abs_error(small):7.2%} < 16 MiB ({len(small)})"
-    )
-
-
 def _print_nccl_estimates(rows: list[dict[str, Any]]) -> None:
     print("NCCL's own estimate (nccl-tests busbw, GB/s) against the measurement")
     print(f"{'row':42} {'measured':>8} {'NCCL':>7} {'error':>7}  release")
@@ -145,33 +135,17 @@ def _print_nccl_estimates(rows: list[dict[str, Any]]) -> None:
             print(f"{row['id']:42} {row['busbw']:8.1f} {est:7.1f} {err:+7.1%}  {release}")
 
 
-def _what_if(rows: list[dict[str, Any]], release: str) -> None:
-    before = {r["id"]: score(r) for r in rows}
-    original = sim_module.channel_cap_gbyte_per_s
-    sim_module.channel_cap_gbyte_per_s = _collnet_cap(original, release)  # type: ignore[assignment]
-    try:
-        after = {r["id"]: score(r) for r in rows}
-    finally:
-        sim_module.channel_cap_gbyte_per_s = original  # type: ignore[assignment]
-    print(f"\nCollNet capped at NCCL's chain estimate of {release}: rows that move")
-    for r in rows:
-        b, a = before[r["id"]], after[r["id"]]
-        if not math.isclose(b.simulated_gbyte_per_s, a.simulated_gbyte_per_s):
-            print(
-                f"{r['id']:42} {r['busbw']:8.1f} {b.simulated_gbyte_per_s:7.1f} {b.error:+7.1%}"
-                f" -> {a.simulated_gbyte_per_s:7.1f} {a.error:+7.1%}"
-            )
-    for name in ("calibration", "development"):
-        ids = [r["id"] for r in rows if r["set"] == name]
-        print(_summary(f"{name[:3]} before", [before[i] for i in ids]))
-        print(_summary(f"{name[:3]} after", [after[i] for i in ids]))
-
-
 def main() -> None:
     rows = _studied()
     _print_nccl_estimates([r for r in rows if r["id"].startswith(ROW_PREFIXES)])
     for release in SM100_SPEEDS_INTER_GBYTE_PER_S:
-        _what_if(rows, release)
+        channel_cap_what_if(
+            rows,
+            lambda original, release=release: _collnet_cap(original, release),
+            f"CollNet capped at NCCL's chain estimate of {release}",
+            id_width=42,
+            show_algorithm=False,
+        )
 
 
 if __name__ == "__main__":

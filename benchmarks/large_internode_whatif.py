@@ -29,13 +29,13 @@ Held-out rows are never simulated.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
-from clusterforge.netsim import simulate as sim_module
+from benchmarks.nccl_whatif_common import channel_cap_what_if
+
 from clusterforge.netsim.tuner import TuningContext
-from validation.nccl_rows import LARGE_BYTES, ROWS, Scored, mean_abs_error, score
+from validation.nccl_rows import ROWS, score
 
 __all__ = ["main", "nccl_nvls_tree_busbw_gbyte_per_s", "nic_share", "slice_cost_us"]
 
@@ -129,39 +129,6 @@ def _nvls_tree_cap(original: Callable[..., float]) -> Callable[..., float]:
     return capped
 
 
-def _summary(name: str, scored: list[Scored]) -> str:
-    large = [s for s in scored if s.row["size_bytes"] >= LARGE_BYTES]
-    small = [s for s in scored if s.row["size_bytes"] < LARGE_BYTES]
-    return (
-        f"{name:12} {mean_abs_error(scored):7.2%} all ({len(scored)}), "
-        f"{mean_abs_error(large):7.2%} >= 16 MiB ({len(large)}), "
-        f"{mean_abs_error(small):7.2%} < 16 MiB ({len(small)})"
-    )
-
-
-def _what_if(rows: list[dict[str, Any]]) -> None:
-    before = {r["id"]: score(r) for r in rows}
-    original = sim_module.channel_cap_gbyte_per_s
-    sim_module.channel_cap_gbyte_per_s = _nvls_tree_cap(original)  # type: ignore[assignment]
-    try:
-        after = {r["id"]: score(r) for r in rows}
-    finally:
-        sim_module.channel_cap_gbyte_per_s = original  # type: ignore[assignment]
-    print("\nNVLS-Tree from 3 nodes capped at NCCL's own estimate before v2.28.3-1: rows that move")
-    for r in rows:
-        b, a = before[r["id"]], after[r["id"]]
-        if not math.isclose(b.simulated_gbyte_per_s, a.simulated_gbyte_per_s):
-            print(
-                f"{r['id']:34} {r['busbw']:8.1f} {b.simulated_gbyte_per_s:7.1f} {b.error:+7.1%}"
-                f" {b.algorithm:>9} -> {a.simulated_gbyte_per_s:7.1f} {a.error:+7.1%}"
-                f" {a.algorithm:>9}"
-            )
-    for name in ("calibration", "development"):
-        ids = [r["id"] for r in rows if r["set"] == name]
-        print(_summary(f"{name[:3]} before", [before[i] for i in ids]))
-        print(_summary(f"{name[:3]} after", [after[i] for i in ids]))
-
-
 def main() -> None:
     rows = _studied()
     for nodes in (2, 4, 8):
@@ -176,7 +143,13 @@ def main() -> None:
     ]
     _print_plateaus(plateau)
     _print_slice_costs(plateau)
-    _what_if(rows)
+    channel_cap_what_if(
+        rows,
+        _nvls_tree_cap,
+        "NVLS-Tree from 3 nodes capped at NCCL's own estimate before v2.28.3-1",
+        id_width=34,
+        show_algorithm=True,
+    )
 
 
 if __name__ == "__main__":
