@@ -211,9 +211,12 @@ KNOWN_GAPS = {
         "5.0 s for the same work); nothing in the model doubles the time of one large micro-batch"
     ),
     "vtrain-39.1b-tp2-pp8-mb2": (
-        "TP 2 with 8-16 pipeline stages: measured 35-45 % slower than the model; cause not found "
-        "(candidates: the FP16 data-parallel all-reduce of 2.4 B parameters per GPU over four "
-        "shared NICs, pipeline sends not overlapped)"
+        "TP 2 with 8-16 pipeline stages: predicted throughput 45-47 % above measured, +37-59 ms per "
+        "layer and micro-batch slot; cause not found. Not the data-parallel all-reduce or the "
+        "memory (TP 4 and TP 1 rows of the same parameters per GPU and DP fit), not the pipeline "
+        "(TP 4 rows of the same PP and micro-batch fit), not the 2-GPU TP all-reduce (it would "
+        "need 6-10 ms each where vTrain's nccl-tests table gives 0.4-0.6 ms): "
+        "benchmarks/vtrain_tp2_whatif.py"
     ),
     "vtrain-39.1b-tp2-pp16-mb2": "see vtrain-39.1b-tp2-pp8-mb2",
     "vtrain-39.1b-tp2-pp16-mb3": "see vtrain-39.1b-tp2-pp8-mb2",
