@@ -31,6 +31,12 @@ C. B + the reduce-scatter input in the reduce dtype on the reduce-scatter stream
 torchtitan 9dec370 launches with ``expandable_segments:True`` (``run_llama_train.sh`` line
 22): one segment per stream, the same per-stream rule.
 
+At the rows' release: torch 1963fc83 (2024-12-23) lies between the 2.6.0 and 2.7.0 releases,
+whose ``torch/distributed/fsdp/_fully_shard/`` agree on A and B (``foreach_all_gather``
+under the copy-in stream, the root's ``post_forward_mesh_info = None``) and allocate the
+reduce-scatter input on the compute stream, so C is not what the rows ran
+(``benchmarks/allocator_reserve_whatif.py`` and its docs section).
+
 Rounding of the largest transient to 2 MiB is under 0.002 GiB and not priced.
 
     PYTHONPATH=src:. python benchmarks/fsdp2_stream_reserve_whatif.py

@@ -1,0 +1,148 @@
+"""What-if: the model's 4 GiB runtime reserve replaced by the caching allocator's own parts.
+
+Every development memory row publishes the caching allocator's reserved peak
+(``max_reserved``: torchtitan's ``reserved_bytes.all.peak``, ml-engineering's
+``torch.cuda.max_memory_reserved``). The allocator counts into ``reserved_bytes`` only the
+memory it maps or ``cudaMalloc``s for its own segments (``map_block`` / ``alloc_block`` in
+``c10/cuda/CUDACachingAllocator.cpp``), so the CUDA context and NCCL's buffers (NCCL
+allocates them itself with ``cudaMalloc`` or ``cuMemCreate``, NVIDIA/nccl v2.21.5-1
+``src/include/alloc.h`` ``ncclCudaCalloc``) are outside that figure. What the allocator does
+hold besides the model's tensors, read in the rows' software:
+
+- cuBLAS workspaces: ``getCurrentCUDABlasHandle`` (``aten/src/ATen/cuda/
+  CublasHandlePool.cpp``) allocates one workspace per (handle, stream) pair through
+  ``CUDACachingAllocator::get()->allocate``; its size is ``CUBLAS_WORKSPACE_CONFIG`` or, by
+  default, ``4096 * 8 * 1024`` B (32 MiB) on compute capability 9.x ("32MiB for Hopper";
+  later versions add 10.x and 12.x), ``:4096:2:16:8`` (8.125 MiB) before. Handles are per
+  thread: counted as two on the compute stream, the forward's thread and the autograd
+  engine's device thread (``torch/csrc/autograd/engine.cpp``, not read at the rows'
+  release); one if both passes share a handle.
+- FSDP2's per-stream blocks (torchtitan, ZeRO-3, no pipeline):
+  :func:`benchmarks.fsdp2_stream_reserve_whatif.stream_terms_gib`, variant B there: the
+  root unit's all-gather output cached in the copy-in stream's pool and the root unit kept
+  unsharded from the forward to the end of the backward (read at torch v2.6.0 and v2.7.0,
+  ``torch/distributed/fsdp/_fully_shard/``, which bracket the rows' torch 1963fc8).
+- Rounding: with ``expandable_segments`` the large pool maps 20 MiB pages and the small pool
+  2 MiB pages per stream, so at most 22 MiB per allocating stream (compute, copy-in,
+  reduce-scatter): under 0.07 GiB, not priced.
+
+Variants (``reserve_gib`` only; every other part of the model unchanged):
+
+- ``model``: ``RUNTIME_RESERVE_GIB`` = 4 GiB.
+- ``B``: the 4 GiB plus FSDP2's per-stream blocks (the earlier what-if's B).
+- ``S``: the 4 GiB replaced by the sourced allocator parts: two cuBLAS workspaces plus
+  FSDP2's per-stream blocks; the CUDA context and NCCL's buffers are left out, as the
+  published figure leaves them out. ``S`` is what the memory rows measure; a fit against
+  HBM would need the parts outside the allocator too, so the training-run comparison
+  under ``S`` is an upper bound on what fits, not a candidate.
+
+The residual column is published minus ``S``: the reserved bytes no source read here
+accounts for.
+
+    PYTHONPATH=src:. python benchmarks/allocator_reserve_whatif.py
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import replace
+from typing import Any
+
+from benchmarks.fsdp2_stream_reserve_whatif import stream_terms_gib
+from benchmarks.memory_whatif_common import compare, patched_memory
+
+from clusterforge.perf.memory import GIB, MemoryBreakdown, memory_per_gpu
+from validation.memory_rows import load_memory_rows
+from validation.runs import best_prediction, run_comm, run_design
+
+# CublasHandlePool.cpp, parseChosenWorkspaceSize: the default on compute capability 9.x
+# (and 10.x, 12.x in later versions), and the ``:4096:2:16:8`` default before Hopper.
+CUBLAS_WORKSPACE_HOPPER_BYTES = 4096 * 8 * 1024
+CUBLAS_WORKSPACE_DEFAULT_BYTES = 4096 * 1024 * 2 + 16 * 1024 * 8
+# One handle per thread that runs GEMMs on the compute stream: the forward's and the
+# autograd engine's device thread.
+CUBLAS_HANDLES = 2
+
+VARIANTS = ("model", "B", "S")
+
+
+def cublas_workspace_gib(handles: int = CUBLAS_HANDLES) -> float:
+    """cuBLAS workspaces held in the caching allocator on a Hopper or Blackwell GPU."""
+    return handles * CUBLAS_WORKSPACE_HOPPER_BYTES / GIB
+
+
+def allocator_reserve_gib(arch: Any, plan: Any, stack: Any) -> float:
+    """The reserve above the model's tensors that the allocator's and FSDP2's sources make
+    certain: two cuBLAS workspaces and FSDP2's copy-in block (the root's unsharded
+    parameters are tensors and go to ``weights_gib``)."""
+    return cublas_workspace_gib() + stream_terms_gib(arch, plan, stack)["copy_in"]
+
+
+def patched(variant: str) -> Callable[[Any, Any, Any, Any], MemoryBreakdown]:
+    """``memory_per_gpu`` with ``variant``'s reserve."""
+
+    def memory(arch: Any, plan: Any, stages: Any, stack: Any) -> MemoryBreakdown:
+        mem = memory_per_gpu(arch, plan, stages, stack)
+        if variant == "model":
+            return mem
+        terms = stream_terms_gib(arch, plan, stack)
+        reserve = mem.reserve_gib + terms["copy_in"]
+        if variant == "S":
+            reserve = allocator_reserve_gib(arch, plan, stack)
+        return replace(mem, weights_gib=mem.weights_gib + terms["root"], reserve_gib=reserve)
+
+    return memory
+
+
+def _row_gib(row: Any) -> float | None:
+    pred = best_prediction(row.run, run_comm(run_design(row.run)))
+    return pred.memory.total_gib if pred is not None else None
+
+
+def _summary(key: str, rows: list[Any], values: list[float | None]) -> None:
+    def errs(source: str = "") -> list[float]:
+        return [
+            g / r.measured_gib - 1
+            for g, r in zip(values, rows, strict=True)
+            if g and source in r.id
+        ]
+
+    line = f"  {key:<6} MAPE {statistics.fmean(abs(e) for e in errs()) * 100:5.1f} %"
+    line += f"  median signed {statistics.median(errs()) * 100:+5.1f} %"
+    for name, source in (("mleng", "mem-mleng"), ("tt tables", "mem-tt-h100"), ("#1185", "1185")):
+        line += f"  {name} {statistics.fmean(abs(e) for e in errs(source)) * 100:5.1f} %"
+    print(line)
+
+
+def memory_rows() -> None:
+    """Per development memory row: published, each variant (GiB, error), and the residual."""
+    rows = [r for r in load_memory_rows() if r.subset == "development"]
+    table: dict[str, list[float | None]] = {}
+    for v in VARIANTS:
+        with patched_memory(patched(v)):
+            table[v] = [_row_gib(r) for r in rows]
+    head = "".join(f"{k:>16}" for k in table)
+    print(f"  {'memory row (development)':<40} {'GiB':>6}{head}  residual GiB")
+    for i, row in enumerate(rows):
+        cells = ""
+        for values in table.values():
+            gib = values[i]
+            err = f"{(gib / row.measured_gib - 1) * 100:+5.1f} %" if gib else "no fit"
+            cells += f"{gib or 0.0:>7.1f} {err:>8}"
+        residual = row.measured_gib - (table["S"][i] or 0.0)
+        print(f"  {row.id:<40} {row.measured_gib:>6.1f}{cells}  {residual:>6.1f}")
+    for key, values in table.items():
+        _summary(key, rows, values)
+
+
+def main() -> None:
+    print(f"cuBLAS workspaces in the allocator: {cublas_workspace_gib():.4f} GiB")
+    memory_rows()
+    print("training runs, model against S (the reserve without the CUDA context and NCCL):")
+    compare(nullcontext(), patched_memory(patched("S")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""The allocator's own reserve (``benchmarks/allocator_reserve_whatif.py``): two 32 MiB
+cuBLAS workspaces on Hopper, FSDP2's copy-in block on torchtitan only, and sourced parts
+that never exceed a published reserved peak. Development rows only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from benchmarks.allocator_reserve_whatif import (
+    allocator_reserve_gib,
+    cublas_workspace_gib,
+    patched,
+)
+from benchmarks.fsdp2_stream_reserve_whatif import stream_terms_gib
+from benchmarks.memory_whatif_common import patched_memory
+
+from clusterforge.perf.memory import RUNTIME_RESERVE_GIB
+from validation.memory_rows import load_memory_rows
+from validation.runs import best_prediction, run_comm, run_design
+
+
+def _rows() -> list[Any]:
+    return [r for r in load_memory_rows() if r.subset == "development"]
+
+
+def _plan(row: Any) -> Any:
+    pred = best_prediction(row.run, run_comm(run_design(row.run)))
+    assert pred is not None
+    return pred.plan
+
+
+def test_two_hopper_cublas_workspaces() -> None:
+    assert cublas_workspace_gib() == pytest.approx(2 * 32 / 1024)
+
+
+def test_the_copy_in_block_only_on_fsdp2() -> None:
+    rows = {r.id: r for r in _rows()}
+    tt, ds = rows["mem-tt-h100-8b-8gpu-fsdp"], rows["mem-mleng-zero3-h200-8b-8k"]
+    tt_terms = stream_terms_gib(tt.run.arch, _plan(tt), tt.run.stack)
+    assert allocator_reserve_gib(tt.run.arch, _plan(tt), tt.run.stack) == pytest.approx(
+        cublas_workspace_gib() + tt_terms["copy_in"]
+    )
+    assert allocator_reserve_gib(ds.run.arch, _plan(ds), ds.run.stack) == pytest.approx(
+        cublas_workspace_gib()
+    )
+
+
+def test_the_sourced_parts_stay_under_every_published_reserved_peak() -> None:
+    with patched_memory(patched("S")):
+        for row in _rows():
+            pred = best_prediction(row.run, run_comm(run_design(row.run)))
+            assert pred is not None
+            assert row.kind == "max_reserved"
+            assert pred.memory.total_gib < row.measured_gib, row.id
+            assert pred.memory.reserve_gib < RUNTIME_RESERVE_GIB
