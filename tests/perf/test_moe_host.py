@@ -189,7 +189,8 @@ def test_the_interleaved_ep_overlap_costs_the_published_ab_per_model_chunk(model
     assert interleaved_overlap_idle_s(models["llama3-8b"], overlap, "x86", 2, 12) == 0.0
 
 
-@pytest.mark.parametrize(("pp", "vpp", "applies"), [(2, 12, True), (2, 1, False), (1, 1, False)])
+# PP 2 without VP is a plan Megatron-Core refuses under the overlap (test_ep_overlap_rules.py).
+@pytest.mark.parametrize(("pp", "vpp", "applies"), [(2, 12, True), (1, 1, False)])
 def test_the_interleaved_ep_overlap_cost_reaches_the_step_only_where_it_was_measured(
     models, h100, h100_comm, monkeypatch, pp, vpp, applies
 ) -> None:

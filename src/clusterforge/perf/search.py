@@ -27,6 +27,7 @@ from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
 from clusterforge.perf.calibration import Calibration
 from clusterforge.perf.comm import CommModel
+from clusterforge.perf.ep_overlap_rules import check_ep_overlap, check_ep_overlap_model
 from clusterforge.perf.memory import memory_per_gpu
 from clusterforge.perf.optimizer_offload import HostMemory
 from clusterforge.perf.parallel import ParallelPlan, validate_plan
@@ -95,9 +96,14 @@ def least_recompute(
     Order: none, selective, block recomputation of ``k`` layers per stage (only when
     ``modes`` allows ``"full"`` and something less), full (Korthikanti et al. 2022 §5).
     Activation memory is linear in ``k``, so the smallest fitting ``k`` is solved for, not
-    searched. Raises :class:`PlanError` when the plan itself is invalid.
+    searched. Raises :class:`PlanError` when the plan itself is invalid, including a layout
+    Megatron-Core refuses under the stack's EP overlap; that overlap also rules out full and
+    block recomputation (:mod:`clusterforge.perf.ep_overlap_rules`).
     """
     stages = validate_plan(arch, plan, plan.layout.num_gpus)
+    check_ep_overlap(plan.with_(recompute="none", recompute_layers=None), stack)
+    if stack.moe_a2a_overlap:
+        modes = tuple(mode for mode in modes if mode != "full")
 
     def memory_gib(option: ParallelPlan) -> float:
         return memory_per_gpu(arch, option, stages, stack).total_gib
@@ -209,10 +215,13 @@ def search(
     :func:`_branch_and_bound`, which returns what timing every survivor on the fabric would
     and says how many it timed. ``progress(timed, fitting)`` is called after each timed plan.
     ``host``: the node's host memory (plans that offload the optimizer need it). A
-    precision the GPU cannot run is refused first (:func:`check_precision`).
+    precision the GPU cannot run is refused first (:func:`check_precision`), as is the EP
+    overlap on a dense model (:func:`check_ep_overlap_model`); candidates Megatron-Core refuses
+    under that overlap are dropped with the plans that do not fit.
     """
     check_precision(gpu, base.precision)  # every candidate keeps the base's precision
     chosen = stack or Stack.megatron_core()
+    check_ep_overlap_model(arch, chosen)
     candidates = list(candidate_plans(arch, base, base.layout.num_gpus, nvlink_domain_gpus))
     fitting = _fitting(arch, candidates, gpu, chosen)
 

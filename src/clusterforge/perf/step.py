@@ -28,6 +28,7 @@ from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, layer_times
 from clusterforge.perf.early_stop import recomputed_flops_per_token
 from clusterforge.perf.embedding import embedding_times
+from clusterforge.perf.ep_overlap_rules import check_ep_overlap, check_ep_overlap_model
 from clusterforge.perf.exposure import (
     LayerComm,
     dp_exposed_s,
@@ -239,6 +240,8 @@ def predict_step(
     stack = stack or Stack.megatron_core()
     stages = validate_plan(arch, plan, plan.layout.num_gpus)
     check_precision(gpu, plan.precision)
+    check_ep_overlap_model(arch, stack)
+    check_ep_overlap(plan, stack)  # what Megatron-Core refuses under its EP overlap
     perf = calibrated_perf(gpu_perf(gpu, plan.precision), calibration)
     times, per_layer_comm = _layer_costs(
         arch, plan, perf, comm, stack, nvlink_domain_gpus, stages, gpu
