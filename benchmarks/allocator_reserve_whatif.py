@@ -17,24 +17,24 @@ hold besides the model's tensors, read in the rows' software:
   thread: counted as two on the compute stream, the forward's thread and the autograd
   engine's device thread (``torch/csrc/autograd/engine.cpp``, not read at the rows'
   release); one if both passes share a handle.
-- FSDP2's per-stream blocks (torchtitan, ZeRO-3, no pipeline):
-  :func:`benchmarks.fsdp2_stream_reserve_whatif.stream_terms_gib`, variant B there: the
-  root unit's all-gather output cached in the copy-in stream's pool and the root unit kept
-  unsharded from the forward to the end of the backward (read at torch v2.6.0 and v2.7.0,
-  ``torch/distributed/fsdp/_fully_shard/``, which bracket the rows' torch 1963fc8).
+- FSDP2's per-stream blocks (torchtitan, ZeRO-3): the root unit's all-gather output cached
+  in the copy-in stream's pool and the root unit kept unsharded from the forward to the end
+  of the backward, now in the model (:mod:`clusterforge.perf.fsdp2_memory`, in
+  ``weights_gib``; read at torch v2.6.0 and v2.7.0, ``torch/distributed/fsdp/_fully_shard/``,
+  which bracket the rows' torch 1963fc8).
 - Rounding: with ``expandable_segments`` the large pool maps 20 MiB pages and the small pool
   2 MiB pages per stream, so at most 22 MiB per allocating stream (compute, copy-in,
   reduce-scatter): under 0.07 GiB, not priced.
 
 Variants (``reserve_gib`` only; every other part of the model unchanged):
 
-- ``model``: ``RUNTIME_RESERVE_GIB`` = 4 GiB.
-- ``B``: the 4 GiB plus FSDP2's per-stream blocks (the earlier what-if's B).
-- ``S``: the 4 GiB replaced by the sourced allocator parts: two cuBLAS workspaces plus
-  FSDP2's per-stream blocks; the CUDA context and NCCL's buffers are left out, as the
-  published figure leaves them out. ``S`` is what the memory rows measure; a fit against
-  HBM would need the parts outside the allocator too, so the training-run comparison
-  under ``S`` is an upper bound on what fits, not a candidate.
+- ``model``: ``RUNTIME_RESERVE_GIB`` = 4 GiB on top of the model's tensors, FSDP2's root
+  unit and copy-in block included (the earlier variant ``B``, adopted).
+- ``S``: the 4 GiB replaced by the sourced allocator parts not in the model: two cuBLAS
+  workspaces; the CUDA context and NCCL's buffers are left out, as the published figure
+  leaves them out. ``S`` is what the memory rows measure; a fit against HBM would need the
+  parts outside the allocator too, so the training-run comparison under ``S`` is an upper
+  bound on what fits, not a candidate.
 
 The residual column is published minus ``S``: the reserved bytes no source read here
 accounts for.
@@ -50,7 +50,6 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
-from benchmarks.fsdp2_stream_reserve_whatif import stream_terms_gib
 from benchmarks.memory_whatif_common import compare, patched_memory
 
 from clusterforge.perf.memory import GIB, MemoryBreakdown, memory_per_gpu
@@ -65,7 +64,7 @@ CUBLAS_WORKSPACE_DEFAULT_BYTES = 4096 * 1024 * 2 + 16 * 1024 * 8
 # autograd engine's device thread.
 CUBLAS_HANDLES = 2
 
-VARIANTS = ("model", "B", "S")
+VARIANTS = ("model", "S")
 
 
 def cublas_workspace_gib(handles: int = CUBLAS_HANDLES) -> float:
@@ -73,11 +72,11 @@ def cublas_workspace_gib(handles: int = CUBLAS_HANDLES) -> float:
     return handles * CUBLAS_WORKSPACE_HOPPER_BYTES / GIB
 
 
-def allocator_reserve_gib(arch: Any, plan: Any, stack: Any) -> float:
-    """The reserve above the model's tensors that the allocator's and FSDP2's sources make
-    certain: two cuBLAS workspaces and FSDP2's copy-in block (the root's unsharded
-    parameters are tensors and go to ``weights_gib``)."""
-    return cublas_workspace_gib() + stream_terms_gib(arch, plan, stack)["copy_in"]
+def allocator_reserve_gib() -> float:
+    """The reserve above the model's tensors that the allocator's source makes certain and
+    the model does not price: two cuBLAS workspaces (FSDP2's copy-in block and the root's
+    unsharded parameters are in the model's ``weights_gib``)."""
+    return cublas_workspace_gib()
 
 
 def patched(variant: str) -> Callable[[Any, Any, Any, Any], MemoryBreakdown]:
@@ -87,11 +86,7 @@ def patched(variant: str) -> Callable[[Any, Any, Any, Any], MemoryBreakdown]:
         mem = memory_per_gpu(arch, plan, stages, stack)
         if variant == "model":
             return mem
-        terms = stream_terms_gib(arch, plan, stack)
-        reserve = mem.reserve_gib + terms["copy_in"]
-        if variant == "S":
-            reserve = allocator_reserve_gib(arch, plan, stack)
-        return replace(mem, weights_gib=mem.weights_gib + terms["root"], reserve_gib=reserve)
+        return replace(mem, reserve_gib=allocator_reserve_gib())
 
     return memory
 

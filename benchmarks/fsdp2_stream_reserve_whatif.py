@@ -1,43 +1,21 @@
-"""What-if: the caching allocator's per-stream pools under FSDP2 (torchtitan memory rows).
+"""Before/after: FSDP2's root unit in the memory model (adopted), and the reduce-scatter pool.
 
 The torchtitan rows publish ``max_memory_reserved`` (``reserved_bytes.all.peak``): the
-caching allocator's segments, live tensors plus cached free blocks. Read in PyTorch's
-``c10/cuda/CUDACachingAllocator.cpp`` (the stored version, pytorch/pytorch@001074d): "Once
-freed, blocks can be re-allocated on the same stream, but not on any other stream"; sizes
-are rounded to 512 B (``kMinBlockSize``), requests up to 1 MiB go to 2 MiB segments, 1-10 MiB
-to 20 MiB segments, larger ones are rounded to 2 MiB (``kRoundLarge``); cached blocks go
-back to CUDA only on an allocation failure or ``empty_cache``. FSDP2
-(``torch/distributed/_composable/fsdp/``): ``foreach_all_gather`` allocates a unit's
-whole all-gather output with ``torch.empty`` inside ``torch.cuda.stream(
-all_gather_copy_in_stream)``, so its block lives in that stream's pool, and
-``FSDPState._lazy_init`` sets the root unit's ``post_forward_mesh_info = None`` (the root,
-torchtitan's embedding, final norm and output layer, is not resharded after the forward).
+caching allocator's segments, live tensors plus cached free blocks. The model prices, where
+``Stack.fsdp2_root_unit`` says so (torchtitan; AutoModel's dense models) under ZeRO-3, the
+root unit (embedding, final norm, output layer) kept unsharded from the forward to the end
+of the backward and its all-gather block cached in the copy-in stream's pool (:mod:`clusterforge.perf.fsdp2_memory`,
+read at torch 2.6.0 and 2.7.0, ``torch/distributed/fsdp/_fully_shard/``, which bracket the
+rows' torch 1963fc83). This script compares the model with those terms turned off
+(``before``) against the model (``adopted``), per development memory row and for every
+calibration and development training run.
 
-Terms priced (``Stack.name == "torchtitan"``, ZeRO-3):
-
-A. copy-in pool: the stream's cached block is as large as the largest unit's all-gather
-   output, the root's (BF16: torchao's float8 converts the layers' linears only); the
-   model's prefetched unit stands for one layer's output in it, so the extra reserve is
-   ``2 B x root - gathered B x layer`` per GPU.
-B. A + the root's unsharded BF16 parameters, alive from its all-gather at the start of the
-   forward to its reshard after the backward (the model counts layer units only; with
-   pipeline stages every stage stays gathered and is already counted).
-C. B + the reduce-scatter input in the reduce dtype on the reduce-scatter stream's pool, the
-   root's, as an earlier FSDP2 allocated it (``foreach_reduce_scatter`` under
-   ``torch.cuda.stream(reduce_scatter_stream)``, pytorch/pytorch@01d66d21); v2.5.1 and later
-   allocate it on the compute stream, where the next step's activations reuse it, so C is
-   an upper bound, not a candidate.
-
-torchtitan 9dec370 launches with ``expandable_segments:True`` (``run_llama_train.sh`` line
-22): one segment per stream, the same per-stream rule.
-
-At the rows' release: torch 1963fc83 (2024-12-23) lies between the 2.6.0 and 2.7.0 releases,
-whose ``torch/distributed/fsdp/_fully_shard/`` agree on A and B (``foreach_all_gather``
-under the copy-in stream, the root's ``post_forward_mesh_info = None``) and allocate the
-reduce-scatter input on the compute stream, so C is not what the rows ran
-(``benchmarks/allocator_reserve_whatif.py`` and its docs section).
-
-Rounding of the largest transient to 2 MiB is under 0.002 GiB and not priced.
+``C`` stays a what-if on top of the adopted model: the root's reduce-scatter input in the
+reduce dtype cached on the reduce-scatter stream's pool, as an earlier FSDP2 allocated it
+(``foreach_reduce_scatter`` under ``torch.cuda.stream(reduce_scatter_stream)``,
+pytorch/pytorch@01d66d21). torch 2.6.0 and 2.7.0 allocate it on the compute stream
+(``foreach_reduce``, ``_fsdp_collectives.py`` line 371 / 391), so C is not what the rows ran
+and is printed as an upper bound only.
 
     PYTHONPATH=src:. python benchmarks/fsdp2_stream_reserve_whatif.py
 """
@@ -52,50 +30,34 @@ from typing import Any
 
 from benchmarks.memory_whatif_common import compare, patched_memory
 
+from clusterforge.perf.fsdp2_memory import root_unit_applies, root_unit_params
 from clusterforge.perf.memory import GIB, MemoryBreakdown, layer_params_per_gpu, memory_per_gpu
-from clusterforge.perf.roofline import BF16_BYTES
 from validation.memory_rows import load_memory_rows
 from validation.runs import best_prediction, run_comm, run_design
 
-VARIANTS = ("A", "B", "C")
+VARIANTS = ("before", "adopted", "C")
 
 
-def root_params_per_gpu(arch: Any, plan: Any) -> float:
-    """The root unit's parameters per GPU after TP: embedding, and the output layer
-    without pipeline stages (the final norm's few thousand are left out)."""
-    embedding = arch.vocab_size * arch.hidden_size / plan.layout.tp
-    if plan.layout.pp == 1 and not arch.tied_embeddings:
-        return 2.0 * embedding
-    return embedding
-
-
-def stream_terms_gib(arch: Any, plan: Any, stack: Any) -> dict[str, float]:
-    """Extra GiB per GPU of terms A (copy-in pool), B (root unsharded), C (reduce-scatter
-    pool); all zero outside FSDP2 ZeRO-3."""
-    if stack.name != "torchtitan" or plan.zero_stage < 3:
-        return {"copy_in": 0.0, "root": 0.0, "rs": 0.0}
-    root = root_params_per_gpu(arch, plan)
-    layer = layer_params_per_gpu(arch, plan)
-    prefetched = stack.gathered_weight_bytes(plan.precision) * layer * min(1, stack.fsdp_prefetch)
-    copy_in = max(0.0, BF16_BYTES * max(root, layer) - prefetched)
-    unsharded = BF16_BYTES * root if plan.layout.pp == 1 else 0.0
-    rs = stack.grad_reduce_bytes * max(root, layer)
-    return {"copy_in": copy_in / GIB, "root": unsharded / GIB, "rs": rs / GIB}
+def reduce_scatter_pool_gib(arch: Any, plan: Any, stack: Any) -> float:
+    """Variant C's extra GiB per GPU: the largest unit's reduce-scatter input (the root's)
+    in the reduce dtype; zero where the model prices no FSDP2 root unit."""
+    if not root_unit_applies(arch, plan, stack):
+        return 0.0
+    largest = max(root_unit_params(arch, plan), layer_params_per_gpu(arch, plan))
+    return stack.grad_reduce_bytes * largest / GIB
 
 
 def patched(variant: str) -> Callable[[Any, Any, Any, Any], MemoryBreakdown]:
-    """``memory_per_gpu`` with the terms of ``variant`` added."""
+    """``memory_per_gpu`` as ``variant`` prices it."""
 
     def memory(arch: Any, plan: Any, stages: Any, stack: Any) -> MemoryBreakdown:
+        if variant == "before":
+            return memory_per_gpu(arch, plan, stages, replace(stack, fsdp2_root_unit="none"))
         mem = memory_per_gpu(arch, plan, stages, stack)
-        t = stream_terms_gib(arch, plan, stack)
-        reserve = t["copy_in"] + (t["rs"] if variant == "C" else 0.0)
-        weights = t["root"] if variant in ("B", "C") else 0.0
-        return replace(
-            mem,
-            weights_gib=mem.weights_gib + weights,
-            reserve_gib=mem.reserve_gib + reserve,
-        )
+        if variant == "C":
+            rs = reduce_scatter_pool_gib(arch, plan, stack)
+            return replace(mem, reserve_gib=mem.reserve_gib + rs)
+        return mem
 
     return memory
 
@@ -106,9 +68,9 @@ def _row_gib(row: Any) -> float | None:
 
 
 def memory_rows() -> None:
-    """Per development memory row: published, model, and each variant (GiB and error)."""
+    """Per development memory row: published, and each variant (GiB and error)."""
     rows = [r for r in load_memory_rows() if r.subset == "development"]
-    table: dict[str, list[float | None]] = {"model": [_row_gib(r) for r in rows]}
+    table: dict[str, list[float | None]] = {}
     for v in VARIANTS:
         with patched_memory(patched(v)):
             table[v] = [_row_gib(r) for r in rows]
@@ -129,7 +91,7 @@ def memory_rows() -> None:
             if g and r.run.stack.name == "torchtitan"
         ]
         print(
-            f"  {key:<6} MAPE {statistics.fmean(abs(e) for e in errs) * 100:5.1f} %"
+            f"  {key:<7} MAPE {statistics.fmean(abs(e) for e in errs) * 100:5.1f} %"
             f"  median signed {statistics.median(errs) * 100:+5.1f} %"
             f"  torchtitan MAPE {statistics.fmean(abs(e) for e in tt) * 100:5.1f} %"
         )
@@ -137,8 +99,8 @@ def memory_rows() -> None:
 
 def main() -> None:
     memory_rows()
-    print("training runs, model against variant B (plans, fits, MAPE per set and class):")
-    compare(nullcontext(), patched_memory(patched("B")))
+    print("training runs, before against adopted (plans, fits, MAPE per set and class):")
+    compare(patched_memory(patched("before")), nullcontext())
 
 
 if __name__ == "__main__":

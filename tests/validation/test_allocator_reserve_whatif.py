@@ -1,6 +1,7 @@
 """The allocator's own reserve (``benchmarks/allocator_reserve_whatif.py``): two 32 MiB
-cuBLAS workspaces on Hopper, FSDP2's copy-in block on torchtitan only, and sourced parts
-that never exceed a published reserved peak. Development rows only."""
+cuBLAS workspaces on Hopper (FSDP2's copy-in block is in the model's weights now, on
+torchtitan only), and sourced parts that never exceed a published reserved peak.
+Development rows only."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from benchmarks.allocator_reserve_whatif import (
     cublas_workspace_gib,
     patched,
 )
-from benchmarks.fsdp2_stream_reserve_whatif import stream_terms_gib
 from benchmarks.memory_whatif_common import patched_memory
 
-from clusterforge.perf.memory import RUNTIME_RESERVE_GIB
+from clusterforge.perf.fsdp2_memory import fsdp2_root_bytes
+from clusterforge.perf.memory import RUNTIME_RESERVE_GIB, layer_params_per_gpu
 from validation.memory_rows import load_memory_rows
 from validation.runs import best_prediction, run_comm, run_design
 
@@ -37,13 +38,11 @@ def test_two_hopper_cublas_workspaces() -> None:
 def test_the_copy_in_block_only_on_fsdp2() -> None:
     rows = {r.id: r for r in _rows()}
     tt, ds = rows["mem-tt-h100-8b-8gpu-fsdp"], rows["mem-mleng-zero3-h200-8b-8k"]
-    tt_terms = stream_terms_gib(tt.run.arch, _plan(tt), tt.run.stack)
-    assert allocator_reserve_gib(tt.run.arch, _plan(tt), tt.run.stack) == pytest.approx(
-        cublas_workspace_gib() + tt_terms["copy_in"]
-    )
-    assert allocator_reserve_gib(ds.run.arch, _plan(ds), ds.run.stack) == pytest.approx(
-        cublas_workspace_gib()
-    )
+    for row, priced in ((tt, True), (ds, False)):
+        arch, plan, stack = row.run.arch, _plan(row), row.run.stack
+        root = fsdp2_root_bytes(arch, plan, stack, layer_params_per_gpu(arch, plan), True)
+        assert (root > 0.0) == priced, row.id
+    assert allocator_reserve_gib() == pytest.approx(cublas_workspace_gib())
 
 
 def test_the_sourced_parts_stay_under_every_published_reserved_peak() -> None:

@@ -1,36 +1,50 @@
-"""FSDP2's per-stream pools (``benchmarks/fsdp2_stream_reserve_whatif.py``): the terms are
-zero off torchtitan, and on the torchtitan Llama 3 8B FSDP row the root unit (embedding and
-output layer, 2 x 128256 x 4096 parameters) sets them. Development rows only."""
+"""FSDP2's root unit, adopted (``benchmarks/fsdp2_stream_reserve_whatif.py`` compares the
+model without it): the adopted terms move only torchtitan rows, upward, and the what-if C
+(the reduce-scatter pool) is zero off torchtitan. Development rows only."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from benchmarks.fsdp2_stream_reserve_whatif import root_params_per_gpu, stream_terms_gib
+from benchmarks.fsdp2_stream_reserve_whatif import patched, reduce_scatter_pool_gib
+from benchmarks.memory_whatif_common import patched_memory
 
+from clusterforge.perf.fsdp2_memory import root_unit_params
 from clusterforge.perf.memory import GIB
 from validation.memory_rows import load_memory_rows
 from validation.runs import best_prediction, run_comm, run_design
 
 
-def _plan(row_id: str) -> tuple[Any, Any]:
-    row = next(r for r in load_memory_rows() if r.id == row_id)
-    assert row.subset == "development"
+def _rows() -> list[Any]:
+    return [r for r in load_memory_rows() if r.subset == "development"]
+
+
+def _gib(row: Any) -> float:
     pred = best_prediction(row.run, run_comm(run_design(row.run)))
     assert pred is not None
-    return row.run, pred.plan
+    return float(pred.memory.total_gib)
 
 
-def test_the_root_unit_sets_the_terms_on_the_8b_fsdp_row() -> None:
-    run, plan = _plan("mem-tt-h100-8b-8gpu-fsdp")
-    assert root_params_per_gpu(run.arch, plan) == pytest.approx(2 * 128256 * 4096)
-    terms = stream_terms_gib(run.arch, plan, run.stack)
-    assert terms["root"] == pytest.approx(2 * 2 * 128256 * 4096 / GIB)
-    assert 1.0 < terms["copy_in"] < terms["root"]
-    assert terms["rs"] == pytest.approx(2 * terms["root"])
+def test_the_adopted_terms_raise_only_the_torchtitan_rows() -> None:
+    with patched_memory(patched("before")):
+        before = {r.id: _gib(r) for r in _rows()}
+    for row in _rows():
+        after = _gib(row)
+        if row.run.stack.name == "torchtitan":
+            assert after > before[row.id], row.id
+        else:
+            assert after == before[row.id], row.id
 
 
-def test_the_terms_are_zero_off_fsdp2() -> None:
-    run, plan = _plan("mem-mleng-zero3-h200-8b-8k")
-    assert set(stream_terms_gib(run.arch, plan, run.stack).values()) == {0.0}
+def test_the_reduce_scatter_what_if_on_the_8b_fsdp_row() -> None:
+    rows = {r.id: r for r in _rows()}
+    tt, ds = rows["mem-tt-h100-8b-8gpu-fsdp"], rows["mem-mleng-zero3-h200-8b-8k"]
+    pred = best_prediction(tt.run, run_comm(run_design(tt.run)))
+    assert pred is not None
+    assert root_unit_params(tt.run.arch, pred.plan) == pytest.approx(2 * 128256 * 4096)
+    rs = reduce_scatter_pool_gib(tt.run.arch, pred.plan, tt.run.stack)
+    assert rs == pytest.approx(4 * 2 * 128256 * 4096 / GIB)
+    ds_pred = best_prediction(ds.run, run_comm(run_design(ds.run)))
+    assert ds_pred is not None
+    assert reduce_scatter_pool_gib(ds.run.arch, ds_pred.plan, ds.run.stack) == 0.0

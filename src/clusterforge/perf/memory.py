@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from clusterforge.catalog import ModelArch
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
+from clusterforge.perf.fsdp2_memory import fsdp2_root_bytes
 from clusterforge.perf.liger_memory import liger_layer_grad_bytes, liger_loss_bytes
 from clusterforge.perf.optimizer_state import optimizer_state_bytes
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
@@ -40,8 +41,11 @@ __all__ = [
 ]
 
 GIB = 1024**3
-# CUDA context, cuBLAS/NCCL workspaces and allocator fragmentation. [U] ~3-5 GiB is what
-# PyTorch training jobs show above their tensors on 80 GB GPUs; 4 GiB taken.
+# [U] Stands in for the reserved memory the model does not price: tensors it leaves out and
+# the caching allocator's cached free blocks, net of the blocks it does price (FSDP2's root
+# unit and copy-in block, :mod:`.fsdp2_memory`); ~3-5 GiB is what PyTorch training jobs show
+# above their tensors on 80 GB GPUs; 4 GiB taken. (The CUDA context and NCCL's own buffers
+# are outside a ``max_memory_reserved`` figure; see docs/validation.md.)
 RUNTIME_RESERVE_GIB = 4.0
 
 
@@ -348,6 +352,8 @@ def memory_per_gpu(
         grads += stack.grad_reduce_bytes * params
     else:
         weights += _gathered_bytes(arch, plan, stack)
+    layer = layer_params_per_gpu(arch, plan)
+    weights += fsdp2_root_bytes(arch, plan, stack, layer, not deferred_fsdp_reduce(plan, stack))
     grads += _reduce_bucket_bytes(plan, stack)
     per_layer = activation_bytes_per_layer(arch, plan, stack)
     share = recompute_fraction(plan, stages)

@@ -21,6 +21,7 @@ from clusterforge.perf.stack_options import (
     CrossEntropyKernel,
     CudaGraphModule,
     Fp8Scaling,
+    Fsdp2RootUnit,
     FsdpBackwardPrefetch,
     MoeDispatcher,
     OptimizerImpl,
@@ -213,6 +214,11 @@ class Stack:
     layers only: the embedding and output layer are gathered once per step and
     reduce-scattered every micro-batch, and FP8 parameter shards all-reduce their amaxes
     once per step (:mod:`clusterforge.perf.megatron_fsdp`); ``megatron-bridge`` only.
+    ``fsdp2_root_unit``: for which models ZeRO-3 is FSDP2's ``fully_shard`` of every block
+    and then of the whole model, whose root unit (embedding, final norm, output layer) stays
+    unsharded through the step and leaves its all-gather block cached in the copy-in
+    stream's pool (:data:`Fsdp2RootUnit`, :mod:`clusterforge.perf.fsdp2_memory`):
+    ``torchtitan`` every model, ``automodel`` its dense models; ``none`` elsewhere.
     ``recompute_modules``: further Megatron-Core recompute modules of the run's recipe,
     rerun in the backward (:func:`~clusterforge.perf.moe.recompute_modules_s`; none by
     default).
@@ -305,6 +311,7 @@ class Stack:
     moe_a2a_overlap: bool = False
     param_gather_one_ahead: bool = True
     fsdp_root_once_per_step: bool = False
+    fsdp2_root_unit: Fsdp2RootUnit = "none"
     cuda_graph_modules: tuple[CudaGraphModule, ...] = ()
     recompute_modules: tuple[RecomputeModule, ...] = ()
     distribute_checkpoints: bool = False

@@ -12,6 +12,7 @@ __all__ = [
     "CrossEntropyKernel",
     "CudaGraphModule",
     "Fp8Scaling",
+    "Fsdp2RootUnit",
     "FsdpBackwardPrefetch",
     "MoeDispatcher",
     "OptimizerImpl",
@@ -102,6 +103,19 @@ MoeDispatcher = Literal["alltoall", "flex"]
 # its reduce-scatter on the same NCCL stream, so the next unit's backward waits for the whole
 # gather; only the reduce-scatter overlaps compute.
 FsdpBackwardPrefetch = Literal["pre", "post"]
+# Which models' ZeRO-3 runs FSDP2's ``fully_shard`` of the whole model last, as a root unit
+# over the embedding, final norm and output layer that stays unsharded from the forward to
+# the end of the backward (:mod:`clusterforge.perf.fsdp2_memory`). ``all``: torchtitan
+# (pytorch/torchtitan@9dec370 ``parallelize_llama.py`` lines 329-339; the root's no-reshard
+# is FSDP2's own rule). ``dense``: NeMo AutoModel, whose dense models are sharded layer by
+# layer and then as ``fully_shard(model, ..., reshard_after_forward=False)``
+# (NVIDIA-NeMo/Automodel@2013a4dd6 ``nemo_automodel/components/distributed/parallelizer.py``,
+# ``DefaultParallelizationStrategy.parallelize`` lines 290-307), while its MoE models shard
+# the embedding and the output layer as units of their own and the root holds the final norm
+# (Automodel@8d9bfb90e ``nemo_automodel/components/moe/parallelizer.py`` lines 165-172).
+# ``none``: no FSDP2 root unit (FSDP1, DeepSpeed, Megatron's distributed optimizer and
+# Megatron-FSDP, XLA).
+Fsdp2RootUnit = Literal["none", "all", "dense"]
 # How the optimizer step runs. ``fused``: one pass per parameter over the weights, the
 # gradient and the moments (fused or multi-tensor Adam; ``optimizer_bytes_per_param``).
 # ``per_tensor_sync``: Composer's ``DecoupledAdamW`` (``composer/optim/decoupled_weight_decay.py``,
