@@ -15,7 +15,8 @@ flags, and the tests compare that with the plan.  For each case it
 
 The CPU stand-ins change kernels only, never a parameter: no RoPE fusion (Transformer Engine),
 no persistent LayerNorm kernel (Apex), no gradient-accumulation fusion, CPU initialisation
-skipped.  megatron-core 0.19 asks for Python 3.12 for one name only, ``typing.override`` (a
+skipped, Megatron's all-gather token dispatcher (the all-to-all one opens a CUDA stream) and
+no EP all-to-all overlap in the one-rank build (the whole model's config still checks both).  megatron-core 0.19 asks for Python 3.12 for one name only, ``typing.override`` (a
 decorator that returns its argument), which Python 3.11 gets from ``typing_extensions``.
 """
 
@@ -84,6 +85,8 @@ NAMESPACE_FIELDS = (
     "tokenizer_model",
     "vocab_size",
     "make_vocab_size_divisible_by",
+    "overlap_moe_expert_parallel_comm",
+    "moe_token_dispatcher_type",
 )
 CONFIG_FIELDS = (
     "num_layers",
@@ -95,6 +98,8 @@ CONFIG_FIELDS = (
     "gated_linear_unit",
     "add_bias_linear",
     "num_moe_experts",
+    "overlap_moe_expert_parallel_comm",
+    "moe_token_dispatcher_type",
 )
 CPU_FLAGS = ("--no-rope-fusion", "--no-persist-layer-norm", "--no-gradient-accumulation-fusion")
 SINGLE_RANK = {
@@ -111,6 +116,10 @@ SINGLE_RANK = {
     "recompute_method": None,
     "recompute_num_layers": None,
     "fp8": None,
+    # the overlap needs EP > 1 (the whole model's config checks it); the all-to-all
+    # dispatcher opens a CUDA stream: Megatron's default one holds the same (no) parameters
+    "overlap_moe_expert_parallel_comm": False,
+    "moe_token_dispatcher_type": "allgather",
     "use_cpu_initialization": True,
     "perform_initialization": False,
 }

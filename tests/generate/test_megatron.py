@@ -62,6 +62,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "recompute": "full",
     },
     "fsdp2": {"zero_stage": 3, "pipeline_parallel": 1},
+    # Megatron-Core's EP all-to-all overlap: EP > 1, interleaving with PP > 1, no full
+    # recomputation, an all-to-all dispatcher (TransformerConfig.__post_init__ asserts each)
+    "mixtral-8x7b-ep-overlap": {
+        "model": "mixtral-8x7b",
+        "tensor_parallel": 2,
+        "pipeline_parallel": 2,
+        "virtual_pipeline_stages": 2,
+        "expert_parallel": 4,
+        "expert_parallel_overlap": True,
+    },
 }
 
 if any(importlib.util.find_spec(name) is None for name in ("torch", "triton", "megatron.training")):
@@ -204,6 +214,14 @@ def test_megatron_parses_the_planned_layout_and_batch(
     assert ns["use_torch_fsdp2"] is (w.zero_stage == 3)
     dropout = MEGATRON_DROPOUT if stack_named(w.stack).dropout else 0.0
     assert ns["attention_dropout"] == ns["hidden_dropout"] == dropout
+    assert ns["overlap_moe_expert_parallel_comm"] is w.expert_parallel_overlap
+
+
+def test_megatron_core_builds_the_ep_overlap_config(parsed: dict[str, dict[str, Any]]) -> None:
+    # the TransformerConfig of the whole model passed the overlap's asserts
+    config = _result(parsed, "mixtral-8x7b-ep-overlap")["config"]
+    assert config["overlap_moe_expert_parallel_comm"] is True
+    assert config["moe_token_dispatcher_type"] == "alltoall"
 
 
 @pytest.mark.parametrize("name", list(CASES))

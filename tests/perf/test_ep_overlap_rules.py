@@ -10,7 +10,7 @@ from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
 from clusterforge.perf.ep_overlap_rules import ep_overlap_error
-from clusterforge.perf.search import least_recompute, search
+from clusterforge.perf.search import candidate_plans, least_recompute, search
 from clusterforge.perf.stack import stack_named
 
 BRIDGE = stack_named("megatron-bridge")
@@ -83,10 +83,17 @@ def test_least_recompute_never_offers_full_recomputation_under_the_overlap(model
 def test_the_search_proposes_no_plan_megatron_core_refuses(models, h100, h100_comm) -> None:
     arch = models["qwen3-30b-a3b"]
     base = _plan(pp=1, vpp=1, ep=1).with_(global_batch=128)
-    found = search(arch, base, h100, h100_comm, 8, stack=OVERLAP, top=1000).predictions
+    result = search(arch, base, h100, h100_comm, 8, stack=OVERLAP, top=1000)
+    found = result.predictions
     assert found
     for prediction in found:
         assert ep_overlap_error(prediction.plan, OVERLAP) is None
         assert prediction.plan.layout.ep > 1 and prediction.plan.recompute != "full"
-    plain = search(arch, base, h100, h100_comm, 8, stack=BRIDGE, top=1000).predictions
-    assert any(ep_overlap_error(p.plan, OVERLAP) is not None for p in plain)
+    plain = search(arch, base, h100, h100_comm, 8, stack=BRIDGE, top=1000)
+    assert any(ep_overlap_error(p.plan, OVERLAP) is not None for p in plain.predictions)
+    # the refused plans are counted, not priced; without the overlap none is refused
+    candidates = list(candidate_plans(arch, base, base.layout.num_gpus, 8))
+    refused = [p for p in candidates if ep_overlap_error(p.with_(recompute="none"), OVERLAP)]
+    assert result.num_refused == len(refused) > 0 and plain.num_refused == 0
+    assert result.num_candidates == plain.num_candidates == len(candidates)
+    assert result.num_fitting <= len(candidates) - len(refused)

@@ -73,6 +73,7 @@ from clusterforge.perf import (
     PredictOutcome,
     PredictRequest,
 )
+from clusterforge.perf.ep_overlap_rules import EP_OVERLAP_RULES
 from clusterforge.perf.flops import Recompute
 from clusterforge.perf.parallel import Precision
 
@@ -84,6 +85,7 @@ __all__ = [
     "COMMUNICATORS",
     "DEFAULT_SWEEP",
     "DTYPE_BYTES",
+    "EP_OVERLAP_RULES",
     "FLOP_CONVENTION",
     "PLACEMENTS",
     "PROTOCOLS",

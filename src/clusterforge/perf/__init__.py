@@ -25,7 +25,7 @@ from clusterforge.perf.predict import (
     run_predict,
 )
 from clusterforge.perf.search import SearchResult, search
-from clusterforge.perf.stack import STACK_NAMES, Stack, StackName, stack_named
+from clusterforge.perf.stack import STACK_NAMES, Stack, StackName, stack_named, workload_stack
 from clusterforge.perf.step import FLOP_CONVENTION, Breakdown, Prediction, predict_step
 
 __all__ = [
@@ -54,4 +54,5 @@ __all__ = [
     "search",
     "stack_named",
     "validate_plan",
+    "workload_stack",
 ]

@@ -33,9 +33,28 @@ from clusterforge.errors import PlanError
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.stack_base import Stack
 
-__all__ = ["check_ep_overlap", "check_ep_overlap_model", "ep_overlap_error"]
+__all__ = [
+    "EP_OVERLAP_FIX",
+    "EP_OVERLAP_RULES",
+    "check_ep_overlap",
+    "check_ep_overlap_model",
+    "ep_overlap_error",
+]
 
-_FIELD = "moe_a2a_overlap (Megatron-Core overlap_moe_expert_parallel_comm)"
+# What a plan needs under the overlap, in a line (a plan search says why it dropped plans).
+EP_OVERLAP_RULES = (
+    "the overlap needs expert_parallel >= 2, recompute 'none' or 'selective' (no full or "
+    "block recomputation) and, when pipeline_parallel > 1, virtual_pipeline_stages >= 2"
+)
+# The spec change that removes every refusal here (the planner offers it as a fix).
+EP_OVERLAP_FIX = {"workload.expert_parallel_overlap": False}
+
+# The spec's field (workload.expert_parallel_overlap) and the stack's, which it sets.
+_FIELD = (
+    "expert_parallel_overlap (Stack.moe_a2a_overlap, Megatron-Core "
+    "overlap_moe_expert_parallel_comm)"
+)
+_OFF = "turn expert_parallel_overlap off"
 
 
 def check_ep_overlap_model(arch: ModelArch, stack: Stack) -> None:
@@ -43,7 +62,8 @@ def check_ep_overlap_model(arch: ModelArch, stack: Stack) -> None:
     if stack.moe_a2a_overlap and arch.num_experts == 1:
         raise PlanError(
             f"{_FIELD} on the dense model {arch.id}: the overlap needs expert parallelism "
-            "above 1, which only an MoE model has; turn moe_a2a_overlap off"
+            f"above 1, which only an MoE model has; {_OFF}",
+            fix=EP_OVERLAP_FIX,
         )
 
 
@@ -55,19 +75,18 @@ def ep_overlap_error(plan: ParallelPlan, stack: Stack) -> str | None:
     if layout.ep == 1:
         return (
             f"{_FIELD} with expert_parallel = 1: the overlap runs only with expert "
-            "parallelism; set expert_parallel to 2 or more, or turn moe_a2a_overlap off"
+            f"parallelism; set expert_parallel to 2 or more, or {_OFF}"
         )
     if plan.recompute == "full":
         return (
             f"{_FIELD} with recompute = 'full': Megatron-Core refuses full and block "
-            "recomputation with the overlap; use recompute 'selective' or 'none', or turn "
-            "moe_a2a_overlap off"
+            f"recomputation with the overlap; use recompute 'selective' or 'none', or {_OFF}"
         )
     if layout.pp > 1 and layout.vpp == 1:
         return (
             f"{_FIELD} with pipeline_parallel = {layout.pp} and virtual_pipeline_stages = 1: "
             "a pipelined run needs the interleaved schedule; set virtual_pipeline_stages to "
-            "2 or more, or turn moe_a2a_overlap off"
+            f"2 or more, or {_OFF}"
         )
     return None
 
@@ -76,4 +95,4 @@ def check_ep_overlap(plan: ParallelPlan, stack: Stack) -> None:
     """Raise :class:`PlanError` when Megatron-Core refuses ``plan`` under the EP overlap."""
     error = ep_overlap_error(plan, stack)
     if error is not None:
-        raise PlanError(error)
+        raise PlanError(error, fix=EP_OVERLAP_FIX)

@@ -32,7 +32,7 @@ from clusterforge.perf.parallel import ParallelPlan, Precision
 from clusterforge.perf.power_limit import power_limited
 from clusterforge.perf.roofline import check_precision, gpu_perf
 from clusterforge.perf.search import search
-from clusterforge.perf.stack import Stack, StackName, stack_named
+from clusterforge.perf.stack import Stack, StackName, workload_stack
 from clusterforge.perf.step import Prediction, predict_step
 from clusterforge.spec import WorkloadSpec
 
@@ -176,7 +176,7 @@ def predict_plan(
         design_gpu(design),
         comm or design_comm(design),
         design.compute.job_nvlink_domain_gpus,
-        stack or stack_named(workload.stack),
+        stack or workload_stack(workload),
         calibration=calibration,
         host=design_host(design),
     )
@@ -212,6 +212,7 @@ class PredictOutcome:
     num_candidates: int = 1
     num_fitting: int = 1
     num_timed: int = 1
+    num_refused: int = 0  # plans searched out: Megatron-Core refuses them under the EP overlap
     calibration_changes: tuple[CalibrationChange, ...] = ()
     gpu_power_limit_w: float | None = None  # board power limit of every GPU (None = TDP)
     # aws-ofi-nccl's network latency on the spec's EC2 instance (network.efa_instance), which
@@ -228,7 +229,7 @@ def _searched(
     stack: Stack,
     comm: CommModel,
     progress: Callable[[int, int], None] | None,
-) -> tuple[list[Prediction], tuple[int, int, int]]:
+) -> tuple[list[Prediction], tuple[int, int, int, int]]:
     result = search(
         arch,
         start,
@@ -241,7 +242,8 @@ def _searched(
         calibration=request.calibration,
         host=design_host(design),
     )
-    return result.predictions, (result.num_candidates, result.num_fitting, result.num_timed)
+    counts = (result.num_candidates, result.num_fitting, result.num_timed, result.num_refused)
+    return result.predictions, counts
 
 
 def _grown(design: Design, num_gpus: int, *, keep_workload: bool) -> Design:
@@ -279,12 +281,12 @@ def _searched_sizes(
     stack: Stack,
     comm: CommModel,
     progress: Callable[[int, int], None] | None,
-) -> tuple[list[Prediction], tuple[int, int, int]]:
+) -> tuple[list[Prediction], tuple[int, int, int, int]]:
     """Every plan found for a single GPU count, else the best plan of each count, and the
-    plans generated, fitting and timed over all counts; a count where nothing fits is
+    plans generated, fitting, timed and refused over all counts; a count where nothing fits is
     skipped when other counts answer."""
     found: list[Prediction] = []
-    tally = (0, 0, 0)
+    tally = (0, 0, 0, 0)
     for n in counts:
         start, asked = _search_start(base, request, n, sweep=len(counts) > 1)
         try:
@@ -294,7 +296,12 @@ def _searched_sizes(
                 raise
             continue  # nothing fits at this size: the other sizes still answer
         found += best[:1] if len(counts) > 1 else best
-        tally = (tally[0] + counted[0], tally[1] + counted[1], tally[2] + counted[2])
+        tally = (
+            tally[0] + counted[0],
+            tally[1] + counted[1],
+            tally[2] + counted[2],
+            tally[3] + counted[3],
+        )
     return found, tally
 
 
@@ -317,7 +324,7 @@ def run_predict(
         design = _grown(design, max(counts), keep_workload=not request.search)
         if not request.search:
             workload, job, arch = _workload(design)
-    stack = stack_named(request.stack or workload.stack)
+    stack = workload_stack(workload, request.stack)
     comm = calibrated_comm(design, request.calibration)
     base = plan_from_workload(workload, job, arch)
     # before the search: a refused precision would otherwise read as "no plan fits"
@@ -336,7 +343,7 @@ def run_predict(
             )
             for n in counts
         ]
-        tally = (len(found), len(found), len(found))
+        tally = (len(found), len(found), len(found), 0)
     if not found:
         raise PlanError(
             f"no plan of {arch.id} fits on any of {list(counts)} x {design.compute.gpu.id} "
@@ -351,6 +358,7 @@ def run_predict(
         num_candidates=tally[0],
         num_fitting=tally[1],
         num_timed=tally[2],
+        num_refused=tally[3],
         calibration_changes=_calibration_changes(design, request.calibration, comm),
         gpu_power_limit_w=design.gpu_power_limit_w,
         efa_instance=design.spec.network.efa_instance,

@@ -27,7 +27,12 @@ from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
 from clusterforge.perf.calibration import Calibration
 from clusterforge.perf.comm import CommModel
-from clusterforge.perf.ep_overlap_rules import check_ep_overlap, check_ep_overlap_model
+from clusterforge.perf.ep_overlap_rules import (
+    EP_OVERLAP_RULES,
+    check_ep_overlap,
+    check_ep_overlap_model,
+    ep_overlap_error,
+)
 from clusterforge.perf.memory import memory_per_gpu
 from clusterforge.perf.optimizer_offload import HostMemory
 from clusterforge.perf.parallel import ParallelPlan, validate_plan
@@ -134,27 +139,35 @@ def least_recompute(
 
 @dataclass(frozen=True)
 class SearchResult:
-    """The best plans and how many were looked at: generated, fitting in memory, timed."""
+    """The best plans and how many were looked at: generated, fitting in memory, timed;
+    ``num_refused``: generated plans Megatron-Core refuses under the stack's EP overlap
+    (:data:`~clusterforge.perf.ep_overlap_rules.EP_OVERLAP_RULES`), dropped unpriced."""
 
     predictions: list[Prediction]
     num_candidates: int
     num_fitting: int
     num_timed: int
+    num_refused: int = 0
 
 
 def _fitting(
     arch: ModelArch, plans: list[ParallelPlan], gpu: Gpu, stack: Stack
-) -> list[ParallelPlan]:
-    """Each valid plan with its least fitting recomputation (memory pruning, no timing)."""
+) -> tuple[list[ParallelPlan], int]:
+    """Each valid plan with its least fitting recomputation (memory pruning, no timing), and
+    how many plans Megatron-Core refuses under the stack's EP overlap."""
     fitting = []
+    refused = 0
     for plan in plans:
+        if ep_overlap_error(plan.with_(recompute="none", recompute_layers=None), stack):
+            refused += 1
+            continue
         try:
             option = least_recompute(arch, plan, gpu, stack)
         except PlanError:
             continue
         if option is not None:
             fitting.append(option)
-    return fitting
+    return fitting, refused
 
 
 def _branch_and_bound(
@@ -217,13 +230,14 @@ def search(
     ``host``: the node's host memory (plans that offload the optimizer need it). A
     precision the GPU cannot run is refused first (:func:`check_precision`), as is the EP
     overlap on a dense model (:func:`check_ep_overlap_model`); candidates Megatron-Core refuses
-    under that overlap are dropped with the plans that do not fit.
+    under that overlap are dropped before the memory pruning and counted
+    (:attr:`SearchResult.num_refused`).
     """
     check_precision(gpu, base.precision)  # every candidate keeps the base's precision
     chosen = stack or Stack.megatron_core()
     check_ep_overlap_model(arch, chosen)
     candidates = list(candidate_plans(arch, base, base.layout.num_gpus, nvlink_domain_gpus))
-    fitting = _fitting(arch, candidates, gpu, chosen)
+    fitting, refused = _fitting(arch, candidates, gpu, chosen)
 
     def time_plan(plan: ParallelPlan, fabric: CommModel) -> Prediction:
         return predict_step(
@@ -233,9 +247,14 @@ def search(
     recording = RecordingComm(comm, domain_gpus=nvlink_domain_gpus)
     found = _branch_and_bound(fitting, time_plan, recording, top, progress)
     if not found:
+        overlap = (
+            f" ({refused} refused under expert_parallel_overlap: {EP_OVERLAP_RULES})"
+            if refused
+            else ""
+        )
         raise PlanError(
             f"no plan of {arch.id} on {base.layout.num_gpus} x {gpu.id} both divides the global batch "
             f"{base.global_batch} (micro-batch x DP must divide it) and fits in "
-            f"{gpu.hbm_gib:.0f} GiB; change the global batch, the GPU count or the GPU"
+            f"{gpu.hbm_gib:.0f} GiB{overlap}; change the global batch, the GPU count or the GPU"
         )
-    return SearchResult(found[:top], len(candidates), len(fitting), len(found))
+    return SearchResult(found[:top], len(candidates), len(fitting), len(found), refused)

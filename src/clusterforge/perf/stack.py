@@ -117,12 +117,17 @@ factor. Each named stack states the defaults of that framework with their source
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
+from clusterforge.errors import PlanError
 from clusterforge.perf.stack_base import STACK_NAMES, Stack, StackName
 from clusterforge.perf.stack_options import ZERO3_DEEPSPEED_GATHERS_PER_LAYER
+from clusterforge.spec.workload import MEGATRON_CORE_STACKS
 
-__all__ = ["STACK_NAMES", "Stack", "StackName", "stack_named"]
+if TYPE_CHECKING:
+    from clusterforge.spec import WorkloadSpec
+
+__all__ = ["STACK_NAMES", "Stack", "StackName", "stack_named", "workload_stack"]
 
 
 def _unfused_2021(name: str, **changes: object) -> Stack:
@@ -281,3 +286,20 @@ def stack_named(name: StackName) -> Stack:
             return _automodel()
         case _:
             assert_never(name)
+
+
+def workload_stack(workload: WorkloadSpec, name: StackName | None = None) -> Stack:
+    """Stack ``name`` (default: the workload's) with the workload's own switches of it: the
+    EP all-to-all overlap (``workload.expert_parallel_overlap``, ``Stack.moe_a2a_overlap``),
+    which only the Megatron-Core stacks run."""
+    chosen = name or workload.stack
+    if not workload.expert_parallel_overlap:
+        return stack_named(chosen)
+    if chosen not in MEGATRON_CORE_STACKS:
+        raise PlanError(
+            f"expert_parallel_overlap with stack {chosen!r}: the overlap is Megatron-Core's "
+            f"overlap_moe_expert_parallel_comm; use stack {', '.join(MEGATRON_CORE_STACKS)}, "
+            "or turn expert_parallel_overlap off",
+            fix={"workload.expert_parallel_overlap": False},
+        )
+    return replace(stack_named(chosen), moe_a2a_overlap=True)

@@ -10,6 +10,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from clusterforge.assess import EP_OVERLAP_RULES
 from clusterforge.assess.optimize import (
     Comparison,
     DesignPoint,
@@ -129,6 +130,12 @@ def search_summary(result: OptimizeResult) -> str:
         f"{c.pruned_limits} were past the deadline or budget, {c.pruned_dominated} were "
         f"dominated by their bounds; {c.evaluated} evaluated ({c.planned} designs planned, "
         f"{c.predicted} plan searches), {c.feasible} of {c.designs} designs meet the limits"
+        + (
+            f"; {c.refused_overlap} plans left out of the plan searches, which Megatron-Core "
+            f"refuses under job.expert_parallel_overlap ({EP_OVERLAP_RULES})"
+            if c.refused_overlap
+            else ""
+        )
     )
 
 

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from clusterforge.assess import (
+    EP_OVERLAP_RULES,
     FLOP_CONVENTION,
     CalibrationChange,
     GoodputOutlook,
@@ -159,6 +160,7 @@ def predict_json(assessment: PredictAssessment) -> str:
                 "generated": outcome.num_candidates,
                 "fit_in_memory": outcome.num_fitting,
                 "timed": outcome.num_timed,
+                "refused_expert_parallel_overlap": outcome.num_refused,
             }
         rows.append(row)
     return json.dumps(json_document("predict", {"plans": rows}), indent=2)
@@ -194,6 +196,11 @@ def print_predict(assessment: PredictAssessment, console: Console) -> None:
         console.print(
             f"plans evaluated: {outcome.num_candidates:,} generated, {outcome.num_fitting:,} "
             f"fit in memory, {outcome.num_timed:,} timed on the fabric"
+        )
+    if outcome.num_refused:
+        console.print(
+            f"plans dropped: {outcome.num_refused:,} that Megatron-Core refuses under "
+            f"workload.expert_parallel_overlap ({EP_OVERLAP_RULES})"
         )
     days = fastest.time_to_train_s(outcome.tokens) / 86400
     console.print(

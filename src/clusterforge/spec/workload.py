@@ -20,7 +20,10 @@ from clusterforge.spec.base import (
 )
 from clusterforge.spec.optimizer_state import OptimizerState, optimizer_state_error
 
-__all__ = ["OptimizerState", "WorkloadSpec"]
+__all__ = ["MEGATRON_CORE_STACKS", "OptimizerState", "WorkloadSpec"]
+
+# The stacks that run Megatron-Core's training loop, and so its EP all-to-all overlap.
+MEGATRON_CORE_STACKS = ("megatron-core", "nemo", "megatron-bridge")
 
 
 class WorkloadSpec(Section):
@@ -45,6 +48,14 @@ class WorkloadSpec(Section):
     sequence_parallel: bool = Field(True, description="Megatron sequence parallelism with TP")
     virtual_pipeline_stages: int = Field(
         1, ge=1, le=128, description="Interleaved 1F1B chunks per stage"
+    )
+    expert_parallel_overlap: bool = Field(
+        False,
+        description="Megatron-Core's EP all-to-all overlap (overlap_moe_expert_parallel_comm, "
+        "Megatron-LM --overlap-moe-expert-parallel-comm): one micro-batch's dispatch and "
+        "combine run behind another's compute. MoE models on stacks megatron-core, nemo, "
+        "megatron-bridge; needs expert_parallel >= 2, recompute none or selective, and "
+        "virtual_pipeline_stages >= 2 when pipeline_parallel > 1",
     )
     global_batch: int = Field(1024, ge=1, le=2**24, description="Sequences per optimizer step")
     micro_batch: int = Field(1, ge=1, le=65536, description="Sequences per micro-batch")
@@ -131,6 +142,20 @@ class WorkloadSpec(Section):
                 f"optimizer_offload = true with stack = {self.stack!r}: the model prices "
                 "DeepSpeed's ZeRO-Offload only; set stack to 'deepspeed', or "
                 "optimizer_offload to false"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _overlap_needs_megatron_core(self) -> WorkloadSpec:
+        """The EP overlap is Megatron-Core's (``overlap_moe_expert_parallel_comm``,
+        :mod:`clusterforge.perf.ep_overlap_rules`); the plan's own rules are checked where a
+        plan is predicted, so that a search or a command-line degree can still satisfy them."""
+        if self.expert_parallel_overlap and self.stack not in MEGATRON_CORE_STACKS:
+            raise ValueError(
+                f"expert_parallel_overlap = true with stack = {self.stack!r}: the overlap is "
+                "Megatron-Core's overlap_moe_expert_parallel_comm; set stack to "
+                f"{', '.join(repr(s) for s in MEGATRON_CORE_STACKS)}, or "
+                "expert_parallel_overlap to false"
             )
         return self
 

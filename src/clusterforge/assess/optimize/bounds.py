@@ -17,14 +17,17 @@ installation only add to it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from clusterforge.catalog import Catalog
+from clusterforge.catalog import Catalog, ModelArch
 from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
-from clusterforge.perf import ParallelPlan, resolve_model, search, stack_named
+from clusterforge.perf import ParallelPlan, resolve_model, search, workload_stack
+from clusterforge.perf.ep_overlap_rules import ep_overlap_error
 from clusterforge.perf.flops import model_flops_per_step
 from clusterforge.perf.optimizer_offload import host_memory
+from clusterforge.perf.search import candidate_plans
 from clusterforge.perf.search_cache import FreeComm
 from clusterforge.spec import WorkloadSpec
 from clusterforge.spec.optimize import OptimizeSpec, Procurement
@@ -33,6 +36,7 @@ __all__ = [
     "HOURS_PER_YEAR",
     "Bound",
     "compute_bound_s",
+    "overlap_refusals",
     "peak_bound_s",
     "price_floor_usd_per_gpu_hour",
 ]
@@ -59,14 +63,9 @@ def peak_bound_s(job: WorkloadSpec, node_id: str, num_gpus: int, catalog: Catalo
     return flops / (num_gpus * peak)
 
 
-def compute_bound_s(
-    job: WorkloadSpec, node_id: str, num_gpus: int, catalog: Catalog
-) -> float | None:
-    """The fastest step (s) of any plan on ``num_gpus`` GPUs of the node with free
-    communication; None when no plan fits the GPU's memory or splits the batch."""
-    node = catalog.nodes[node_id]
-    arch = resolve_model(job, catalog)
-    base = ParallelPlan(
+def _bound_base(job: WorkloadSpec, num_gpus: int, arch: ModelArch) -> ParallelPlan:
+    """The plan a bound's search starts from: the job's batch, precision and optimizer."""
+    return ParallelPlan(
         JobLayout.for_gpus(num_gpus),
         micro_batch=1,
         global_batch=job.global_batch,
@@ -76,20 +75,47 @@ def compute_bound_s(
         optimizer_offload=job.optimizer_offload,
         optimizer_state=job.optimizer_state,
     )
+
+
+def compute_bound_s(
+    job: WorkloadSpec, node_id: str, num_gpus: int, catalog: Catalog
+) -> float | None:
+    """The fastest step (s) of any plan on ``num_gpus`` GPUs of the node with free
+    communication; None when no plan fits the GPU's memory or splits the batch."""
+    node = catalog.nodes[node_id]
+    arch = resolve_model(job, catalog)
     try:
         found = search(
             arch,
-            base,
+            _bound_base(job, num_gpus, arch),
             catalog.gpus[node.gpu],
             FreeComm(),
             node.nvlink_domain_gpus,
             top=1,
-            stack=stack_named(job.stack),
+            stack=workload_stack(job),
             host=host_memory(catalog, node),
         )
     except PlanError:
         return None
     return found.predictions[0].step_time_s
+
+
+def overlap_refusals(job: WorkloadSpec, sizes: Iterable[tuple[str, int]], catalog: Catalog) -> int:
+    """Plans the searches at ``sizes`` (node id, GPUs) leave out because Megatron-Core
+    refuses them under the job's EP overlap (:mod:`clusterforge.perf.ep_overlap_rules`);
+    0 without the overlap. Counted without the memory model or a timing."""
+    if not job.expert_parallel_overlap:
+        return 0
+    arch, stack = resolve_model(job, catalog), workload_stack(job)
+    refused = 0
+    for node_id, num_gpus in sizes:
+        domain = catalog.nodes[node_id].nvlink_domain_gpus
+        base = _bound_base(job, num_gpus, arch)
+        plans = candidate_plans(arch, base, num_gpus, domain)
+        refused += sum(
+            ep_overlap_error(p.with_(recompute="none"), stack) is not None for p in plans
+        )
+    return refused
 
 
 def price_floor_usd_per_gpu_hour(

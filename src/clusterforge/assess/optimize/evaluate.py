@@ -33,7 +33,7 @@ from clusterforge.perf import (
     predict_workload,
     resolve_model,
     search,
-    stack_named,
+    workload_stack,
 )
 from clusterforge.perf.predict import design_comm, design_host
 from clusterforge.spec import ClusterSpec, WorkloadSpec, job_layout
@@ -174,7 +174,7 @@ def _best_plan(design: Design) -> tuple[Prediction, CommModel]:
         comm,
         design.compute.job_nvlink_domain_gpus,
         top=1,
-        stack=stack_named(workload.stack),
+        stack=workload_stack(workload),
         host=design_host(design),
     )
     return found.predictions[0], comm

@@ -22,11 +22,12 @@ this process, a process pool or a Dask cluster (:mod:`.engine`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from clusterforge.assess.optimize.bounds import (
     Bound,
     compute_bound_s,
+    overlap_refusals,
     peak_bound_s,
     price_floor_usd_per_gpu_hour,
 )
@@ -50,7 +51,8 @@ from clusterforge.catalog import Catalog, load_catalog
 from clusterforge.design.compute import size_compute
 from clusterforge.design.facility.layout import choose_density
 from clusterforge.errors import CapacityError, PlanError, SpecError
-from clusterforge.perf import resolve_model
+from clusterforge.perf import resolve_model, workload_stack
+from clusterforge.perf.ep_overlap_rules import check_ep_overlap_model
 from clusterforge.perf.roofline import check_precision
 from clusterforge.spec.optimize import OptimizeSpec
 
@@ -81,6 +83,9 @@ class SearchCounts:
     predicted: int
     designs: int
     feasible: int
+    # plans the plan searches of the sizes within the limits leave out: Megatron-Core refuses
+    # them under job.expert_parallel_overlap (clusterforge.perf.ep_overlap_rules)
+    refused_overlap: int = 0
 
 
 @dataclass(frozen=True)
@@ -321,6 +326,8 @@ def optimize(
     ``wave_size`` families are evaluated between two pruning decisions."""
     engine = engine or SerialEngine()
     catalog = catalog or load_catalog()
+    # the EP overlap on a dense model: no plan of any family runs it
+    check_ep_overlap_model(resolve_model(spec.job, catalog), workload_stack(spec.job))
     space = _searchable(spec, catalog)
     peak = _peak_bounds(spec, space, catalog)
     unable = {f: _precision_refusal(spec, f, catalog) for f in space}
@@ -332,12 +339,14 @@ def optimize(
     waves = _run_waves(spec, queue, peak, engine, catalog, wave_size)
     site = [reason for reason in [*unable.values(), *refusals.values()] if reason is not None]
     rejected = tuple(site + [reason for r in waves.results for reason in r.rejected])
+    counts = _counts(len(space), len(capable), len(sited), len(within), waves)
+    sizes = sorted({(f.node, f.num_gpus) for f in within})
     return OptimizeResult(
         spec,
         tuple(waves.front),
         tuple(waves.feasible),
         reasoning(waves.feasible, spec.objective, spec.constraints),
-        _counts(len(space), len(capable), len(sited), len(within), waves),
+        replace(counts, refused_overlap=overlap_refusals(spec.job, sizes, catalog)),
         rejected,
     )
 

@@ -18,7 +18,8 @@ BF16 master weights), dropout (``--attention-dropout``, ``--hidden-dropout``: 0 
 without it), recomputation (``--recompute-granularity selective|full`` with
 ``--recompute-method uniform --recompute-num-layers 1`` for full), and optimizer sharding
 (``--use-distributed-optimizer`` shards optimizer state and gradients, ZeRO stages 1-2;
-``--use-torch-fsdp2`` shards parameters too, stage 3).
+``--use-torch-fsdp2`` shards parameters too, stage 3), and Megatron-Core's EP all-to-all
+overlap (``--overlap-moe-expert-parallel-comm`` with ``--moe-token-dispatcher-type``).
 
 Megatron-LM's own defaults describe another model (LayerNorm, biased linears, GeLU, RoPE base
 10,000, tied embeddings) and it refuses to train without a learning rate, so every one of
@@ -35,7 +36,9 @@ from clusterforge.catalog import ModelArch
 from clusterforge.design import Design
 from clusterforge.errors import GenerateError
 from clusterforge.job import JobLayout
-from clusterforge.perf.stack import stack_named
+from clusterforge.perf.ep_overlap_rules import check_ep_overlap, check_ep_overlap_model
+from clusterforge.perf.predict import plan_from_workload
+from clusterforge.perf.stack import stack_named, workload_stack
 from clusterforge.spec import WorkloadSpec
 
 __all__ = [
@@ -232,6 +235,23 @@ def _pipeline_layer_args(w: WorkloadSpec) -> list[str]:
     ]
 
 
+def _ep_overlap_args(design: Design, w: WorkloadSpec, arch: ModelArch) -> list[str]:
+    """Megatron-Core's EP all-to-all overlap (``workload.expert_parallel_overlap``), with the
+    stack's token dispatcher, which the overlap needs to be ``alltoall`` or ``flex`` (Megatron's
+    default is ``allgather``); a plan ``TransformerConfig`` refuses is refused here, with the
+    field to change (:mod:`clusterforge.perf.ep_overlap_rules`)."""
+    if not w.expert_parallel_overlap:
+        return []
+    _, job = design.require_workload("the training job script")
+    stack = workload_stack(w)
+    check_ep_overlap_model(arch, stack)
+    check_ep_overlap(plan_from_workload(w, job, arch), stack)
+    return [
+        "--overlap-moe-expert-parallel-comm",
+        f"--moe-token-dispatcher-type={stack.moe_dispatcher}",
+    ]
+
+
 def megatron_args(design: Design) -> tuple[str, ...]:
     """``pretrain_gpt.py`` flags for the design's workload and job layout."""
     w, job = design.require_workload("the training job script")
@@ -258,4 +278,5 @@ def megatron_args(design: Design) -> tuple[str, ...]:
     args += (
         _precision_args(w) + _dropout_args(w) + _recompute_args(w) + _sharding_args(w, job, arch)
     )
+    args += _ep_overlap_args(design, w, arch)
     return tuple(args)

@@ -98,6 +98,9 @@ def _search_section(result: OptimizeResult) -> Section:
         ("designs priced", c.designs),
         ("designs that meet the limits", c.feasible),
     ]
+    if c.refused_overlap:  # only a job with workload.expert_parallel_overlap has any
+        stages.insert(4, ("plans left out: Megatron-Core refuses them under the EP overlap",
+                          c.refused_overlap))  # fmt: skip
     counts = table(("stage", "count"), stages, lambda s: [s[0], num(s[1])],
                    caption="the search's stages", numeric=(False, True))  # fmt: skip
     tables = [counts]
