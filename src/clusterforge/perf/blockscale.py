@@ -37,9 +37,11 @@ Quantization passes, bytes per element of a BF16 tensor (2 B read per pass):
 Transformer Engine runs both recipes only from compute capability 10.0: ``check_mxfp8_support``
 ("Device compute capability 10.0 or higher required for MXFP8 execution.", and not on 12.0+
 yet) and ``check_nvfp4_support`` (10.0 or higher), ``transformer_engine/pytorch/
-quantization.py`` at v2.9. The block-scaled tensor-core MMAs are Blackwell's ``tcgen05.mma``
-with ``.kind::mxf8f6f4`` (MXFP8, the FP8 rate) and ``.kind::mxf4nvf4`` (NVFP4) (PTX ISA 8.7,
-"tcgen05.mma", ``sm_100a`` / ``sm_103a``).
+quantization.py`` at v2.9. The block-scaled tensor-core MMAs are Blackwell's
+``tcgen05.mma ... .block_scale`` with ``.kind::mxf8f6f4`` (MXFP8 on the FP8/FP6 operand
+types) and ``.kind::mxf4nvf4`` (NVFP4), PTX ISA 8.6, ``sm_100a`` / ``sm_103a`` (NVIDIA PTX
+ISA, "tcgen05.mma"; NVIDIA CCCL ``cuda::ptx`` tcgen05_mma reference). NVIDIA's datasheets
+state one FP8/FP6 tensor rate and no separate MX rate, so MXFP8 is priced at the FP8 peak.
 
 The recipes are Transformer Engine's, so only the stacks that run Megatron-Core with
 Transformer Engine price them (:data:`BLOCK_SCALED_STACKS`).

@@ -179,8 +179,8 @@ def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -
     mode every FP8 recipe (Transformer Engine, torchao, XLA) uses for its two backward GEMMs;
     one rate serves all three GEMMs, the forward's fast accumulation being left out.
 
-    MXFP8 runs at the FP8 ceiling (Blackwell's ``tcgen05.mma .kind::mxf8f6f4`` at the FP8
-    tensor rate). NVFP4 has no measured ceiling: it keeps the FP8 ceiling's share of the FP8
+    MXFP8 runs at the FP8 ceiling (Blackwell's block-scaled ``tcgen05.mma .kind::mxf8f6f4``
+    takes the FP8 operands; the datasheets state one FP8/FP6 rate, :mod:`.blockscale`). NVFP4 has no measured ceiling: it keeps the FP8 ceiling's share of the FP8
     peak at the GPU's FP4 peak (every GEMM of Transformer Engine's NVFP4 recipe, forward and
     both backward, runs in FP4)."""
     c = constants or load_constants()
