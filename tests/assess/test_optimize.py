@@ -265,3 +265,25 @@ def test_families_whose_gpu_cannot_run_the_precision_are_refused_with_the_reason
     text = console.export_text()
     assert "refused: " in text and "no FP8 tensor cores" in text
     assert "1 cannot run the precision" in text
+
+
+@pytest.mark.parametrize("precision", ["mxfp8", "nvfp4"])
+def test_families_before_blackwell_are_refused_block_scaled_precisions(precision: str) -> None:
+    """MXFP8 / NVFP4 on H100 (compute capability 9.0) are refused with Transformer Engine's
+    reason; the B200 family is still searched, its bound at the FP4 peak for NVFP4."""
+    search = {**SMALL["search"], "nodes": ["dgx-h100", "dgx-b200"], "num_gpus": [8]}
+    job = {**SMALL["job"], "precision": precision}
+    result = optimize(_spec(job=job, search=search))
+    assert result.counts.pruned_precision == 1
+    assert any("h100" in r and "compute capability 10.x" in r for r in result.rejected)
+    assert result.front and all("b200" in p.label() for p in result.front)
+
+
+def test_the_nvfp4_peak_bound_uses_the_fp4_peak() -> None:
+    catalog = load_catalog()
+    spec = _spec(job={**SMALL["job"], "precision": "nvfp4"})
+    fp8 = _spec(job={**SMALL["job"], "precision": "fp8"})
+    ratio = peak_bound_s(fp8.job, "dgx-b200", 8, catalog) / peak_bound_s(
+        spec.job, "dgx-b200", 8, catalog
+    )
+    assert ratio == pytest.approx(9000 / 4500)

@@ -132,3 +132,23 @@ ROCE = "network: {fabric: roce, switch: sn5600, efa_instance: %s}\n"
 def test_a_bad_optimizer_state_or_efa_instance_is_one_line(capsys, tmp_path, extra, shown):
     err = _fails(capsys, "predict", _spec(tmp_path, BASE + extra))
     assert shown in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("precision", ["mxfp8", "nvfp4"])
+def test_a_block_scaled_precision_before_blackwell_is_one_line(capsys, tmp_path, precision):
+    spec = _spec(tmp_path, BASE + "workload: {model: llama3-8b}\n")
+    err = _fails(capsys, "predict", spec, "--precision", precision)
+    assert f"precision {precision} on h100-sxm" in err and "compute capability 10.x" in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_block_scaled_precision_on_a_stack_without_transformer_engine(capsys, tmp_path):
+    spec = _spec(tmp_path, "num_gpus: 64\nnode: dgx-b200\nworkload: {stack: torchtitan}\n")
+    err = _fails(capsys, "predict", spec, "--precision", "nvfp4")
+    assert "Transformer Engine stacks only" in err, err
+
+
+def test_a_block_scaled_precision_on_b200_is_predicted(capsys, tmp_path):
+    spec = _spec(tmp_path, "num_gpus: 64\nnode: dgx-b200\nworkload: {model: llama3-8b}\n")
+    assert main(["predict", spec, "--precision", "mxfp8", "--json"]) == 0
+    assert '"precision": "mxfp8"' in capsys.readouterr().out

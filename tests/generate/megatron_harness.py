@@ -71,6 +71,9 @@ NAMESPACE_FIELDS = (
     "bf16",
     "fp16",
     "fp8",
+    "fp8_recipe",
+    "fp4",
+    "fp4_recipe",
     "attention_dropout",
     "hidden_dropout",
     "recompute_granularity",
@@ -120,12 +123,17 @@ SINGLE_RANK = {
     # dispatcher opens a CUDA stream: Megatron's default one holds the same (no) parameters
     "overlap_moe_expert_parallel_comm": False,
     "moe_token_dispatcher_type": "allgather",
+    "fp4": None,
     "use_cpu_initialization": True,
     "perform_initialization": False,
 }
 
 
-def _parse(flags: list[str], env: dict[str, str], world_size: int) -> argparse.Namespace:
+def _parse(
+    flags: list[str], env: dict[str, str], world_size: int, te_version: str | None = None
+) -> argparse.Namespace:
+    """``te_version``: the Transformer Engine release ``validate_args`` is told is installed
+    (none is here; ``--fp4-format`` asks for 2.7 or later), None to leave its check alone."""
     from megatron.training import arguments
 
     arguments.get_device_arch_version = lambda: HOPPER  # no GPU here
@@ -133,7 +141,24 @@ def _parse(flags: list[str], env: dict[str, str], world_size: int) -> argparse.N
         os.environ.pop(name, None)
     os.environ.update(env, WORLD_SIZE=str(world_size), RANK="0")
     sys.argv = ["pretrain_gpt.py", *flags, *CPU_FLAGS]
-    return arguments.validate_args(arguments.parse_args())
+    original = arguments.is_te_min_version
+    if te_version is not None:
+        arguments.is_te_min_version = _te_at(te_version)
+    try:
+        return arguments.validate_args(arguments.parse_args())
+    finally:
+        arguments.is_te_min_version = original
+
+
+def _te_at(installed: str) -> Any:
+    from packaging.version import Version
+
+    def is_te_min_version(version: str, check_equality: bool = True) -> bool:
+        if check_equality:
+            return Version(installed) >= Version(version)
+        return Version(installed) > Version(version)
+
+    return is_te_min_version
 
 
 def _config(args: argparse.Namespace) -> Any:
@@ -218,7 +243,7 @@ def _plain(value: Any) -> Any:
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
-    args = _parse(case["args"], case["env"], case["world_size"])
+    args = _parse(case["args"], case["env"], case["world_size"], case.get("te_version"))
     config = _config(args)
     return {
         "name": case["name"],

@@ -175,6 +175,16 @@ def test_tensor_parallel_job_limits_cuda_connections(lab_design: Design) -> None
     ("changes", "present", "absent"),
     [
         ({"precision": "fp8"}, ["--bf16", "--fp8-format=hybrid"], ["--fp16"]),
+        (
+            {"precision": "mxfp8"},
+            ["--bf16", "--fp8-format=e4m3", "--fp8-recipe=mxfp8"],
+            ["--fp8-format=hybrid", "--fp4-format=e2m1"],
+        ),
+        (
+            {"precision": "nvfp4"},
+            ["--bf16", "--fp4-format=e2m1", "--fp4-recipe=nvfp4"],
+            ["--fp8-format=hybrid", "--fp8-format=e4m3"],
+        ),
         ({"precision": "fp16"}, ["--fp16"], ["--bf16"]),
         (
             {"recompute": "full"},

@@ -73,6 +73,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "expert_parallel_overlap": True,
     },
 }
+# Block-scaled precisions of the golden design, flags only: planning them needs a Blackwell
+# GPU, Megatron's parser does not look at the GPU for them. The value is the Transformer
+# Engine release validate_args is told is installed (``--fp4-format`` asks for 2.7 or later;
+# 2.9 is the NeMo 25.11 container's), None: its check left alone.
+PRECISIONS: dict[str, str | None] = {"mxfp8": None, "nvfp4": "2.9.0"}
 
 if any(importlib.util.find_spec(name) is None for name in ("torch", "triton", "megatron.training")):
     pytest.skip(
@@ -86,6 +91,7 @@ if any(importlib.util.find_spec(name) is None for name in ("torch", "triton", "m
 class Case:
     name: str
     design: Design
+    te_version: str | None = None
 
     @property
     def arch(self) -> ModelArch:
@@ -101,6 +107,7 @@ class Case:
             "world_size": launch.num_gpus,
             "vocab_size": self.arch.vocab_size,
             "build_layers": BUILD_LAYERS,
+            "te_version": self.te_version,
         }
 
 
@@ -114,7 +121,17 @@ def _cases() -> list[Case]:
     cases = [Case(path.stem, plan(load_spec(path))) for path in EXAMPLES]
     golden = load_spec(GOLDEN_SPEC)
     cases += [Case(name, _variant(golden, changes)) for name, changes in VARIANTS.items()]
+    planned = plan(golden)
+    for precision, te_version in PRECISIONS.items():
+        cases.append(Case(f"precision-{precision}", _flags_only(planned, precision), te_version))
     return cases
+
+
+def _flags_only(design: Design, precision: str) -> Design:
+    """The design with another workload precision, not planned again."""
+    assert design.spec.workload is not None
+    workload = design.spec.workload.model_copy(update={"precision": precision})
+    return design.model_copy(update={"spec": design.spec.model_copy(update={"workload": workload})})
 
 
 CASES = {case.name: case for case in _cases()}
@@ -301,3 +318,15 @@ def test_a_head_width_apart_from_hidden_over_heads_is_passed_as_kv_channels() ->
     models = load_catalog().models
     assert "--kv-channels=128" in _shape_args(models["qwen3-30b-a3b"], 4096)
     assert not any(a.startswith("--kv-channels") for a in _shape_args(models["llama3-8b"], 8192))
+
+
+@pytest.mark.parametrize("precision", list(PRECISIONS))
+def test_megatron_parses_the_block_scaled_precisions(
+    parsed: dict[str, dict[str, Any]], precision: str
+) -> None:
+    ns = _result(parsed, f"precision-{precision}")["namespace"]
+    assert ns["bf16"] is True and not ns["fp16"]
+    if precision == "mxfp8":  # MXFP8BlockScaling, E4M3 values
+        assert (ns["fp8"], ns["fp8_recipe"], ns["fp4"]) == ("e4m3", "mxfp8", None)
+    else:  # NVFP4BlockScaling, E2M1 values
+        assert (ns["fp4"], ns["fp4_recipe"], ns["fp8"]) == ("e2m1", "nvfp4", None)

@@ -106,3 +106,15 @@ def test_spec_is_frozen():
 def test_examples_parse():
     for path in EXAMPLES.glob("*.yaml"):
         load_spec(path)
+
+
+@pytest.mark.parametrize("precision", ["mxfp8", "nvfp4"])
+def test_block_scaled_precisions_parse(precision: str) -> None:
+    spec = parse_spec({"num_gpus": 64, "gpu": "b200", "workload": {"precision": precision}})
+    assert spec.workload is not None and spec.workload.precision == precision
+
+
+def test_an_unknown_precision_names_the_choices() -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec({"num_gpus": 64, "gpu": "b200", "workload": {"precision": "fp4"}})
+    assert "workload.precision" in str(info.value) and "'nvfp4'" in str(info.value)

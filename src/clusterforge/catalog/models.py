@@ -75,6 +75,11 @@ class Gpu(CatalogRow):
     )
     bf16_dense_tflops: float
     fp8_dense_tflops: float
+    fp4_dense_tflops: float = Field(
+        0.0,
+        ge=0,
+        description="Dense FP4 (NVFP4) tensor-core peak, TFLOP/s; 0 = no FP4 tensor cores",
+    )
     num_sms: int = Field(
         0,
         ge=0,

@@ -31,11 +31,9 @@ from clusterforge.perf.eager_llama import llama_census_forward
 from clusterforge.perf.early_stop import early_stop_skipped_s
 from clusterforge.perf.flex_permute import flex_permute_s
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
-from clusterforge.perf.fp8 import FP8_KERNELS_PER_LAYER, fp8_layer_bytes, torchao_kernels
 from clusterforge.perf.fp8_tp import recomputed_cast_s
 from clusterforge.perf.memory import layer_matmul_shapes
 from clusterforge.perf.moe import (
-    expert_fp8_extra_kernels,
     expert_gemms_s,
     expert_output_bias_s,
     fp8_padding_s,
@@ -44,6 +42,7 @@ from clusterforge.perf.moe import (
     recompute_modules_s,
 )
 from clusterforge.perf.parallel import ParallelPlan, tokens_per_gpu
+from clusterforge.perf.quantize_passes import quantize_passes_s
 from clusterforge.perf.remat import named_recompute_s, saves_named_tensors
 from clusterforge.perf.roofline import (
     BF16_BYTES,
@@ -315,7 +314,8 @@ def _attention_s(
 def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack) -> LayerTimes:
     """Forward, backward and recomputation time of one layer for one micro-batch.
 
-    FP8 runs add the cast/transpose passes of :func:`~clusterforge.perf.fp8.fp8_layer_bytes`;
+    FP8, MXFP8 and NVFP4 runs add their quantization passes
+    (:func:`~clusterforge.perf.quantize_passes.quantize_passes_s`);
     Context parallelism adds its element-wise passes between the attention steps to the
     attention (PyTorch's FP32 merges, Transformer Engine's rescaling and gradient sums:
     :func:`~clusterforge.perf.attention.context_parallel_passes`), and so does the unpadding
@@ -324,7 +324,7 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
     gemm, gemm_bwd = _weight_gemms_s(arch, plan, perf, stack)
     attention_fwd, attention_bwd = _attention_s(arch, plan, perf, stack)
     elementwise = _elementwise_forward_s(arch, plan, perf, stack)
-    cast_fwd, cast_bwd = fp8_layer_bytes(arch, plan, stack, perf.gpu_id)
+    cast_fwd, cast_bwd = quantize_passes_s(arch, plan, perf, stack)
     experts_fwd, experts_bwd = _expert_passes_s(arch, plan, perf, stack)
     rotary_fwd, rotary_bwd = unfused_rotary_s(arch, plan, perf, stack)
     forward = gemm + attention_fwd + elementwise + experts_fwd + rotary_fwd
@@ -350,12 +350,8 @@ def layer_times(arch: ModelArch, plan: ParallelPlan, perf: GpuPerf, stack: Stack
         forward += memory_time_s(copy_fwd, perf, num_kernels=2 * pairs)
         backward += memory_time_s(copy_bwd, perf, num_kernels=(3 if regathers else 2) * pairs)
     if cast_fwd > 0:
-        kernels = FP8_KERNELS_PER_LAYER // 2 + expert_fp8_extra_kernels(arch, plan, stack)
-        fwd_kernels, bwd_kernels = (
-            torchao_kernels(arch, stack) if stack.fp8_torchao else (kernels, kernels)
-        )
-        forward += memory_time_s(cast_fwd, perf, num_kernels=fwd_kernels)
-        backward += memory_time_s(cast_bwd, perf, num_kernels=bwd_kernels)
+        forward += cast_fwd
+        backward += cast_bwd
     recompute = 0.0
     if plan.recompute == "full":
         recompute = forward - early_stop_skipped_s(arch, plan, perf, stack)

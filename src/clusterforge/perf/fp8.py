@@ -52,6 +52,7 @@ from __future__ import annotations
 from functools import cache
 
 from clusterforge.catalog import ModelArch, gpu_architecture, load_catalog
+from clusterforge.perf.blockscale import is_block_scaled, weight_cast
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fp8_tp import gathered_grad_copy_bytes
 from clusterforge.perf.memory import deferred_fsdp_reduce, layer_params_per_gpu
@@ -61,6 +62,7 @@ from clusterforge.perf.stack import Stack
 
 __all__ = [
     "FP8_KERNELS_PER_LAYER",
+    "expert_widths",
     "fp8_layer_bytes",
     "fp8_weight_cast_bytes_per_micro",
     "fp8_weight_cast_s",
@@ -80,6 +82,16 @@ NON_TN_FP8_RANGES = (((10, 0), (12, 0)), ((13, 0), (99, 99)))
 AMAX_READ_BYTES = 2.0  # dynamic scaling: one more BF16 read to find the amax
 # Cast/transpose kernels per layer: 4 forward inputs + 4 backward gradients.
 FP8_KERNELS_PER_LAYER = 8
+
+
+def expert_widths(arch: ModelArch, plan: ParallelPlan) -> tuple[float, float, float]:
+    """Per-token elements on one GPU of the GEMM inputs (norm-fed, other) and output
+    gradients that a Transformer Engine layer quantizes, MoE routing included."""
+    norm_fed, others, grads, _ = _widths(arch, plan)
+    if arch.num_experts > 1:
+        norm_fed, others = _moe_expert_input(arch, plan, norm_fed, others)
+        grads = _moe_expert_grads(arch, plan, grads)
+    return norm_fed, others, grads
 
 
 def _moe_expert_input(
@@ -243,9 +255,14 @@ def quantized_gather_bytes_per_micro(
 def fp8_weight_cast_s(
     arch: ModelArch, plan: ParallelPlan, stack: Stack, perf: GpuPerf, layers: int
 ) -> float:
-    """Seconds per micro-batch to cast the weights of a stage's ``layers`` layers to FP8."""
+    """Seconds per micro-batch to cast the weights of a stage's ``layers`` layers to FP8
+    (MXFP8 / NVFP4: both orientations, cached for the step like Transformer Engine's FP8
+    copy, :func:`~clusterforge.perf.blockscale.weight_cast`)."""
     params = layers * layer_params_per_gpu(arch, plan)
     num_micro = num_micro_batches(plan)
+    if is_block_scaled(plan.precision):
+        per_param, _ = weight_cast(plan.precision)
+        return memory_time_s(params * per_param / max(1, num_micro), perf, num_kernels=layers)
     num_bytes = fp8_weight_cast_bytes_per_micro(params, plan, stack, num_micro, perf.gpu_id)
     return memory_time_s(num_bytes, perf, num_kernels=layers) if num_bytes else 0.0
 

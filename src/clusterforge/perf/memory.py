@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterforge.catalog import ModelArch
+from clusterforge.perf.blockscale import is_block_scaled, saved_input_bytes, weight_copy_bytes
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fsdp2_memory import fsdp2_root_bytes
 from clusterforge.perf.liger_memory import liger_layer_grad_bytes, liger_loss_bytes
@@ -149,9 +150,14 @@ def activation_bytes_per_layer(arch: ModelArch, plan: ParallelPlan, stack: Stack
     # FP8 GEMMs keep their inputs for the weight gradient in FP8 (1 B): the QKV, MLP and
     # down-projection inputs; flash attention still keeps its BF16 output, so the
     # projection keeps both (2 + 1 B).
+    # MXFP8 / NVFP4 keep the column-wise copy with its block scales
+    # (:func:`~clusterforge.perf.blockscale.saved_input_bytes`).
     fp8 = plan.precision == "fp8"
     gemm_in = 1.0 if fp8 else 2.0
     proj_in = 3.0 if fp8 else 2.0
+    if is_block_scaled(plan.precision):
+        gemm_in = saved_input_bytes(plan.precision)
+        proj_in = 2.0 + gemm_in
     # Q, K, V (GQA-scaled), projection input; MLP internals (x top-k experts): plain MLP
     # keeps the activation's input (2f) and output (the down-projection input); a fused
     # SwiGLU keeps gate and up outputs (2 x 2f) and the down-projection input.
@@ -254,6 +260,9 @@ def _model_state_bytes(
     shard = shard or _shard(plan)
     fp8 = plan.precision == "fp8"
     weight_bytes = stack.fp8_weight_bytes + stack.fp8_copy_bytes if fp8 else stack.weight_bytes
+    if is_block_scaled(plan.precision):
+        # The BF16 weights and their cached row- and column-wise quantized copies.
+        weight_bytes = stack.weight_bytes + weight_copy_bytes(plan.precision)
     weights = weight_bytes * params / (shard if plan.zero_stage >= 3 else 1)
     if plan.zero_stage == 2 and stack.master_in_parameters:
         # FSDP SHARD_GRAD_OP (and its hybrid form): the FP32 parameters stay sharded; the

@@ -31,7 +31,8 @@ __all__ = [
     "validate_plan",
 ]
 
-Precision = Literal["bf16", "fp16", "fp8"]
+# mxfp8, nvfp4: Transformer Engine's block-scaled recipes on Blackwell (:mod:`.blockscale`).
+Precision = Literal["bf16", "fp16", "fp8", "mxfp8", "nvfp4"]
 
 
 @dataclass(frozen=True)

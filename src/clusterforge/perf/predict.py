@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from clusterforge.catalog import Catalog, Gpu, ModelArch
 from clusterforge.errors import PlanError, SimulationError
 from clusterforge.job import JobLayout
+from clusterforge.perf.blockscale import check_block_scaled_stack
 from clusterforge.perf.calibration import (
     CalibratedComm,
     Calibration,
@@ -328,7 +329,9 @@ def run_predict(
     comm = calibrated_comm(design, request.calibration)
     base = plan_from_workload(workload, job, arch)
     # before the search: a refused precision would otherwise read as "no plan fits"
-    check_precision(design.compute.gpu, request.overrides.precision or base.precision)
+    precision = request.overrides.precision or base.precision
+    check_precision(design.compute.gpu, precision)
+    check_block_scaled_stack(stack.name, precision)
     if request.search:
         found, tally = _searched_sizes(design, arch, base, request, counts, stack, comm, progress)
     else:

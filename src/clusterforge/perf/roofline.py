@@ -28,6 +28,7 @@ from typing import Any
 from clusterforge.catalog import Gpu, gpu_architecture, load_catalog
 from clusterforge.constants import read_constants
 from clusterforge.errors import PlanError
+from clusterforge.perf.blockscale import check_block_scaled
 from clusterforge.perf.power_limit import limit_share
 
 __all__ = [
@@ -158,8 +159,10 @@ def check_precision(gpu: Gpu, precision: str) -> None:
     execution." and ``fp8_autocast`` asserts on it (NVIDIA/TransformerEngine@62a84b3,
     transformer_engine/pytorch/fp8.py; its JAX ``_check_delayed_scaling_fp8_support`` says
     the same). Pricing such a plan with the BF16 GEMM rate and the FP8 casts, weights and
-    scaling would predict a run that cannot start.
+    scaling would predict a run that cannot start. MXFP8 and NVFP4 need compute capability
+    10.x (:func:`~clusterforge.perf.blockscale.check_block_scaled`).
     """
+    check_block_scaled(gpu, precision)
     if precision == "fp8" and gpu.fp8_dense_tflops <= 0:
         raise PlanError(
             f"precision fp8 on {gpu.id}: the GPU has no FP8 tensor cores (FP8 training needs "
@@ -174,16 +177,23 @@ def gpu_perf(gpu: Gpu, precision: str, constants: PerfConstants | None = None) -
 
     The FP8 ceiling was measured without fast accumulation (``torch._scaled_mm`` default), the
     mode every FP8 recipe (Transformer Engine, torchao, XLA) uses for its two backward GEMMs;
-    one rate serves all three GEMMs, the forward's fast accumulation being left out."""
+    one rate serves all three GEMMs, the forward's fast accumulation being left out.
+
+    MXFP8 runs at the FP8 ceiling (Blackwell's block-scaled ``tcgen05.mma .kind::mxf8f6f4``
+    takes the FP8 operands; the datasheets state one FP8/FP6 rate, :mod:`.blockscale`). NVFP4 has no measured ceiling: it keeps the FP8 ceiling's share of the FP8
+    peak at the GPU's FP4 peak (every GEMM of Transformer Engine's NVFP4 recipe, forward and
+    both backward, runs in FP4)."""
     c = constants or load_constants()
     ratio = _peak_ratio(gpu)
     default_bf16 = gpu.bf16_dense_tflops * c.default_mamf_fraction / ratio
     bf16 = c.mamf_tflops.get((gpu.id, "bf16"), default_bf16) * ratio
     matmul = bf16
-    if precision == "fp8" and gpu.fp8_dense_tflops > 0:
+    if precision in ("fp8", "mxfp8", "nvfp4") and gpu.fp8_dense_tflops > 0:
         fraction = bf16 / gpu.bf16_dense_tflops
         default_fp8 = gpu.fp8_dense_tflops * fraction / ratio
         matmul = c.mamf_tflops.get((gpu.id, "fp8"), default_fp8) * ratio
+        if precision == "nvfp4" and gpu.fp4_dense_tflops > 0:
+            matmul *= gpu.fp4_dense_tflops / gpu.fp8_dense_tflops
     share = limit_share(gpu)  # a board power limit below TDP (perf/power_limit.py)
     bf16, matmul = bf16 * share, matmul * share
     return GpuPerf(

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
+from clusterforge.perf.blockscale import check_block_scaled_stack
 from clusterforge.perf.calibration import Calibration
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.ep_overlap_rules import (
@@ -228,13 +229,15 @@ def search(
     :func:`_branch_and_bound`, which returns what timing every survivor on the fabric would
     and says how many it timed. ``progress(timed, fitting)`` is called after each timed plan.
     ``host``: the node's host memory (plans that offload the optimizer need it). A
-    precision the GPU cannot run is refused first (:func:`check_precision`), as is the EP
+    precision the GPU or the stack cannot run is refused first (:func:`check_precision`,
+    :func:`check_block_scaled_stack`), as is the EP
     overlap on a dense model (:func:`check_ep_overlap_model`); candidates Megatron-Core refuses
     under that overlap are dropped before the memory pruning and counted
     (:attr:`SearchResult.num_refused`).
     """
     check_precision(gpu, base.precision)  # every candidate keeps the base's precision
     chosen = stack or Stack.megatron_core()
+    check_block_scaled_stack(chosen.name, base.precision)
     check_ep_overlap_model(arch, chosen)
     candidates = list(candidate_plans(arch, base, base.layout.num_gpus, nvlink_domain_gpus))
     fitting, refused = _fitting(arch, candidates, gpu, chosen)

@@ -23,6 +23,7 @@ from typing import Any
 
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.attention import flash_unpad_idle_s
+from clusterforge.perf.blockscale import check_block_scaled_stack
 from clusterforge.perf.calibration import Calibration, calibrated_perf
 from clusterforge.perf.comm import CommModel
 from clusterforge.perf.compute import LayerTimes, layer_times
@@ -240,6 +241,7 @@ def predict_step(
     stack = stack or Stack.megatron_core()
     stages = validate_plan(arch, plan, plan.layout.num_gpus)
     check_precision(gpu, plan.precision)
+    check_block_scaled_stack(stack.name, plan.precision)
     check_ep_overlap_model(arch, stack)
     check_ep_overlap(plan, stack)  # what Megatron-Core refuses under its EP overlap
     perf = calibrated_perf(gpu_perf(gpu, plan.precision), calibration)

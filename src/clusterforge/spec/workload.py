@@ -62,7 +62,11 @@ class WorkloadSpec(Section):
     seq_length: int | None = Field(
         None, gt=0, le=2**24, description="Tokens per sequence (None = model's)"
     )
-    precision: Literal["bf16", "fp16", "fp8"] = Field("bf16", description="Matmul precision")
+    precision: Literal["bf16", "fp16", "fp8", "mxfp8", "nvfp4"] = Field(
+        "bf16",
+        description="Matmul precision; mxfp8 and nvfp4 are Transformer Engine's block-scaled "
+        "recipes (Blackwell GPUs, stacks megatron-core, nemo, megatron-bridge)",
+    )
     recompute: Literal["none", "selective", "full"] = Field(
         "selective", description="Activation recomputation"
     )

@@ -54,12 +54,14 @@ class Bound:
 
 def peak_bound_s(job: WorkloadSpec, node_id: str, num_gpus: int, catalog: Catalog) -> float:
     """A step (s) no plan beats: the step's model FLOPs at every GPU's dense peak (MFU 1),
-    the faster of its BF16 and FP8 peaks. Free to compute: it orders the search."""
+    the faster of its BF16 and FP8 peaks (and FP4 for an NVFP4 job). Free to compute: it
+    orders the search."""
     arch = resolve_model(job, catalog)
     gpu = catalog.gpus[catalog.nodes[node_id].gpu]
     seq = job.seq_length or arch.seq_length
     flops = model_flops_per_step(arch, job.global_batch, seq)
-    peak = max(gpu.bf16_dense_tflops, gpu.fp8_dense_tflops) * 1e12
+    fp4 = gpu.fp4_dense_tflops if job.precision == "nvfp4" else 0.0
+    peak = max(gpu.bf16_dense_tflops, gpu.fp8_dense_tflops, fp4) * 1e12
     return flops / (num_gpus * peak)
 
 

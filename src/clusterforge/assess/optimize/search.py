@@ -3,8 +3,9 @@ cost against time to train with failures, and the winner under the objective.
 
 The space is walked as families (:mod:`.space`), never enumerated blindly:
 
-0. a family whose GPU cannot run the job's precision (FP8 without FP8 tensor cores,
-   :func:`~clusterforge.perf.roofline.check_precision`) is refused with that reason;
+0. a family whose GPU cannot run the job's precision (FP8 without FP8 tensor cores, MXFP8 or
+   NVFP4 before Blackwell, :func:`~clusterforge.perf.roofline.check_precision`) is refused
+   with that reason;
 1. one free-communication plan search per node model and GPU count bounds the time of every
    family at that size and drops those no plan of which fits the GPU's memory (:mod:`.bounds`);
 2. a family whose nodes the site cannot hold (the rack cap, the cooling, the facility's MW:
@@ -52,6 +53,7 @@ from clusterforge.design.compute import size_compute
 from clusterforge.design.facility.layout import choose_density
 from clusterforge.errors import CapacityError, PlanError, SpecError
 from clusterforge.perf import resolve_model, workload_stack
+from clusterforge.perf.blockscale import check_block_scaled_stack
 from clusterforge.perf.ep_overlap_rules import check_ep_overlap_model
 from clusterforge.perf.roofline import check_precision
 from clusterforge.spec.optimize import OptimizeSpec
@@ -118,6 +120,7 @@ def _precision_refusal(spec: OptimizeSpec, family: Family, catalog: Catalog) -> 
     """Why ``family``'s GPU cannot run the job's precision, or None when it can."""
     try:
         check_precision(catalog.gpus[catalog.nodes[family.node].gpu], spec.job.precision)
+        check_block_scaled_stack(spec.job.stack, spec.job.precision)
     except PlanError as exc:
         return f"{family.label()}: {exc}"
     return None

@@ -14,7 +14,11 @@ vocabulary (``--tokenizer-type``, ``--tokenizer-model``, ``--vocab-size``,
 ``--num-virtual-stages-per-pipeline-rank``, ``--sequence-parallel``,
 ``--decoder-first-/--decoder-last-pipeline-num-layers``), precision (``--bf16``, ``--fp16``;
 FP8 through Transformer Engine: ``--fp8-format hybrid``, E4M3 forward and E5M2 backward, with
-BF16 master weights), dropout (``--attention-dropout``, ``--hidden-dropout``: 0 when the planned software stack runs
+BF16 master weights; MXFP8: ``--fp8-format e4m3 --fp8-recipe mxfp8``, Transformer Engine's
+``MXFP8BlockScaling`` whose default format is E4M3; NVFP4: ``--fp4-format e2m1 --fp4-recipe
+nvfp4``, ``NVFP4BlockScaling``; every layer quantized, as Megatron-LM's default
+``--first-last-layers-bf16`` off; BF16 weights kept, no ``--fp8-param-gather`` /
+``--fp4-param-gather``), dropout (``--attention-dropout``, ``--hidden-dropout``: 0 when the planned software stack runs
 without it), recomputation (``--recompute-granularity selective|full`` with
 ``--recompute-method uniform --recompute-num-layers 1`` for full), and optimizer sharding
 (``--use-distributed-optimizer`` shards optimizer state and gradients, ZeRO stages 1-2;
@@ -163,6 +167,10 @@ def _precision_args(w: WorkloadSpec) -> list[str]:
             return ["--fp16"]
         case "fp8":
             return ["--bf16", "--fp8-format=hybrid"]
+        case "mxfp8":
+            return ["--bf16", "--fp8-format=e4m3", "--fp8-recipe=mxfp8"]
+        case "nvfp4":
+            return ["--bf16", "--fp4-format=e2m1", "--fp4-recipe=nvfp4"]
         case _:
             assert_never(w.precision)
 
