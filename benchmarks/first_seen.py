@@ -5,8 +5,11 @@ For every calibration and development run of today's ``validation/`` this walks 
 that changed the run files since one loader first read them (``4cecee2``: the files then lived
 in ``tests/validation/``; ``validation/`` became a package at ``538d91f``), finds the first
 commit ``C`` whose files hold the run, and predicts the runs new in ``C`` with the code of
-``C``'s first parent and the data files of ``C`` (the code of ``C`` itself where the parent's
-code cannot load those files). At each such commit it also scores every calibration and
+``C``'s first parent and the data files of ``C``. Where that code cannot load those files or
+cannot price a run's precision (rows transcribed on a branch while the model learned their
+precision on another), the code of main just before ``C`` was merged into it (the first
+parent of the first first-parent commit of HEAD that contains ``C``), then the code of ``C``
+itself. At each such commit it also scores every calibration and
 development run that existed then, with the same code: the in-sample errors the range would
 have been derived from at that moment. Held-out runs are never predicted (names that are
 held-out today are skipped at every commit).
@@ -52,9 +55,17 @@ else:
     sys.path.insert(0, sys.argv[2])
     from runs import load_runs, predict_run
 wanted = set(json.loads(sys.argv[1]))
+try:
+    from typing import get_args
+    from clusterforge.perf.parallel import Precision
+    known = set(get_args(Precision))
+except ImportError:
+    known = None
 out = {}
 for run in load_runs():
     if run.name in wanted:
+        if known is not None and run.base.precision not in known:
+            sys.exit(f"this code cannot price precision {run.base.precision!r} ({run.name})")
         o = predict_run(run)
         out[run.name] = None if o.prediction is None else run.published / o.predicted - 1.0
 print(json.dumps(out))
@@ -121,6 +132,31 @@ def _score(commit: str, code: str, names: set[str]) -> dict[str, float | None]:
             _git("worktree", "remove", "--force", str(tree))
 
 
+def _main_before_merge(commit: str) -> str | None:
+    """First parent of the first commit on HEAD's first-parent line that contains ``commit``
+    (None when ``commit`` is itself on that line)."""
+    line = _git("rev-list", "--first-parent", "HEAD").split()
+    if commit in line:
+        return None
+    holders = set(_git("rev-list", "--ancestry-path", f"{commit}..HEAD").split())
+    merge = next(c for c in reversed(line) if c in holders)
+    return _git("rev-parse", f"{merge}^1").strip()
+
+
+def _first_code_that_scores(commit: str, present: set[str]) -> tuple[dict[str, float | None], str]:
+    """Scores of ``present`` and the code that made them: the parent's, else main's before the
+    merge, else ``commit``'s own."""
+    parent = _git("rev-parse", f"{commit}^").strip()
+    before_merge = _main_before_merge(commit)
+    candidates = [parent] + ([before_merge] if before_merge else []) + [commit]
+    for code in candidates[:-1]:
+        try:
+            return _score(commit, code, present), code
+        except RuntimeError:
+            continue
+    return _score(commit, commit, present), commit
+
+
 def replay() -> list[dict[str, Any]]:
     """One entry per commit that added calibration or development runs of today."""
     scored = {r.name for r in load_runs() if r.subset in ("calibration", "development")}
@@ -131,11 +167,7 @@ def replay() -> list[dict[str, Any]]:
         new = present - seen
         if not new:
             continue
-        parent = _git("rev-parse", f"{commit}^").strip()
-        try:
-            excess, code = _score(commit, parent, present), parent
-        except RuntimeError:
-            excess, code = _score(commit, commit, present), commit
+        excess, code = _first_code_that_scores(commit, present)
         steps.append(
             {
                 "commit": commit[:12],
