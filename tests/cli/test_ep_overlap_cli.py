@@ -161,3 +161,12 @@ def test_optimize_refuses_the_overlap_on_a_dense_model(capsys, tmp_path) -> None
     path.write_text(yaml.safe_dump(dense))
     err = _fails(capsys, "optimize", str(path), "--workers", "1")
     assert "dense model llama3-8b" in err and "turn expert_parallel_overlap off" in err
+
+
+def test_the_optimize_page_counts_the_refused_plans_after_the_plan_searches(tmp_path) -> None:
+    path, page = tmp_path / "opt.yaml", tmp_path / "front.html"
+    path.write_text(yaml.safe_dump(OPTIMIZE))
+    assert main(["report", str(path), "--workers", "1", "-o", str(page)]) == 0
+    html = page.read_text()
+    row = html.index("that Megatron-Core refuses under the EP overlap")
+    assert html.index("plan searches") < row < html.index("designs priced")

@@ -6,15 +6,25 @@ from dataclasses import replace
 
 import pytest
 
+from clusterforge.catalog import ModelArch
 from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
 from clusterforge.perf.ep_overlap_rules import ep_overlap_error
-from clusterforge.perf.search import candidate_plans, least_recompute, search
+from clusterforge.perf.parallel import validate_plan
+from clusterforge.perf.search import candidate_plans, least_recompute, overlap_refused, search
 from clusterforge.perf.stack import stack_named
 
 BRIDGE = stack_named("megatron-bridge")
 OVERLAP = replace(BRIDGE, moe_a2a_overlap=True)
+
+
+def _valid(arch: ModelArch, plan: ParallelPlan) -> bool:
+    try:
+        validate_plan(arch, plan, plan.layout.num_gpus)
+    except PlanError:
+        return False
+    return True
 
 
 def _plan(pp: int = 2, vpp: int = 12, ep: int = 8, **changes: object) -> ParallelPlan:
@@ -93,7 +103,24 @@ def test_the_search_proposes_no_plan_megatron_core_refuses(models, h100, h100_co
     assert any(ep_overlap_error(p.plan, OVERLAP) is not None for p in plain.predictions)
     # the refused plans are counted, not priced; without the overlap none is refused
     candidates = list(candidate_plans(arch, base, base.layout.num_gpus, 8))
-    refused = [p for p in candidates if ep_overlap_error(p.with_(recompute="none"), OVERLAP)]
+    refused = [
+        p
+        for p in candidates
+        if _valid(arch, p) and ep_overlap_error(p.with_(recompute="none"), OVERLAP)
+    ]
     assert result.num_refused == len(refused) > 0 and plain.num_refused == 0
     assert result.num_candidates == plain.num_candidates == len(candidates)
     assert result.num_fitting <= len(candidates) - len(refused)
+
+
+def test_only_valid_plans_count_as_refused(models) -> None:
+    # a plan that is invalid anyway (TP 3 divides neither the heads nor the GPUs) is no
+    # refusal of the overlap's, even with EP 1; the same EP-1 layout made valid is one
+    arch = models["qwen3-30b-a3b"]
+    valid = _plan(pp=1, vpp=1, ep=1)
+    invalid = valid.with_(layout=JobLayout(tp=3, pp=1, dp=16, ep=1))
+    assert not _valid(arch, invalid) and _valid(arch, valid)
+    assert overlap_refused(arch, valid, OVERLAP) and not overlap_refused(arch, invalid, OVERLAP)
+    assert not overlap_refused(arch, valid, BRIDGE)
+    # full recomputation is the search's choice to make (least_recompute), not a refusal
+    assert not overlap_refused(arch, _plan(recompute="full"), OVERLAP)

@@ -96,3 +96,15 @@ def test_zero_off_fsdp2_root_units_and_below_zero3() -> None:
         assert (dense > 0.0) == (name in expected), name
         assert (experts > 0.0) == (name == "torchtitan"), name
     assert _extra_bytes(_plan(zero_stage=2)) == 0.0
+
+
+def test_the_copy_in_block_replaces_the_unit_the_model_counts() -> None:
+    """A stack whose gathered unit is larger than a layer (``fsdp_unit_params``): the model's
+    prefetched block is that unit, so the unit is what the root's copy-in block replaces."""
+    unit = 5e8
+    wide = dataclasses.replace(TITAN, fsdp_unit_params=unit)
+    wide_off = dataclasses.replace(wide, fsdp2_root_unit="none")
+    on = memory_per_gpu(LLAMA3_8B, _plan(), STAGES, wide)
+    off = memory_per_gpu(LLAMA3_8B, _plan(), STAGES, wide_off)
+    expected = 2 * ROOT + (2 * ROOT - 2 * unit)
+    assert (on.total_gib - off.total_gib) * 2**30 == pytest.approx(expected, rel=1e-9)

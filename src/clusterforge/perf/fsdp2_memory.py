@@ -92,7 +92,8 @@ def fsdp2_root_bytes(
     its copy-in block less the one prefetched unit the model counts there
     (``layer_units_counted``: the model's per-unit working set is priced, i.e. no pipelined
     stage that stays gathered), plus its unsharded BF16 parameters without pipeline stages.
-    ``layer_params``: one transformer layer's parameters per GPU. Zero off
+    ``layer_params``: one gathered layer unit's parameters per GPU (one transformer layer, or
+    ``Stack.fsdp_unit_params`` where larger, as the model's working set counts it). Zero off
     ``Stack.fsdp2_root_unit`` and below ZeRO-3."""
     if not root_unit_applies(arch, plan, stack):
         return 0.0

@@ -361,8 +361,8 @@ def memory_per_gpu(
         grads += stack.grad_reduce_bytes * params
     else:
         weights += _gathered_bytes(arch, plan, stack)
-    layer = layer_params_per_gpu(arch, plan)
-    weights += fsdp2_root_bytes(arch, plan, stack, layer, not deferred_fsdp_reduce(plan, stack))
+    unit = max(layer_params_per_gpu(arch, plan), stack.fsdp_unit_params)  # as _gathered_bytes
+    weights += fsdp2_root_bytes(arch, plan, stack, unit, not deferred_fsdp_reduce(plan, stack))
     grads += _reduce_bucket_bytes(plan, stack)
     per_layer = activation_bytes_per_layer(arch, plan, stack)
     share = recompute_fraction(plan, stages)

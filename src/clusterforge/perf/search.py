@@ -138,6 +138,19 @@ def least_recompute(
     return full
 
 
+def overlap_refused(arch: ModelArch, plan: ParallelPlan, stack: Stack) -> bool:
+    """True when ``plan`` is a valid plan whose layout Megatron-Core refuses under the
+    stack's EP overlap; its recomputation is left out (:func:`least_recompute` chooses it and
+    never chooses full recomputation under the overlap). An invalid plan is not counted."""
+    if not stack.moe_a2a_overlap:
+        return False
+    try:
+        validate_plan(arch, plan, plan.layout.num_gpus)
+    except PlanError:
+        return False
+    return ep_overlap_error(plan.with_(recompute="none", recompute_layers=None), stack) is not None
+
+
 @dataclass(frozen=True)
 class SearchResult:
     """The best plans and how many were looked at: generated, fitting in memory, timed;
@@ -159,7 +172,7 @@ def _fitting(
     fitting = []
     refused = 0
     for plan in plans:
-        if ep_overlap_error(plan.with_(recompute="none", recompute_layers=None), stack):
+        if overlap_refused(arch, plan, stack):
             refused += 1
             continue
         try:

@@ -120,6 +120,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, assert_never
 
 from clusterforge.errors import PlanError
+from clusterforge.perf.ep_overlap_rules import EP_OVERLAP_FIX
 from clusterforge.perf.stack_base import STACK_NAMES, Stack, StackName
 from clusterforge.perf.stack_options import ZERO3_DEEPSPEED_GATHERS_PER_LAYER
 from clusterforge.spec.workload import MEGATRON_CORE_STACKS
@@ -300,6 +301,6 @@ def workload_stack(workload: WorkloadSpec, name: StackName | None = None) -> Sta
             f"expert_parallel_overlap with stack {chosen!r}: the overlap is Megatron-Core's "
             f"overlap_moe_expert_parallel_comm; use stack {', '.join(MEGATRON_CORE_STACKS)}, "
             "or turn expert_parallel_overlap off",
-            fix={"workload.expert_parallel_overlap": False},
+            fix=EP_OVERLAP_FIX,
         )
     return replace(stack_named(chosen), moe_a2a_overlap=True)

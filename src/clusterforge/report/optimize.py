@@ -131,8 +131,9 @@ def search_summary(result: OptimizeResult) -> str:
         f"dominated by their bounds; {c.evaluated} evaluated ({c.planned} designs planned, "
         f"{c.predicted} plan searches), {c.feasible} of {c.designs} designs meet the limits"
         + (
-            f"; {c.refused_overlap} plans left out of the plan searches, which Megatron-Core "
-            f"refuses under job.expert_parallel_overlap ({EP_OVERLAP_RULES})"
+            f"; {c.refused_overlap} plans of the sizes within the limits left out of their plan "
+            f"searches, which Megatron-Core refuses under job.expert_parallel_overlap "
+            f"({EP_OVERLAP_RULES})"
             if c.refused_overlap
             else ""
         )

@@ -24,10 +24,9 @@ from clusterforge.catalog import Catalog, ModelArch
 from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, resolve_model, search, workload_stack
-from clusterforge.perf.ep_overlap_rules import ep_overlap_error
 from clusterforge.perf.flops import model_flops_per_step
 from clusterforge.perf.optimizer_offload import host_memory
-from clusterforge.perf.search import candidate_plans
+from clusterforge.perf.search import candidate_plans, overlap_refused
 from clusterforge.perf.search_cache import FreeComm
 from clusterforge.spec import WorkloadSpec
 from clusterforge.spec.optimize import OptimizeSpec, Procurement
@@ -114,9 +113,7 @@ def overlap_refusals(job: WorkloadSpec, sizes: Iterable[tuple[str, int]], catalo
         domain = catalog.nodes[node_id].nvlink_domain_gpus
         base = _bound_base(job, num_gpus, arch)
         plans = candidate_plans(arch, base, num_gpus, domain)
-        refused += sum(
-            ep_overlap_error(p.with_(recompute="none"), stack) is not None for p in plans
-        )
+        refused += sum(overlap_refused(arch, plan, stack) for plan in plans)
     return refused
 
 

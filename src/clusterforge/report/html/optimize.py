@@ -99,8 +99,9 @@ def _search_section(result: OptimizeResult) -> Section:
         ("designs that meet the limits", c.feasible),
     ]
     if c.refused_overlap:  # only a job with workload.expert_parallel_overlap has any
-        stages.insert(4, ("plans left out: Megatron-Core refuses them under the EP overlap",
-                          c.refused_overlap))  # fmt: skip
+        # a count of plans, not of design families: listed with the plan searches
+        stages.insert(9, ("plans of the sizes within the limits that Megatron-Core refuses "
+                          "under the EP overlap (left out)", c.refused_overlap))  # fmt: skip
     counts = table(("stage", "count"), stages, lambda s: [s[0], num(s[1])],
                    caption="the search's stages", numeric=(False, True))  # fmt: skip
     tables = [counts]
