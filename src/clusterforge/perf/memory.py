@@ -42,11 +42,9 @@ __all__ = [
 ]
 
 GIB = 1024**3
-# [U] Stands in for the reserved memory the model does not price: tensors it leaves out and
-# the caching allocator's cached free blocks, net of the blocks it does price (FSDP2's root
-# unit and copy-in block, :mod:`.fsdp2_memory`); ~3-5 GiB is what PyTorch training jobs show
-# above their tensors on 80 GB GPUs; 4 GiB taken. (The CUDA context and NCCL's own buffers
-# are outside a ``max_memory_reserved`` figure; see docs/validation.md.)
+# [U] Reserved memory the model does not price (tensors left out, cached free blocks), net of
+# the FSDP2 blocks it prices (:mod:`.fsdp2_memory`): ~3-5 GiB above the tensors on 80 GB GPUs,
+# 4 GiB taken. CUDA context and NCCL buffers lie outside ``max_memory_reserved`` (docs).
 RUNTIME_RESERVE_GIB = 4.0
 
 

@@ -306,6 +306,13 @@ def _searched_sizes(
     return found, tally
 
 
+def _check_precision(design: Design, stack_name: str, precision: Precision) -> None:
+    """Refuse a precision the GPU or the stack cannot run, before any search (a refused
+    precision would otherwise read as "no plan fits")."""
+    check_precision(design.compute.gpu, precision)
+    check_block_scaled_stack(stack_name, precision)
+
+
 def run_predict(
     design: Design,
     request: PredictRequest,
@@ -328,10 +335,7 @@ def run_predict(
     stack = workload_stack(workload, request.stack)
     comm = calibrated_comm(design, request.calibration)
     base = plan_from_workload(workload, job, arch)
-    # before the search: a refused precision would otherwise read as "no plan fits"
-    precision = request.overrides.precision or base.precision
-    check_precision(design.compute.gpu, precision)
-    check_block_scaled_stack(stack.name, precision)
+    _check_precision(design, stack.name, request.overrides.precision or base.precision)
     if request.search:
         found, tally = _searched_sizes(design, arch, base, request, counts, stack, comm, progress)
     else:
