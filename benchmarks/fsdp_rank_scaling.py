@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from clusterforge.perf.parallel import num_micro_batches
 from clusterforge.perf.sharded import unit_collectives
 from clusterforge.perf.step import Prediction, predict_step
-from validation.runs import Run, load_runs, predict_run, run_comm, run_design
+from validation.runs import Run, candidates, load_runs, predict_run, run_comm, run_design
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,9 @@ def unfitted_prediction(run: Run) -> Prediction:
     gpu = design.compute.gpu
     if run.gpu:
         gpu = gpu.model_copy(update=dict(run.gpu))
-    plan = run.base.with_(micro_batch=min(run.micro_batches))
+    # an allowed plan of the smallest micro-batch (with the interleaving the run states)
+    allowed = candidates(run) or [run.base]
+    plan = min(allowed, key=lambda p: p.micro_batch).with_(micro_batch=min(run.micro_batches))
     domain = design.compute.nvlink_domain_gpus
     return predict_step(run.arch, plan, gpu, run_comm(design), domain, run.stack)
 
