@@ -8,7 +8,14 @@ from clusterforge.catalog import ModelArch, load_catalog
 from clusterforge.errors import PlanError
 from clusterforge.job import JobLayout
 from clusterforge.perf import ParallelPlan, predict_step
-from clusterforge.perf.blockscale import copy_bytes, operand_cast, saved_input_bytes, weight_cast
+from clusterforge.perf.blockscale import (
+    copy_bytes,
+    operand_cast,
+    param_weight_bytes,
+    saved_input_bytes,
+    weight_cast,
+)
+from clusterforge.perf.memory import memory_per_gpu
 from clusterforge.perf.quantize_passes import blockscale_layer_bytes
 from clusterforge.perf.roofline import check_precision, gpu_perf
 from clusterforge.perf.stack import stack_named
@@ -114,3 +121,27 @@ def test_a_search_before_blackwell_names_the_refused_precision(precision: str) -
     )
     with pytest.raises(PlanError, match=r"compute capability 10\.x"):
         run_predict(design_plan(spec), PredictRequest(search=True, gpu_counts=(8, 16)))
+
+
+def test_quantized_parameters_by_hand() -> None:
+    # MXFP8 parameters (fp8_param_gather): E4M3 + one E8M0 scale per 32, both orientations,
+    # 2 x (1 + 1/32) = 2.0625 B, no BF16 copy; NVFP4 with BF16 parameters: 2 + 2 x (0.5 +
+    # 1/16) = 3.125 B.
+    assert param_weight_bytes("mxfp8", 2.0, quantized_only=True) == 2.0625
+    assert param_weight_bytes("mxfp8", 2.0, quantized_only=False) == 4.0625
+    assert param_weight_bytes("nvfp4", 2.0, quantized_only=False) == 3.125
+
+
+@pytest.mark.parametrize(("precision", "bytes_per_param"), [("mxfp8", 2.0625), ("nvfp4", 3.125)])
+def test_megatron_bridge_stores_mxfp8_parameters_only(
+    models, precision: str, bytes_per_param: float
+) -> None:
+    """bf16_with_mxfp8_mixed gathers MXFP8 parameters (fp8_param_gather); the NVFP4 preset
+    keeps BF16 parameters and their cached quantized copies."""
+    arch = models["llama3-8b"]
+    plan = ParallelPlan(JobLayout(tp=1, pp=1, dp=8), global_batch=32, seq_length=8192)
+    stack = stack_named("megatron-bridge")
+    stages = (arch.num_layers,)
+    bf16 = memory_per_gpu(arch, plan, stages, stack).weights_gib
+    quantized = memory_per_gpu(arch, plan.with_(precision=precision), stages, stack).weights_gib
+    assert quantized / bf16 == pytest.approx(bytes_per_param / 2.0)

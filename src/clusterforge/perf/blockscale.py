@@ -62,6 +62,7 @@ __all__ = [
     "copy_bytes",
     "is_block_scaled",
     "operand_cast",
+    "param_weight_bytes",
     "saved_input_bytes",
     "weight_cast",
     "weight_copy_bytes",
@@ -109,6 +110,23 @@ def weight_cast(precision: str) -> tuple[float, int]:
 def weight_copy_bytes(precision: str) -> float:
     """Bytes per parameter of the cached quantized weight (row-wise and column-wise)."""
     return 2 * copy_bytes(precision)
+
+
+def param_weight_bytes(precision: str, bf16_bytes: float, quantized_only: bool) -> float:
+    """Resident bytes per parameter of a block-scaled run's weights.
+
+    ``quantized_only`` (Megatron-Core ``fp8_param_gather``): the parameters are Transformer
+    Engine MXFP8 / NVFP4 tensors with both orientations (``reset_parameters`` sets the
+    primary weights' quantizer ``rowwise=True, columnwise=torch.is_grad_enabled()``,
+    ``transformer_engine/pytorch/module/base.py`` at v2.9), and the distributed optimizer's
+    BF16 parameter buffer is a view of the gradient buffer ("Create a shared buffer for param
+    AG and grad RS", ``megatron/core/distributed/param_and_grad_buffer.py`` at NVIDIA/
+    Megatron-LM@0d8e0714, Megatron-Bridge v0.2.0's pin): the quantized copy alone. Else the
+    BF16 weights (``bf16_bytes``) and their cached row- and column-wise quantized copies.
+    """
+    if quantized_only:
+        return weight_copy_bytes(precision)
+    return bf16_bytes + weight_copy_bytes(precision)
 
 
 def saved_input_bytes(precision: str) -> float:

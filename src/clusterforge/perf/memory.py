@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterforge.catalog import ModelArch
-from clusterforge.perf.blockscale import is_block_scaled, saved_input_bytes, weight_copy_bytes
+from clusterforge.perf.blockscale import is_block_scaled, param_weight_bytes, saved_input_bytes
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fsdp2_memory import fsdp2_root_bytes
 from clusterforge.perf.liger_memory import liger_layer_grad_bytes, liger_loss_bytes
@@ -251,16 +251,16 @@ def _model_state_bytes(
     (Rajbhandari et al. 2020 §3: 2 + 4 + 12), FP32 sharded weights + FP32 gradients + Adam
     moments for FSDP/torchtitan (4 + 4 + 8). FP8 runs store the weights as the stack does
     (BF16 plus a cached FP8 copy for Transformer Engine, FP8 only with NeMo's ``fp8_params``,
-    unchanged for torchao, which casts on the fly). ``shard``: the ranks the states are
-    sharded over (default the plan's DP x CP shard group). With ``optimizer_offload`` the
-    optimizer states and the FP32 gradients are in host memory.
+    unchanged for torchao, which casts on the fly), MXFP8 / NVFP4 by ``param_weight_bytes``.
+    ``shard``: the ranks the states are sharded over (default the plan's DP x CP shard
+    group). With ``optimizer_offload`` the optimizer states and FP32 gradients are on the host.
     """
     shard = shard or _shard(plan)
     fp8 = plan.precision == "fp8"
     weight_bytes = stack.fp8_weight_bytes + stack.fp8_copy_bytes if fp8 else stack.weight_bytes
-    if is_block_scaled(plan.precision):
-        # The BF16 weights and their cached row- and column-wise quantized copies.
-        weight_bytes = stack.weight_bytes + weight_copy_bytes(plan.precision)
+    if is_block_scaled(plan.precision):  # BF16 + quantized copies, or quantized only
+        quantized_only = plan.precision in stack.quantized_params
+        weight_bytes = param_weight_bytes(plan.precision, stack.weight_bytes, quantized_only)
     weights = weight_bytes * params / (shard if plan.zero_stage >= 3 else 1)
     if plan.zero_stage == 2 and stack.master_in_parameters:
         # FSDP SHARD_GRAD_OP (and its hybrid form): the FP32 parameters stay sharded; the

@@ -263,6 +263,11 @@ def stack_named(name: StackName) -> Stack:
                 cross_entropy="te",
                 moe_random_routing=True,
                 fsdp_root_once_per_step=True,
+                # bf16_with_mxfp8_mixed sets fp8_param_gather=True at every tag the rows ran
+                # (v0.2.0 .. v0.6.0, src/megatron/bridge/training/mixed_precision.py): MXFP8
+                # parameters only. bf16_with_nvfp4_mixed adds fp4_param_gather only from
+                # v0.4.2, so NVFP4 keeps the BF16 parameters (blockscale.param_weight_bytes).
+                quantized_params=("mxfp8",),
             )
         case "deepspeed":
             return _unfused_2021(

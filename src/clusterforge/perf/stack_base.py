@@ -55,6 +55,9 @@ class Stack:
     replaces it in FP8 when the stack stores FP8 parameters), ``fp8_copy_bytes`` an extra
     FP8 weight copy kept in FP8 runs, ``grad_buffer_bytes`` the gradient buffer,
     ``optimizer_bytes`` Adam state (+ FP32 master weights when the weights are not FP32).
+    ``quantized_params``: the block-scaled precisions (``mxfp8``, ``nvfp4``) whose weights
+    the stack stores only quantized (Megatron-Core ``fp8_param_gather``: no BF16 copy;
+    :func:`clusterforge.perf.blockscale.param_weight_bytes`).
     ``cp_overlap``: context-parallel K/V exchange hidden behind the attention (ring
     attention, Megatron-Core) or on the critical path (an all-gather of K and V before the
     attention, as in Llama 3's context parallelism: Llama Team 2024, arXiv 2407.21783, §3.3.2).
@@ -267,6 +270,7 @@ class Stack:
     weight_bytes: float = 2.0
     fp8_weight_bytes: float = 2.0
     fp8_copy_bytes: float = 1.0
+    quantized_params: tuple[str, ...] = ()
     grad_buffer_bytes: float = 4.0
     optimizer_bytes: float = 12.0
     fsdp_prefetch: int = 1
