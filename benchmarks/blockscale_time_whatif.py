@@ -83,9 +83,7 @@ def _compare(label: str, before: list[Outcome], after: list[Outcome]) -> None:
         print(f"  {name:28} n={len(old[name]):3}  {_cell(old[name])} -> {_cell(new[name])}")
     after_by_name = {o.run.name: o for o in after}
     for o in before:
-        if (o.run.subset == "development" and o.run.name.endswith(("-nvfp4", "-nvfp4-8gpu"))) or (
-            o.run.subset == "development" and "nvfp4" in o.run.name
-        ):
+        if o.run.subset == "development" and o.run.base.precision == "nvfp4":
             new_error = after_by_name[o.run.name].error * 100
             print(f"  {o.run.name:60} {o.error * 100:+6.1f} -> {new_error:+6.1f} %")
 
