@@ -22,6 +22,7 @@ from scipy.stats import spearmanr
 
 from clusterforge.constants import read_constants
 from clusterforge.perf.uncertainty import RUN_CLASSES, Band, validation_band
+from tests.validation.blockscale_time_gaps import BLOCKSCALE_TIME_GAPS
 from tests.validation.gaps import gap_cases
 from validation.band import derive
 from validation.first_seen import first_seen
@@ -228,8 +229,7 @@ KNOWN_GAPS = {
     ),
     "vtrain-39.1b-tp2-pp16-mb2": "see vtrain-39.1b-tp2-pp8-mb2",
     "vtrain-39.1b-tp2-pp16-mb3": "see vtrain-39.1b-tp2-pp8-mb2",
-    # Development rows of the sources added in Dec 2026 (validation/pub_*.toml): the gaps
-    # issue 24 describes, measured here on development rows only.
+    # Development rows of the sources added in Dec 2026 (validation/pub_*.toml).
     "pub-tt-h100-8b-128k-fsdp2-cp4": LONG_CONTEXT,
     "llmfoundry-a100-mpt-30b-s8192": (
         "one 8K-token sequence per A100 with full recomputation: measured 63 % of the 2K-token "
@@ -320,7 +320,7 @@ KNOWN_GAPS = {
 
 
 def _row_cases() -> list[object]:
-    return gap_cases(RUNS, KNOWN_GAPS)
+    return gap_cases(RUNS, KNOWN_GAPS | BLOCKSCALE_TIME_GAPS)
 
 
 def test_every_run_says_its_set_and_source() -> None:
