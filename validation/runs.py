@@ -14,8 +14,7 @@ its cluster (``parse_spec`` + ``design.plan``, collectives simulated on that fab
 source does not publish is chosen the same way for every row: among the micro-batches and
 interleaving degrees the row allows (a single value when the source gives it) and its
 recomputation modes, the fastest predicted plan that fits in memory (the authors tuned
-their runs); uneven interleaving follows ``JobLayout.split_layers``.
-"""
+their runs); uneven interleaving follows ``JobLayout.split_layers``."""
 
 from __future__ import annotations
 
@@ -324,17 +323,18 @@ def candidates(run: Run) -> list[ParallelPlan]:
 
     Interleaving degrees divide the pipeline slots of a stage into equal chunks: the slots
     are the layers plus the embedding and the loss when the stages are uneven (Llama 3:
-    126 + 2 = 128 slots, 8 per stage); every stage keeps a layer per chunk.
-    """
-    base, job = run.base, run.base.layout
-    stages = job.split_layers(run.arch.num_layers)
-    slots = run.arch.num_layers + (2 if min(stages) < max(stages) else 0)
+    126 + 2 = 128 slots, 8 per stage); a chunk without a layer only at a row's one stated VP
+    (``JobLayout.accounts_embedding_and_loss``)."""
+    base, job, n = run.base, run.base.layout, run.arch.num_layers
+    stages, stated = job.split_layers(n), len(run.virtual_stages) == 1
+    slots = n + (2 if min(stages) < max(stages) else 0)
     vpps = [1]
     if job.pp > 1:
         vpps = [
             v
             for v in run.virtual_stages
-            if v <= min(stages) and (len(run.virtual_stages) == 1 or slots % (job.pp * v) == 0)
+            if (stated and replace(job, vpp=v).accounts_embedding_and_loss(n))
+            or (v <= min(stages) and (stated or slots % (job.pp * v) == 0))
         ]
     layouts = [replace(job, vpp=v) for v in vpps]
     return [base.with_(micro_batch=mb, layout=j) for mb in run.micro_batches for j in layouts]

@@ -212,7 +212,8 @@ class JobLayout:
         first and the last (they also carry the embedding and the loss), the Llama 3 405B
         layout (126 layers on 16 stages: 7 + 14 x 8 + 7; Llama Team 2024, §3.3.2). With
         interleaving (``vpp`` chunks per stage) a stage's chunks may differ by a layer, as in
-        Llama 3's interleaved schedule; each chunk needs at least one layer.
+        Llama 3's interleaved schedule; each chunk needs at least one layer, except where
+        the embedding and the loss take a chunk each (:meth:`accounts_embedding_and_loss`).
         """
         if explicit is not None:
             stages = tuple(int(n) for n in explicit)
@@ -228,12 +229,31 @@ class JobLayout:
             f"pp = {self.pp} is more than the {num_layers} layers; use pp <= {num_layers}",
         )
         stages = _even_split(num_layers, self.pp)
+        if self.accounts_embedding_and_loss(num_layers):
+            return stages  # the slot split, first and last stage one layer fewer
         require(
             min(stages) >= self.vpp,
             f"vpp = {self.vpp} needs at least {self.vpp} layers on every pipeline stage "
             f"{list(stages)}; choose a smaller vpp",
         )
         return stages
+
+    def accounts_embedding_and_loss(self, num_layers: int) -> bool:
+        """Whether the interleaved split needs the embedding and the loss counted as
+        pipeline slots: some chunk holds no transformer layer, and Megatron-Core's
+        ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split``
+        make that layout.
+
+        Megatron-Core counts ``num_layers + 2`` slots and asserts that they divide by PP and
+        that each stage's slots divide by VP (``TransformerConfig.__post_init__``,
+        megatron/core/transformer/transformer_config.py, NVIDIA/Megatron-LM@b0cc2706, the
+        commit Megatron-Bridge v0.3.0 pins); ``get_transformer_layer_offset``
+        (transformer_layer.py, same commit) then gives the first chunk of stage 0 the
+        embedding alone and, by the same count, the last chunk of the last stage the loss
+        alone when a chunk is one slot (Llama 3.1 405B: 128 slots on PP 16, VP 8). With
+        two or more slots a chunk, every chunk keeps a layer and the plain split applies.
+        """
+        return self.vpp > 1 and num_layers + 2 == self.pp * self.vpp
 
     # --- ranks and groups ----------------------------------------------------------------
 

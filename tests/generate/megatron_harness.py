@@ -66,6 +66,8 @@ NAMESPACE_FIELDS = (
     "virtual_pipeline_model_parallel_size",
     "decoder_first_pipeline_num_layers",
     "decoder_last_pipeline_num_layers",
+    "account_for_embedding_in_pipeline_split",
+    "account_for_loss_in_pipeline_split",
     "data_parallel_size",
     "sequence_parallel",
     "bf16",
@@ -93,6 +95,8 @@ NAMESPACE_FIELDS = (
 )
 CONFIG_FIELDS = (
     "num_layers",
+    "account_for_embedding_in_pipeline_split",
+    "account_for_loss_in_pipeline_split",
     "hidden_size",
     "ffn_hidden_size",
     "num_attention_heads",
@@ -114,6 +118,8 @@ SINGLE_RANK = {
     "virtual_pipeline_model_parallel_size": None,
     "decoder_first_pipeline_num_layers": None,
     "decoder_last_pipeline_num_layers": None,
+    "account_for_embedding_in_pipeline_split": False,
+    "account_for_loss_in_pipeline_split": False,
     "sequence_parallel": False,
     "recompute_granularity": None,
     "recompute_method": None,

@@ -62,6 +62,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "recompute": "full",
     },
     "fsdp2": {"zero_stage": 3, "pipeline_parallel": 1},
+    # 6 layers + embedding + loss = 8 slots on PP 2, VP 4: the first chunk of stage 0 holds
+    # only the embedding, the last chunk of stage 1 only the loss (Megatron-Core's
+    # account_for_embedding/loss_in_pipeline_split)
+    "embedding-loss-slots": {
+        "model": ModelArch(
+            num_layers=6, hidden_size=1024, num_heads=8, vocab_size=50000, seq_length=2048
+        ),
+        "tokens_b": 50,
+        "virtual_pipeline_stages": 4,
+    },
     # Megatron-Core's EP all-to-all overlap: EP > 1, interleaving with PP > 1, no full
     # recomputation, an all-to-all dispatcher (TransformerConfig.__post_init__ asserts each)
     "mixtral-8x7b-ep-overlap": {
@@ -232,6 +242,19 @@ def test_megatron_parses_the_planned_layout_and_batch(
     dropout = MEGATRON_DROPOUT if stack_named(w.stack).dropout else 0.0
     assert ns["attention_dropout"] == ns["hidden_dropout"] == dropout
     assert ns["overlap_moe_expert_parallel_comm"] is w.expert_parallel_overlap
+    slots = job.accounts_embedding_and_loss(CASES[name].arch.num_layers)
+    assert ns["account_for_embedding_in_pipeline_split"] is slots
+    assert ns["account_for_loss_in_pipeline_split"] is slots
+
+
+def test_megatron_core_counts_the_embedding_and_loss_slots(
+    parsed: dict[str, dict[str, Any]],
+) -> None:
+    # the whole model's TransformerConfig passed the slot asserts: 6 + 2 = 8 slots divide by
+    # PP 2 and each stage's 4 by VP 4
+    config = _result(parsed, "embedding-loss-slots")["config"]
+    assert config["account_for_embedding_in_pipeline_split"] is True
+    assert config["account_for_loss_in_pipeline_split"] is True
 
 
 def test_megatron_core_builds_the_ep_overlap_config(parsed: dict[str, dict[str, Any]]) -> None:

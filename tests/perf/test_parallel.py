@@ -27,7 +27,27 @@ def test_even_split_and_explicit_split() -> None:
 def test_vpp_needs_a_layer_per_chunk_but_not_divisibility() -> None:
     assert JobLayout(pp=16, vpp=2).split_layers(126)[0] == 7  # Llama 3: uneven chunks are fine
     with pytest.raises(PlanError, match="vpp = 8"):
-        JobLayout(pp=16, vpp=8).split_layers(126)
+        JobLayout(pp=16, vpp=8).split_layers(124)  # 126 slots: not 8 a stage, 7 layers on ends
+
+
+def test_embedding_and_loss_take_a_chunk_each_at_405b_pp16_vp8() -> None:
+    # Megatron-Core with account_for_embedding/loss_in_pipeline_split: 126 + 2 = 128 slots,
+    # 8 a stage, 1 a chunk. get_transformer_layer_offset puts chunk (vp, pp) at slot
+    # vp x 128 / 8 + pp = 16 vp + pp: slot 0 (vp 0 of stage 0) is the embedding, slot 127
+    # (vp 7 of stage 15) the loss, so the end stages hold 7 layers and the others 8.
+    job = JobLayout(pp=16, vpp=8)
+    assert job.accounts_embedding_and_loss(126)
+    slots = [[16 * vp + pp for vp in range(8)] for pp in range(16)]
+    by_hand = tuple(sum(s not in (0, 127) for s in stage) for stage in slots)
+    assert by_hand == (7,) + (8,) * 14 + (7,)
+    assert job.split_layers(126) == by_hand
+
+
+def test_layer_chunks_need_no_slot_accounting() -> None:
+    # two or more slots a chunk: every chunk keeps a layer, the plain split applies
+    assert not JobLayout(pp=16, vpp=4).accounts_embedding_and_loss(126)
+    assert not JobLayout(pp=8, vpp=2).accounts_embedding_and_loss(126)
+    assert not JobLayout(pp=16).accounts_embedding_and_loss(126)  # no interleaving
 
 
 @pytest.mark.parametrize(

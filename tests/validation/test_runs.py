@@ -204,14 +204,6 @@ PAXML_175B_LEVEL = (
     "reductions add even fully exposed (benchmarks/paxml_175b_scale_whatif.py; 'Paxml GPT-3 "
     "175B FP8 as data parallelism grows')"
 )
-BRIDGE_405B_SPLIT = (
-    "no candidate plan, not memory: the table's VP 8 on PP 16 for 126 layers is Megatron-"
-    "Bridge's llama31_405b_pretrain_config with account_for_embedding_in_pipeline_split and "
-    "account_for_loss_in_pipeline_split (src/megatron/bridge/recipes/llama/llama3.py at "
-    "v0.3.0): 128 slots, one per chunk, the embedding and the loss a chunk each; "
-    "JobLayout.split_layers asks every chunk for a transformer layer (7 on the end stages), so "
-    "VP 8 is refused (docs/validation.md, 'What MXFP8 and NVFP4 runs keep in memory')"
-)
 KNOWN_GAPS = {
     "vtrain-3.6b-tp4-pp1-mb2": SMALL_TP_GEMMS,
     "vtrain-3.6b-tp8-pp1-mb2": SMALL_TP_GEMMS,
@@ -300,10 +292,6 @@ KNOWN_GAPS = {
     ),
     # validation/pub_bridge_blockscaled.toml and pub_mcore_moe_blockscaled.toml (development
     # rows predicted not to fit; docs/validation.md, 'What MXFP8 and NVFP4 runs keep in memory')
-    "bridge2602-gb200-llama3.1-405b-nvfp4": BRIDGE_405B_SPLIT,
-    "bridge2604-gb200-llama3.1-405b-nvfp4": BRIDGE_405B_SPLIT,
-    "bridge260401-gb200-llama3.1-405b-nvfp4": BRIDGE_405B_SPLIT,
-    "bridge2606-gb200-llama3.1-405b-nvfp4": BRIDGE_405B_SPLIT,
     "bridge260201-gb300-llama3-70b-nvfp4": (
         "the table's layout (TP 1, PP 1, DP 64, FSDP 0) cannot hold Llama 3 70B: at v0.3.1 the "
         "NVFP4 preset keeps BF16 parameters (no fp4_param_gather), and the BF16 parameter "

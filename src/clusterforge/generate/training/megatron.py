@@ -226,8 +226,19 @@ def _check_fsdp2(job: JobLayout, arch: ModelArch) -> None:
         )
 
 
-def _pipeline_layer_args(w: WorkloadSpec) -> list[str]:
-    """Uneven first/last stages: the only split Megatron-LM takes on the command line."""
+def _pipeline_layer_args(w: WorkloadSpec, job: JobLayout, arch: ModelArch) -> list[str]:
+    """Uneven first/last stages: the only split Megatron-LM takes on the command line.
+
+    A layout with a chunk that holds only the embedding or only the loss is Megatron-Core's
+    count of both as pipeline slots (``JobLayout.accounts_embedding_and_loss``); those flags
+    exclude ``--decoder-first/last-pipeline-num-layers`` (``TransformerConfig.__post_init__``
+    raises on both, megatron/core/transformer/transformer_config.py, NVIDIA/Megatron-LM@b0cc2706).
+    """
+    if job.accounts_embedding_and_loss(arch.num_layers):
+        return [
+            "--account-for-embedding-in-pipeline-split",
+            "--account-for-loss-in-pipeline-split",
+        ]
     layers = w.pipeline_layers
     if not layers or len(set(layers)) == 1:
         return []
@@ -282,7 +293,7 @@ def megatron_args(design: Design) -> tuple[str, ...]:
         args.append(f"--num-virtual-stages-per-pipeline-rank={job.vpp}")
     if w.sequence_parallel and job.tp > 1:
         args.append("--sequence-parallel")
-    args += _pipeline_layer_args(w)
+    args += _pipeline_layer_args(w, job, arch)
     args += (
         _precision_args(w) + _dropout_args(w) + _recompute_args(w) + _sharding_args(w, job, arch)
     )
