@@ -21,11 +21,10 @@ all, only the model's quantize passes and smaller operands remain).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from collections.abc import Callable
 
-from benchmarks.hbm_kernel_whatif import error_groups
+from benchmarks.hbm_kernel_whatif import compare_outcomes
 
 import clusterforge.perf.roofline as roofline
 from clusterforge.catalog import Gpu
@@ -71,21 +70,14 @@ def outcomes_with_cap(cap: float) -> list[Outcome]:
         predict_run.cache_clear()
 
 
-def _cell(errors: list[float]) -> str:
-    mape = statistics.fmean(abs(e) for e in errors) * 100
-    return f"{mape:5.2f} / {statistics.median(errors) * 100:+6.2f}"
-
-
 def _compare(label: str, before: list[Outcome], after: list[Outcome]) -> None:
-    print(f"== {label}: MAPE / median signed %, before -> after")
-    old, new = error_groups(before), error_groups(after)
-    for name in sorted(old):
-        print(f"  {name:28} n={len(old[name]):3}  {_cell(old[name])} -> {_cell(new[name])}")
-    after_by_name = {o.run.name: o for o in after}
-    for o in before:
-        if o.run.subset == "development" and o.run.base.precision == "nvfp4":
-            new_error = after_by_name[o.run.name].error * 100
-            print(f"  {o.run.name:60} {o.error * 100:+6.1f} -> {new_error:+6.1f} %")
+    compare_outcomes(
+        label,
+        before,
+        after,
+        lambda o: o.run.subset == "development" and o.run.base.precision == "nvfp4",
+        width=60,
+    )
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 
 import clusterforge.perf.roofline as roofline
@@ -70,6 +71,31 @@ def error_groups(outcomes: list[Outcome]) -> dict[str, list[float]]:
         groups[f"class {o.run_class}"].append(o.error)
         groups[f"gpu {run_design(o.run).compute.gpu.id}"].append(o.error)
     return groups
+
+
+def _before_after_cell(errors: list[float]) -> str:
+    mape = statistics.fmean(abs(e) for e in errors) * 100
+    return f"{mape:5.2f} / {statistics.median(errors) * 100:+6.2f}"
+
+
+def compare_outcomes(
+    label: str,
+    before: list[Outcome],
+    after: list[Outcome],
+    listed: Callable[[Outcome], bool],
+    width: int = 40,
+) -> None:
+    """Print MAPE / median signed error per group before -> after, then each ``listed`` run's
+    error before -> after (the what-ifs that patch the model and predict again)."""
+    print(f"== {label}: MAPE / median signed %, before -> after")
+    old, new = error_groups(before), error_groups(after)
+    for name in sorted(old):
+        cells = f"{_before_after_cell(old[name])} -> {_before_after_cell(new[name])}"
+        print(f"  {name:28} n={len(old[name]):3}  {cells}")
+    after_by_name = {o.run.name: o for o in after}
+    for o in filter(listed, before):
+        new_error = after_by_name[o.run.name].error * 100
+        print(f"  {o.run.name:{width}} {o.error * 100:+6.1f} -> {new_error:+6.1f} %")
 
 
 def _report(outcomes: list[Outcome], rows: list[str]) -> None:
