@@ -208,6 +208,7 @@ def _run(file: str, row: dict[str, Any]) -> Run:
         precision=row.get("precision", "bf16"),
         shard_size=row.get("shard_size"),
         offload_layers=row.get("offload_layers", 0),
+        offload_modules=tuple(row.get("offload_modules", ())),  # Megatron-Core --offload-modules
         optimizer_offload=row.get("optimizer_offload", False),  # DeepSpeed offload_optimizer cpu
         optimizer_state=state,
     )

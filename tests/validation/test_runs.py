@@ -299,11 +299,6 @@ KNOWN_GAPS = {
         "the release's preset LLAMA3_70B_PRETRAIN_CONFIG_GB300_NVFP4_V2 is PP 4, VP 5 "
         "(scripts/performance/configs/llama/llama3_workload_base_configs.py at v0.3.1)"
     ),
-    "pub-mcorezoo-gb200-qwen3-235b-a22b-mxfp8": (
-        "its source states 'activation offloading required' (fine-grained offloading of "
-        "expert_fc1 and moe_act), which no field prices: 194 GiB of activations predicted at "
-        "MBS 3, PP 4, VP 6, 232 GiB in all against GB200's 184"
-    ),
 }
 
 

@@ -22,6 +22,7 @@ from clusterforge.perf.blockscale import is_block_scaled, param_weight_bytes, sa
 from clusterforge.perf.flops import ffn_size, kv_dim, q_dim
 from clusterforge.perf.fsdp2_memory import fsdp2_root_bytes
 from clusterforge.perf.liger_memory import liger_layer_grad_bytes, liger_loss_bytes
+from clusterforge.perf.offload_modules import offloaded_module_bytes
 from clusterforge.perf.optimizer_state import optimizer_state_bytes
 from clusterforge.perf.parallel import ParallelPlan, num_micro_batches, recompute_fraction
 from clusterforge.perf.remat import named_saved_bytes, saves_named_tensors
@@ -362,14 +363,14 @@ def memory_per_gpu(
     unit = max(layer_params_per_gpu(arch, plan), stack.fsdp_unit_params)  # as _gathered_bytes
     weights += fsdp2_root_bytes(arch, plan, stack, unit, not deferred_fsdp_reduce(plan, stack))
     grads += _reduce_bucket_bytes(plan, stack)
-    per_layer = activation_bytes_per_layer(arch, plan, stack)
+    per_layer = activation_bytes_per_layer(arch, plan, stack) - offloaded_module_bytes(arch, plan)
     share = recompute_fraction(plan, stages)
     if (
         plan.recompute == "full" and share < 1.0
     ):  # block recomputation: the other layers keep their activations
         kept = activation_bytes_per_layer(arch, plan.with_(recompute="none"), stack)
         per_layer = share * per_layer + (1.0 - share) * kept
-    # Offloaded layers keep their activations in host memory (:mod:`.offload`).
+    # Offloaded layers and modules keep activations in host memory (:mod:`.offload`, :mod:`.offload_modules`).
     activations = per_layer * resident_layers(stages[0], plan.offload_layers) * _in_flight(plan)
     # Embedding output kept for the first layer (+ full-recompute working set of one layer).
     tokens = plan.micro_batch * plan.seq_length / plan.layout.cp

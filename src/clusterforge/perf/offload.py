@@ -25,6 +25,7 @@ from __future__ import annotations
 from clusterforge.catalog import Gpu, ModelArch
 from clusterforge.perf.compute import LayerTimes
 from clusterforge.perf.memory import activation_bytes_per_layer
+from clusterforge.perf.offload_modules import offloaded_module_bytes
 from clusterforge.perf.parallel import ParallelPlan
 from clusterforge.perf.stack import Stack
 
@@ -53,14 +54,25 @@ def offload_s(
     arch: ModelArch, plan: ParallelPlan, stack: Stack, gpu: Gpu, times: LayerTimes, layers: int
 ) -> float:
     """Seconds per micro-batch that a stage's activation copies to and from host memory are
-    not hidden behind one layer's compute."""
+    not hidden behind one layer's compute: the whole offloaded layers' and, on every other
+    layer, the offloaded modules' (:mod:`.offload_modules`)."""
     moved = min(plan.offload_layers, layers)
-    if moved == 0:
+    module_bytes = offloaded_module_bytes(arch, plan)
+    if moved == 0 and module_bytes == 0.0:
         return 0.0
+    link = host_link_gbyte_per_s(gpu)
+    backward_s = times.backward_s + times.recompute_s
+    layer_bytes = activation_bytes_per_layer(arch, plan, stack)
     stall = offload_stall_s(
-        activation_bytes=activation_bytes_per_layer(arch, plan, stack),
-        link_gbyte_per_s=host_link_gbyte_per_s(gpu),
+        activation_bytes=layer_bytes,
+        link_gbyte_per_s=link,
         forward_s=times.forward_s,
-        backward_s=times.backward_s + times.recompute_s,
+        backward_s=backward_s,
     )
-    return moved * stall
+    module_stall = offload_stall_s(
+        activation_bytes=module_bytes,
+        link_gbyte_per_s=link,
+        forward_s=times.forward_s,
+        backward_s=backward_s,
+    )
+    return moved * stall + (layers - moved) * module_stall

@@ -41,6 +41,9 @@ class ParallelPlan:
 
     ``offload_layers``: layers per stage whose saved activations wait in host memory between
     their forward and backward (Megatron-Core activation offloading; :mod:`.offload`).
+    ``offload_modules``: modules of every layer whose saved inputs wait in host memory
+    (Megatron-Core fine-grained activation offloading, ``--offload-modules``;
+    :mod:`.offload_modules`): ``"expert_fc1"``, ``"moe_act"``.
     ``optimizer_offload``: the FP32 master weights, Adam moments and the optimizer step live
     on the host CPU (DeepSpeed ZeRO-Offload, ``offload_optimizer {device: cpu}``;
     :mod:`.optimizer_offload`). ``optimizer_state``: how the optimizer stores Adam's state
@@ -59,6 +62,7 @@ class ParallelPlan:
     shard_size: int | None = None
     recompute_layers: int | None = None
     offload_layers: int = 0
+    offload_modules: tuple[str, ...] = ()
     optimizer_offload: bool = False
     optimizer_state: OptimizerState = "fp32"
 
@@ -112,6 +116,10 @@ def validate_plan(arch: ModelArch, plan: ParallelPlan, num_gpus: int) -> tuple[i
         0 <= plan.offload_layers < arch.num_layers,
         f"offload_layers = {plan.offload_layers}: use 0 to {arch.num_layers - 1} layers "
         "whose activations go to host memory (Megatron-Core cpu_offloading_num_layers)",
+    )
+    require(
+        set(plan.offload_modules) <= {"expert_fc1", "moe_act"},
+        f"offload_modules = {plan.offload_modules}: the model prices expert_fc1 and moe_act",
     )
     # DeepSpeed builds its offloading optimizer only with ZeRO on: ``zero_enabled`` is
     # ``stage > 0`` (deepspeed/runtime/config.py) and ``_do_optimizer_sanity_check`` returns
