@@ -16,7 +16,7 @@ from clusterforge.perf.blockscale import (
     weight_cast,
 )
 from clusterforge.perf.memory import memory_per_gpu
-from clusterforge.perf.quantize_passes import blockscale_layer_bytes
+from clusterforge.perf.quantize_passes import blockscale_layer_bytes, mxfp8_expert_extra_kernels
 from clusterforge.perf.roofline import check_precision, gpu_perf
 from clusterforge.perf.stack import stack_named
 
@@ -145,3 +145,20 @@ def test_megatron_bridge_stores_mxfp8_parameters_only(
     bf16 = memory_per_gpu(arch, plan, stages, stack).weights_gib
     quantized = memory_per_gpu(arch, plan.with_(precision=precision), stages, stack).weights_gib
     assert quantized / bf16 == pytest.approx(bytes_per_param / 2.0)
+
+
+def test_mxfp8_quantizes_each_local_expert_in_its_own_kernel() -> None:
+    """Transformer Engine's split_quantize runs one MXFP8 kernel per local expert: with 128
+    experts over EP 8, 16 local experts, two expert GEMMs each way: 2 x (16 - 1) = 30 more
+    kernels per direction than one per GEMM; none for dense models, FP8 or NVFP4."""
+    moe = ModelArch(
+        num_layers=2, hidden_size=2048, num_heads=32, vocab_size=32000, num_experts=128, top_k=8
+    )
+    dense = ModelArch(num_layers=2, hidden_size=2048, num_heads=32, vocab_size=32000)
+    layout = JobLayout(tp=1, pp=1, dp=8, ep=8)
+    mxfp8 = ParallelPlan(layout, global_batch=8, seq_length=4096, precision="mxfp8")
+    assert mxfp8_expert_extra_kernels(moe, mxfp8) == 30
+    assert mxfp8_expert_extra_kernels(dense, mxfp8) == 0
+    for precision in ("fp8", "nvfp4"):
+        plan = ParallelPlan(layout, global_batch=8, seq_length=4096, precision=precision)
+        assert mxfp8_expert_extra_kernels(moe, plan) == 0
