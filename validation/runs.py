@@ -9,12 +9,12 @@ plan and model); a row may state it (``class``), and the tests check that it agr
 
 Two layouts are read: *tables* (``[table]`` + ``[[row]]`` with model dimensions, as the two
 calibration tables transcribe their papers) and *runs* (``[defaults]`` + ``[[row]]``, one
-row per run with its model, cluster, stack and plan). Each run is predicted on a design of
-its cluster (``parse_spec`` + ``design.plan``, collectives simulated on that fabric). What a
-source does not publish is chosen the same way for every row: among the micro-batches and
-interleaving degrees the row allows (a single value when the source gives it) and its
-recomputation modes, the fastest predicted plan that fits in memory (the authors tuned
-their runs); uneven interleaving follows ``JobLayout.split_layers``."""
+row per run with its model, cluster, stack and plan), each predicted on a design of its
+cluster (``parse_spec`` + ``design.plan``, collectives simulated on that fabric). What a
+source does not publish is chosen alike for every row: among the micro-batches, interleaving
+degrees (one when the source gives it) and recomputation modes the row allows, the fastest
+predicted plan that fits in memory (the authors tuned their runs); uneven interleaving
+follows ``JobLayout.split_layers``."""
 
 from __future__ import annotations
 
