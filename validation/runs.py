@@ -13,8 +13,7 @@ row per run with its model, cluster, stack and plan), each predicted on a design
 cluster (``parse_spec`` + ``design.plan``, collectives simulated on that fabric). What a
 source does not publish is chosen alike for every row: among the micro-batches, interleaving
 degrees (one when the source gives it) and recomputation modes the row allows, the fastest
-predicted plan that fits in memory (the authors tuned their runs); uneven interleaving
-follows ``JobLayout.split_layers``."""
+predicted plan that fits (the authors tuned); uneven interleaving: ``JobLayout.split_layers``."""
 
 from __future__ import annotations
 
