@@ -50,11 +50,9 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
-from benchmarks.memory_whatif_common import compare, patched_memory
+from benchmarks.memory_whatif_common import compare, patched_memory, variant_table
 
 from clusterforge.perf.memory import GIB, MemoryBreakdown, memory_per_gpu
-from validation.memory_rows import load_memory_rows
-from validation.runs import best_prediction, run_comm, run_design
 
 # CublasHandlePool.cpp, parseChosenWorkspaceSize: the default on compute capability 9.x
 # (and 10.x, 12.x in later versions), and the ``:4096:2:16:8`` default before Hopper.
@@ -91,11 +89,6 @@ def patched(variant: str) -> Callable[[Any, Any, Any, Any], MemoryBreakdown]:
     return memory
 
 
-def _row_gib(row: Any) -> float | None:
-    pred = best_prediction(row.run, run_comm(run_design(row.run)))
-    return pred.memory.total_gib if pred is not None else None
-
-
 def _summary(key: str, rows: list[Any], values: list[float | None]) -> None:
     def errs(source: str = "") -> list[float]:
         return [
@@ -113,21 +106,7 @@ def _summary(key: str, rows: list[Any], values: list[float | None]) -> None:
 
 def memory_rows() -> None:
     """Per development memory row: published, each variant (GiB, error), and the residual."""
-    rows = [r for r in load_memory_rows() if r.subset == "development"]
-    table: dict[str, list[float | None]] = {}
-    for v in VARIANTS:
-        with patched_memory(patched(v)):
-            table[v] = [_row_gib(r) for r in rows]
-    head = "".join(f"{k:>16}" for k in table)
-    print(f"  {'memory row (development)':<40} {'GiB':>6}{head}  residual GiB")
-    for i, row in enumerate(rows):
-        cells = ""
-        for values in table.values():
-            gib = values[i]
-            err = f"{(gib / row.measured_gib - 1) * 100:+5.1f} %" if gib else "no fit"
-            cells += f"{gib or 0.0:>7.1f} {err:>8}"
-        residual = row.measured_gib - (table["S"][i] or 0.0)
-        print(f"  {row.id:<40} {row.measured_gib:>6.1f}{cells}  {residual:>6.1f}")
+    rows, table = variant_table(VARIANTS, patched, residual_of="S")
     for key, values in table.items():
         _summary(key, rows, values)
 

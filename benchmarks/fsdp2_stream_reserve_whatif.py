@@ -28,12 +28,10 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
-from benchmarks.memory_whatif_common import compare, patched_memory
+from benchmarks.memory_whatif_common import compare, patched_memory, variant_table
 
 from clusterforge.perf.fsdp2_memory import root_unit_applies, root_unit_params
 from clusterforge.perf.memory import GIB, MemoryBreakdown, layer_params_per_gpu, memory_per_gpu
-from validation.memory_rows import load_memory_rows
-from validation.runs import best_prediction, run_comm, run_design
 
 VARIANTS = ("before", "adopted", "C")
 
@@ -62,27 +60,9 @@ def patched(variant: str) -> Callable[[Any, Any, Any, Any], MemoryBreakdown]:
     return memory
 
 
-def _row_gib(row: Any) -> float | None:
-    pred = best_prediction(row.run, run_comm(run_design(row.run)))
-    return pred.memory.total_gib if pred is not None else None
-
-
 def memory_rows() -> None:
     """Per development memory row: published, and each variant (GiB and error)."""
-    rows = [r for r in load_memory_rows() if r.subset == "development"]
-    table: dict[str, list[float | None]] = {}
-    for v in VARIANTS:
-        with patched_memory(patched(v)):
-            table[v] = [_row_gib(r) for r in rows]
-    head = "".join(f"{k:>16}" for k in table)
-    print(f"  {'memory row (development)':<40} {'GiB':>6}{head}")
-    for i, row in enumerate(rows):
-        cells = ""
-        for values in table.values():
-            gib = values[i]
-            err = f"{(gib / row.measured_gib - 1) * 100:+5.1f} %" if gib else "no fit"
-            cells += f"{gib or 0.0:>7.1f} {err:>8}"
-        print(f"  {row.id:<40} {row.measured_gib:>6.1f}{cells}")
+    rows, table = variant_table(VARIANTS, patched, residual_of=None)
     for key, values in table.items():
         errs = [g / r.measured_gib - 1 for g, r in zip(values, rows, strict=True) if g]
         tt = [

@@ -40,6 +40,36 @@ def patched_memory(memory: MemoryFn) -> Iterator[None]:
             module.memory_per_gpu = original
 
 
+def _row_gib(row: Any) -> float | None:
+    pred = best_prediction(row.run, run_comm(run_design(row.run)))
+    return pred.memory.total_gib if pred is not None else None
+
+
+def variant_table(
+    variants: tuple[str, ...], patched: Callable[[str], MemoryFn], residual_of: str | None = None
+) -> tuple[list[Any], dict[str, list[float | None]]]:
+    """Each development memory row's peak (GiB) under each variant, printed one row per line:
+    published, each variant's GiB and error, and what ``residual_of`` leaves unpriced."""
+    rows = [r for r in load_memory_rows() if r.subset == "development"]
+    table: dict[str, list[float | None]] = {}
+    for v in variants:
+        with patched_memory(patched(v)):
+            table[v] = [_row_gib(r) for r in rows]
+    head = "".join(f"{k:>16}" for k in table)
+    tail = "  residual GiB" if residual_of else ""
+    print(f"  {'memory row (development)':<40} {'GiB':>6}{head}{tail}")
+    for i, row in enumerate(rows):
+        cells = ""
+        for values in table.values():
+            gib = values[i]
+            err = f"{(gib / row.measured_gib - 1) * 100:+5.1f} %" if gib else "no fit"
+            cells += f"{gib or 0.0:>7.1f} {err:>8}"
+        if residual_of:
+            cells += f"  {row.measured_gib - (table[residual_of][i] or 0.0):>6.1f}"
+        print(f"  {row.id:<40} {row.measured_gib:>6.1f}{cells}")
+    return rows, table
+
+
 def _predict_all(runs: list[Run]) -> dict[str, Any]:
     return {r.name: best_prediction(r, run_comm(run_design(r))) for r in runs}
 
