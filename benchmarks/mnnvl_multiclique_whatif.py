@@ -46,8 +46,7 @@ from clusterforge.netsim.context import tuning_context
 from clusterforge.netsim.domains import mnnvl
 from clusterforge.netsim.tuner import generation_of
 from clusterforge.netsim.vocab import Algorithm, Protocol
-from clusterforge.topology import FabricGraph
-from validation.nccl_rows import CLUSTERS, LARGE_BYTES, ROWS, Scored, _graph, ranks, score
+from validation.nccl_rows import CLUSTERS, LARGE_BYTES, ROWS, Scored, ranks, row_graph, score
 
 STUDIED = ("calibration", "development")
 TWO_RACK_PREFIXES = ("pub-oke-gb200-32n-ar-", "pub-ocigpu-gb300-32n-ar-")
@@ -62,23 +61,6 @@ _CANDIDATES: tuple[tuple[Algorithm, Protocol], ...] = (
     ("nvls_tree", "simple"),
 )
 _ORIGINAL_HW_US = latency_mod._hw_us
-
-
-def row_graph(row: dict[str, Any]) -> FabricGraph:
-    """The row's fabric graph, as ``validation.nccl_rows.score`` builds it."""
-    facility = tuple(sorted(row.get("facility", {}).items()))
-    return _graph(
-        row["node"],
-        row["num_nodes"],
-        row.get("nics_per_node"),
-        facility,
-        row.get("fabric"),
-        nic_gbit_per_s=row.get("nic_gbit_per_s"),
-        transport=row.get("transport"),
-        nccl_tuner=row.get("nccl_tuner"),
-        nccl_protocols=tuple(row["nccl_protocols"]) if "nccl_protocols" in row else None,
-        efa_instance=row.get("efa_instance"),
-    )
 
 
 def call_time_us(row: dict[str, Any], busbw_gbyte_per_s: float) -> float:

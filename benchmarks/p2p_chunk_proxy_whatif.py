@@ -38,8 +38,15 @@ import numpy as np
 import clusterforge.netsim.simulate as simulate_module
 from clusterforge.catalog import load_catalog
 from clusterforge.netsim.alltoall import p2p_net_steps
-from clusterforge.topology import FabricGraph
-from validation.nccl_rows import CLUSTERS, LARGE_BYTES, ROWS, Scored, _graph, ranks, score
+from validation.nccl_rows import (
+    CLUSTERS,
+    LARGE_BYTES,
+    ROWS,
+    Scored,
+    ranks,
+    row_graph,
+    score,
+)
 
 __all__ = [
     "NetP2p",
@@ -106,21 +113,6 @@ class NetP2p:
     def receives_per_request(self) -> int:
         """Chunks one irecv carries: a remote host's GPUs of one 8-peer batch, at most 8."""
         return min(self.gpus_per_host, MAX_RECVS)
-
-
-def row_graph(row: dict[str, Any]) -> FabricGraph:
-    """The fabric ``validation.nccl_rows.score`` simulates the row on."""
-    return _graph(
-        row["node"],
-        row["num_nodes"],
-        row.get("nics_per_node"),
-        tuple(sorted(row.get("facility", {}).items())),
-        row.get("fabric"),
-        nic_gbit_per_s=row.get("nic_gbit_per_s"),
-        transport=row.get("transport"),
-        nccl_tuner=row.get("nccl_tuner"),
-        nccl_protocols=tuple(row["nccl_protocols"]) if "nccl_protocols" in row else None,
-    )
 
 
 def net_p2p(row: dict[str, Any], *, version: tuple[int, ...] | None = None) -> NetP2p | None:

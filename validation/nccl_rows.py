@@ -148,11 +148,10 @@ def _ll128_c2c(settings: dict[str, Any]) -> bool:
     return tuple(int(part) for part in str(version).split(".")) >= (2, 27, 3)
 
 
-def score(row: dict[str, Any], *, algorithm: str | None = None, protocol: str = "auto") -> Scored:
-    """``row`` simulated as its nccl-tests call (the row's algorithm, NCCL's choice when it
-    names none), or with ``algorithm`` and ``protocol`` forced."""
+def row_graph(row: dict[str, Any]) -> FabricGraph:
+    """The fabric graph a row's nccl-tests call runs on."""
     facility = tuple(sorted(row.get("facility", {}).items()))
-    graph = _graph(
+    return _graph(
         row["node"],
         row["num_nodes"],
         row.get("nics_per_node"),
@@ -164,6 +163,12 @@ def score(row: dict[str, Any], *, algorithm: str | None = None, protocol: str = 
         nccl_protocols=tuple(row["nccl_protocols"]) if "nccl_protocols" in row else None,
         efa_instance=row.get("efa_instance"),
     )
+
+
+def score(row: dict[str, Any], *, algorithm: str | None = None, protocol: str = "auto") -> Scored:
+    """``row`` simulated as its nccl-tests call (the row's algorithm, NCCL's choice when it
+    names none), or with ``algorithm`` and ``protocol`` forced."""
+    graph = row_graph(row)
     res = simulate_collective(
         graph,
         row["collective"],
